@@ -1,0 +1,50 @@
+"""Where the local stack lives and which ports it uses.
+
+Every value can be overridden from the environment so two stacks (or CI beside a developer's stack)
+can run on one machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("DEVSTACK_HOME", PROJECT_ROOT / ".devstack"))
+
+
+def _port(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    try:
+        port = int(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a port number; set it to an integer such as {default}") from None
+    if not 0 < port < 65536:
+        raise SystemExit(f"{name}={port} is out of range; choose a port between 1 and 65535")
+    return port
+
+
+KAFKA_PORT = _port("DEVSTACK_KAFKA_PORT", 9092)
+KAFKA_CONTROLLER_PORT = _port("DEVSTACK_KAFKA_CONTROLLER_PORT", 9093)
+REDIS_PORT = _port("DEVSTACK_REDIS_PORT", 6379)
+MONGO_PORT = _port("DEVSTACK_MONGO_PORT", 27017)
+MONGO_MEMBERS = int(os.environ.get("DEVSTACK_MONGO_MEMBERS", "3"))
+MONGO_REPLSET = os.environ.get("DEVSTACK_MONGO_REPLSET", "rs0")
+
+
+def kafka_bootstrap() -> str:
+    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", f"127.0.0.1:{KAFKA_PORT}")
+
+
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
+
+
+def emulator_uri() -> str:
+    hosts = ",".join(f"127.0.0.1:{MONGO_PORT + i}" for i in range(MONGO_MEMBERS))
+    return f"mongodb://{hosts}/?replicaSet={MONGO_REPLSET}"
+
+
+def mongodb_uri() -> str:
+    """A real deployment when MONGODB_URI is set, else the emulator that `devstack up` starts."""
+    return os.environ.get("MONGODB_URI") or emulator_uri()
