@@ -1,0 +1,69 @@
+"""`python -m devstack up|down|status|logs|mongo` — the local stack of the CDC platform."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from devstack import stack
+from devstack.process import StackError
+
+
+def _status(_args) -> int:
+    for service in stack.services():
+        if not service.long_running:
+            continue
+        pid = service.module.process.pid()
+        state = f"running (pid {pid})" if pid else "stopped"
+        print(f"{service.name:<11} {state:<22} {service.endpoint}")
+    return 0
+
+
+def _logs(args) -> int:
+    names = [args.service] if args.service else [s.name for s in stack.services() if s.long_running]
+    files = [str(stack.select([n])[0].module.process.log_file) for n in names]
+    if args.follow:
+        return subprocess.call(["tail", "-n", str(args.lines), "-F", *files])
+    for name, path in zip(names, files, strict=True):
+        print(f"==> {name} ({path})")
+        print(stack.select([name])[0].module.process.log_tail(args.lines))
+    return 0
+
+
+def _mongo(args) -> int:
+    from devstack.mongo.cli import main as emulator_main
+
+    return emulator_main(args.emulator_args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and fetch Spark's Kafka jars")
+    up.add_argument("services", nargs="*", help="only these (redis, kafka, mongo, spark-jars)")
+    down = sub.add_parser("down", help="stop what `up` started")
+    down.add_argument("services", nargs="*")
+    sub.add_parser("status", help="what runs, with pids and endpoints")
+    logs = sub.add_parser("logs", help="show (or follow) service logs")
+    logs.add_argument("service", nargs="?")
+    logs.add_argument("-n", "--lines", type=int, default=40)
+    logs.add_argument("-f", "--follow", action="store_true")
+    mongo = sub.add_parser("mongo", help="run the MongoDB replica-set emulator in the foreground", add_help=False)
+    mongo.add_argument("emulator_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "up":
+            stack.up(args.services)
+            return 0
+        if args.command == "down":
+            stack.down(args.services)
+            return 0
+        return {"status": _status, "logs": _logs, "mongo": _mongo}[args.command](args)
+    except StackError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Single-node Apache Kafka in KRaft mode (broker + controller in one JVM), from Maven jars."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+from devstack import settings
+from devstack.maven import fetch_jars, require_tool
+from devstack.process import ManagedProcess, StackError, port_in_use, wait_until
+
+POM = Path(__file__).parent / "maven" / "kafka-pom.xml"
+HOME = settings.STATE_DIR / "kafka"
+JARS = settings.STATE_DIR / "jars" / "kafka"
+process = ManagedProcess("kafka")
+
+LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = WARN
+logger.apache.name = org.apache.kafka
+logger.apache.level = WARN
+"""
+
+
+def server_properties() -> str:
+    port, controller = settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT
+    return f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={HOME / "data"}
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+transaction.max.timeout.ms=900000
+message.max.bytes=1048588
+log.retention.hours=168
+"""
+
+
+def _classpath() -> str:
+    fetch_jars(POM.read_text(), JARS, "Kafka")
+    return f"{JARS}/*"
+
+
+def _java_argv(main_class: str, *args: str, heap: str = "1g") -> list[str]:
+    java = require_tool("java", "Install a JDK 17 or newer (Debian: apt-get install openjdk-17-jdk-headless).")
+    return [
+        java, f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={HOME / 'log4j2.properties'}",
+        "-cp", _classpath(), main_class, *args,
+    ]
+
+
+def _format_storage_once(config: Path) -> None:
+    if (HOME / "data" / "meta.properties").exists():
+        return
+    cluster_id = str(uuid.uuid4().hex[:22])
+    result = subprocess.run(
+        _java_argv("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), heap="256m"),
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise StackError(f"formatting Kafka storage failed:\n{(result.stdout + result.stderr)[-3000:]}")
+
+
+def can_list_topics(timeout: float = 2.0) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{settings.KAFKA_PORT}", "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout)
+        return True
+    except Exception:
+        return False
+
+
+def up() -> str:
+    if process.is_running():
+        wait_until(can_list_topics, 60, "Kafka to accept AdminClient requests", process)
+        return "already running"
+    for port in (settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT):
+        if port_in_use(port):
+            raise StackError(
+                f"port {port} is taken by another program, so Kafka cannot start. Stop that program or choose "
+                "other ports with DEVSTACK_KAFKA_PORT / DEVSTACK_KAFKA_CONTROLLER_PORT."
+            )
+    HOME.mkdir(parents=True, exist_ok=True)
+    config = HOME / "server.properties"
+    config.write_text(server_properties())
+    (HOME / "log4j2.properties").write_text(LOG4J2.format(log=HOME / "server.log"))
+    _format_storage_once(config)
+    process.start(_java_argv("kafka.Kafka", str(config)))
+    wait_until(can_list_topics, 90, "Kafka to accept AdminClient requests", process)
+    return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
+
+
+def down() -> bool:
+    return process.stop(timeout=30)
