@@ -22,7 +22,9 @@ def _redis_server() -> str:
     print("installing redis-server with apt-get...", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True)
-    result = subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "redis-server"], env=env, capture_output=True, text=True
+    )
     path = shutil.which("redis-server")
     if result.returncode != 0 or not path:
         raise StackError(f"apt-get install redis-server failed:\n{result.stderr[-2000:]}")
