@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the platform needs on a fresh Debian machine, idempotently:
+# Debian packages (Redis, JDK, Maven), Python requirements, and the Kafka / Spark jars.
+# A second run is a few seconds: each step is skipped when already satisfied.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .devstack
+
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need_apt+=(maven)
+if [ "${CDC_INSTALL_BROWSER:-1}" = 1 ] && [ ! -x /usr/bin/chromium ]; then need_apt+=(chromium); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat .devstack/requirements.sha256 2>/dev/null)" != "$req_hash" ]; then
+  echo "installing Python requirements"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$req_hash" > .devstack/requirements.sha256
+fi
+
+if [ -f package.json ]; then
+  pkg_hash=$(cat package.json package-lock.json 2>/dev/null | sha256sum | cut -d' ' -f1)
+  if [ ! -d node_modules ] || [ "$(cat .devstack/npm.sha256 2>/dev/null)" != "$pkg_hash" ]; then
+    echo "installing front-end packages from npm"
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$pkg_hash" > .devstack/npm.sha256
+  fi
+fi
+
+"$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"
