@@ -1,0 +1,135 @@
+"""Debezium-style streaming metrics for one pipeline (seed 000 §4.5.3.2), cheap to read every second.
+
+The reader thread and the producing loop both update these; a lock keeps the counters coherent, and
+`snapshot()` returns a plain dict that can go straight into JSON (dashboard, /metrics, API).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StreamingMetrics:
+    connector: str
+    replica_set: str
+    queue_total_capacity: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    connected: bool = False
+    phase: str = "starting"
+    total_events_seen: int = 0
+    events_filtered: int = 0
+    events_by_operation: dict[str, int] = field(default_factory=dict)
+    disconnects: int = 0
+    primary_elections: int = 0
+    last_election_ms: int | None = None
+    primary: str | None = None
+    members: list[str] = field(default_factory=list)
+    ms_behind_source: int | None = None
+    last_event: dict | None = None
+    source_event_position: dict | None = None
+    queue_remaining_capacity: int = 0
+    transactions_committed: int = 0
+    heartbeats: int = 0
+    last_error: str | None = None
+    started_at: float = field(default_factory=time.time)
+    _recent: deque = field(default_factory=lambda: deque(maxlen=120), repr=False)
+
+    def record_event(self, operation: str, cluster_time_ms: int | None, position: dict, summary: dict) -> None:
+        now_ms = int(time.time() * 1000)
+        with self._lock:
+            self.total_events_seen += 1
+            self.events_by_operation[operation] = self.events_by_operation.get(operation, 0) + 1
+            if cluster_time_ms is not None:
+                self.ms_behind_source = max(0, now_ms - cluster_time_ms)
+            self.source_event_position = position
+            self.last_event = summary
+            self._count_now(1)
+
+    def record_filtered(self, count: int = 1) -> None:
+        with self._lock:
+            self.events_filtered += count
+
+    def record_caught_up(self) -> None:
+        """No change is waiting: the pipeline is as current as the source."""
+        with self._lock:
+            self.ms_behind_source = 0
+
+    def record_disconnect(self, error: str | None = None) -> None:
+        with self._lock:
+            self.disconnects += 1
+            self.connected = False
+            if error:
+                self.last_error = error
+
+    def record_connected(self, primary: str | None, members: list[str]) -> None:
+        with self._lock:
+            self.connected = True
+            self.primary = primary
+            self.members = list(members)
+
+    def record_election(self, new_primary: str | None) -> None:
+        with self._lock:
+            self.primary_elections += 1
+            self.last_election_ms = int(time.time() * 1000)
+            self.primary = new_primary
+
+    def record_commit(self, heartbeat: bool = False) -> None:
+        with self._lock:
+            self.transactions_committed += 1
+            if heartbeat:
+                self.heartbeats += 1
+
+    def set_queue_remaining(self, remaining: int) -> None:
+        self.queue_remaining_capacity = remaining
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+
+    def record_error(self, message: str) -> None:
+        with self._lock:
+            self.last_error = message
+
+    def _count_now(self, n: int) -> None:
+        second = int(time.monotonic())
+        if self._recent and self._recent[-1][0] == second:
+            self._recent[-1][1] += n
+        else:
+            self._recent.append([second, n])
+
+    def events_per_second(self, window: int = 5) -> float:
+        now = int(time.monotonic())
+        with self._lock:
+            total = sum(n for second, n in self._recent if now - window <= second < now)
+        return total / window
+
+    def snapshot(self) -> dict:
+        rate = self.events_per_second()
+        with self._lock:
+            return {
+                "connector": self.connector,
+                "replica_set": self.replica_set,
+                "phase": self.phase,
+                "Connected": self.connected,
+                "TotalNumberOfEventsSeen": self.total_events_seen,
+                "NumberOfEventsFiltered": self.events_filtered,
+                "EventsByOperation": dict(self.events_by_operation),
+                "NumberOfDisconnects": self.disconnects,
+                "NumberOfPrimaryElections": self.primary_elections,
+                "LastPrimaryElectionMs": self.last_election_ms,
+                "Primary": self.primary,
+                "Members": list(self.members),
+                "MilliSecondsBehindSource": self.ms_behind_source,
+                "QueueTotalCapacity": self.queue_total_capacity,
+                "QueueRemainingCapacity": self.queue_remaining_capacity,
+                "SourceEventPosition": self.source_event_position,
+                "LastEvent": self.last_event,
+                "NumberOfCommittedTransactions": self.transactions_committed,
+                "NumberOfHeartbeats": self.heartbeats,
+                "EventsPerSecond": rate,
+                "LastError": self.last_error,
+                "UptimeSeconds": round(time.time() - self.started_at, 1),
+            }

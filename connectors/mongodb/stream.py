@@ -1,0 +1,198 @@
+"""Reading one replica set's change stream in a background thread into a bounded queue.
+
+The queue decouples MongoDB round trips from Kafka transactions (Debezium's `max.queue.size`). Items are
+either change documents or `Idle` markers carrying the post-batch resume token: the marker keeps the stream's
+position moving while nothing captured happens, which is what heartbeats commit.
+
+On a resumable failure the reader reopens the stream after the last token it handed to the queue, with
+exponential backoff, so nothing is lost or repeated; after `max_attempts` consecutive failures it gives up.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymongo
+from bson import Timestamp
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
+
+from connectors.errors import ConnectorError, HistoryLost
+from connectors.metrics import StreamingMetrics
+
+log = logging.getLogger(__name__)
+
+HISTORY_LOST = 286
+FATAL_CODES = {HISTORY_LOST, 280, 260}  # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken
+
+
+@dataclass(frozen=True)
+class WatchScope:
+    level: str  # "deployment" | "database" | "collection"
+    database: str | None = None
+    collection: str | None = None
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    resume_after: dict | None = None
+    start_after: dict | None = None
+    start_at_operation_time: Timestamp | None = None
+
+
+@dataclass(frozen=True)
+class Idle:
+    resume_token: dict | None
+
+
+@dataclass(frozen=True)
+class ReaderFailed:
+    error: BaseException
+
+
+@dataclass
+class Backoff:
+    initial_ms: int = 1000
+    max_ms: int = 120_000
+    max_attempts: int = 16
+
+    def delay(self, attempt: int) -> float:
+        return min(self.max_ms, self.initial_ms * (2 ** max(0, attempt - 1))) / 1000.0
+
+
+@dataclass
+class StreamOptions:
+    full_document: str | None = None  # None | "updateLookup" | "whenAvailable" | "required"
+    full_document_before_change: str | None = None  # None | "whenAvailable" | "required"
+    batch_size: int = 2048
+    max_await_ms: int = 500
+    show_expanded_events: bool = False
+
+
+class ChangeStreamReader:
+    def __init__(
+        self,
+        client: pymongo.MongoClient,
+        scope: WatchScope,
+        pipeline: list[dict],
+        options: StreamOptions,
+        start: StartPosition,
+        out: queue.Queue,
+        metrics: StreamingMetrics,
+        backoff: Backoff,
+        stop: threading.Event,
+        on_connected: Callable[[], None] | None = None,
+    ):
+        self._client = client
+        self._scope = scope
+        self._pipeline = pipeline
+        self._options = options
+        self._start = start
+        self._out = out
+        self._metrics = metrics
+        self._backoff = backoff
+        self._stop = stop
+        self._on_connected = on_connected
+        self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.replica_set}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _watch_target(self):
+        if self._scope.level == "collection":
+            return self._client[self._scope.database][self._scope.collection]
+        if self._scope.level == "database":
+            return self._client[self._scope.database]
+        return self._client
+
+    def _open(self, start: StartPosition):
+        kwargs = {
+            "pipeline": self._pipeline,
+            "batch_size": self._options.batch_size,
+            "max_await_time_ms": self._options.max_await_ms,
+            "full_document": self._options.full_document,
+            "full_document_before_change": self._options.full_document_before_change,
+            "resume_after": start.resume_after,
+            "start_after": start.start_after,
+            "start_at_operation_time": start.start_at_operation_time,
+        }
+        if self._options.show_expanded_events:
+            kwargs["show_expanded_events"] = True
+        return self._watch_target().watch(**{k: v for k, v in kwargs.items() if v is not None})
+
+    def _put(self, item) -> bool:
+        """Blocks while the queue is full (back-pressure), but wakes up to honour a stop request."""
+        while not self._stop.is_set():
+            try:
+                self._out.put(item, timeout=0.2)
+                self._metrics.set_queue_remaining(self._out.maxsize - self._out.qsize())
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        start = self._start
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                with self._open(start) as stream:
+                    failures = 0
+                    self._metrics.record_connected(self._metrics.primary, self._metrics.members)
+                    if self._on_connected:
+                        self._on_connected()
+                    last_idle_token = None
+                    while not self._stop.is_set():
+                        change = stream.try_next()
+                        if change is not None:
+                            if not self._put(change):
+                                return
+                            start = StartPosition(resume_after=change["_id"])
+                            if change.get("operationType") == "invalidate":
+                                start = StartPosition(start_after=change["_id"])
+                            continue
+                        token = stream.resume_token
+                        if token is not None:
+                            start = StartPosition(resume_after=token)
+                        if token != last_idle_token:
+                            last_idle_token = token
+                            if not self._put(Idle(token)):
+                                return
+                    return
+            except OperationFailure as error:
+                if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
+                    failure = (HistoryLost(
+                        "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); "
+                        "changes were missed, so a new snapshot is needed (snapshot.mode=when_needed does it "
+                        "automatically) or reset the offset"
+                    ) if error.code == HISTORY_LOST else ConnectorError(f"the change stream failed: {error}"))
+                    self._put(ReaderFailed(failure))
+                    return
+                failures += 1
+                if not self._retry(failures, error):
+                    return
+            except (ConnectionFailure, PyMongoError) as error:
+                failures += 1
+                if not self._retry(failures, error):
+                    return
+            except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
+                self._put(ReaderFailed(error))
+                return
+
+    def _retry(self, failures: int, error: BaseException) -> bool:
+        self._metrics.record_disconnect(f"{type(error).__name__}: {error}")
+        if failures > self._backoff.max_attempts:
+            self._put(ReaderFailed(ConnectorError(
+                f"gave up after {self._backoff.max_attempts} attempts to reconnect to the change stream "
+                f"(connect.max.attempts); last error: {error}")))
+            return False
+        delay = self._backoff.delay(failures)
+        log.warning("change stream of %s interrupted (%s); retry %d in %.1fs",
+                    self._metrics.replica_set, type(error).__name__, failures, delay)
+        return not self._stop.wait(delay)
