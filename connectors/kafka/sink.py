@@ -1,0 +1,380 @@
+"""One transactional producer per pipeline: each batch's messages and its offset record commit together.
+
+Commit succeeds => every message and the offset are durable and visible to read_committed readers; any
+failure => the transaction is aborted and none of them is. The transactional id `<connector>.<replica set>`
+fences an older producer of the same pipeline (a zombie worker): its next write raises SinkFencedError.
+
+Messages over the size limit (key + value + headers + record framing, uncompressed, as the Java producer
+counts) follow the policy: `fail` raises MessageTooLargeError naming the topic and key; `skip` drops the
+message and writes a warning record to the errors topic in the same transaction, so nothing goes unrecorded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from connectors.kafka.errors import (
+    FENCED_CODES,
+    MessageTooLargeError,
+    SinkError,
+    SinkFatalError,
+    SinkFencedError,
+    SinkRetriableError,
+    TopicAdminError,
+    classify,
+    describe,
+)
+from connectors.kafka.offset_record import OffsetRecord, OffsetTombstone
+from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
+
+log = logging.getLogger(__name__)
+
+TOO_LARGE_FAIL = "fail"
+TOO_LARGE_SKIP = "skip"
+# Upper bound of a record's framing: record batch header (61) + per-record varints and attributes (36).
+RECORD_OVERHEAD = 97
+HEADER_OVERHEAD = 10
+
+PRODUCER_DEFAULTS = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "compression.type": "lz4",
+    "linger.ms": 5,  # batches are flushed at commit anyway; a short linger only groups a batch's messages
+    "batch.size": 1_000_000,  # stays under the broker's default max.message.bytes (1048588)
+    "batch.num.messages": 10_000,
+    "message.max.bytes": 1_000_000,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
+    "transaction.timeout.ms": 60_000,
+    "partitioner": "murmur2_random",  # same key -> same partition as Java clients (Kafka Connect, Debezium)
+}
+
+
+@dataclass(frozen=True)
+class OutMessage:
+    topic: str
+    key: bytes | None
+    value: bytes | None  # None: tombstone
+    headers: Sequence[tuple[str, bytes]] | None = None
+
+
+def record_size(message: OutMessage) -> int:
+    size = RECORD_OVERHEAD + len(message.key or b"") + len(message.value or b"")
+    for name, value in message.headers or ():
+        size += HEADER_OVERHEAD + len(name.encode()) + len(value or b"")
+    return size
+
+
+def transactional_id(connector: str, replica_set: str) -> str:
+    return f"{connector}.{replica_set}"
+
+
+@dataclass
+class SinkStats:
+    messages: int = 0
+    bytes: int = 0
+    offsets_written: int = 0
+    skipped_too_large: int = 0
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
+    last_commit_latency_ms: float | None = None  # flush + commit of the last committed batch
+    last_batch_ms: float | None = None  # whole write_batch of the last committed batch
+
+    def snapshot(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Deliveries:
+    produced: int = 0
+    delivered: int = 0
+    failures: list[tuple[KafkaError, str, bytes | None]] = field(default_factory=list)
+    skipped: set[int] = field(default_factory=set)  # indexes of oversized messages recorded as warnings
+
+
+class TransactionalSink:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        connector: str,
+        replica_set: str,
+        *,
+        offsets_topic: str | TopicSpec = "cdc.offsets",
+        errors_topic: str | None = None,
+        new_topic: Callable[[str], TopicSpec] = TopicSpec,
+        too_large: str = TOO_LARGE_FAIL,
+        producer_config: Mapping[str, object] | None = None,
+        topic_admin: TopicAdmin | None = None,
+        timeout: float = 30.0,
+    ):
+        if too_large not in (TOO_LARGE_FAIL, TOO_LARGE_SKIP):
+            raise ValueError(f"too_large policy must be {TOO_LARGE_FAIL!r} or {TOO_LARGE_SKIP!r}, not {too_large!r}")
+        self.connector, self.replica_set = connector, replica_set
+        self.transactional_id = transactional_id(connector, replica_set)
+        if not isinstance(offsets_topic, TopicSpec):
+            offsets_topic = offsets_topic_spec(offsets_topic)
+        self.offsets_topic = offsets_topic
+        self.errors_topic = errors_topic or f"{connector}.errors"
+        self.new_topic = new_topic
+        self.too_large = too_large
+        self.timeout = timeout
+        self.topics = topic_admin or TopicAdmin(bootstrap_servers, timeout)
+        self.stats = SinkStats()
+        self.before_commit: Callable[[], None] | None = None  # fault-injection seam for tests
+        self._config = {
+            **PRODUCER_DEFAULTS,
+            **(producer_config or {}),
+            "bootstrap.servers": bootstrap_servers,
+            "transactional.id": self.transactional_id,
+            "on_delivery": self._on_delivery,
+        }
+        self._producer: Producer | None = None
+        self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
+        self._deliveries = _Deliveries()
+
+    # -- life cycle -------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Starts the producer and fences any older producer of this pipeline (aborting its open transaction).
+
+        Call it before reading the pipeline's offsets, so a reset written meanwhile either is read or fences us.
+        """
+        if self._state == "fenced":
+            raise SinkFencedError(f"Pipeline {self.transactional_id} was fenced by another worker; it must not reopen.")
+        self._discard_producer()
+        self.topics.ensure([self.offsets_topic])
+        self._producer = Producer(self._config)
+        try:
+            self._producer.init_transactions(self.timeout)
+        except KafkaException as exception:
+            self._state = "broken"
+            raise classify(exception.args[0], f"starting the transactional producer {self.transactional_id}") from None
+        self._state = "open"
+
+    def close(self) -> None:
+        if self._producer is not None and self._state == "open":
+            self._producer.flush(self.timeout)
+        self._discard_producer()
+        if self._state != "fenced":
+            self._state = "closed"
+
+    def __enter__(self) -> TransactionalSink:
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------------------------------
+
+    def write_batch(self, messages: Sequence[OutMessage], offset: OffsetRecord | OffsetTombstone | None = None) -> None:
+        """Writes all messages and the offset record in one transaction, or raises a SinkError having written none.
+
+        An empty `messages` with an offset is fine (a heartbeat commit). After SinkRetriableError writing the same
+        batch again is safe; after SinkFatalError call open() first; after SinkFencedError the pipeline must stop.
+        """
+        self._require_open()
+        if not messages and offset is None:
+            return
+        started = time.monotonic()
+        try:
+            oversized = self._prepare_topics(messages, offset)
+        except TopicAdminError as error:
+            raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
+        self._deliveries = _Deliveries()
+        try:
+            self._producer.begin_transaction()
+            self._produce_all(messages, offset, oversized)
+            commit_started = time.monotonic()
+            self._await_deliveries()
+            if self.before_commit is not None:
+                self.before_commit()
+            self._commit()
+        except BaseException as exception:
+            error = self._abort(exception)
+            if error is exception:
+                raise
+            raise error from exception
+        finished = time.monotonic()
+        self._count_committed(messages, offset)
+        self.stats.last_commit_latency_ms = round((finished - commit_started) * 1000, 3)
+        self.stats.last_batch_ms = round((finished - started) * 1000, 3)
+
+    def _prepare_topics(self, messages: Sequence[OutMessage], offset) -> dict[int, int]:
+        """Creates missing topics; returns {message index: limit} for the messages over their topic's limit."""
+        specs = {m.topic: self.new_topic(m.topic) for m in messages if not self.topics.is_known(m.topic)}
+        if offset is not None:
+            specs[self.offsets_topic.name] = self.offsets_topic
+        self.topics.ensure(specs.values())
+        oversized = {}
+        for index, message in enumerate(messages):
+            limit = self._limit(message.topic)
+            if record_size(message) > limit:
+                oversized[index] = limit
+        if oversized and self.too_large == TOO_LARGE_SKIP:
+            self.topics.ensure([self.new_topic(self.errors_topic)])
+        return oversized
+
+    def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int]) -> None:
+        for index, message in enumerate(messages):
+            if index in oversized:
+                self._handle_too_large(index, message, oversized[index], offset)
+                continue
+            try:
+                self._produce(message.topic, message.key, message.value, message.headers)
+            except KafkaException as exception:
+                if exception.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise
+                self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
+        if offset is not None:
+            self._produce(self.offsets_topic.name, offset.key, offset.to_value(), None)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, headers=headers)
+                break
+            except BufferError:  # local queue full: let deliveries drain it
+                self._producer.poll(0.05)
+        self._deliveries.produced += 1
+
+    def _handle_too_large(self, index: int, message: OutMessage, limit: int, offset) -> None:
+        size = record_size(message)
+        where = f"Message for topic {message.topic!r} with key {_key_text(message.key)} is {size} bytes"
+        if self.too_large == TOO_LARGE_FAIL:
+            raise MessageTooLargeError(
+                f"{where}, over the limit of {limit} bytes (the smaller of the producer's message.max.bytes and "
+                "the topic's max.message.bytes). Raise both limits, exclude or trim the field that makes it large, "
+                "or set the too-large policy to 'skip' to record it on the errors topic instead.",
+                message.topic, message.key, size, limit,
+            )
+        self._deliveries.skipped.add(index)
+        log.warning("%s, over the limit of %d bytes: skipped, recorded on %s", where, limit, self.errors_topic)
+        if not self.topics.is_known(self.errors_topic):
+            self.topics.ensure([self.new_topic(self.errors_topic)])
+        warning = _too_large_warning(self.connector, self.replica_set, message, size, limit, offset)
+        self._produce(self.errors_topic, message.key if len(message.key or b"") <= 4096 else None, warning,
+                      [("cdc.error", b"message_too_large")])
+
+    def _await_deliveries(self) -> None:
+        """Every delivery report must be a success before committing (a failed one dooms the transaction)."""
+        remaining = self._producer.flush(self.timeout)
+        deliveries = self._deliveries
+        if remaining or deliveries.delivered != deliveries.produced:
+            raise SinkRetriableError(
+                f"Kafka acknowledged {deliveries.delivered} of {deliveries.produced} messages within {self.timeout}s; "
+                "the batch was aborted and writing it again is safe."
+            )
+        if deliveries.failures:
+            error, topic, key = deliveries.failures[0]
+            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                raise MessageTooLargeError(
+                    f"The broker rejected a batch for topic {topic!r} (key {_key_text(key)}) as too large. The "
+                    "topic's max.message.bytes is probably below the producer's batch.size: raise it, or lower "
+                    "batch.size in the sink's producer settings.", topic, key, 0, self._limit(topic),
+                )
+            raise classify(error, f"delivering a message to topic {topic!r}")
+
+    def _commit(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+                return
+            except KafkaException as exception:
+                error = exception.args[0]
+                if not error.retriable() or error.txn_requires_abort() or time.monotonic() >= deadline:
+                    raise
+
+    def _abort(self, exception: BaseException) -> BaseException:
+        """Aborts the open transaction; returns the error to raise."""
+        if isinstance(exception, KafkaException):
+            exception = classify(exception.args[0], "writing a batch")
+        if isinstance(exception, SinkFencedError):
+            self._state = "fenced"
+            return exception
+        if isinstance(exception, SinkFatalError):
+            self._state = "broken"
+            return exception
+        try:
+            self._producer.abort_transaction(self.timeout)
+            self.stats.transactions_aborted += 1
+        except KafkaException as abort_exception:
+            abort_error = classify(abort_exception.args[0], "aborting a failed batch")
+            self._state = "fenced" if isinstance(abort_error, SinkFencedError) else "broken"
+            if isinstance(abort_error, SinkFencedError):
+                return abort_error
+            return SinkFatalError(f"{abort_error} (the batch had failed with: {exception})")
+        return exception
+
+    # -- helpers ----------------------------------------------------------------------------------------------
+
+    def _on_delivery(self, error: KafkaError | None, message) -> None:
+        self._deliveries.delivered += 1
+        if error is not None and len(self._deliveries.failures) < 10:
+            self._deliveries.failures.append((error, message.topic(), message.key()))
+            if error.code() not in FENCED_CODES:
+                log.debug("delivery failed: %s", describe(error))
+
+    def _limit(self, topic: str) -> int:
+        producer_limit = int(self._config["message.max.bytes"])
+        topic_limit = self.topics.max_message_bytes.get(topic) or producer_limit
+        return min(producer_limit, topic_limit)
+
+    def _require_open(self) -> None:
+        if self._state == "open":
+            return
+        if self._state == "fenced":
+            raise SinkFencedError(f"Pipeline {self.transactional_id} was fenced by another worker; it must stop.")
+        if self._state == "broken":
+            raise SinkFatalError(f"The producer of {self.transactional_id} failed; call open() before writing.")
+        raise SinkError(f"The sink of {self.transactional_id} is not open; call open() first.")
+
+    def _count_committed(self, messages: Sequence[OutMessage], offset) -> None:
+        stats, skipped = self.stats, self._deliveries.skipped
+        stats.transactions_committed += 1
+        stats.skipped_too_large += len(skipped)
+        for index, message in enumerate(messages):
+            if index not in skipped:
+                stats.messages += 1
+                stats.bytes += len(message.key or b"") + len(message.value or b"")
+        if offset is not None:
+            stats.offsets_written += 1
+
+    def _discard_producer(self) -> None:
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None
+
+
+def _key_text(key: bytes | None, limit: int = 200) -> str:
+    if key is None:
+        return "null"
+    text = key.decode("utf-8", "replace")
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _too_large_warning(connector: str, replica_set: str, message: OutMessage, size: int, limit: int,
+                       offset) -> bytes:
+    key_text = (message.key or b"").decode("utf-8", "replace")
+    position = json.loads(offset.to_value() or b"null") if offset is not None else None
+    return json.dumps({
+        "error": "message_too_large",
+        "connector": connector,
+        "rs": replica_set,
+        "topic": message.topic,
+        "key": key_text[:1000] if message.key is not None else None,
+        "key_truncated": len(key_text) > 1000,
+        "size": size,
+        "limit": limit,
+        "tombstone": message.value is None,
+        "headers": [name for name, _ in message.headers or ()],
+        "batch_offset": position,  # the source position this batch commits, to find the change again
+        "ts_ms": int(time.time() * 1000),
+    }, separators=(",", ":")).encode()
