@@ -1,0 +1,199 @@
+"""Django settings of the CDC platform, read entirely from the environment.
+
+Two modes, chosen by CDC_ENV:
+- development (default): DEBUG on, a SECRET_KEY generated once into .devstack/secret_key, SQLite in
+  .devstack/db.sqlite3, the local stack's Redis and Kafka (devstack.settings).
+- production (CDC_ENV=production): SECRET_KEY and ALLOWED_HOSTS are required, DEBUG is off and may not be
+  turned on, cookies are secure, HTTPS is enforced with HSTS.
+
+Every variable is listed in docs/configuration-django.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from cdcplatform.env import env_bool, env_int, env_list, env_str, read_or_create_secret_key
+from devstack import settings as devstack
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+STATE_DIR = devstack.STATE_DIR  # .devstack/ unless DEVSTACK_HOME says otherwise
+
+# --- Mode, secret key, debug, hosts -------------------------------------------------------------------------
+CDC_ENV = env_str("CDC_ENV", "development").strip().lower()
+if CDC_ENV not in {"development", "production"}:
+    raise ImproperlyConfigured(f"CDC_ENV={CDC_ENV!r}: use 'development' (the default) or 'production'")
+PRODUCTION = CDC_ENV == "production"
+
+SECRET_KEY = env_str("SECRET_KEY").strip()
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. In production (CDC_ENV=production) set it to a long random value, e.g. "
+            "the output of: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    SECRET_KEY = read_or_create_secret_key(STATE_DIR / "secret_key")
+
+DEBUG = env_bool("DJANGO_DEBUG", default=not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DJANGO_DEBUG=1 is refused with CDC_ENV=production: DEBUG pages leak settings")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]"])
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS is required in production: the host names the platform is served at")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- Endpoints of the data plane ------------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL") or devstack.redis_url()
+KAFKA_BOOTSTRAP_SERVERS = env_str("KAFKA_BOOTSTRAP_SERVERS") or devstack.kafka_bootstrap()
+MONGODB_URI = env_str("MONGODB_URI") or devstack.mongodb_uri()
+# Placeholder: the key that will encrypt connector secrets (passwords in connection strings) at rest.
+CDC_ENCRYPTION_KEY = env_str("CDC_ENCRYPTION_KEY")
+
+# --- Applications ---------------------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "daphne",  # first: its runserver serves HTTP and WebSocket through asgi.py
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "drf_spectacular",
+    "web.accounts",
+    "web.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "web.accounts.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cdcplatform.urls"
+ASGI_APPLICATION = "cdcplatform.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "cdcplatform" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------------------------
+_default_sqlite = STATE_DIR / "db.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL") or f"sqlite:///{_default_sqlite}",
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the workers write concurrently: wait for locks, take the write lock up front,
+    # and let readers proceed during writes (WAL).
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    if DATABASES["default"]["NAME"] == str(_default_sqlite):
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Authentication -------------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+# Paths the login-required middleware lets through without a session. An entry ending in "/" is a prefix,
+# any other entry must match exactly. /api/ and /connect/ answer 401/403 through DRF's own permissions
+# instead of redirecting to an HTML login page.
+LOGIN_EXEMPT_PATHS = ["/login/", "/healthz", "/static/", "/api/", "/connect/"]
+
+# --- Internationalisation, static files ------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Serve /static/ from the ASGI application itself (Django's static files handler, finders first and then
+# STATIC_ROOT). Turn off when a reverse proxy serves STATIC_ROOT after `manage.py collectstatic`.
+SERVE_STATIC = env_bool("DJANGO_SERVE_STATIC", default=True)
+
+# --- Security (production mode hardens everything; each value can still be overridden) -------------------------
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=PRODUCTION)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=PRODUCTION)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe liveness over plain HTTP
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")  # e.g. HTTP_X_FORWARDED_PROTO behind a TLS proxy
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- REST API -------------------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CDC platform API",
+    "DESCRIPTION": "Connectors, pipelines, offsets and Spark jobs of the MongoDB CDC platform.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "cdc.channels"},
+    }
+}
+# Queues, routes and acknowledgement policy live in cdcplatform/celery.py.
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+
+# --- Logging ----------------------------------------------------------------------------------------------------
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)-7s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"level": env_str("DJANGO_LOG_LEVEL", "INFO").upper(), "propagate": True},
+        "django.db.backends": {"level": "INFO"},  # SQL at DEBUG only when asked for by this logger
+    },
+}

@@ -1,0 +1,19 @@
+"""HTTP URL map. Every page requires a login (web.accounts.middleware) except /login/ and /healthz;
+/api/ answers 401/403 through DRF permissions instead of redirecting."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from cdcplatform.health import healthz
+from web.dashboard.views import home
+
+urlpatterns = [
+    path("", home, name="home"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+]

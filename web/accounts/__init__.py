@@ -1,0 +1,1 @@
+"""Users and roles: viewer ⊂ operator ⊂ admin, as Django groups; login required everywhere."""
