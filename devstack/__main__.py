@@ -11,12 +11,14 @@ from devstack.process import StackError
 
 
 def _status(_args) -> int:
-    for service in stack.services():
-        if not service.long_running:
-            continue
-        pid = service.module.process.pid()
+    from devstack import platform
+
+    rows = [(s.name, s.module.process, s.endpoint) for s in stack.services() if s.long_running]
+    rows += [(p.name, p, "") for p in reversed(platform.PROCESSES)]
+    for name, process, endpoint in rows:
+        pid = process.pid()
         state = f"running (pid {pid})" if pid else "stopped"
-        print(f"{service.name:<11} {state:<22} {service.endpoint}")
+        print(f"{name:<15} {state:<22} {endpoint}")
     return 0
 
 
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("services", nargs="*", help="only these (redis, kafka, mongo, spark-jars)")
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("services", nargs="*")
+    down.add_argument("--all", action="store_true", help="also stop the platform processes `demo` started")
+    sub.add_parser("demo", help="the stack plus the platform (web, worker, beat) and a demo connector")
     sub.add_parser("status", help="what runs, with pids and endpoints")
     logs = sub.add_parser("logs", help="show (or follow) service logs")
     logs.add_argument("service", nargs="?")
@@ -56,7 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             stack.up(args.services)
             return 0
+        if args.command == "demo":
+            from devstack import platform
+
+            platform.up()
+            return 0
         if args.command == "down":
+            if args.all or not args.services:
+                from devstack import platform
+
+                platform.down()
             stack.down(args.services)
             return 0
         return {"status": _status, "logs": _logs, "mongo": _mongo}[args.command](args)
