@@ -55,7 +55,7 @@ class OffsetStore:
         self.topic = topic if isinstance(topic, TopicSpec) else offsets_topic_spec(topic)
         self.timeout = timeout
         self.client_config = dict(client_config or {})
-        self._admin = AdminClient({**self.client_config, "bootstrap.servers": bootstrap_servers})
+        self._topics = TopicAdmin(AdminClient({**self.client_config, "bootstrap.servers": bootstrap_servers}), timeout)
 
     # -- reading ----------------------------------------------------------------------------------------------
 
@@ -67,12 +67,6 @@ class OffsetStore:
         return self.load(connector).get(replica_set)
 
     def load_all(self) -> dict[tuple[str, str], OffsetRecord]:
-        partitions = self._partitions()
-        ends = self._end_offsets(partitions)
-        pending = {p: end for p, end in ends.items() if end > 0}
-        records: dict[tuple[str, str], OffsetRecord] = {}
-        if not pending:
-            return records
         consumer = Consumer({
             **self.client_config,
             "bootstrap.servers": self.bootstrap_servers,
@@ -80,12 +74,20 @@ class OffsetStore:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 50,  # the end is usually reached in one fetch; do not idle 500 ms after it
         })
+        records: dict[tuple[str, str], OffsetRecord] = {}
+        # Metadata first: assigning a partition whose leader is still unknown delays the first fetch by ~500 ms.
+        ends = self._end_offsets(self._partitions(consumer))
+        pending = {p: end for p, end in ends.items() if end > 0}
+        if not pending:
+            consumer.close()
+            return records
         try:
             consumer.assign([TopicPartition(self.topic.name, p, OFFSET_BEGINNING) for p in pending])
             deadline = time.monotonic() + self.timeout
             while pending:
-                for message in consumer.consume(num_messages=1000, timeout=0.2):
+                for message in consumer.consume(num_messages=1000, timeout=0.05):
                     if message.error() is not None:
                         self._on_read_error(message.error())
                         continue
@@ -118,10 +120,10 @@ class OffsetStore:
             raise OffsetStoreError(f"Reading offsets topic {self.topic.name!r} failed ({describe(error)}).")
         log.warning("reading %s: %s (retrying)", self.topic.name, describe(error))
 
-    def _partitions(self) -> list[int]:
+    def _partitions(self, client: Consumer) -> list[int]:
         name = self.topic.name
         try:
-            metadata = self._admin.list_topics(name, timeout=self.timeout)
+            metadata = client.list_topics(name, timeout=self.timeout)
         except KafkaException as error:
             raise OffsetStoreError(f"Could not read metadata of {name!r} ({describe(error.args[0])}).") from None
         topic = metadata.topics.get(name)
@@ -135,7 +137,7 @@ class OffsetStore:
         if not partitions:
             return {}
         request = {TopicPartition(self.topic.name, p): OffsetSpec.latest() for p in partitions}
-        futures = self._admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+        futures = self._topics.admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
                                            request_timeout=self.timeout)
         try:
             return {tp.partition: future.result().offset for tp, future in futures.items()}
@@ -171,7 +173,7 @@ class OffsetStore:
         """Writes one offset record in its own transaction, fencing the pipeline's producer if it still runs."""
         sink = TransactionalSink(self.bootstrap_servers, record.connector, record.replica_set,
                                  offsets_topic=self.topic, producer_config=self.client_config,
-                                 topic_admin=TopicAdmin(self._admin, self.timeout), timeout=self.timeout)
+                                 topic_admin=self._topics, timeout=self.timeout)
         with sink:
             sink.write_batch([], record)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -349,8 +350,13 @@ class TransactionalSink:
 
     def _discard_producer(self) -> None:
         if self._producer is not None:
-            self._producer.close()
-            self._producer = None
+            producer, self._producer = self._producer, None
+            try:
+                with warnings.catch_warnings():  # close() warns when its abort fails, as it does once fenced
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    producer.close()
+            except KafkaException as exception:  # a fenced or failed producer reports its error once more
+                log.debug("closing the producer of %s: %s", self.transactional_id, describe(exception.args[0]))
 
 
 def _key_text(key: bytes | None, limit: int = 200) -> str:

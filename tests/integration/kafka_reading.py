@@ -1,0 +1,50 @@
+"""Test helper: everything a topic holds right now, as a reader with a given isolation level sees it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+
+@dataclass(frozen=True)
+class Record:
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+
+def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 20) -> list[Record]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    ends = {tp.partition: future.result().offset for tp, future in futures.items()}
+    pending = {p: end for p, end in ends.items() if end > 0}
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "test-reader",
+        "enable.auto.commit": False,
+        "isolation.level": isolation,
+        "fetch.wait.max.ms": 50,
+    })
+    records: list[Record] = []
+    try:
+        consumer.list_topics(topic, timeout=10)  # a known leader spares the assignment a 500 ms retry
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
+        deadline = time.monotonic() + timeout
+        while pending:
+            assert time.monotonic() < deadline, f"could not read {topic} to its end"
+            for message in consumer.consume(500, 0.05):
+                assert message.error() is None, message.error()
+                records.append(Record(message.partition(), message.key(), message.value(),
+                                      tuple(message.headers() or ())))
+            for position in consumer.position([TopicPartition(topic, p) for p in list(pending)]):
+                if position.offset >= pending[position.partition]:
+                    del pending[position.partition]
+    finally:
+        consumer.close()
+    return records

@@ -1,0 +1,218 @@
+"""TransactionalSink against the real broker: atomic batches with their offset, fencing, size policy, topics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bson import Timestamp
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from connectors.kafka.errors import MessageTooLargeError, SinkFencedError, TopicAdminError
+from connectors.kafka.offset_record import OffsetRecord
+from connectors.kafka.offsets import OffsetStore
+from connectors.kafka.sink import OutMessage, TransactionalSink
+from connectors.kafka.topics import TopicAdmin, TopicSpec, ensure_topics, offsets_topic_spec
+from tests.integration.kafka_reading import read_topic
+
+pytestmark = pytest.mark.integration
+
+
+class InjectedFailure(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def names(unique_name):
+    class Names:
+        connector = f"conn-{unique_name}"
+        topic = f"it.sink.{unique_name}"
+        offsets = f"it.offsets.{unique_name}"
+        errors = f"it.sink.{unique_name}.errors"
+
+    return Names
+
+
+def make_sink(stack, names, **options) -> TransactionalSink:
+    options.setdefault("offsets_topic", names.offsets)
+    options.setdefault("errors_topic", names.errors)
+    return TransactionalSink(stack.kafka_bootstrap, names.connector, "rs0", **options)
+
+
+def offset(names, n: int) -> OffsetRecord:
+    return OffsetRecord(names.connector, "rs0", resume_token={"_data": f"82{n:04d}"}, cluster_time=Timestamp(n, 1))
+
+
+def values(stack, topic: str, isolation: str = "read_committed") -> list[bytes | None]:
+    return [record.value for record in read_topic(stack.kafka_bootstrap, topic, isolation)]
+
+
+def events(names, *numbers: int) -> list[OutMessage]:
+    return [OutMessage(names.topic, f'{{"id":{n}}}'.encode(), f"event-{n}".encode()) for n in numbers]
+
+
+def test_batch_commits_messages_tombstones_headers_and_offset_together(stack, names):
+    with make_sink(stack, names) as sink:
+        batch = [
+            OutMessage(names.topic, b'{"id":1}', b"created", [("op", b"c")]),
+            OutMessage(names.topic, b'{"id":1}', b"deleted", [("op", b"d")]),
+            OutMessage(names.topic, b'{"id":1}', None),
+        ]
+        sink.write_batch(batch, offset(names, 1))
+        stats = sink.stats.snapshot()
+    records = read_topic(stack.kafka_bootstrap, names.topic)
+    assert [(r.key, r.value, r.headers) for r in records] == [
+        (b'{"id":1}', b"created", (("op", b"c"),)),
+        (b'{"id":1}', b"deleted", (("op", b"d"),)),
+        (b'{"id":1}', None, ()),
+    ]
+    assert OffsetStore(stack.kafka_bootstrap, names.offsets).load(names.connector) == {"rs0": offset(names, 1)}
+    assert stats["messages"] == 3 and stats["offsets_written"] == 1 and stats["transactions_committed"] == 1
+    assert stats["bytes"] == 3 * len(b'{"id":1}') + len(b"created") + len(b"deleted")
+    assert stats["last_commit_latency_ms"] > 0
+
+
+def test_failure_before_commit_aborts_events_and_offset_and_the_batch_can_be_retried(stack, names):
+    store = OffsetStore(stack.kafka_bootstrap, names.offsets)
+    with make_sink(stack, names) as sink:
+        sink.write_batch(events(names, 1, 2), offset(names, 2))
+
+        def fail():
+            raise InjectedFailure("worker crashed between produce and commit")
+
+        sink.before_commit = fail
+        with pytest.raises(InjectedFailure):
+            sink.write_batch(events(names, 3, 4), offset(names, 4))
+        # The aborted records reached the log: only the isolation level hides them.
+        assert values(stack, names.topic, "read_uncommitted") == [b"event-1", b"event-2", b"event-3", b"event-4"]
+        assert values(stack, names.topic) == [b"event-1", b"event-2"]
+        assert store.load(names.connector)["rs0"] == offset(names, 2)
+
+        sink.before_commit = None
+        sink.write_batch(events(names, 3, 4), offset(names, 4))
+        assert sink.stats.transactions_aborted == 1 and sink.stats.transactions_committed == 2
+    assert values(stack, names.topic) == [b"event-1", b"event-2", b"event-3", b"event-4"]
+    assert store.load(names.connector)["rs0"] == offset(names, 4)
+
+
+def test_second_sink_with_the_same_id_fences_the_first_in_the_middle_of_a_batch(stack, names):
+    zombie = make_sink(stack, names)
+    zombie.open()
+    zombie.write_batch(events(names, 1), offset(names, 1))
+    successor = make_sink(stack, names)
+    zombie.before_commit = successor.open  # the new worker starts while the zombie's batch is in flight
+    with pytest.raises(SinkFencedError):
+        zombie.write_batch(events(names, 2), offset(names, 2))
+    with pytest.raises(SinkFencedError):
+        zombie.write_batch(events(names, 3), offset(names, 3))
+    with pytest.raises(SinkFencedError):
+        zombie.open()
+    successor.write_batch(events(names, 10), offset(names, 10))
+    zombie.close()
+    successor.close()
+    assert values(stack, names.topic) == [b"event-1", b"event-10"]
+    assert OffsetStore(stack.kafka_bootstrap, names.offsets).load(names.connector)["rs0"] == offset(names, 10)
+
+
+def test_fenced_between_batches(stack, names):
+    with make_sink(stack, names) as zombie, make_sink(stack, names) as successor:
+        with pytest.raises(SinkFencedError, match="same transactional id"):
+            zombie.write_batch(events(names, 1), offset(names, 1))
+        successor.write_batch(events(names, 2), offset(names, 2))
+    assert values(stack, names.topic) == [b"event-2"]
+
+
+def test_heartbeat_batches_carry_only_an_offset_and_an_optional_heartbeat(stack, names):
+    heartbeat_topic = f"{names.topic}.heartbeat"
+    with make_sink(stack, names) as sink:
+        sink.write_batch([], None)  # nothing to do: no transaction at all
+        sink.write_batch([], offset(names, 5))
+        sink.write_batch([OutMessage(heartbeat_topic, b'{"id":"rs0"}', b'{"ts_ms":1}')], offset(names, 6))
+        assert sink.stats.transactions_committed == 2
+    assert values(stack, heartbeat_topic) == [b'{"ts_ms":1}']
+    assert OffsetStore(stack.kafka_bootstrap, names.offsets).load(names.connector)["rs0"] == offset(names, 6)
+
+
+def small_limit_topic(name: str) -> TopicSpec:
+    return TopicSpec(name, 1, 1, {"max.message.bytes": "20000"})
+
+
+def test_too_large_message_fails_the_whole_batch_by_default(stack, names):
+    store = OffsetStore(stack.kafka_bootstrap, names.offsets)
+    with make_sink(stack, names, new_topic=small_limit_topic) as sink:
+        big = OutMessage(names.topic, b'{"id":"big"}', b"x" * 30_000)
+        with pytest.raises(MessageTooLargeError, match=rf"{names.topic}.*'{{\"id\":\"big\"}}'.*20000") as caught:
+            sink.write_batch([*events(names, 1), big, *events(names, 2)], offset(names, 2))
+        assert caught.value.topic == names.topic and caught.value.key == b'{"id":"big"}'
+        assert sink.stats.transactions_aborted == 1
+    assert values(stack, names.topic) == []
+    assert store.load(names.connector) == {}
+
+
+def test_too_large_message_skipped_with_a_warning_on_the_errors_topic(stack, names):
+    with make_sink(stack, names, new_topic=small_limit_topic, too_large="skip") as sink:
+        big = OutMessage(names.topic, b'{"id":"big"}', b"x" * 30_000, [("op", b"c")])
+        sink.write_batch([*events(names, 1), big, *events(names, 2)], offset(names, 2))
+        assert sink.stats.skipped_too_large == 1 and sink.stats.messages == 2
+    assert values(stack, names.topic) == [b"event-1", b"event-2"]
+    [warning] = read_topic(stack.kafka_bootstrap, names.errors)
+    assert warning.key == b'{"id":"big"}' and warning.headers == (("cdc.error", b"message_too_large"),)
+    report = json.loads(warning.value)
+    assert report["error"] == "message_too_large" and report["topic"] == names.topic
+    assert report["key"] == '{"id":"big"}' and report["size"] > 30_000 and report["limit"] == 20_000
+    assert report["headers"] == ["op"] and report["batch_offset"]["resume_token"] == {"_data": "820002"}
+
+
+def test_producer_limit_applies_too(stack, names):
+    with make_sink(stack, names, producer_config={"message.max.bytes": 50_000}) as sink:
+        with pytest.raises(MessageTooLargeError, match="50000"):
+            sink.write_batch([OutMessage(names.topic, b"k", b"y" * 60_000)], offset(names, 1))
+
+
+def topic_settings(stack, topic: str) -> dict[str, str]:
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    [future] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+    return {name: entry.value for name, entry in future.result(10).items()}
+
+
+def partition_count(stack, topic: str) -> int:
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    return len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+
+
+def test_sink_creates_missing_topics_with_their_settings(stack, names):
+    def event_topic(name: str) -> TopicSpec:
+        return TopicSpec(name, partitions=3, replication_factor=1, config={"retention.ms": "3600000"})
+
+    with make_sink(stack, names, new_topic=event_topic) as sink:
+        sink.write_batch(events(names, 1, 2, 3), offset(names, 3))
+    assert topic_settings(stack, names.offsets)["cleanup.policy"] == "compact"
+    assert partition_count(stack, names.offsets) == 1
+    assert topic_settings(stack, names.topic)["retention.ms"] == "3600000"
+    assert topic_settings(stack, names.topic)["cleanup.policy"] == "delete"
+    assert partition_count(stack, names.topic) == 3
+
+
+def test_ensure_topics_is_idempotent_and_caches(stack, names):
+    spec = TopicSpec(names.topic, 2, 1, {"cleanup.policy": "compact,delete"})
+    assert ensure_topics(stack.kafka_bootstrap, [spec]) == [names.topic]
+    assert ensure_topics(stack.kafka_bootstrap, [spec]) == []  # exists: fine
+    admin = TopicAdmin(stack.kafka_bootstrap)
+    admin.ensure([spec])
+    admin.admin = None  # a cached topic needs no round trip
+    assert admin.ensure([spec]) == []
+    assert admin.max_message_bytes[names.topic] > 0
+    assert topic_settings(stack, names.topic)["cleanup.policy"] == "compact,delete"
+
+
+def test_existing_offsets_topic_that_is_not_compacted_is_refused(stack, names):
+    ensure_topics(stack.kafka_bootstrap, [TopicSpec(names.offsets, 1, 1)])
+    with pytest.raises(TopicAdminError, match=r"cleanup.policy=delete.*must have cleanup.policy=compact"):
+        ensure_topics(stack.kafka_bootstrap, [offsets_topic_spec(names.offsets)])
+
+
+def test_impossible_topic_settings_are_explained(stack, names):
+    with pytest.raises(TopicAdminError, match=r"replication factor=3.*no larger than the number of brokers"):
+        ensure_topics(stack.kafka_bootstrap, [TopicSpec(names.topic, 1, 3)])
+    with pytest.raises(TopicAdminError, match=r"no.such.setting"):
+        ensure_topics(stack.kafka_bootstrap, [TopicSpec(names.topic, 1, 1, {"no.such.setting": "1"})])
