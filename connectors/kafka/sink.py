@@ -188,6 +188,7 @@ class TransactionalSink:
             oversized = self._prepare_topics(messages, offset)
         except TopicAdminError as error:
             raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
+        self._producer.poll(0)  # reports of an aborted batch's purged messages must not count for this one
         self._deliveries = _Deliveries()
         try:
             self._producer.begin_transaction()
@@ -217,8 +218,10 @@ class TransactionalSink:
         for index, message in enumerate(messages):
             limit = self._limit(message.topic)
             if record_size(message) > limit:
+                if self.too_large == TOO_LARGE_FAIL:
+                    raise self._too_large_error(message, limit)  # before the transaction: nothing to abort
                 oversized[index] = limit
-        if oversized and self.too_large == TOO_LARGE_SKIP:
+        if oversized:
             self.topics.ensure([self.new_topic(self.errors_topic)])
         return oversized
 
@@ -245,18 +248,23 @@ class TransactionalSink:
                 self._producer.poll(0.05)
         self._deliveries.produced += 1
 
-    def _handle_too_large(self, index: int, message: OutMessage, limit: int, offset) -> None:
+    def _too_large_error(self, message: OutMessage, limit: int) -> MessageTooLargeError:
         size = record_size(message)
-        where = f"Message for topic {message.topic!r} with key {_key_text(message.key)} is {size} bytes"
+        return MessageTooLargeError(
+            f"Message for topic {message.topic!r} with key {_key_text(message.key)} is {size} bytes, over the limit "
+            f"of {limit} bytes (the smaller of the producer's message.max.bytes and the topic's max.message.bytes). "
+            "Raise both limits, exclude or trim the field that makes it large, or set the too-large policy to "
+            "'skip' to record it on the errors topic instead.",
+            message.topic, message.key, size, limit,
+        )
+
+    def _handle_too_large(self, index: int, message: OutMessage, limit: int, offset) -> None:
         if self.too_large == TOO_LARGE_FAIL:
-            raise MessageTooLargeError(
-                f"{where}, over the limit of {limit} bytes (the smaller of the producer's message.max.bytes and "
-                "the topic's max.message.bytes). Raise both limits, exclude or trim the field that makes it large, "
-                "or set the too-large policy to 'skip' to record it on the errors topic instead.",
-                message.topic, message.key, size, limit,
-            )
+            raise self._too_large_error(message, limit)
+        size = record_size(message)
         self._deliveries.skipped.add(index)
-        log.warning("%s, over the limit of %d bytes: skipped, recorded on %s", where, limit, self.errors_topic)
+        log.warning("Message for topic %r with key %s is %d bytes, over the limit of %d bytes: skipped, recorded "
+                    "on %s", message.topic, _key_text(message.key), size, limit, self.errors_topic)
         if not self.topics.is_known(self.errors_topic):
             self.topics.ensure([self.new_topic(self.errors_topic)])
         warning = _too_large_warning(self.connector, self.replica_set, message, size, limit, offset)

@@ -95,6 +95,23 @@ def test_failure_before_commit_aborts_events_and_offset_and_the_batch_can_be_ret
     assert store.load(names.connector)["rs0"] == offset(names, 4)
 
 
+def test_failure_while_messages_are_still_queued_does_not_poison_the_next_batch(stack, names):
+    with make_sink(stack, names, producer_config={"linger.ms": 2000}) as sink:
+        sink.write_batch(events(names, 0), offset(names, 0))  # topics exist, the next failure is mid-produce
+        produce = sink._produce
+
+        def produce_once_then_fail(*args):
+            produce(*args)
+            raise InjectedFailure("crash while the first message still waits in the local queue")
+
+        sink._produce = produce_once_then_fail
+        with pytest.raises(InjectedFailure):
+            sink.write_batch(events(names, 1, 2), offset(names, 2))
+        sink._produce = produce
+        sink.write_batch(events(names, 1, 2), offset(names, 2))
+    assert values(stack, names.topic) == [b"event-0", b"event-1", b"event-2"]
+
+
 def test_second_sink_with_the_same_id_fences_the_first_in_the_middle_of_a_batch(stack, names):
     zombie = make_sink(stack, names)
     zombie.open()
@@ -144,9 +161,10 @@ def test_too_large_message_fails_the_whole_batch_by_default(stack, names):
         with pytest.raises(MessageTooLargeError, match=rf"{names.topic}.*'{{\"id\":\"big\"}}'.*20000") as caught:
             sink.write_batch([*events(names, 1), big, *events(names, 2)], offset(names, 2))
         assert caught.value.topic == names.topic and caught.value.key == b'{"id":"big"}'
-        assert sink.stats.transactions_aborted == 1
-    assert values(stack, names.topic) == []
-    assert store.load(names.connector) == {}
+        assert sink.stats.transactions_committed == 0
+        sink.write_batch(events(names, 3), offset(names, 3))  # the sink stays usable
+    assert values(stack, names.topic) == [b"event-3"]
+    assert store.load(names.connector) == {"rs0": offset(names, 3)}
 
 
 def test_too_large_message_skipped_with_a_warning_on_the_errors_topic(stack, names):
