@@ -138,6 +138,7 @@ class TransactionalSink:
         self._producer: Producer | None = None
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
         self._deliveries = _Deliveries()
+        self._batch_payload = 0
 
     # -- life cycle -------------------------------------------------------------------------------------------
 
@@ -210,27 +211,41 @@ class TransactionalSink:
 
     def _prepare_topics(self, messages: Sequence[OutMessage], offset) -> dict[int, int]:
         """Creates missing topics; returns {message index: limit} for the messages over their topic's limit."""
-        specs = {m.topic: self.new_topic(m.topic) for m in messages if not self.topics.is_known(m.topic)}
-        if offset is not None:
-            specs[self.offsets_topic.name] = self.offsets_topic
-        self.topics.ensure(specs.values())
-        oversized = {}
+        topics = {message.topic for message in messages}
+        missing = [self.new_topic(topic) for topic in topics if not self.topics.is_known(topic)]
+        if offset is not None and not self.topics.is_known(self.offsets_topic.name):
+            missing.append(self.offsets_topic)
+        self.topics.ensure(missing)
+        limits = {topic: self._limit(topic) for topic in topics}
+        smallest = min(limits.values(), default=0)
+        oversized, payload = {}, 0
         for index, message in enumerate(messages):
-            limit = self._limit(message.topic)
+            size = len(message.key or b"") + len(message.value or b"")
+            payload += size
+            # Cheap bound first: most batches have no message anywhere near a limit.
+            if size + RECORD_OVERHEAD <= smallest and not message.headers:
+                continue
+            limit = limits[message.topic]
             if record_size(message) > limit:
                 if self.too_large == TOO_LARGE_FAIL:
                     raise self._too_large_error(message, limit)  # before the transaction: nothing to abort
                 oversized[index] = limit
+                payload -= size
+        self._batch_payload = payload
         if oversized:
             self.topics.ensure([self.new_topic(self.errors_topic)])
         return oversized
 
     def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int]) -> None:
+        produce = self._producer.produce
         for index, message in enumerate(messages):
-            if index in oversized:
+            if oversized and index in oversized:
                 self._handle_too_large(index, message, oversized[index], offset)
                 continue
             try:
+                produce(message.topic, message.value, message.key, headers=message.headers)
+                self._deliveries.produced += 1
+            except BufferError:
                 self._produce(message.topic, message.key, message.value, message.headers)
             except KafkaException as exception:
                 if exception.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE:
@@ -349,10 +364,8 @@ class TransactionalSink:
         stats, skipped = self.stats, self._deliveries.skipped
         stats.transactions_committed += 1
         stats.skipped_too_large += len(skipped)
-        for index, message in enumerate(messages):
-            if index not in skipped:
-                stats.messages += 1
-                stats.bytes += len(message.key or b"") + len(message.value or b"")
+        stats.messages += len(messages) - len(skipped)
+        stats.bytes += self._batch_payload
         if offset is not None:
             stats.offsets_written += 1
 
