@@ -150,7 +150,7 @@ class TransactionalSink:
         if self._state == "fenced":
             raise SinkFencedError(f"Pipeline {self.transactional_id} was fenced by another worker; it must not reopen.")
         self._discard_producer()
-        self.topics.ensure([self.offsets_topic])
+        self._ensure_topics([self.offsets_topic])
         self._producer = Producer(self._config)
         try:
             self._producer.init_transactions(self.timeout)
@@ -185,10 +185,7 @@ class TransactionalSink:
         if not messages and offset is None:
             return
         started = time.monotonic()
-        try:
-            oversized = self._prepare_topics(messages, offset)
-        except TopicAdminError as error:
-            raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
+        oversized = self._prepare_topics(messages, offset)
         self._producer.poll(0)  # reports of an aborted batch's purged messages must not count for this one
         self._deliveries = _Deliveries()
         try:
@@ -215,7 +212,7 @@ class TransactionalSink:
         missing = [self.new_topic(topic) for topic in topics if not self.topics.is_known(topic)]
         if offset is not None and not self.topics.is_known(self.offsets_topic.name):
             missing.append(self.offsets_topic)
-        self.topics.ensure(missing)
+        self._ensure_topics(missing)
         limits = {topic: self._limit(topic) for topic in topics}
         smallest = min(limits.values(), default=0)
         oversized, payload = {}, 0
@@ -233,7 +230,7 @@ class TransactionalSink:
                 payload -= size
         self._batch_payload = payload
         if oversized:
-            self.topics.ensure([self.new_topic(self.errors_topic)])
+            self._ensure_topics([self.new_topic(self.errors_topic)])
         return oversized
 
     def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int]) -> None:
@@ -281,7 +278,7 @@ class TransactionalSink:
         log.warning("Message for topic %r with key %s is %d bytes, over the limit of %d bytes: skipped, recorded "
                     "on %s", message.topic, _key_text(message.key), size, limit, self.errors_topic)
         if not self.topics.is_known(self.errors_topic):
-            self.topics.ensure([self.new_topic(self.errors_topic)])
+            self._ensure_topics([self.new_topic(self.errors_topic)])
         warning = _too_large_warning(self.connector, self.replica_set, message, size, limit, offset)
         self._produce(self.errors_topic, message.key if len(message.key or b"") <= 4096 else None, warning,
                       [("cdc.error", b"message_too_large")])
@@ -345,6 +342,12 @@ class TransactionalSink:
             self._deliveries.failures.append((error, message.topic(), message.key()))
             if error.code() not in FENCED_CODES:
                 log.debug("delivery failed: %s", describe(error))
+
+    def _ensure_topics(self, specs: list[TopicSpec]) -> None:
+        try:
+            self.topics.ensure(specs)
+        except TopicAdminError as error:
+            raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
 
     def _limit(self, topic: str) -> int:
         producer_limit = int(self._config["message.max.bytes"])

@@ -8,9 +8,15 @@ import pytest
 from bson import Timestamp
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from connectors.kafka.errors import MessageTooLargeError, SinkFencedError, TopicAdminError
+from connectors.kafka.errors import (
+    MessageTooLargeError,
+    SinkError,
+    SinkFencedError,
+    SinkRetriableError,
+    TopicAdminError,
+)
 from connectors.kafka.offset_record import OffsetRecord
-from connectors.kafka.offsets import OffsetStore
+from connectors.kafka.offsets import OffsetStore, OffsetStoreError
 from connectors.kafka.sink import OutMessage, TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, ensure_topics, offsets_topic_spec
 from tests.integration.kafka_reading import read_topic
@@ -234,3 +240,13 @@ def test_impossible_topic_settings_are_explained(stack, names):
         ensure_topics(stack.kafka_bootstrap, [TopicSpec(names.topic, 1, 3)])
     with pytest.raises(TopicAdminError, match=r"no.such.setting"):
         ensure_topics(stack.kafka_bootstrap, [TopicSpec(names.topic, 1, 1, {"no.such.setting": "1"})])
+
+
+def test_unreachable_kafka_is_a_retriable_error_naming_the_step():
+    sink = TransactionalSink("127.0.0.1:1", "conn", "rs0", timeout=1)
+    with pytest.raises(SinkRetriableError, match="Could not list Kafka topics"):
+        sink.open()
+    with pytest.raises(SinkError, match="not open"):
+        sink.write_batch([OutMessage("t", b"k", b"v")])
+    with pytest.raises(OffsetStoreError, match="cdc.offsets"):
+        OffsetStore("127.0.0.1:1", timeout=1).load("conn")
