@@ -139,6 +139,7 @@ class TransactionalSink:
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
         self._deliveries = _Deliveries()
         self._batch_payload = 0
+        self._batch_topics: set[str] = set()
 
     # -- life cycle -------------------------------------------------------------------------------------------
 
@@ -208,7 +209,7 @@ class TransactionalSink:
 
     def _prepare_topics(self, messages: Sequence[OutMessage], offset) -> dict[int, int]:
         """Creates missing topics; returns {message index: limit} for the messages over their topic's limit."""
-        topics = {message.topic for message in messages}
+        topics = self._batch_topics = {message.topic for message in messages}
         missing = [self.new_topic(topic) for topic in topics if not self.topics.is_known(topic)]
         if offset is not None and not self.topics.is_known(self.offsets_topic.name):
             missing.append(self.offsets_topic)
@@ -288,11 +289,16 @@ class TransactionalSink:
         remaining = self._producer.flush(self.timeout)
         deliveries = self._deliveries
         if remaining or deliveries.delivered != deliveries.produced:
+            for topic in self._batch_topics:  # a topic deleted behind our back stalls; the retry re-checks them
+                self.topics.forget(topic)
             raise SinkRetriableError(
                 f"Kafka acknowledged {deliveries.delivered} of {deliveries.produced} messages within {self.timeout}s; "
                 "the batch was aborted and writing it again is safe."
             )
         if deliveries.failures:
+            for error, topic, _ in deliveries.failures:
+                if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                    self.topics.forget(topic)  # deleted behind our back: the retry creates it again
             error, topic, key = deliveries.failures[0]
             if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
                 raise MessageTooLargeError(
