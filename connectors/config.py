@@ -365,7 +365,7 @@ class ConnectorConfig:
     flattened_add_fields: tuple[str, ...] = _prop(
         "flattened.add.fields",
         (),
-        values.split_list,
+        values.parse_added_fields,
         "Flattened format only: envelope fields added to the document (op, ts_ms, source.<field> or a source field).",
         render=values.render_list,
     )

@@ -135,6 +135,34 @@ def _capture_target(data: CheckInput) -> list[Problem]:
                 "capture.target is only used with capture.scope=database or collection; set the scope or remove it",
             )
         ]
+    return _signal_inside_scope(data)
+
+
+def _signal_inside_scope(data: CheckInput) -> list[Problem]:
+    """A narrowed change stream must still see the signal collection (as Debezium requires)."""
+    scope, target, signal = (
+        data.settings["capture_scope"],
+        data.settings["capture_target"],
+        data.settings["signal_data_collection"],
+    )
+    if not signal or not data.ok("signal.data.collection"):
+        return []
+    if scope is CaptureScope.DATABASE and signal.partition(".")[0] != target:
+        return [
+            Problem(
+                "signal.data.collection",
+                f"signal.data.collection {signal!r} is outside capture.target {target!r}; "
+                "put the signal collection in that database",
+            )
+        ]
+    if scope is CaptureScope.COLLECTION and signal != target:
+        return [
+            Problem(
+                "signal.data.collection",
+                "capture.scope=collection watches only capture.target, so signals cannot be read; "
+                "use capture.scope=database or remove signal.data.collection",
+            )
+        ]
     return []
 
 

@@ -90,6 +90,23 @@ class CleanupPolicy(StrEnum):
 
 
 SKIPPABLE_OPERATIONS = ("c", "u", "d", "t")
+# Fields of the Debezium MongoDB `source` block and of the envelope, for flattened.add.fields.
+SOURCE_FIELDS = (
+    "version",
+    "connector",
+    "name",
+    "ts_ms",
+    "snapshot",
+    "db",
+    "sequence",
+    "rs",
+    "collection",
+    "ord",
+    "lsid",
+    "txnNumber",
+    "wallTime",
+)
+ENVELOPE_FIELDS = ("op", "ts_ms")
 DEBEZIUM_CONNECTOR_CLASS = "io.debezium.connector.mongodb.MongoDbConnector"
 ACCEPTED_CONNECTOR_CLASSES = frozenset({DEBEZIUM_CONNECTOR_CLASS, "cdcplatform.mongodb"})
 HASH_MASK_PREFIX = "field.mask.hash."

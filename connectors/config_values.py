@@ -20,7 +20,13 @@ from bson import json_util
 from pymongo import uri_parser
 from pymongo.errors import ConfigurationError, InvalidURI
 
-from connectors.config_types import ACCEPTED_CONNECTOR_CLASSES, DEBEZIUM_CONNECTOR_CLASS, SKIPPABLE_OPERATIONS
+from connectors.config_types import (
+    ACCEPTED_CONNECTOR_CLASSES,
+    DEBEZIUM_CONNECTOR_CLASS,
+    ENVELOPE_FIELDS,
+    SKIPPABLE_OPERATIONS,
+    SOURCE_FIELDS,
+)
 from connectors.secrets import Secret
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -218,6 +224,18 @@ def parse_skipped_operations(raw: Any) -> tuple[str, ...]:
 
 def render_skipped_operations(items: tuple[str, ...]) -> str:
     return join_list(items) if items else "none"
+
+
+def parse_added_fields(raw: Any) -> tuple[str, ...]:
+    """``flattened.add.fields``: ``op``, ``ts_ms``, a source field, or ``source.<source field>``."""
+    names = split_list(raw)
+    allowed = {*ENVELOPE_FIELDS, *SOURCE_FIELDS, *(f"source.{name}" for name in SOURCE_FIELDS)}
+    unknown = [name for name in names if name not in allowed]
+    if unknown:
+        raise ValueError(
+            f"unknown field(s) {', '.join(unknown)}; use op, ts_ms or a source field (db, collection, source.ts_ms…)"
+        )
+    return names
 
 
 def parse_namespace(raw: Any) -> str:

@@ -50,6 +50,7 @@ PARSE_OPTIONS = JSONOptions(
 )
 
 _SEPARATORS = (",", ": ")
+_PLAIN_TYPES = (str, bool, type(None))
 
 
 def to_strict(value: Any) -> Any:
@@ -60,7 +61,7 @@ def to_strict(value: Any) -> Any:
         return [to_strict(item) for item in value]
     if isinstance(value, DBRef):
         return to_strict(value.as_doc())
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if type(value) in _PLAIN_TYPES:  # exact types: Code, for one, is a str subclass
         return value
     if isinstance(value, Int64):
         return {"$numberLong": str(int(value))}
@@ -85,9 +86,9 @@ def to_relaxed(value: Any) -> Any:
         return [to_relaxed(item) for item in value]
     if isinstance(value, DBRef):
         return to_relaxed(value.as_doc())
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if type(value) in _PLAIN_TYPES:
         return value
-    if isinstance(value, int):
+    if type(value) in (int, Int64):
         return int(value)
     return json_util.default(value, RELAXED_OPTIONS)
 

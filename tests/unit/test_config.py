@@ -408,6 +408,7 @@ INVALID_VALUES = [
     ("heartbeat.topics.prefix", "", "not a valid Kafka topic name"),
     ("flattened.delete.tombstone.handling.mode", "keep", "expected one of tombstone"),
     ("flattened.add.fields", "op,,ts_ms", "empty item"),
+    ("flattened.add.fields", "op,color", "unknown field(s) color"),
     ("flattened.add.fields.prefix", 1, "expected a string"),
     ("message.too.large.policy", "truncate", "expected one of fail, skip"),
     ("errors.topic", "a" * 250, "not a valid Kafka topic name"),
