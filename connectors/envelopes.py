@@ -1,0 +1,283 @@
+"""Message value payloads, one builder per ``event.format``.
+
+* ``debezium``: the Debezium 2.x MongoDB change-stream envelope ``{before, after, updateDescription,
+  source, op, ts_ms, transaction}`` with documents as strict Extended JSON strings.
+* ``legacy``: the Debezium 1.x oplog-era envelope ``{after, patch, filter, source, op, ts_ms,
+  transaction}``: inserts and reads carry ``after``; updates carry ``patch`` (``$set``/``$unset``, or
+  the whole new document for a replace) and ``filter`` (the document key); deletes carry ``filter``.
+* ``flattened``: the document itself (Debezium's ExtractNewDocumentState), as relaxed Extended
+  JSON, optionally with envelope fields added under a prefix.
+
+Payloads are plain JSON-ready structures; `connectors.events` serialises them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bson.datetime_ms import DatetimeMS
+
+from connectors import extjson
+from connectors.config_types import ENVELOPE_FIELDS
+from connectors.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
+
+CONNECTOR_VERSION = "0.1.0"
+CONNECTOR_TYPE = "mongodb"
+DELETED_FIELD = "__deleted"
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What the source block says about where events come from."""
+
+    name: str  # topic.prefix, Debezium's logical name
+    replica_set: str
+    version: str = CONNECTOR_VERSION
+
+
+def _position(record: ChangeRecord) -> tuple[int, int]:
+    # Debezium reads ts_ms and ord from the event's cluster time (seconds, increment).
+    if record.cluster_time is None:
+        return 0, 0
+    return record.cluster_time.time * 1000, record.cluster_time.inc
+
+
+def _millis(moment: Any) -> int | None:
+    """Milliseconds since the epoch of a BSON date (pymongo gives naive UTC datetimes, or DatetimeMS)."""
+    if moment is None:
+        return None
+    if isinstance(moment, DatetimeMS):
+        return int(moment)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return (moment - _EPOCH) // datetime.timedelta(milliseconds=1)
+
+
+def _snapshot(record: ChangeRecord) -> str:
+    return (record.snapshot or SnapshotMarker.FALSE).value
+
+
+def source_block(record: ChangeRecord, context: SourceContext) -> dict[str, Any]:
+    ts_ms, order = _position(record)
+    return {
+        "version": context.version,
+        "connector": CONNECTOR_TYPE,
+        "name": context.name,
+        "ts_ms": ts_ms,
+        "snapshot": _snapshot(record),
+        "db": record.namespace.db,
+        "sequence": None,
+        "rs": context.replica_set,
+        "collection": record.namespace.collection,
+        "ord": order,
+        "lsid": extjson.document_json(record.lsid) if record.lsid is not None else None,
+        "txnNumber": record.txn_number,
+        "wallTime": _millis(record.wall_time),
+    }
+
+
+def legacy_source_block(record: ChangeRecord, context: SourceContext) -> dict[str, Any]:
+    ts_ms, order = _position(record)
+    return {
+        "version": context.version,
+        "connector": CONNECTOR_TYPE,
+        "name": context.name,
+        "ts_ms": ts_ms,
+        "snapshot": _snapshot(record),
+        "db": record.namespace.db,
+        "sequence": None,
+        "rs": context.replica_set,
+        "collection": record.namespace.collection,
+        "ord": order,
+        # Oplog-only identifiers: change streams have no `h` and no transaction ordinal.
+        "h": None,
+        "tord": None,
+        "stxnid": record.transaction_id,
+        "lsid": extjson.document_json(record.lsid) if record.lsid is not None else None,
+        "txnNumber": record.txn_number,
+    }
+
+
+def _json_or_none(document: Mapping[str, Any] | None) -> str | None:
+    return extjson.document_json(document) if document is not None else None
+
+
+def update_description_block(description: UpdateDescription | None) -> dict[str, Any] | None:
+    if description is None:
+        return None
+    truncated = [{"field": item.field, "size": item.new_size} for item in description.truncated_arrays]
+    return {
+        "removedFields": list(description.removed_fields) or None,
+        "updatedFields": extjson.document_json(description.updated_fields),
+        "truncatedArrays": truncated or None,
+    }
+
+
+def debezium_value(
+    record: ChangeRecord, context: SourceContext, ts_ms: int, transaction: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    after = record.full_document if record.operation is not Operation.DELETE else None
+    before = record.full_document_before_change if record.operation in (Operation.UPDATE, Operation.DELETE) else None
+    description = record.update_description if record.operation is Operation.UPDATE else None
+    return {
+        "before": _json_or_none(before),
+        "after": _json_or_none(after),
+        "updateDescription": update_description_block(description),
+        "source": source_block(record, context),
+        "op": record.operation.value,
+        "ts_ms": ts_ms,
+        "transaction": dict(transaction) if transaction is not None else None,
+    }
+
+
+def legacy_patch(record: ChangeRecord) -> dict[str, Any] | None:
+    """The update as the oplog recorded it: a replacement document, or update operators."""
+    if record.operation is not Operation.UPDATE:
+        return None
+    description = record.update_description
+    if record.source_operation == "replace" or description is None:
+        return dict(record.full_document) if record.full_document is not None else None
+    patch: dict[str, Any] = {}
+    if description.updated_fields:
+        patch["$set"] = dict(description.updated_fields)
+    if description.removed_fields:
+        patch["$unset"] = {path: True for path in description.removed_fields}
+    if description.truncated_arrays:
+        # A truncation is the update {$push: {<array>: {$each: [], $slice: <new size>}}}.
+        patch["$push"] = {item.field: {"$each": [], "$slice": item.new_size} for item in description.truncated_arrays}
+    return patch
+
+
+def legacy_value(
+    record: ChangeRecord,
+    context: SourceContext,
+    ts_ms: int,
+    transaction: Mapping[str, Any] | None = None,
+    *,
+    document_filter: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    after = record.full_document if record.operation in (Operation.CREATE, Operation.READ) else None
+    filter_document = document_filter if record.operation in (Operation.UPDATE, Operation.DELETE) else None
+    return {
+        "after": _json_or_none(after),
+        "patch": _json_or_none(legacy_patch(record)),
+        "filter": _json_or_none(filter_document),
+        "source": legacy_source_block(record, context),
+        "op": record.operation.value,
+        "ts_ms": ts_ms,
+        "transaction": dict(transaction) if transaction is not None else None,
+    }
+
+
+def flattened_document(record: ChangeRecord) -> dict[str, Any]:
+    """The document's state after the change, as completely as the event allows."""
+    if record.operation is Operation.DELETE:
+        before = record.full_document_before_change
+        return dict(before) if before is not None else {"_id": record.document_id}
+    if record.full_document is not None:
+        return dict(record.full_document)
+    description = record.update_description or UpdateDescription()
+    if record.full_document_before_change is not None:
+        return apply_update(record.full_document_before_change, description)
+    # Without any image, Debezium's partial document: _id plus the changed paths as written.
+    document: dict[str, Any] = {"_id": record.document_id}
+    document.update(description.updated_fields)
+    return document
+
+
+def flattened_value(
+    record: ChangeRecord,
+    context: SourceContext,
+    ts_ms: int,
+    *,
+    add_fields: Sequence[str] = (),
+    prefix: str = "__",
+    rewrite: bool = False,
+) -> dict[str, Any]:
+    value = extjson.to_relaxed(flattened_document(record))
+    if add_fields:
+        envelope = {"op": record.operation.value, "ts_ms": ts_ms}
+        source = source_block(record, context)
+        for name in add_fields:
+            if name in ENVELOPE_FIELDS:
+                value[prefix + name] = envelope[name]
+            else:
+                value[prefix + name.replace(".", "_")] = source[name.removeprefix("source.")]
+    if rewrite:
+        value[DELETED_FIELD] = record.operation is Operation.DELETE
+    return value
+
+
+# --- applying an update description to a pre-image --------------------------------------------
+
+
+def apply_update(before: Mapping[str, Any], description: UpdateDescription) -> dict[str, Any]:
+    """The post-image MongoDB would compute from a pre-image and an update description."""
+    document = _copy(before)
+    for item in description.truncated_arrays:
+        array = _get(document, item.field.split("."))
+        if isinstance(array, list):
+            del array[item.new_size :]
+    for path in description.removed_fields:
+        _unset(document, path.split("."))
+    for path, value in description.updated_fields.items():
+        _set(document, path.split("."), _copy(value))
+    return document
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
+
+
+def _child(node: Any, segment: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(segment)
+    if isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
+        return node[int(segment)]
+    return None
+
+
+def _get(node: Any, segments: list[str]) -> Any:
+    for segment in segments:
+        node = _child(node, segment)
+    return node
+
+
+def _set(node: Any, segments: list[str], value: Any) -> None:
+    for position, segment in enumerate(segments):
+        last = position == len(segments) - 1
+        if isinstance(node, list) and segment.isdigit():
+            index = int(segment)
+            node.extend([None] * (index + 1 - len(node)))
+            if last:
+                node[index] = value
+                return
+            if not isinstance(node[index], dict | list):
+                node[index] = {}
+            node = node[index]
+        elif isinstance(node, dict):
+            if last:
+                node[segment] = value
+                return
+            if not isinstance(node.get(segment), dict | list):
+                node[segment] = {}
+            node = node[segment]
+        else:
+            return
+
+
+def _unset(node: Any, segments: list[str]) -> None:
+    parent = _get(node, segments[:-1])
+    leaf = segments[-1]
+    if isinstance(parent, dict):
+        parent.pop(leaf, None)
+    elif isinstance(parent, list) and leaf.isdigit() and int(leaf) < len(parent):
+        parent[int(leaf)] = None  # $unset of an array element leaves null in place

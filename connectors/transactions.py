@@ -1,0 +1,102 @@
+"""Transaction metadata (``provide.transaction.metadata``), as Debezium's TransactionMonitor does it.
+
+MongoDB's change stream marks each change of a multi-document transaction with ``lsid`` and
+``txnNumber`` but sends no commit marker: the events of one transaction arrive together, and the
+transaction is over when an event of another transaction, an event outside any transaction, or an
+idle stream arrives. The tracker turns that into BEGIN and END boundaries and the ``transaction``
+block of each change event (``id``, ``total_order``, ``data_collection_order``).
+
+Its state is small and JSON-ready, so the pipeline stores it in the offset record: after a crash the
+resumed stream continues the open transaction instead of beginning it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.records import ChangeRecord
+
+BEGIN = "BEGIN"
+END = "END"
+
+
+@dataclass(frozen=True)
+class TransactionBoundary:
+    status: str  # BEGIN or END
+    id: str
+    ts_ms: int
+    event_count: int | None = None
+    data_collections: tuple[tuple[str, int], ...] | None = None  # (data collection, event count), first seen first
+
+    def payload(self) -> dict[str, Any]:
+        collections = None
+        if self.data_collections is not None:
+            collections = [{"data_collection": name, "event_count": count} for name, count in self.data_collections]
+        return {
+            "status": self.status,
+            "id": self.id,
+            "event_count": self.event_count,
+            "data_collections": collections,
+            "ts_ms": self.ts_ms,
+        }
+
+
+@dataclass
+class _OpenTransaction:
+    id: str
+    total: int = 0
+    per_collection: dict[str, int] = field(default_factory=dict)
+
+
+class TransactionTracker:
+    def __init__(self, state: Mapping[str, Any] | None = None) -> None:
+        self._open: _OpenTransaction | None = None
+        if state:
+            self._open = _OpenTransaction(state["id"], int(state["total"]), dict(state["per_collection"]))
+
+    @property
+    def open_transaction_id(self) -> str | None:
+        return self._open.id if self._open else None
+
+    def state(self) -> dict[str, Any] | None:
+        """JSON-ready state for the offset record; None when no transaction is open."""
+        if self._open is None:
+            return None
+        return {"id": self._open.id, "total": self._open.total, "per_collection": dict(self._open.per_collection)}
+
+    def on_event(
+        self, record: ChangeRecord, data_collection: str, ts_ms: int
+    ) -> tuple[list[TransactionBoundary], dict[str, Any] | None]:
+        """Boundaries to emit before this event, and the event's ``transaction`` block (None outside one)."""
+        boundaries: list[TransactionBoundary] = []
+        transaction_id = record.transaction_id
+        if self._open is not None and self._open.id != transaction_id:
+            boundaries.append(self._end(ts_ms))
+        if transaction_id is None:
+            return boundaries, None
+        if self._open is None:
+            self._open = _OpenTransaction(transaction_id)
+            boundaries.append(TransactionBoundary(BEGIN, transaction_id, ts_ms))
+        self._open.total += 1
+        order = self._open.per_collection.get(data_collection, 0) + 1
+        self._open.per_collection[data_collection] = order
+        block = {"id": transaction_id, "total_order": self._open.total, "data_collection_order": order}
+        return boundaries, block
+
+    def end(self, ts_ms: int) -> TransactionBoundary | None:
+        """Close the open transaction (idle stream, heartbeat, shutdown); None if none is open."""
+        return self._end(ts_ms) if self._open is not None else None
+
+    def _end(self, ts_ms: int) -> TransactionBoundary:
+        assert self._open is not None
+        ended = TransactionBoundary(
+            END,
+            self._open.id,
+            ts_ms,
+            event_count=self._open.total,
+            data_collections=tuple(self._open.per_collection.items()),
+        )
+        self._open = None
+        return ended
