@@ -780,3 +780,16 @@ def test_mongo_client_options_direct_connection():
 def test_every_property_has_a_meaning():
     for name, _default, doc in property_docs():
         assert doc and doc.endswith((".", ")")), name
+
+
+def test_docs_list_every_property_with_its_default():
+    import json
+    import pathlib
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in text.splitlines() if line.startswith("| `")}
+    for name, default, _doc in property_docs():
+        assert name in rows, f"docs/configuration.md does not describe {name}"
+        if default not in (None, "", ()):
+            shown = json.dumps(default) if isinstance(default, bool) else str(default)
+            assert f"`{shown}`" in rows[name].split("|")[2], f"{name}: default {shown} not documented"
