@@ -76,6 +76,7 @@ class EventBuilder:
         self.context = envelopes.SourceContext(config.topic_prefix, replica_set, version)
         self._clock = clock
         self._topics: dict[Namespace, str] = {}
+        self._value_schemas: dict[str, dict[str, Any]] = {}
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -91,6 +92,16 @@ class EventBuilder:
         if self.config.key_schemas:
             return encode_json(schemas.wrap(schemas.key_schema(self.topic_for(record.namespace)), payload))
         return encode_json(payload)
+
+    def value_schema(self, topic: str) -> dict[str, Any]:
+        schema = self._value_schemas.get(topic)
+        if schema is None:
+            if self.config.event_format is EventFormat.LEGACY:
+                schema = schemas.legacy_envelope_schema(topic)
+            else:
+                schema = schemas.envelope_schema(topic)
+            self._value_schemas[topic] = schema
+        return schema
 
     def change_messages(
         self,
@@ -121,11 +132,11 @@ class EventBuilder:
                 document_filter=document_filter if document_filter is not None else record.document_key,
             )
             if self.config.value_schemas:
-                payload = schemas.wrap(schemas.legacy_envelope_schema(topic), payload)
+                payload = schemas.wrap(self.value_schema(topic), payload)
         else:
             payload = envelopes.debezium_value(record, self.context, ts_ms, transaction)
             if self.config.value_schemas:
-                payload = schemas.wrap(schemas.envelope_schema(topic), payload)
+                payload = schemas.wrap(self.value_schema(topic), payload)
         value = encode_json(payload)
         messages = [KafkaMessage(topic, key, value)]
         if is_delete and self.config.tombstones_on_delete:

@@ -50,45 +50,62 @@ PARSE_OPTIONS = JSONOptions(
 )
 
 _SEPARATORS = (",", ": ")
-_PLAIN_TYPES = (str, bool, type(None))
 
 
 def to_strict(value: Any) -> Any:
     """The JSON-ready structure of ``value`` in Debezium's strict dialect."""
+    kind = type(value)
+    # Exact-type checks first: this runs for every value of every document, and Code, for one,
+    # is a str subclass that must not pass as a plain string.
+    if kind is dict:
+        return {key: to_strict(item) for key, item in value.items()}
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        # A Python int outside int32 is stored by BSON as int64: say so, as Debezium does.
+        return value if _INT32_MIN <= value <= _INT32_MAX else {"$numberLong": str(value)}
+    if kind is list:
+        return [to_strict(item) for item in value]
+    if kind is Int64:
+        return {"$numberLong": str(int(value))}
+    if kind is float:
+        # The legacy dialect would print a bare NaN, which is not JSON.
+        return value if math.isfinite(value) else {"$numberDouble": _non_finite_name(value)}
+    return _strict_other(value)
+
+
+def _strict_other(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: to_strict(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [to_strict(item) for item in value]
     if isinstance(value, DBRef):
         return to_strict(value.as_doc())
-    if type(value) in _PLAIN_TYPES:  # exact types: Code, for one, is a str subclass
-        return value
     if isinstance(value, Int64):
         return {"$numberLong": str(int(value))}
-    if isinstance(value, int):
-        # A Python int outside int32 is stored by BSON as int64: say so, as Debezium does.
-        if _INT32_MIN <= value <= _INT32_MAX:
-            return value
-        return {"$numberLong": str(value)}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return to_strict(int(value))
     if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        # The legacy dialect would print a bare NaN, which is not JSON.
-        return {"$numberDouble": _non_finite_name(value)}
+        return to_strict(float(value))
     return json_util.default(value, STRICT_OPTIONS)
 
 
 def to_relaxed(value: Any) -> Any:
     """The JSON-ready structure of ``value`` in relaxed Extended JSON v2."""
+    kind = type(value)
+    if kind is dict:
+        return {key: to_relaxed(item) for key, item in value.items()}
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
+    if kind is list:
+        return [to_relaxed(item) for item in value]
     if isinstance(value, Mapping):
         return {key: to_relaxed(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [to_relaxed(item) for item in value]
     if isinstance(value, DBRef):
         return to_relaxed(value.as_doc())
-    if type(value) in _PLAIN_TYPES:
-        return value
-    if type(value) in (int, Int64):
+    if isinstance(value, int) and not isinstance(value, bool):
         return int(value)
     return json_util.default(value, RELAXED_OPTIONS)
 

@@ -81,6 +81,7 @@ class NamespaceFilter:
         self.collection_exclude = NamePatterns(collection_exclude)
         self.snapshot_include = NamePatterns(snapshot_include)
         self.signal_collection = Namespace.parse(signal_collection) if signal_collection else None
+        self._included: dict[Namespace, bool] = {}  # a pipeline sees few namespaces, each many times
 
     @classmethod
     def from_config(cls, config: ConnectorConfig) -> NamespaceFilter:
@@ -102,6 +103,12 @@ class NamespaceFilter:
 
     def includes(self, namespace: Namespace) -> bool:
         """Whether changes of this collection are emitted."""
+        included = self._included.get(namespace)
+        if included is None:
+            included = self._included[namespace] = self._decide(namespace)
+        return included
+
+    def _decide(self, namespace: Namespace) -> bool:
         if not self.includes_database(namespace.db):
             return False
         if self.collection_include:
