@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+from urllib.parse import unquote
 
 from bson import json_util
 from pymongo import uri_parser
@@ -27,7 +28,7 @@ from connectors.config_types import (
     SKIPPABLE_OPERATIONS,
     SOURCE_FIELDS,
 )
-from connectors.secrets import Secret
+from connectors.secrets import MASK, SECRET_URI_OPTIONS, Secret
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -365,9 +366,8 @@ def parse_connection_string(value: str) -> ParsedConnectionString:
     try:
         parsed = uri_parser.parse_uri(uri, validate=True, warn=False)
     except (ValueError, InvalidURI, ConfigurationError) as error:
-        raise ValueError(
-            f"{_first_line(error)}; expected mongodb://[user:password@]host[:port][,…][/?options]"
-        ) from None
+        message = scrub_secrets(_first_line(error), value)
+        raise ValueError(f"{message}; expected mongodb://[user:password@]host[:port][,…][/?options]") from None
     nodes = tuple(parsed["nodelist"])
     if srv and (len(nodes) != 1 or _has_explicit_port(uri)):
         raise ValueError("a mongodb+srv:// URI names exactly one host and no port")
@@ -378,6 +378,25 @@ def parse_connection_string(value: str) -> ParsedConnectionString:
         options=dict(parsed.get("options") or {}),
         srv=srv,
     )
+
+
+def scrub_secrets(message: str, uri: str) -> str:
+    """The message with the URI's password and secret option values masked, should a parser quote them."""
+    secrets = []
+    authority = uri.split("://", 1)[-1].split("/", 1)[0]
+    userinfo, has_userinfo, _ = authority.rpartition("@")
+    if has_userinfo and ":" in userinfo:
+        secrets.append(userinfo.split(":", 1)[1])
+    query = uri.partition("?")[2]
+    for pair in re.split(r"[&;]", query):
+        name, _, option_value = pair.partition("=")
+        if unquote(name).lower() in SECRET_URI_OPTIONS and option_value:
+            secrets.append(option_value)
+    for secret in secrets:
+        for form in {secret, unquote(secret)}:
+            if form:
+                message = message.replace(form, MASK)
+    return message
 
 
 def _has_explicit_port(uri: str) -> bool:

@@ -793,3 +793,11 @@ def test_docs_list_every_property_with_its_default():
         if default not in (None, "", ()):
             shown = json.dumps(default) if isinstance(default, bool) else str(default)
             assert f"`{shown}`" in rows[name].split("|")[2], f"{name}: default {shown} not documented"
+
+
+def test_parser_messages_are_scrubbed_of_uri_secrets():
+    from connectors.config_values import scrub_secrets
+
+    uri = "mongodb://u:p%40ss@h/?authMechanismProperties=AWS_SESSION_TOKEN:tok&w=1"
+    message = scrub_secrets("bad p@ss and p%40ss and AWS_SESSION_TOKEN:tok", uri)
+    assert message == "bad ******** and ******** and ********"
