@@ -87,6 +87,10 @@ class EventBuilder:
             topic = self._topics[namespace] = topic_name(self.config.topic_prefix, namespace)
         return topic
 
+    def data_collection(self, record: ChangeRecord) -> str:
+        """The record's collection as transaction metadata names it: ``<replica set>.<db>.<collection>``."""
+        return f"{self.context.replica_set}.{record.namespace.full_name}"
+
     def key(self, record: ChangeRecord) -> bytes:
         payload = {"id": extjson.key_json(record.document_id)}
         if self.config.key_schemas:

@@ -53,7 +53,7 @@ class Transformer:
         messages: list[KafkaMessage] = []
         block = None
         if self.transactions is not None and not record.is_snapshot:
-            data_collection = f"{self.replica_set}.{record.namespace.full_name}"
+            data_collection = self.events.data_collection(record)
             event_time = record.cluster_time.time * 1000 if record.cluster_time is not None else ts_ms
             boundaries, block = self.transactions.on_event(shaped, data_collection, event_time)
             messages.extend(self.events.transaction_message(boundary) for boundary in boundaries)
