@@ -1,0 +1,5 @@
+import sys
+
+from devstack.mongo.cli import main
+
+sys.exit(main())

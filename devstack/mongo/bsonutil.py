@@ -1,0 +1,338 @@
+"""BSON value helpers: MongoDB's type order, comparison, `$type` names, copying and document keys."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from decimal import Decimal
+from uuid import UUID
+
+import bson
+from bson import CodecOptions
+from bson.binary import Binary
+from bson.code import Code
+from bson.dbref import DBRef
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+from bson.max_key import MaxKey
+from bson.min_key import MinKey
+from bson.objectid import ObjectId
+from bson.raw_bson import RawBSONDocument
+from bson.regex import Regex
+from bson.timestamp import Timestamp
+
+CODEC = CodecOptions(document_class=dict, tz_aware=False)
+RAW_CODEC = CodecOptions(document_class=RawBSONDocument)
+MAX_BSON_SIZE = 16 * 1024 * 1024
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING = _Missing()
+
+
+def encode(doc) -> bytes:
+    return bson.encode(doc, codec_options=CODEC)
+
+
+try:
+    _dict_to_bson = bson._dict_to_bson  # C (or pure Python) encoder with a `top_level` switch
+    _dict_to_bson({"b": 1, "_id": 1}, False, CODEC, False)
+except Exception:  # pragma: no cover - a bson without the private helper
+    _dict_to_bson = None
+
+
+def encode_in_order(doc: dict) -> bytes:
+    """Encode without moving `_id` to the front (bson.encode does that for top-level documents)."""
+    if _dict_to_bson is not None:
+        return _dict_to_bson(doc, False, CODEC, False)
+    data = bson.encode({"": doc}, codec_options=CODEC)
+    return data[4 + 1 + 1: -1]
+
+
+def raw_in_order(doc: dict) -> RawBSONDocument:
+    return RawBSONDocument(encode_in_order(doc))
+
+
+def decode(data: bytes) -> dict:
+    return bson.decode(data, codec_options=CODEC)
+
+
+def copy_doc(doc: dict) -> dict:
+    """A deep copy that keeps every BSON type exactly (round trip through the C codec)."""
+    return bson.decode(bson.encode(doc), codec_options=CODEC)
+
+
+def raw(doc) -> RawBSONDocument:
+    if isinstance(doc, RawBSONDocument):
+        return doc
+    return RawBSONDocument(bson.encode(doc))
+
+
+def to_plain(value):
+    """RawBSONDocument (possibly nested in lists/dicts) -> plain dicts."""
+    if isinstance(value, RawBSONDocument):
+        return bson.decode(value.raw, codec_options=CODEC)
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def is_number(v) -> bool:
+    return (isinstance(v, (int, float, Decimal128)) and not isinstance(v, bool))
+
+
+# ---- type names and numbers ($type) ----------------------------------------------------------------
+
+TYPE_ALIASES = {
+    "double": 1, "string": 2, "object": 3, "array": 4, "binData": 5, "undefined": 6, "objectId": 7,
+    "bool": 8, "date": 9, "null": 10, "regex": 11, "dbPointer": 12, "javascript": 13, "symbol": 14,
+    "javascriptWithScope": 15, "int": 16, "timestamp": 17, "long": 18, "decimal": 19, "minKey": -1,
+    "maxKey": 127,
+}
+TYPE_NAMES = {v: k for k, v in TYPE_ALIASES.items()}
+
+
+def bson_type(v) -> int:
+    if v is None:
+        return 10
+    if isinstance(v, bool):
+        return 8
+    if isinstance(v, Int64):
+        return 18
+    if isinstance(v, int):
+        return 16 if INT32_MIN <= v <= INT32_MAX else 18
+    if isinstance(v, float):
+        return 1
+    if isinstance(v, str):
+        return 2
+    if isinstance(v, (dict, RawBSONDocument, DBRef)):
+        return 3
+    if isinstance(v, (list, tuple)):
+        return 4
+    if isinstance(v, (bytes, Binary, UUID)):
+        return 5
+    if isinstance(v, ObjectId):
+        return 7
+    if isinstance(v, datetime.datetime):
+        return 9
+    if isinstance(v, (Regex, re.Pattern)):
+        return 11
+    if isinstance(v, Code):
+        return 15 if v.scope is not None else 13
+    if isinstance(v, Timestamp):
+        return 17
+    if isinstance(v, Decimal128):
+        return 19
+    if isinstance(v, MinKey):
+        return -1
+    if isinstance(v, MaxKey):
+        return 127
+    if hasattr(v, "__int__") and type(v).__name__ == "DatetimeMS":
+        return 9
+    return 3
+
+
+def type_name(v) -> str:
+    return TYPE_NAMES.get(bson_type(v), "object")
+
+
+# ---- canonical order and comparison ------------------------------------------------------------------
+
+_CANON = {
+    -1: 0, 10: 1, 6: 1, 1: 2, 16: 2, 18: 2, 19: 2, 2: 3, 14: 3, 3: 4, 4: 5, 5: 6, 7: 7, 8: 8, 9: 9, 17: 10,
+    11: 11, 12: 12, 13: 13, 15: 14, 127: 100,
+}
+
+
+def canon(v) -> int:
+    if v is MISSING:
+        return 1
+    return _CANON[bson_type(v)]
+
+
+def _num_key(v):
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        if d.is_nan():
+            return (2, 0)
+        if d.is_infinite():
+            return (2, 1, -math.inf if d < 0 else math.inf)
+        return (2, 1, d)
+    if isinstance(v, float) and math.isnan(v):
+        return (2, 0)
+    return (2, 1, v)
+
+
+def sort_key(v):
+    """A Python value whose ordering is MongoDB's BSON comparison order."""
+    if v is None or v is MISSING:
+        return (1,)
+    t = type(v)
+    if t is str:
+        return (3, v)
+    if t is bool:
+        return (8, v)
+    if t is int or t is Int64 or t is float or t is Decimal128:
+        return _num_key(v)
+    if t is dict or isinstance(v, dict):
+        return (4, tuple((canon(x), k, sort_key(x)) for k, x in v.items()))
+    if t is ObjectId:
+        return (7, v.binary)
+    if t is datetime.datetime:
+        return (9, v)
+    if t is list or t is tuple:
+        return (5, tuple((canon(x), sort_key(x)) for x in v))
+    if isinstance(v, RawBSONDocument):
+        return sort_key(decode(v.raw))
+    if isinstance(v, DBRef):
+        return sort_key(v.as_doc().to_dict())
+    if isinstance(v, (bytes, Binary)):
+        sub = v.subtype if isinstance(v, Binary) else 0
+        return (6, len(v), sub, bytes(v))
+    if isinstance(v, UUID):
+        return (6, 16, 4, v.bytes)
+    if isinstance(v, Timestamp):
+        return (10, v.time, v.inc)
+    if isinstance(v, Regex):
+        return (11, v.pattern, str(v.flags))
+    if isinstance(v, re.Pattern):
+        return (11, v.pattern, "")
+    if isinstance(v, Code):
+        return (13, str(v))
+    if isinstance(v, MinKey):
+        return (0,)
+    if isinstance(v, MaxKey):
+        return (100,)
+    if is_number(v):
+        return _num_key(v)
+    return (99, repr(v))
+
+
+def compare(a, b) -> int:
+    ka, kb = sort_key(a), sort_key(b)
+    return (ka > kb) - (ka < kb)
+
+
+def values_equal(a, b) -> bool:
+    """BSON equality: 1 == 1.0 == Int64(1), but true != 1 and {a: 1} != {a: true}."""
+    if type(a) is type(b) and type(a) in (str, ObjectId, bool):
+        return a == b
+    return sort_key(a) == sort_key(b)
+
+
+def exact_equal(a, b) -> bool:
+    """Binary equality (types included): what `$set` uses to detect a no-op is looser; this is for diffs."""
+    try:
+        return encode({"v": a}) == encode({"v": b})
+    except Exception:
+        return a == b
+
+
+# ---- keys for hashing values by BSON equality ---------------------------------------------------------
+
+def hash_key(v):
+    """A hashable key such that two values are BSON-equal iff their keys are equal."""
+    t = type(v)
+    if t is str:
+        return ("s", v)
+    if t is ObjectId:
+        return ("o", v)
+    if t is bool:
+        return ("b", v)
+    if t is int or t is Int64:
+        return ("n", int(v))
+    if t is float:
+        if math.isnan(v):
+            return ("nan",)
+        if v.is_integer():
+            return ("n", int(v))
+        return ("n", v)
+    if v is None or v is MISSING:
+        return ("z",)
+    if t is Decimal128:
+        d = v.to_decimal()
+        if d.is_nan():
+            return ("nan",)
+        if d == d.to_integral_value() and d.is_finite():
+            return ("n", int(d))
+        try:
+            f = float(d)
+            if Decimal(f) == d:
+                return ("n", f)
+        except (OverflowError, ValueError):
+            pass
+        return ("d", d.normalize())
+    return ("k", repr(sort_key(v)))
+
+
+# ---- misc ---------------------------------------------------------------------------------------
+
+def to_int(v) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        if d.is_finite() and d == d.to_integral_value():
+            return int(d)
+    return None
+
+
+def truthy(v) -> bool:
+    """MongoDB's notion of a true option value (numbers non-zero, booleans)."""
+    if v is None or v is MISSING:
+        return False
+    if isinstance(v, bool):
+        return v
+    if is_number(v):
+        return float(v.to_decimal() if isinstance(v, Decimal128) else v) != 0
+    return True
+
+
+def number_value(v):
+    if isinstance(v, Decimal128):
+        return v.to_decimal()
+    return v
+
+
+def now_ms_datetime() -> datetime.datetime:
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    return now.replace(microsecond=(now.microsecond // 1000) * 1000)
+
+
+def fmt_value(v) -> str:
+    """Shell-like rendering used in error messages (`{ _id: 1 }`)."""
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        return "{ " + ", ".join(f"{k}: {fmt_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[ " + ", ".join(fmt_value(x) for x in v) + " ]" if v else "[]"
+    if isinstance(v, str):
+        return '"' + v + '"'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, ObjectId):
+        return f"ObjectId('{v}')"
+    if isinstance(v, float):
+        return repr(v).replace("inf", "inf") if not v.is_integer() else f"{v:.1f}"
+    return str(v)

@@ -1,0 +1,44 @@
+"""Fixtures for the emulator's own tests: one in-process replica set per session, a fresh database per test."""
+
+from __future__ import annotations
+
+import uuid
+
+import pymongo
+import pytest
+
+from devstack.mongo import start_replica_set
+
+
+@pytest.fixture(scope="session")
+def rs():
+    handle = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture(scope="session")
+def client(rs):
+    c = pymongo.MongoClient(rs.uri, serverSelectionTimeoutMS=10000)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def db(client, request):
+    name = "t_" + uuid.uuid4().hex[:10]
+    yield client[name]
+    client.drop_database(name)
+
+
+@pytest.fixture
+def coll(db):
+    return db["c"]
+
+
+@pytest.fixture
+def fresh_rs():
+    """A replica set of its own, for tests that break things (kill members, cap the oplog...)."""
+    handle = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0)
+    yield handle
+    handle.stop()
