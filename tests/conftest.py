@@ -30,3 +30,27 @@ def unique_name(request):
     """A short name unique to this test, for topics, transactional ids and connectors."""
     base = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:40]
     return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def mongo_rs():
+    """A fresh emulated replica set per test module (own ports, own oplog); a real one when MONGODB_URI is set.
+
+    Tests that script faults (step-down, kill) use the handle's methods and are skipped against a real server.
+    """
+    if os.environ.get("MONGODB_URI"):
+        yield _ExternalMongo(os.environ["MONGODB_URI"])
+        return
+    from devstack.mongo import start_replica_set
+
+    handle = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0.5)
+    yield handle
+    handle.stop()
+
+
+class _ExternalMongo:
+    def __init__(self, uri: str):
+        self.uri = uri
+
+    def __getattr__(self, name):
+        pytest.skip(f"fault hook {name!r} needs the emulator (MONGODB_URI points at a real deployment)")

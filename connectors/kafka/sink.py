@@ -241,7 +241,7 @@ class TransactionalSink:
                 self._handle_too_large(index, message, oversized[index], offset)
                 continue
             try:
-                produce(message.topic, message.value, message.key, headers=message.headers)
+                produce(message.topic, message.value, message.key, headers=list(message.headers or ()) or None)
                 self._deliveries.produced += 1
             except BufferError:
                 self._produce(message.topic, message.key, message.value, message.headers)
@@ -255,7 +255,7 @@ class TransactionalSink:
     def _produce(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
         while True:
             try:
-                self._producer.produce(topic, value, key, headers=headers)
+                self._producer.produce(topic, value, key, headers=list(headers or ()) or None)
                 break
             except BufferError:  # local queue full: let deliveries drain it
                 self._producer.poll(0.05)

@@ -1,11 +1,11 @@
-"""Opening a pymongo client from connector settings, with errors a user can act on."""
+"""Opening a pymongo client from a connector's client options, with errors a user can act on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pymongo
-from pymongo import monitoring
 from pymongo.errors import ConfigurationError, OperationFailure, ServerSelectionTimeoutError
 
 from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
@@ -13,63 +13,44 @@ from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreac
 AUTH_FAILED_CODES = {18, 13}
 
 
-@dataclass(frozen=True)
-class ConnectionSettings:
-    uri: str
-    user: str | None = None
-    password: str | None = None
-    auth_source: str = "admin"
-    tls: bool = False
-    server_selection_timeout_ms: int = 10_000
-    app_name: str = "cdc-platform"
+def describe_hosts(options: Mapping[str, Any]) -> str:
+    """Where a client connects, without credentials: safe for logs and error messages."""
+    from pymongo.uri_parser import parse_uri
 
-    def describe(self) -> str:
-        """Where we connect, without credentials: safe for logs and errors."""
-        from pymongo.uri_parser import parse_uri
-
+    host = options.get("host")
+    if isinstance(host, str):
         try:
-            hosts = ",".join(f"{h}:{p}" for h, p in parse_uri(self.uri)["nodelist"])
+            return ",".join(f"{h}:{p}" for h, p in parse_uri(host)["nodelist"])
         except Exception:
-            hosts = "<unparsable connection string>"
-        return hosts
+            return "<unparsable connection string>"
+    return ",".join(host or ["localhost:27017"])
 
 
-def open_client(settings: ConnectionSettings, listeners: list[monitoring._EventListener] | None = None,
-                direct: bool = False) -> pymongo.MongoClient:
-    kwargs: dict = {
-        "serverSelectionTimeoutMS": settings.server_selection_timeout_ms,
-        "appname": settings.app_name,
-        "tz_aware": False,
-        "event_listeners": listeners or [],
-    }
-    if settings.user:
-        kwargs.update(username=settings.user, password=settings.password, authSource=settings.auth_source)
-    if settings.tls:
-        kwargs["tls"] = True
-    if direct:
-        kwargs["directConnection"] = True
+def open_client(options: Mapping[str, Any], listeners: Sequence[object] = ()) -> pymongo.MongoClient:
+    kwargs = {k: v for k, v in options.items() if v is not None}
+    kwargs.setdefault("tz_aware", False)
     try:
-        client = pymongo.MongoClient(settings.uri, **kwargs)
+        return pymongo.MongoClient(event_listeners=list(listeners), **kwargs)
     except ConfigurationError as error:
-        raise ConnectorError(f"invalid MongoDB connection settings for {settings.describe()}: {error}") from None
-    return client
+        raise ConnectorError(f"invalid MongoDB connection settings for {describe_hosts(options)}: {error}") from None
 
 
-def check_connection(client: pymongo.MongoClient, settings: ConnectionSettings) -> dict:
+def check_connection(client: pymongo.MongoClient, options: Mapping[str, Any]) -> dict:
     """Ping the deployment and return its `hello` reply, translating failures into clear errors."""
+    where = describe_hosts(options)
     try:
         client.admin.command("ping")
         return client.admin.command("hello")
     except ServerSelectionTimeoutError:
         raise SourceUnreachable(
-            f"cannot reach MongoDB at {settings.describe()} within {settings.server_selection_timeout_ms} ms; "
+            f"cannot reach MongoDB at {where} within {options.get('serverSelectionTimeoutMS')} ms; "
             "check the hosts, ports, network and that the replica set is running"
         ) from None
     except OperationFailure as error:
         if error.code in AUTH_FAILED_CODES:
             raise AuthenticationFailed(
-                f"MongoDB rejected the credentials of user {settings.user!r} (authSource "
-                f"{settings.auth_source!r}) at {settings.describe()}; check mongodb.user, mongodb.password "
+                f"MongoDB rejected the credentials of user {options.get('username')!r} (authSource "
+                f"{options.get('authSource')!r}) at {where}; check mongodb.user, mongodb.password "
                 "and mongodb.authsource"
             ) from None
-        raise ConnectorError(f"MongoDB at {settings.describe()} refused the connection check: {error}") from None
+        raise ConnectorError(f"MongoDB at {where} refused the connection check: {error.details}") from None

@@ -20,20 +20,15 @@ import pymongo
 from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
+from connectors.config_types import CaptureScope
 from connectors.errors import ConnectorError, HistoryLost
+from connectors.filters import WatchTarget
 from connectors.metrics import StreamingMetrics
 
 log = logging.getLogger(__name__)
 
 HISTORY_LOST = 286
 FATAL_CODES = {HISTORY_LOST, 280, 260}  # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken
-
-
-@dataclass(frozen=True)
-class WatchScope:
-    level: str  # "deployment" | "database" | "collection"
-    database: str | None = None
-    collection: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,7 @@ class ChangeStreamReader:
     def __init__(
         self,
         client: pymongo.MongoClient,
-        scope: WatchScope,
+        scope: WatchTarget,
         pipeline: list[dict],
         options: StreamOptions,
         start: StartPosition,
@@ -105,9 +100,9 @@ class ChangeStreamReader:
         self._thread.join(timeout)
 
     def _watch_target(self):
-        if self._scope.level == "collection":
+        if self._scope.scope is CaptureScope.COLLECTION:
             return self._client[self._scope.database][self._scope.collection]
-        if self._scope.level == "database":
+        if self._scope.scope is CaptureScope.DATABASE:
             return self._client[self._scope.database]
         return self._client
 
@@ -167,11 +162,15 @@ class ChangeStreamReader:
                     return
             except OperationFailure as error:
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
-                    failure = (HistoryLost(
-                        "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); "
-                        "changes were missed, so a new snapshot is needed (snapshot.mode=when_needed does it "
-                        "automatically) or reset the offset"
-                    ) if error.code == HISTORY_LOST else ConnectorError(f"the change stream failed: {error}"))
+                    failure = (
+                        HistoryLost(
+                            "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); "
+                            "changes were missed, so a new snapshot is needed (snapshot.mode=when_needed does it "
+                            "automatically) or reset the offset"
+                        )
+                        if error.code == HISTORY_LOST
+                        else ConnectorError(f"the change stream failed: {error}")
+                    )
                     self._put(ReaderFailed(failure))
                     return
                 failures += 1
@@ -188,11 +187,21 @@ class ChangeStreamReader:
     def _retry(self, failures: int, error: BaseException) -> bool:
         self._metrics.record_disconnect(f"{type(error).__name__}: {error}")
         if failures > self._backoff.max_attempts:
-            self._put(ReaderFailed(ConnectorError(
-                f"gave up after {self._backoff.max_attempts} attempts to reconnect to the change stream "
-                f"(connect.max.attempts); last error: {error}")))
+            self._put(
+                ReaderFailed(
+                    ConnectorError(
+                        f"gave up after {self._backoff.max_attempts} attempts to reconnect to the change stream "
+                        f"(connect.max.attempts); last error: {error}"
+                    )
+                )
+            )
             return False
         delay = self._backoff.delay(failures)
-        log.warning("change stream of %s interrupted (%s); retry %d in %.1fs",
-                    self._metrics.replica_set, type(error).__name__, failures, delay)
+        log.warning(
+            "change stream of %s interrupted (%s); retry %d in %.1fs",
+            self._metrics.replica_set,
+            type(error).__name__,
+            failures,
+            delay,
+        )
         return not self._stop.wait(delay)

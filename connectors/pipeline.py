@@ -1,0 +1,335 @@
+"""One replica set's pipeline: snapshot phase, then streaming, each batch committed with its offset.
+
+    MongoDB ──▶ ChangeStreamReader (thread) ──queue──▶ this loop: filter, transform, encode ──▶ TransactionalSink
+
+The loop drains the queue into a batch of at most `max.batch.size` changes or `poll.interval.ms`, turns it into
+Kafka messages, and writes them together with the batch's last resume token in one Kafka transaction. A crash
+anywhere therefore resumes after the last committed batch: nothing lost, nothing duplicated for read_committed
+consumers. Heartbeats commit the stream's post-batch resume token when nothing captured happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bson import Timestamp
+
+from connectors.config import ConnectorConfig
+from connectors.config_types import SnapshotMode, StartupMode
+from connectors.errors import ConnectorError, HistoryLost
+from connectors.filters import change_stream_pipeline, watch_target
+from connectors.kafka import OffsetRecord, OffsetStore, OutMessage, TransactionalSink
+from connectors.kafka.errors import SinkFatalError, SinkRetriableError
+from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT, STARTUP_TIMESTAMP, STARTUP_TOKEN
+from connectors.kafka.topics import TopicSpec, offsets_topic_spec
+from connectors.metrics import StreamingMetrics
+from connectors.mongodb.client import check_connection, open_client
+from connectors.mongodb.elections import ElectionWatcher
+from connectors.mongodb.stream import Backoff, ChangeStreamReader, Idle, ReaderFailed, StartPosition, StreamOptions
+from connectors.mongodb.topology import ReplicaSet
+from connectors.records import ChangeRecord, UnsupportedChangeEvent
+from connectors.snapshot import InitialSnapshot, SnapshotProgress
+from connectors.transformer import Transformer
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_ON_FIRST_RUN = {SnapshotMode.INITIAL, SnapshotMode.INITIAL_ONLY, SnapshotMode.WHEN_NEEDED, SnapshotMode.ALWAYS}
+
+
+@dataclass
+class Position:
+    """Where streaming starts, and whether a snapshot runs first."""
+
+    start: StartPosition = field(default_factory=StartPosition)
+    snapshot: SnapshotProgress | None = None
+    reason: str = ""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ReplicaSetPipeline:
+    def __init__(
+        self,
+        config: ConnectorConfig,
+        replica_set: ReplicaSet,
+        bootstrap_servers: str,
+        *,
+        stop: threading.Event | None = None,
+        metrics: StreamingMetrics | None = None,
+        on_phase: Callable[[str], None] | None = None,
+    ):
+        self.config = config
+        self.replica_set = replica_set
+        self.bootstrap_servers = bootstrap_servers
+        self.stop = stop or threading.Event()
+        self.metrics = metrics or StreamingMetrics(config.name, replica_set.name)
+        self.metrics.queue_total_capacity = config.max_queue_size
+        self._on_phase = on_phase or (lambda phase: None)
+        self.transformer = Transformer(config, replica_set.name)
+        self.backoff = Backoff(
+            config.connect_backoff_initial_delay_ms, config.connect_backoff_max_delay_ms, config.connect_max_attempts
+        )
+        self.sink = TransactionalSink(
+            bootstrap_servers,
+            config.name,
+            replica_set.name,
+            offsets_topic=offsets_topic_spec(config.offset_storage_topic, config.offset_storage_partitions),
+            errors_topic=config.errors_topic_name,
+            new_topic=self._topic_spec,
+            too_large=config.message_too_large_policy.value,
+        )
+        self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
+        self._committed_token: dict | None = None
+        self._last_commit = time.monotonic()
+        self._client = None
+
+    # -- wiring -------------------------------------------------------------------------------------------
+
+    def _topic_spec(self, name: str) -> TopicSpec:
+        config = {"cleanup.policy": self.config.topic_creation_cleanup_policy.value}
+        return TopicSpec(
+            name, self.config.topic_creation_partitions, self.config.topic_creation_replication_factor, config
+        )
+
+    def _set_phase(self, phase: str) -> None:
+        self.metrics.set_phase(phase)
+        self._on_phase(phase)
+
+    def _connect(self):
+        watcher = ElectionWatcher(self.metrics.record_election, self.metrics.record_connected)
+        self._client = open_client(self.replica_set.client_options, [watcher])
+        check_connection(self._client, self.replica_set.client_options)
+        return self._client
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Runs until `stop` is set (returns "stopped") or an `initial_only` snapshot is done ("snapshot-done")."""
+        try:
+            self._set_phase("starting")
+            self._with_sink_retries(self.sink.open)
+            stored = self._with_sink_retries(lambda: self.offsets.get(self.config.name, self.replica_set.name))
+            client = self._connect()
+            position = self._start_position(stored)
+            log.info("pipeline %s/%s starting: %s", self.config.name, self.replica_set.name, position.reason)
+            if position.snapshot is not None:
+                self._set_phase("snapshot")
+                done = InitialSnapshot(self, client, position.snapshot).run()
+                if not done:
+                    return "stopped"
+                position.start = StartPosition(resume_after=position.snapshot.resume_token)
+                if self.config.snapshot_mode is SnapshotMode.INITIAL_ONLY:
+                    self._set_phase("snapshot-done")
+                    return "snapshot-done"
+            self._set_phase("streaming")
+            try:
+                self._stream(client, position.start)
+            except HistoryLost:
+                if self.config.snapshot_mode is not SnapshotMode.WHEN_NEEDED:
+                    raise
+                log.warning(
+                    "%s/%s lost its oplog position; taking a new snapshot (snapshot.mode=when_needed)",
+                    self.config.name,
+                    self.replica_set.name,
+                )
+                self.sink.write_batch([], self._offset_record(None, None, startup={"mode": STARTUP_SNAPSHOT}))
+                return self.run()
+            return "stopped"
+        except ConnectorError as error:
+            self.metrics.record_error(str(error))
+            self._set_phase("failed")
+            raise
+        finally:
+            self.sink.close()
+            if self._client is not None:
+                self._client.close()
+
+    def _with_sink_retries(self, action):
+        attempt = 0
+        while True:
+            try:
+                return action()
+            except (SinkRetriableError, SinkFatalError) as error:
+                attempt += 1
+                if attempt > self.backoff.max_attempts or self.stop.is_set():
+                    raise
+                delay = self.backoff.delay(attempt)
+                log.warning("Kafka not available (%s); retry %d in %.1fs", error, attempt, delay)
+                if self.stop.wait(delay):
+                    raise
+                if isinstance(error, SinkFatalError):
+                    self.sink.open()
+
+    # -- where to start -------------------------------------------------------------------------------------
+
+    def _start_position(self, stored: OffsetRecord | None) -> Position:
+        config = self.config
+        if stored is not None and stored.startup:
+            return self._obey_startup(stored.startup)
+        if stored is not None and stored.snapshot and not stored.snapshot.get("completed"):
+            return Position(snapshot=SnapshotProgress.from_json(stored.snapshot), reason="resuming the snapshot")
+        if stored is not None and stored.resume_token is not None:
+            self._committed_token = stored.resume_token
+            self.transformer = Transformer(self.config, self.replica_set.name,
+                                           transaction_state=stored.extra.get("transaction"))
+            if config.snapshot_mode is SnapshotMode.ALWAYS:
+                return Position(snapshot=SnapshotProgress(), reason="snapshot.mode=always")
+            if stored.extra.get("invalidated"):
+                return Position(StartPosition(start_after=stored.resume_token), reason="after an invalidate")
+            return Position(StartPosition(resume_after=stored.resume_token), reason="resuming after the stored token")
+        if config.snapshot_mode in SNAPSHOT_ON_FIRST_RUN:
+            reason = f"first run, snapshot.mode={config.snapshot_mode.value}"
+            return Position(snapshot=SnapshotProgress(), reason=reason)
+        if config.startup_mode is StartupMode.TIMESTAMP and config.startup_timestamp_ms is not None:
+            ts = Timestamp(config.startup_timestamp_ms // 1000, 0)
+            return Position(StartPosition(start_at_operation_time=ts), reason="startup.mode=timestamp")
+        return Position(StartPosition(), reason="first run, streaming from now")
+
+    def _obey_startup(self, startup: dict) -> Position:
+        mode = startup["mode"]
+        if mode == STARTUP_SNAPSHOT:
+            return Position(snapshot=SnapshotProgress(), reason="offset reset: re-snapshot")
+        if mode == STARTUP_TIMESTAMP:
+            return Position(
+                StartPosition(start_at_operation_time=startup["timestamp"]),
+                reason=f"offset reset to timestamp {startup['timestamp']}",
+            )
+        if mode == STARTUP_TOKEN:
+            return Position(StartPosition(resume_after=startup["token"]), reason="offset reset to a resume token")
+        if mode == STARTUP_LATEST:
+            return Position(StartPosition(), reason="offset reset to latest")
+        raise ConnectorError(f"unknown startup instruction {mode!r} in the stored offset")
+
+    # -- streaming ------------------------------------------------------------------------------------------
+
+    def _stream(self, client, start: StartPosition) -> None:
+        target = watch_target(self.config)
+        changes: queue.Queue = queue.Queue(maxsize=self.config.max_queue_size)
+        reader_stop = threading.Event()
+        reader = ChangeStreamReader(
+            client,
+            target,
+            change_stream_pipeline(self.config, target),
+            StreamOptions(
+                full_document=self.config.full_document,
+                full_document_before_change=self.config.full_document_before_change,
+                batch_size=min(self.config.max_batch_size, 10_000),
+                max_await_ms=min(self.config.poll_interval_ms, self.config.cursor_max_await_time_ms or 1000),
+            ),
+            start,
+            changes,
+            self.metrics,
+            self.backoff,
+            reader_stop,
+        )
+        reader.start()
+        try:
+            while not self.stop.is_set():
+                items = self._drain(changes)
+                self._write(items)
+        finally:
+            # Changes still queued are not committed: the next start reads them again after the stored token.
+            reader_stop.set()
+            reader.join(5)
+
+    def _drain(self, changes: queue.Queue) -> list:
+        """Up to max.batch.size items, waiting at most poll.interval.ms for the first and for the rest."""
+        deadline = time.monotonic() + self.config.poll_interval_ms / 1000
+        items: list = []
+        while len(items) < self.config.max_batch_size and not self.stop.is_set():
+            timeout = deadline - time.monotonic()
+            try:
+                item = changes.get(timeout=max(0.0, timeout)) if timeout > 0 else changes.get_nowait()
+            except queue.Empty:
+                break
+            items.append(item)
+            if isinstance(item, ReaderFailed | Idle):
+                break
+        self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
+        return items
+
+    def _write(self, items: list) -> None:
+        messages: list[OutMessage] = []
+        last_token = None
+        last_time = None
+        invalidated = False
+        idle = False
+        for item in items:
+            if isinstance(item, ReaderFailed):
+                self._commit(messages, last_token, last_time, invalidated)
+                raise item.error
+            if isinstance(item, Idle):
+                idle = True
+                if item.resume_token is not None:
+                    last_token = item.resume_token
+                continue
+            last_token = item["_id"]
+            last_time = item.get("clusterTime") or last_time
+            invalidated = item.get("operationType") == "invalidate"
+            messages.extend(self._messages_for(item))
+        if idle:
+            messages.extend(self.transformer.idle())
+            self.metrics.record_caught_up()
+        heartbeat_due = (
+            self.config.heartbeat_interval_ms > 0
+            and time.monotonic() - self._last_commit >= self.config.heartbeat_interval_ms / 1000
+            and last_token is not None
+            and last_token != self._committed_token
+        )
+        if messages:
+            self._commit(messages, last_token, last_time, invalidated)
+        elif heartbeat_due:
+            messages.extend(self.transformer.heartbeat())
+            self._commit(messages, last_token, last_time, invalidated, heartbeat=True)
+
+    def _messages_for(self, change: dict) -> list[OutMessage]:
+        try:
+            record = ChangeRecord.from_change_event(change)
+        except UnsupportedChangeEvent:
+            self.metrics.record_filtered()
+            return []
+        messages = self.transformer.transform(record)
+        if not messages and not self.transformer.accepts(record):
+            self.metrics.record_filtered()
+            return []
+        cluster_ms = record.cluster_time.time * 1000 if record.cluster_time else None
+        self.metrics.record_event(
+            record.operation.value,
+            cluster_ms,
+            {"resume_token": change["_id"]},
+            {"op": record.operation.value, "ns": record.namespace.full_name},
+        )
+        return messages
+
+    def _offset_record(self, token, cluster_time, invalidated=False, snapshot=None, startup=None) -> OffsetRecord:
+        extra = {}
+        if invalidated:
+            extra["invalidated"] = True
+        state = self.transformer.transaction_state()
+        if state:
+            extra["transaction"] = state
+        return OffsetRecord(
+            self.config.name,
+            self.replica_set.name,
+            resume_token=token,
+            cluster_time=cluster_time,
+            snapshot=snapshot,
+            startup=startup,
+            extra=extra,
+        )
+
+    def _commit(self, messages, token, cluster_time, invalidated=False, heartbeat=False) -> None:
+        if token is None and not messages:
+            return
+        offset = self._offset_record(token or self._committed_token, cluster_time, invalidated)
+        self._with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+        self._committed_token = offset.resume_token
+        self._last_commit = time.monotonic()
+        self.metrics.record_commit(heartbeat=heartbeat)
