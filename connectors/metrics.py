@@ -65,9 +65,13 @@ class StreamingMetrics:
             if error:
                 self.last_error = error
 
-    def record_connected(self, primary: str | None, members: list[str]) -> None:
+    def record_connected(self) -> None:
+        """The change stream is open: changes made from now on will be seen."""
         with self._lock:
             self.connected = True
+
+    def record_members(self, primary: str | None, members: list[str]) -> None:
+        with self._lock:
             self.primary = primary
             self.members = list(members)
 

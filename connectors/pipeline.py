@@ -103,7 +103,7 @@ class ReplicaSetPipeline:
         self._on_phase(phase)
 
     def _connect(self):
-        watcher = ElectionWatcher(self.metrics.record_election, self.metrics.record_connected)
+        watcher = ElectionWatcher(self.metrics.record_election, self.metrics.record_members)
         self._client = open_client(self.replica_set.client_options, [watcher])
         check_connection(self._client, self.replica_set.client_options)
         return self._client
@@ -240,18 +240,14 @@ class ReplicaSetPipeline:
             reader.join(5)
 
     def _drain(self, changes: queue.Queue) -> list:
-        """Up to max.batch.size items, waiting at most poll.interval.ms for the first and for the rest."""
-        deadline = time.monotonic() + self.config.poll_interval_ms / 1000
+        """What is queued, up to max.batch.size; waits at most poll.interval.ms only when nothing is."""
         items: list = []
-        while len(items) < self.config.max_batch_size and not self.stop.is_set():
-            timeout = deadline - time.monotonic()
-            try:
-                item = changes.get(timeout=max(0.0, timeout)) if timeout > 0 else changes.get_nowait()
-            except queue.Empty:
-                break
-            items.append(item)
-            if isinstance(item, ReaderFailed | Idle):
-                break
+        try:
+            items.append(changes.get(timeout=self.config.poll_interval_ms / 1000))
+            while len(items) < self.config.max_batch_size and not isinstance(items[-1], ReaderFailed | Idle):
+                items.append(changes.get_nowait())
+        except queue.Empty:
+            pass
         self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
         return items
 

@@ -139,7 +139,7 @@ class ChangeStreamReader:
             try:
                 with self._open(start) as stream:
                     failures = 0
-                    self._metrics.record_connected(self._metrics.primary, self._metrics.members)
+                    self._metrics.record_connected()
                     if self._on_connected:
                         self._on_connected()
                     last_idle_token = None
