@@ -69,6 +69,24 @@ def run_pipeline(docs: list, pipeline: list, resolver=None, variables=None) -> l
             if n is None or n <= 0:
                 raise CommandError(15958, "the limit must be positive", code_name_override="Location15958")
             docs = docs[:n]
+        elif name == "$project":
+            from devstack.mongo.projection import Projection
+
+            proj = Projection(spec)
+            docs = [proj.apply(d) for d in docs]
+            owned = True
+        elif name in ("$addFields", "$set"):
+            if not isinstance(spec, dict):
+                raise CommandError(40272, f"{name} specification stage must be an object",
+                                   code_name_override="Location40272")
+            out = []
+            for d in docs:
+                nd = copy_doc(d)
+                for path, expr in spec.items():
+                    _set_path(nd, path.split("."), evaluate(expr, d, variables))
+                out.append(nd)
+            docs = out
+            owned = True
         elif name == "$count":
             if not isinstance(spec, str) or not spec:
                 raise CommandError(40156, "the count field must be a non-empty string",
@@ -145,6 +163,17 @@ def run_pipeline(docs: list, pipeline: list, resolver=None, variables=None) -> l
     return docs
 
 
+def _set_path(doc, parts, value):
+    cur = doc
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[p] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+
+
 def _unset_path(doc, parts):
     cur = doc
     for p in parts[:-1]:
@@ -185,13 +214,13 @@ def _bucket_auto(docs, spec):
     return out
 
 
-def run_update_pipeline(doc: dict, pipeline: list) -> dict:
+def run_update_pipeline(doc: dict, pipeline: list, variables=None) -> dict:
     allowed = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"}
     for stage in pipeline:
         if not isinstance(stage, dict) or len(stage) != 1 or next(iter(stage)) not in allowed:
             name = next(iter(stage)) if isinstance(stage, dict) and stage else stage
             raise CommandError(72, f"{name} is not allowed to be used within an update")
-    result = run_pipeline([doc], pipeline)
+    result = run_pipeline([doc], pipeline, variables=variables)
     if len(result) != 1:
         raise CommandError(2, "update pipeline did not produce one document")
     return result[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import unicodedata
+from contextvars import ContextVar
 from decimal import Decimal
 from uuid import UUID
 
@@ -27,6 +29,26 @@ RAW_CODEC = CodecOptions(document_class=RawBSONDocument)
 MAX_BSON_SIZE = 16 * 1024 * 1024
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+# Per-command settings that the matcher, sorter and expression evaluator consult (set by the dispatcher).
+COLLATION: ContextVar = ContextVar("collation", default=None)     # string normaliser or None
+LET_VARS: ContextVar = ContextVar("let_vars", default=None)       # evaluated `let` variables
+
+
+def collation_normalizer(collation):
+    """A function normalising strings for comparison under `collation` (strength 1-2), or None for binary."""
+    if not isinstance(collation, dict) or collation.get("locale", "simple") == "simple":
+        return None
+    strength = collation.get("strength", 3)
+    if strength >= 3:
+        return None
+    if strength == 2:
+        return str.casefold
+
+    def primary(s: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFD", s.casefold()) if not unicodedata.combining(c))
+    return primary
 
 
 class _Missing:
@@ -183,7 +205,8 @@ def sort_key(v):
         return (1,)
     t = type(v)
     if t is str:
-        return (3, v)
+        norm = COLLATION.get()
+        return (3, norm(v)) if norm is not None else (3, v)
     if t is bool:
         return (8, v)
     if t is int or t is Int64 or t is float or t is Decimal128:

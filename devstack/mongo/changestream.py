@@ -492,9 +492,9 @@ class ChangeStreamCursor:
                 if not stage(plain):
                     return None
             else:
-                from devstack.mongo.expressions import run_stages
+                from devstack.mongo.aggregation import run_pipeline
 
-                result = run_stages([plain], [stage])
+                result = run_pipeline([plain], [stage])
                 if not result:
                     return None
                 plain = result[0]

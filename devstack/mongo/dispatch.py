@@ -11,7 +11,7 @@ import traceback
 from bson.binary import Binary
 from bson.int64 import Int64
 
-from devstack.mongo.bsonutil import to_int
+from devstack.mongo.bsonutil import COLLATION, LET_VARS, collation_normalizer, to_int
 from devstack.mongo.commands import COMMANDS, load
 from devstack.mongo.errors import RETRYABLE_WRITE_CODES, CommandError, code_name
 from devstack.mongo.transactions import TRANSIENT
@@ -22,8 +22,9 @@ load()
 
 _ZERO_HASH = Binary(b"\x00" * 20, 0)
 TXN_CONTROL = ("commitTransaction", "abortTransaction")
-# Codes that get TransientTransactionError when a transaction statement fails with them
-TRANSIENT_CODES = {112, 251, 6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436, 24, 50}
+# Codes for which mongod labels a transaction statement's error TransientTransactionError (WriteConflict,
+# LockTimeout, PreparedTransactionInProgress, snapshot errors, NoSuchTransaction)
+TRANSIENT_CODES = {112, 24, 267, 239, 246, 251}
 
 
 class CloseConnection(Exception):
@@ -48,6 +49,7 @@ class Context:
     def writer(self) -> Writer:
         w = Writer(self.rs, self.db, txn=self.txn, lsid=self.lsid,
                    txn_number=self.txn_number if self.txn is None else None)
+        w.bypass_validation = bool(self.cmd.get("bypassDocumentValidation"))
         return w
 
     def arg(self, key, default=None):
@@ -112,7 +114,6 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
                 reply_labels = _auto_labels(ctx, info, code, fp_injected=True)
                 if reply_labels:
                     reply["errorLabels"] = reply_labels
-            _maybe_abort_txn(ctx, cmd, rs, code)
             return _envelope(rs, reply, None, member=member)
         if "writeConcernError" in fp:
             wc_error = fp["writeConcernError"]
@@ -124,9 +125,14 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
         cached = _sessions(ctx, info)
         if cached is not None:
             return _envelope(rs, dict(cached), ctx.op_ts)
-        result = info.handler(ctx)
-        if inspect.isawaitable(result):
-            result = await result
+        tokens = _command_settings(cmd)
+        try:
+            result = info.handler(ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        finally:
+            for var, token in tokens:
+                var.reset(token)
         reply = dict(result)
         if ctx.after_reply is not None and conn is not None:
             conn.after_reply = ctx.after_reply
@@ -149,11 +155,14 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
     except Exception as exc:  # a bug in the emulator: report like the server reports internal errors
         log.error("command %s failed: %s", name, traceback.format_exc())
         reply = CommandError(1, f"emulator internal error in {name}: {exc!r}").to_reply()
+    if wc_error is None and reply.get("ok") and info is not None and (info.kind == "write" or
+                                                                     info.name in TXN_CONTROL):
+        wc_error = await _write_concern_error(rs, cmd.get("writeConcern"))
     if wc_error is not None and reply.get("ok"):
         reply["writeConcernError"] = dict(wc_error)
         labels = list(fp_labels) if fp_labels is not None else []
         if fp_labels is None and info is not None and _is_retryable_write(ctx, info) and \
-                to_int(wc_error.get("code")) in RETRYABLE_WRITE_CODES | {64}:
+                to_int(wc_error.get("code")) in RETRYABLE_WRITE_CODES:
             labels.append("RetryableWriteError")
         if labels:
             reply["errorLabels"] = labels
@@ -163,6 +172,54 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
             and ctx.txn_number is not None and reply.get("ok") and "writeConcernError" not in reply:
         ctx.session.retry_results[ctx.txn_number] = {k: v for k, v in reply.items()}
     return _envelope(rs, reply, ctx.op_ts, ctx, member=member)
+
+
+async def _write_concern_error(rs, wc) -> dict | None:
+    """What waiting for the requested write concern yields (replication itself is immediate)."""
+    if not isinstance(wc, dict) or "w" not in wc:
+        return None
+    w = wc["w"]
+    n = len(rs.members)
+    if isinstance(w, str):
+        if w == "majority":
+            need = rs.majority()
+        else:
+            return {"code": 79, "codeName": "UnknownReplWriteConcern",
+                    "errmsg": f"unrecognized write concern mode: {w}"}
+    else:
+        need = to_int(w) or 0
+        if need > n:
+            return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes"}
+    if rs.alive_count() >= need:
+        return None
+    timeout = (to_int(wc.get("wtimeout")) or 0) / 1000.0
+    deadline = asyncio.get_running_loop().time() + (timeout if timeout else 10.0)
+    while asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+        if rs.alive_count() >= need:
+            return None
+    return {"code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out",
+            "errInfo": {"wtimeout": True, "writeConcern": dict(wc)}}
+
+
+def _command_settings(cmd) -> list:
+    """Set the collation and `let` variables the command asks for (contextvars read by matcher/sorter)."""
+    tokens = []
+    collation = cmd.get("collation")
+    if collation is None:
+        for field in ("updates", "deletes"):
+            stmts = cmd.get(field)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], dict) and "collation" in stmts[0]:
+                collation = stmts[0]["collation"]
+    norm = collation_normalizer(collation)
+    if norm is not None:
+        tokens.append((COLLATION, COLLATION.set(norm)))
+    let = cmd.get("let")
+    if isinstance(let, dict) and let:
+        from devstack.mongo.expressions import evaluate_let
+
+        tokens.append((LET_VARS, LET_VARS.set(evaluate_let(let))))
+    return tokens
 
 
 def _maybe_abort_txn(ctx, cmd, rs, code):
@@ -190,12 +247,13 @@ def _auto_labels(ctx, info, code, fp_injected=False) -> list:
     if info is not None and _is_retryable_write(ctx, info) and code in RETRYABLE_WRITE_CODES:
         if not (in_txn and info.name not in TXN_CONTROL):
             labels.append("RetryableWriteError")
-    if in_txn and info is not None and info.name not in TXN_CONTROL and code in TRANSIENT_CODES:
+    if in_txn and info is not None and code in TRANSIENT_CODES:
         labels.append(TRANSIENT)
-    if in_txn and info is not None and info.name == "commitTransaction" and code in (112,):
-        labels.append(TRANSIENT)
-    if not fp_injected and info is not None and _is_change_stream(ctx) and code in _RESUMABLE:
-        labels.append("ResumableChangeStreamError")
+    if not fp_injected and info is not None and _is_change_stream(ctx):
+        if code in _RESUMABLE:
+            labels.append("ResumableChangeStreamError")
+        elif code in (280, 286):
+            labels.append("NonResumableChangeStreamError")
     return labels
 
 
@@ -227,7 +285,9 @@ def _check_state(ctx, info, secondary_ok):
         from devstack.mongo.commands.query import aggregate_writes
 
         if aggregate_writes(ctx.cmd):
-            if not member.is_primary:
+            # 5.0+: $out/$merge may run on a secondary when the read preference allows; writes go to the primary
+            if not member.is_primary and not (_read_allowed(member, ctx.cmd, secondary_ok) and
+                                              ctx.rs.primary is not None):
                 raise CommandError(10107, "not primary")
         elif not _read_allowed(member, ctx.cmd, secondary_ok):
             if member.is_secondary:

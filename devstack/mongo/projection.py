@@ -24,7 +24,7 @@ class Projection:
         self.tree: dict = {}
         self.specials: dict = {}   # path -> ("slice", args) | ("elemMatch", matcher) | ("positional", None)
         self.computed: dict = {}   # top-level or dotted path -> expression
-        for path, value in self.spec.items():
+        for path, value in _flatten(self.spec):
             if path == "_id":
                 f = _flag(value)
                 if f is not None:
@@ -146,6 +146,16 @@ class Projection:
                     _set_path(out, parts, [e])
                     return
             _del_path(out, parts)
+
+
+def _flatten(spec: dict, prefix: str = ""):
+    """`{a: {b: 1}}` -> ("a.b", 1); operator documents and `$`-keys are leaves."""
+    for key, value in spec.items():
+        path = prefix + key
+        if isinstance(value, dict) and value and not next(iter(value)).startswith("$"):
+            yield from _flatten(value, path + ".")
+        else:
+            yield path, value
 
 
 def _include(value, tree):

@@ -13,6 +13,8 @@ from bson.int64 import Int64
 from bson.regex import Regex
 
 from devstack.mongo.bsonutil import (
+    COLLATION,
+    LET_VARS,
     MISSING,
     TYPE_ALIASES,
     bson_type,
@@ -289,6 +291,9 @@ def _compile_operator(parts, op, arg, options, value_only):
             else:
                 simple = False
 
+        if COLLATION.get() is not None:
+            simple = False
+
         def any_pred(v):
             if simple and v is not MISSING and not isinstance(v, (dict, list)):
                 try:
@@ -398,7 +403,7 @@ def _compile_top(key, value):
     if key == "$expr":
         from devstack.mongo.expressions import evaluate, truthy_expr
 
-        return lambda d: truthy_expr(evaluate(value, d))
+        return lambda d: truthy_expr(evaluate(value, d, LET_VARS.get()))
     if key == "$comment":
         return lambda d: True
     if key in ("$where", "$text", "$jsonSchema"):

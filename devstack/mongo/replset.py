@@ -181,7 +181,9 @@ class ReplicaSet:
     def create_collection(self, db: str, name: str, options: dict | None = None) -> Collection:
         options = dict(options or {})
         coll = self.catalog.create_collection(db, name, options)
-        o = {"create": name, **options, "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+        o = {"create": name, **options}
+        if not options.get("viewOn"):
+            o["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
         self.log_op(Op("c", f"{db}.$cmd", coll.uuid, o=o))
         return coll
 

@@ -176,6 +176,8 @@ class Collection:
         return [docs[entries[i][1]] for i in rng if entries[i][1] in docs]
 
     def info(self) -> dict:
+        if self.options.get("viewOn"):
+            return {"name": self.name, "type": "view", "options": dict(self.options), "info": {"readOnly": True}}
         return {"name": self.name, "type": "collection", "options": dict(self.options),
                 "info": {"readOnly": False, "uuid": self.uuid},
                 "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}

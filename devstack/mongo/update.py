@@ -808,9 +808,13 @@ def apply_replacement(doc: dict, replacement: dict) -> dict:
 
 
 def check_replacement(replacement: dict):
-    for k in replacement:
-        if k.startswith("$"):
-            raise CommandError(52, f"The dollar ($) prefixed field '{k}' in '{k}' is not valid for storage.")
+    """MongoDB 5.0+ stores `$`-prefixed and dotted field names; only `_id` sub-fields may not start with `$`."""
+    v = replacement.get("_id")
+    if isinstance(v, dict):
+        for k in v:
+            if k.startswith("$"):
+                raise CommandError(52, f"_id fields may not contain '$'-prefixed fields: {k} is not valid for "
+                                       "storage.")
 
 
 # ---- upserts --------------------------------------------------------------------------------------------

@@ -34,6 +34,25 @@ class Writer:
         self.txn_number = txn_number
         self.last_ts = None
         self.stmt = 0
+        self.bypass_validation = False
+
+    def validate(self, coll, doc, old=None):
+        """Collection validators (query-language), like MongoDB's strict/moderate levels and error action."""
+        validator = coll.options.get("validator")
+        if not validator or self.bypass_validation:
+            return
+        level = coll.options.get("validationLevel", "strict")
+        if level == "off" or coll.options.get("validationAction", "error") != "error":
+            return
+        from devstack.mongo.query import compile_filter
+
+        match = compile_filter(validator)
+        if level == "moderate" and old is not None and not match(old):
+            return
+        if not match(doc):
+            raise WriteError(121, "Document failed validation",
+                             {"errInfo": {"failingDocumentId": doc.get("_id"),
+                                          "details": {"operatorName": "$and", "schemaRulesNotSatisfied": []}}})
 
     # -- collections --
     def collection(self, name: str, create: bool = False):
@@ -47,6 +66,8 @@ class Writer:
         if coll is None and create:
             coll = self.rs.create_collection(self.db, name, {})
             self.last_ts = self.rs.last_ts
+        if coll is not None and coll.options.get("viewOn"):
+            raise CommandError(166, f"Namespace {coll.ns} is a view, not a collection")
         return coll
 
     # -- logging --
@@ -76,6 +97,7 @@ class Writer:
         doc = upd.ensure_id_first(doc)
         idk = hash_key(doc["_id"])
         self._check_free(coll, idk)
+        self.validate(coll, doc)
         coll.insert(doc)
         self._log(Op("i", coll.ns, coll.uuid, o=doc, o2={"_id": doc["_id"]}), coll, idk, None)
         return doc
@@ -93,7 +115,9 @@ class Writer:
             from devstack.mongo.aggregation import run_update_pipeline
 
             new = run_update_pipeline(doc, update)
-            if "_id" not in new or not upd.exact_equal(new["_id"], doc["_id"]):
+            if "_id" not in new:
+                new = {"_id": doc["_id"], **new}
+            if not upd.exact_equal(new["_id"], doc["_id"]):
                 raise CommandError(66, "Performing an update on the path '_id' would modify the immutable field "
                                        "'_id'")
             new = upd.ensure_id_first(new)
@@ -107,6 +131,7 @@ class Writer:
                 return doc
             op = Op("u", coll.ns, coll.uuid, o={"$v": 2, "diff": diff}, o2={"_id": doc["_id"]})
         validate_stored(new)
+        self.validate(coll, new, doc)
         if coll.pre_post_images:
             op.pre_image = doc
             op.post_image = new
@@ -222,9 +247,6 @@ def validate_insert(doc: dict):
                 if k.startswith("$"):
                     raise WriteError(52, f"_id fields may not contain '$'-prefixed fields: {k} is not valid for "
                                          "storage.")
-    for k in doc:
-        if k.startswith("$"):
-            raise WriteError(52, f"Document can't have $ prefixed field names: {k}")
 
 
 def validate_stored(doc: dict):

@@ -42,3 +42,10 @@ def fresh_rs():
     handle = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0)
     yield handle
     handle.stop()
+
+
+@pytest.fixture(scope="session")
+def spec_runner(rs, client):
+    from tests.emulator.unified import UnifiedRunner
+
+    return UnifiedRunner(rs.uri, client, rs)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from devstack.mongo.bsonutil import MISSING, to_int, truthy, type_name
+from contextlib import contextmanager
+
+from devstack.mongo.bsonutil import COLLATION, MISSING, collation_normalizer, to_int, truthy, type_name
 from devstack.mongo.commands import command
 from devstack.mongo.errors import CommandError, WriteError
 from devstack.mongo.storage import validate_collection_name
@@ -28,6 +30,20 @@ def _batch(ctx, field):
     return items
 
 
+@contextmanager
+def _statement_collation(stmt):
+    """A statement's own collation (update/delete statements each carry one)."""
+    norm = collation_normalizer(stmt.get("collation")) if isinstance(stmt, dict) else None
+    if norm is None:
+        yield
+        return
+    token = COLLATION.set(norm)
+    try:
+        yield
+    finally:
+        COLLATION.reset(token)
+
+
 def _ordered(ctx) -> bool:
     v = ctx.cmd.get("ordered", True)
     return v is not False
@@ -39,6 +55,12 @@ def _finish(ctx, reply: dict, writer) -> dict:
         reply["electionId"] = ctx.rs.election_id
         reply["opTime"] = ctx.rs.op_time(writer.last_ts)
     return reply
+
+
+def _txn_error(ctx, err):
+    """Inside a transaction a WriteConflict fails the whole command (and transaction), not one statement."""
+    if ctx.txn is not None and err.code == 112:
+        raise CommandError(112, err.errmsg, labels=["TransientTransactionError"])
 
 
 def _stmt(writer, ctx, index):
@@ -62,10 +84,12 @@ def insert(ctx):
             writer.insert_one(coll, doc)
             n += 1
         except WriteError as err:
+            _txn_error(ctx, err)
             errors.append(err.to_entry(i))
             if ordered:
                 break
         except CommandError as err:
+            _txn_error(ctx, err)
             errors.append(WriteError(err.code, err.errmsg, err.extra).to_entry(i))
             if ordered:
                 break
@@ -91,18 +115,25 @@ def update(ctx):
                 missing = "q" if not isinstance(stmt, dict) or "q" not in stmt else "u"
                 raise CommandError(40414, f"BSON field 'update.updates.{missing}' is missing but a required field",
                                    code_name_override="Location40414")
+            for key in stmt:
+                if key not in ("q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c",
+                               "upsertSupplied"):
+                    raise CommandError(40415, f"BSON field 'update.updates.{key}' is an unknown field.",
+                                       code_name_override="Location40415")
             multi = truthy(stmt.get("multi", False))
             upsert = truthy(stmt.get("upsert", False))
-            matched, mod, up_id = writer.update_statement(
-                name, stmt["q"], stmt["u"], multi=multi, upsert=upsert, array_filters=stmt.get("arrayFilters"),
-                hint=stmt.get("hint"), sort=stmt.get("sort"))
+            with _statement_collation(stmt):
+                matched, mod, up_id = writer.update_statement(
+                    name, stmt["q"], stmt["u"], multi=multi, upsert=upsert, array_filters=stmt.get("arrayFilters"),
+                    hint=stmt.get("hint"))
             n += matched
             modified += mod
             if up_id is not MISSING:
                 upserted.append({"index": i, "_id": up_id})
         except (WriteError, CommandError) as err:
-            if isinstance(err, CommandError) and err.code == 40414:
+            if isinstance(err, CommandError) and err.code in (40414, 40415):
                 raise
+            _txn_error(ctx, err)
             errors.append(WriteError(err.code, err.errmsg, err.extra).to_entry(i))
             if ordered:
                 break
@@ -129,10 +160,12 @@ def delete(ctx):
             if not isinstance(stmt, dict) or "q" not in stmt:
                 raise CommandError(40414, "BSON field 'delete.deletes.q' is missing but a required field",
                                    code_name_override="Location40414")
-            n += writer.delete_statement(name, stmt["q"], limit_of(stmt), hint=stmt.get("hint"))
+            with _statement_collation(stmt):
+                n += writer.delete_statement(name, stmt["q"], limit_of(stmt), hint=stmt.get("hint"))
         except (WriteError, CommandError) as err:
             if isinstance(err, CommandError) and err.code == 40414:
                 raise
+            _txn_error(ctx, err)
             errors.append(WriteError(err.code, err.errmsg, err.extra).to_entry(i))
             if ordered:
                 break

@@ -8,7 +8,7 @@ from bson.int64 import Int64
 
 from devstack.mongo import changestream
 from devstack.mongo.aggregation import WRITE_STAGES, run_pipeline
-from devstack.mongo.bsonutil import MISSING, hash_key, is_number, sort_key, to_int, type_name
+from devstack.mongo.bsonutil import COLLATION, MISSING, hash_key, is_number, sort_key, to_int, type_name
 from devstack.mongo.commands import command
 from devstack.mongo.cursors import DEFAULT_FIRST_BATCH, Cursor
 from devstack.mongo.errors import CommandError
@@ -16,6 +16,8 @@ from devstack.mongo.projection import Projection
 from devstack.mongo.query import compile_filter, path_candidates, split_path
 from devstack.mongo.reads import check_hint, select
 from devstack.mongo.transactions import TxnView
+
+ErrorCodes_InvalidOptions = 72
 
 
 class OplogView:
@@ -40,7 +42,44 @@ def read_view(ctx, name: str):
     if ctx.txn is not None:
         coll = ctx.txn.created.get(f"{ctx.db}.{name}") or ctx.rs.catalog.get_collection(ctx.db, name)
         return TxnView(coll, ctx.txn, ctx.rs.txns) if coll is not None else None
-    return ctx.rs.catalog.get_collection(ctx.db, name)
+    coll = ctx.rs.catalog.get_collection(ctx.db, name)
+    if coll is not None and coll.options.get("viewOn"):
+        return ViewResult(ctx, coll)
+    return coll
+
+
+class ViewResult:
+    """A view read as a collection: its pipeline run over the source collection (views on views work too)."""
+
+    def __init__(self, ctx, view, depth: int = 0):
+        if depth > 20:
+            raise CommandError(2, "View depth too deep or view cycle detected. Maximum depth is 20")
+        self.ns = view.ns
+        self.indexes = {}
+        source = read_view_depth(ctx, view.options["viewOn"], depth + 1)
+        docs = list(source.values()) if source is not None else []
+        self._docs = run_pipeline(docs, view.options.get("pipeline") or [])
+
+    def values(self):
+        return self._docs
+
+    def get(self, id_value):
+        from devstack.mongo.bsonutil import values_equal
+
+        for d in self._docs:
+            if values_equal(d.get("_id"), id_value):
+                return d
+        return None
+
+    def __len__(self):
+        return len(self._docs)
+
+
+def read_view_depth(ctx, name, depth):
+    coll = ctx.rs.catalog.get_collection(ctx.db, name)
+    if coll is not None and coll.options.get("viewOn"):
+        return ViewResult(ctx, coll, depth)
+    return coll
 
 
 def _nonneg(ctx, field, allow_none=True):
@@ -138,6 +177,7 @@ async def get_more(ctx):
                                   "transaction", code_name_override="Location50740")
     if cursor.busy:
         raise CommandError(292, f"cursor id {cid} is already in use", code_name_override="CursorInUse")
+    ctx.change_stream = bool(getattr(cursor, "tailable", False))
     fp = member.failpoints.fail_getmore()
     if fp is not None:
         member.cursors.remove(cid)
@@ -218,13 +258,14 @@ def distinct(ctx):
     docs = select(view, cmd.get("query") or {}, hint=cmd.get("hint"))
     seen: dict = {}
     parts = split_path(key)
+    keyf = sort_key if COLLATION.get() is not None else hash_key
     for d in docs:
         for v in path_candidates(d, parts):
             if v is MISSING:
                 continue
             items = v if isinstance(v, list) else [v]
             for item in items:
-                k = hash_key(item)
+                k = keyf(item)
                 if k not in seen:
                     seen[k] = item
     values = sorted(seen.values(), key=sort_key)
@@ -260,6 +301,10 @@ async def aggregate(ctx):
         raise CommandError(73, f"Invalid {{aggregate: {target!r}}}")
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         return _open_change_stream(ctx, coll_name, pipeline, batch_size)
+    rc = cmd.get("readConcern")
+    if aggregate_writes(cmd) and isinstance(rc, dict) and rc.get("level") == "linearizable":
+        raise CommandError(ErrorCodes_InvalidOptions, "{aggregate: ...} with $out or $merge cannot be run with "
+                                                      "readConcern 'linearizable'")
     if ctx.txn is not None and aggregate_writes(cmd):
         raise CommandError(263, "Cannot run aggregation with $out or $merge in a multi-document transaction.",
                            code_name_override="OperationNotSupportedInTransaction")
@@ -268,6 +313,10 @@ async def aggregate(ctx):
         if first not in ("$documents", "$currentOp", "$listLocalSessions", "$listSessions"):
             raise CommandError(73, f"{{aggregate: 1}} is not valid for '{first}'; a collection is required.")
         docs = []
+        if first in ("$listLocalSessions", "$listSessions"):
+            docs = [{"_id": {"id": s.lsid.get("id"), "uid": s.lsid.get("uid", changestream.EMPTY_UID)},
+                     "lastUse": ctx.rs.wall_now()} for s in ctx.rs.sessions.values()]
+            pipeline = pipeline[1:]
         ns = f"{ctx.db}.$cmd.aggregate"
     else:
         view = read_view(ctx, coll_name)
@@ -339,7 +388,10 @@ def _write_out(ctx, stage, results):
             elif when_matched == "merge":
                 w.update_doc(target, old, {"$set": {k: v for k, v in d.items() if k != "_id"}})
             elif when_matched == "fail":
-                raise CommandError(11000, "$merge failed due to duplicate key")
+                key = {f: d.get(f) for f in on_fields}
+                raise CommandError(11000, f"E11000 duplicate key error collection: {db}.{coll} index: _id_ dup key: "
+                                          f"{key}", extra={"keyPattern": {f: 1 for f in on_fields},
+                                                           "keyValue": key})
             elif isinstance(when_matched, list):
                 w.update_doc(target, old, when_matched)
         elif when_not == "insert":

@@ -1,0 +1,12 @@
+"""MongoDB's unified-format transactions spec tests, run against the emulator (one pytest test per spec test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.emulator.spec_common import params, run_spec
+
+
+@pytest.mark.parametrize(("stem", "doc", "test"), params("transactions"))
+def test_spec(spec_runner, stem, doc, test):
+    run_spec(spec_runner, stem, doc, test)
