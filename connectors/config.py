@@ -469,6 +469,18 @@ class ConnectorConfig:
         "snapshot.fetch.size", 0, _NON_NEGATIVE, "Snapshot cursor batch size (0 = driver default)."
     )
     snapshot_max_threads: int = _prop("snapshot.max.threads", 1, _POSITIVE, "Chunks read in parallel per worker.")
+    snapshot_chunk_size: int = _prop(
+        "snapshot.chunk.size",
+        8192,
+        _POSITIVE,
+        "Documents per chunk of a snapshot: the unit read by one thread or worker and committed in one transaction.",
+    )
+    incremental_snapshot_chunk_size: int = _prop(
+        "incremental.snapshot.chunk.size",
+        1024,
+        _POSITIVE,
+        "Documents per chunk (one watermark window) of an incremental snapshot.",
+    )
     startup_mode: StartupMode = _prop(
         "startup.mode",
         StartupMode.INITIAL,

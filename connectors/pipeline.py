@@ -33,7 +33,13 @@ from connectors.mongodb.elections import ElectionWatcher
 from connectors.mongodb.stream import Backoff, ChangeStreamReader, Idle, ReaderFailed, StartPosition, StreamOptions
 from connectors.mongodb.topology import ReplicaSet
 from connectors.records import ChangeRecord, UnsupportedChangeEvent
-from connectors.snapshot import InitialSnapshot, SnapshotProgress
+from connectors.snapshots import (
+    ChunkExecutorFactory,
+    IncrementalSnapshots,
+    InitialSnapshot,
+    SnapshotMetrics,
+    SnapshotProgress,
+)
 from connectors.transformer import Transformer
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,8 @@ class ReplicaSetPipeline:
         stop: threading.Event | None = None,
         metrics: StreamingMetrics | None = None,
         on_phase: Callable[[str], None] | None = None,
+        snapshot_metrics: SnapshotMetrics | None = None,
+        chunk_executor: ChunkExecutorFactory | None = None,
     ):
         self.config = config
         self.replica_set = replica_set
@@ -71,6 +79,8 @@ class ReplicaSetPipeline:
         self.stop = stop or threading.Event()
         self.metrics = metrics or StreamingMetrics(config.name, replica_set.name)
         self.metrics.queue_total_capacity = config.max_queue_size
+        self.snapshot_metrics = snapshot_metrics or SnapshotMetrics(config.name, replica_set.name)
+        self.chunk_executor = chunk_executor  # who reads initial-snapshot chunks (default: snapshot.max.threads)
         self._on_phase = on_phase or (lambda phase: None)
         self.transformer = Transformer(config, replica_set.name)
         self.backoff = Backoff(
@@ -89,6 +99,27 @@ class ReplicaSetPipeline:
         self._committed_token: dict | None = None
         self._last_commit = time.monotonic()
         self._client = None
+        self.incremental = IncrementalSnapshots(self)
+
+    # -- incremental snapshots (thread-safe; the REST API calls these through the worker) ------------------
+
+    def request_incremental_snapshot(self, collections: list[str] | str, filter=None,  # noqa: A002
+                                     filters: dict | None = None) -> str:
+        """Snapshots the matching captured collections while streaming continues (docs/snapshots.md).
+
+        `collections`: `<database>.<collection>` names or regexes; `filter`: a MongoDB query (document or JSON)
+        for all of them, `filters`: {collection: query}. Needs `signal.data.collection`. Returns a request id.
+        """
+        return self.incremental.request(collections, filter, filters)
+
+    def stop_incremental_snapshot(self, collections: list[str] | None = None) -> None:
+        self.incremental.stop(collections)
+
+    def pause_incremental_snapshot(self) -> None:
+        self.incremental.pause()
+
+    def resume_incremental_snapshot(self) -> None:
+        self.incremental.resume()
 
     # -- wiring -------------------------------------------------------------------------------------------
 
@@ -121,13 +152,15 @@ class ReplicaSetPipeline:
             log.info("pipeline %s/%s starting: %s", self.config.name, self.replica_set.name, position.reason)
             if position.snapshot is not None:
                 self._set_phase("snapshot")
-                done = InitialSnapshot(self, client, position.snapshot).run()
+                self.incremental.restore(None)  # a full snapshot supersedes an unfinished incremental one
+                done = InitialSnapshot(self, client, position.snapshot, self.chunk_executor).run()
                 if not done:
                     return "stopped"
                 position.start = StartPosition(resume_after=position.snapshot.resume_token)
-                if self.config.snapshot_mode is SnapshotMode.INITIAL_ONLY:
-                    self._set_phase("snapshot-done")
-                    return "snapshot-done"
+            if self.config.snapshot_mode is SnapshotMode.INITIAL_ONLY:
+                # initial_only never streams, also when restarted after its snapshot completed
+                self._set_phase("snapshot-done")
+                return "snapshot-done"
             self._set_phase("streaming")
             try:
                 self._stream(client, position.start)
@@ -181,6 +214,7 @@ class ReplicaSetPipeline:
                                            transaction_state=stored.extra.get("transaction"))
             if config.snapshot_mode is SnapshotMode.ALWAYS:
                 return Position(snapshot=SnapshotProgress(), reason="snapshot.mode=always")
+            self.incremental.restore(stored.extra.get("incremental_snapshot"))
             if stored.extra.get("invalidated"):
                 return Position(StartPosition(start_after=stored.resume_token), reason="after an invalidate")
             return Position(StartPosition(resume_after=stored.resume_token), reason="resuming after the stored token")
@@ -230,12 +264,15 @@ class ReplicaSetPipeline:
             reader_stop,
         )
         reader.start()
+        self.incremental.attach(client)
         try:
             while not self.stop.is_set():
+                self.incremental.step()
                 items = self._drain(changes)
                 self._write(items)
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored token.
+            self.incremental.detach()
             reader_stop.set()
             reader.join(5)
 
@@ -269,6 +306,8 @@ class ReplicaSetPipeline:
             last_token = item["_id"]
             last_time = item.get("clusterTime") or last_time
             invalidated = item.get("operationType") == "invalidate"
+            if self.incremental.active or self.incremental.signal is not None:
+                messages.extend(self.incremental.on_change(item))  # chunk rows at their high watermark
             messages.extend(self._messages_for(item))
         if idle:
             messages.extend(self.transformer.idle())
@@ -279,8 +318,9 @@ class ReplicaSetPipeline:
             and last_token is not None
             and last_token != self._committed_token
         )
-        if messages:
-            self._commit(messages, last_token, last_time, invalidated)
+        progressed = self.incremental.take_dirty()  # incremental snapshot progress changed: persist it
+        if messages or progressed:
+            self._commit(messages, last_token or self._committed_token, last_time, invalidated)
         elif heartbeat_due:
             messages.extend(self.transformer.heartbeat())
             self._commit(messages, last_token, last_time, invalidated, heartbeat=True)
@@ -311,6 +351,9 @@ class ReplicaSetPipeline:
         state = self.transformer.transaction_state()
         if state:
             extra["transaction"] = state
+        incremental = self.incremental.state_json() if snapshot is None else None
+        if incremental is not None:
+            extra["incremental_snapshot"] = incremental
         return OffsetRecord(
             self.config.name,
             self.replica_set.name,

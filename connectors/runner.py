@@ -14,13 +14,16 @@ from connectors.errors import ConnectorError
 from connectors.metrics import StreamingMetrics
 from connectors.mongodb.topology import ReplicaSet, discover
 from connectors.pipeline import ReplicaSetPipeline
+from connectors.snapshots import ChunkExecutorFactory
 
 log = logging.getLogger(__name__)
 
 
 class ConnectorRunner:
-    def __init__(self, config: ConnectorConfig, bootstrap_servers: str, stop: threading.Event | None = None):
+    def __init__(self, config: ConnectorConfig, bootstrap_servers: str, stop: threading.Event | None = None,
+                 chunk_executor: ChunkExecutorFactory | None = None):
         self.config = config
+        self.chunk_executor = chunk_executor
         self.bootstrap_servers = bootstrap_servers
         self.stop = stop or threading.Event()
         self.pipelines: dict[str, ReplicaSetPipeline] = {}
@@ -32,7 +35,8 @@ class ConnectorRunner:
     def pipeline(self, replica_set: ReplicaSet, on_phase: Callable[[str], None] | None = None) -> ReplicaSetPipeline:
         metrics = StreamingMetrics(self.config.name, replica_set.name)
         pipeline = ReplicaSetPipeline(
-            self.config, replica_set, self.bootstrap_servers, stop=self.stop, metrics=metrics, on_phase=on_phase
+            self.config, replica_set, self.bootstrap_servers, stop=self.stop, metrics=metrics, on_phase=on_phase,
+            chunk_executor=self.chunk_executor,
         )
         self.pipelines[replica_set.name] = pipeline
         return pipeline
@@ -65,4 +69,7 @@ class ConnectorRunner:
         return outcomes
 
     def metrics(self) -> dict[str, dict]:
-        return {name: {**p.metrics.snapshot(), "sink": p.sink.stats.snapshot()} for name, p in self.pipelines.items()}
+        return {
+            name: {**p.metrics.snapshot(), "sink": p.sink.stats.snapshot(), "snapshot": p.snapshot_metrics.snapshot()}
+            for name, p in self.pipelines.items()
+        }

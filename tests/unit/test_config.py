@@ -430,6 +430,8 @@ INVALID_VALUES = [
     ("snapshot.delay.ms", -5, "at least 0"),
     ("snapshot.fetch.size", -1, "at least 0"),
     ("snapshot.max.threads", 0, "at least 1"),
+    ("snapshot.chunk.size", 0, "at least 1"),
+    ("incremental.snapshot.chunk.size", -5, "at least 1"),
     ("startup.mode", "earliest", "expected one of initial, latest, timestamp"),
     ("connector.class", "io.debezium.connector.mysql.MySqlConnector", "MongoDB connector only"),
     ("tasks.max", 0, "at least 1"),

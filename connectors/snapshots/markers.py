@@ -1,0 +1,137 @@
+"""Chunk markers: how a chunk committed by *another* producer is known to be done, exactly once.
+
+A worker that reads a chunk as a separate task (a Celery task, another process) cannot write the pipeline's
+offset record: that record is one value per pipeline, written by the coordinator. So the worker commits, in one
+Kafka transaction of its own transactional id `<connector>.<rs>.chunk-<n>`, the chunk's events **and** a marker
+record keyed by (connector, replica set, snapshot id, chunk number) on the compacted topic
+`<offset.storage.topic>.chunks`. Either both are visible to read_committed readers or neither is.
+
+Before reading, the worker opens its producer (which fences any earlier producer of the same chunk: a zombie
+attempt can no longer commit) and then looks for the marker: if it is there, an earlier attempt committed the
+chunk and this one stops without writing. The coordinator folds markers into its offset record, and on restart
+reads them for chunks its record does not show as done. When the snapshot completes, the coordinator deletes
+the markers (tombstones) in its final transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from connectors.errors import ConnectorError
+from connectors.kafka.errors import describe
+from connectors.kafka.sink import OutMessage
+from connectors.kafka.topics import TopicSpec, ensure_topics
+
+
+class MarkerReadError(ConnectorError):
+    retriable = True
+
+
+def markers_topic(offsets_topic: str) -> str:
+    return f"{offsets_topic}.chunks"
+
+
+def markers_topic_spec(offsets_topic: str) -> TopicSpec:
+    return TopicSpec(markers_topic(offsets_topic), 1, -1, {"cleanup.policy": "compact"},
+                     required=frozenset({"cleanup.policy"}))
+
+
+def marker_key(connector: str, replica_set: str, snapshot_id: str, number: int) -> bytes:
+    partition = {"rs": replica_set, "snapshot": snapshot_id, "chunk": number}
+    return json.dumps([connector, partition], separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class ChunkMarkers:
+    def __init__(self, bootstrap_servers: str, offsets_topic: str, *, timeout: float = 30.0,
+                 client_config: Mapping[str, object] | None = None):
+        self.bootstrap_servers = bootstrap_servers
+        self.spec = markers_topic_spec(offsets_topic)
+        self.topic = self.spec.name
+        self.timeout = timeout
+        self.client_config = dict(client_config or {})
+
+    def ensure_topic(self) -> None:
+        ensure_topics(self.bootstrap_servers, [self.spec])
+
+    def message(self, connector: str, replica_set: str, snapshot_id: str, number: int, rows: int) -> OutMessage:
+        value = json.dumps({"rows": rows, "committed_ms": int(time.time() * 1000)}).encode()
+        return OutMessage(self.topic, marker_key(connector, replica_set, snapshot_id, number), value)
+
+    def tombstone(self, connector: str, replica_set: str, snapshot_id: str, number: int) -> OutMessage:
+        return OutMessage(self.topic, marker_key(connector, replica_set, snapshot_id, number), None)
+
+    def load(self, connector: str, replica_set: str, snapshot_id: str) -> dict[int, dict]:
+        """{chunk number: marker} of the committed markers of one snapshot (empty when the topic is missing)."""
+        found: dict[int, dict] = {}
+        for key, value in self._read_all().items():
+            try:
+                name, partition = json.loads(key)
+                if name != connector or partition.get("rs") != replica_set:
+                    continue
+                if partition.get("snapshot") != snapshot_id:
+                    continue
+                found[int(partition["chunk"])] = json.loads(value)
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+        return found
+
+    def _read_all(self) -> dict[bytes, bytes]:
+        """The latest committed value of every key (tombstones delete), read to the end as of the call."""
+        admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers})
+        try:
+            metadata = admin.list_topics(self.topic, timeout=self.timeout)
+        except KafkaException as error:
+            raise MarkerReadError(f"could not read metadata of {self.topic!r}: {describe(error.args[0])}") from None
+        topic = metadata.topics.get(self.topic)
+        if topic is None or topic.error is not None and topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return {}
+        partitions = sorted(topic.partitions)
+        request = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in partitions}
+        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                     request_timeout=self.timeout)
+        try:
+            ends = {tp.partition: future.result().offset for tp, future in futures.items()}
+        except KafkaException as error:
+            raise MarkerReadError(f"could not read the end of {self.topic!r}: {describe(error.args[0])}") from None
+        pending = {p: end for p, end in ends.items() if end > 0}
+        values: dict[bytes, bytes] = {}
+        if not pending:
+            return values
+        consumer = Consumer({
+            **self.client_config,
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": "cdc-chunk-markers",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 50,
+            "reconnect.backoff.ms": 10,
+            "retry.backoff.ms": 20,
+        })
+        try:
+            consumer.list_topics(self.topic, timeout=self.timeout)  # a known leader spares assign() a 500 ms retry
+            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in pending])
+            deadline = time.monotonic() + self.timeout
+            while pending:
+                for message in consumer.consume(num_messages=1000, timeout=0.05):
+                    if message.error() is not None:
+                        if message.error().fatal():
+                            raise MarkerReadError(f"reading {self.topic!r}: {describe(message.error())}")
+                        continue
+                    if message.value() is None:
+                        values.pop(message.key(), None)
+                    else:
+                        values[message.key()] = message.value()
+                for position in consumer.position([TopicPartition(self.topic, p) for p in list(pending)]):
+                    if position.offset >= pending[position.partition]:
+                        del pending[position.partition]
+                if pending and time.monotonic() > deadline:
+                    raise MarkerReadError(f"could not read {self.topic!r} to its end within {self.timeout}s")
+        finally:
+            consumer.close()
+        return values

@@ -1,0 +1,300 @@
+"""Initial snapshots end to end: chunking of every BSON `_id` type, parallel chunks, consistency with concurrent
+writes, snapshot.* options, every snapshot.mode, and chunks as separate worker processes. Real Kafka, emulator."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import random
+import threading
+import time
+from collections import Counter
+
+import pymongo
+import pytest
+from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
+from pymongo.errors import OperationFailure
+
+from connectors.kafka import OffsetStore
+from connectors.mongodb.topology import discover
+from connectors.pipeline import ReplicaSetPipeline
+from connectors.snapshots import ChunkTask, ProcessPoolChunkExecutor, chunks, run_chunk_task
+from connectors.snapshots.bson_order import sort_key
+from connectors.snapshots.chunks import chunks_of, plan_collection
+from connectors.snapshots.progress import SnapshotProgress
+from devstack.mongo import start_replica_set
+from tests.integration.kafka_reading import read_topic
+from tests.integration.pipeline_harness import RunningConnector, connector_config, values, wait_for_events
+from tests.integration.topic_state import wait_for_state
+
+pytestmark = pytest.mark.integration
+
+MIXED_IDS = [
+    None, -7, 0, 1, Int64(2), 2.5, Decimal128("3.25"), 10**12, float("inf"), "", "a", "b", "zz", "é",
+    {"a": 1}, {"a": 1, "b": 2}, {"a": "x"}, {"b": 0}, Binary(b"\x01", 0), Binary(b"\x01\x02", 5),
+    ObjectId("000000000000000000000001"), ObjectId("ffffffffffffffffffffffff"), False, True,
+    datetime.datetime(2001, 1, 1), datetime.datetime(2024, 5, 1, 12), Timestamp(1, 1), Timestamp(2, 0),
+]
+
+
+@pytest.fixture
+def client(mongo_rs):
+    client = pymongo.MongoClient(mongo_rs.uri, serverSelectionTimeoutMS=10_000)
+    yield client
+    client.close()
+
+
+def _name(unique_name: str, prefix: str = "s") -> str:
+    return prefix + unique_name.replace("-", "")[-12:]
+
+
+def _mixed_documents() -> list[dict]:
+    ids = list(MIXED_IDS)
+    ids += list(range(100, 160)) + [f"k{i:03d}" for i in range(60)] + [ObjectId() for _ in range(60)]
+    ids += [{"tenant": i % 3, "n": i} for i in range(40)] + [Decimal128(f"{i}.5") for i in range(200, 240)]
+    return [{"_id": i, "n": n} for n, i in enumerate(ids)]
+
+
+def _read_plan(collection, namespace: str, plan) -> list:
+    seen = []
+    for chunk in chunks_of(namespace, plan.bounds, 0):
+        seen.extend(d["_id"] for d in collection.find(chunk.query()))
+    return seen
+
+
+def test_chunks_cover_every_bson_id_type_exactly_once(client, unique_name, monkeypatch):
+    name = _name(unique_name)
+    collection = client[name].mixed
+    documents = _mixed_documents()
+    collection.insert_many(documents)
+    ids = [d["_id"] for d in documents]
+    # the client-side BSON order is the server's index order
+    server_order = [sort_key(d["_id"]) for d in collection.find({}, {"_id": 1}).sort("_id", 1)]
+    assert server_order == sorted(sort_key(i) for i in ids)
+
+    def counted(seen):
+        return Counter(json.dumps(sort_key(i), default=repr) for i in seen)
+
+    expected = counted(ids)
+    by_split_vector = plan_collection(client, f"{name}.mixed", chunk_size=9)
+    assert by_split_vector.method == "splitVector" and len(by_split_vector.bounds) > 20
+    assert counted(_read_plan(collection, f"{name}.mixed", by_split_vector)) == expected
+
+    def refused(*args, **kwargs):
+        raise OperationFailure("not allowed", code=13)
+
+    monkeypatch.setattr(chunks, "_split_vector", refused)
+    by_sample = plan_collection(client, f"{name}.mixed", chunk_size=25)
+    assert by_sample.method == "sample" and len(by_sample.bounds) > 5
+    assert counted(_read_plan(collection, f"{name}.mixed", by_sample)) == expected
+
+    single = plan_collection(client, f"{name}.mixed", chunk_size=10_000)
+    assert single.method == "single" and len(single.bounds) == 2
+    assert plan_collection(client, f"{name}.nothing", chunk_size=10).bounds == []
+
+
+def _keys(records) -> list[str]:
+    return [json.loads(r.key)["id"] for r in records if r.value is not None]
+
+
+def test_initial_snapshot_of_every_id_type_empty_and_large_collections(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    db = client[name]
+    contents = {
+        "oids": [{"_id": ObjectId(), "i": i} for i in range(2500)],
+        "ints": [{"_id": Int64(i) if i % 2 else i, "i": i} for i in range(1500)],
+        "strings": [{"_id": f"key-{i:05d}", "i": i} for i in range(1000)],
+        "compound": [{"_id": {"region": i % 7, "seq": i}, "i": i} for i in range(800)],
+        "decimals": [{"_id": Decimal128(f"{i}.{i % 10}"), "i": i} for i in range(700)],
+        "mixed": _mixed_documents(),
+        "large": [{"_id": i, "pad": "x" * 50} for i in range(12_000)],
+    }
+    for collection, documents in contents.items():
+        db[collection].insert_many(documents)
+    db.create_collection("empty")
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=400,
+                              snapshot__max__threads=4, max__batch__size=2000)
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming(90)
+    metrics = running.pipeline().snapshot_metrics.snapshot()
+    db.oids.insert_one({"_id": "after-the-snapshot"})
+    wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.oids", 2501)
+    running.finish()
+
+    markers = []
+    for collection, documents in contents.items():
+        records = read_topic(stack.kafka_bootstrap, f"{name}.{name}.{collection}")
+        events = values(records)
+        snapshot_events = [e for e in events if e["op"] == "r"]
+        assert len(snapshot_events) == len(documents), collection  # each document exactly once
+        assert len(set(_keys(records)[: len(documents)])) == len(documents), collection
+        markers += [e["source"]["snapshot"] for e in snapshot_events]
+    assert Counter(markers)["last"] == 1 and set(markers) == {"true", "last"}
+    assert values(read_topic(stack.kafka_bootstrap, f"{name}.{name}.oids"))[-1]["op"] == "c"
+
+    assert metrics["SnapshotCompleted"] and not metrics["SnapshotRunning"] and not metrics["SnapshotAborted"]
+    assert metrics["TotalTableCount"] == 8 and metrics["RemainingTableCount"] == 0
+    assert metrics["RowsScanned"] == {f"{name}.{c}": len(d) for c, d in contents.items()} | {f"{name}.empty": 0}
+    assert metrics["ChunksDone"] == metrics["ChunksTotal"] == metrics["ChunksReadThisRun"] > 40
+    assert metrics["Collections"][f"{name}.large"]["chunks_total"] >= 25
+    assert metrics["Collections"][f"{name}.empty"]["chunks_total"] == 0
+
+
+def test_writes_during_the_snapshot_end_in_the_database_state(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    collection = client[name].docs
+    collection.insert_many([{"_id": i, "seq": 0, "pad": "p" * 64} for i in range(12_000)])
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=500,
+                              snapshot__max__threads=2, capture__mode="change_streams_update_full")
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    pipeline = running.pipeline()
+    while not pipeline.snapshot_metrics.snapshot()["SnapshotRunning"]:
+        assert running.error is None and pipeline.metrics.phase != "failed"
+        time.sleep(0.01)
+    rng = random.Random(3)
+    writes_during_snapshot = 0
+    next_id = 12_000
+    for _ in range(1000):
+        action = rng.random()
+        if action < 0.6:
+            collection.update_one({"_id": rng.randrange(next_id)}, {"$inc": {"seq": 1}, "$set": {"w": rng.random()}})
+        elif action < 0.8:
+            collection.insert_one({"_id": next_id, "seq": 0})
+            next_id += 1
+        else:
+            collection.delete_one({"_id": rng.randrange(next_id)})
+        if pipeline.metrics.phase == "snapshot":
+            writes_during_snapshot += 1
+    running.wait_streaming(60)
+    wait_for_state(stack.kafka_bootstrap, f"{name}.{name}.docs", collection, timeout=60)
+    running.finish()
+    assert writes_during_snapshot > 100, writes_during_snapshot
+
+
+def test_include_list_filter_override_and_delay(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    client[name].a.insert_many([{"_id": i, "keep": i % 3 == 0} for i in range(300)])
+    client[name].b.insert_many([{"_id": i} for i in range(50)])
+    config = connector_config(
+        name, mongo_rs.uri, database__include__list=name, snapshot__include__collection__list=rf"{name}\.a",
+        snapshot__collection__filter__overrides=f"{name}.a", snapshot__delay__ms=700, snapshot__chunk__size=40,
+        snapshot__fetch__size=7, **{f"snapshot.collection.filter.overrides.{name}.a": '{"keep": true}'},
+    )
+    started = time.monotonic()
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming(30)
+    assert time.monotonic() - started >= 0.7
+    client[name].b.insert_one({"_id": 1000})
+    b_events = values(wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.b", 1))
+    running.finish()
+    a_events = values(read_topic(stack.kafka_bootstrap, f"{name}.{name}.a"))
+    assert sorted(json.loads(e["after"])["_id"] for e in a_events) == list(range(0, 300, 3))
+    assert [e["op"] for e in b_events] == ["c"]  # b is captured but not snapshotted
+
+
+def _run_until(config, stack, phase="streaming"):
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    if phase == "streaming":
+        running.wait_streaming(30)
+    return running
+
+
+def test_modes_initial_initial_only_always_and_no_data(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    client[name].docs.insert_many([{"_id": i} for i in range(30)])
+    topic = f"{name}.{name}.docs"
+
+    def config(mode, suffix=""):
+        return connector_config(name + suffix, mongo_rs.uri, database__include__list=name, snapshot__mode=mode,
+                                snapshot__chunk__size=8, topic__prefix=name + suffix)
+
+    # initial_only: snapshot, then stop; a restart after it completed neither re-snapshots nor streams
+    only = RunningConnector(config("initial_only", "o"), stack.kafka_bootstrap).start()
+    only.thread.join(30)
+    assert only.outcome == {"rs0": "snapshot-done"}, only.error
+    again = RunningConnector(config("initial_only", "o"), stack.kafka_bootstrap).start()
+    again.thread.join(30)
+    assert again.outcome == {"rs0": "snapshot-done"}
+    assert [e["op"] for e in values(read_topic(stack.kafka_bootstrap, f"{name}o.{name}.docs"))] == ["r"] * 30
+
+    # no_data (and never): stream from now, nothing read
+    for mode, suffix in (("no_data", "d"), ("never", "v")):
+        running = _run_until(config(mode, suffix), stack)
+        client[name].docs.insert_one({"_id": f"{mode}-1"})
+        events = values(wait_for_events(stack.kafka_bootstrap, f"{name}{suffix}.{name}.docs", 1))
+        running.finish()
+        assert [e["op"] for e in events] == ["c"]
+
+    # initial: snapshot on the first run only; always: at every start
+    _run_until(config("initial"), stack).finish()
+    _run_until(config("initial"), stack).finish()
+    reads = [e for e in values(read_topic(stack.kafka_bootstrap, topic)) if e["op"] == "r"]
+    assert len(reads) == 32
+    always = _run_until(config("always"), stack)
+    metrics = always.pipeline().snapshot_metrics.snapshot()
+    always.finish()
+    reads = [e for e in values(read_topic(stack.kafka_bootstrap, topic)) if e["op"] == "r"]
+    assert len(reads) == 64 and metrics["ChunksTotal"] >= 4 and metrics["SnapshotCompleted"]
+
+
+def test_when_needed_resnapshots_in_chunks_after_the_oplog_lost_our_position(stack, unique_name):
+    handle = start_replica_set(members=1, oplog_max_entries=40, noop_interval=0)
+    try:
+        name = _name(unique_name, "w")
+        client = pymongo.MongoClient(handle.uri)
+        config = connector_config(name, handle.uri, database__include__list=name, snapshot__mode="when_needed",
+                                  snapshot__chunk__size=30, snapshot__max__threads=3)
+        running = _run_until(config, stack)
+        client[name].docs.insert_one({"_id": -1})
+        wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.docs", 1)
+        running.finish()
+        client[name].docs.insert_many([{"_id": i} for i in range(200)])  # our position leaves the oplog
+        running = _run_until(config, stack)
+        metrics = running.pipeline().snapshot_metrics.snapshot()
+        wait_for_state(stack.kafka_bootstrap, f"{name}.{name}.docs", client[name].docs)
+        running.finish()
+        assert metrics["SnapshotCompleted"] and metrics["ChunksTotal"] >= 5
+        events = values(read_topic(stack.kafka_bootstrap, f"{name}.{name}.docs"))
+        assert sorted(json.loads(e["after"])["_id"] for e in events if e["op"] == "r") == [-1, *range(200)]
+    finally:
+        handle.stop()
+
+
+def test_chunks_as_separate_worker_processes(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    client[name].docs.insert_many([{"_id": i, "v": "x" * 20} for i in range(3000)])
+    client[name].more.insert_many([{"_id": ObjectId()} for _ in range(700)])
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=250)
+    (replica_set,) = discover(config.mongo_client_options()).replica_sets
+    pipeline = ReplicaSetPipeline(config, replica_set, stack.kafka_bootstrap,
+                                  chunk_executor=lambda context: ProcessPoolChunkExecutor(context, 2))
+    outcome: dict = {}
+
+    def run():
+        outcome["result"] = pipeline.run()
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 90
+    while pipeline.metrics.phase != "streaming":
+        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed", pipeline.metrics.last_error
+        time.sleep(0.05)
+    pipeline.stop.set()
+    runner.join(30)
+    metrics = pipeline.snapshot_metrics.snapshot()
+    assert metrics["SnapshotCompleted"] and metrics["ChunksDone"] == metrics["ChunksTotal"] >= 14
+    for collection, count in (("docs", 3000), ("more", 700)):
+        records = read_topic(stack.kafka_bootstrap, f"{name}.{name}.{collection}")
+        assert len(records) == count and len(set(_keys(records))) == count
+
+    # A chunk task run again (a retry, or a zombie's twin) finds its marker and writes nothing.
+    stored = OffsetStore(stack.kafka_bootstrap, config.offset_storage_topic).get(name, "rs0")
+    assert stored.snapshot is not None and stored.snapshot["completed"]
+    progress = SnapshotProgress.from_json(stored.snapshot)
+    chunk = progress.chunks()[0]
+    task = ChunkTask(name, "rs0", "replayed", chunk, progress.cluster_time)
+    first = run_chunk_task(config, replica_set, stack.kafka_bootstrap, task)
+    second = run_chunk_task(config, replica_set, stack.kafka_bootstrap, task)
+    assert first.rows == 250 and not first.already_committed
+    assert second.already_committed and second.rows == 250
+    assert len(read_topic(stack.kafka_bootstrap, f"{name}.{name}.docs")) == 3000 + 250

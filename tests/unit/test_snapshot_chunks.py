@@ -1,0 +1,88 @@
+"""Chunk bounds and queries across BSON type brackets, chunk tasks and snapshot progress through the offset record."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Timestamp
+
+from connectors.kafka.offset_record import OffsetRecord
+from connectors.snapshots.bson_order import bracket, sort_key
+from connectors.snapshots.chunks import Chunk, chunks_of, range_query, with_filter
+from connectors.snapshots.executors import ChunkTask
+from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
+
+
+def test_sort_key_follows_the_server_order_across_and_within_brackets():
+    # embedded documents compare element by element: value type first, then field name, then value
+    ordered = [
+        MinKey(), None, float("-inf"), -3, 0, Int64(1), 1.5, Decimal128("2"), 3, "", "A", "a", "ab", "é",
+        {}, {"a": 1}, {"a": 1, "b": 0}, {"b": 0}, {"a": "x"}, Binary(b"z", 0), Binary(b"\x00\x00", 0),
+        Binary(b"\x00\x00", 5), ObjectId("0" * 24), ObjectId("f" * 24), False, True,
+        datetime.datetime(1960, 1, 1), datetime.datetime(2024, 1, 1), Timestamp(1, 5), Timestamp(2, 0), MaxKey(),
+    ]
+    assert sorted(ordered, key=sort_key) == ordered
+    assert sort_key(1) == sort_key(Int64(1)) == sort_key(1.0) == sort_key(Decimal128("1"))
+    assert bracket(True) != bracket(1)
+
+
+def test_range_query_stays_inside_type_brackets():
+    assert range_query(5, 10, False) == {"_id": {"$gte": 5, "$lt": 10}}
+    assert range_query(2.5, Decimal128("9"), True) == {"_id": {"$gte": 2.5, "$lte": Decimal128("9")}}
+    oid = ObjectId()
+    assert range_query(7, oid, False) == {"$or": [
+        {"_id": {"$gte": 7}},
+        {"_id": {"$type": ["string", "symbol", "object", "array", "binData"]}},
+        {"_id": {"$lt": oid}},
+    ]}
+    assert range_query("z", {"a": 1}, True) == {"$or": [{"_id": {"$gte": "z"}}, {"_id": {"$lte": {"a": 1}}}]}
+    assert range_query(MinKey(), 3, False)["$or"][0] == {"_id": {"$type": "minKey"}}
+    assert range_query(True, MaxKey(), True)["$or"][-1] == {"_id": {"$type": "maxKey"}}
+    with pytest.raises(ValueError):
+        range_query("a", 1, False)
+    assert with_filter({"_id": 1}, {"x": 2}) == {"$and": [{"x": 2}, {"_id": 1}]}
+    assert with_filter({"_id": 1}, None) == {"_id": 1}
+
+
+def test_chunks_of_bounds():
+    chunks = chunks_of("d.c", [1, 5, 9], 10)
+    assert [(c.number, c.lower, c.upper, c.upper_inclusive) for c in chunks] == [(10, 1, 5, False), (11, 5, 9, True)]
+    assert [c.label for c in chunks] == ["d.c#1/2", "d.c#2/2"]
+    assert chunks_of("d.c", [4, 4], 0)[0].query() == {"_id": {"$gte": 4, "$lte": 4}}
+    assert chunks_of("d.c", [], 0) == []
+
+
+def test_chunk_task_round_trips_bson_bounds():
+    chunk = Chunk("d.c", 2, 7, {"region": 3, "seq": Int64(9)}, Decimal128("1.5"), False, 9)
+    task = ChunkTask("conn", "rs0", "sid", chunk, Timestamp(100, 3), {"status": "A"}, True)
+    back = ChunkTask.from_json(task.to_json())
+    assert back == task
+    assert type(back.chunk.lower["seq"]) is Int64
+    assert back.transactional_id == "conn.rs0.chunk-7"
+
+
+def test_progress_round_trips_through_the_offset_record():
+    oid = ObjectId()
+    progress = SnapshotProgress(
+        id="abc", resume_token={"_data": "82AA"}, cluster_time=Timestamp(5, 1), started_ms=123, planned=True,
+        collections=[
+            CollectionProgress("d.a", [oid, "k", {"x": 1}, datetime.datetime(2020, 1, 1)], [True, False, True], 7,
+                               100, "splitVector"),
+            CollectionProgress("d.empty", [], [], 0, 0, "empty"),
+        ],
+    )
+    record = OffsetRecord("c", "rs0", snapshot=progress.to_json())
+    loaded = OffsetRecord.from_kafka(record.key, record.to_value())
+    back = SnapshotProgress.from_json(loaded.snapshot)
+    assert back.planned and back.id == "abc" and back.cluster_time == Timestamp(5, 1)
+    assert back.collections[0].bounds[0] == oid and back.collections[0].done == [True, False, True]
+    assert [c.number for c in back.chunks()] == [0, 1, 2]
+    assert back.final_chunk().index == 2 and back.chunks_done == 2 and back.chunk_count == 3
+    back.mark_done(back.chunks()[1], 5)
+    assert back.collections[0].rows == 12 and back.chunks_done == 3
+
+
+def test_older_progress_layouts_start_a_new_snapshot():
+    old = {"resume_token": {"_data": "82"}, "collections": ["d.a"], "index": 0, "last_id": 5}
+    assert not SnapshotProgress.from_json(old).planned
