@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import struct
 import time
 
 from bson.binary import Binary
 from bson.int64 import Int64
-from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
 
 from devstack.mongo import tokens
-from devstack.mongo.bsonutil import MAX_BSON_SIZE, raw_in_order, to_plain
+from devstack.mongo.bsonutil import MAX_BSON_SIZE, elements, encode_in_order, to_plain
 from devstack.mongo.cursors import new_cursor_id
 from devstack.mongo.errors import CommandError
 from devstack.mongo.query import compile_filter
@@ -212,6 +212,11 @@ class ChangeStreamCursor:
         self.scanned_ts: Timestamp | None = None
         self._entry_events: tuple | None = None
         self.inner = 0
+        self.prefetched = None      # (events, token) computed while the client was busy with the last batch
+        self.prefetch_error = None
+        self._prefetching = False
+        self._prefetch_done = None
+        self._visible_cache: dict = {}
         self.stages = self._compile_stages(pipeline)
         self._position()
 
@@ -329,18 +334,47 @@ class ChangeStreamCursor:
         ev["lsid"] = {"id": lsid.get("id"), "uid": lsid.get("uid", EMPTY_UID)}
 
     def _build(self, entry, item):
-        """Build one event; returns RawBSONDocument (fast path) or dict."""
+        """Build one event as (token, BSON bytes); `None` when the user's pipeline filters it out."""
         what, op, index, in_txn = item
-        spec = self.spec
-        if what == "crud" and spec.simple and not self.stages:
-            if op.ev is not None and op.ev[0] is entry:
-                return op.ev[1]
-            raw = raw_in_order(self._crud_event(entry, op, index, in_txn))
-            op.ev = (entry, raw)
-            return raw
-        if what == "crud":
-            return self._crud_event(entry, op, index, in_txn)
-        return self._ddl_event(entry, what, op, index, in_txn)
+        if what == "crud" and self.spec.simple and not self.stages:
+            cached = op.ev
+            if cached is not None and cached[0] is entry:
+                return cached[1]
+            built = self._fast_crud(entry, op, index, in_txn)
+            op.ev = (entry, built)
+            return built
+        ev = self._crud_event(entry, op, index, in_txn) if what == "crud" else \
+            self._ddl_event(entry, what, op, index, in_txn)
+        return self._apply_stages(ev)
+
+    def _fast_crud(self, entry, op, index, in_txn):
+        """Default-option CRUD events assembled from bytes: the stored document is spliced in as is."""
+        kind = op.op
+        if kind == "d" or (kind == "u" and "$v" in op.o) or in_txn:
+            ev = self._crud_event(entry, op, index, in_txn)
+            return ev["_id"], encode_in_order(ev)
+        raw = op.raw_bytes()
+        ui = op.ui
+        uuid_hex = _UUID_HEX.get(ui) if ui is not None else ""
+        if uuid_hex is None:
+            uuid_hex = _UUID_HEX[ui] = bytes(ui).hex().upper()
+        text = entry.token_prefix() + "0000000000" + uuid_hex
+        token = {"_data": text}
+        data = text.encode()
+        key = _id_element(raw) if op.o2 is None or len(op.o2) == 1 else None
+        if key is None:
+            key = elements({"_id": op.o2["_id"] if op.o2 else op.o["_id"]}) if op.o2 is None or len(op.o2) == 1 \
+                else elements(op.o2)
+        body = b"".join((
+            b"\x03_id\x00", _I32.pack(len(data) + 17), b"\x02_data\x00", _I32.pack(len(data) + 1), data,
+            b"\x00\x00",
+            _INSERT if kind == "i" else _REPLACE,
+            entry.time_bytes(),
+            b"\x03fullDocument\x00", raw,
+            _ns_element(op.ns),
+            b"\x03documentKey\x00", _I32.pack(len(key) + 5), key, b"\x00",
+        ))
+        return token, _I32.pack(len(body) + 5) + body + b"\x00"
 
     def _crud_event(self, entry, op, index, in_txn):
         spec = self.spec
@@ -482,10 +516,10 @@ class ChangeStreamCursor:
         return ev
 
     # -- user stages --
-    def _apply_stages(self, ev):
-        if isinstance(ev, RawBSONDocument):
-            return ev
+    def _apply_stages(self, ev: dict):
         original_id = ev["_id"]
+        if not self.stages:
+            return original_id, encode_in_order(ev)
         plain = to_plain(ev)
         for kind, stage in self.stages:
             if kind == "match":
@@ -498,15 +532,16 @@ class ChangeStreamCursor:
                 if not result:
                     return None
                 plain = result[0]
-        if self.stages and plain.get("_id") != original_id:
+        if plain.get("_id") != original_id:
             raise CommandError(280, "Encountered an event whose _id field, which contains the resume token, was "
                                     "modified by the pipeline. Modifying the _id field of an event makes it "
                                     "impossible to resume the stream from that point. Only transformations that "
                                     "retain the unmodified _id field are allowed.")
-        return raw_in_order(plain if self.stages else ev)
+        return original_id, encode_in_order(plain)
 
     # -- batches --
-    def next_batch(self, batch_size: int | None) -> list:
+    def next_batch(self, batch_size: int | None, budget: int = BATCH_BUDGET) -> list:
+        """The next events (encoded) up to batch_size / budget bytes; advances the position and the PBRT."""
         self.last_used = time.monotonic()
         if self.closed:
             return []
@@ -517,14 +552,43 @@ class ChangeStreamCursor:
                                     "position in capped collection being deleted.")
         out: list = []
         size = 0
-        limit = batch_size if batch_size else None
+        limit = batch_size if batch_size else 1 << 62
         entries = oplog.entries
         base = oplog.base_seq
+        fast = self.spec.simple and not self.stages
+        visible = self._visible_cache
+        n_entries = len(entries)
         while True:
             i = self.seq - base
-            if i >= len(entries):
+            if i >= n_entries:
                 break
             entry = entries[i]
+            op = entry.op
+            if fast and self.inner == 0 and self.resume_key is None and op is not None and op.op in "iudn":
+                # common case: one CRUD operation (or a no-op) per entry, default options
+                if op.op != "n":
+                    ok = visible.get(op.ns)
+                    if ok is None:
+                        db, _, coll = op.ns.partition(".")
+                        ok = visible[op.ns] = self.spec.visible(db, coll)
+                    if ok:
+                        if len(out) >= limit:
+                            return out
+                        cached = op.ev
+                        if cached is not None and cached[0] is entry:
+                            token, data = cached[1]
+                        else:
+                            token, data = self._fast_crud(entry, op, 0, False)
+                            op.ev = (entry, (token, data))
+                        esize = len(data) + 8
+                        if out and size + esize > budget:
+                            return out
+                        size += esize
+                        out.append(data)
+                        self.last_token = token
+                self.seq += 1
+                self.scanned_ts = entry.ts
+                continue
             if self.must_find is not None and (entry.ts.time, entry.ts.inc) > (self.must_find.time,
                                                                                 self.must_find.inc):
                 self._not_found()
@@ -542,25 +606,26 @@ class ChangeStreamCursor:
                     if self.must_find is not None:
                         self._not_found()
                     self.resume_key = None
-                if limit is not None and len(out) >= limit:
+                if len(out) >= limit:
                     self.inner = j
                     return out
-                ev = self._build(entry, item)
-                ev = self._apply_stages(ev) if not isinstance(ev, RawBSONDocument) else ev
-                j += 1
-                if ev is None:
+                built = self._build(entry, item)
+                if built is None:
+                    j += 1
                     if item[0] == "invalidate":
                         self.closed = True
                         self.inner = j
                         return out
                     continue
-                esize = len(ev.raw)
-                if out and size + esize > BATCH_BUDGET:
-                    self.inner = j - 1
+                token, data = built
+                esize = len(data) + 8
+                if out and size + esize > budget:
+                    self.inner = j
                     return out
+                j += 1
                 size += esize
-                out.append(ev)
-                self.last_token = _token_of(ev)
+                out.append(data)
+                self.last_token = token
                 if item[0] == "invalidate":
                     self.closed = True
                     self.inner = j
@@ -573,6 +638,51 @@ class ChangeStreamCursor:
             if tokens.token_key(hwm) > tokens.token_key(self.last_token):
                 self.last_token = hwm
         return out
+
+    async def prefetch(self, batch_size):
+        """Run once a non-empty batch has been sent: build the next one while the driver decodes this one
+        (default-option streams only, so nothing is looked up early), in slices so other clients are served."""
+        if self.closed or not self.spec.simple or self.stages or self._prefetching or self.prefetched:
+            return
+        self._prefetching = True
+        try:
+            events: list = []
+            size = 0
+            while not self.closed and self.prefetch_error is None:
+                room = (batch_size - len(events)) if batch_size else 2000
+                if room <= 0:
+                    break
+                try:
+                    chunk = self.next_batch(min(room, 2000), BATCH_BUDGET - size)
+                except CommandError as exc:
+                    self.prefetch_error = exc
+                    break
+                if not chunk:
+                    break
+                events.extend(chunk)
+                size += sum(len(c) + 8 for c in chunk)
+                if size >= BATCH_BUDGET - 64 * 1024:
+                    break
+                await asyncio.sleep(0)
+            if events:
+                self.prefetched = (events, self.last_token)
+        finally:
+            self._prefetching = False
+            waiter, self._prefetch_done = self._prefetch_done, None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(True)
+
+    async def wait_prefetch(self):
+        if self._prefetching:
+            self._prefetch_done = asyncio.get_running_loop().create_future()
+            await self._prefetch_done
+
+    def take_prefetched(self):
+        if self.prefetch_error is not None:
+            err, self.prefetch_error = self.prefetch_error, None
+            raise err
+        batch, self.prefetched = self.prefetched, None
+        return batch[0] if batch else None
 
     def _relevant(self, entry) -> bool:
         op = entry.op
@@ -608,16 +718,48 @@ _KNOWN_STAGES = {
 }
 
 
+_I32 = struct.Struct("<i")
+_INSERT = b"\x02operationType\x00" + _I32.pack(7) + b"insert\x00"
+_REPLACE = b"\x02operationType\x00" + _I32.pack(8) + b"replace\x00"
+_NS_CACHE: dict = {}
+_UUID_HEX: dict = {}
+_FIXED = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 0xFF: 0, 0x7F: 0}
+
+
+def _ns_element(ns: str) -> bytes:
+    el = _NS_CACHE.get(ns)
+    if el is None:
+        db, _, coll = ns.partition(".")
+        el = b"\x03ns\x00" + encode_in_order({"db": db, "coll": coll})
+        if len(_NS_CACHE) < 10000:
+            _NS_CACHE[ns] = el
+    return el
+
+
+def _id_element(raw: bytes) -> bytes | None:
+    """The `_id` element of a stored document (always its first field), sliced from its BSON."""
+    if raw[5:9] != b"_id\x00":
+        return None
+    t = raw[4]
+    start = 9
+    size = _FIXED.get(t)
+    if size is None:
+        if t == 0x02:
+            size = 4 + _I32.unpack_from(raw, start)[0]
+        elif t in (0x03, 0x04):
+            size = _I32.unpack_from(raw, start)[0]
+        elif t == 0x05:
+            size = 5 + _I32.unpack_from(raw, start)[0]
+        else:
+            return None
+    return raw[4:start + size]
+
+
 class _NoField:
     pass
 
 
 _NO_FIELD = _NoField()
-
-
-def _token_of(ev: RawBSONDocument) -> dict:
-    tok = ev["_id"]
-    return {"_data": tok["_data"]} if isinstance(tok, RawBSONDocument) else tok
 
 
 def _summary(ev, db, coll) -> str:
@@ -629,6 +771,10 @@ def _summary(ev, db, coll) -> str:
 async def await_batch(cursor: ChangeStreamCursor, batch_size, max_time_ms) -> list:
     """getMore on a change stream: return at once if events exist, else wait up to maxTimeMS for some."""
     deadline = time.monotonic() + (max_time_ms if max_time_ms is not None else 1000) / 1000.0
+    await cursor.wait_prefetch()
+    ready = cursor.take_prefetched()
+    if ready:
+        return ready
     while True:
         batch = cursor.next_batch(batch_size)
         if batch or cursor.closed:

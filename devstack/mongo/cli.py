@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -54,7 +55,16 @@ def configs_from(args) -> list[EmulatorConfig]:
     return configs
 
 
+async def _gc_freezer():
+    """The emulator keeps millions of long-lived objects (documents, oplog): move them out of the cyclic
+    collector's way so full collections do not stall replies."""
+    while True:
+        await asyncio.sleep(5)
+        gc.freeze()
+
+
 async def _serve(configs) -> int:
+    gc.set_threshold(50_000, 20, 20)
     emulator = Emulator(configs)
     try:
         await emulator.start()
@@ -66,9 +76,11 @@ async def _serve(configs) -> int:
     sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    freezer = loop.create_task(_gc_freezer())
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    freezer.cancel()
     await emulator.stop()
     return 0
 

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import datetime
+import struct
 
-import bson
 from bson.int64 import Int64
 from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
+
+from devstack.mongo.bsonutil import encode_in_order
+
+_TS = struct.Struct("<II")
+_EPOCH = datetime.datetime(1970, 1, 1)
+_MS = datetime.timedelta(milliseconds=1)
+_I64 = struct.Struct("<q")
 
 
 class Op:
@@ -38,10 +46,14 @@ class Op:
         self.size = 0
         self.ev = None
 
-    def raw_o(self) -> RawBSONDocument:
+    def raw_bytes(self) -> bytes:
+        """`o` as BSON (cached): change events splice these bytes in without re-encoding."""
         if self._raw_o is None:
-            self._raw_o = self.o if isinstance(self.o, RawBSONDocument) else RawBSONDocument(bson.encode(self.o))
+            self._raw_o = self.o.raw if isinstance(self.o, RawBSONDocument) else encode_in_order(self.o)
         return self._raw_o
+
+    def raw_o(self) -> RawBSONDocument:
+        return RawBSONDocument(self.raw_bytes())
 
     def to_doc(self) -> dict:
         d = {"op": self.op, "ns": self.ns}
@@ -58,7 +70,8 @@ class Op:
 class Entry:
     """A top-level oplog entry."""
 
-    __slots__ = ("seq", "ts", "term", "wall", "op", "ops", "lsid", "txn_number", "prev_ts", "size", "cache")
+    __slots__ = ("seq", "ts", "term", "wall", "op", "ops", "lsid", "txn_number", "prev_ts", "size", "cache",
+                 "_head", "_token_prefix")
 
     def __init__(self, ts: Timestamp, term: int, wall, op: Op | None = None, ops: list[Op] | None = None,
                  lsid=None, txn_number=None):
@@ -72,6 +85,23 @@ class Entry:
         self.txn_number = txn_number
         self.size = 0
         self.cache: dict = {}
+        self._head = None
+        self._token_prefix = None
+
+    def token_prefix(self) -> str:
+        """`82` + clusterTime as fixed-width hex + `2B80` (event token), shared by this entry's events."""
+        p = self._token_prefix
+        if p is None:
+            p = self._token_prefix = f"82{self.ts.time:08X}{self.ts.inc:08X}2B80"
+        return p
+
+    def time_bytes(self) -> bytes:
+        """`clusterTime` and `wallTime` elements as BSON (shared by all events of this entry)."""
+        if self._head is None:
+            ms = (self.wall - _EPOCH) // _MS
+            self._head = (b"\x11clusterTime\x00" + _TS.pack(self.ts.inc, self.ts.time) +
+                          b"\x09wallTime\x00" + _I64.pack(ms))
+        return self._head
 
     @property
     def is_txn(self) -> bool:
@@ -99,7 +129,7 @@ class Entry:
         for op in ops:
             if op.o is not None:
                 try:
-                    total += len(op.raw_o().raw) + 60
+                    total += len(op.raw_bytes()) + 60
                 except Exception:
                     total += 200
         self.size = total

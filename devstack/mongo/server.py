@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 
 import bson
 
 from devstack.mongo import wire
+from devstack.mongo.bsonutil import RawCursor, elements
 from devstack.mongo.dispatch import CloseConnection, run_command
 from devstack.mongo.errors import CommandError
 
 log = logging.getLogger("devstack.mongo")
+_I32 = struct.Struct("<i")
 _NO_DELAY = ("configureFailPoint",)
 
 
@@ -31,6 +34,11 @@ class Connection:
         self.after_reply = None
         self.closed = False
         self._request_id = 1
+        transport = writer.transport
+        if transport is not None:
+            # drain() returns once a reply is entirely in the kernel, so work scheduled after a reply (change
+            # stream prefetch) never holds back its last bytes
+            transport.set_write_buffer_limits(high=0)
 
     def close(self):
         if not self.closed:
@@ -92,16 +100,25 @@ class Connection:
 
     def _encode(self, reply) -> bytes:
         try:
+            cursor = reply.get("cursor")
+            if isinstance(cursor, RawCursor):
+                rest = elements({k: v for k, v in reply.items() if k != "cursor"})
+                chunks = cursor.chunks()
+                size = 4 + 8 + sum(map(len, chunks)) + len(rest) + 1
+                return b"".join([_I32.pack(size), b"\x03cursor\x00", *chunks, rest, b"\x00"])
             return bson.encode(reply, codec_options=wire.CODEC)
         except Exception as exc:
             log.exception("cannot encode reply")
             err = CommandError(10334, f"BSONObj size is invalid or reply could not be encoded: {exc}")
             return bson.encode(err.to_reply())
 
-    async def _send(self, data: bytes):
+    async def _send(self, *parts: bytes):
         if self.closed:
             raise CloseConnection()
-        self.writer.write(data)
+        if len(parts) > 1 and len(parts[-1]) < 1 << 20:
+            parts = (b"".join(parts),)     # one send() for ordinary replies
+        for data in parts:
+            self.writer.write(data)
         await self.writer.drain()
 
     async def _handle_msg(self, request_id, flags, cmd):
@@ -120,7 +137,8 @@ class Connection:
         while True:
             rid = self.next_request_id()
             out_flags = wire.MORE_TO_COME if exhaust else 0
-            await self._send(wire.encode_op_msg(rid, response_to, None, out_flags, encoded=self._encode(reply)))
+            head, payload = wire.op_msg_parts(rid, response_to, self._encode(reply), out_flags)
+            await self._send(head, payload)
             if after:
                 asyncio.get_running_loop().create_task(after())
                 after = None

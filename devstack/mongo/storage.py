@@ -98,7 +98,7 @@ class Collection:
     # -- writes (callers pass complete documents with _id) --
     def check_unique(self, doc, ignore_idk=None):
         for index in self.indexes.values():
-            if not index.unique:
+            if not index.unique or index.name == "_id_":
                 continue
             for k in index.keys_for(doc):
                 owner = index.entries.get(k)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import bson
 from bson.timestamp import Timestamp
 
 from devstack.mongo.errors import CommandError
@@ -48,11 +47,18 @@ def event_sort_key(ts: Timestamp, txn_op_index: int = 0, from_invalidate: bool =
 
 def make_event_token(ts: Timestamp, txn_op_index: int = 0, from_invalidate: bool = False, uuid=None,
                      document_key=None) -> dict:
-    uuid_hex = bytes(uuid).hex().upper() if uuid is not None else ""
-    key_hex = bson.encode(document_key).hex().upper() if document_key else ""
-    data = (f"82{ts.time:08X}{ts.inc:08X}2B{EVENT:02X}{txn_op_index:08X}{int(from_invalidate):02X}"
-            f"{uuid_hex}{key_hex}")
+    """An event's token. Position fields decide the order; the collection UUID only makes it recognisable."""
+    if uuid is None:
+        uuid_hex = ""
+    else:
+        uuid_hex = _UUID_HEX.get(uuid)
+        if uuid_hex is None:
+            uuid_hex = _UUID_HEX[uuid] = bytes(uuid).hex().upper()
+    data = f"82{ts.time:08X}{ts.inc:08X}2B80{txn_op_index:08X}{'01' if from_invalidate else '00'}{uuid_hex}"
     return {"_data": data}
+
+
+_UUID_HEX: dict = {}
 
 
 def make_hwm_token(ts: Timestamp) -> dict:

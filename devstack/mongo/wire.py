@@ -87,6 +87,12 @@ def encode_op_msg(request_id: int, response_to: int, doc, flags: int = 0, encode
     return b"".join((_HEADER.pack(length, request_id, response_to, OP_MSG), _UINT.pack(flags), b"\x00", payload))
 
 
+def op_msg_parts(request_id: int, response_to: int, payload: bytes, flags: int = 0) -> tuple[bytes, bytes]:
+    """Header and payload of an OP_MSG reply, written separately so the payload is not copied again."""
+    length = 16 + 4 + 1 + len(payload)
+    return _HEADER.pack(length, request_id, response_to, OP_MSG) + _UINT.pack(flags) + b"\x00", payload
+
+
 def encode_op_reply(request_id: int, response_to: int, docs: list, cursor_id: int = 0, flags: int = 0) -> bytes:
     payload = b"".join(bson.encode(d, codec_options=CODEC) for d in docs)
     length = 16 + 20 + len(payload)

@@ -8,7 +8,16 @@ from bson.int64 import Int64
 
 from devstack.mongo import changestream
 from devstack.mongo.aggregation import WRITE_STAGES, run_pipeline
-from devstack.mongo.bsonutil import COLLATION, MISSING, hash_key, is_number, sort_key, to_int, type_name
+from devstack.mongo.bsonutil import (
+    COLLATION,
+    MISSING,
+    RawCursor,
+    hash_key,
+    is_number,
+    sort_key,
+    to_int,
+    type_name,
+)
 from devstack.mongo.commands import command
 from devstack.mongo.cursors import DEFAULT_FIRST_BATCH, Cursor
 from devstack.mongo.errors import CommandError
@@ -99,6 +108,9 @@ def _nonneg(ctx, field, allow_none=True):
 
 
 def cursor_reply(cursor_id, ns: str, batch: list, first: bool, pbrt=None) -> dict:
+    if batch and isinstance(batch[0], bytes):
+        # change events arrive encoded: the cursor document is assembled around them when the reply is sent
+        return {"cursor": RawCursor(b"firstBatch" if first else b"nextBatch", batch, pbrt, cursor_id, ns)}
     cur: dict = {"firstBatch" if first else "nextBatch": batch}
     if pbrt is not None:
         cur["postBatchResumeToken"] = pbrt
@@ -200,7 +212,10 @@ async def get_more(ctx):
         if cursor.closed:
             member.cursors.remove(cid)
             return cursor_reply(0, cursor.ns, batch, False, cursor.post_batch_resume_token())
-        return cursor_reply(cursor.id, cursor.ns, batch, False, cursor.post_batch_resume_token())
+        reply = cursor_reply(cursor.id, cursor.ns, batch, False, cursor.post_batch_resume_token())
+        if batch:
+            ctx.after_reply = lambda: cursor.prefetch(batch_size)
+        return reply
     batch = cursor.next_batch(batch_size)
     if cursor.exhausted:
         member.cursors.remove(cid)
@@ -414,7 +429,10 @@ def _open_change_stream(ctx, coll_name, pipeline, batch_size):
     if cursor.closed:
         return cursor_reply(0, cursor.ns, batch, True, cursor.post_batch_resume_token())
     ctx.member.cursors.add(cursor)
-    return cursor_reply(cursor.id, cursor.ns, batch, True, cursor.post_batch_resume_token())
+    reply = cursor_reply(cursor.id, cursor.ns, batch, True, cursor.post_batch_resume_token())
+    if batch:
+        ctx.after_reply = lambda: cursor.prefetch(None)
+    return reply
 
 
 def compile_match(flt):
