@@ -47,5 +47,11 @@ app = Celery(
     broker_connection_retry_on_startup=True,
     timezone="UTC",
 )
+app.conf.beat_schedule = {
+    "supervisor": {
+        "task": "workers.supervisor.reconcile",
+        "schedule": float(os.environ.get("CDC_SUPERVISOR_SECONDS", "3")),
+    },
+}
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"])  # imports workers.tasks; it imports the task modules it collects

@@ -10,3 +10,7 @@ from cdcplatform.celery import app
 def ping(self, payload):
     """Echo `payload` with the name of the worker that ran it: the broker round-trip check."""
     return {"payload": payload, "worker": self.request.hostname}
+
+
+# Collected here so `autodiscover_tasks(["workers"])` registers every task module.
+from workers import streaming, supervisor  # noqa: E402, F401

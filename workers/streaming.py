@@ -1,0 +1,84 @@
+"""The long pipeline task on the `streaming` queue: one replica set of one stored connector.
+
+The message is acknowledged when the task starts (no broker redelivery for long tasks); if this worker dies, its
+lease expires and the supervisor dispatches the pipeline again, to whichever worker is free.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from cdcplatform.celery import app
+from connectors.config import ConfigError
+from connectors.errors import ConnectorError
+from connectors.mongodb.topology import discover
+from web.connectors.definitions import engine_config
+from web.connectors.models import Connector, DesiredState, Phase
+from web.connectors.services import report_observed
+from workers import control
+from workers.managed import ManagedPipeline
+from workers.publish import publish_metrics
+
+log = logging.getLogger(__name__)
+
+PHASES = {"snapshot": Phase.SNAPSHOT, "streaming": Phase.STREAMING, "starting": Phase.STREAMING,
+          "snapshot-done": Phase.STOPPED, "failed": Phase.FAILED, "stopped": Phase.STOPPED}
+
+
+def worker_name(task) -> str:
+    return task.request.hostname or socket.gethostname()
+
+
+def _reporter(name: str, replica_set: str, worker: str):
+    def report(state: dict) -> None:
+        phase = PHASES.get(state["metrics"]["phase"], Phase.STREAMING)
+        if state["final"]:
+            phase = Phase.FAILED if state["metrics"]["phase"] == "failed" else Phase.STOPPED
+        try:
+            report_observed(name, replica_set, worker=worker, phase=phase, metrics=state)
+        finally:
+            close_old_connections()
+        publish_metrics(state)
+
+    return report
+
+
+@app.task(name="workers.streaming.run_pipeline", bind=True)
+def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> dict:
+    """Runs until paused/stopped/restarted; with no replica set given, discovers them and fans out."""
+    worker = worker_name(self)
+    connector = Connector.objects.filter(name=connector_name).first()
+    if connector is None or connector.desired_state != DesiredState.RUNNING:
+        return {"status": "not-wanted"}
+    try:
+        config = engine_config(connector)
+        replica_sets = discover(config.mongo_client_options()).replica_sets
+    except (ConfigError, ConnectorError) as error:
+        report_observed(connector_name, replica_set or "?", worker=worker, phase=Phase.FAILED, error=str(error))
+        return {"status": "failed", "error": str(error)}
+    finally:
+        close_old_connections()
+    if replica_set is None:
+        for other in replica_sets[1:]:
+            run_pipeline.delay(connector_name, other.name)
+        target = replica_sets[0]
+    else:
+        matches = [rs for rs in replica_sets if rs.name == replica_set]
+        if not matches:
+            error = f"replica set {replica_set!r} is no longer part of the deployment"
+            report_observed(connector_name, replica_set, worker=worker, phase=Phase.FAILED, error=error)
+            return {"status": "failed", "error": error}
+        target = matches[0]
+    managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
+                              report=_reporter(connector_name, target.name, worker))
+    outcome = managed.run()
+    if outcome.status != "busy":
+        phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED
+        report_observed(connector_name, target.name, worker=worker, phase=phase, error=outcome.error)
+        close_old_connections()
+    log.info("pipeline %s/%s ended: %s %s", connector_name, target.name, outcome.status, outcome.error or "")
+    return {"status": outcome.status, "reason": outcome.reason, "error": outcome.error, "replica_set": target.name}
