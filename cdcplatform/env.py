@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -51,8 +52,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def read_or_create_secret_key(path: Path) -> str:
-    """The development SECRET_KEY kept in `path` (mode 0600), created on first use.
+def read_or_create_secret_key(path: Path, generate: Callable[[], str] = get_random_secret_key) -> str:
+    """The development SECRET_KEY (or another generated secret) kept in `path` (mode 0600), created on first use.
 
     The file is written to a private temporary file and hard-linked into place, so when the web
     server and a worker start at the same moment both end up with the same key.
@@ -67,7 +68,7 @@ def read_or_create_secret_key(path: Path) -> str:
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")  # mkstemp uses mode 0600
     try:
         with os.fdopen(descriptor, "w") as handle:
-            handle.write(get_random_secret_key() + "\n")
+            handle.write(generate() + "\n")
         try:
             os.link(temporary, path)
         except FileExistsError:

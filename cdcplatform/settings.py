@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from cdcplatform.env import env_bool, env_int, env_list, env_str, read_or_create_secret_key
@@ -50,8 +51,22 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 REDIS_URL = env_str("REDIS_URL") or devstack.redis_url()
 KAFKA_BOOTSTRAP_SERVERS = env_str("KAFKA_BOOTSTRAP_SERVERS") or devstack.kafka_bootstrap()
 MONGODB_URI = env_str("MONGODB_URI") or devstack.mongodb_uri()
-# Placeholder: the key that will encrypt connector secrets (passwords in connection strings) at rest.
-CDC_ENCRYPTION_KEY = env_str("CDC_ENCRYPTION_KEY")
+# Fernet key(s) encrypting connector secrets at rest (connection strings, passwords, hashing salts). A comma-separated
+# list rotates keys: the first encrypts, every one decrypts. Development generates one into .devstack/encryption_key.
+CDC_ENCRYPTION_KEY = env_str("CDC_ENCRYPTION_KEY").strip()
+if not CDC_ENCRYPTION_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "CDC_ENCRYPTION_KEY is not set. In production (CDC_ENV=production) set it to a Fernet key, e.g. the "
+            "output of: python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+        )
+    CDC_ENCRYPTION_KEY = read_or_create_secret_key(
+        STATE_DIR / "encryption_key", generate=lambda: Fernet.generate_key().decode()
+    )
+# How long an offset reset with stop=true waits for the running pipeline to stop (its lease to be released).
+CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
+# Timeout of Kafka calls made by the web process (reading and resetting offsets).
+CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
 
 # --- Applications ---------------------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -64,9 +79,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "web.accounts",
     "web.dashboard",
+    "web.connectors",
 ]
 
 MIDDLEWARE = [
@@ -160,17 +178,27 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
 # --- REST API -------------------------------------------------------------------------------------------------
+# Token first: anonymous API callers get 401 with `WWW-Authenticate: Token`; the browser's session still works.
+# Session authentication enforces CSRF on writes. Roles are checked per action (web/connectors/api/permissions.py).
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CDC platform API",
-    "DESCRIPTION": "Connectors, pipelines, offsets and Spark jobs of the MongoDB CDC platform.",
+    "DESCRIPTION": "Connectors, pipelines, offsets and Spark jobs of the MongoDB CDC platform (docs/api.md).",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "COMPONENT_SPLIT_REQUEST": True,  # write-only secrets appear in request schemas only
+    # Swagger UI and Redoc come from the drf-spectacular-sidecar package: no CDN needed.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """HTTP URL map. Every page requires a login (web.accounts.middleware) except /login/ and /healthz;
-/api/ answers 401/403 through DRF permissions instead of redirecting."""
+/api/ and /connect/ answer 401/403 through DRF permissions instead of redirecting (docs/api.md)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from cdcplatform.health import healthz
@@ -16,4 +16,6 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/", include("web.connectors.api.urls")),
+    path("connect/", include("web.connectors.connect.urls")),
 ]

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,7 @@ ACCEPTED_IN_DEVELOPMENT = {"security.W004", "security.W008", "security.W012", "s
 MODE_VARIABLES = (
     "CDC_ENV", "SECRET_KEY", "DJANGO_DEBUG", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SESSION_COOKIE_SECURE",
     "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-    "SECURE_HSTS_PRELOAD", "SECURE_PROXY_SSL_HEADER", "DATABASE_URL",
+    "SECURE_HSTS_PRELOAD", "SECURE_PROXY_SSL_HEADER", "DATABASE_URL", "CDC_ENCRYPTION_KEY",
 )
 CHECK_ID = re.compile(r"\(([a-z_]+\.[WE]\d{3})\)")
 
@@ -46,6 +47,7 @@ def production_env() -> dict[str, str]:
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "cdc.example.com",
         "CSRF_TRUSTED_ORIGINS": "https://cdc.example.com",
+        "CDC_ENCRYPTION_KEY": Fernet.generate_key().decode(),
     }
 
 
@@ -66,7 +68,7 @@ def test_development_check_deploy_warnings_are_the_documented_ones(tmp_path):
     assert reported_checks(result) <= ACCEPTED_IN_DEVELOPMENT, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS"])
+@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS", "CDC_ENCRYPTION_KEY"])
 def test_production_refuses_to_start_without(tmp_path, missing):
     env = production_env()
     del env[missing]
@@ -93,3 +95,23 @@ def test_development_secret_key_is_generated_once_private_and_reused(tmp_path):
     assert len(key) >= 50
     assert f"KEY {key}" in first.stdout
     assert f"KEY {key}" in second.stdout
+
+
+def test_development_encryption_key_is_generated_once_private_and_reused(tmp_path):
+    show_key = ("shell", "-c", "from django.conf import settings; print('KEY', settings.CDC_ENCRYPTION_KEY)")
+    first = manage(tmp_path, *show_key)
+    second = manage(tmp_path, *show_key)
+    assert first.returncode == 0, first.stderr
+    key_file = tmp_path / "encryption_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key = key_file.read_text().strip()
+    Fernet(key)  # a usable Fernet key
+    assert f"KEY {key}" in first.stdout
+    assert f"KEY {key}" in second.stdout
+
+
+def test_a_malformed_encryption_key_fails_the_system_check(tmp_path):
+    result = manage(tmp_path, "check", CDC_ENCRYPTION_KEY="not-a-fernet-key")
+    assert result.returncode != 0
+    assert "connectors.E001" in result.stderr
+    assert "not-a-fernet-key" not in result.stderr  # the key itself is never echoed

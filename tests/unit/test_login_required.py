@@ -28,9 +28,10 @@ def test_login_page_is_open(client):
     assert b'name="password"' in response.content
 
 
-def test_api_answers_403_instead_of_redirecting(client):
+def test_api_answers_401_instead_of_redirecting(client):
     response = client.get("/api/schema/")
-    assert response.status_code == 403
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
 
 
 def test_logged_in_user_sees_home(client, django_user_model):

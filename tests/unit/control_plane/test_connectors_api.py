@@ -1,0 +1,219 @@
+"""/api/connectors: CRUD, validation reporting every bad field by name, filters, actions, audit."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tests.api_support import SALT, SECRET, create_connector, sample_config
+from web.connectors.models import AuditEntry, Connector, SnapshotRequest
+
+pytestmark = pytest.mark.django_db
+
+
+def api_body(name="orders", **config):
+    full = sample_config(name, **config)
+    return {
+        "name": full.pop("name"),
+        "topic_prefix": full.pop("topic.prefix"),
+        "connection_string": full.pop("mongodb.connection.string"),
+        "config": full,
+    }
+
+
+def test_create_read_update_delete(admin_client):
+    created = admin_client.post("/api/connectors/", api_body(), format="json")
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["name"] == "orders" and body["desired_state"] == "running"
+    assert body["connection_string"] == "mongodb://cdc:********@db1:27017,db2:27017/?replicaSet=rs0"
+    assert body["has_password"] is True
+    assert [f["value"] for f in body["filters"] if f["kind"] == "collection_include"] == [
+        "inventory.orders", "inventory.lines"]
+
+    listed = admin_client.get("/api/connectors/").json()
+    assert [c["name"] for c in listed] == ["orders"]
+
+    # GET -> change one option -> PUT back: masked secrets mean "keep the stored ones".
+    current = admin_client.get("/api/connectors/orders/").json()
+    current["config"]["snapshot.mode"] = "never"
+    replaced = admin_client.put("/api/connectors/orders/", current, format="json")
+    assert replaced.status_code == 200, replaced.json()
+    stored = Connector.objects.get(name="orders")
+    assert SECRET in stored.connection_string
+    assert stored.properties["snapshot.mode"] == "never"
+    assert stored.filters.get(kind="field_mask_hash").salt == SALT
+
+    patched = admin_client.patch("/api/connectors/orders/", {"config": {"max.batch.size": 64}}, format="json")
+    assert patched.status_code == 200, patched.json()
+    assert patched.json()["config"]["max.batch.size"] == 64
+    assert patched.json()["config"]["snapshot.mode"] == "never"
+
+    assert admin_client.delete("/api/connectors/orders/").status_code == 204
+    assert not Connector.objects.exists()
+    actions = list(AuditEntry.objects.order_by("id").values_list("action", flat=True))
+    assert actions == ["connector.create", "connector.update", "connector.update", "connector.delete"]
+
+
+def test_duplicate_name_is_refused(admin_client):
+    assert admin_client.post("/api/connectors/", api_body(), format="json").status_code == 201
+    again = admin_client.post("/api/connectors/", api_body(), format="json")
+    assert again.status_code == 409
+    assert "already exists" in again.json()["detail"]
+
+
+BAD = {
+    "name": "bad name!",
+    "topic_prefix": "",
+    "connection_string": "http://nope",
+    "config": {
+        "snapshot.mode": "sometimes",
+        "max.batch.size": "lots",
+        "collection.include.list": "inventory.(unclosed",
+        "heartbeat.interval.ms": -5,
+        "snapshot.collection.filter.overrides.inventory.orders": "{not json",
+        "no.such.property": 1,
+    },
+}
+
+
+def test_every_bad_field_is_named_at_once(admin_client):
+    response = admin_client.post("/api/connectors/", BAD, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) >= {"name", "topic_prefix", "connection_string", "config"}
+    assert set(errors["config"]) >= {
+        "snapshot.mode", "max.batch.size", "collection.include.list", "heartbeat.interval.ms",
+        "snapshot.collection.filter.overrides.inventory.orders", "no.such.property",
+    }
+    assert not Connector.objects.exists()
+
+
+def test_validate_action_returns_all_problems_with_their_property(admin_client):
+    response = admin_client.post("/api/connectors/validate/", BAD, format="json")
+    assert response.status_code == 200
+    result = response.json()
+    assert result["valid"] is False
+    assert result["error_count"] == len(result["problems"]) >= 9
+    named = {p["property"] for p in result["problems"]}
+    assert {"name", "topic.prefix", "mongodb.connection.string", "snapshot.mode", "no.such.property"} <= named
+    ok = admin_client.post("/api/connectors/validate/", api_body(), format="json").json()
+    assert ok == {"valid": True, "error_count": 0, "problems": []}
+    assert not Connector.objects.exists()
+
+
+def test_validate_changes_of_an_existing_connector(admin_client):
+    create_connector()
+    result = admin_client.post("/api/connectors/orders/validate/", {"config": {"max.queue.size": 10}},
+                               format="json").json()
+    assert result["valid"] is False
+    assert [p["property"] for p in result["problems"]] == ["max.queue.size"]
+
+
+def test_cross_property_rules_come_from_the_engine(admin_client):
+    body = api_body(**{"collection.exclude.list": "inventory.tmp"})
+    response = admin_client.post("/api/connectors/", body, format="json")
+    assert response.status_code == 400
+    assert "collection.exclude.list" in response.json()["config"]
+
+
+def test_name_cannot_change(admin_client):
+    create_connector()
+    response = admin_client.patch("/api/connectors/orders/", {"name": "other"}, format="json")
+    assert response.status_code == 400
+    assert "name" in response.json()
+
+
+def test_debezium_style_config_only(admin_client):
+    """Everything inside `config` with Debezium names works as well as the top-level fields."""
+    config = sample_config("flat")
+    response = admin_client.post("/api/connectors/", {"name": "flat", "config": config}, format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["topic_prefix"] == "shop"
+
+
+def test_filters_sub_resource(admin_client):
+    create_connector()
+    url = "/api/connectors/orders/filters/"
+    assert len(admin_client.get(url).json()) == 3
+    added = admin_client.post(url, {"kind": "field_exclude", "value": "inventory.orders.notes"}, format="json")
+    assert added.status_code == 201, added.json()
+    assert added.json()["property"] == "field.exclude.list"
+    row_id = added.json()["id"]
+    changed = admin_client.patch(f"{url}{row_id}/", {"value": "inventory.orders.memo"}, format="json")
+    assert changed.status_code == 200
+    assert Connector.objects.get().filters.get(pk=row_id).value == "inventory.orders.memo"
+    # An exclude list next to an include list is refused by the engine's rule, naming the conflict.
+    bad = admin_client.post(url, {"kind": "collection_exclude", "value": "inventory.tmp"}, format="json")
+    assert bad.status_code == 400
+    assert "collection.exclude.list" in str(bad.json())
+    bad_value = admin_client.post(url, {"kind": "field_exclude", "value": "a,b"}, format="json")
+    assert bad_value.status_code == 400 and "value" in bad_value.json()
+    bad_regex = admin_client.post(url, {"kind": "collection_include", "value": "inv.(x"}, format="json")
+    assert bad_regex.status_code == 400 and "value" in bad_regex.json()
+    hashed = admin_client.post(url, {"kind": "field_mask_hash", "value": "inventory.orders.phone",
+                                     "argument": "SHA-256", "salt": "s"}, format="json")
+    assert hashed.status_code == 201 and "salt" not in hashed.json()
+    assert admin_client.delete(f"{url}{row_id}/").status_code == 204
+    assert AuditEntry.objects.filter(action__startswith="filter.").count() == 4
+
+
+def test_state_actions_record_desired_state_and_notify(admin_client, no_redis, django_capture_on_commit_callbacks):
+    create_connector()
+    for action, state, command in [("pause", "paused", "pause"), ("resume", "running", "resume"),
+                                   ("stop", "stopped", "stop")]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin_client.post(f"/api/connectors/orders/{action}/")
+        assert response.status_code == 202
+        assert response.json() == {"name": "orders", "desired_state": state, "requested": command}
+        assert Connector.objects.get().desired_state == state
+        assert no_redis[-1][0] == ("orders", command, None)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert admin_client.post("/api/connectors/orders/restart/", {"replica_set": "rs0"},
+                                 format="json").status_code == 202
+    assert no_redis[-1] == (("orders", "restart", None), {"replica_set": "rs0"})
+    assert AuditEntry.objects.filter(action="connector.pause", username="user-admin").exists()
+
+
+def test_snapshot_request(admin_client, no_redis, django_capture_on_commit_callbacks):
+    create_connector()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post("/api/connectors/orders/snapshot/",
+                                     {"collections": ["inventory.orders"], "filter": {"status": "open"}},
+                                     format="json")
+    assert response.status_code == 202, response.json()
+    request = SnapshotRequest.objects.get()
+    assert request.collections == ["inventory.orders"] and '"status"' in request.filter
+    name, command, payload = no_redis[-1][0]
+    assert (name, command) == ("orders", "snapshot")
+    assert payload["collections"] == ["inventory.orders"] and payload["request_id"] == request.pk
+    bad = admin_client.post("/api/connectors/orders/snapshot/",
+                            {"collections": ["other.coll", "nodot"], "filter": "{bad"}, format="json")
+    assert bad.status_code == 400
+    assert set(bad.json()) == {"collections", "filter"}
+    assert len(bad.json()["collections"]) == 2
+
+
+def test_status_shows_each_replica_set(admin_client):
+    from web.connectors import services
+
+    create_connector()
+    services.report_observed("orders", "rs0", worker="w1@host", phase="streaming", metrics={"events": 5})
+    services.report_observed("orders", "rs1", worker="w2@host", phase="failed", error="boom")
+    body = admin_client.get("/api/connectors/orders/status/").json()
+    assert body["desired_state"] == "running" and body["running"] == {}
+    by_rs = {s["replica_set"]: s for s in body["replica_sets"]}
+    assert by_rs["rs0"]["phase"] == "streaming" and by_rs["rs0"]["metrics"] == {"events": 5}
+    assert by_rs["rs1"]["last_error"] == "boom" and by_rs["rs1"]["stale"] is False
+
+
+def test_secrets_are_encrypted_at_rest(admin_client):
+    create_connector()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT connection_string FROM connectors_connector")
+        (stored,) = cursor.fetchone()
+        cursor.execute("SELECT salt FROM connectors_connectorfilter WHERE kind = 'field_mask_hash'")
+        (salt,) = cursor.fetchone()
+    assert SECRET not in stored and stored.startswith("gAAAAA")
+    assert SALT not in salt
+    assert SECRET in Connector.objects.get().connection_string

@@ -1,0 +1,320 @@
+"""API serializers. They validate everything that enters: a connector's configuration goes through
+web.connectors.drafts (the engine's validator) and every problem is reported under the field that carries it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from connectors.config_types import SKIPPABLE_OPERATIONS
+from connectors.config_values import check_namespace, parse_json_query, split_list
+from connectors.secrets import redact_connection_string
+from web.connectors import drafts, validation
+from web.connectors import properties as props
+from web.connectors.definitions import masked_config, parts_of
+from web.connectors.models import AuditEntry, Connector, ConnectorFilter, DesiredState, FilterKind, ReplicaSetState
+from web.connectors.offsets import RESET_MODES, parse_timestamp
+
+TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.TOPIC_PREFIX_ALIAS, props.CONNECTION_STRING, props.PASSWORD)
+
+
+class MaskedConnectionStringField(serializers.CharField):
+    """Written in clear, read back with the password and secret options masked."""
+
+    def to_representation(self, value):
+        return redact_connection_string(value) if value else ""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "example": {"snapshot.mode": "initial", "collection.include.list": "inventory.orders"}})
+class PropertiesField(serializers.DictField):
+    pass
+
+
+class FilterSerializer(serializers.ModelSerializer):
+    salt = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, trim_whitespace=False,
+        help_text="field_mask_hash only: the salt (never returned).",
+    )
+    property = serializers.SerializerMethodField(help_text="The Debezium property this row is an item of.")
+
+    class Meta:
+        model = ConnectorFilter
+        fields = ["id", "kind", "value", "argument", "salt", "position", "property"]
+        read_only_fields = ["id"]
+        extra_kwargs = {"position": {"required": False}, "argument": {"required": False}}
+
+    def get_property(self, row) -> str:
+        return props.property_of(props.FilterRow(row.kind, row.value, row.argument))
+
+    def validate(self, attrs):
+        connector: Connector = self.context["connector"]
+        row = self.instance
+        kind = attrs.get("kind", row.kind if row else None)
+        value = attrs.get("value", row.value if row else "").strip()
+        argument = attrs.get("argument", row.argument if row else "").strip()
+        salt = attrs.get("salt") or (row.salt if row else "")
+        errors: dict[str, list[str]] = {}
+        try:
+            items = split_list(value)
+        except ValueError as error:
+            items = ()
+            errors["value"] = [str(error)]
+        if not errors and len(items) != 1:
+            errors["value"] = ["give exactly one item per row (escape a literal comma as \\,)"]
+        if kind == FilterKind.SKIPPED_OPERATION and value.lower() not in (*SKIPPABLE_OPERATIONS, "none"):
+            errors["value"] = [f"use one of {', '.join(SKIPPABLE_OPERATIONS)} or none"]
+        if kind == FilterKind.FIELD_RENAME and not argument:
+            errors["argument"] = ["give the new field name"]
+        if kind == FilterKind.FIELD_MASK_HASH:
+            if not argument:
+                errors["argument"] = ["give the hash algorithm, e.g. SHA-256"]
+            if not salt:
+                errors["salt"] = ["give the salt"]
+        if kind == FilterKind.SNAPSHOT_FILTER_OVERRIDE and argument:
+            try:
+                argument = parse_json_query(argument)
+            except ValueError as error:
+                errors["argument"] = [f"the query {error}"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        candidate = props.FilterRow(kind, value, argument, salt if kind == FilterKind.FIELD_MASK_HASH else "")
+        self._check_composed(connector, row, candidate)
+        attrs.update(kind=kind, value=value, argument=argument, salt=candidate.salt)
+        return attrs
+
+    def _check_composed(self, connector, row, candidate) -> None:
+        others = [r for r in connector.filters.all() if row is None or r.pk != row.pk]
+        problems = drafts.check_rows(connector, [*drafts.rows_of(others), candidate])
+        if not problems:
+            return
+        own = props.property_of(candidate)
+        errors: dict[str, list[str]] = {}
+        for problem in problems:
+            mine = problem.property == own or problem.property.startswith(own + ".")
+            errors.setdefault("value" if mine else "non_field_errors", []).append(problem.message)
+        raise serializers.ValidationError(errors)
+
+
+class ConnectorSerializer(serializers.ModelSerializer):
+    """A connector: identity, secrets (write-only or masked), every other engine option in `config`."""
+
+    name = serializers.CharField(max_length=validation.MAX_NAME_LENGTH, help_text="Unique name (A-Z a-z 0-9 - _).")
+    topic_prefix = serializers.CharField(required=False, allow_blank=True, help_text="topic.prefix")
+    connection_string = MaskedConnectionStringField(
+        required=False, allow_blank=True,
+        help_text="mongodb.connection.string; returned with the password masked. Omit on update to keep it.",
+    )
+    password = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, trim_whitespace=False, style={"input_type": "password"},
+        help_text="mongodb.password (with mongodb.user in config); never returned. Omit on update to keep it.",
+    )
+    has_password = serializers.SerializerMethodField()
+    config = PropertiesField(
+        required=False,
+        help_text="Every other engine option by its Debezium property name (docs/configuration.md), filter lists "
+        "included. Secrets come back masked; sending a masked value back keeps the stored secret.",
+    )
+    desired_state = serializers.ChoiceField(choices=DesiredState.choices, required=False)
+    filters = FilterSerializer(many=True, read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Connector
+        fields = [
+            "name", "topic_prefix", "connection_string", "password", "has_password", "config", "desired_state",
+            "filters", "created_at", "updated_at", "created_by", "updated_by",
+        ]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def get_has_password(self, connector) -> bool:
+        return bool(connector.password) or props.uri_has_password(connector.connection_string)
+
+    def to_representation(self, connector):
+        data = super().to_representation(connector)
+        data["config"] = {k: v for k, v in masked_config(connector).items() if k not in TOP_LEVEL}
+        return data
+
+    def given_properties(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The Debezium property map this request gives (top-level fields folded into `config`)."""
+        config = dict(attrs.get("config") or {})
+        errors: dict[str, list[str]] = {}
+        for field, prop in (("name", props.NAME), ("topic_prefix", props.TOPIC_PREFIX),
+                            ("connection_string", props.CONNECTION_STRING), ("password", props.PASSWORD)):
+            if field not in attrs:
+                continue
+            if prop in config and config[prop] != attrs[field]:
+                errors[field] = [f"{field} and config[{prop!r}] differ; give one of them"]
+            config[prop] = attrs[field] if attrs[field] != "" else None
+        if self.instance is not None:
+            if config.get(props.NAME, self.instance.name) != self.instance.name:
+                errors["name"] = ["a connector cannot be renamed; create a new one"]
+            config.setdefault(props.NAME, self.instance.name)
+            if not self.partial:  # PUT: secrets not given are kept (they are never returned)
+                stored = parts_of(self.instance)
+                if props.CONNECTION_STRING not in config and stored.connection_string:
+                    config[props.CONNECTION_STRING] = stored.connection_string
+                if props.PASSWORD not in config and stored.password:
+                    config[props.PASSWORD] = stored.password
+                if props.TOPIC_PREFIX not in config and props.TOPIC_PREFIX_ALIAS not in config:
+                    config[props.TOPIC_PREFIX] = stored.topic_prefix
+        if errors:
+            raise serializers.ValidationError(errors)
+        return config
+
+    def validate(self, attrs):
+        given = self.given_properties(attrs)
+        try:
+            attrs["parts"] = drafts.prepare(given, self.instance, merge=self.partial)
+        except drafts.InvalidConfiguration as error:
+            self.problems = error.problems
+            raise serializers.ValidationError(validation.api_errors(error.problems)) from None
+        return attrs
+
+
+class ProblemSerializer(serializers.Serializer):
+    property = serializers.CharField(help_text="The Debezium property (empty for the whole configuration).")
+    field = serializers.CharField(help_text="The API field carrying it: name, topic_prefix, …, or config.")
+    message = serializers.CharField()
+
+
+class ValidationResultSerializer(serializers.Serializer):
+    valid = serializers.BooleanField()
+    error_count = serializers.IntegerField()
+    problems = ProblemSerializer(many=True)
+
+
+class ActionResultSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    desired_state = serializers.ChoiceField(choices=DesiredState.choices)
+    requested = serializers.CharField(help_text="The command sent to the running pipelines.")
+
+
+class RestartSerializer(serializers.Serializer):
+    replica_set = serializers.CharField(required=False, help_text="Restart only this replica set's pipeline.")
+
+
+class SnapshotRequestSerializer(serializers.Serializer):
+    collections = serializers.ListField(child=serializers.CharField(), min_length=1,
+                                        help_text="<database>.<collection> names captured by the connector.")
+    filter = serializers.JSONField(required=False, allow_null=True,
+                                   help_text='Optional MongoDB query (object or extended JSON text), e.g. {"a": 1}.')
+
+    def validate_collections(self, collections):
+        from connectors.filters import NamespaceFilter
+        from connectors.records import Namespace
+        from web.connectors.definitions import engine_config
+
+        problems = []
+        try:
+            namespaces = NamespaceFilter.from_config(engine_config(self.context["connector"]))
+        except ValueError:
+            namespaces = None
+        for name in collections:
+            try:
+                check_namespace(name)
+            except ValueError as error:
+                problems.append(str(error))
+                continue
+            if namespaces is not None and not namespaces.includes(Namespace.parse(name)):
+                problems.append(f"{name!r} is not captured by this connector (see its include/exclude filters)")
+        if problems:
+            raise serializers.ValidationError(problems)
+        return list(dict.fromkeys(collections))
+
+    def validate_filter(self, value):
+        if value in (None, "", {}):
+            return ""
+        try:
+            return parse_json_query(value)
+        except ValueError as error:
+            raise serializers.ValidationError(f"the filter {error}") from None
+
+
+class SnapshotAcceptedSerializer(serializers.Serializer):
+    request = serializers.IntegerField()
+    collections = serializers.ListField(child=serializers.CharField())
+    filter = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+
+
+class ReplicaSetStateSerializer(serializers.ModelSerializer):
+    stale = serializers.SerializerMethodField(help_text="No report from the worker for a while.")
+
+    class Meta:
+        model = ReplicaSetState
+        fields = ["replica_set", "worker", "phase", "since", "last_error", "heartbeat_at", "stale", "metrics"]
+
+    def get_stale(self, state) -> bool:
+        from django.utils import timezone
+
+        limit = self.context.get("stale_after_seconds", 15)
+        return state.heartbeat_at is None or (timezone.now() - state.heartbeat_at).total_seconds() > limit
+
+
+class StatusSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    desired_state = serializers.CharField()
+    running = serializers.DictField(child=serializers.CharField(), allow_null=True,
+                                    help_text="{replica set: worker} holding a pipeline lease now (null: unknown).")
+    replica_sets = ReplicaSetStateSerializer(many=True)
+
+
+class TimestampJsonSerializer(serializers.Serializer):
+    t = serializers.IntegerField()
+    i = serializers.IntegerField()
+    iso = serializers.CharField()
+
+
+class OffsetSerializer(serializers.Serializer):
+    replica_set = serializers.CharField()
+    resume_token = serializers.JSONField(allow_null=True)
+    cluster_time = TimestampJsonSerializer(allow_null=True)
+    token_cluster_time = TimestampJsonSerializer(allow_null=True)
+    snapshot = serializers.JSONField(allow_null=True)
+    pending_reset = serializers.JSONField(allow_null=True)
+
+
+class OffsetsSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    topic = serializers.CharField()
+    offsets = OffsetSerializer(many=True)
+
+
+class OffsetResetSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=RESET_MODES,
+        help_text="latest: stream from now; timestamp: stream from `timestamp`; token: resume after `resume_token`; "
+        "snapshot: take a new snapshot; initial: delete the offset (start as on a first run).",
+    )
+    timestamp = serializers.JSONField(required=False, help_text="ms since the epoch or ISO-8601 (mode=timestamp).")
+    resume_token = serializers.JSONField(required=False, help_text='{"_data": "82…"} (mode=token).')
+    replica_sets = serializers.ListField(child=serializers.CharField(), required=False,
+                                         help_text="Default: every replica set known.")
+    stop = serializers.BooleanField(default=False, help_text="Stop the running pipeline first (else 409).")
+
+    def validate(self, attrs):
+        mode = attrs["mode"]
+        if mode == "timestamp":
+            if "timestamp" not in attrs:
+                raise serializers.ValidationError({"timestamp": ["mode=timestamp needs a timestamp"]})
+            try:
+                attrs["timestamp"] = parse_timestamp(attrs["timestamp"])
+            except ValueError as error:
+                raise serializers.ValidationError({"timestamp": [str(error)]}) from None
+        if mode == "token":
+            token = attrs.get("resume_token")
+            if not isinstance(token, dict) or not token:
+                raise serializers.ValidationError(
+                    {"resume_token": ['mode=token needs a resume token such as {"_data": "82…"}']}
+                )
+        return attrs
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEntry
+        fields = ["id", "at", "username", "source", "action", "target", "before", "after"]

@@ -1,0 +1,24 @@
+"""/api/ URL map (docs/api.md)."""
+
+from django.contrib.auth.decorators import login_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from web.connectors.api.views import NAME_PATTERN, AuditViewSet, ConnectorViewSet, FilterViewSet, MeView
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("connectors", ConnectorViewSet, basename="connector")
+router.register(f"connectors/(?P<connector_name>{NAME_PATTERN})/filters", FilterViewSet, basename="connector-filter")
+router.register("audit", AuditViewSet, basename="audit")
+
+urlpatterns = [
+    path("", include(router.urls)),
+    path("me/", MeView.as_view(), name="api-me"),
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    # Browsable docs: a login page for anonymous browsers (the schema itself answers 401 to scripts).
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    path("redoc/", login_required(SpectacularRedocView.as_view(url_name="api-schema")), name="api-redoc"),
+]

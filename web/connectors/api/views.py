@@ -1,0 +1,285 @@
+"""REST API views: thin. Serializers validate, web.connectors.services writes, audits and notifies."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
+from web.connectors import offsets as offset_views
+from web.connectors import services, validation
+from web.connectors.api import serializers as s
+from web.connectors.api.permissions import RolePermission
+from web.connectors.models import AuditEntry, Connector, DesiredState
+
+NAME_PATTERN = r"[-A-Za-z0-9_]+"
+ERROR = OpenApiResponse(description="Error: {\"detail\": …} or field errors")
+
+
+class ServiceFailure(APIException):
+    def __init__(self, error: services.ServiceError):
+        self.status_code = error.status_code
+        super().__init__(detail=str(error))
+
+
+def run(call, *args, **kwargs):
+    """Calls a service, turning its errors into HTTP answers (400, 409, 503)."""
+    try:
+        return call(*args, **kwargs)
+    except services.ServiceError as error:
+        raise ServiceFailure(error) from None
+
+
+def problems_of(serializer) -> list[dict[str, str]]:
+    """Every error of a failed serializer as [{property, field, message}]."""
+    found = getattr(serializer, "problems", None)
+    if found is not None:
+        return validation.problem_list(found)
+    problems = []
+    for field, messages in serializer.errors.items():
+        if isinstance(messages, dict):
+            for prop, inner in messages.items():
+                problems += [{"property": prop, "field": field, "message": str(m)} for m in inner]
+        else:
+            prop = {"name": "name", "topic_prefix": "topic.prefix", "connection_string": "mongodb.connection.string",
+                    "password": "mongodb.password"}.get(field, "")
+            problems += [{"property": prop, "field": field, "message": str(m)} for m in messages]
+    return problems
+
+
+def accepted(connector: Connector, command: str) -> Response:
+    return Response({"name": connector.name, "desired_state": connector.desired_state, "requested": command},
+                    status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List connectors"),
+    retrieve=extend_schema(summary="A connector"),
+    create=extend_schema(summary="Create a connector (admin)", responses={201: s.ConnectorSerializer, 400: ERROR}),
+    update=extend_schema(summary="Replace a connector's configuration (admin)"),
+    partial_update=extend_schema(summary="Change some of a connector's configuration (admin)"),
+    destroy=extend_schema(summary="Delete a connector (admin)"),
+)
+class ConnectorViewSet(viewsets.ModelViewSet):
+    serializer_class = s.ConnectorSerializer
+    permission_classes = [RolePermission]
+    lookup_field = "name"
+    lookup_value_regex = NAME_PATTERN
+    action_roles = {
+        "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER,
+        "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
+        "reset_offsets": ADMIN,
+    }
+
+    def get_queryset(self):
+        return Connector.objects.prefetch_related("filters").select_related("created_by", "updated_by")
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = run(
+            services.create_connector, data["parts"], user=self.request.user, source="api",
+            desired_state=data.get("desired_state", DesiredState.RUNNING),
+        )
+
+    def perform_update(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = run(
+            services.update_connector, serializer.instance, data["parts"], user=self.request.user, source="api",
+            desired_state=data.get("desired_state"),
+        )
+
+    def perform_destroy(self, instance):
+        run(services.delete_connector, instance, user=self.request.user, source="api")
+
+    # -- validation ---------------------------------------------------------------------------------------------
+
+    def _validation(self, serializer) -> Response:
+        valid = serializer.is_valid()
+        problems = [] if valid else problems_of(serializer)
+        return Response({"valid": valid, "error_count": len(problems), "problems": problems})
+
+    @extend_schema(summary="Validate a new connector's configuration without saving it",
+                   operation_id="connectors_validate",
+                   request=s.ConnectorSerializer, responses=s.ValidationResultSerializer)
+    @action(detail=False, methods=["post"])
+    def validate(self, request):
+        return self._validation(s.ConnectorSerializer(data=request.data))
+
+    @extend_schema(summary="Validate changes to this connector without saving them (PATCH semantics)",
+                   operation_id="connectors_validate_changes",
+                   request=s.ConnectorSerializer, responses=s.ValidationResultSerializer)
+    @action(detail=True, methods=["post"], url_path="validate")
+    def validate_existing(self, request, name=None):
+        return self._validation(s.ConnectorSerializer(self.get_object(), data=request.data, partial=True))
+
+    # -- desired state ----------------------------------------------------------------------------------------
+
+    def _state(self, state: str):
+        connector = self.get_object()
+        run(services.request_state, connector, state, user=self.request.user, source="api")
+        return accepted(connector, services.STATE_COMMANDS[state])
+
+    @extend_schema(summary="Pause (operator)", request=None, responses={202: s.ActionResultSerializer})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, name=None):
+        return self._state(DesiredState.PAUSED)
+
+    @extend_schema(summary="Resume (operator)", request=None, responses={202: s.ActionResultSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, name=None):
+        return self._state(DesiredState.RUNNING)
+
+    @extend_schema(summary="Stop (operator)", request=None, responses={202: s.ActionResultSerializer})
+    @action(detail=True, methods=["post"])
+    def stop(self, request, name=None):
+        return self._state(DesiredState.STOPPED)
+
+    @extend_schema(summary="Restart the running pipelines (operator)", request=s.RestartSerializer,
+                   responses={202: s.ActionResultSerializer})
+    @action(detail=True, methods=["post"])
+    def restart(self, request, name=None):
+        connector = self.get_object()
+        body = s.RestartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        run(services.request_restart, connector, user=request.user, source="api",
+            replica_set=body.validated_data.get("replica_set"))
+        return accepted(connector, "restart")
+
+    @extend_schema(summary="Ad-hoc incremental snapshot of some collections (operator)",
+                   request=s.SnapshotRequestSerializer, responses={202: s.SnapshotAcceptedSerializer, 400: ERROR})
+    @action(detail=True, methods=["post"])
+    def snapshot(self, request, name=None):
+        connector = self.get_object()
+        body = s.SnapshotRequestSerializer(data=request.data, context={"connector": connector})
+        body.is_valid(raise_exception=True)
+        snap = run(services.request_snapshot, connector, body.validated_data["collections"],
+                   body.validated_data.get("filter", ""), user=request.user, source="api")
+        return Response({"request": snap.pk, "collections": snap.collections, "filter": snap.filter,
+                         "status": snap.status}, status=status.HTTP_202_ACCEPTED)
+
+    # -- observed state and offsets ---------------------------------------------------------------------------
+
+    @extend_schema(summary="Observed state per replica set, with the last metrics snapshot",
+                   responses=s.StatusSerializer)
+    @action(detail=True, methods=["get"])
+    def status(self, request, name=None):
+        connector = self.get_object()
+        try:
+            running = services.running_pipelines(connector)
+        except services.Unavailable:
+            running = None
+        states = s.ReplicaSetStateSerializer(connector.replica_sets.all(), many=True).data
+        return Response({"name": connector.name, "desired_state": connector.desired_state, "running": running,
+                         "replica_sets": states})
+
+    @extend_schema(summary="Committed position per replica set (read from Kafka)",
+                   responses={200: s.OffsetsSerializer, 503: ERROR})
+    @action(detail=True, methods=["get"])
+    def offsets(self, request, name=None):
+        connector = self.get_object()
+        records = run(services.read_offsets, connector)
+        return Response({
+            "name": connector.name,
+            "topic": offset_views.offsets_topic(connector)[0],
+            "offsets": [offset_views.describe(records[rs]) for rs in sorted(records)],
+        })
+
+    @extend_schema(
+        summary="Reset offsets (admin): to latest, a timestamp, a resume token, a new snapshot, or the start",
+        request=s.OffsetResetSerializer,
+        parameters=[OpenApiParameter("stop", bool, description="Same as the body's stop")],
+        responses={200: s.OffsetsSerializer, 400: ERROR, 409: ERROR, 503: ERROR},
+    )
+    @action(detail=True, methods=["post"], url_path="offsets/reset")
+    def reset_offsets(self, request, name=None):
+        connector = self.get_object()
+        body = s.OffsetResetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        stop = data["stop"] or request.query_params.get("stop", "").lower() in ("1", "true", "yes")
+        written = run(
+            services.reset_offsets, connector, data["mode"], user=request.user, source="api",
+            replica_sets=data.get("replica_sets"), timestamp=data.get("timestamp"),
+            token=data.get("resume_token"), stop=stop,
+        )
+        shown = [offset_views.describe(r) if hasattr(r, "startup") else {"replica_set": r.replica_set}
+                 for r in written]
+        return Response({"name": connector.name, "topic": offset_views.offsets_topic(connector)[0],
+                         "offsets": shown})
+
+
+@extend_schema_view(
+    list=extend_schema(summary="A connector's filter rows"),
+    create=extend_schema(summary="Add a filter row (admin)"),
+    update=extend_schema(summary="Replace a filter row (admin)"),
+    partial_update=extend_schema(summary="Change a filter row (admin)"),
+    destroy=extend_schema(summary="Remove a filter row (admin)"),
+)
+class FilterViewSet(viewsets.ModelViewSet):
+    serializer_class = s.FilterSerializer
+    permission_classes = [RolePermission]
+
+    def connector(self) -> Connector:
+        if not hasattr(self, "_connector"):
+            self._connector = get_object_or_404(Connector, name=self.kwargs["connector_name"])
+        return self._connector
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Connector.objects.none()
+        return self.connector().filters.order_by("kind", "position", "id")
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False):
+            context["connector"] = self.connector()
+        return context
+
+    def perform_create(self, serializer):
+        serializer.instance = run(services.save_filter, self.connector(), None, dict(serializer.validated_data),
+                                  user=self.request.user, source="api")
+
+    def perform_update(self, serializer):
+        serializer.instance = run(services.save_filter, self.connector(), serializer.instance,
+                                  dict(serializer.validated_data), user=self.request.user, source="api")
+
+    def perform_destroy(self, instance):
+        run(services.delete_filter, instance, user=self.request.user, source="api")
+
+
+class AuditPagination(LimitOffsetPagination):
+    default_limit = 100
+    max_limit = 1000
+
+
+@extend_schema_view(list=extend_schema(summary="Audit log, newest first (filter with ?target= and ?action=)"))
+class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.AuditEntrySerializer
+    permission_classes = [RolePermission]
+    pagination_class = AuditPagination
+
+    def get_queryset(self):
+        entries = AuditEntry.objects.all()
+        params = getattr(self.request, "query_params", {})
+        if params.get("target"):
+            entries = entries.filter(target=params["target"])
+        if params.get("action"):
+            entries = entries.filter(action__startswith=params["action"])
+        return entries
+
+
+class MeView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(summary="The calling user and their role",
+                   responses={200: {"type": "object", "properties": {"username": {"type": "string"},
+                                                                     "role": {"type": "string", "nullable": True}}}})
+    def get(self, request):
+        return Response({"username": request.user.get_username(), "role": highest_role(request.user)})

@@ -1,0 +1,309 @@
+"""The Kafka Connect REST API (connectors, status, pause/resume/stop/restart, KIP-875 offsets) over our models, so
+Connect tooling and scripts work unchanged. Shapes and status codes follow Kafka Connect; writes go through
+web.connectors.services (audited as source "connect"). Roles: reads viewer, lifecycle operator, the rest admin."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+from rest_framework import status
+from rest_framework.authentication import BasicAuthentication, SessionAuthentication, TokenAuthentication
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
+from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
+from web.accounts.roles import ADMIN, OPERATOR, VIEWER
+from web.connectors import drafts, services
+from web.connectors import properties as props
+from web.connectors.api.permissions import RolePermission
+from web.connectors.connect import shapes
+from web.connectors.connect.errors import ConnectError, connect_exception_handler
+from web.connectors.models import Connector, DesiredState, Phase
+from web.connectors.offsets import connect_partition
+
+INITIAL_STATES = {"RUNNING": DesiredState.RUNNING, "PAUSED": DesiredState.PAUSED, "STOPPED": DesiredState.STOPPED}
+NOT_STOPPED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
+    "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+)
+
+
+class ConnectView(APIView):
+    authentication_classes = [BasicAuthentication, TokenAuthentication, SessionAuthentication]
+    permission_classes = [RolePermission]
+    schema = None  # a compatibility surface, documented in docs/api.md rather than the OpenAPI schema
+    action_roles: dict[str, str] = {}
+
+    def get_exception_handler(self):
+        return connect_exception_handler
+
+    def connector(self, name: str) -> Connector:
+        connector = Connector.objects.filter(name=name).first()
+        if connector is None:
+            raise ConnectError(404, f"Connector {name} not found")
+        return connector
+
+    def call(self, function, *args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except services.ServiceError as error:
+            raise ConnectError(error.status_code, str(error)) from None
+
+
+def config_body(data) -> dict:
+    if not isinstance(data, dict):
+        raise ConnectError(400, "the request body must be a JSON object")
+    return data
+
+
+def check_name(url_name: str, config: dict) -> dict:
+    included = config.get("name")
+    if included is not None and included != url_name:
+        raise ConnectError(400, f"Connector name configuration ({included}) doesn't match connector name in the URL "
+                                f"({url_name})")
+    return {**config, "name": url_name}
+
+
+def prepare(config: dict, current: Connector | None = None):
+    try:
+        return drafts.prepare(config, current)
+    except drafts.InvalidConfiguration as error:
+        raise ConnectError(400, shapes.invalid_config_message(error.problems)) from None
+
+
+def no_content() -> HttpResponse:
+    return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+
+
+def accepted() -> HttpResponse:
+    return HttpResponse(status=status.HTTP_202_ACCEPTED)
+
+
+class RootView(ConnectView):
+    def get(self, request):
+        return Response({"version": "cdcplatform-0.1.0", "commit": "", "kafka_cluster_id": None})
+
+
+class PluginsView(ConnectView):
+    def get(self, request):
+        return Response([{"class": DEBEZIUM_CONNECTOR_CLASS, "type": "source", "version": "cdcplatform-0.1.0"}])
+
+
+class ValidateView(ConnectView):
+    """PUT /connector-plugins/{plugin}/config/validate: every property with its errors (ConfigInfos)."""
+
+    action_roles = {"PUT": VIEWER}
+
+    def put(self, request, plugin):
+        config = config_body(request.data)
+        problems = drafts.check(config)
+        errors: dict[str, list[str]] = {}
+        for problem in problems:
+            errors.setdefault(problem.property, []).append(problem.message)
+        masked = props.mask(config)  # property names carry hashing salts: list the masked ones
+        names = list(dict.fromkeys([*masked, *errors]))
+        configs = [
+            {
+                "definition": {"name": name, "type": "STRING", "required": False, "default_value": None,
+                               "importance": "MEDIUM", "documentation": "", "group": "Common", "width": "MEDIUM",
+                               "display_name": name, "dependents": [], "order": index},
+                "value": {"name": name, "value": shapes.as_string(masked[name]) if name in masked else None,
+                          "recommended_values": [], "errors": errors.get(name, []), "visible": True},
+            }
+            for index, name in enumerate(names)
+        ]
+        return Response({"name": config.get("connector.class", plugin), "error_count": len(problems),
+                         "groups": ["Common"], "configs": configs})
+
+
+class ConnectorsView(ConnectView):
+    action_roles = {"GET": VIEWER, "POST": ADMIN}
+
+    def get(self, request):
+        connectors = Connector.objects.prefetch_related("filters", "replica_sets").order_by("name")
+        expand = request.query_params.getlist("expand")
+        if not expand:
+            return Response([c.name for c in connectors])
+        out = {}
+        for connector in connectors:
+            entry = {}
+            if "status" in expand:
+                entry["status"] = shapes.status(connector)
+            if "info" in expand:
+                entry["info"] = shapes.info(connector)
+            out[connector.name] = entry
+        return Response(out)
+
+    def post(self, request):
+        body = config_body(request.data)
+        name = body.get("name")
+        name = name.strip() if isinstance(name, str) else ""
+        config = body.get("config")
+        if not isinstance(config, dict):
+            raise ConnectError(400, "Connector config must be a JSON object of properties")
+        initial = body.get("initial_state", "RUNNING")
+        if initial not in INITIAL_STATES:
+            raise ConnectError(400, f"Invalid initial state {initial!r}; use RUNNING, PAUSED or STOPPED")
+        config = check_name(name, config)
+        if Connector.objects.filter(name=name).exists():
+            raise ConnectError(409, f"Connector {name} already exists")
+        parts = prepare(config)
+        connector = self.call(services.create_connector, parts, user=request.user, source="connect",
+                              desired_state=INITIAL_STATES[initial])
+        response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)
+        response["Location"] = request.build_absolute_uri(f"/connect/connectors/{connector.name}")
+        return response
+
+
+class ConnectorView(ConnectView):
+    action_roles = {"GET": VIEWER, "DELETE": ADMIN}
+
+    def get(self, request, name):
+        return Response(shapes.info(self.connector(name)))
+
+    def delete(self, request, name):
+        self.call(services.delete_connector, self.connector(name), user=request.user, source="connect")
+        return no_content()
+
+
+class ConfigView(ConnectView):
+    action_roles = {"GET": VIEWER, "PUT": ADMIN}
+
+    def get(self, request, name):
+        return Response(shapes.config(self.connector(name)))
+
+    def put(self, request, name):
+        config = check_name(name, config_body(request.data))
+        current = Connector.objects.filter(name=name).first()
+        parts = prepare(config, current)
+        if current is None:
+            connector = self.call(services.create_connector, parts, user=request.user, source="connect")
+            response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)
+            response["Location"] = request.build_absolute_uri(f"/connect/connectors/{name}")
+            return response
+        connector = self.call(services.update_connector, current, parts, user=request.user, source="connect")
+        return Response(shapes.info(connector))
+
+
+class StatusView(ConnectView):
+    def get(self, request, name):
+        return Response(shapes.status(self.connector(name)))
+
+
+class TasksView(ConnectView):
+    def get(self, request, name):
+        connector = self.connector(name)
+        config = shapes.config(connector)
+        return Response([
+            {"id": {"connector": name, "task": index}, "config": {**config, "replica.set": state.replica_set}}
+            for index, state in enumerate(shapes.replica_sets(connector))
+        ])
+
+
+class TaskStatusView(ConnectView):
+    def get(self, request, name, task):
+        connector, task = self.connector(name), int(task)
+        states = shapes.replica_sets(connector)
+        if not 0 <= task < len(states):
+            raise ConnectError(404, f"Task {name}-{task} not found")
+        return Response(shapes.task_status(connector, task, states[task]))
+
+
+def _flag(request, name: str) -> bool:
+    return request.query_params.get(name, "false").lower() == "true"
+
+
+class RestartView(ConnectView):
+    action_roles = {"POST": OPERATOR}
+
+    def post(self, request, name):
+        connector = self.connector(name)
+        include_tasks, only_failed = _flag(request, "includeTasks"), _flag(request, "onlyFailed")
+        if not include_tasks and not only_failed:
+            self.call(services.request_restart, connector, user=request.user, source="connect")
+            return no_content()
+        states = shapes.replica_sets(connector)
+        targets = [s.replica_set for s in states if not only_failed or s.phase == Phase.FAILED]
+        if include_tasks and only_failed:
+            for replica_set in targets:
+                self.call(services.request_restart, connector, user=request.user, source="connect",
+                          replica_set=replica_set)
+        else:
+            self.call(services.request_restart, connector, user=request.user, source="connect")
+            targets = [s.replica_set for s in states] if include_tasks else []
+        return Response(shapes.status(connector, frozenset(targets)), status=status.HTTP_202_ACCEPTED)
+
+
+class StateView(ConnectView):
+    action_roles = {"PUT": OPERATOR}
+    state: str = DesiredState.RUNNING
+    no_content = False
+
+    def put(self, request, name):
+        self.call(services.request_state, self.connector(name), self.state, user=request.user, source="connect")
+        return no_content() if self.no_content else accepted()
+
+
+class PauseView(StateView):
+    state = DesiredState.PAUSED
+
+
+class ResumeView(StateView):
+    state = DesiredState.RUNNING
+
+
+class StopView(StateView):
+    state = DesiredState.STOPPED
+    no_content = True
+
+
+class OffsetsView(ConnectView):
+    """KIP-875: GET the offsets; PATCH (alter) and DELETE (reset) them while the connector is STOPPED."""
+
+    action_roles = {"GET": VIEWER, "PATCH": ADMIN, "DELETE": ADMIN}
+
+    def get(self, request, name):
+        connector = self.connector(name)
+        records = self.call(services.read_offsets, connector)
+        return Response({"offsets": [connect_partition(records[rs]) for rs in sorted(records)]})
+
+    def _stopped(self, name: str) -> Connector:
+        connector = self.connector(name)
+        if connector.desired_state != DesiredState.STOPPED:
+            raise ConnectError(400, NOT_STOPPED.format(name=name))
+        return connector
+
+    def patch(self, request, name):
+        connector = self._stopped(name)
+        entries = config_body(request.data).get("offsets")
+        if not isinstance(entries, list) or not entries:
+            raise ConnectError(400, "Partitions / offsets cannot be empty for an alter offsets request")
+        records = [self._record(name, entry) for entry in entries]
+        self.call(services.alter_offsets, connector, records, user=request.user, source="connect")
+        return Response({"message": "The offsets for this connector have been altered successfully"})
+
+    def delete(self, request, name):
+        connector = self._stopped(name)
+        current = self.call(services.read_offsets, connector)
+        records = [OffsetTombstone(name, rs) for rs in services.known_replica_sets(connector, current)]
+        if records:
+            self.call(services.alter_offsets, connector, records, user=request.user, source="connect")
+        return Response({"message": "The offsets for this connector have been reset successfully"})
+
+    @staticmethod
+    def _record(name: str, entry) -> OffsetRecord | OffsetTombstone:
+        partition = entry.get("partition") if isinstance(entry, dict) else None
+        replica_set = partition.get("rs") if isinstance(partition, dict) else None
+        if not isinstance(replica_set, str) or not replica_set:
+            raise ConnectError(400, 'Each partition must be {"rs": "<replica set name>"}')
+        offset = entry.get("offset")
+        if offset is None:
+            return OffsetTombstone(name, replica_set)
+        if not isinstance(offset, dict):
+            raise ConnectError(400, f"The offset of partition {replica_set} must be a JSON object or null")
+        try:
+            return OffsetRecord.from_kafka(encode_key(name, replica_set), json.dumps(offset).encode())
+        except OffsetDecodeError as error:
+            raise ConnectError(400, f"Invalid offset for partition {replica_set}: {error}") from None

@@ -1,0 +1,330 @@
+"""Control-plane operations. Each records the desired state in the database, writes an audit entry and, once the
+transaction commits, tells running pipelines through `workers.control.notify` (Redis pub/sub, heard within a
+second). The worker side (supervisor, pipeline tasks) reconciles desired and observed state; the hooks it must
+honour are listed in docs/api.md ("Worker contract").
+
+Views, the Kafka Connect surface, the admin and the management commands call these functions and nothing else
+that writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis
+from bson import Timestamp
+from confluent_kafka import KafkaException
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
+from web.connectors import audit, drafts
+from web.connectors import offsets as offset_views
+from web.connectors import properties as props
+from web.connectors.definitions import describe, flat_of, save_parts
+from web.connectors.models import (
+    Connector,
+    ConnectorFilter,
+    DesiredState,
+    Phase,
+    ReplicaSetState,
+    SnapshotRequest,
+)
+from workers import control
+
+log = logging.getLogger(__name__)
+
+STATE_COMMANDS = {DesiredState.RUNNING: "resume", DesiredState.PAUSED: "pause", DesiredState.STOPPED: "stop"}
+STATE_ACTIONS = {DesiredState.RUNNING: "resume", DesiredState.PAUSED: "pause", DesiredState.STOPPED: "stop"}
+
+
+class ServiceError(Exception):
+    status_code = 400
+
+
+class AlreadyExists(ServiceError):
+    status_code = 409
+
+
+class PipelineRunning(ServiceError):
+    status_code = 409
+
+    def __init__(self, message: str, running: dict[str, str]):
+        super().__init__(message)
+        self.running = running
+
+
+class Unavailable(ServiceError):
+    status_code = 503
+
+
+def _target(connector: Connector | str) -> str:
+    return f"connector:{connector if isinstance(connector, str) else connector.name}"
+
+
+def _notify_on_commit(name: str, command: str, payload: dict | None = None, replica_set: str | None = None) -> None:
+    transaction.on_commit(lambda: control.notify(name, command, payload, replica_set=replica_set))
+
+
+# --- definitions ------------------------------------------------------------------------------------------------
+
+def create_connector(parts: props.Parts, *, user, source: str,
+                     desired_state: str = DesiredState.RUNNING) -> Connector:
+    if Connector.objects.filter(name=parts.name).exists():
+        raise AlreadyExists(f"Connector {parts.name} already exists")
+    try:
+        with transaction.atomic():
+            connector = save_parts(Connector(desired_state=desired_state), parts, user)
+            audit.record(user, source, "connector.create", _target(connector), None, describe(connector))
+    except IntegrityError:
+        raise AlreadyExists(f"Connector {parts.name} already exists") from None
+    log.info("connector %s created (desired state %s)", connector.name, connector.desired_state)
+    return connector
+
+
+def update_connector(connector: Connector, parts: props.Parts, *, user, source: str,
+                     desired_state: str | None = None) -> Connector:
+    """Replaces the configuration; a running connector is restarted to pick it up (as Kafka Connect does)."""
+    if parts.name != connector.name:
+        raise ServiceError(f"a connector cannot be renamed ({connector.name} -> {parts.name}); create a new one")
+    with transaction.atomic():
+        before, old_flat, old_state = describe(connector), flat_of(connector), connector.desired_state
+        if desired_state:
+            connector.desired_state = desired_state
+        save_parts(connector, parts, user)
+        changed = flat_of(connector) != old_flat
+        if changed or connector.desired_state != old_state:
+            audit.record(user, source, "connector.update", _target(connector), before, describe(connector))
+        if connector.desired_state != old_state:
+            _notify_on_commit(connector.name, STATE_COMMANDS[connector.desired_state])
+        elif changed and connector.desired_state == DesiredState.RUNNING:
+            _notify_on_commit(connector.name, "restart", {"reason": "configuration changed"})
+    return connector
+
+
+def delete_connector(connector: Connector, *, user, source: str) -> None:
+    name = connector.name
+    with transaction.atomic():
+        before = describe(connector)
+        connector.delete()
+        audit.record(user, source, "connector.delete", _target(name), before, None)
+        _notify_on_commit(name, "delete")
+
+
+# --- filter rows (validated by the caller against the composed configuration) -----------------------------------
+
+def save_filter(connector: Connector, row: ConnectorFilter | None, fields: dict[str, Any], *, user,
+                source: str) -> ConnectorFilter:
+    """Creates (row=None) or changes one filter row; a running connector restarts to apply it."""
+    with transaction.atomic():
+        before = describe(connector)
+        if row is None:
+            if "position" not in fields:
+                last = connector.filters.filter(kind=fields["kind"]).order_by("-position").first()
+                fields = {**fields, "position": last.position + 1 if last else 0}
+            row = ConnectorFilter.objects.create(connector=connector, **fields)
+            action = "filter.create"
+        else:
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.save()
+            action = "filter.update"
+        _config_changed(connector, action, before, user=user, source=source)
+    return row
+
+
+def delete_filter(row: ConnectorFilter, *, user, source: str) -> None:
+    connector = row.connector
+    problems = drafts.check_rows(connector, drafts.rows_of(connector.filters.exclude(pk=row.pk)))
+    if problems:
+        raise ServiceError("; ".join(problem.message for problem in problems))
+    with transaction.atomic():
+        before = describe(connector)
+        row.delete()
+        _config_changed(connector, "filter.delete", before, user=user, source=source)
+
+
+def _config_changed(connector: Connector, action: str, before: dict, *, user, source: str) -> None:
+    connector.updated_by = user if getattr(user, "is_authenticated", False) else None
+    connector.save(update_fields=["updated_by", "updated_at"])
+    audit.record(user, source, action, _target(connector), before, describe(connector))
+    if connector.desired_state == DesiredState.RUNNING:
+        _notify_on_commit(connector.name, "restart", {"reason": "filters changed"})
+
+
+# --- desired state ------------------------------------------------------------------------------------------------
+
+def request_state(connector: Connector, state: str, *, user, source: str) -> Connector:
+    """Records the desired state (running, paused, stopped) and tells the running pipelines."""
+    state = DesiredState(state)
+    with transaction.atomic():
+        previous = connector.desired_state
+        connector.desired_state = state
+        connector.updated_by = user if getattr(user, "is_authenticated", False) else None
+        connector.save(update_fields=["desired_state", "updated_by", "updated_at"])
+        audit.record(user, source, f"connector.{STATE_ACTIONS[state]}", _target(connector),
+                     {"desired_state": previous}, {"desired_state": state.value})
+        _notify_on_commit(connector.name, STATE_COMMANDS[state])
+    return connector
+
+
+def request_restart(connector: Connector, *, user, source: str, replica_set: str | None = None) -> None:
+    """Stops the running pipelines; the supervisor starts them again while the desired state is running."""
+    with transaction.atomic():
+        audit.record(user, source, "connector.restart", _target(connector), None,
+                     {"replica_set": replica_set} if replica_set else None)
+        _notify_on_commit(connector.name, "restart", replica_set=replica_set)
+
+
+def request_snapshot(connector: Connector, collections: list[str], query: str = "", *, user,
+                     source: str) -> SnapshotRequest:
+    """Asks for an ad-hoc incremental snapshot of `collections` (optionally only documents matching `query`)."""
+    with transaction.atomic():
+        request = SnapshotRequest.objects.create(
+            connector=connector, collections=list(collections), filter=query or "",
+            requested_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        audit.record(user, source, "connector.snapshot", _target(connector), None,
+                     {"request": request.pk, "collections": list(collections), "filter": query or None})
+        payload = {"request_id": request.pk, "collections": list(collections), "filter": query or None}
+        _notify_on_commit(connector.name, "snapshot", payload)
+    return request
+
+
+# --- observed state (called by the worker side) ---------------------------------------------------------------------
+
+def report_observed(connector_name: str, replica_set: str, *, worker: str, phase: str,
+                    metrics: dict | None = None, error: str | None = None) -> ReplicaSetState | None:
+    """Stores what a worker reports about one pipeline. None when the connector was deleted meanwhile."""
+    phase = Phase(phase)
+    now = timezone.now()
+    connector = Connector.objects.filter(name=connector_name).first()
+    if connector is None:
+        return None
+    state, created = ReplicaSetState.objects.get_or_create(
+        connector=connector, replica_set=replica_set, defaults={"since": now, "phase": phase}
+    )
+    if not created and state.phase != phase:
+        state.since = now
+    state.phase, state.worker, state.heartbeat_at = phase, worker, now
+    if metrics is not None:
+        state.metrics = metrics
+    if error is not None:  # kept after recovery: it is the *last* error
+        state.last_error = error
+    state.save()
+    return state
+
+
+# --- offsets -----------------------------------------------------------------------------------------------------
+
+def running_pipelines(connector: Connector) -> dict[str, str]:
+    try:
+        return control.running_pipelines(connector.name)
+    except redis.RedisError as error:
+        raise Unavailable(f"cannot tell whether the pipeline runs: Redis is unreachable ({error})") from None
+
+
+def read_offsets(connector: Connector) -> dict[str, OffsetRecord]:
+    try:
+        return offset_views.store_for(connector).load(connector.name)
+    except (OffsetStoreError, KafkaException) as error:
+        raise Unavailable(f"cannot read offsets from Kafka: {error}") from None
+
+
+def known_replica_sets(connector: Connector, offsets: dict[str, Any]) -> list[str]:
+    observed = connector.replica_sets.values_list("replica_set", flat=True)
+    return sorted(set(offsets) | set(observed))
+
+
+def ensure_stopped(connector: Connector, *, stop: bool, user, source: str) -> None:
+    """Raises PipelineRunning unless the pipeline is stopped (or paused) and holds no lease; with stop=True it is
+    stopped first and this waits up to CDC_STOP_WAIT_SECONDS for its final commit."""
+    running = running_pipelines(connector)
+    if connector.desired_state != DesiredState.RUNNING and not running:
+        return
+    if not stop:
+        where = ", ".join(f"{rs} on {worker}" for rs, worker in sorted(running.items())) or "desired state running"
+        raise PipelineRunning(
+            f"the pipeline of {connector.name} is running ({where}); stop it first or pass stop=true", running
+        )
+    if connector.desired_state != DesiredState.STOPPED:
+        request_state(connector, DesiredState.STOPPED, user=user, source=source)
+    elif running:
+        control.notify(connector.name, "stop")
+    try:
+        stopped = control.wait_until_stopped(connector.name, settings.CDC_STOP_WAIT_SECONDS)
+    except redis.RedisError as error:
+        raise Unavailable(f"cannot tell whether the pipeline stopped: Redis is unreachable ({error})") from None
+    if not stopped:
+        raise PipelineRunning(
+            f"asked {connector.name} to stop, but it still runs after {settings.CDC_STOP_WAIT_SECONDS:g}s; retry",
+            running_pipelines(connector),
+        )
+
+
+def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica_sets: list[str] | None = None,
+                  timestamp: Timestamp | None = None, token: dict | None = None,
+                  stop: bool = False) -> list[OffsetRecord | OffsetTombstone]:
+    """Writes a reset for each replica set (default: every one known), obeyed at the pipeline's next start.
+
+    mode: latest | timestamp (needs `timestamp`) | token (needs `token`) | snapshot | initial (delete the offset).
+    """
+    if mode not in offset_views.RESET_MODES:
+        raise ServiceError(f"unknown reset mode {mode!r}; use one of {', '.join(offset_views.RESET_MODES)}")
+    if mode == "timestamp" and timestamp is None:
+        raise ServiceError("mode=timestamp needs a timestamp")
+    if mode == "token" and not token:
+        raise ServiceError("mode=token needs a resume token")
+    ensure_stopped(connector, stop=stop, user=user, source=source)
+    current = read_offsets(connector)
+    targets = list(replica_sets or known_replica_sets(connector, current))
+    if not targets:
+        raise ServiceError(
+            f"no replica set of {connector.name} is known yet (no offset, never ran); name one with replica_set"
+        )
+    store = offset_views.store_for(connector)
+    requested_by = user.get_username() if getattr(user, "is_authenticated", False) else source
+    written: list[OffsetRecord | OffsetTombstone] = []
+    try:
+        for rs in targets:
+            if mode == "latest":
+                written.append(store.reset_to_latest(connector.name, rs, requested_by))
+            elif mode == "timestamp":
+                written.append(store.reset_to_timestamp(connector.name, rs, timestamp, requested_by))
+            elif mode == "token":
+                written.append(store.reset_to_token(connector.name, rs, token, requested_by))
+            elif mode == "snapshot":
+                written.append(store.request_resnapshot(connector.name, rs, requested_by))
+            else:
+                store.delete(connector.name, rs)
+                written.append(OffsetTombstone(connector.name, rs))
+    except (OffsetStoreError, KafkaException) as error:
+        raise Unavailable(f"writing the reset to Kafka failed: {error}") from None
+    _audit_offsets(connector, f"offsets.reset.{mode}", current, written, user=user, source=source)
+    return written
+
+
+def alter_offsets(connector: Connector, records: list[OffsetRecord | OffsetTombstone], *, user,
+                  source: str) -> None:
+    """Writes the given offset records as they are (Kafka Connect PATCH/DELETE offsets)."""
+    ensure_stopped(connector, stop=False, user=user, source=source)
+    current = read_offsets(connector)
+    store = offset_views.store_for(connector)
+    try:
+        for record in records:
+            store.write(record)
+    except (OffsetStoreError, KafkaException) as error:
+        raise Unavailable(f"writing offsets to Kafka failed: {error}") from None
+    _audit_offsets(connector, "offsets.alter", current, records, user=user, source=source)
+
+
+def _audit_offsets(connector, action, current, written, *, user, source) -> None:
+    touched = [record.replica_set for record in written]
+    before = {rs: offset_views.describe(current[rs]) if rs in current else None for rs in touched}
+    after = {
+        record.replica_set: offset_views.describe(record) if isinstance(record, OffsetRecord) else None
+        for record in written
+    }
+    audit.record(user, source, action, _target(connector), before, after)

@@ -1,0 +1,101 @@
+"""Control messages from the control plane to running pipelines, and which pipelines run right now.
+
+`notify(name, command, payload)` publishes `{"command", "connector", "replica_set", "payload", "sent_at_ms"}` as
+JSON on the Redis channel `cdc:control:<name>`; a running pipeline (workers.managed) listens there and acts within
+a second (pause, stop, restart and delete stop it with a final offset commit; snapshot starts an incremental
+snapshot). Publishing is fire-and-forget and never raises: the desired state in the database stays the truth, and
+the supervisor reconciles anything a lost message missed.
+
+`running_pipelines(name)` reads the Redis leases (workers.leases): a pipeline runs exactly while its lease is held.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+
+import redis
+
+from workers.leases import holder
+
+log = logging.getLogger(__name__)
+
+COMMANDS = ("pause", "resume", "stop", "restart", "delete", "snapshot", "start")
+_clients: dict[str, redis.Redis] = {}
+_lock = threading.Lock()
+
+
+def control_channel(connector: str) -> str:
+    return f"cdc:control:{connector}"
+
+
+def lease_pattern(connector: str) -> str:
+    return f"cdc:lease:{connector}:*"
+
+
+def redis_url() -> str:
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return settings.REDIS_URL
+    except ImportError:  # pragma: no cover - workers without Django
+        pass
+    from devstack import settings as devstack
+
+    return os.environ.get("REDIS_URL") or devstack.redis_url()
+
+
+def client() -> redis.Redis:
+    url = redis_url()
+    with _lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+        return _clients[url]
+
+
+def notify(name: str, command: str, payload: dict | None = None, *, replica_set: str | None = None) -> bool:
+    """Tells the running pipelines of connector `name` to `command`. True when Redis took the message."""
+    if command not in COMMANDS:
+        raise ValueError(f"unknown control command {command!r}; use one of {', '.join(COMMANDS)}")
+    message = {
+        "command": command,
+        "connector": name,
+        "replica_set": replica_set,
+        "payload": payload or {},
+        "sent_at_ms": int(time.time() * 1000),
+    }
+    try:
+        receivers = client().publish(control_channel(name), json.dumps(message, default=str))
+    except redis.RedisError as error:
+        log.warning("could not publish %s for connector %s: %s", command, name, error)
+        return False
+    log.info("sent %s to connector %s (%d listening)", command, name, receivers)
+    return True
+
+
+def running_pipelines(name: str) -> dict[str, str]:
+    """{replica set: worker} of the pipelines of `name` holding a lease now; raises redis.RedisError."""
+    found: dict[str, str] = {}
+    prefix = f"cdc:lease:{name}:"
+    redis_client = client()
+    for key in redis_client.scan_iter(match=lease_pattern(name), count=100):
+        key = key.decode() if isinstance(key, bytes) else key
+        worker = holder(redis_client, key)
+        if worker is not None:
+            found[key[len(prefix):]] = worker
+    return found
+
+
+def wait_until_stopped(name: str, timeout: float, interval: float = 0.1) -> bool:
+    """Waits until no pipeline of `name` holds a lease; False when some still do after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not running_pipelines(name):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
