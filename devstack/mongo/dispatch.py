@@ -170,7 +170,8 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
         reply["errorLabels"] = list(fp_labels)
     if info is not None and info.retryable_write and ctx.session is not None and ctx.txn is None \
             and ctx.txn_number is not None and reply.get("ok") and "writeConcernError" not in reply:
-        ctx.session.retry_results[ctx.txn_number] = {k: v for k, v in reply.items()}
+        # like mongod, only the session's latest retryable write can be retried: keep just that reply
+        ctx.session.retry_results = {ctx.txn_number: {k: v for k, v in reply.items()}}
     return _envelope(rs, reply, ctx.op_ts, ctx, member=member)
 
 

@@ -28,6 +28,7 @@ from devstack.mongo.transactions import TRANSIENT, Session, Transaction, TxnRegi
 log = logging.getLogger("devstack.mongo")
 
 PRIMARY, SECONDARY, DOWN = "PRIMARY", "SECONDARY", "DOWN"
+TXN_LIFETIME = 60.0
 STATE_CODES = {PRIMARY: 1, SECONDARY: 2, DOWN: 8}
 
 
@@ -441,8 +442,19 @@ class ReplicaSet:
                 self.log_noop("periodic noop")
 
     async def session_reaper(self):
+        """Expire idle sessions (30 min), abort transactions older than transactionLifetimeLimitSeconds (60 s),
+        and drop cursors idle for 10 minutes."""
+        tick = 0
         while True:
-            await asyncio.sleep(60)
+            await asyncio.sleep(5)
+            tick += 1
+            now = time.monotonic()
+            for txn in list(self.txns.open):
+                if now - txn.started > TXN_LIFETIME:
+                    self.abort_transaction(txn, CommandError(251, f"Transaction {txn.txn_number} has been aborted.",
+                                                             labels=[TRANSIENT]))
+            if tick % 12:
+                continue
             cutoff = time.monotonic() - 30 * 60
             for key, s in list(self.sessions.items()):
                 if s.last_use < cutoff:

@@ -1,0 +1,121 @@
+"""The CLI (a separate process, as `python -m devstack up` runs it) and persistence to a data directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from devstack.mongo import start_replica_set
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start_cli(*args):
+    proc = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--port", "0", "--noop-interval", "0", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    line = proc.stdout.readline().strip()
+    assert line.startswith("mongodb://"), proc.stderr.read()
+    return proc, line
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+
+
+def test_cli_prints_uri_and_stops_cleanly_on_sigterm():
+    proc, uri = _start_cli("--members", "3", "--replset", "clirs")
+    try:
+        assert uri.endswith("/?replicaSet=clirs") and uri.count(",") == 2
+        client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
+        client.t.c.insert_one({"x": 1})
+        assert len(client.secondaries) == 2
+        client.close()
+    finally:
+        _stop(proc)
+
+
+def test_cli_serves_several_replica_sets():
+    proc, first = _start_cli("--members", "1", "--replsets", "2")
+    try:
+        second = proc.stdout.readline().strip()
+        assert first.endswith("replicaSet=rs0") and second.endswith("replicaSet=rs1")
+        a, b = pymongo.MongoClient(first), pymongo.MongoClient(second)
+        a.t.c.insert_one({"in": "rs0"})
+        assert b.t.c.count_documents({}) == 0
+        assert a.admin.command("hello")["setName"] != b.admin.command("hello")["setName"]
+        a.close()
+        b.close()
+    finally:
+        _stop(proc)
+
+
+def test_cli_admin_commands_drive_faults_in_another_process():
+    proc, uri = _start_cli()
+    try:
+        client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
+        old = client.admin.command("emulatorStatus")["primary"]
+        client.admin.command("emulatorStepDown", seconds=5)
+        deadline = time.monotonic() + 10
+        while client.admin.command("emulatorStatus")["primary"] in (None, old) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.admin.command("emulatorStatus")["primary"] not in (None, old)
+        client.t.c.insert_one({"after": "stepdown"})
+        client.close()
+    finally:
+        _stop(proc)
+
+
+def test_data_directory_survives_a_restart_with_resume_tokens(tmp_path):
+    proc, uri = _start_cli("--data-dir", str(tmp_path), "--replset", "persist")
+    client = pymongo.MongoClient(uri)
+    coll = client.t.c
+    coll.create_index("k", unique=True)
+    with coll.watch() as stream:
+        coll.insert_one({"_id": 1, "k": "a"})
+        token = stream.next()["_id"]
+    coll.insert_one({"_id": 2, "k": "b"})
+    client.close()
+    _stop(proc)
+    assert (tmp_path / "persist" / "oplog.bson").exists()
+
+    proc, uri2 = _start_cli("--data-dir", str(tmp_path), "--replset", "persist")
+    try:
+        assert uri2 == uri          # the same ports again
+        client = pymongo.MongoClient(uri2)
+        coll = client.t.c
+        assert [d["_id"] for d in coll.find()] == [1, 2]
+        assert [i["name"] for i in coll.list_indexes()] == ["_id_", "k_1"]
+        with pytest.raises(pymongo.errors.DuplicateKeyError):
+            coll.insert_one({"k": "a"})
+        with coll.watch(resume_after=token) as stream:
+            assert stream.next()["documentKey"] == {"_id": 2}
+        hello = client.admin.command("hello")
+        assert int(hello["electionId"].binary[4:].hex(), 16) >= 2   # a new term after the restart
+        client.close()
+    finally:
+        _stop(proc)
+
+
+def test_in_process_checkpoint_and_reload(tmp_path):
+    rs = start_replica_set(members=1, data_dir=str(tmp_path), replset="inproc", noop_interval=0)
+    client = pymongo.MongoClient(rs.uri)
+    client.t.c.insert_many([{"_id": i} for i in range(10)])
+    client.close()
+    rs.checkpoint()
+    rs.stop()
+    rs2 = start_replica_set(members=1, data_dir=str(tmp_path), replset="inproc", noop_interval=0)
+    try:
+        client = pymongo.MongoClient(rs2.uri)
+        assert client.t.c.count_documents({}) == 10
+        client.close()
+    finally:
+        rs2.stop()
