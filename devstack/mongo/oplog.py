@@ -177,6 +177,8 @@ class Oplog:
             self.base_seq += drop
 
     def _wake(self):
+        if not self._waiters:
+            return
         waiters, self._waiters = self._waiters, []
         for fut in waiters:
             if not fut.done():

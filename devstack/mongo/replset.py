@@ -29,6 +29,7 @@ log = logging.getLogger("devstack.mongo")
 
 PRIMARY, SECONDARY, DOWN = "PRIMARY", "SECONDARY", "DOWN"
 TXN_LIFETIME = 60.0
+_EPOCH = datetime.datetime(1970, 1, 1)
 STATE_CODES = {PRIMARY: 1, SECONDARY: 2, DOWN: 8}
 
 
@@ -147,15 +148,17 @@ class ReplicaSet:
     def next_ts(self) -> Timestamp:
         now = int(time.time())
         last = self.last_ts
-        ts = Timestamp(now, 1) if now > last.time else Timestamp(last.time, last.inc + 1)
+        t = last.time
+        ts = Timestamp(now, 1) if now > t else Timestamp(t, last.inc + 1)
         self.last_ts = ts
-        if ts > self.cluster_time:
+        ct = self.cluster_time
+        if ts.time > ct.time or (ts.time == ct.time and ts.inc > ct.inc):
             self.cluster_time = ts
         return ts
 
     def wall_now(self) -> datetime.datetime:
-        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-        return now.replace(microsecond=(now.microsecond // 1000) * 1000)
+        """Now, at millisecond precision (what BSON dates carry), as a naive UTC datetime."""
+        return _EPOCH + datetime.timedelta(milliseconds=int(time.time() * 1000))
 
     def log_op(self, op: Op, lsid=None, txn_number=None, stmt_id=None) -> Entry:
         if stmt_id is not None:
