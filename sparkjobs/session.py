@@ -1,0 +1,181 @@
+"""A SparkSession configured for this platform's stack.
+
+- master: the ``master`` argument, else ``SPARK_MASTER``, else ``local[*]``. Under ``spark-submit`` the
+  master (and the driver's memory) are spark-submit's and are left alone.
+- Spark's Kafka source: ``spark.jars`` from ``SPARK_KAFKA_JARS`` (comma-separated paths) or the jars
+  devstack fetched (`devstack.spark.kafka_source_jars`); ``spark.jars.packages`` instead when
+  ``SPARK_KAFKA_PACKAGES`` is set (``online`` for the coordinate matching the installed pyspark, or an
+  explicit list of coordinates). A listed jar that does not exist is an error before any JVM starts.
+- sized for a 2-core machine: driver memory ``SPARK_DRIVER_MEMORY`` (1g), ``spark.sql.shuffle.partitions``
+  ``SPARK_SHUFFLE_PARTITIONS`` (4); the web UI and the console progress bar off (jobs report stage
+  progress as ``CDCJOB`` lines instead); session time zone UTC; local masters bind to 127.0.0.1.
+- the ``sparkjobs`` package is shipped to the executors (``addPyFile``), so the Python UDFs resolve on
+  any cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sparkjobs.errors import JobError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+
+def default_master() -> str:
+    return os.environ.get("SPARK_MASTER") or "local[*]"
+
+
+def under_spark_submit() -> bool:
+    """True when this Python process was started by spark-submit (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def scala_binary_version() -> str:
+    import pyspark
+
+    for jar in (Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar"):
+        return jar.name.split("_", 1)[1].split("-", 1)[0]
+    return "2.13"
+
+
+def kafka_packages() -> str | None:
+    """Maven coordinates for spark.jars.packages, when SPARK_KAFKA_PACKAGES asks for them."""
+    raw = os.environ.get("SPARK_KAFKA_PACKAGES", "").strip()
+    if not raw or raw.lower() in ("0", "false", "no", "off"):
+        return None
+    if raw.lower() in ("1", "true", "yes", "on", "online"):
+        import pyspark
+
+        return f"org.apache.spark:spark-sql-kafka-0-10_{scala_binary_version()}:{pyspark.__version__}"
+    return raw
+
+
+def kafka_jars() -> list[str]:
+    """Paths of the Kafka source jars; raises JobError naming a jar that is missing."""
+    raw = os.environ.get("SPARK_KAFKA_JARS", "").strip()
+    if raw:
+        jars = [part.strip() for part in raw.replace(os.pathsep, ",").split(",") if part.strip()]
+    else:
+        try:
+            from devstack.spark import kafka_source_jars
+        except ImportError:
+            raise JobError(
+                "no Kafka source jars: set SPARK_KAFKA_JARS to the spark-sql-kafka-0-10 jars, or "
+                "SPARK_KAFKA_PACKAGES=online to let Spark download them"
+            ) from None
+        try:
+            jars = [str(path) for path in kafka_source_jars()]
+        except Exception as error:  # devstack's StackError, a Maven failure, ...
+            raise JobError(f"could not fetch Spark's Kafka source jars: {error}") from error
+    missing = [jar for jar in jars if not Path(jar).is_file()]
+    if missing:
+        raise JobError(f"missing jar: {', '.join(missing)} (Spark's Kafka source cannot be loaded)")
+    if not jars:
+        raise JobError("SPARK_KAFKA_JARS lists no jar")
+    return jars
+
+
+def session_conf(master: str | None = None, app_name: str = "cdc-sparkjob") -> dict[str, str]:
+    """The configuration build_session applies (without starting anything)."""
+    conf: dict[str, str] = {
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        "spark.sql.execution.pythonUDF.arrow.enabled": "false",
+    }
+    if not under_spark_submit():
+        master = master or default_master()
+        conf["spark.master"] = master
+        conf["spark.driver.memory"] = os.environ.get("SPARK_DRIVER_MEMORY", "1g")
+        if master.startswith("local"):
+            conf["spark.driver.host"] = "127.0.0.1"
+            conf["spark.driver.bindAddress"] = "127.0.0.1"
+    packages = kafka_packages()
+    if packages:
+        conf["spark.jars.packages"] = packages
+    elif not under_spark_submit():
+        conf["spark.jars"] = ",".join(kafka_jars())
+    return conf
+
+
+def build_session(
+    master: str | None = None,
+    app_name: str = "cdc-sparkjob",
+    conf: Mapping[str, str] | None = None,
+    *,
+    log_level: str = "WARN",
+) -> SparkSession:
+    settings = session_conf(master, app_name)
+    settings.update(conf or {})
+    if settings.get("spark.master", "").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    ship_code(spark)
+    return spark
+
+
+def check_kafka_source(spark: SparkSession) -> None:
+    """Raise JobError unless Spark can load its Kafka source (the jars may be missing under spark-submit)."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "kafka", spark._jsparkSession.sessionState().conf()
+        )
+    except Exception as error:
+        raise JobError(
+            "Spark's Kafka source (spark-sql-kafka-0-10) is not on the classpath: launch through "
+            "`python -m sparkjobs.submit` (it passes --jars), or set SPARK_KAFKA_JARS / SPARK_KAFKA_PACKAGES"
+        ) from error
+
+
+_SHIPPED: dict[int, str] = {}
+
+
+def package_zip(directory: str | None = None) -> str:
+    """A zip of the sparkjobs package (sources only), for --py-files or addPyFile."""
+    target = Path(directory or tempfile.mkdtemp(prefix="sparkjobs-")) / "sparkjobs.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for source in sorted(PACKAGE_DIR.rglob("*.py")):
+            archive.write(source, Path("sparkjobs") / source.relative_to(PACKAGE_DIR))
+    return str(target)
+
+
+def ship_code(spark: SparkSession) -> None:
+    """Make ``sparkjobs`` importable on the executors (once per SparkContext)."""
+    context = spark.sparkContext
+    key = id(context._jsc)
+    if key in _SHIPPED:
+        return
+    if "sparkjobs.zip" in (context.getConf().get("spark.submit.pyFiles") or ""):
+        _SHIPPED[key] = "spark-submit"
+        return
+    path = package_zip()
+    context.addPyFile(path)
+    _SHIPPED[key] = path
+
+
+def cleanup_shipped() -> None:
+    for path in _SHIPPED.values():
+        if path.endswith("sparkjobs.zip"):
+            shutil.rmtree(Path(path).parent, ignore_errors=True)
+    _SHIPPED.clear()

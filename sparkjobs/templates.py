@@ -1,0 +1,508 @@
+"""The job templates: latest_state, stats, sql, script. Each takes a JobContext and returns its outcome.
+
+Arguments every template reading topics accepts (JSON; see docs/spark.md for the whole contract):
+``topics`` or ``topic_pattern``, ``bootstrap_servers``, ``starting_offsets`` / ``ending_offsets``,
+``starting_timestamp`` / ``ending_timestamp``, ``kafka_options``, ``flattened_prefix``, ``preview_rows``,
+``output_path``. Streaming (``mode: "stream"``; latest_state and stats): ``checkpoint_path``,
+``trigger`` (``"available_now"``: what is in the topics now, then stop — the default; or an interval
+such as ``"10 seconds"``: run until cancelled), ``max_batches``, ``timeout_s``,
+``max_offsets_per_trigger``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkjobs import output
+from sparkjobs.errors import InvalidArguments, JobCancelled, JobError
+from sparkjobs.events import parse_events
+from sparkjobs.latest_state import latest_state
+from sparkjobs.stats import change_stats, merge_stats, ordered
+from sparkjobs.topics import TopicSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class JobContext:
+    spark: SparkSession
+    args: dict[str, Any]
+    reporter: output.Reporter
+    source: TopicSource | None = None
+    topics: list[str] = field(default_factory=list)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def preview_rows(self) -> int:
+        return int(self.args.get("preview_rows", output.PREVIEW_ROWS))
+
+    @property
+    def flattened_prefix(self) -> str:
+        return str(self.args.get("flattened_prefix", "__"))
+
+    def emit(self, **fields: Any) -> None:
+        self.reporter.emit(**fields)
+
+    def events(self, source: TopicSource | None = None, *, streaming: bool = False) -> DataFrame:
+        source = source or self.source
+        return parse_events(source.read(self.spark, streaming=streaming), flattened_prefix=self.flattened_prefix)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    run: Callable[[JobContext], dict[str, Any]]
+    validate: Callable[[dict[str, Any]], None]
+    reads_topics: str = "required"  # "required" | "optional"
+
+
+# --- argument helpers -----------------------------------------------------------------------------
+
+
+def _bool(args: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    value = args.get(name, default)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise InvalidArguments(f"`{name}` must be true or false, not {value!r}")
+
+
+def _mode(args: Mapping[str, Any]) -> str:
+    mode = args.get("mode", "batch")
+    if mode not in ("batch", "stream"):
+        raise InvalidArguments(f"`mode` must be 'batch' or 'stream', not {mode!r}")
+    if mode == "stream":
+        if not args.get("checkpoint_path"):
+            raise InvalidArguments("`mode: stream` needs `checkpoint_path` (where Spark keeps its progress)")
+        if not args.get("output_path"):
+            raise InvalidArguments("`mode: stream` needs `output_path`")
+        if args.get("ending_offsets") is not None or args.get("ending_timestamp") is not None:
+            raise InvalidArguments("a stream has no end: drop `ending_offsets` / `ending_timestamp`")
+        _trigger(args)
+    return mode
+
+
+_INTERVAL = re.compile(r"^\s*\d+(\.\d+)?\s*(milliseconds?|ms|seconds?|s|minutes?|min|hours?|h)\s*$", re.IGNORECASE)
+
+
+def _trigger(args: Mapping[str, Any]) -> dict[str, Any]:
+    trigger = args.get("trigger", "available_now")
+    if trigger in ("available_now", "availableNow"):
+        return {"availableNow": True}
+    if isinstance(trigger, str) and _INTERVAL.match(trigger):
+        return {"processingTime": trigger.strip()}
+    raise InvalidArguments(f"`trigger` must be 'available_now' or an interval such as '10 seconds', not {trigger!r}")
+
+
+def _positive(args: Mapping[str, Any], name: str) -> float | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArguments(f"`{name}` must be a number, not {value!r}") from None
+    if number <= 0:
+        raise InvalidArguments(f"`{name}` must be positive")
+    return number
+
+
+# --- streaming ------------------------------------------------------------------------------------
+
+
+def run_stream(ctx: JobContext, process: Callable[[DataFrame, int], dict[str, Any] | None]) -> dict[str, Any]:
+    """Run ``process(parsed_batch, batch_id)`` over a checkpointed stream; returns batch totals.
+
+    Stops at the end of the topics (``available_now``), after ``max_batches`` processed batches,
+    after ``timeout_s``, or on cancellation. An error in a batch ends the run with that error.
+    """
+    args = ctx.args
+    totals = {"batches": 0, "rows_in": 0, "skipped_batches": 0}
+    failure: list[BaseException] = []
+    max_batches = _positive(args, "max_batches")
+    timeout = _positive(args, "timeout_s")
+
+    def on_batch(batch: DataFrame, batch_id: int) -> None:
+        try:
+            if ctx.cancelled.is_set():
+                raise JobCancelled()
+            events = parse_events(batch, flattened_prefix=ctx.flattened_prefix)
+            outcome = process(events, batch_id)
+            if outcome is None:
+                totals["skipped_batches"] += 1
+                return
+            totals["batches"] += 1
+            totals["rows_in"] += outcome.get("rows_in", 0)
+            ctx.emit(event="batch", batch_id=batch_id, **outcome)
+        except BaseException as error:
+            failure.append(error)
+            raise
+
+    writer = (
+        ctx.source.read(ctx.spark, streaming=True)
+        .writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", args["checkpoint_path"])
+        .trigger(**_trigger(args))
+    )
+    query = writer.start()
+    ctx.emit(event="stream", query_id=str(query.id), run_id=str(query.runId), checkpoint_path=args["checkpoint_path"])
+    started = time.monotonic()
+    try:
+        while query.isActive:
+            if max_batches is not None and totals["batches"] >= max_batches:
+                break
+            if timeout is not None and time.monotonic() - started >= timeout:
+                break
+            query.awaitTermination(0.5)
+    finally:
+        if query.isActive:
+            query.stop()
+    if failure:
+        raise failure[0]
+    error = query.exception()
+    if error is not None:
+        raise JobError(f"streaming query failed: {error}")
+    return totals
+
+
+def _latest_rows_for(ctx: JobContext, path: str) -> tuple[int, dict[str, Any]]:
+    written = ctx.spark.read.parquet(path)
+    visible = written.where(~written.deleted) if "deleted" in written.columns else written
+    return visible.count(), output.preview(visible.orderBy("topic", "id"), ctx.preview_rows)
+
+
+# --- latest_state ---------------------------------------------------------------------------------
+
+
+def _validate_latest(args: dict[str, Any]) -> None:
+    _mode(args)
+    if not args.get("output_path"):
+        raise InvalidArguments("`output_path` is required (where the Parquet state is written)")
+    _bool(args, "include_deleted")
+
+
+def run_latest_state(ctx: JobContext) -> dict[str, Any]:
+    args = ctx.args
+    path = args["output_path"]
+    if _mode(args) == "batch":
+        events = ctx.events().persist()
+        try:
+            rows_in = events.count()
+            ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
+            state = latest_state(
+                events, include_deleted=_bool(args, "include_deleted"), flattened_prefix=ctx.flattened_prefix
+            )
+            state.write.mode("overwrite").parquet(path)
+        finally:
+            events.unpersist()
+        rows_out, shown = _latest_rows_for(ctx, path)
+        return {"rows_in": rows_in, "rows_out": rows_out, "output_path": path, "preview": shown}
+
+    def process(events: DataFrame, batch_id: int) -> dict[str, Any] | None:
+        spark = events.sparkSession
+        versions = output.list_versions(spark, path)
+        if any(done and version >= batch_id for version, done in versions):
+            return None  # replayed after a crash: this batch is already in the state
+        events = events.persist()
+        try:
+            rows_in = events.count()
+            if rows_in == 0:
+                return None
+            previous = output.current_version(spark, path)
+            state = latest_state(
+                events,
+                previous_state=spark.read.parquet(previous) if previous else None,
+                include_deleted=True,
+                flattened_prefix=ctx.flattened_prefix,
+            )
+            target = output.write_version(state, path, batch_id)
+        finally:
+            events.unpersist()
+        live = spark.read.parquet(target).where("NOT deleted").count()
+        return {"rows_in": rows_in, "rows_out": live, "output_path": target}
+
+    totals = run_stream(ctx, process)
+    current = output.current_version(ctx.spark, path)
+    rows_out, shown = _latest_rows_for(ctx, current) if current else (0, output.preview(ctx.spark.range(0), 0))
+    return {**totals, "rows_out": rows_out, "output_path": current, "preview": shown}
+
+
+# --- stats ----------------------------------------------------------------------------------------
+
+
+def _stats_options(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "window": str(args.get("window", "1 minute")),
+        "slide": args.get("slide"),
+        "time_field": str(args.get("time_field", "source")),
+        "include_tombstones": _bool(args, "include_tombstones"),
+    }
+
+
+def _validate_stats(args: dict[str, Any]) -> None:
+    _mode(args)
+    options = _stats_options(args)
+    for name in ("window", "slide"):
+        value = options[name]
+        if value is not None and not _INTERVAL.match(str(value)):
+            raise InvalidArguments(f"`{name}` must be an interval such as '1 minute', not {value!r}")
+    if options["time_field"] not in ("source", "capture", "kafka"):
+        raise InvalidArguments("`time_field` must be source, capture or kafka")
+
+
+def _totals(stats: DataFrame) -> dict[str, int]:
+    return {row["op"]: int(row["n"]) for row in stats.groupBy("op").agg({"events": "sum"}).toDF("op", "n").collect()}
+
+
+def run_stats(ctx: JobContext) -> dict[str, Any]:
+    args = ctx.args
+    options = _stats_options(args)
+    path = args.get("output_path")
+    if _mode(args) == "batch":
+        events = ctx.events().persist()
+        try:
+            rows_in = events.count()
+            ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
+            stats = ordered(change_stats(events, **options)).persist()
+        finally:
+            events.unpersist()
+        try:
+            if path:
+                stats.write.mode("overwrite").parquet(path)
+            result = {
+                "rows_in": rows_in,
+                "rows_out": stats.count(),
+                "output_path": path,
+                "totals": _totals(stats),
+                "preview": output.preview(stats, ctx.preview_rows),
+            }
+        finally:
+            stats.unpersist()
+        return result
+
+    def process(events: DataFrame, batch_id: int) -> dict[str, Any] | None:
+        spark = events.sparkSession
+        if any(done and version >= batch_id for version, done in output.list_versions(spark, path)):
+            return None
+        events = events.persist()
+        try:
+            rows_in = events.count()
+            if rows_in == 0:
+                return None
+            previous = output.current_version(spark, path)
+            merged = merge_stats(spark.read.parquet(previous) if previous else None, change_stats(events, **options))
+            target = output.write_version(merged, path, batch_id)
+        finally:
+            events.unpersist()
+        return {"rows_in": rows_in, "rows_out": spark.read.parquet(target).count(), "output_path": target}
+
+    totals = run_stream(ctx, process)
+    current = output.current_version(ctx.spark, path)
+    if current is None:
+        return {**totals, "rows_out": 0, "output_path": None, "totals": {}, "preview": {"columns": [], "rows": []}}
+    stats = ordered(ctx.spark.read.parquet(current))
+    return {
+        **totals,
+        "rows_out": stats.count(),
+        "output_path": current,
+        "totals": _totals(stats),
+        "preview": output.preview(stats, ctx.preview_rows),
+    }
+
+
+# --- sql ------------------------------------------------------------------------------------------
+
+_VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def view_name(topic: str) -> str:
+    """``fulfillment.inventory.orders`` -> ``fulfillment_inventory_orders``."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", topic)
+    return name if not name[:1].isdigit() else f"t_{name}"
+
+
+def _views(args: Mapping[str, Any], topics: list[str]) -> dict[str, str]:
+    """view name -> topic."""
+    explicit = args.get("views") or {}
+    if not isinstance(explicit, Mapping):
+        raise InvalidArguments("`views` must map view names to topics")
+    views = {}
+    named = set()
+    for name, topic in explicit.items():
+        if not _VIEW_NAME.match(str(name)):
+            raise InvalidArguments(f"view name {name!r} is not a SQL identifier")
+        views[str(name)] = str(topic)
+        named.add(str(topic))
+    for topic in topics:
+        if topic not in named:
+            views.setdefault(view_name(topic), topic)
+    return views
+
+
+def split_statements(sql: str) -> list[str]:
+    """Statements separated by ``;`` outside quotes and comments."""
+    statements, current, quote, i = [], [], None, 0
+    while i < len(sql):
+        char = sql[i]
+        if quote:
+            current.append(char)
+            if char == "\\" and i + 1 < len(sql):
+                current.append(sql[i + 1])
+                i += 1
+            elif char == quote:
+                quote = None
+        elif char in ("'", '"', "`"):
+            quote = char
+            current.append(char)
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end
+            continue
+        elif char == ";":
+            statements.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    statements.append("".join(current))
+    return [statement.strip() for statement in statements if statement.strip()]
+
+
+def _validate_sql(args: dict[str, Any]) -> None:
+    sql = args.get("sql")
+    if not isinstance(sql, str) or not split_statements(sql):
+        raise InvalidArguments("`sql` is required: the query to run over the topic views")
+    _views(args, list(args.get("topics") or []))
+
+
+def register_views(ctx: JobContext, topics: list[str]) -> dict[str, str]:
+    """Temp views: ``<view>`` (parsed events of a topic), ``<view>_latest`` (its latest state),
+    ``cdc_events`` (all chosen topics). Views are lazy: a topic is read only if a query uses it."""
+    views = _views(ctx.args, topics)
+    for name, topic in views.items():
+        events = ctx.events(ctx.source.with_topics([topic]))
+        events.createOrReplaceTempView(name)
+        latest_state(events, flattened_prefix=ctx.flattened_prefix).createOrReplaceTempView(f"{name}_latest")
+    all_topics = sorted(set(views.values()) | set(topics))
+    if all_topics:
+        ctx.events(ctx.source.with_topics(all_topics)).createOrReplaceTempView("cdc_events")
+    return views
+
+
+def run_sql(ctx: JobContext) -> dict[str, Any]:
+    args = ctx.args
+    extra = [topic for topic in (args.get("views") or {}).values() if topic not in ctx.topics]
+    if extra:
+        ctx.topics = ctx.topics + ctx.source.with_topics(extra).resolve()
+    views = register_views(ctx, ctx.topics)
+    ctx.emit(event="views", views=views)
+    result = None
+    for statement in split_statements(args["sql"]):
+        result = ctx.spark.sql(statement)
+    result = result.persist()
+    try:
+        path = args.get("output_path")
+        if path:
+            result.write.mode("overwrite").format(args.get("output_format", "parquet")).save(path)
+        return {"rows_out": result.count(), "output_path": path, "preview": output.preview(result, ctx.preview_rows)}
+    finally:
+        result.unpersist()
+
+
+# --- script ---------------------------------------------------------------------------------------
+
+
+def _validate_script(args: dict[str, Any]) -> None:
+    path = args.get("script_path")
+    if not path:
+        raise InvalidArguments("`script_path` is required (the PySpark script to run)")
+    if not os.path.isfile(path):
+        raise InvalidArguments(f"script not found: {path}")
+    if not isinstance(args.get("script_args", {}), Mapping):
+        raise InvalidArguments("`script_args` must be a JSON object")
+
+
+def run_script(ctx: JobContext) -> dict[str, Any]:
+    """Run a user's PySpark file. Its globals: ``spark``, ``args`` (``script_args``), ``topics``,
+    ``read_events(topics=None, streaming=False, **bounds)``, ``latest_state``, ``change_stats``,
+    ``emit(**fields)`` (a progress line), ``F`` (pyspark.sql.functions). It may set ``result`` to a
+    DataFrame (previewed, and written to ``output_path`` if given) or to a JSON-ready value."""
+    from pyspark.sql import DataFrame as SparkFrame
+    from pyspark.sql import functions
+
+    args = ctx.args
+    path = os.path.abspath(args["script_path"])
+
+    def read_events(topics: list[str] | None = None, streaming: bool = False, **bounds: Any) -> DataFrame:
+        base = dict(args)
+        base.update(bounds)
+        if topics is not None:
+            base["topics"], base["topic_pattern"] = list(topics), None
+        source = TopicSource.from_args(base)
+        source.resolve()
+        return ctx.events(source, streaming=streaming)
+
+    namespace = {
+        "spark": ctx.spark,
+        "args": dict(args.get("script_args") or {}),
+        "topics": list(ctx.topics),
+        "read_events": read_events,
+        "latest_state": latest_state,
+        "change_stats": change_stats,
+        "emit": lambda **fields: ctx.emit(event="script", **fields),
+        "F": functions,
+    }
+    try:
+        finished = runpy.run_path(path, init_globals=namespace, run_name="__cdcjob__")
+    except (JobCancelled, KeyboardInterrupt):
+        raise
+    except SystemExit as error:
+        if error.code in (None, 0):
+            finished = {}
+        else:
+            raise JobError(f"script exited with status {error.code}") from error
+    except BaseException as error:
+        raise JobError(f"script failed: {_script_error(error, path)}") from error
+    result = finished.get("result")
+    if isinstance(result, SparkFrame):
+        frame = result.persist()
+        try:
+            out = args.get("output_path")
+            if out:
+                frame.write.mode("overwrite").parquet(out)
+            return {"rows_out": frame.count(), "output_path": out, "preview": output.preview(frame, ctx.preview_rows)}
+        finally:
+            frame.unpersist()
+    return {"result": output.jsonable(result)} if result is not None else {}
+
+
+def _script_error(error: BaseException, path: str) -> str:
+    from sparkjobs.errors import describe
+
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if os.path.abspath(frame.filename) == path:
+            line = frame.lineno
+    where = f" (line {line} of {os.path.basename(path)})" if line else ""
+    print(f"script {path} raised:", file=sys.stderr)
+    traceback.print_exception(error, file=sys.stderr)
+    return describe(error) + where
+
+
+TEMPLATES: dict[str, Template] = {
+    "latest_state": Template("latest_state", run_latest_state, _validate_latest),
+    "stats": Template("stats", run_stats, _validate_stats),
+    "sql": Template("sql", run_sql, _validate_sql, reads_topics="optional"),
+    "script": Template("script", run_script, _validate_script, reads_topics="optional"),
+}
