@@ -32,7 +32,7 @@ def make_user(django_user_model, role: str | None):
         return None
     user = django_user_model.objects.create_user(f"user-{role}")  # no password: hashing is slow
     if role != "none":
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])  # transactional tests flush the groups
     return user
 
 

@@ -36,6 +36,7 @@ from workers import control
 
 log = logging.getLogger(__name__)
 
+UNKNOWN_REPLICA_SET = "?"  # what workers report when the connector failed before its replica sets were known
 STATE_COMMANDS = {DesiredState.RUNNING: "resume", DesiredState.PAUSED: "pause", DesiredState.STOPPED: "stop"}
 STATE_ACTIONS = {DesiredState.RUNNING: "resume", DesiredState.PAUSED: "pause", DesiredState.STOPPED: "stop"}
 
@@ -234,7 +235,7 @@ def read_offsets(connector: Connector) -> dict[str, OffsetRecord]:
 
 
 def known_replica_sets(connector: Connector, offsets: dict[str, Any]) -> list[str]:
-    observed = connector.replica_sets.values_list("replica_set", flat=True)
+    observed = connector.replica_sets.exclude(replica_set=UNKNOWN_REPLICA_SET).values_list("replica_set", flat=True)
     return sorted(set(offsets) | set(observed))
 
 
