@@ -18,6 +18,7 @@ from pathlib import Path
 
 import bson
 import pymongo
+from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,6 +118,15 @@ def main(argv=None) -> int:
                 if stream.try_next() is not None:
                     got += 1
         phase.report("watch(), pre-filled oplog", n, "events")
+
+        raw_client = pymongo.MongoClient(uri, document_class=RawBSONDocument)
+        with Phase(pid) as phase, raw_client.bench.docs.watch(start_at_operation_time=start) as stream:
+            got = 0
+            while got < n:
+                if stream.try_next() is not None:
+                    got += 1
+        raw_client.close()
+        phase.report("watch(), RawBSONDocument client", n, "events")
 
         with Phase(pid) as phase:
             count = sum(1 for _ in coll.find({}))

@@ -350,31 +350,38 @@ class ChangeStreamCursor:
     def _fast_crud(self, entry, op, index, in_txn):
         """Default-option CRUD events assembled from bytes: the stored document is spliced in as is."""
         kind = op.op
-        if kind == "d" or (kind == "u" and "$v" in op.o) or in_txn:
+        if kind == "d" or in_txn or (kind == "u" and "$v" in op.o):
             ev = self._crud_event(entry, op, index, in_txn)
             return ev["_id"], encode_in_order(ev)
         raw = op.raw_bytes()
         ui = op.ui
-        uuid_hex = _UUID_HEX.get(ui) if ui is not None else ""
-        if uuid_hex is None:
-            uuid_hex = _UUID_HEX[ui] = bytes(ui).hex().upper()
-        text = entry.token_prefix() + "0000000000" + uuid_hex
-        token = {"_data": text}
+        if ui is None:
+            uuid_hex = ""
+        else:
+            cached = _UUID_HEX.get(id(ui))
+            if cached is not None and cached[0] is ui:
+                uuid_hex = cached[1]
+            else:
+                uuid_hex = bytes(ui).hex().upper()
+                _UUID_HEX[id(ui)] = (ui, uuid_hex)
+        text = entry.token_prefix() + uuid_hex
         data = text.encode()
-        key = _id_element(raw) if op.o2 is None or len(op.o2) == 1 else None
+        o2 = op.o2
+        key = _id_element(raw) if o2 is None or len(o2) == 1 else None
         if key is None:
-            key = elements({"_id": op.o2["_id"] if op.o2 else op.o["_id"]}) if op.o2 is None or len(op.o2) == 1 \
-                else elements(op.o2)
-        body = b"".join((
-            b"\x03_id\x00", _I32.pack(len(data) + 17), b"\x02_data\x00", _I32.pack(len(data) + 1), data,
-            b"\x00\x00",
-            _INSERT if kind == "i" else _REPLACE,
-            entry.time_bytes(),
-            b"\x03fullDocument\x00", raw,
-            _ns_element(op.ns),
-            b"\x03documentKey\x00", _I32.pack(len(key) + 5), key, b"\x00",
-        ))
-        return token, _I32.pack(len(body) + 5) + body + b"\x00"
+            key = elements(o2) if o2 else elements({"_id": op.o["_id"]})
+        ns_el = _ns_element(op.ns)
+        dlen = len(data)
+        klen = len(key)
+        head = _INSERT if kind == "i" else _REPLACE
+        times = entry.time_bytes()
+        size = (4 + 5 + 4 + 7 + 4 + dlen + 2 + len(head) + len(times) + 14 + len(raw) + len(ns_el) + 13 + 4 + klen
+                + 1 + 1)
+        return {"_data": text}, b"".join((
+            _I32.pack(size),
+            b"\x03_id\x00", _I32.pack(dlen + 17), b"\x02_data\x00", _I32.pack(dlen + 1), data, b"\x00\x00",
+            head, times, b"\x03fullDocument\x00", raw, ns_el,
+            b"\x03documentKey\x00", _I32.pack(klen + 5), key, b"\x00", b"\x00"))
 
     def _crud_event(self, entry, op, index, in_txn):
         spec = self.spec

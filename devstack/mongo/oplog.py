@@ -89,10 +89,11 @@ class Entry:
         self._token_prefix = None
 
     def token_prefix(self) -> str:
-        """`82` + clusterTime as fixed-width hex + `2B80` (event token), shared by this entry's events."""
+        """The event token of this entry's first (only) operation up to the collection UUID: `82`, clusterTime,
+        `2B80`, txnOpIndex 0, fromInvalidate 00."""
         p = self._token_prefix
         if p is None:
-            p = self._token_prefix = f"82{self.ts.time:08X}{self.ts.inc:08X}2B80"
+            p = self._token_prefix = f"82{self.ts.time:08X}{self.ts.inc:08X}2B800000000000"
         return p
 
     def time_bytes(self) -> bytes:
