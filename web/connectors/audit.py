@@ -9,7 +9,7 @@ from web.connectors.models import AuditEntry
 
 log = logging.getLogger("cdc.audit")
 
-SOURCES = ("api", "connect", "admin", "cli", "system")
+SOURCES = ("api", "connect", "admin", "dashboard", "cli", "system")
 
 
 def record(user, source: str, action: str, target: str, before: Any = None, after: Any = None) -> AuditEntry:

@@ -66,3 +66,21 @@ def test_reset_offsets_arguments(monkeypatch, tmp_path):
     assert kwargs["replica_sets"] == ["rs0"] and kwargs["stop"] is True and kwargs["source"] == "cli"
     with pytest.raises(CommandError, match="--token"):
         run("connector_reset_offsets", "orders", "--to", "token", "--token", "nope")
+
+
+def test_key_rotation(settings, tmp_path):
+    from cryptography.fernet import Fernet
+    from django.db import connection
+
+    from tests.api_support import create_connector
+
+    old = settings.CDC_ENCRYPTION_KEY
+    create_connector("orders")
+    settings.CDC_ENCRYPTION_KEY = f"{Fernet.generate_key().decode()},{old}"
+    assert SECRET in Connector.objects.get().connection_string  # the old key still decrypts
+    assert "re-encrypted the secrets of 1 connector(s) and 1 filter row(s)" in run("connector_reencrypt")
+    settings.CDC_ENCRYPTION_KEY = settings.CDC_ENCRYPTION_KEY.split(",")[0]  # old key dropped
+    assert SECRET in Connector.objects.get().connection_string
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT connection_string FROM connectors_connector")
+        assert SECRET not in cursor.fetchone()[0]

@@ -53,6 +53,10 @@ def test_no_secret_in_any_response_or_log_line(admin_client, caplog, monkeypatch
     call("post", "/connect/connectors", {"name": "bad2", "config": {
         "mongodb.connection.string": f"mongodb://u:{SECRET}@h:notaport", "mongodb.password": PASSWORD}})
     call("delete", "/api/connectors/orders/")
+    # A browser asking for HTML gets JSON too: no form that would echo the submitted password.
+    html = admin_client.post("/api/connectors/", {"name": "h", "connection_string": f"mongodb://u:{SECRET}@h:x",
+                                                  "password": PASSWORD}, HTTP_ACCEPT="text/html")
+    responses.append(("post", "/api/connectors/ (html)", html.status_code, html.content.decode()))
 
     assert all(status < 500 for _, _, status, _ in responses), responses
     assert {status for _, _, status, _ in responses} >= {200, 201, 204, 400}
