@@ -14,12 +14,9 @@ from web.connectors.models import Connector, ConnectorFilter
 
 
 def parts_of(connector: Connector) -> props.Parts:
-    rows = [
-        props.FilterRow(row.kind, row.value, row.argument, row.salt)
-        for row in connector.filters.all().order_by("position", "id")
-    ]
     order = {kind: index for index, kind in enumerate(props.FILTER_KINDS)}
-    rows.sort(key=lambda row: order[row.kind])
+    stored = sorted(connector.filters.all(), key=lambda row: (order[row.kind], row.position, row.pk or 0))
+    rows = [props.FilterRow(row.kind, row.value, row.argument, row.salt) for row in stored]
     return props.Parts(
         name=connector.name,
         topic_prefix=connector.topic_prefix,

@@ -204,9 +204,12 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
     connector = Connector.objects.filter(name=connector_name).first()
     if connector is None:
         return None
-    state, created = ReplicaSetState.objects.get_or_create(
-        connector=connector, replica_set=replica_set, defaults={"since": now, "phase": phase}
-    )
+    try:
+        state, created = ReplicaSetState.objects.get_or_create(
+            connector=connector, replica_set=replica_set, defaults={"since": now, "phase": phase}
+        )
+    except IntegrityError:  # another report created it at the same moment
+        state, created = ReplicaSetState.objects.get(connector=connector, replica_set=replica_set), False
     if not created and state.phase != phase:
         state.since = now
     state.phase, state.worker, state.heartbeat_at = phase, worker, now

@@ -99,6 +99,13 @@ def test_status_and_lifecycle(admin_client):
     only_failed = admin_client.post("/connect/connectors/orders/restart?includeTasks=true&onlyFailed=true")
     assert only_failed.status_code == 202
     assert [t["state"] for t in only_failed.json()["tasks"]] == ["RUNNING", "RESTARTING"]
+    assert only_failed.json()["connector"]["state"] == "RUNNING"
+    everything = admin_client.post("/connect/connectors/orders/restart?includeTasks=true").json()
+    assert everything["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in everything["tasks"]] == ["RESTARTING", "RESTARTING"]
+    nothing_failed = admin_client.post("/connect/connectors/orders/restart?onlyFailed=true")
+    assert nothing_failed.status_code == 202
+    assert "RESTARTING" not in str(nothing_failed.json())
 
     paused = admin_client.put("/connect/connectors/orders/pause")
     assert (paused.status_code, paused.content) == (202, b"")

@@ -67,7 +67,8 @@ def task_status(connector: Connector, index: int, state, restarting: bool = Fals
     return shown
 
 
-def status(connector: Connector, restarting: frozenset[str] = frozenset()) -> dict[str, Any]:
+def status(connector: Connector, restarting: frozenset[str] = frozenset(),
+           connector_restarting: bool = False) -> dict[str, Any]:
     states = replica_sets(connector)
     if connector.desired_state == DesiredState.STOPPED:
         state, tasks = "STOPPED", []
@@ -79,7 +80,7 @@ def status(connector: Connector, restarting: frozenset[str] = frozenset()) -> di
             state = "RUNNING"
         else:
             state = "UNASSIGNED"
-        if restarting:
+        if connector_restarting:
             state = "RESTARTING"
     workers = [s.worker for s in states if s.worker]
     return {

@@ -224,16 +224,21 @@ class RestartView(ConnectView):
         if not include_tasks and not only_failed:
             self.call(services.request_restart, connector, user=request.user, source="connect")
             return no_content()
+        # Connect semantics: includeTasks restarts tasks too (onlyFailed: the failed ones only); the connector
+        # instance itself is restarted unless onlyFailed (ours never fails on its own: its tasks do).
         states = shapes.replica_sets(connector)
-        targets = [s.replica_set for s in states if not only_failed or s.phase == Phase.FAILED]
-        if include_tasks and only_failed:
+        targets = [s.replica_set for s in states if s.phase == Phase.FAILED] if only_failed else []
+        if not only_failed:
+            self.call(services.request_restart, connector, user=request.user, source="connect")
+            targets = [s.replica_set for s in states] if include_tasks else []
+        elif include_tasks:
             for replica_set in targets:
                 self.call(services.request_restart, connector, user=request.user, source="connect",
                           replica_set=replica_set)
         else:
-            self.call(services.request_restart, connector, user=request.user, source="connect")
-            targets = [s.replica_set for s in states] if include_tasks else []
-        return Response(shapes.status(connector, frozenset(targets)), status=status.HTTP_202_ACCEPTED)
+            targets = []
+        return Response(shapes.status(connector, frozenset(targets), connector_restarting=not only_failed),
+                        status=status.HTTP_202_ACCEPTED)
 
 
 class StateView(ConnectView):
