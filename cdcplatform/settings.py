@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from cdcplatform.env import env_bool, env_int, env_list, env_str, read_or_create_secret_key
 from devstack import settings as devstack
+from web.dashboard.vendor import static_dirs as vendor_static_dirs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = devstack.STATE_DIR  # .devstack/ unless DEVSTACK_HOME says otherwise
@@ -150,7 +151,8 @@ LOGOUT_REDIRECT_URL = "login"
 # Paths the login-required middleware lets through without a session. An entry ending in "/" is a prefix,
 # any other entry must match exactly. /api/ and /connect/ answer 401/403 through DRF's own permissions
 # instead of redirecting to an HTML login page.
-LOGIN_EXEMPT_PATHS = ["/login/", "/healthz", "/static/", "/api/", "/connect/"]
+# /metrics (Prometheus) authenticates itself: a viewer's API token as a bearer token, or a session.
+LOGIN_EXEMPT_PATHS = ["/login/", "/healthz", "/static/", "/api/", "/connect/", "/metrics"]
 
 # --- Internationalisation, static files ------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -160,6 +162,8 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# The dashboard's front-end libraries, served from node_modules (installed by `npm ci`; web/dashboard/vendor.py).
+STATICFILES_DIRS = vendor_static_dirs()
 # Serve /static/ from the ASGI application itself (Django's static files handler, finders first and then
 # STATIC_ROOT). Turn off when a reverse proxy serves STATIC_ROOT after `manage.py collectstatic`.
 SERVE_STATIC = env_bool("DJANGO_SERVE_STATIC", default=True)

@@ -1,5 +1,6 @@
 """HTTP URL map. Every page requires a login (web.accounts.middleware) except /login/ and /healthz;
-/api/ and /connect/ answer 401/403 through DRF permissions instead of redirecting (docs/api.md)."""
+/api/ and /connect/ answer 401/403 through DRF permissions instead of redirecting (docs/api.md);
+/metrics takes a viewer's API token as a bearer token (docs/dashboard.md)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -18,4 +19,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("web.connectors.api.urls")),
     path("connect/", include("web.connectors.connect.urls")),
+    path("", include("web.dashboard.urls")),  # overview, connector pages, /metrics (docs/dashboard.md)
 ]

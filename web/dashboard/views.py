@@ -1,10 +1,200 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+"""Dashboard pages: thin views over web.connectors (models, services, the API's serializer) and the modules beside
+this one. Every page needs the viewer role; forms need admin, as the API does; pause/resume/restart/snapshot and
+offset resets are sent by the page's JS to the REST API itself, which checks the roles again."""
 
-from web.accounts.roles import highest_role
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
+from web.connectors import services
+from web.connectors.api.serializers import ConnectorSerializer
+from web.connectors.api.views import problems_of
+from web.connectors.models import AuditEntry, Connector
+from web.connectors.offsets import RESET_MODES, describe, offsets_topic
+from web.dashboard import health, history, observed, prometheus, topics
+from web.dashboard.auth import metrics_user
+from web.dashboard.forms import ConnectorForm
+
+SOURCE = "dashboard"  # AuditEntry.source of changes made through these pages
 
 
-@login_required
+def role_required(role: str):
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not has_role(request.user, role):
+                raise PermissionDenied(f"This page needs the {role} role.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _roles(request) -> dict:
+    return {"can_operate": has_role(request.user, OPERATOR), "can_admin": has_role(request.user, ADMIN)}
+
+
+def _connectors():
+    return Connector.objects.prefetch_related("replica_sets").order_by("name")
+
+
+@require_safe
 def home(request):
-    """Placeholder home page; the dashboard replaces it."""
-    return render(request, "dashboard/home.html", {"role": highest_role(request.user)})
+    if highest_role(request.user) is None:
+        return render(request, "dashboard/no_role.html")  # their landing page says whom to ask
+    views = [observed.connector_view(connector) for connector in _connectors()]
+    sparklines = {
+        view.name: history.connector_rate(
+            history.replica_set_series(view.name, [rs.name for rs in view.replica_sets], minutes=15, step_s=10)
+        )
+        for view in views
+    }
+    return render(request, "dashboard/overview.html",
+                  {"connectors": views, "sparklines": sparklines, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def cluster_health(request):
+    return render(request, "dashboard/_health.html", {"probes": health.cluster()})
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_detail(request, name):
+    connector = get_object_or_404(Connector.objects.prefetch_related("replica_sets", "filters"), name=name)
+    view = observed.connector_view(connector)
+    audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
+    return render(request, "dashboard/detail.html", {"c": view, "audit": audit, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_history(request, name):
+    connector = get_object_or_404(Connector, name=name)
+    minutes = max(1, min(60, int(request.GET.get("minutes") or 60)))
+    step = max(1, min(60, int(request.GET.get("step") or 1)))
+    replica_sets = list(connector.replica_sets.values_list("replica_set", flat=True))
+    return JsonResponse(history.replica_set_series(name, replica_sets, minutes=minutes, step_s=step))
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_topics(request, name):
+    connector = get_object_or_404(Connector, name=name)
+    try:
+        found, error = topics.connector_topics(connector), None
+    except topics.KafkaUnavailable as problem:
+        found, error = [], str(problem)
+    return render(request, "dashboard/_topics.html", {"connector": connector, "topics": found, "error": error})
+
+
+@require_safe
+@role_required(VIEWER)
+def topic_browser(request, name, topic):
+    connector = get_object_or_404(Connector, name=name)
+    if not topics.belongs_to(connector, topic):
+        raise Http404("not a topic of this connector")
+    count = max(1, min(500, int(request.GET.get("n") or 20)))
+    key = request.GET.get("key", "").strip()
+    try:
+        events, error = topics.last_events(topic, count, key), None
+    except topics.KafkaUnavailable as problem:
+        events, error = [], str(problem)
+    return render(request, "dashboard/topic.html",
+                  {"connector": connector, "topic": topic, "events": events, "n": count, "key": key, "error": error,
+                   **_roles(request)})
+
+
+def _save_connector(request, form: ConnectorForm, connector: Connector | None):
+    """Validates the form's API body with the API's serializer and saves it through the services."""
+    serializer = ConnectorSerializer(connector, data=form.api_body())
+    if not serializer.is_valid():
+        form.add_problems(problems_of(serializer))
+        return None
+    data = serializer.validated_data
+    try:
+        if connector is None:
+            return services.create_connector(data["parts"], user=request.user, source=SOURCE,
+                                             desired_state=data.get("desired_state", "running"))
+        return services.update_connector(connector, data["parts"], user=request.user, source=SOURCE)
+    except services.AlreadyExists as error:
+        form.add_error("name", str(error))
+    except services.ServiceError as error:
+        form.add_error(None, str(error))
+    return None
+
+
+@role_required(ADMIN)
+def connector_create(request):
+    form = ConnectorForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        saved = _save_connector(request, form, None)
+        if saved is not None:
+            messages.success(request, f"Connector {saved.name} created ({saved.desired_state}).")
+            return redirect("dashboard:connector", name=saved.name)
+    return render(request, "dashboard/form.html", {"form": form, "connector": None, **_roles(request),
+                                                  "validate_url": reverse("connector-validate")},
+                  status=400 if form.errors else 200)
+
+
+@role_required(ADMIN)
+def connector_edit(request, name):
+    connector = get_object_or_404(Connector, name=name)
+    form = ConnectorForm(request.POST or None, connector=connector)
+    if request.method == "POST" and form.is_valid():
+        saved = _save_connector(request, form, connector)
+        if saved is not None:
+            messages.success(request, f"Connector {saved.name} saved.")
+            return redirect("dashboard:connector", name=saved.name)
+    return render(request, "dashboard/form.html",
+                  {"form": form, "connector": connector, **_roles(request),
+                   "validate_url": reverse("connector-validate-existing", kwargs={"name": name})},
+                  status=400 if form.errors else 200)
+
+
+@require_safe
+@role_required(ADMIN)
+def connector_offsets(request, name):
+    connector = get_object_or_404(Connector.objects.prefetch_related("replica_sets"), name=name)
+    try:
+        records, error = services.read_offsets(connector), None
+    except services.Unavailable as problem:
+        records, error = {}, str(problem)
+    try:
+        running = services.running_pipelines(connector)
+    except services.Unavailable:
+        running = None
+    return render(request, "dashboard/offsets.html", {
+        "connector": connector,
+        "topic": offsets_topic(connector)[0],
+        "offsets": [describe(records[rs]) for rs in sorted(records)],
+        "replica_sets": services.known_replica_sets(connector, records),
+        "running": running,
+        "modes": RESET_MODES,
+        "error": error,
+        **_roles(request),
+    })
+
+
+@require_safe
+def metrics(request):
+    """Prometheus: a viewer's API token (`Authorization: Bearer <token>`) or a logged-in session."""
+    user = metrics_user(request)
+    if user is None:
+        response = HttpResponse("authentication required: Authorization: Bearer <API token>\n", status=401,
+                                content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="cdc-metrics"'
+        return response
+    if not has_role(user, VIEWER):
+        return HttpResponse("the viewer role is required\n", status=403, content_type="text/plain")
+    return HttpResponse(prometheus.render(), content_type=prometheus.CONTENT_TYPE)

@@ -1,0 +1,64 @@
+// Action forms (form[data-api]): pause, resume, restart, stop, ad-hoc snapshot and offset resets are sent as JSON to
+// the REST API, which checks the user's role; the page asks for confirmation first and announces the answer.
+(function () {
+  "use strict";
+  const csrf = () => document.querySelector('meta[name="csrf-token"]').content;
+
+  function announce(text, kind) {
+    const box = document.getElementById("announce");
+    if (!box) return;
+    box.textContent = text;
+    box.dataset.kind = kind || "ok";
+    box.hidden = false;
+  }
+  window.cdcAnnounce = announce;
+
+  function bodyOf(form) {
+    const body = {};
+    const lists = (form.dataset.list || "").split(" ").filter(Boolean);
+    for (const input of form.elements) {
+      if (!input.name || input.name === "csrfmiddlewaretoken" || input.disabled) continue;
+      let value = input.type === "checkbox" ? input.checked : input.value.trim();
+      if (input.dataset.optional && value === "") continue;
+      if (lists.includes(input.name)) value = value.split(/[\s,]+/).filter(Boolean);
+      else if (input.name === "replica_sets") value = [value];
+      else if (input.dataset.json) value = JSON.parse(value);
+      body[input.name] = value;
+    }
+    return body;
+  }
+
+  function problem(data, status) {
+    if (data.detail) return data.detail;
+    const parts = Object.entries(data).map(([k, v]) => `${k}: ${[].concat(v).join(" ")}`);
+    return parts.join("; ") || `HTTP ${status}`;
+  }
+
+  document.addEventListener("submit", async (event) => {
+    const form = event.target.closest("form[data-api]");
+    if (!form) return;
+    event.preventDefault();
+    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
+    let body;
+    try { body = bodyOf(form); } catch (e) { announce("Not valid JSON: " + e.message, "error"); return; }
+    const buttons = Array.from(form.querySelectorAll("button"));
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      const response = await fetch(form.dataset.api, {
+        method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf() },
+      });
+      const data = await response.json().catch(() => ({}));
+      if (!response.ok) { announce("Refused: " + problem(data, response.status), "error"); return; }
+      const what = data.requested ? `${data.requested} requested` : data.request ? `snapshot ${data.request} requested`
+        : "done";
+      announce(`${data.name || ""} ${what}.`.trim(), "ok");
+      document.dispatchEvent(new CustomEvent("cdc:action", { detail: { form, data } }));
+      if (form.dataset.reload) setTimeout(() => location.reload(), 800);
+    } catch (e) {
+      announce("The request failed: " + e.message, "error");
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  });
+})();

@@ -1,0 +1,364 @@
+// Live parts of the dashboard (docs/dashboard.md): one WebSocket to /ws/metrics/, reconnected with backoff, whose
+// reports update the elements marked with data-bind inside [data-rs="<connector>/<replica set>"] and
+// [data-connector="<name>"]; uPlot charts and sparklines; local times. Formats match templatetags/dashboard.py.
+(function () {
+  "use strict";
+
+  const fmt = {
+    ms(v) {
+      if (v === null || v === undefined || v === "") return "—";
+      if (v < 1000) return Math.round(v) + " ms";
+      const s = v / 1000;
+      if (s < 60) return s.toFixed(1) + " s";
+      if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
+      return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+    },
+    seconds(v) { return v === null || v === undefined ? "—" : fmt.ms(v * 1000); },
+    rate(v) { return v === null || v === undefined ? "—" : (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + "/s"; },
+    count(v) {
+      return v === null || v === undefined ? "—" : Math.trunc(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, "\u202f");
+    },
+    time(ms) { return ms ? new Date(ms).toLocaleTimeString() : "never"; },
+    connected(v) { return v ? "change stream open" : "not connected"; },
+  };
+  window.cdcFormat = fmt;
+
+  const $$ = (root, sel) => Array.from(root.querySelectorAll(sel));
+  const pick = (obj, path) => path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+  const el = (tag, props, ...children) => {
+    const node = Object.assign(document.createElement(tag), props || {});
+    children.forEach((c) => node.append(c));
+    return node;
+  };
+
+  function localTimes(root) {
+    $$(root, "time.local").forEach((t) => {
+      const when = t.dataset.ms ? new Date(Number(t.dataset.ms)) : new Date(t.getAttribute("datetime"));
+      if (!isNaN(when)) t.textContent = when.toLocaleString();
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => localTimes(document));
+  document.addEventListener("htmx:afterSwap", (e) => localTimes(e.target));
+
+  const config = document.getElementById("live-config");
+  const statusEl = document.getElementById("live-status");
+  if (!config) return;
+
+  const reports = {}; // "connector/rs" -> last report
+  const charts = {}; // "connector/rs" -> {lag: uPlot, eps: uPlot}
+  const sparks = {}; // connector -> {plot, data, last}
+  const seenErrors = new Set();
+
+  function setStatus(state, text) {
+    statusEl.dataset.state = state;
+    statusEl.textContent = text;
+  }
+
+  // --- binding reports to the page ----------------------------------------------------------------------------
+  function bindValue(node, value) {
+    const text = node.dataset.fmt && fmt[node.dataset.fmt] ? fmt[node.dataset.fmt](value) : (value ?? "—");
+    if (node.dataset.fmt === "connected") node.dataset.value = String(!!value);
+    if (node.textContent !== String(text)) {
+      node.textContent = text;
+      if (node.tagName === "DD") { node.classList.remove("bump"); void node.offsetWidth; node.classList.add("bump"); }
+    }
+  }
+
+  function phaseOf(report) {
+    if (report.stale) return "stale";
+    if (report.final) return report.phase && report.phase !== "streaming" ? report.phase : "stopped";
+    const p = (report.metrics || {}).phase;
+    return p === "starting" ? "streaming" : p === "snapshot-done" ? "stopped" : p || report.phase || "stopped";
+  }
+
+  function renderMembers(list, metrics) {
+    const members = metrics.Members || [];
+    list.replaceChildren(...(members.length ? members.map((host) => {
+      const primary = host === metrics.Primary;
+      const li = el("li", { className: primary ? "primary" : "" }, host);
+      if (primary) li.append(" ", el("span", { className: "tag" }, "primary"));
+      return li;
+    }) : [el("li", { className: "muted" }, "unknown")]));
+  }
+
+  function renderSnapshot(box, snap) {
+    if (!snap || !snap.SnapshotKind) return;
+    const state = snap.SnapshotRunning ? "running" : snap.SnapshotCompleted ? "completed"
+      : snap.SnapshotAborted ? "aborted" : "idle";
+    let info = `${snap.SnapshotKind} · ${state} · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
+    if (snap.SnapshotRunning) info += ` · ${fmt.seconds(snap.EstimatedSecondsRemaining)} left`;
+    const rows = Object.entries(snap.Collections || {}).sort().map(([ns, c]) => {
+      const pct = c.chunks_total > 0 ? Math.min(100, Math.floor((100 * c.chunks_done) / c.chunks_total))
+        : c.estimated_rows > 0 ? Math.min(100, Math.floor((100 * c.rows) / c.estimated_rows)) : 0;
+      const bar = el("progress", { max: 100, value: pct }, pct + " %");
+      bar.setAttribute("aria-label", "Snapshot progress of " + ns);
+      const tr = el("tr", {},
+        el("th", { scope: "row" }, ns),
+        el("td", {}, bar, " ", el("span", { className: "pct" }, pct + " %")),
+        el("td", { className: "num" }, `${fmt.count(c.rows)} / ~${fmt.count(c.estimated_rows)}`),
+        el("td", { className: "num" }, `${c.chunks_done} / ${c.chunks_total}`));
+      tr.dataset.collection = ns;
+      return tr;
+    });
+    const head = el("tr", {}, ...["Collection", "Progress", "Documents", "Chunks"].map((h, i) =>
+      el("th", { scope: "col", className: i > 1 ? "num" : "" }, h)));
+    box.replaceChildren(
+      el("h3", {}, "Snapshot ", el("span", { className: "muted small" }, info)),
+      el("table", { className: "progress-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+  }
+
+  function renderLastEvent(p, metrics) {
+    const ev = metrics.LastEvent;
+    if (!ev) return;
+    const parts = [el("code", {}, ev.op || "?"), " " + (ev.ns || "")];
+    const data = ((metrics.SourceEventPosition || {}).resume_token || {})._data;
+    if (typeof data === "string" && data.startsWith("82") && data.length >= 18) {
+      const t = parseInt(data.slice(2, 10), 16), i = parseInt(data.slice(10, 18), 16);
+      parts.push(" · cluster time ", el("time", { dateTime: new Date(t * 1000).toISOString() },
+        new Date(t * 1000).toLocaleString()), ` (${t}, ${i})`);
+    }
+    p.replaceChildren(...parts);
+  }
+
+  function addError(rs, message) {
+    const list = document.getElementById("errors");
+    if (!list || !message || seenErrors.has(rs + message)) return;
+    seenErrors.add(rs + message);
+    if ($$(list, ".msg").some((m) => m.textContent === message)) return;
+    list.prepend(el("li", {}, el("time", {}, new Date().toLocaleTimeString()), " ", el("strong", {}, rs), " ",
+      el("span", { className: "msg" }, message)));
+    const none = document.getElementById("no-errors");
+    if (none) none.hidden = true;
+  }
+
+  function applyReport(report) {
+    if (!report || !report.connector) return;
+    const key = report.connector + "/" + report.replica_set;
+    reports[key] = report;
+    const metrics = report.metrics || {};
+    $$(document, `[data-rs="${CSS.escape(key)}"]`).forEach((box) => {
+      $$(box, "[data-bind]").forEach((node) => {
+        const bind = node.dataset.bind;
+        if (bind === "phase") { const p = phaseOf(report); node.textContent = p; node.dataset.status = p; }
+        else if (bind === "worker") node.textContent = report.worker || "—";
+        else if (bind === "members") renderMembers(node, metrics);
+        else if (bind === "snapshot") renderSnapshot(node, report.snapshot);
+        else if (bind === "last_event") renderLastEvent(node, metrics);
+        else if (bind === "queue" || bind === "queue_text") {
+          const total = metrics.QueueTotalCapacity || 0;
+          const pct = total > 0 ? Math.round((100 * (total - (metrics.QueueRemainingCapacity || 0))) / total) : null;
+          if (bind === "queue") node.value = pct || 0;
+          else node.textContent = pct === null ? "—" : `${pct} % of ${fmt.count(total)}`;
+        } else if (bind.includes(".")) bindValue(node, pick(report, bind));
+      });
+    });
+    [metrics.LastError, (report.snapshot || {}).LastError, report.last_error].forEach((e) => addError(report.replica_set, e));
+    appendChartPoint(key, metrics);
+    updateConnector(report.connector);
+  }
+
+  function updateConnector(name) {
+    const mine = Object.values(reports).filter((r) => r.connector === name);
+    const live = mine.filter((r) => !r.final && !r.stale);
+    const sum = (list, f) => list.reduce((a, r) => a + ((r.metrics || {})[f] || 0), 0);
+    const lags = live.map((r) => (r.metrics || {}).MilliSecondsBehindSource).filter((v) => v !== null && v !== undefined);
+    const values = {
+      eps: fmt.rate(sum(live, "EventsPerSecond")),
+      events: fmt.count(sum(mine, "TotalNumberOfEventsSeen")),
+      lag: fmt.ms(lags.length ? Math.max(...lags) : null),
+    };
+    const errors = mine.map((r) => r.last_error || (r.metrics || {}).LastError).filter(Boolean);
+    $$(document, `tr[data-connector="${CSS.escape(name)}"]`).forEach((row) => {
+      Object.entries(values).forEach(([bind, text]) => $$(row, `[data-bind="${bind}"]`).forEach((n) => bindValue(n, text)));
+      if (errors.length) $$(row, '[data-bind="error"]').forEach((n) => { n.textContent = errors[0].slice(0, 140); n.title = errors[0]; });
+      $$(row, '[data-bind="replica_sets"]').forEach((cell) => {
+        cell.replaceChildren(...mine.sort((a, b) => a.replica_set.localeCompare(b.replica_set)).map((r) => {
+          const p = phaseOf(r);
+          const span = el("span", { className: "phase" }, `${r.replica_set}: ${p}`);
+          span.dataset.status = p;
+          return span;
+        }));
+      });
+    });
+    updateSpark(name, live.reduce((a, r) => a + ((r.metrics || {}).EventsPerSecond || 0), 0));
+  }
+
+  function setDesired(name, desired, status) {
+    $$(document, `[data-connector="${CSS.escape(name)}"]`).forEach((box) => {
+      $$(box, '[data-bind="status"]').forEach((b) => { b.textContent = status; b.dataset.status = status; });
+      $$(box, '[data-bind="desired"]').forEach((b) => { b.textContent = desired; });
+    });
+    if (config.dataset.connector === name) {
+      $$(document, "form[data-show]").forEach((f) => { f.hidden = !f.dataset.show.split(" ").includes(desired); });
+    }
+  }
+
+  function applySummary(summary) {
+    Object.entries(summary).forEach(([name, s]) => {
+      setDesired(name, s.desired_state, s.status);
+      Object.entries(s.replica_sets || {}).forEach(([rs, o]) => {
+        const key = name + "/" + rs;
+        if (reports[key]) {
+          reports[key].stale = o.stale;
+          if (o.stale || o.phase === "stopped" || o.phase === "failed") { reports[key].final = true; reports[key].phase = o.phase; }
+          reports[key].last_error = o.last_error;
+        }
+        addError(rs, o.last_error);
+        $$(document, `[data-rs="${CSS.escape(key)}"] [data-bind="phase"]`).forEach((b) => {
+          const p = reports[key] ? phaseOf(reports[key]) : o.phase;
+          b.textContent = p; b.dataset.status = p;
+        });
+      });
+      if (Object.keys(s.replica_sets || {}).some((rs) => !document.querySelector(`[data-rs="${CSS.escape(name + "/" + rs)}"]`))
+          && config.dataset.page === "detail") showChanged("A replica set started reporting.");
+    });
+    if (config.dataset.page === "overview") {
+      const rows = $$(document, "tr[data-connector]").map((r) => r.dataset.connector).sort().join();
+      if (rows !== Object.keys(summary).sort().join()) showChanged();
+    }
+  }
+
+  function showChanged(text) {
+    const note = document.getElementById("list-changed");
+    if (note) note.hidden = false;
+    else if (text) window.cdcAnnounce && window.cdcAnnounce(text + " Reload the page to see it.");
+  }
+
+  // --- charts -------------------------------------------------------------------------------------------------
+  const HOUR = 3600;
+
+  function chartOptions(width, label, color) {
+    return {
+      width, height: 150, legend: { show: false }, cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.15)] } },
+      axes: [{ stroke: "#5b6775", grid: { stroke: "#eef1f4" } }, { stroke: "#5b6775", grid: { stroke: "#eef1f4" }, size: 55 }],
+      series: [{}, { label, stroke: color, fill: color + "22", width: 1.5, spanGaps: false }],
+    };
+  }
+
+  function makePlot(node, label, color, data) {
+    if (typeof uPlot === "undefined") return null;
+    const plot = new uPlot(chartOptions(Math.max(200, node.clientWidth), label, color), data, node);
+    new ResizeObserver(() => plot.setSize({ width: Math.max(200, node.clientWidth), height: 150 })).observe(node);
+    return plot;
+  }
+
+  async function loadHistory() {
+    if (!config.dataset.history) return;
+    let history = {};
+    try {
+      const response = await fetch(config.dataset.history, { credentials: "same-origin" });
+      if (response.ok) history = await response.json();
+    } catch (e) { return; }
+    $$(document, "[data-rs]").forEach((box) => {
+      const key = box.dataset.rs, rs = key.slice(key.indexOf("/") + 1);
+      const h = history[rs] || { t: [], lag: [], eps: [] };
+      const lagNode = box.querySelector('[data-chart="lag"]'), epsNode = box.querySelector('[data-chart="eps"]');
+      if (charts[key]) {
+        charts[key].lag.setData([h.t, h.lag]);
+        charts[key].eps.setData([h.t, h.eps]);
+        return;
+      }
+      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", [h.t, h.lag]);
+      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", [h.t, h.eps]);
+      if (lag && eps) charts[key] = { lag, eps };
+    });
+  }
+
+  function push(plot, t, value) {
+    const [xs, ys] = plot.data;
+    if (xs.length && xs[xs.length - 1] >= t) return;
+    xs.push(t); ys.push(value);
+    while (xs.length && xs[0] < t - HOUR) { xs.shift(); ys.shift(); }
+    plot.setData([xs, ys]);
+  }
+
+  function appendChartPoint(key, metrics) {
+    const c = charts[key];
+    if (!c) return;
+    const t = Math.floor(Date.now() / 1000);
+    push(c.lag, t, metrics.MilliSecondsBehindSource ?? null);
+    push(c.eps, t, metrics.EventsPerSecond ?? null);
+  }
+
+  function initSparks() {
+    const source = document.getElementById("sparklines");
+    if (!source || typeof uPlot === "undefined") return;
+    const series = JSON.parse(source.textContent);
+    $$(document, "[data-spark]").forEach((node) => {
+      const s = series[node.dataset.spark] || { t: [], eps: [] };
+      const plot = new uPlot({
+        width: node.clientWidth || 160, height: 34, legend: { show: false }, cursor: { show: false },
+        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+        axes: [{ show: false }, { show: false }], padding: [2, 0, 2, 0],
+        series: [{}, { stroke: "#1f5fae", fill: "#1f5fae22", width: 1 }],
+      }, [s.t.slice(), s.eps.slice()], node);
+      sparks[node.dataset.spark] = { plot, last: 0 };
+    });
+  }
+
+  function updateSpark(name, eps) {
+    const spark = sparks[name];
+    const t = Math.floor(Date.now() / 1000);
+    if (!spark || t - spark.last < 5) return;
+    spark.last = t;
+    const [xs, ys] = spark.plot.data;
+    xs.push(t); ys.push(eps);
+    while (xs.length && xs[0] < t - 900) { xs.shift(); ys.shift(); }
+    spark.plot.setData([xs, ys]);
+  }
+
+  // --- the socket ---------------------------------------------------------------------------------------------
+  let socket = null, attempt = 0, retryTimer = null, everOpened = false;
+
+  function connect() {
+    clearInterval(retryTimer);
+    setStatus("connecting", attempt ? "Reconnecting…" : "Connecting…");
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + config.dataset.ws);
+    socket = ws;
+    ws.onopen = () => {
+      if (everOpened) loadHistory();
+      everOpened = true;
+      attempt = 0;
+      setStatus("live", "Live");
+    };
+    ws.onmessage = (event) => {
+      let message;
+      try { message = JSON.parse(event.data); } catch (e) { return; }
+      if (message.type === "metrics") applyReport(message.state);
+      else if (message.type === "hello") (message.states || []).forEach(applyReport);
+      else if (message.type === "connectors") applySummary(message.connectors || {});
+    };
+    ws.onclose = () => {
+      if (socket !== ws) return;
+      socket = null;
+      attempt += 1;
+      let wait = Math.round(Math.min(30, 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4));
+      setStatus("down", `Disconnected: live updates paused, reconnecting in ${wait} s`);
+      retryTimer = setInterval(() => {
+        wait -= 1;
+        if (wait <= 0) connect();
+        else setStatus("down", `Disconnected: live updates paused, reconnecting in ${wait} s`);
+      }, 1000);
+    };
+  }
+
+  window.cdcLive = {
+    close() { if (socket) socket.close(); },
+    get state() { return statusEl.dataset.state; },
+    reports,
+  };
+  document.addEventListener("cdc:action", (event) => {
+    const data = event.detail.data || {};
+    if (data.name && data.desired_state && ["pause", "resume", "stop"].includes(data.requested)) {
+      const status = { running: "starting", paused: "pausing", stopped: "stopping" }[data.desired_state];
+      setDesired(data.name, data.desired_state, status);
+    }
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    initSparks();
+    loadHistory();
+    connect();
+  });
+})();

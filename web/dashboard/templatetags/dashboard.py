@@ -1,0 +1,49 @@
+"""Number formats of the dashboard; static/dashboard/live.js formats live values the same way (`fmt`)."""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def ms(value) -> str:
+    """Milliseconds for people: 850 ms, 3.2 s, 4 min 10 s, 2 h 5 min; an em dash when unknown."""
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    if value < 1000:
+        return f"{value:.0f} ms"
+    seconds = value / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+@register.filter
+def seconds(value) -> str:
+    return "—" if value is None or value == "" else ms(float(value) * 1000)
+
+
+@register.filter
+def rate(value) -> str:
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    return f"{value:.0f}/s" if value >= 100 else f"{value:.1f}/s"
+
+
+@register.filter
+def count(value) -> str:
+    """Thousands separated by thin spaces: 1 234 567."""
+    if value is None or value == "":
+        return "—"
+    return f"{int(value):,}".replace(",", "\u202f")
+
+
+@register.filter
+def percent(value) -> str:
+    return "—" if value is None else f"{round(float(value))} %"

@@ -1,0 +1,21 @@
+"""Dashboard pages (included at the root by cdcplatform/urls.py)."""
+
+from django.urls import path
+
+from web.dashboard import views
+
+app_name = "dashboard"
+NAME = "<slug:name>"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("health/", views.cluster_health, name="health"),
+    path("metrics", views.metrics, name="metrics"),
+    path("connectors/new/", views.connector_create, name="connector-new"),
+    path(f"connectors/{NAME}/", views.connector_detail, name="connector"),
+    path(f"connectors/{NAME}/edit/", views.connector_edit, name="connector-edit"),
+    path(f"connectors/{NAME}/offsets/", views.connector_offsets, name="connector-offsets"),
+    path(f"connectors/{NAME}/history.json", views.connector_history, name="connector-history"),
+    path(f"connectors/{NAME}/topics/", views.connector_topics, name="connector-topics"),
+    path(f"connectors/{NAME}/topics/<str:topic>/", views.topic_browser, name="topic"),
+]
