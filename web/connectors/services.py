@@ -31,6 +31,7 @@ from web.connectors.models import (
     Phase,
     ReplicaSetState,
     SnapshotRequest,
+    SnapshotStatus,
 )
 from workers import control
 
@@ -219,6 +220,12 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
         state.last_error = error
     state.save()
     return state
+
+
+def mark_snapshot(request_id: int, status: str) -> bool:
+    """Worker side: moves an ad-hoc snapshot request on (running, done, failed). False if it no longer exists."""
+    status = SnapshotStatus(status)
+    return SnapshotRequest.objects.filter(pk=request_id).update(status=status, updated_at=timezone.now()) == 1
 
 
 # --- offsets -----------------------------------------------------------------------------------------------------

@@ -217,3 +217,28 @@ def test_secrets_are_encrypted_at_rest(admin_client):
     assert SECRET not in stored and stored.startswith("gAAAAA")
     assert SALT not in salt
     assert SECRET in Connector.objects.get().connection_string
+
+
+def test_observed_state_reports(no_redis):
+    from web.connectors import services
+    from web.connectors.models import ReplicaSetState
+
+    create_connector()
+    first = services.report_observed("orders", "rs0", worker="w1", phase="snapshot")
+    services.report_observed("orders", "rs0", worker="w1", phase="snapshot", metrics={"rows": 10})
+    assert ReplicaSetState.objects.get().since == first.since  # same phase: since stays
+    services.report_observed("orders", "rs0", worker="w1", phase="failed", error="boom")
+    recovered = services.report_observed("orders", "rs0", worker="w2", phase="streaming")
+    assert recovered.since > first.since and recovered.last_error == "boom" and recovered.worker == "w2"
+    assert recovered.metrics == {"rows": 10}
+    assert services.report_observed("gone", "rs0", worker="w", phase="stopped") is None
+
+
+def test_snapshot_request_status(admin_client, no_redis):
+    from web.connectors import services
+
+    connector = create_connector()
+    request = services.request_snapshot(connector, ["inventory.orders"], user=None, source="system")
+    assert services.mark_snapshot(request.pk, "done")
+    assert SnapshotRequest.objects.get().status == "done"
+    assert not services.mark_snapshot(request.pk + 1, "done")
