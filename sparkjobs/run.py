@@ -67,6 +67,16 @@ def parse_argv(argv: list[str]) -> tuple[str, dict, argparse.Namespace]:
     return options.template, args, options
 
 
+def _result_file(argv: list[str]) -> str | None:
+    """--result-file, found before the rest is parsed, so even a bad command line leaves its outcome there."""
+    for index, item in enumerate(argv):
+        if item == "--result-file" and index + 1 < len(argv):
+            return argv[index + 1]
+        if item.startswith("--result-file="):
+            return item.split("=", 1)[1]
+    return os.environ.get("CDCJOB_RESULT_FILE")
+
+
 class _Signals:
     """SIGTERM/SIGINT raise JobCancelled in the main thread; a watchdog ends the process if cleanup hangs."""
 
@@ -115,7 +125,7 @@ def _stop_spark(spark, *, owned: bool, timeout: float) -> None:
 def main(argv: list[str] | None = None, *, spark=None, stdout=None, install_signals: bool = False) -> int:
     """Run one job; returns the exit status. ``spark``: an existing session (tests); else one is built."""
     argv = sys.argv[1:] if argv is None else argv
-    reporter = output.Reporter(stdout)
+    reporter = output.Reporter(stdout, _result_file(argv))
     started = time.monotonic()
     cancelled = threading.Event()
     signals = _Signals(cancelled)
@@ -129,7 +139,6 @@ def main(argv: list[str] | None = None, *, spark=None, stdout=None, install_sign
         from sparkjobs.topics import TopicSource
 
         template_name, args, options = parse_argv(argv)
-        reporter.result_file = options.result_file
         template = TEMPLATES[template_name]
         reporter.emit(event="started", template=template_name, pid=os.getpid())
         template.validate(args)

@@ -48,6 +48,7 @@ class TopicSource:
     ending_timestamp: int | None = None
     max_offsets_per_trigger: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
+    kafka_timeout_s: float = 15.0
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any], *, require: bool = True) -> TopicSource:
@@ -76,6 +77,7 @@ class TopicSource:
             ending_timestamp=_optional_int(args, "ending_timestamp"),
             max_offsets_per_trigger=_optional_int(args, "max_offsets_per_trigger"),
             kafka_options={str(k): str(v) for k, v in (args.get("kafka_options") or {}).items()},
+            kafka_timeout_s=float(args.get("kafka_timeout_s") or 15.0),
         )
         if source.starting_offsets is not None and source.starting_timestamp is not None:
             raise InvalidArguments("give either `starting_offsets` or `starting_timestamp`, not both")
@@ -90,9 +92,9 @@ class TopicSource:
 
     # --- checking -------------------------------------------------------------------------------
 
-    def resolve(self, timeout: float = 15.0) -> list[str]:
+    def resolve(self) -> list[str]:
         """The topics this source reads; JobError for an unknown topic or an unreachable Kafka."""
-        existing = list_topics(self.bootstrap_servers, timeout, self.kafka_options)
+        existing = list_topics(self.bootstrap_servers, self.kafka_timeout_s, self.kafka_options)
         if existing is None:  # no Kafka client on this driver: Spark will report what it finds
             return list(self.topics)
         if self.pattern is not None:
