@@ -9,15 +9,9 @@ demo) and Kafka; the MongoDB replica set is the in-process emulator (or MONGODB_
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import uuid
-from pathlib import Path
 
 import pymongo
 import pytest
@@ -25,59 +19,19 @@ import redis
 
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
-from tests.integration.test_celery_roundtrip import wait_for_ready, with_database
+from tests.platform_processes import Platform
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 REDIS_DB = 14
 
 
 @pytest.fixture
 def platform(stack, tmp_path):
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "REDIS_URL": with_database(stack.redis_url, REDIS_DB),
-        "KAFKA_BOOTSTRAP_SERVERS": stack.kafka_bootstrap,
-        "CDC_SUPERVISOR_SECONDS": "1",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
-                   capture_output=True)
-    redis.Redis.from_url(env["REDIS_URL"]).flushdb()
-    processes: dict[str, subprocess.Popen] = {}
-
-    def start_worker(label: str) -> str:
-        nodename = f"{label}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
-        log = tmp_path / f"{label}.log"
-        with log.open("wb") as output:
-            processes[label] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "cdcplatform", "worker", "-Q", "streaming,default",
-                 "--pool=threads", "--concurrency=4", "--hostname", nodename, "--loglevel=INFO",
-                 "--without-mingle", "--without-gossip"],
-                cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-        wait_for_ready(processes[label], log, nodename)
-        return nodename
-
-    def start_beat() -> None:
-        with (tmp_path / "beat.log").open("wb") as output:
-            processes["beat"] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "cdcplatform", "beat", "--loglevel=INFO",
-                 "--schedule", str(tmp_path / "beat-schedule")],
-                cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-
-    def django(code: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=60)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return result.stdout
-
-    yield env, start_worker, start_beat, django, processes
-    for process in processes.values():
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    processes = Platform(stack, tmp_path, REDIS_DB)
+    processes.migrate()
+    yield processes.env, processes.start_worker, processes.start_beat, processes.django, processes.processes
+    processes.stop()
 
 
 def _leases(env) -> dict[str, str]:

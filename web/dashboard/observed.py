@@ -8,6 +8,7 @@ and static/dashboard/live.js applies the published ones with the same rules as h
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,10 @@ class ReplicaSetView:
     @property
     def key(self) -> str:
         return f"{self.state.connector.name}/{self.state.replica_set}"
+
+    @property
+    def dom_id(self) -> str:
+        return "rs-" + re.sub(r"[^A-Za-z0-9_-]", "-", self.state.replica_set)
 
     @property
     def members(self) -> list[dict]:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from django.conf import settings
 
@@ -124,30 +124,50 @@ class Event:
 
 
 def last_events(topic: str, count: int = 20, key: str = "", timeout: float = 8.0) -> list[Event]:
-    """The newest `count` committed events of `topic`, newest first; with `key`, only those whose key contains it."""
-    consumer = _consumer(**{"enable.partition.eof": True})
+    """The newest `count` committed events of `topic`, newest first; with `key`, only those whose key contains it.
+
+    Reads backwards in growing windows of offsets (transaction markers and aborted records take offsets too) until
+    `count` events are found, the start of the log is reached, or MAX_SCAN_PER_PARTITION offsets were read.
+    """
+    consumer = _consumer()
     try:
         metadata = consumer.list_topics(topic, timeout=timeout)
         if topic not in metadata.topics or metadata.topics[topic].error is not None:
             return []
-        window = MAX_SCAN_PER_PARTITION if key else count
-        assignments, pending = [], set()
+        marks = {}
         for partition in sorted(metadata.topics[topic].partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout,
                                                        cached=False)
             if high > low:
-                assignments.append(TopicPartition(topic, partition, max(low, high - window - 1)))
-                pending.add(partition)
-        if not assignments:
-            return []
-        consumer.assign(assignments)
+                marks[partition] = (low, high)
+    except KafkaException as error:
+        raise KafkaUnavailable(str(error.args[0] if error.args else error)) from None
+    finally:
+        consumer.close()
+    window = 2 * count + 10
+    deadline = time.monotonic() + timeout
+    while True:
+        events = _read(topic, marks, window, key, deadline)
+        exhausted = all(high - window <= low for low, high in marks.values())
+        if len(events) >= count or exhausted or window >= MAX_SCAN_PER_PARTITION or time.monotonic() > deadline:
+            break
+        window = min(MAX_SCAN_PER_PARTITION, window * 4)
+    events.sort(key=lambda e: (e.timestamp_ms, e.offset), reverse=True)
+    return events[:count]
+
+
+def _read(topic: str, marks: dict[int, tuple[int, int]], window: int, key: str, deadline: float) -> list[Event]:
+    """Events of the last `window` offsets of each partition (a fresh consumer: positions start where assigned)."""
+    if not marks:
+        return []
+    consumer = _consumer()
+    try:
+        consumer.assign([TopicPartition(topic, p, max(low, high - window)) for p, (low, high) in marks.items()])
+        pending = set(marks)
         events: list[Event] = []
-        deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
-            for message in consumer.consume(500, 0.2):
+            for message in consumer.consume(500, 0.1):
                 if message.error() is not None:
-                    if message.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard(message.partition())
                     continue
                 key_value = _decode(message.key())
                 key_text = key_value if isinstance(key_value, str) else json.dumps(key_value, sort_keys=True)
@@ -155,9 +175,11 @@ def last_events(topic: str, count: int = 20, key: str = "", timeout: float = 8.0
                     continue
                 value = _expand(_decode(message.value()))
                 events.append(Event(message.partition(), message.offset(), message.timestamp()[1], key_value,
-                                    key_text or "", value, json.dumps(value, indent=2, sort_keys=False)))
-        events.sort(key=lambda e: (e.timestamp_ms, e.offset), reverse=True)
-        return events[:count]
+                                    key_text or "", value, json.dumps(value, indent=2)))
+            for position in consumer.position([TopicPartition(topic, p) for p in pending]):
+                if position.offset >= marks[position.partition][1]:  # past the end seen when the read started
+                    pending.discard(position.partition)
+        return events
     except KafkaException as error:
         raise KafkaUnavailable(str(error.args[0] if error.args else error)) from None
     finally:

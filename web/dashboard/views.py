@@ -17,7 +17,7 @@ from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
 from web.connectors import services
 from web.connectors.api.serializers import ConnectorSerializer
 from web.connectors.api.views import problems_of
-from web.connectors.models import AuditEntry, Connector
+from web.connectors.models import AuditEntry, Connector, ReplicaSetState
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
 from web.dashboard import health, history, observed, prometheus, topics
 from web.dashboard.auth import metrics_user
@@ -75,6 +75,17 @@ def connector_detail(request, name):
     view = observed.connector_view(connector)
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
     return render(request, "dashboard/detail.html", {"c": view, "audit": audit, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def replica_set_card(request, name, replica_set):
+    """One replica set's card, for a detail page that was opened before the replica set first reported."""
+    state = ReplicaSetState.objects.select_related("connector").filter(connector__name=name,
+                                                                       replica_set=replica_set).first()
+    if state is None:
+        return HttpResponse(status=204)  # not stored yet: the page asks again with the next report
+    return render(request, "dashboard/_replica_set.html", {"rs": observed.replica_set_view(state)})
 
 
 @require_safe

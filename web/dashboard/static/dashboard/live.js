@@ -83,6 +83,10 @@
 
   function renderSnapshot(box, snap) {
     if (!snap || !snap.SnapshotKind) return;
+    const signature = JSON.stringify([snap.SnapshotRunning, snap.SnapshotCompleted, snap.SnapshotAborted,
+      Math.round(snap.SnapshotDurationInSeconds || 0), snap.EstimatedSecondsRemaining, snap.Collections]);
+    if (box.dataset.signature === signature) return;
+    box.dataset.signature = signature;
     const state = snap.SnapshotRunning ? "running" : snap.SnapshotCompleted ? "completed"
       : snap.SnapshotAborted ? "aborted" : "idle";
     let info = `${snap.SnapshotKind} · ${state} · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
@@ -136,7 +140,9 @@
     const key = report.connector + "/" + report.replica_set;
     reports[key] = report;
     const metrics = report.metrics || {};
-    $$(document, `[data-rs="${CSS.escape(key)}"]`).forEach((box) => {
+    const boxes = $$(document, `[data-rs="${CSS.escape(key)}"]`);
+    if (!boxes.length && config.dataset.cards && config.dataset.connector === report.connector) addCard(key, report);
+    boxes.forEach((box) => {
       $$(box, "[data-bind]").forEach((node) => {
         const bind = node.dataset.bind;
         if (bind === "phase") { const p = phaseOf(report); node.textContent = p; node.dataset.status = p; }
@@ -157,8 +163,46 @@
     updateConnector(report.connector);
   }
 
+  const pendingCards = new Set();
+  async function addCard(key, report) {
+    // a replica set that started reporting after the page was rendered: fetch its card from the server
+    if (pendingCards.has(key)) return;
+    pendingCards.add(key);
+    try {
+      const response = await fetch(config.dataset.cards + encodeURIComponent(report.replica_set) + "/",
+        { credentials: "same-origin" });
+      if (response.status !== 200) throw new Error("HTTP " + response.status);
+      const template = document.createElement("template");
+      template.innerHTML = (await response.text()).trim();
+      if (document.querySelector(`[data-rs="${CSS.escape(key)}"]`)) return;
+      const holder = document.getElementById("replica-sets");
+      holder.append(template.content);
+      const none = document.getElementById("no-replica-sets");
+      if (none) none.remove();
+      localTimes(holder);
+      await loadHistory();
+      applyReport(reports[key]);
+    } catch (e) {
+      pendingCards.delete(key); // the next report tries again
+    }
+  }
+
+  // the same rule as observed.connector_status (Python)
+  const desiredOf = {};
+  function statusOf(desired, phases) {
+    const active = phases.some((p) => p === "snapshot" || p === "streaming");
+    if (desired === "paused") return active ? "pausing" : "paused";
+    if (desired === "stopped") return active ? "stopping" : "stopped";
+    if (phases.includes("failed")) return "failed";
+    if (phases.includes("snapshot")) return "snapshot";
+    if (phases.length && phases.every((p) => p === "streaming")) return "running";
+    if (phases.includes("stale")) return "stale";
+    return "starting";
+  }
+
   function updateConnector(name) {
     const mine = Object.values(reports).filter((r) => r.connector === name);
+    if (desiredOf[name]) setDesired(name, desiredOf[name], statusOf(desiredOf[name], mine.map(phaseOf)));
     const live = mine.filter((r) => !r.final && !r.stale);
     const sum = (list, f) => list.reduce((a, r) => a + ((r.metrics || {})[f] || 0), 0);
     const lags = live.map((r) => (r.metrics || {}).MilliSecondsBehindSource).filter((v) => v !== null && v !== undefined);
@@ -195,7 +239,7 @@
 
   function applySummary(summary) {
     Object.entries(summary).forEach(([name, s]) => {
-      setDesired(name, s.desired_state, s.status);
+      desiredOf[name] = s.desired_state;
       Object.entries(s.replica_sets || {}).forEach(([rs, o]) => {
         const key = name + "/" + rs;
         if (reports[key]) {
@@ -209,8 +253,8 @@
           b.textContent = p; b.dataset.status = p;
         });
       });
-      if (Object.keys(s.replica_sets || {}).some((rs) => !document.querySelector(`[data-rs="${CSS.escape(name + "/" + rs)}"]`))
-          && config.dataset.page === "detail") showChanged("A replica set started reporting.");
+      if (Object.values(reports).some((r) => r.connector === name)) updateConnector(name);
+      else setDesired(name, s.desired_state, s.status);
     });
     if (config.dataset.page === "overview") {
       const rows = $$(document, "tr[data-connector]").map((r) => r.dataset.connector).sort().join();
@@ -218,10 +262,9 @@
     }
   }
 
-  function showChanged(text) {
+  function showChanged() {
     const note = document.getElementById("list-changed");
     if (note) note.hidden = false;
-    else if (text) window.cdcAnnounce && window.cdcAnnounce(text + " Reload the page to see it.");
   }
 
   // --- charts -------------------------------------------------------------------------------------------------
@@ -291,7 +334,7 @@
         width: node.clientWidth || 160, height: 34, legend: { show: false }, cursor: { show: false },
         scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
         axes: [{ show: false }, { show: false }], padding: [2, 0, 2, 0],
-        series: [{}, { stroke: "#1f5fae", fill: "#1f5fae22", width: 1 }],
+        series: [{}, { stroke: "#1f5fae", fill: "#1f5fae22", width: 1, points: { show: false } }],
       }, [s.t.slice(), s.eps.slice()], node);
       sparks[node.dataset.spark] = { plot, last: 0 };
     });
@@ -352,8 +395,8 @@
   document.addEventListener("cdc:action", (event) => {
     const data = event.detail.data || {};
     if (data.name && data.desired_state && ["pause", "resume", "stop"].includes(data.requested)) {
-      const status = { running: "starting", paused: "pausing", stopped: "stopping" }[data.desired_state];
-      setDesired(data.name, data.desired_state, status);
+      desiredOf[data.name] = data.desired_state;
+      updateConnector(data.name);
     }
   });
   document.addEventListener("DOMContentLoaded", () => {

@@ -1,0 +1,106 @@
+"""The platform's own processes for tests, run as deployed: `manage.py migrate` on a temporary SQLite file, Celery
+workers and beat, and daphne serving the ASGI application, all subprocesses configured only through the
+environment, sharing the stack's Redis (in a database of their own, away from a running demo) and Kafka.
+
+Used by tests/faults/test_celery_supervision.py and tests/browser/.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.integration.test_celery_roundtrip import wait_for_ready, with_database
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Platform:
+    def __init__(self, stack, tmp_path: Path, redis_db: int, **env: str):
+        self.tmp_path = tmp_path
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "REDIS_URL": with_database(stack.redis_url, redis_db),
+            "KAFKA_BOOTSTRAP_SERVERS": stack.kafka_bootstrap,
+            "CDC_SUPERVISOR_SECONDS": "1",
+            **env,
+        }
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.base_url = ""
+
+    def migrate(self) -> None:
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=self.env, check=True,
+                       capture_output=True)
+        redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
+
+    def _spawn(self, label: str, argv: list[str]) -> Path:
+        log = self.tmp_path / f"{label}.log"
+        with log.open("wb") as output:
+            self.processes[label] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=output,
+                                                     stderr=subprocess.STDOUT)
+        return log
+
+    def start_worker(self, label: str, queues: str = "streaming,default", concurrency: int = 4) -> str:
+        nodename = f"{label}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
+        log = self._spawn(label, [
+            sys.executable, "-m", "celery", "-A", "cdcplatform", "worker", "-Q", queues, "--pool=threads",
+            f"--concurrency={concurrency}", "--hostname", nodename, "--loglevel=INFO", "--without-mingle",
+            "--without-gossip"])
+        wait_for_ready(self.processes[label], log, nodename)
+        return nodename
+
+    def start_beat(self) -> None:
+        self._spawn("beat", [sys.executable, "-m", "celery", "-A", "cdcplatform", "beat", "--loglevel=INFO",
+                             "--schedule", str(self.tmp_path / "beat-schedule")])
+
+    def start_web(self, timeout: float = 60) -> str:
+        """daphne on a free port; returns its base URL once /healthz answers."""
+        port = free_port()
+        log = self._spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                  "cdcplatform.asgi:application"])
+        self.base_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.processes["web"].poll() is not None:
+                pytest.fail(f"daphne exited:\n{log.read_text(errors='replace')[-4000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return self.base_url
+            except OSError:
+                time.sleep(0.2)
+        pytest.fail(f"daphne did not answer within {timeout}s:\n{log.read_text(errors='replace')[-4000:]}")
+
+    def django(self, code: str) -> str:
+        """Runs `code` in `manage.py shell` against the platform's database; returns its standard output."""
+        result = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    def log(self, label: str) -> str:
+        path = self.tmp_path / f"{label}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
