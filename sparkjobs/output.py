@@ -182,6 +182,57 @@ def write_version(frame: DataFrame, output_path: str, version: int, keep: int = 
     return target
 
 
+def read_text(spark: SparkSession, path: str) -> str | None:
+    """A small file's text through Hadoop's FileSystem (any scheme Spark can write to); None if absent."""
+    fs, target, jvm = _hadoop_fs(spark, path)
+    if not fs.exists(target):
+        return None
+    stream = fs.open(target)
+    try:
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        lines = []
+        while (line := reader.readLine()) is not None:
+            lines.append(line)
+        return "\n".join(lines)
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    fs, target, _ = _hadoop_fs(spark, path)
+    stream = fs.create(target, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+
+
+STREAM_MARKER = "_stream_id"
+
+
+def claim_output(spark: SparkSession, output_path: str, checkpoint_path: str) -> None:
+    """Refuse an output path that holds another stream's results (a new checkpoint would start over at
+    batch 0 and find those versions "already done"). The stream id is Spark's query id, kept in the
+    checkpoint's ``metadata`` file across restarts."""
+    from sparkjobs.errors import JobError
+
+    metadata = read_text(spark, f"{checkpoint_path.rstrip('/')}/metadata")
+    query_id = json.loads(metadata).get("id") if metadata else None
+    owner = read_text(spark, f"{output_path.rstrip('/')}/{STREAM_MARKER}")
+    has_results = bool(list_versions(spark, output_path))
+    if has_results and (query_id is None or (owner is not None and owner.strip() != query_id)):
+        raise JobError(
+            f"output_path {output_path} holds the results of another stream; give an empty output_path, or the "
+            "checkpoint_path that wrote them"
+        )
+
+
+def mark_output(spark: SparkSession, output_path: str, query_id: str) -> None:
+    marker = f"{output_path.rstrip('/')}/{STREAM_MARKER}"
+    if read_text(spark, marker) is None:
+        write_text(spark, marker, query_id)
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

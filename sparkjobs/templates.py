@@ -53,6 +53,14 @@ class JobContext:
     def emit(self, **fields: Any) -> None:
         self.reporter.emit(**fields)
 
+    def step(self, name: str, spark: SparkSession | None = None) -> None:
+        """Name the Spark jobs that follow (stage lines carry it) and report the step."""
+        context = (spark or self.spark).sparkContext
+        context.setLocalProperty("callSite.short", name)
+        context.setLocalProperty("callSite.long", name)
+        context.setJobDescription(name)
+        self.emit(event="step", name=name)
+
     def events(self, source: TopicSource | None = None, *, streaming: bool = False) -> DataFrame:
         source = source or self.source
         return parse_events(source.read(self.spark, streaming=streaming), flattened_prefix=self.flattened_prefix)
@@ -149,6 +157,7 @@ def run_stream(ctx: JobContext, process: Callable[[DataFrame, int], dict[str, An
             failure.append(error)
             raise
 
+    output.claim_output(ctx.spark, args["output_path"], args["checkpoint_path"])
     writer = (
         ctx.source.read(ctx.spark, streaming=True)
         .writeStream.foreachBatch(on_batch)
@@ -156,6 +165,7 @@ def run_stream(ctx: JobContext, process: Callable[[DataFrame, int], dict[str, An
         .trigger(**_trigger(args))
     )
     query = writer.start()
+    output.mark_output(ctx.spark, args["output_path"], str(query.id))
     ctx.emit(event="stream", query_id=str(query.id), run_id=str(query.runId), checkpoint_path=args["checkpoint_path"])
     started = time.monotonic()
     try:
@@ -196,16 +206,19 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
     args = ctx.args
     path = args["output_path"]
     if _mode(args) == "batch":
+        ctx.step("read topics")
         events = ctx.events().persist()
         try:
             rows_in = events.count()
             ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
+            ctx.step("latest state to parquet")
             state = latest_state(
                 events, include_deleted=_bool(args, "include_deleted"), flattened_prefix=ctx.flattened_prefix
             )
             state.write.mode("overwrite").parquet(path)
         finally:
             events.unpersist()
+        ctx.step("preview")
         rows_out, shown = _latest_rows_for(ctx, path)
         return {"rows_in": rows_in, "rows_out": rows_out, "output_path": path, "preview": shown}
 
@@ -214,6 +227,7 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
         versions = output.list_versions(spark, path)
         if any(done and version >= batch_id for version, done in versions):
             return None  # replayed after a crash: this batch is already in the state
+        ctx.step(f"batch {batch_id}: latest state", spark)
         events = events.persist()
         try:
             rows_in = events.count()
@@ -270,10 +284,12 @@ def run_stats(ctx: JobContext) -> dict[str, Any]:
     options = _stats_options(args)
     path = args.get("output_path")
     if _mode(args) == "batch":
+        ctx.step("read topics")
         events = ctx.events().persist()
         try:
             rows_in = events.count()
             ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
+            ctx.step("change statistics")
             stats = ordered(change_stats(events, **options)).persist()
         finally:
             events.unpersist()
@@ -295,6 +311,7 @@ def run_stats(ctx: JobContext) -> dict[str, Any]:
         spark = events.sparkSession
         if any(done and version >= batch_id for version, done in output.list_versions(spark, path)):
             return None
+        ctx.step(f"batch {batch_id}: change statistics", spark)
         events = events.persist()
         try:
             rows_in = events.count()
@@ -408,6 +425,7 @@ def run_sql(ctx: JobContext) -> dict[str, Any]:
     views = register_views(ctx, ctx.topics)
     ctx.emit(event="views", views=views)
     result = None
+    ctx.step("sql")
     for statement in split_statements(args["sql"]):
         result = ctx.spark.sql(statement)
     result = result.persist()
@@ -463,6 +481,7 @@ def run_script(ctx: JobContext) -> dict[str, Any]:
         "emit": lambda **fields: ctx.emit(event="script", **fields),
         "F": functions,
     }
+    ctx.step("script")
     try:
         finished = runpy.run_path(path, init_globals=namespace, run_name="__cdcjob__")
     except (JobCancelled, KeyboardInterrupt):

@@ -137,6 +137,10 @@ def test_streaming_jobs_resume_from_their_checkpoint(run_job, shop, stack, tmp_p
     assert code == 0, lines[-1]
     assert lines[-1]["skipped_batches"] == 1 and lines[-1]["totals"] == {"c": 7, "u": 3, "d": 1}
 
+    # A new checkpoint would start at batch 0 again and take the old versions for its own: refused.
+    code, lines = run_job("stats", {**stats_args, "checkpoint_path": str(tmp_path / "ck-new")})
+    assert code == 1 and "holds the results of another stream" in lines[-1]["error"]
+
 
 # --- sql ----------------------------------------------------------------------------------------------
 
