@@ -86,6 +86,7 @@ def test_create_connector_through_the_form_and_watch_its_snapshot(session, platf
     error = page.locator("#err-collection_include")
     error.get_by_text("not a valid regular expression").wait_for()
     assert include.get_attribute("aria-invalid") == "true"
+    screenshot(page, "connector-form")
     include.fill(f"{name}\\.items")
     page.wait_for_function("() => !document.querySelector('#err-collection_include li')")
     page.get_by_label("Other properties").fill(
@@ -200,6 +201,17 @@ def test_admin_offsets_page_shows_positions(session, streaming):
     row.wait_for()
     assert "_data" in row.inner_text()
     assert page.get_by_label("Reset to").is_visible()
+
+    # the edit form validates live against the stored connector (PATCH semantics of the validate action)
+    page.goto(f"/connectors/{streaming}/edit/")
+    other = page.get_by_label("Other properties")
+    assert "offset.storage.topic=" in other.input_value()
+    assert page.get_by_label("Connection string").input_value().startswith("mongodb://")
+    other.fill(other.input_value() + "\npoll.interval.ms=-1")
+    page.locator("#err-other").get_by_text("poll.interval.ms").wait_for()
+    other.fill(other.input_value().replace("\npoll.interval.ms=-1", ""))
+    page.wait_for_function("() => !document.querySelector('#err-other li')")
+    page.get_by_text("The configuration is valid.").wait_for()
 
 
 def test_viewer_sees_no_buttons_and_the_server_refuses_them(session, platform, streaming):

@@ -51,9 +51,10 @@ PROPERTY_FIELDS = {prop: name for name, prop in FIELD_PROPERTIES.items()}
 PROPERTY_FIELDS[props.TOPIC_PREFIX_ALIAS] = "topic_prefix"
 MANAGED = set(PROPERTY_FIELDS)
 
-REGEX_HELP = ("One regular expression per line, matched against the whole name (Debezium semantics: "
-              "anchored, so <code>inventory</code> does not match <code>inventory2</code>). Escape dots: "
-              "<code>inventory\\.orders</code>. An include list and the matching exclude list are exclusive.")
+REGEX_HELP = ("Regular expressions are matched against the whole name (Debezium semantics: anchored, so "
+              "<code>inventory</code> does not match <code>inventory2</code>); escape dots, as in "
+              "<code>inventory\\.orders</code>. Give an include list or the matching exclude list, not both. "
+              "Nothing given: every database and collection is captured.")
 
 
 def lines(text: str) -> list[str]:
@@ -91,13 +92,15 @@ class ConnectorForm(forms.Form):
     snapshot_mode = forms.ChoiceField(choices=SNAPSHOT_MODES, initial="initial",
                                       help_text="snapshot.mode: what happens when the connector starts.")
     database_include = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                       help_text=REGEX_HELP)
+                                       help_text="database.include.list: database names, one regex per line.")
     database_exclude = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                       help_text=REGEX_HELP)
-    collection_include = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                         help_text=REGEX_HELP + " Names are &lt;database&gt;.&lt;collection&gt;.")
-    collection_exclude = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                         help_text=REGEX_HELP + " Names are &lt;database&gt;.&lt;collection&gt;.")
+                                       help_text="database.exclude.list: database names, one regex per line.")
+    collection_include = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="collection.include.list: &lt;database&gt;.&lt;collection&gt; names, one regex per line.")
+    collection_exclude = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="collection.exclude.list: &lt;database&gt;.&lt;collection&gt; names, one regex per line.")
     field_exclude = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                     help_text="One field per line: &lt;db&gt;.&lt;collection&gt;.&lt;field path&gt;.")
     field_renames = forms.CharField(
@@ -122,7 +125,7 @@ class ConnectorForm(forms.Form):
         super().__init__(data, *args, **kwargs)
         for name, field in self.fields.items():
             prop = FIELD_PROPERTIES.get(name)
-            if prop:
+            if prop and name != "skipped_operations":  # its fieldset carries the property
                 field.widget.attrs["data-property"] = prop
             if name in LIST_FIELDS:
                 field.widget.attrs.update({"data-list": "lines", "spellcheck": "false", "autocapitalize": "off"})
@@ -132,6 +135,8 @@ class ConnectorForm(forms.Form):
             self.fields.pop("start")
         else:
             self.fields["password"].help_text = "mongodb.password (with mongodb.user below), if not in the URI."
+
+    regex_help = REGEX_HELP
 
     def api_body(self) -> dict[str, Any]:
         """The REST API body of this (bound, cleaned) form."""
