@@ -93,14 +93,6 @@ def fold(
     return dumps(document), complete
 
 
-def strip_fields(document_json: str, prefix: str) -> str:
-    """A flattened document without the envelope fields a connector added under ``prefix``."""
-    document = json.loads(document_json)
-    if not isinstance(document, dict):
-        return document_json
-    return dumps({name: value for name, value in document.items() if not name.startswith(prefix)})
-
-
 def _initial_document(filter_json: str | None, id_hint: str | None) -> dict[str, Any]:
     if filter_json:
         key = loads(filter_json)

@@ -32,6 +32,7 @@ events: strict for the Debezium and legacy formats, relaxed for flattened), ``de
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
@@ -66,13 +67,11 @@ _FOLD_RESULT = StructType([StructField("document", StringType()), StructField("c
 
 
 def _fold(base, patches, id_hint):
+    if patches is None:
+        return None
     ordered = sorted(patches or (), key=lambda patch: tuple(patch["pos"]))
     document, complete = docstate.fold(base, ordered, id_hint=id_hint)
     return document, complete
-
-
-def _strip(document, prefix):
-    return docstate.strip_fields(document, prefix) if document is not None else None
 
 
 def actions(events: DataFrame, *, previous_state: DataFrame | None = None) -> DataFrame:
@@ -229,35 +228,28 @@ def latest_state(
         F.col("events"),
         F.col("last.format").alias("format"),
     ]
-    resolved = grouped.where(~needs_fold).select(
-        *common,
-        base.alias("document"),
-        (F.col("anchor.action") == "delete").alias("deleted"),
-        F.col("anchor.complete").alias("complete"),
-        *tail,
-    )
+    # One pass: the Python fold sees only the documents that need it (the others pass nulls and return at once).
     fold_udf = F.udf(_fold, _FOLD_RESULT)
     after_anchor = F.filter(
         "patches", lambda patch: F.col("anchor").isNull() | (patch.getField("pos") > F.col("anchor.pos"))
     )
-    folded = (
-        grouped.where(needs_fold)
-        .withColumn("_fold", fold_udf(base, after_anchor, F.col("id")))
-        .select(
-            *common,
-            F.col("_fold.document").alias("document"),
-            F.lit(False).alias("deleted"),
-            (F.col("_fold.complete") & F.coalesce(F.col("anchor.complete"), F.lit(False))).alias("complete"),
-            *tail,
-        )
+    folded = fold_udf(F.when(needs_fold, base), F.when(needs_fold, after_anchor), F.when(needs_fold, F.col("id")))
+    state = grouped.select(
+        *common,
+        F.when(needs_fold, folded.getField("document")).otherwise(base).alias("document"),
+        (~needs_fold & (F.col("anchor.action") == "delete")).alias("deleted"),
+        F.when(
+            needs_fold, folded.getField("complete") & F.coalesce(F.col("anchor.complete"), F.lit(False))
+        ).otherwise(F.col("anchor.complete")).alias("complete"),
+        *tail,
     )
-    state = resolved.unionByName(folded)
-    strip_udf = F.udf(_strip, StringType())
-    needs_strip = (F.col("format") == "flattened") & (F.instr(F.col("document"), f'"{flattened_prefix}') > 0)
-    state = state.where(~needs_strip | F.col("document").isNull()).unionByName(
-        state.where(needs_strip & F.col("document").isNotNull()).withColumn(
-            "document", strip_udf(F.col("document"), F.lit(flattened_prefix))
-        )
+    # Flattened documents end with the envelope fields the connector appended (``,"__op":"c"``...): drop them.
+    trailing = f'(,"{re.escape(flattened_prefix)}[A-Za-z0-9_]+":("([^"\\\\]|\\\\.)*"|[^,{{}}\\[\\]"]*))+}}$'
+    state = state.withColumn(
+        "document",
+        F.when(F.col("format") == "flattened", F.regexp_replace("document", trailing, "}")).otherwise(
+            F.col("document")
+        ),
     )
     if not include_deleted:
         state = state.where(~F.col("deleted"))

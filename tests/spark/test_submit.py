@@ -1,8 +1,8 @@
 """A job through the real entry point: `sparkjobs.submit.command` → spark-submit → sparkjobs/run.py.
 
 A streaming latest-state run processes what the topic holds, then a change produced while it runs, and
-ends on SIGTERM (sent to its process group, as the launcher does) with a `cancelled` line, the same outcome
-in its result file, and exit status 143."""
+ends on SIGTERM (sent to the driver's pid from the `started` line, as the launcher does) with a `cancelled`
+line, the same outcome in its result file, and exit status 143 from spark-submit."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ def test_spark_submit_streams_and_stops_on_sigterm(stack, tmp_path):
         raise AssertionError("no such line in time")
 
     try:
+        driver = next_line(lambda e: e.get("event") == "started")["pid"]
         session = next_line(lambda e: e.get("event") == "session")
         assert session["master"] == "local[2]" and session["topics"] == [topic]
         first = next_line(lambda e: e.get("event") == "batch")
@@ -71,7 +72,7 @@ def test_spark_submit_streams_and_stops_on_sigterm(stack, tmp_path):
         assert second["rows_in"] == 3 and second["rows_out"] == 4  # a delete, its tombstone, an insert
 
         started = time.monotonic()
-        os.killpg(process.pid, signal.SIGTERM)
+        os.kill(driver, signal.SIGTERM)  # the Python driver: it reports, stops Spark, exits 143 (so does spark-submit)
         final = next_line(lambda e: "status" in e, timeout=30)
         assert final["status"] == "cancelled" and final["error"] == "cancelled by SIGTERM"
         assert process.wait(30) == 143
