@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -123,6 +124,7 @@ def build_session(
     settings.update(conf or {})
     if settings.get("spark.master", "").startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder

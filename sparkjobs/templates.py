@@ -403,16 +403,19 @@ def _validate_sql(args: dict[str, Any]) -> None:
     _views(args, list(args.get("topics") or []))
 
 
-def register_views(ctx: JobContext, topics: list[str]) -> dict[str, str]:
+def register_views(ctx: JobContext, topics: list[str], sql: str | None = None) -> dict[str, str]:
     """Temp views: ``<view>`` (parsed events of a topic), ``<view>_latest`` (its latest state),
-    ``cdc_events`` (all chosen topics). Views are lazy: a topic is read only if a query uses it."""
+    ``cdc_events`` (all chosen topics). Reading is lazy: a topic is read only if a query uses it; the
+    ``_latest`` and ``cdc_events`` views are only built when ``sql`` (if given) names them."""
     views = _views(ctx.args, topics)
+    mentioned = (sql or "").lower()
     for name, topic in views.items():
         events = ctx.events(ctx.source.with_topics([topic]))
         events.createOrReplaceTempView(name)
-        latest_state(events, flattened_prefix=ctx.flattened_prefix).createOrReplaceTempView(f"{name}_latest")
+        if sql is None or f"{name.lower()}_latest" in mentioned:
+            latest_state(events, flattened_prefix=ctx.flattened_prefix).createOrReplaceTempView(f"{name}_latest")
     all_topics = sorted(set(views.values()) | set(topics))
-    if all_topics:
+    if all_topics and (sql is None or "cdc_events" in mentioned):
         ctx.events(ctx.source.with_topics(all_topics)).createOrReplaceTempView("cdc_events")
     return views
 
@@ -422,7 +425,7 @@ def run_sql(ctx: JobContext) -> dict[str, Any]:
     extra = [topic for topic in (args.get("views") or {}).values() if topic not in ctx.topics]
     if extra:
         ctx.topics = ctx.topics + ctx.source.with_topics(extra).resolve()
-    views = register_views(ctx, ctx.topics)
+    views = register_views(ctx, ctx.topics, args["sql"])
     ctx.emit(event="views", views=views)
     result = None
     ctx.step("sql")

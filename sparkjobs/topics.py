@@ -101,7 +101,7 @@ class TopicSource:
             regex = re.compile(self.pattern)
             matched = sorted(topic for topic in existing if regex.fullmatch(topic))
             if not matched:
-                raise JobError(f"no topic matches the pattern {self.pattern!r}")
+                raise JobError(f"no topic matches the pattern '{self.pattern}'")
             return matched
         unknown = [topic for topic in self.topics if topic not in existing]
         if unknown:

@@ -85,6 +85,19 @@ def test_stats_sliding_windows_and_tombstones(run_job, shop, stack):
     assert totals["c"] == 2 * 9 and lines[-1]["output_path"] is None
 
 
+def test_topic_pattern_and_timestamp_bounds(run_job, shop, stack):
+    pattern = shop["prefix"].replace(".", r"\.") + r"\.shop\..*"
+    future = int(time.time() * 1000) + 3_600_000
+    code, lines = run_job("stats", args(stack, topic_pattern=pattern, starting_timestamp=0, ending_timestamp=future))
+    assert code == 0, lines[-1]
+    assert lines[-1]["rows_in"] == 17 and sorted(lines[1]["topics"]) == shop["topics"]
+    code, lines = run_job("stats", args(stack, topic_pattern=pattern, starting_timestamp=future))
+    assert code == 0, lines[-1]
+    assert lines[-1]["rows_in"] == 0 and lines[-1]["rows_out"] == 0
+    code, lines = run_job("stats", args(stack, topic_pattern=r"no\.such\..*"))
+    assert code == 1 and lines[-1]["error"] == r"no topic matches the pattern 'no\.such\..*'"
+
+
 # --- streaming --------------------------------------------------------------------------------------
 
 
