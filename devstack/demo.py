@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from devstack import settings
-from devstack.process import ManagedProcess
 
 DEMO_NAME = "demo"
 
@@ -24,11 +22,9 @@ def demo_properties() -> dict:
     }
 
 
-def up(process: ManagedProcess) -> str:
-    if process.is_running():
-        return "connector already running"
+def up(manage) -> str:
+    """Stores the demo connector in the control plane (idempotent); the supervisor starts it on a worker."""
     path = settings.STATE_DIR / "demo-connector.json"
-    path.write_text(json.dumps(demo_properties(), indent=2))
-    process.start([sys.executable, "-m", "connectors", "run", str(path),
-                   "--bootstrap-servers", settings.kafka_bootstrap()], cwd=settings.PROJECT_ROOT)
+    path.write_text(json.dumps({"name": DEMO_NAME, "config": demo_properties()}, indent=2))
+    manage("connector_create", str(path), "--update")
     return f"connector '{DEMO_NAME}' streaming inventory.* into Kafka topics {DEMO_NAME}.inventory.*"

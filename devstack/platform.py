@@ -18,8 +18,7 @@ worker = ManagedProcess("worker")
 beat = ManagedProcess("beat")
 web = ManagedProcess("web")
 workload = ManagedProcess("workload")
-connector = ManagedProcess("demo-connector")
-PROCESSES = [workload, connector, web, beat, worker]
+PROCESSES = [workload, web, beat, worker]
 
 
 def _manage(*args: str) -> str:
@@ -61,7 +60,7 @@ def up(echo=print) -> None:
     wait_until(_web_answers, 60, f"the web server on port {WEB_PORT}", web)
     from devstack import demo
 
-    echo(f"{'demo':<11} " + demo.up(connector))
+    echo(f"{'demo':<11} " + demo.up(_manage))
     echo(f"{'workload':<11} " + _start(workload, [
         PYTHON, "-m", "devstack.workload", "--uri", settings.mongodb_uri(), "--rate", "5"]))
     echo(f"\nDashboard: http://127.0.0.1:{WEB_PORT}/   (stop everything with ./cdc down)")

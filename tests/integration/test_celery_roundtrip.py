@@ -28,6 +28,8 @@ TEST_REDIS_DB = 15
 
 SEND_PINGS = """
 import json, sys
+import django
+django.setup()  # task modules import the connector models, as in any Django client of Celery
 from workers.tasks import ping
 replies = {queue: ping.apply_async(args=[{"via": queue}], queue=queue).get(timeout=30) for queue in sys.argv[1:]}
 print(json.dumps(replies))
