@@ -7,10 +7,12 @@ from connectors.snapshots.executors import (
     ChunkExecutorFactory,
     ChunkResult,
     ChunkTask,
+    PolledChunkExecutor,
     ProcessPoolChunkExecutor,
     SnapshotContext,
     ThreadPoolChunkExecutor,
     run_chunk_task,
+    run_chunk_task_json,
 )
 from connectors.snapshots.incremental import IncrementalSnapshots
 from connectors.snapshots.initial import InitialSnapshot
@@ -28,6 +30,7 @@ __all__ = [
     "CollectionProgress",
     "IncrementalSnapshots",
     "InitialSnapshot",
+    "PolledChunkExecutor",
     "ProcessPoolChunkExecutor",
     "SnapshotContext",
     "SnapshotMetrics",
@@ -36,4 +39,5 @@ __all__ = [
     "plan_collection",
     "range_query",
     "run_chunk_task",
+    "run_chunk_task_json",
 ]

@@ -33,7 +33,7 @@ from connectors.mongodb.client import open_client
 from connectors.mongodb.topology import ReplicaSet
 from connectors.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.snapshots.chunks import Chunk
-from connectors.snapshots.markers import ChunkMarkers
+from connectors.snapshots.markers import COMPLETED, ChunkMarkers
 from connectors.snapshots.metrics import SnapshotMetrics
 from connectors.transformer import Transformer
 
@@ -195,6 +195,30 @@ class ThreadPoolChunkExecutor:
         self._pool.shutdown(wait=True, cancel_futures=cancel_pending)
 
 
+class SelfCommittingThreadExecutor(ThreadPoolChunkExecutor):
+    """Threads of the pipeline's process that commit like remote workers (own transactional id + chunk marker).
+
+    Used when resuming a snapshot whose earlier run dispatched chunks to other workers: a task of that run may
+    still be alive, and only a chunk's own transactional id fences it.
+    """
+
+    commits_itself = True
+
+    def __init__(self, context: SnapshotContext, threads: int | None = None):
+        super().__init__(context, threads)
+        self._topic_admin = TopicAdmin(context.bootstrap_servers)
+
+    def _run(self, task: ChunkTask) -> ChunkResult:
+        if self.context.stop.is_set():
+            raise ChunkInterrupted(task.chunk.label)
+        result = run_chunk_task(self.context.config, self.context.replica_set, self.context.bootstrap_servers, task,
+                                client=self.context.client, transformer=self._transformer(), stop=self.context.stop,
+                                topic_admin=self._topic_admin)
+        if self.context.metrics is not None and not result.already_committed:
+            self.context.metrics.record_chunk_read()
+        return result
+
+
 # -- as a separate task ------------------------------------------------------------------------------------------
 
 
@@ -240,7 +264,10 @@ def run_chunk_task(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_s
     )
     try:
         with sink:  # open() fences any earlier attempt at this chunk
-            existing = markers.load(config.name, replica_set.name, task.snapshot_id).get(task.chunk.number)
+            found = markers.load(config.name, replica_set.name, task.snapshot_id)
+            existing = found.get(task.chunk.number)
+            if existing is None and COMPLETED in found:
+                existing = {"rows": 0}  # a late duplicate: the snapshot completed long ago
             if existing is not None:
                 log.info("snapshot %s: chunk %d (%s) was already committed", task.snapshot_id, task.chunk.number,
                          task.chunk.label)
@@ -255,6 +282,76 @@ def run_chunk_task(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_s
         if own_client:
             client.close()
     return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started)
+
+
+def run_chunk_task_json(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_servers: str, task_json: str,
+                        **kwargs) -> dict:
+    """`run_chunk_task` with JSON in and out: the body of a Celery chunk task."""
+    result = run_chunk_task(config, replica_set, bootstrap_servers, ChunkTask.from_json(task_json), **kwargs)
+    return {"rows": result.rows, "already_committed": result.already_committed, "seconds": result.seconds}
+
+
+def result_from_json(task: ChunkTask, value: dict) -> ChunkResult:
+    return ChunkResult(task, int(value["rows"]), None, committed=True,
+                       already_committed=bool(value.get("already_committed")), seconds=float(value.get("seconds", 0)))
+
+
+class PolledChunkExecutor:
+    """Adapts a task queue to `ChunkExecutor`: `send(task_json)` enqueues a chunk task (which runs
+    `run_chunk_task_json`) and returns a handle with `ready() -> bool` and `get() -> dict` (raising the task's
+    error), as Celery's `AsyncResult` has; a thread polls the handles and completes the coordinator's futures.
+
+        PolledChunkExecutor(context, lambda task_json: snapshot_chunk.apply_async((connector_id, rs, task_json)),
+                            capacity=8)
+    """
+
+    commits_itself = True
+
+    def __init__(self, context: SnapshotContext, send: Callable[[str], Any], capacity: int = 4,
+                 poll_interval: float = 0.1):
+        self.context, self.send, self.capacity, self.poll_interval = context, send, max(1, capacity), poll_interval
+        self._pending: list[tuple[Any, ChunkTask, Future]] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="snapshot-chunk-poller", daemon=True)
+        self._thread.start()
+
+    def submit(self, task: ChunkTask) -> Future[ChunkResult]:
+        future: Future[ChunkResult] = Future()
+        future.set_running_or_notify_cancel()
+        handle = self.send(task.to_json())
+        with self._lock:
+            self._pending.append((handle, task, future))
+        return future
+
+    def _poll(self) -> None:
+        while not self._closed.wait(self.poll_interval):
+            with self._lock:
+                pending = list(self._pending)
+            for entry in pending:
+                handle, task, future = entry
+                try:
+                    if not handle.ready():
+                        continue
+                    value = handle.get()
+                except Exception as error:  # noqa: BLE001 - handed to the coordinator, which retries or fails
+                    future.set_exception(error)
+                else:
+                    if self.context.metrics is not None and not value.get("already_committed"):
+                        self.context.metrics.record_chunk_read()
+                    future.set_result(result_from_json(task, value))
+                with self._lock:
+                    self._pending.remove(entry)
+
+    def shutdown(self, cancel_pending: bool = True) -> None:
+        """Stops polling. Tasks already sent may still run and commit; their markers count at the next start."""
+        self._closed.set()
+        self._thread.join(5)
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for _, task, future in pending:
+            if not future.done():
+                future.set_exception(ChunkInterrupted(task.chunk.label))
 
 
 @dataclass
@@ -279,13 +376,15 @@ def _init_worker(properties: dict, replica_set: tuple, bootstrap_servers: str, l
                       Transformer(config, rs.name), TopicAdmin(bootstrap_servers))
 
 
+def _ready() -> bool:
+    return _WORKER is not None
+
+
 def _run_in_worker(task_json: str) -> dict:
     assert _WORKER is not None, "worker not initialised"
-    task = ChunkTask.from_json(task_json)
-    result = run_chunk_task(_WORKER.config, _WORKER.replica_set, _WORKER.bootstrap_servers, task,
-                            client=_WORKER.client, transformer=_WORKER.transformer,
-                            topic_admin=_WORKER.topic_admin)
-    return {"rows": result.rows, "already_committed": result.already_committed, "seconds": result.seconds}
+    return run_chunk_task_json(_WORKER.config, _WORKER.replica_set, _WORKER.bootstrap_servers, task_json,
+                               client=_WORKER.client, transformer=_WORKER.transformer,
+                               topic_admin=_WORKER.topic_admin)
 
 
 class ProcessPoolChunkExecutor:
@@ -309,6 +408,11 @@ class ProcessPoolChunkExecutor:
                       context.bootstrap_servers, logging.getLogger().getEffectiveLevel()),
         )
 
+    def warm_up(self) -> None:
+        """Starts every worker process now (as long-running Celery workers would be) instead of on first use."""
+        for future in [self._pool.submit(_ready) for _ in range(self.capacity)]:
+            future.result()
+
     def submit(self, task: ChunkTask) -> Future[ChunkResult]:
         outer: Future[ChunkResult] = Future()
         inner = self._pool.submit(_run_in_worker, task.to_json())
@@ -324,8 +428,7 @@ class ProcessPoolChunkExecutor:
             value = future.result()
             if self.context.metrics is not None and not value["already_committed"]:
                 self.context.metrics.record_chunk_read()
-            outer.set_result(ChunkResult(task, value["rows"], None, committed=True,
-                                         already_committed=value["already_committed"], seconds=value["seconds"]))
+            outer.set_result(result_from_json(task, value))
 
         outer.set_running_or_notify_cancel()
         inner.add_done_callback(_done)

@@ -44,8 +44,9 @@ import bson
 from bson import json_util
 from pymongo.errors import PyMongoError
 
+from connectors.config_types import CaptureScope
 from connectors.errors import ConnectorError
-from connectors.filters import NamespaceFilter
+from connectors.filters import NamespaceFilter, watch_target
 from connectors.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.snapshots.chunks import Chunk, plan_collection
 
@@ -210,6 +211,16 @@ class IncrementalSnapshots:
             raise ConnectorError(
                 "incremental snapshots need signal.data.collection: the connector writes its watermarks there "
                 "(set it to a <database>.<collection> the connector may write to)"
+            )
+        target = watch_target(self.config)
+        if (target.scope is CaptureScope.DATABASE and target.database != self.signal.db) or (
+            target.scope is CaptureScope.COLLECTION
+            and (target.database, target.collection) != (self.signal.db, self.signal.collection)
+        ):
+            raise ConnectorError(
+                f"incremental snapshots need the change stream to see {self.signal} (its watermarks come back "
+                f"through it), but capture.scope watches only {target.database}"
+                + (f".{target.collection}" if target.collection else "")
             )
 
     # -- state ------------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, wait
 from typing import TYPE_CHECKING
 
+from pymongo.errors import OperationFailure
+
 from connectors.errors import ConnectorError
 from connectors.filters import NamespaceFilter, change_stream_pipeline, watch_target
 from connectors.kafka.errors import SinkFencedError
@@ -34,6 +36,7 @@ from connectors.snapshots.executors import (
     ChunkInterrupted,
     ChunkResult,
     ChunkTask,
+    SelfCommittingThreadExecutor,
     SnapshotContext,
     ThreadPoolChunkExecutor,
     read_chunk,
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
     from connectors.pipeline import ReplicaSetPipeline
 
 log = logging.getLogger(__name__)
+
+# Server errors after which reading a chunk again can succeed (elections, shutdowns, timeouts, lost cursors).
+TRANSIENT_CODES = frozenset({6, 7, 43, 89, 91, 175, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
 
 
 class InitialSnapshot:
@@ -119,9 +125,12 @@ class InitialSnapshot:
             self.progress.mark_done(final, rows)
         if self.stop.is_set():
             return False
-        for number in sorted(self._marked):
-            messages.append(self.markers.tombstone(self.config.name, self.pipeline.replica_set.name,
-                                                   self.progress.id, number))
+        if self.progress.remote:
+            rs = self.pipeline.replica_set.name
+            for number in sorted(self._marked):
+                messages.append(self.markers.tombstone(self.config.name, rs, self.progress.id, number))
+            rows = sum(c.rows for c in self.progress.collections)
+            messages.append(self.markers.completed(self.config.name, rs, self.progress.id, rows))
         self.progress.completed = True
         self._commit(messages, token=self.progress.resume_token)
         if read_final:
@@ -138,6 +147,12 @@ class InitialSnapshot:
         context = SnapshotContext(self.config, self.pipeline.replica_set, self.pipeline.bootstrap_servers,
                                   self.client, self.stop, self.metrics)
         executor = self.executor_factory(context)
+        if executor.commits_itself and not self.progress.remote:
+            self.progress.remote = True  # from now on every chunk must be fenced by its own transactional id
+            self._commit([])
+        elif self.progress.remote and not executor.commits_itself:
+            executor.shutdown()
+            executor = SelfCommittingThreadExecutor(context)
         queue = deque(chunks)
         inflight: dict = {}
         failures = 0
@@ -157,6 +172,9 @@ class InitialSnapshot:
                         return False
                     except Exception as error:  # noqa: BLE001 - classified below
                         if not self._retriable(error, executor.commits_itself):
+                            if isinstance(error, OperationFailure):
+                                raise ConnectorError(f"MongoDB refused the snapshot query of chunk "
+                                                     f"{task.chunk.label}: {error}") from error
                             raise
                         failures += 1
                         if failures > self.pipeline.backoff.max_attempts:
@@ -183,7 +201,9 @@ class InitialSnapshot:
             return remote  # another attempt at the same chunk took over; the next one checks its marker
         if isinstance(error, ConnectorError):
             return error.retriable
-        return True  # MongoDB and network errors: reading a chunk again is harmless
+        if isinstance(error, OperationFailure):  # a refused query (bad filter override, …) will not get better
+            return error.code in TRANSIENT_CODES or error.has_error_label("RetryableReadError")
+        return True  # network errors, a worker that died: reading a chunk again is harmless
 
     def _record(self, result: ChunkResult) -> None:
         chunk = result.task.chunk
@@ -248,7 +268,7 @@ class InitialSnapshot:
 
     def _merge_markers(self) -> None:
         """Chunks committed by other workers whose completion the offset record does not show yet."""
-        if self.progress.chunks_done == self.progress.chunk_count:
+        if not self.progress.remote or self.progress.chunks_done == self.progress.chunk_count:
             return
         found = self.markers.load(self.config.name, self.pipeline.replica_set.name, self.progress.id)
         chunks = self.progress.chunks()

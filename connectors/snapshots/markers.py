@@ -10,7 +10,8 @@ Before reading, the worker opens its producer (which fences any earlier producer
 attempt can no longer commit) and then looks for the marker: if it is there, an earlier attempt committed the
 chunk and this one stops without writing. The coordinator folds markers into its offset record, and on restart
 reads them for chunks its record does not show as done. When the snapshot completes, the coordinator deletes
-the markers (tombstones) in its final transaction.
+the chunk markers in its final transaction and writes one "completed" record for the snapshot instead, so that a
+late duplicate of a chunk task (a redelivered or resurrected task) still finds the snapshot done and writes nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from connectors.kafka.errors import describe
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import TopicSpec, ensure_topics
 
+COMPLETED = -1  # key in `ChunkMarkers.load()`'s result: the whole snapshot is done
+
 
 class MarkerReadError(ConnectorError):
     retriable = True
@@ -42,7 +45,7 @@ def markers_topic_spec(offsets_topic: str) -> TopicSpec:
 
 
 def marker_key(connector: str, replica_set: str, snapshot_id: str, number: int) -> bytes:
-    partition = {"rs": replica_set, "snapshot": snapshot_id, "chunk": number}
+    partition = {"rs": replica_set, "snapshot": snapshot_id, "chunk": number if number != COMPLETED else "completed"}
     return json.dumps([connector, partition], separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -65,8 +68,13 @@ class ChunkMarkers:
     def tombstone(self, connector: str, replica_set: str, snapshot_id: str, number: int) -> OutMessage:
         return OutMessage(self.topic, marker_key(connector, replica_set, snapshot_id, number), None)
 
+    def completed(self, connector: str, replica_set: str, snapshot_id: str, rows: int) -> OutMessage:
+        """Replaces the snapshot's chunk markers (written with their tombstones, in the same transaction)."""
+        return self.message(connector, replica_set, snapshot_id, COMPLETED, rows)
+
     def load(self, connector: str, replica_set: str, snapshot_id: str) -> dict[int, dict]:
-        """{chunk number: marker} of the committed markers of one snapshot (empty when the topic is missing)."""
+        """{chunk number: marker} of the committed markers of one snapshot (empty when the topic is missing);
+        `COMPLETED` is among the keys once the snapshot has completed."""
         found: dict[int, dict] = {}
         for key, value in self._read_all().items():
             try:
@@ -75,7 +83,8 @@ class ChunkMarkers:
                     continue
                 if partition.get("snapshot") != snapshot_id:
                     continue
-                found[int(partition["chunk"])] = json.loads(value)
+                chunk = partition["chunk"]
+                found[COMPLETED if chunk == "completed" else int(chunk)] = json.loads(value)
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue
         return found

@@ -68,6 +68,7 @@ class SnapshotProgress:
     started_ms: int = 0
     completed: bool = False
     planned: bool = False
+    remote: bool = False  # chunks were handed to self-committing workers (chunk markers exist)
 
     # -- chunks ---------------------------------------------------------------------------------------------
 
@@ -116,6 +117,7 @@ class SnapshotProgress:
             "started_ms": self.started_ms,
             "collections": [c.to_json() for c in self.collections],
             "completed": self.completed,
+            "remote": self.remote,
         }
 
     @classmethod
@@ -135,4 +137,5 @@ class SnapshotProgress:
             started_ms=int(value.get("started_ms") or 0),
             completed=bool(value.get("completed")),
             planned=True,
+            remote=bool(value.get("remote")),
         )

@@ -10,8 +10,10 @@ import time
 
 import pymongo
 import pytest
+from confluent_kafka import Producer
 
 from connectors.kafka import OffsetStore
+from connectors.kafka.sink import transactional_id
 from connectors.snapshots import SnapshotProgress
 from tests.faults.test_exactly_once_kill9 import _start_runner
 from tests.integration.kafka_reading import read_topic
@@ -31,6 +33,12 @@ def _progress(store: OffsetStore, name: str) -> SnapshotProgress | None:
     return SnapshotProgress.from_json(record.snapshot)
 
 
+def _fence(bootstrap_servers: str, transactional: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "transactional.id": transactional})
+    producer.init_transactions(30)
+    producer.flush(5)
+
+
 def _done(progress: SnapshotProgress) -> set[int]:
     return {c.number for c in progress.chunks() if progress.is_done(c)}
 
@@ -42,6 +50,9 @@ def _kill_when(runner, store, name, at_least: int, timeout: float = 60) -> set[i
         if progress is not None and progress.chunks_done >= at_least:
             runner.send_signal(signal.SIGKILL)
             runner.wait()
+            # The dead runner's open transaction holds back read_committed readers until its successor fences
+            # it (or transaction.timeout.ms passes): fence it now, as the restarted runner's producer will.
+            _fence(store.bootstrap_servers, transactional_id(name, "rs0"))
             progress = _progress(store, name)  # what was committed when it died
             assert not progress.completed, "the snapshot finished before the kill; make it longer"
             return _done(progress)
