@@ -49,9 +49,12 @@ def apply_update(
     updated: Mapping[str, Any] | None = None,
     removed: Iterable[str] | None = None,
     truncated: Iterable[tuple[str, int]] | None = None,
+    *,
+    in_place: bool = False,
 ) -> dict[str, Any]:
-    """The post-image of ``document`` after an update description; ``document`` is left unchanged."""
-    result = _copy(document)
+    """The post-image of ``document`` after an update description (``document`` is left unchanged unless
+    ``in_place``)."""
+    result = document if in_place else _copy(document)
     for path, size in truncated or ():
         array = _get(result, path.split("."))
         if isinstance(array, list):
@@ -71,7 +74,7 @@ def fold(
 ) -> tuple[str, bool]:
     """Apply ``patches`` (in order) to the document ``base`` (JSON text, or None when unknown).
 
-    Each patch has the attributes (or keys) ``updated_fields`` (JSON text), ``removed_fields`` (list),
+    Each patch (a mapping, or an object with attributes) has ``updated_fields`` (JSON text), ``removed_fields`` (list),
     ``truncated_arrays`` (list of (field, size)) and ``legacy_patch`` (JSON text of a 1.x operator
     patch); ``filter`` (the legacy document key) seeds ``_id`` when there is no base.
     Returns the document as JSON text and whether it is complete (False: built from updates alone,
@@ -89,7 +92,7 @@ def fold(
             updated = loads(get("updated_fields")) or {}
             removed = list(get("removed_fields") or ())
             truncated = [_pair(item) for item in get("truncated_arrays") or ()]
-        document = apply_update(document, updated, removed, truncated)
+        document = apply_update(document, updated, removed, truncated, in_place=True)
     return dumps(document), complete
 
 

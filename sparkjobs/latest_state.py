@@ -66,21 +66,24 @@ STATE_COLUMNS = (
 _FOLD_RESULT = StructType([StructField("document", StringType()), StructField("complete", BooleanType())])
 
 
-def _fold(base, patches, id_hint):
-    if patches is None:
+def _fold(base, patches_json, id_hint):
+    # The patches arrive as one JSON text (sorted by position in SQL): far cheaper to hand to Python than rows.
+    if patches_json is None:
         return None
-    ordered = sorted(patches or (), key=lambda patch: tuple(patch["pos"]))
-    document, complete = docstate.fold(base, ordered, id_hint=id_hint)
+    document, complete = docstate.fold(base, docstate.loads(patches_json), id_hint=id_hint)
     return document, complete
 
 
 def actions(events: DataFrame, *, previous_state: DataFrame | None = None) -> DataFrame:
     """One row per change event (and per previous-state row) with its action and position."""
-    changes = events.where(F.col("format").isin(*CHANGE_FORMATS))
+    # No filter on `format` here: Spark would push it below the parsing and parse every value twice. Records
+    # that are not changes (transaction, heartbeat, invalid) get no action and are ignored by the aggregation.
+    changes = events
     legacy_operator = F.col("patch").rlike(r'^\s*\{\s*"\$')
     is_legacy_update = (F.col("format") == "legacy") & (F.col("op") == "u")
     action = (
-        F.when(F.col("is_tombstone"), F.lit("delete"))
+        F.when(~F.col("format").isin(*CHANGE_FORMATS), F.lit(None).cast("string"))
+        .when(F.col("is_tombstone"), F.lit("delete"))
         .when(F.col("format") == "flattened", F.when(F.col("op") == "d", "delete").otherwise("upsert"))
         .when(F.col("op") == "d", F.lit("delete"))
         .when(F.col("op").isin("c", "r"), F.when(F.col("after").isNotNull(), F.lit("upsert")))
@@ -117,8 +120,7 @@ def actions(events: DataFrame, *, previous_state: DataFrame | None = None) -> Da
         F.col("update_description.truncated_arrays").alias("truncated_arrays"),
         F.when(F.col("format") == "legacy", F.col("patch")).alias("legacy_patch"),
         F.col("filter"),
-        F.lit(1).cast("long").alias("events"),
-    ).where(F.col("action").isNotNull())
+    ).withColumn("events", F.when(F.col("action").isNotNull(), F.lit(1)).cast("long"))
     if previous_state is not None:
         rows = rows.unionByName(_state_as_actions(previous_state))
 
@@ -204,10 +206,10 @@ def latest_state(
                 F.struct("pos", "updated_fields", "removed_fields", "truncated_arrays", "legacy_patch", "filter"),
             )
         ).alias("patches"),
-        F.max(F.struct("pos", "op", "format")).alias("last"),
+        F.max(F.when(F.col("action").isNotNull(), F.struct("pos", "op", "format"))).alias("last"),
         F.max(F.when(F.col("db").isNotNull(), F.struct("pos", "db", "collection"))).alias("where"),
         F.sum("events").alias("events"),
-    )
+    ).where(F.col("last").isNotNull())
     needs_fold = F.col("last_patch").isNotNull() & (
         F.col("anchor").isNull() | (F.col("last_patch") > F.col("anchor.pos"))
     )
@@ -233,7 +235,8 @@ def latest_state(
     after_anchor = F.filter(
         "patches", lambda patch: F.col("anchor").isNull() | (patch.getField("pos") > F.col("anchor.pos"))
     )
-    folded = fold_udf(F.when(needs_fold, base), F.when(needs_fold, after_anchor), F.when(needs_fold, F.col("id")))
+    patches_json = F.to_json(F.array_sort(after_anchor))
+    folded = fold_udf(F.when(needs_fold, base), F.when(needs_fold, patches_json), F.when(needs_fold, F.col("id")))
     state = grouped.select(
         *common,
         F.when(needs_fold, folded.getField("document")).otherwise(base).alias("document"),

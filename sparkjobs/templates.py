@@ -145,8 +145,11 @@ def run_stream(ctx: JobContext, process: Callable[[DataFrame, int], dict[str, An
         try:
             if ctx.cancelled.is_set():
                 raise JobCancelled()
-            events = parse_events(batch, flattened_prefix=ctx.flattened_prefix)
-            outcome = process(events, batch_id)
+            batch = batch.persist()  # the micro-batch's Kafka rows, read once
+            try:
+                outcome = process(parse_events(batch, flattened_prefix=ctx.flattened_prefix), batch_id)
+            finally:
+                batch.unpersist()
             if outcome is None:
                 totals["skipped_batches"] += 1
                 return
@@ -207,17 +210,19 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
     path = args["output_path"]
     if _mode(args) == "batch":
         ctx.step("read topics")
-        events = ctx.events().persist()
+        raw = ctx.source.read(ctx.spark).persist()  # the Kafka rows once; parsed columns stay prunable
         try:
-            rows_in = events.count()
+            rows_in = raw.count()
             ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
             ctx.step("latest state to parquet")
             state = latest_state(
-                events, include_deleted=_bool(args, "include_deleted"), flattened_prefix=ctx.flattened_prefix
+                parse_events(raw, flattened_prefix=ctx.flattened_prefix),
+                include_deleted=_bool(args, "include_deleted"),
+                flattened_prefix=ctx.flattened_prefix,
             )
             state.write.mode("overwrite").parquet(path)
         finally:
-            events.unpersist()
+            raw.unpersist()
         ctx.step("preview")
         rows_out, shown = _latest_rows_for(ctx, path)
         return {"rows_in": rows_in, "rows_out": rows_out, "output_path": path, "preview": shown}
@@ -228,21 +233,17 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
         if any(done and version >= batch_id for version, done in versions):
             return None  # replayed after a crash: this batch is already in the state
         ctx.step(f"batch {batch_id}: latest state", spark)
-        events = events.persist()
-        try:
-            rows_in = events.count()
-            if rows_in == 0:
-                return None
-            previous = output.current_version(spark, path)
-            state = latest_state(
-                events,
-                previous_state=spark.read.parquet(previous) if previous else None,
-                include_deleted=True,
-                flattened_prefix=ctx.flattened_prefix,
-            )
-            target = output.write_version(state, path, batch_id)
-        finally:
-            events.unpersist()
+        rows_in = events.count()
+        if rows_in == 0:
+            return None
+        previous = output.current_version(spark, path)
+        state = latest_state(
+            events,
+            previous_state=spark.read.parquet(previous) if previous else None,
+            include_deleted=True,
+            flattened_prefix=ctx.flattened_prefix,
+        )
+        target = output.write_version(state, path, batch_id)
         live = spark.read.parquet(target).where("NOT deleted").count()
         return {"rows_in": rows_in, "rows_out": live, "output_path": target}
 
@@ -285,14 +286,16 @@ def run_stats(ctx: JobContext) -> dict[str, Any]:
     path = args.get("output_path")
     if _mode(args) == "batch":
         ctx.step("read topics")
-        events = ctx.events().persist()
+        raw = ctx.source.read(ctx.spark).persist()
         try:
-            rows_in = events.count()
+            rows_in = raw.count()
             ctx.emit(event="read", rows_in=rows_in, topics=ctx.topics)
             ctx.step("change statistics")
+            events = parse_events(raw, flattened_prefix=ctx.flattened_prefix)
             stats = ordered(change_stats(events, **options)).persist()
+            stats.count()
         finally:
-            events.unpersist()
+            raw.unpersist()
         try:
             if path:
                 stats.write.mode("overwrite").parquet(path)
@@ -312,16 +315,12 @@ def run_stats(ctx: JobContext) -> dict[str, Any]:
         if any(done and version >= batch_id for version, done in output.list_versions(spark, path)):
             return None
         ctx.step(f"batch {batch_id}: change statistics", spark)
-        events = events.persist()
-        try:
-            rows_in = events.count()
-            if rows_in == 0:
-                return None
-            previous = output.current_version(spark, path)
-            merged = merge_stats(spark.read.parquet(previous) if previous else None, change_stats(events, **options))
-            target = output.write_version(merged, path, batch_id)
-        finally:
-            events.unpersist()
+        rows_in = events.count()
+        if rows_in == 0:
+            return None
+        previous = output.current_version(spark, path)
+        merged = merge_stats(spark.read.parquet(previous) if previous else None, change_stats(events, **options))
+        target = output.write_version(merged, path, batch_id)
         return {"rows_in": rows_in, "rows_out": spark.read.parquet(target).count(), "output_path": target}
 
     totals = run_stream(ctx, process)
