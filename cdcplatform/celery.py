@@ -52,6 +52,10 @@ app.conf.beat_schedule = {
         "task": "workers.supervisor.reconcile",
         "schedule": float(os.environ.get("CDC_SUPERVISOR_SECONDS", "3")),
     },
+    "spark-runs": {
+        "task": "workers.supervisor.reap_spark_runs",
+        "schedule": float(os.environ.get("CDC_SPARK_REAP_SECONDS", "15")),
+    },
 }
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"])  # imports workers.tasks; it imports the task modules it collects

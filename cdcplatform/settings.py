@@ -69,6 +69,19 @@ CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
 # Timeout of Kafka calls made by the web process (reading and resetting offsets).
 CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
 
+# --- Spark jobs (docs/spark.md, "Launching jobs") ----------------------------------------------------------------
+# spark-submit's --master: local[*] runs inside the worker's machine; a spark:// or k8s:// URL runs on a cluster
+# (client deploy mode: the driver stays with the worker that follows it).
+SPARK_MASTER = env_str("SPARK_MASTER").strip() or "local[*]"
+# Where runs write results, checkpoints and their script files unless a job names a place (admins only).
+SPARK_OUTPUT_ROOT = env_str("SPARK_OUTPUT_ROOT").strip() or str(STATE_DIR / "spark")
+# A batch run still going after this long is cancelled (streams run until cancelled or their own timeout_s).
+SPARK_RUN_TIMEOUT_SECONDS = float(env_int("SPARK_RUN_TIMEOUT_SECONDS", 6 * 3600))
+# A run whose worker has not reported for this long is marked failed by the supervisor (a killed worker).
+SPARK_HEARTBEAT_TIMEOUT_SECONDS = float(env_int("SPARK_HEARTBEAT_TIMEOUT_SECONDS", 60))
+# Lines of the driver's log kept per run (the newest).
+SPARK_LOG_LINES = env_int("SPARK_LOG_LINES", 2000)
+
 # --- Applications ---------------------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves HTTP and WebSocket through asgi.py
@@ -86,6 +99,7 @@ INSTALLED_APPS = [
     "web.accounts",
     "web.dashboard",
     "web.connectors",
+    "web.sparkjobs",
 ]
 
 MIDDLEWARE = [

@@ -17,7 +17,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/spark/", include("web.sparkjobs.api.urls")),
     path("api/", include("web.connectors.api.urls")),
     path("connect/", include("web.connectors.connect.urls")),
+    path("spark/", include("web.sparkjobs.urls")),
     path("", include("web.dashboard.urls")),  # overview, connector pages, /metrics (docs/dashboard.md)
 ]

@@ -74,3 +74,11 @@ def reconcile() -> dict[str, list[str]]:
             log.info("supervisor: %s: %s", connector.name, ", ".join(actions))
             done[connector.name] = actions
     return done
+
+
+@app.task(name="workers.supervisor.reap_spark_runs")
+def reap_spark_runs() -> list[int]:
+    """Spark runs whose worker stopped reporting (killed mid-run) end as failed instead of 'running' forever."""
+    from web.sparkjobs.services import reap_stale
+
+    return reap_stale()

@@ -1,0 +1,201 @@
+"""The Spark jobs API and pages without Spark: roles (script jobs are admin-only), what non-admins may ask for,
+the arguments a run gets, masking, cancelling a queued run, the supervisor reaping a run whose worker died."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.api_support import client_for, make_user
+from web.sparkjobs import services
+from web.sparkjobs.models import JobDefinition, JobRun, RunLogLine, RunStatus
+
+pytestmark = pytest.mark.django_db
+
+STATS = {"name": "counts", "template": "stats", "topics": ["shop.inventory.orders"], "arguments": {"window": "1 hour"}}
+SCRIPT = {"name": "custom", "template": "script", "script": "result = spark.range(3)"}
+
+
+@pytest.fixture
+def dispatched(monkeypatch):
+    """Runs sent to the broker (the Celery send itself is covered by the integration tests)."""
+    sent = []
+    monkeypatch.setattr(services, "dispatch", sent.append)
+    return sent
+
+
+@pytest.fixture
+def clients(django_user_model):
+    return {role: client_for(make_user(django_user_model, role)) for role in (None, "none", "viewer", "operator",
+                                                                             "admin")}
+
+
+def _job(body=STATS, **extra) -> JobDefinition:
+    values = {**body, **extra}
+    return JobDefinition.objects.create(**values)
+
+
+def test_every_role_gets_what_it_may(clients, dispatched, django_capture_on_commit_callbacks):
+    stats, script = _job(), _job(SCRIPT)
+    expected_reads = {None: 401, "none": 403, "viewer": 200, "operator": 200, "admin": 200}
+    for role, code in expected_reads.items():
+        for url in ("/api/spark/jobs/", f"/api/spark/jobs/{stats.name}/", "/api/spark/runs/"):
+            assert clients[role].get(url).status_code == code, (role, url)
+    assert clients["viewer"].post("/api/spark/jobs/", {**STATS, "name": "v"}, format="json").status_code == 403
+    assert clients["viewer"].post(f"/api/spark/jobs/{stats.name}/run/").status_code == 403
+
+    assert clients["operator"].post("/api/spark/jobs/", {**STATS, "name": "op"}, format="json").status_code == 201
+    refused = clients["operator"].post("/api/spark/jobs/", {**SCRIPT, "name": "op-script"}, format="json")
+    assert refused.status_code == 403 and "admin" in refused.json()["detail"]
+    assert clients["operator"].patch(f"/api/spark/jobs/{script.name}/", {"description": "x"},
+                                     format="json").status_code == 403
+    assert clients["operator"].post(f"/api/spark/jobs/{script.name}/run/").status_code == 403
+    assert clients["operator"].delete(f"/api/spark/jobs/{script.name}/").status_code == 403
+    assert clients["admin"].post("/api/spark/jobs/", {**SCRIPT, "name": "adm-script"}, format="json").status_code \
+        == 201
+
+    with django_capture_on_commit_callbacks(execute=True):
+        launched = clients["operator"].post(f"/api/spark/jobs/{stats.name}/run/")
+    assert launched.status_code == 202 and launched.json()["status"] == "queued"
+    assert dispatched == [launched.json()["id"]]
+    with django_capture_on_commit_callbacks(execute=True):
+        script_run = clients["admin"].post(f"/api/spark/jobs/{script.name}/run/").json()
+    assert clients["operator"].post(f"/api/spark/runs/{script_run['id']}/cancel/").status_code == 403
+    assert clients["viewer"].post(f"/api/spark/runs/{launched.json()['id']}/cancel/").status_code == 403
+    assert clients["operator"].post(f"/api/spark/runs/{launched.json()['id']}/cancel/").status_code == 202
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({**STATS, "arguments": {"output_path": "/etc/cdc"}}, "arguments.output_path"),
+    ({**STATS, "arguments": {"output_path": "../other-job"}}, "arguments.output_path"),
+    ({**STATS, "arguments": {"output_path": "s3a://bucket/x"}}, "arguments.output_path"),
+    ({**STATS, "template": "sql", "arguments": {"sql": "INSERT OVERWRITE DIRECTORY '/tmp/x' SELECT 1"}},
+     "arguments.sql"),
+    ({**STATS, "template": "sql", "arguments": {"sql": "SELECT java_method('java.lang.System', 'getenv', 'X')"}},
+     "arguments.sql"),
+    ({**STATS, "template": "sql",
+      "arguments": {"sql": "CREATE TEMP VIEW f USING text OPTIONS (path '/etc/passwd'); SELECT * FROM f"}},
+     "arguments.sql"),
+])
+def test_operators_cannot_reach_files_or_run_statements(clients, body, field):
+    response = clients["operator"].post("/api/spark/jobs/", body, format="json")
+    assert response.status_code == 400 and field in response.json(), response.json()
+    admin = clients["admin"].post("/api/spark/jobs/", body, format="json")
+    assert admin.status_code == 201, admin.json()
+    assert admin.json()["restricted"] is False
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({**STATS, "topics": []}, "topics"),
+    ({**STATS, "template": "sql", "arguments": {}}, "arguments.sql"),
+    ({**STATS, "template": "sql", "mode": "stream", "arguments": {"sql": "SELECT 1"}}, "mode"),
+    ({**STATS, "arguments": {"topics": ["x"]}}, "arguments.topics"),
+    ({**STATS, "arguments": {"time_field": "wall"}}, "arguments.time_field"),
+])
+def test_bad_definitions_are_refused_with_the_field_named(clients, body, field):
+    response = clients["operator"].post("/api/spark/jobs/", body, format="json")
+    assert response.status_code == 400 and field in response.json(), response.json()
+
+
+def test_a_run_gets_paths_under_the_output_root_and_the_platform_kafka(clients, settings, tmp_path,
+                                                                         dispatched):
+    settings.SPARK_OUTPUT_ROOT = str(tmp_path)
+    settings.KAFKA_BOOTSTRAP_SERVERS = "kafka-a:9092"
+    clients["operator"].post("/api/spark/jobs/", {"name": "state", "template": "latest_state",
+                                                  "topics": ["t1"]}, format="json")
+    clients["operator"].post("/api/spark/jobs/", {"name": "live", "template": "latest_state", "mode": "stream",
+                                                  "topics": ["t1"], "arguments": {"output_path": "current"}},
+                             format="json")
+    batch = clients["operator"].post("/api/spark/jobs/state/run/").json()
+    assert batch["arguments"] == {"topics": ["t1"], "output_path": str(tmp_path / "state" / f"run-{batch['id']}"),
+                                  "bootstrap_servers": "kafka-a:9092"}
+    stream = clients["operator"].post("/api/spark/jobs/live/run/").json()
+    assert stream["arguments"]["mode"] == "stream"
+    assert stream["arguments"]["output_path"] == str(tmp_path / "live" / "current")
+    assert stream["arguments"]["checkpoint_path"] == str(tmp_path / "live" / "checkpoint")
+
+
+def test_kafka_secrets_are_masked_and_kept_when_sent_back(clients):
+    options = {"security.protocol": "SASL_SSL", "sasl.jaas.config": "PlainLoginModule password='hunter2';"}
+    created = clients["operator"].post("/api/spark/jobs/", {**STATS, "arguments": {"kafka_options": options}},
+                                       format="json")
+    assert created.status_code == 201
+    shown = clients["viewer"].get("/api/spark/jobs/counts/").json()["arguments"]["kafka_options"]
+    assert shown == {"security.protocol": "SASL_SSL", "sasl.jaas.config": "********"}
+    assert "hunter2" not in clients["viewer"].get("/spark/jobs/counts/").content.decode()
+    clients["operator"].patch("/api/spark/jobs/counts/", {"arguments": {"kafka_options": shown}}, format="json")
+    assert JobDefinition.objects.get(name="counts").arguments["kafka_options"] == options
+
+
+def test_cancelling_a_queued_run_ends_it_and_an_ended_run_cannot_be_cancelled(clients, dispatched):
+    run = services.launch(_job(), None)
+    answer = clients["operator"].post(f"/api/spark/runs/{run.pk}/cancel/")
+    assert answer.status_code == 202 and answer.json()["status"] == "cancelled"
+    assert answer.json()["cancel_requested_by"] == "user-operator"
+    again = clients["operator"].post(f"/api/spark/runs/{run.pk}/cancel/")
+    assert again.status_code == 409 and "already ended" in again.json()["detail"]
+
+
+def test_a_run_whose_worker_stopped_reporting_is_marked_failed(settings, dispatched):
+    settings.SPARK_HEARTBEAT_TIMEOUT_SECONDS = 60
+    definition = _job()
+    now = timezone.now()
+    lost = JobRun.objects.create(definition=definition, template="stats", status=RunStatus.RUNNING,
+                                 worker="w1@host", heartbeat_at=now - timedelta(seconds=61))
+    alive = JobRun.objects.create(definition=definition, template="stats", status=RunStatus.RUNNING,
+                                  worker="w2@host", heartbeat_at=now - timedelta(seconds=5))
+    assert services.reap_stale(now) == [lost.pk]
+    lost.refresh_from_db()
+    alive.refresh_from_db()
+    assert lost.status == RunStatus.FAILED and "w1@host" in lost.error and lost.finished_at
+    assert alive.status == RunStatus.RUNNING
+    assert services.reap_stale(now) == []
+
+
+def test_the_log_is_read_after_a_sequence_number(clients):
+    run = JobRun.objects.create(definition=_job(), template="stats", status=RunStatus.RUNNING)
+    RunLogLine.objects.bulk_create([RunLogLine(run=run, seq=i, stream="stderr", text=f"line {i}")
+                                    for i in range(1, 6)])
+    page = clients["viewer"].get(f"/api/spark/runs/{run.pk}/log/?after=3").json()
+    assert page["last"] == 5 and [line["text"] for line in page["lines"]] == ["line 4", "line 5"]
+    assert clients["viewer"].get(f"/api/spark/runs/{run.pk}/log/?after=5").json() == {
+        "run": run.pk, "status": "running", "last": 5, "lines": []}
+
+
+def test_a_job_with_a_running_run_cannot_be_deleted(clients):
+    definition = _job()
+    JobRun.objects.create(definition=definition, template="stats", status=RunStatus.RUNNING)
+    assert clients["operator"].delete("/api/spark/jobs/counts/").status_code == 409
+    definition.runs.update(status=RunStatus.SUCCEEDED)
+    assert clients["operator"].delete("/api/spark/jobs/counts/").status_code == 204
+
+
+def test_pages_follow_the_roles(clients, django_user_model):
+    _job()
+    _job(SCRIPT)
+    viewer, operator, admin = (make_user(django_user_model, r) for r in ("v2", "operator2", "admin2"))
+    from django.test import Client
+
+    def page(user, url):
+        client = Client()
+        client.force_login(user)
+        return client.get(url)
+
+    for user in (viewer, operator, admin):
+        user.groups.clear()
+    from django.contrib.auth.models import Group
+
+    viewer.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    assert page(viewer, "/spark/").status_code == 200
+    assert "Launch run" not in page(viewer, "/spark/jobs/counts/").content.decode()
+    assert page(viewer, "/spark/jobs/new/").status_code == 403
+    assert "Launch run" in page(operator, "/spark/jobs/counts/").content.decode()
+    assert "Launch run" not in page(operator, "/spark/jobs/custom/").content.decode()
+    assert page(operator, "/spark/jobs/custom/edit/").status_code == 403
+    form = page(operator, "/spark/jobs/new/").content.decode()
+    assert 'value="stats"' in form and 'value="script"' not in form
+    assert 'value="script"' in page(admin, "/spark/jobs/new/").content.decode()

@@ -1,0 +1,176 @@
+"""What a job definition may ask for, and the arguments a run is started with.
+
+A definition stores the template's arguments as given (docs/spark.md); a run gets them completed: topics and mode
+from the definition's fields, Kafka from settings, and places under SPARK_OUTPUT_ROOT/<job>/ for whatever the job
+writes and names no place for. Users below admin are held to what a template job needs:
+
+- paths (`output_path`, `checkpoint_path`) are relative, inside the job's own folder under SPARK_OUTPUT_ROOT;
+- `sql` is queries only (SELECT, WITH, VALUES, TABLE, FROM, SHOW, DESCRIBE, EXPLAIN, CREATE TEMP VIEW … AS), with
+  no Java reflection, and runs with `spark.sql.runSQLOnFiles=false`, so it can neither read nor write files;
+- `script` jobs (arbitrary code) are for admins only (checked by the API and pages).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from django.conf import settings
+
+from web.sparkjobs.models import JobDefinition, JobRun, Mode, Template
+
+PATH_ARGUMENTS = ("output_path", "checkpoint_path")
+RESERVED = {"topics": "the job's topics field", "mode": "the job's mode field",
+            "script_path": "the job's script field"}
+STREAMING_TEMPLATES = (Template.LATEST_STATE, Template.STATS)
+MASK = "********"
+_SECRET_OPTION = re.compile(r"password|secret|jaas|token|credential|key$", re.IGNORECASE)
+_QUERY = re.compile(
+    r"^(select|with|values|table|from|show|describe|desc|explain)\b"
+    r"|^create\s+(or\s+replace\s+)?(global\s+)?temp(orary)?\s+view\s+[\w.`]+\s+as\s",
+    re.IGNORECASE,
+)
+_REFLECTION = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_NAMED_ARGUMENT = re.compile(r"`(\w+)`")
+RESTRICTED_SQL_CONF = {"spark.sql.runSQLOnFiles": "false"}
+
+
+class ArgumentProblem(ValueError):
+    """A definition asks for something its author may not, or that the template refuses: {field: message}."""
+
+    def __init__(self, problems: dict[str, str]):
+        super().__init__("; ".join(f"{field}: {message}" for field, message in problems.items()))
+        self.problems = problems
+
+
+def output_root() -> Path:
+    return Path(settings.SPARK_OUTPUT_ROOT)
+
+
+def job_dir(name: str) -> Path:
+    return output_root() / name
+
+
+def _relative_path_problem(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return "must be a non-empty path"
+    path = PurePosixPath(value)
+    if "://" in value or path.is_absolute() or ".." in path.parts:
+        return "must be a relative path inside the job's folder (other places are for admins)"
+    return None
+
+
+def _sql_problem(sql: Any) -> str | None:
+    from sparkjobs.templates import split_statements
+
+    if not isinstance(sql, str) or not sql.strip():
+        return None  # the template's own check names the missing query
+    for statement in split_statements(_COMMENTS.sub(" ", sql)):
+        text = statement.strip()
+        if not text:
+            continue
+        if not _QUERY.match(text):
+            return f"only queries are allowed (admins may run other statements): {text[:60]!r}"
+        if _REFLECTION.search(text):
+            return "Java reflection (reflect, java_method) is for admins only"
+    return None
+
+
+def check_definition(values: dict[str, Any], *, admin: bool) -> None:
+    """Raises ArgumentProblem for a definition (template, mode, topics, arguments, script) its author may not save."""
+    template, mode = values["template"], values.get("mode", Mode.BATCH)
+    topics, arguments = values.get("topics") or [], values.get("arguments") or {}
+    problems: dict[str, str] = {}
+    if template == Template.SCRIPT and not admin:
+        problems["template"] = "PySpark script jobs run arbitrary code: only admins may create, change or run them"
+    if mode == Mode.STREAM and template not in STREAMING_TEMPLATES:
+        problems["mode"] = "only latest_state and stats jobs can stream"
+    if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
+        problems["topics"] = "a list of topic names"
+    for key, where in RESERVED.items():
+        if key in arguments and not (key == "script_path" and admin and template == Template.SCRIPT):
+            problems[f"arguments.{key}"] = f"set by {where}, not in the arguments"
+    if not admin:
+        for key in PATH_ARGUMENTS:
+            if key in arguments and (problem := _relative_path_problem(arguments[key])):
+                problems[f"arguments.{key}"] = problem
+        if template == Template.SQL and (problem := _sql_problem(arguments.get("sql"))):
+            problems["arguments.sql"] = problem
+    if template == Template.SCRIPT and not (values.get("script") or "").strip() and not arguments.get("script_path"):
+        problems["script"] = "the PySpark code to run"
+    if not problems:
+        try:
+            _template_check(values)
+        except ArgumentProblem as error:
+            problems.update(error.problems)
+    if problems:
+        raise ArgumentProblem(problems)
+
+
+def _template_check(values: dict[str, Any]) -> None:
+    """The template's own validation, on the arguments a run would get (placeholders for the run's own paths)."""
+    from sparkjobs.errors import InvalidArguments
+    from sparkjobs.templates import TEMPLATES
+
+    definition = JobDefinition(name=values.get("name") or "job", template=values["template"],
+                               mode=values.get("mode", Mode.BATCH), topics=values.get("topics") or [],
+                               arguments=values.get("arguments") or {}, script=values.get("script") or "")
+    args = run_arguments(definition, run_id=0)
+    if definition.template == Template.SCRIPT:  # its file exists on the worker only: check the rest
+        if not isinstance(args.get("script_args", {}), dict):
+            raise ArgumentProblem({"arguments.script_args": "`script_args` must be a JSON object"})
+        return
+    if not args.get("topics") and not args.get("topic_pattern") and TEMPLATES[definition.template].reads_topics \
+            == "required":
+        raise ArgumentProblem({"topics": "this template reads topics: name at least one (or arguments.topic_pattern)"})
+    try:
+        TEMPLATES[definition.template].validate(args)
+    except InvalidArguments as error:
+        named = _NAMED_ARGUMENT.search(str(error))
+        field = f"arguments.{named.group(1)}" if named else "arguments"
+        raise ArgumentProblem({field: str(error)}) from None
+
+
+def run_arguments(definition: JobDefinition, run_id: int) -> dict[str, Any]:
+    """The arguments of run `run_id` of `definition` (what spark-submit gets, without the script file's path)."""
+    args = dict(definition.arguments or {})
+    folder = job_dir(definition.name)
+    if definition.topics:
+        args["topics"] = list(definition.topics)
+    if definition.mode == Mode.STREAM:
+        args["mode"] = Mode.STREAM.value
+        args.setdefault("output_path", "stream")
+        args.setdefault("checkpoint_path", "checkpoint")
+    elif definition.template == Template.LATEST_STATE:
+        args.setdefault("output_path", f"run-{run_id}")
+    for key in PATH_ARGUMENTS:
+        value = args.get(key)
+        if isinstance(value, str) and value and "://" not in value and not PurePosixPath(value).is_absolute():
+            args[key] = str(folder / value)
+    args.setdefault("bootstrap_servers", settings.KAFKA_BOOTSTRAP_SERVERS)
+    return args
+
+
+def spark_conf(run: JobRun) -> dict[str, str]:
+    """Spark settings a run gets beyond the defaults: SQL of non-admin definitions cannot touch files."""
+    return dict(RESTRICTED_SQL_CONF) if run.template == Template.SQL and run.restricted else {}
+
+
+def masked(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as shown to people: secret-looking Kafka options (SASL passwords, JAAS configs) masked."""
+    options = arguments.get("kafka_options")
+    if not isinstance(options, dict):
+        return dict(arguments)
+    return {**arguments, "kafka_options": {key: MASK if _SECRET_OPTION.search(key) else value
+                                           for key, value in options.items()}}
+
+
+def unmask(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """A masked value sent back (GET → edit → PUT) keeps the stored secret."""
+    options, old = new.get("kafka_options"), stored.get("kafka_options") or {}
+    if not isinstance(options, dict):
+        return new
+    return {**new, "kafka_options": {key: old.get(key, value) if value == MASK else value
+                                     for key, value in options.items()}}

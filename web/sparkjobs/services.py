@@ -1,0 +1,84 @@
+"""Launching, cancelling and reaping Spark runs: the one place the API, the pages and the supervisor change runs.
+
+A launch stores a `JobRun` (queued) and, once the transaction commits, sends the Celery task
+`workers.spark.run_job` to the `spark` queue. Cancelling a queued run ends it at once; a running one gets
+`cancel_requested_at`, which the task polls every second (it then signals the driver, docs/spark.md
+"Cancelling"). A run whose worker stopped reporting (killed, machine gone) is marked failed by `reap_stale`,
+which the supervisor calls on a schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from web.sparkjobs.arguments import run_arguments
+from web.sparkjobs.models import ACTIVE, JobDefinition, JobRun, RunStatus
+
+log = logging.getLogger(__name__)
+TASK = "workers.spark.run_job"
+
+
+class SparkServiceError(Exception):
+    status_code = 409
+
+
+def dispatch(run_id: int) -> None:
+    from cdcplatform.celery import app
+
+    app.send_task(TASK, args=[run_id], queue="spark")
+
+
+def launch(definition: JobDefinition, user) -> JobRun:
+    with transaction.atomic():
+        run = JobRun.objects.create(definition=definition, template=definition.template, mode=definition.mode,
+                                    script=definition.script, restricted=definition.restricted,
+                                    requested_by=user if user and user.is_authenticated else None)
+        run.arguments = run_arguments(definition, run.pk)
+        run.save(update_fields=["arguments"])
+        transaction.on_commit(lambda: dispatch(run.pk))
+    return run
+
+
+def cancel(run: JobRun, user) -> JobRun:
+    with transaction.atomic():
+        run = JobRun.objects.select_for_update().get(pk=run.pk)
+        if run.finished:
+            raise SparkServiceError(f"run {run.pk} has already ended ({run.status})")
+        now = timezone.now()
+        run.cancel_requested_at = run.cancel_requested_at or now
+        run.cancel_requested_by = user if user and user.is_authenticated else None
+        fields = ["cancel_requested_at", "cancel_requested_by"]
+        if run.status == RunStatus.QUEUED:  # the task, when it comes, finds it ended and does nothing
+            run.status, run.finished_at, run.error = RunStatus.CANCELLED, now, "cancelled before it started"
+            fields += ["status", "finished_at", "error"]
+        run.save(update_fields=fields)
+    return run
+
+
+def delete_definition(definition: JobDefinition) -> None:
+    if definition.runs.filter(status__in=ACTIVE).exists():
+        raise SparkServiceError(f"job {definition.name} has a queued or running run: cancel it first")
+    definition.delete()
+
+
+def reap_stale(now=None) -> list[int]:
+    """Marks failed every running run whose worker has not reported for SPARK_HEARTBEAT_TIMEOUT_SECONDS."""
+    now = now or timezone.now()
+    limit = now - timedelta(seconds=settings.SPARK_HEARTBEAT_TIMEOUT_SECONDS)
+    reaped = []
+    for run in JobRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=limit):
+        updated = JobRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING, heartbeat_at__lt=limit).update(
+            status=RunStatus.FAILED, finished_at=now, error_type="worker_lost",
+            error=f"the worker running it ({run.worker or 'unknown'}) stopped reporting at "
+                  f"{run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC: it was killed or lost its database; the run "
+                  "was marked failed by the supervisor",
+        )
+        if updated:
+            log.warning("spark run %s: worker %s lost, marked failed", run.pk, run.worker)
+            reaped.append(run.pk)
+    return reaped

@@ -1,0 +1,93 @@
+"""Spark pages: the job list, a job with its runs, the job form, and the run page (live log, progress, outcome and
+preview, refreshed from the API by static/sparkjobs/run.js). Launch and cancel buttons post to the API, which
+checks the roles again; the form saves through the API's serializer."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_safe
+
+from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
+from web.dashboard.views import role_required
+from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
+from web.sparkjobs.arguments import masked
+from web.sparkjobs.forms import SparkJobForm
+from web.sparkjobs.models import JobDefinition, JobRun
+
+
+class _ApiRequest:
+    """What the API serializer needs of a request (the user), for saving through it from a page."""
+
+    def __init__(self, request):
+        self.user = request.user
+
+
+def _roles(request) -> dict:
+    return {"can_operate": has_role(request.user, OPERATOR), "can_admin": has_role(request.user, ADMIN)}
+
+
+def _may_change(request, definition: JobDefinition | None) -> bool:
+    needed = ADMIN if definition is not None and definition.is_script else OPERATOR
+    return has_role(request.user, needed)
+
+
+@require_safe
+@role_required(VIEWER)
+def job_list(request):
+    jobs = JobDefinition.objects.prefetch_related("runs").order_by("name")
+    runs = JobRun.objects.select_related("definition", "requested_by")[:20]
+    return render(request, "sparkjobs/jobs.html", {"jobs": jobs, "runs": runs, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def job_detail(request, name):
+    definition = get_object_or_404(JobDefinition, name=name)
+    return render(request, "sparkjobs/job.html", {
+        "job": definition, "runs": definition.runs.select_related("requested_by")[:50],
+        "arguments": json.dumps(masked(definition.arguments or {}), indent=2),
+        "may_change": _may_change(request, definition), **_roles(request),
+    })
+
+
+def _save(request, definition: JobDefinition | None):
+    admin = has_role(request.user, ADMIN)
+    form = SparkJobForm(request.POST or None, definition=definition, admin=admin)
+    if request.method == "POST" and form.is_valid():
+        serializer = JobDefinitionSerializer(definition, data=form.api_body(),
+                                             context={"request": _ApiRequest(request)})
+        if serializer.is_valid():
+            saved = serializer.save(updated_by=request.user,
+                                    **({} if definition else {"created_by": request.user}))
+            messages.success(request, f"Job {saved.name} saved.")
+            return redirect("spark:job", name=saved.name)
+        form.add_api_errors(serializer.errors)
+    return render(request, "sparkjobs/form.html", {"form": form, "job": definition, **_roles(request)},
+                  status=400 if form.errors else 200)
+
+
+@role_required(OPERATOR)
+def job_create(request):
+    return _save(request, None)
+
+
+@role_required(OPERATOR)
+def job_edit(request, name):
+    definition = get_object_or_404(JobDefinition, name=name)
+    if definition.is_script:
+        role_required(ADMIN)(lambda r: None)(request)  # raises PermissionDenied for non-admins
+    return _save(request, definition)
+
+
+@require_safe
+@role_required(VIEWER)
+def run_detail(request, run_id):
+    run = get_object_or_404(JobRun.objects.select_related("definition"), pk=run_id)
+    may_cancel = has_role(request.user, ADMIN if run.template == "script" else OPERATOR)
+    return render(request, "sparkjobs/run.html", {
+        "run": run, "job": run.definition, "may_cancel": may_cancel,
+        "initial": JobRunSerializer(run).data, **_roles(request),
+    })
