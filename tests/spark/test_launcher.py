@@ -1,0 +1,170 @@
+"""Spark runs launched through the REST API and run by a real Celery worker on the `spark` queue with a real
+spark-submit (local[2]) against the stack's Kafka, as deployed: daphne and the worker are subprocesses over a
+temporary database (tests/platform_processes.py).
+
+- a latest-state run over a mixed workload (snapshot, patches, replaces, deletes, re-inserts, transactions)
+  previews exactly the collection's documents;
+- a statistics run counts exactly the events produced, per operation;
+- cancelling a streaming run ends it as `cancelled` and leaves no process of its group behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+
+import pytest
+from bson import json_util
+
+from tests.platform_processes import Platform
+from tests.spark.test_latest_state import scrambled_workload
+from tests.spark.workload import create_topics, encode, key_id, oid, produce
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REDIS_DB = 12  # apart from a running demo (0), the browser tests (13) and the other process tests (14, 15)
+RUN_TIMEOUT_S = 240
+
+
+class Api:
+    def __init__(self, base_url: str, token: str):
+        self.base_url, self.token = base_url, token
+
+    def __call__(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(  # noqa: S310 - our daphne, over http
+            self.base_url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json",
+                     "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - our daphne
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def platform(stack, tmp_path_factory):
+    """daphne and one Celery worker on the spark queue; API tokens of an operator and a viewer."""
+    tmp = tmp_path_factory.mktemp("launcher")
+    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(tmp / "spark"))
+    processes.migrate()
+    tokens = processes.django(
+        "from django.contrib.auth.models import Group, User\n"
+        "from rest_framework.authtoken.models import Token\n"
+        "for role in ('operator', 'viewer'):\n"
+        "    user = User.objects.create_user('sl-' + role)\n"
+        "    user.groups.add(Group.objects.get(name=role))\n"
+        "    print(role, Token.objects.create(user=user).key)\n"
+    )
+    processes.tokens = dict(line.split() for line in tokens.strip().splitlines()[-2:])
+    processes.start_worker("spark-worker", queues="spark,default", concurrency=1)
+    processes.start_web()
+    yield processes
+    processes.stop()
+
+
+@pytest.fixture(scope="module")
+def api(platform):
+    return Api(platform.base_url, platform.tokens["operator"])
+
+
+@pytest.fixture(scope="module")
+def workload(stack):
+    """The scrambled-workload collection's events (in order) in a 2-partition topic of their own."""
+    coll = scrambled_workload(random.Random(4))
+    prefix = f"spark.launch.{oid(random.randrange(1 << 40))}"
+    messages = [m for m in encode(coll.records, prefix) if m.topic == f"{prefix}.shop.orders"]
+    topic = messages[0].topic
+    create_topics(stack.kafka_bootstrap, [topic], partitions=2)
+    produce(stack.kafka_bootstrap, messages)
+    ops = Counter(json.loads(m.value)["op"] for m in messages if m.value)
+    return {"topic": topic, "expected": coll.docs, "ops": dict(ops), "records": len(messages)}
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_run(api, run_id: int, until, timeout: float = RUN_TIMEOUT_S, platform=None) -> dict:
+    deadline = time.monotonic() + timeout
+    run = {}
+    while time.monotonic() < deadline:
+        code, run = api("GET", f"/api/spark/runs/{run_id}/")
+        assert code == 200, run
+        if until(run):
+            return run
+        if run["finished"]:
+            raise AssertionError(f"run {run_id} ended {run['status']}: {run['error']}")
+        time.sleep(1)
+    log = platform.log("spark-worker")[-3000:] if platform else ""
+    raise AssertionError(f"run {run_id} not there in {timeout}s: {run}\n{log}")
+
+
+def create_and_run(api, body: dict) -> dict:
+    code, job = api("POST", "/api/spark/jobs/", body)
+    assert code == 201, job
+    code, run = api("POST", f"/api/spark/jobs/{job['name']}/run/")
+    assert code == 202 and run["status"] == "queued", run
+    return run
+
+
+def test_latest_state_run_equals_the_collection(api, platform, workload):
+    run = create_and_run(api, {"name": _name("state"), "template": "latest_state",
+                               "topics": [workload["topic"]]})
+    done = wait_run(api, run["id"], lambda r: r["finished"], platform=platform)
+    assert done["status"] == "succeeded", done["error"]
+    expected = workload["expected"]
+    assert done["rows_in"] == workload["records"] and done["rows_out"] == len(expected) < 100
+    assert done["output_path"] == os.path.join(platform.env["SPARK_OUTPUT_ROOT"], run["job"], f"run-{run['id']}")
+    assert os.path.exists(os.path.join(done["output_path"], "_SUCCESS"))
+    columns = done["preview"]["columns"]
+    rows = [dict(zip(columns, row, strict=True)) for row in done["preview"]["rows"]]
+    state = {row["id"]: json_util.loads(row["document"]) for row in rows}
+    assert state == {key_id(_id): document for _id, document in expected.items()}
+    assert done["master"] == "local[2]" and done["worker"].startswith("spark-worker-")
+    assert done["started_at"] and done["finished_at"] and done["duration_s"] > 0 and done["exit_code"] == 0
+
+    code, log = api("GET", f"/api/spark/runs/{run['id']}/log/")
+    texts = [line["text"] for line in log["lines"]]
+    assert code == 200 and any(text.startswith("step: ") for text in texts), texts
+    assert texts[-1] == "run succeeded (exit status 0)"
+
+
+def test_statistics_run_counts_the_events_produced(api, platform, workload):
+    run = create_and_run(api, {"name": _name("stats"), "template": "stats",
+                               "topics": [workload["topic"]], "arguments": {"window": "1 hour"}})
+    done = wait_run(api, run["id"], lambda r: r["finished"], platform=platform)
+    assert done["status"] == "succeeded", done["error"]
+    assert done["result"]["totals"] == workload["ops"]
+    assert done["rows_in"] == workload["records"]
+    columns = done["preview"]["columns"]
+    counted = Counter()
+    for row in done["preview"]["rows"]:
+        values = dict(zip(columns, row, strict=True))
+        counted[values["op"]] += values["events"]
+    assert dict(counted) == workload["ops"]
+
+
+def test_cancelling_a_stream_ends_it_and_its_process_group(api, platform, workload):
+    run = create_and_run(api, {"name": _name("live"), "template": "latest_state",
+                               "mode": "stream", "topics": [workload["topic"]], "arguments": {"trigger": "1 second"}})
+    running = wait_run(api, run["id"], lambda r: (r["progress"] or {}).get("batches"), platform=platform)
+    assert running["status"] == "running" and running["pid"] and running["driver_pid"]
+    viewer = Api(platform.base_url, platform.tokens["viewer"])
+    assert viewer("POST", f"/api/spark/runs/{run['id']}/cancel/")[0] == 403
+    code, answer = api("POST", f"/api/spark/runs/{run['id']}/cancel/")
+    assert code == 202 and answer["cancel_requested_at"], answer
+    done = wait_run(api, run["id"], lambda r: r["finished"], timeout=90, platform=platform)
+    assert done["status"] == "cancelled", done
+    assert "cancelled" in done["error"]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(running["pid"], 0)
+    with pytest.raises(ProcessLookupError):
+        os.kill(running["driver_pid"], 0)
+    assert api("POST", f"/api/spark/runs/{run['id']}/cancel/")[0] == 409
