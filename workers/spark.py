@@ -45,7 +45,9 @@ def run_job(self, run_id: int) -> dict[str, Any]:
 
 def _event_text(event: dict[str, Any]) -> str:
     if "status" in event:
-        detail = event.get("error") or f"rows in {event.get('rows_in')}, rows out {event.get('rows_out')}"
+        counts = [f"{name.replace('_', ' ')} {event[name]}" for name in ("rows_in", "rows_out")
+                  if event.get(name) is not None]
+        detail = event.get("error") or ", ".join(counts) or "done"
         return f"{event['status']}: {detail}"
     kind = event.get("event", "?")
     if kind == "step":

@@ -26,10 +26,12 @@ NARROW = {"width": 390, "height": 844}
 
 @pytest.fixture(scope="module")
 def platform(stack, tmp_path_factory):
-    """Web server, worker and beat over a fresh database, with users bt-admin, bt-operator and bt-viewer."""
+    """Web server, worker (every queue, Spark on local[2]) and beat over a fresh database, with users bt-admin,
+    bt-operator and bt-viewer."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (scripts/install.sh installs Debian's chromium)")
-    processes = Platform(stack, tmp_path_factory.mktemp("platform"), REDIS_DB)
+    tmp = tmp_path_factory.mktemp("platform")
+    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(tmp / "spark"))
     processes.migrate()
     token = processes.django(
         "from django.contrib.auth.models import Group, User\n"
@@ -40,7 +42,7 @@ def platform(stack, tmp_path_factory):
         "print(Token.objects.create(user=User.objects.get(username='bt-viewer')).key)\n"
     ).strip().splitlines()[-1]
     processes.viewer_token = token
-    processes.start_worker("worker", queues="streaming,default,snapshot", concurrency=6)
+    processes.start_worker("worker", queues="streaming,default,snapshot,spark", concurrency=6)
     processes.start_beat()
     processes.start_web()
     yield processes

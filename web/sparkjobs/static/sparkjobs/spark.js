@@ -61,7 +61,7 @@
         (stage.active ? `, ${stage.active} running` : "") + (stage.failed ? `, ${stage.failed} failed` : ""));
       bar.value = Math.round((100 * stage.completed) / stage.tasks);
     }
-    if (run.status === "succeeded") bar.value = 100;
+    if (run.status === "succeeded") { bar.value = 100; setRun("stage", "all stages done"); }
     setRun("batches", text(progress.batches));
     setRun("rows_in", text(run.rows_in ?? progress.rows_in));
     setRun("rows_out", text(run.rows_out));
