@@ -9,6 +9,7 @@ scanned when that is later.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import struct
 import time
@@ -353,35 +354,7 @@ class ChangeStreamCursor:
         if kind == "d" or in_txn or (kind == "u" and "$v" in op.o):
             ev = self._crud_event(entry, op, index, in_txn)
             return ev["_id"], encode_in_order(ev)
-        raw = op.raw_bytes()
-        ui = op.ui
-        if ui is None:
-            uuid_hex = ""
-        else:
-            cached = _UUID_HEX.get(id(ui))
-            if cached is not None and cached[0] is ui:
-                uuid_hex = cached[1]
-            else:
-                uuid_hex = bytes(ui).hex().upper()
-                _UUID_HEX[id(ui)] = (ui, uuid_hex)
-        text = entry.token_prefix() + uuid_hex
-        data = text.encode()
-        o2 = op.o2
-        key = _id_element(raw) if o2 is None or len(o2) == 1 else None
-        if key is None:
-            key = elements(o2) if o2 else elements({"_id": op.o["_id"]})
-        ns_el = _ns_element(op.ns)
-        dlen = len(data)
-        klen = len(key)
-        head = _INSERT if kind == "i" else _REPLACE
-        times = entry.time_bytes()
-        size = (4 + 5 + 4 + 7 + 4 + dlen + 2 + len(head) + len(times) + 14 + len(raw) + len(ns_el) + 13 + 4 + klen
-                + 1 + 1)
-        return {"_data": text}, b"".join((
-            _I32.pack(size),
-            b"\x03_id\x00", _I32.pack(dlen + 17), b"\x02_data\x00", _I32.pack(dlen + 1), data, b"\x00\x00",
-            head, times, b"\x03fullDocument\x00", raw, ns_el,
-            b"\x03documentKey\x00", _I32.pack(klen + 5), key, b"\x00", b"\x00"))
+        return _fast_event(entry, op)
 
     def _crud_event(self, entry, op, index, in_txn):
         spec = self.spec
@@ -728,8 +701,13 @@ _KNOWN_STAGES = {
 _I32 = struct.Struct("<i")
 _INSERT = b"\x02operationType\x00" + _I32.pack(7) + b"insert\x00"
 _REPLACE = b"\x02operationType\x00" + _I32.pack(8) + b"replace\x00"
+_TS = struct.Struct("<II")
+_I64 = struct.Struct("<q")
+_EPOCH = datetime.datetime(1970, 1, 1)
+_MS = datetime.timedelta(milliseconds=1)
+_EVENT_DATA_FMT = "82%08X%08X2B800000000000%s"   # resume token `_data` of a single-op event
 _NS_CACHE: dict = {}
-_UUID_HEX: dict = {}
+_COLL_PARTS: dict = {}
 _FIXED = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 0xFF: 0, 0x7F: 0}
 
 
@@ -741,6 +719,46 @@ def _ns_element(ns: str) -> bytes:
         if len(_NS_CACHE) < 10000:
             _NS_CACHE[ns] = el
     return el
+
+
+def _coll_parts(ns: str, ui) -> tuple:
+    """Per collection: its UUID (identity checked), the UUID's token hex, and the `ns` element."""
+    parts = _COLL_PARTS.get(ns)
+    if parts is None or parts[0] is not ui:
+        uuid_hex = "" if ui is None else bytes(ui).hex().upper()
+        parts = (ui, uuid_hex, _ns_element(ns))
+        if len(_COLL_PARTS) < 10000:
+            _COLL_PARTS[ns] = parts
+    return parts
+
+
+def _fast_event(entry, op) -> tuple:
+    """An insert or replace event with default options, as (token, BSON): fixed fields are packed once per
+    collection, the stored document's bytes are spliced in."""
+    raw = op._raw_o or op.raw_bytes()
+    ui = op.ui
+    parts = _COLL_PARTS.get(op.ns)
+    if parts is None or parts[0] is not ui:
+        parts = _coll_parts(op.ns, ui)
+    ts = entry.ts
+    text = _EVENT_DATA_FMT % (ts.time, ts.inc, parts[1])
+    o2 = op.o2
+    key = _id_element(raw) if o2 is None or len(o2) == 1 else None
+    if key is None:
+        key = elements(o2) if o2 else elements({"_id": op.o["_id"]})
+    ns_el = parts[2]
+    dlen = len(text) + 1
+    klen = len(key)
+    head = _INSERT if op.op == "i" else _REPLACE
+    wall_ms = entry.wall_ms
+    if wall_ms is None:
+        wall_ms = entry.wall_ms = (entry.wall - _EPOCH) // _MS
+    size = 97 + dlen + len(head) + len(raw) + len(ns_el) + klen
+    return {"_data": text}, b"".join((
+        _I32.pack(size), b"\x03_id\x00", _I32.pack(dlen + 16), b"\x02_data\x00", _I32.pack(dlen), text.encode(),
+        b"\x00\x00", head, b"\x11clusterTime\x00", _TS.pack(ts.inc, ts.time), b"\x09wallTime\x00",
+        _I64.pack(wall_ms), b"\x03fullDocument\x00", raw, ns_el, b"\x03documentKey\x00", _I32.pack(klen + 5),
+        key, b"\x00\x00"))
 
 
 def _id_element(raw: bytes) -> bytes | None:

@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import datetime
-import struct
 
 from bson.int64 import Int64
 from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
 
 from devstack.mongo.bsonutil import encode_in_order
-
-_TS = struct.Struct("<II")
-_EPOCH = datetime.datetime(1970, 1, 1)
-_MS = datetime.timedelta(milliseconds=1)
-_I64 = struct.Struct("<q")
 
 
 class Op:
@@ -71,7 +64,7 @@ class Entry:
     """A top-level oplog entry."""
 
     __slots__ = ("seq", "ts", "term", "wall", "op", "ops", "lsid", "txn_number", "prev_ts", "size", "cache",
-                 "_head", "_token_prefix")
+                 "wall_ms")
 
     def __init__(self, ts: Timestamp, term: int, wall, op: Op | None = None, ops: list[Op] | None = None,
                  lsid=None, txn_number=None):
@@ -85,24 +78,7 @@ class Entry:
         self.txn_number = txn_number
         self.size = 0
         self.cache: dict = {}
-        self._head = None
-        self._token_prefix = None
-
-    def token_prefix(self) -> str:
-        """The event token of this entry's first (only) operation up to the collection UUID: `82`, clusterTime,
-        `2B80`, txnOpIndex 0, fromInvalidate 00."""
-        p = self._token_prefix
-        if p is None:
-            p = self._token_prefix = f"82{self.ts.time:08X}{self.ts.inc:08X}2B800000000000"
-        return p
-
-    def time_bytes(self) -> bytes:
-        """`clusterTime` and `wallTime` elements as BSON (shared by all events of this entry)."""
-        if self._head is None:
-            ms = (self.wall - _EPOCH) // _MS
-            self._head = (b"\x11clusterTime\x00" + _TS.pack(self.ts.inc, self.ts.time) +
-                          b"\x09wallTime\x00" + _I64.pack(ms))
-        return self._head
+        self.wall_ms = None   # wallTime as epoch ms, computed when an event first needs it
 
     @property
     def is_txn(self) -> bool:
