@@ -220,6 +220,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"SparkJobModeEnum": "web.sparkjobs.models.Mode"},
 }
 
 # --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------
