@@ -1,10 +1,20 @@
 """Benchmark of the MongoDB emulator as pymongo sees it: inserts/s, change events/s served to one
 watch() from a pre-filled oplog, and documents/s for a snapshot find (1 KB documents).
 
-    python bench/emulator.py [--docs 100000] [--uri mongodb://...]
+    python bench/emulator.py [--docs 60000] [--uri mongodb://...]
 
 Without --uri it starts the emulator in a separate process (as `python -m devstack up` does), so client and
-server each get their own core. Prints one line per figure.
+server each get their own core. Each change-stream phase reads a collection of its own, so every phase pays
+for building its events once, as a connector's single stream does.
+
+Three clients per read path, because pymongo itself can be the limit:
+- `dict`: pymongo decoding every document into dicts (what most applications do);
+- `RawBSONDocument`: pymongo with document_class=RawBSONDocument (decoded lazily, when a field is read);
+- `raw batches`: aggregate/getMore (or find_raw_batches) returning undecoded batches: the rate the emulator
+  can serve, with almost no client work.
+For each phase it prints the wall-clock rate, the emulator's CPU per item (and so its rate per core), pymongo's
+CPU per item, and ratios against the targets (50,000 events/s, 20,000 docs/s) and against the plain find of the
+same documents in the same run.
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
 
 ROOT = Path(__file__).resolve().parent.parent
+WATCH_TARGET = 50_000
+FIND_TARGET = 20_000
 
 
 def one_kb_doc(i: int) -> dict:
@@ -47,6 +59,7 @@ class Phase:
 
     def __init__(self, server_pid):
         self.pid = server_pid
+        self.rate = 0.0
 
     def __enter__(self):
         self.wall = time.perf_counter()
@@ -59,12 +72,17 @@ class Phase:
         self.server = cpu_seconds(self.pid) - self.server
         self.client = time.process_time() - self.client
 
-    def report(self, label: str, n: int, unit: str):
-        line = f"{label:<38} {n / self.wall:>10,.0f} {unit}/s"
+    def report(self, label: str, n: int, unit: str, target: float | None = None) -> float:
+        self.rate = n / self.wall
+        one = unit[:-1] if unit.endswith("s") else unit
+        line = f"{label:<44} {self.rate:>9,.0f} {unit}/s"
+        if target:
+            line += f"  ({self.rate / target:4.2f}x target)"
         if self.pid is not None and self.server > 0:
-            line += (f"   (emulator CPU {self.server * 1e6 / n:,.1f} us/{unit[:-1] if unit.endswith('s') else unit}"
-                     f" = {n / self.server:,.0f} {unit}/s per core; pymongo CPU {self.client * 1e6 / n:,.1f} us)")
+            line += (f"   emulator {self.server * 1e6 / n:5.1f} us/{one} = {n / self.server:>9,.0f}/s per core;"
+                     f" pymongo {self.client * 1e6 / n:5.1f} us/{one}")
         print(line, flush=True)
+        return self.rate
 
 
 def start_emulator() -> tuple[subprocess.Popen, str]:
@@ -79,9 +97,38 @@ def start_emulator() -> tuple[subprocess.Popen, str]:
     return proc, uri
 
 
+def drain_watch(coll, start: Timestamp, n: int) -> None:
+    with coll.watch(start_at_operation_time=start) as stream:
+        got = 0
+        while got < n:
+            if stream.try_next() is not None:
+                got += 1
+
+
+def drain_raw_change_stream(db, coll_name: str, start: Timestamp, n: int) -> None:
+    """The change stream through bare aggregate/getMore commands, batches left undecoded."""
+    raw = bson.codec_options.CodecOptions(document_class=RawBSONDocument)
+    reply = db.command({"aggregate": coll_name, "pipeline": [{"$changeStream": {"startAtOperationTime": start}}],
+                        "cursor": {}}, codec_options=raw)
+    cursor = reply["cursor"]
+    got = len(cursor["firstBatch"])
+    cursor_id = cursor["id"]
+    while got < n:
+        reply = db.command({"getMore": cursor_id, "collection": coll_name, "maxTimeMS": 1000}, codec_options=raw)
+        got += len(reply["cursor"]["nextBatch"])
+    db.command({"killCursors": coll_name, "cursors": [cursor_id]})
+
+
+def count_raw_batches(coll) -> int:
+    count = 0
+    for batch in coll.find_raw_batches({}, batch_size=100_000):
+        count += len(bson.decode_all(batch, bson.codec_options.CodecOptions(document_class=RawBSONDocument)))
+    return count
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=100_000, help="documents (and change events) to move")
+    parser.add_argument("--docs", type=int, default=60_000, help="documents (and change events) per phase")
     parser.add_argument("--uri", help="benchmark this deployment instead of starting an emulator")
     args = parser.parse_args(argv)
     proc = None
@@ -90,55 +137,67 @@ def main(argv=None) -> int:
         proc, uri = start_emulator()
     try:
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
-        coll = client.bench.docs
-        coll.drop()
+        raw_client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000, document_class=RawBSONDocument)
+        db = client.bench
+        names = ("watch_dict", "watch_rawdoc", "watch_rawbatch")
+        for name in (*names, "single"):
+            db.drop_collection(name)
         n = args.docs
         docs = [one_kb_doc(i) for i in range(n)]
-
         pid = proc.pid if proc is not None else None
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {n:,} documents of "
-              f"{len(bson.encode(docs[0]))} bytes", flush=True)
-        start = coll.database.command("ping")["operationTime"]
+              f"{len(bson.encode(docs[0]))} bytes per phase", flush=True)
+        start = db.command("ping")["operationTime"]
         start = Timestamp(start.time, start.inc + 1)
+
+        print("-- writes")
         with Phase(pid) as phase:
             for i in range(0, n, 1000):
-                coll.insert_many(docs[i:i + 1000], ordered=True)
+                db[names[0]].insert_many(docs[i:i + 1000], ordered=True)
         phase.report("insert_many (1000 per batch)", n, "docs")
-
+        for name in names[1:]:
+            for i in range(0, n, 1000):
+                db[name].insert_many(docs[i:i + 1000], ordered=True)
         single = min(5000, n)
-        other = client.bench.single
         with Phase(pid) as phase:
             for i in range(single):
-                other.insert_one(docs[i])
+                db.single.insert_one(docs[i])
         phase.report("insert_one", single, "docs")
 
-        with Phase(pid) as phase, coll.watch(start_at_operation_time=start) as stream:
-            got = 0
-            while got < n:
-                if stream.try_next() is not None:
-                    got += 1
-        phase.report("watch(), pre-filled oplog", n, "events")
-
-        raw_client = pymongo.MongoClient(uri, document_class=RawBSONDocument)
-        with Phase(pid) as phase, raw_client.bench.docs.watch(start_at_operation_time=start) as stream:
-            got = 0
-            while got < n:
-                if stream.try_next() is not None:
-                    got += 1
-        raw_client.close()
-        phase.report("watch(), RawBSONDocument client", n, "events")
-
+        print("-- change events from a pre-filled oplog (each phase builds its events once)")
         with Phase(pid) as phase:
-            count = sum(1 for _ in coll.find({}))
-        phase.report("snapshot find (one cursor)", count, "docs")
+            drain_watch(db[names[0]], start, n)
+        watch_dict = phase.report("watch(), dict client", n, "events", WATCH_TARGET)
+        with Phase(pid) as phase:
+            drain_watch(raw_client.bench[names[1]], start, n)
+        watch_rawdoc = phase.report("watch(), RawBSONDocument client", n, "events", WATCH_TARGET)
+        with Phase(pid) as phase:
+            drain_raw_change_stream(raw_client.bench, names[2], start, n)
+        watch_served = phase.report("change stream, raw batches (emulator-bound)", n, "events", WATCH_TARGET)
 
-        bounds = list(range(0, n + 1, 10_000))
+        print("-- snapshot reads of the same documents")
+        with Phase(pid) as phase:
+            count = sum(1 for _ in db[names[0]].find({}, batch_size=100_000))
+        find_dict = phase.report("find(batch_size=100000), dict client", count, "docs", FIND_TARGET)
+        with Phase(pid) as phase:
+            count = sum(1 for _ in raw_client.bench[names[0]].find({}, batch_size=100_000))
+        find_rawdoc = phase.report("find, RawBSONDocument client", count, "docs", FIND_TARGET)
+        with Phase(pid) as phase:
+            count = count_raw_batches(db[names[0]])
+        phase.report("find_raw_batches (emulator-bound)", count, "docs", FIND_TARGET)
+        bounds = list(range(0, n + 1, 10_000)) + ([n] if n % 10_000 else [])
         with Phase(pid) as phase:
             count = 0
             for lo, hi in zip(bounds, bounds[1:], strict=False):
-                count += sum(1 for _ in coll.find({"_id": {"$gte": lo, "$lt": hi}}).sort("_id", 1))
-        phase.report("chunked snapshot (_id ranges)", count, "docs")
+                count += sum(1 for _ in db[names[0]].find({"_id": {"$gte": lo, "$lt": hi}}).sort("_id", 1))
+        phase.report("chunked snapshot (_id ranges), dict client", count, "docs", FIND_TARGET)
+
+        print("-- ratios (same run)")
+        print(f"watch() dict / find dict of the same documents:            {watch_dict / find_dict:4.2f}")
+        print(f"watch() RawBSONDocument / find RawBSONDocument:            {watch_rawdoc / find_rawdoc:4.2f}")
+        print(f"events served (raw batches) / watch() dict:                {watch_served / watch_dict:4.2f}")
         client.close()
+        raw_client.close()
     finally:
         if proc is not None:
             proc.terminate()
