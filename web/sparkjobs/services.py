@@ -16,7 +16,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from web.sparkjobs.arguments import run_arguments
+from web.connectors import audit
+from web.sparkjobs.arguments import masked, run_arguments
 from web.sparkjobs.models import ACTIVE, JobDefinition, JobRun, RunStatus
 
 log = logging.getLogger(__name__)
@@ -27,24 +28,36 @@ class SparkServiceError(Exception):
     status_code = 409
 
 
+def snapshot(definition: JobDefinition) -> dict:
+    """A definition as the audit log keeps it (secret-looking Kafka options masked)."""
+    return {"template": definition.template, "mode": definition.mode, "topics": list(definition.topics or []),
+            "arguments": masked(definition.arguments or {}), "script": definition.script,
+            "description": definition.description}
+
+
+def record(user, source: str, action: str, name: str, before=None, after=None) -> None:
+    audit.record(user, source, f"spark.{action}", f"spark-job:{name}", before=before, after=after)
+
+
 def dispatch(run_id: int) -> None:
     from cdcplatform.celery import app
 
     app.send_task(TASK, args=[run_id], queue="spark")
 
 
-def launch(definition: JobDefinition, user) -> JobRun:
+def launch(definition: JobDefinition, user, source: str = "api") -> JobRun:
     with transaction.atomic():
         run = JobRun.objects.create(definition=definition, template=definition.template, mode=definition.mode,
                                     script=definition.script, restricted=definition.restricted,
                                     requested_by=user if user and user.is_authenticated else None)
         run.arguments = run_arguments(definition, run.pk)
         run.save(update_fields=["arguments"])
+        record(user, source, "run", definition.name, after={"run": run.pk})
         transaction.on_commit(lambda: dispatch(run.pk))
     return run
 
 
-def cancel(run: JobRun, user) -> JobRun:
+def cancel(run: JobRun, user, source: str = "api") -> JobRun:
     with transaction.atomic():
         run = JobRun.objects.select_for_update().get(pk=run.pk)
         if run.finished:
@@ -57,13 +70,27 @@ def cancel(run: JobRun, user) -> JobRun:
             run.status, run.finished_at, run.error = RunStatus.CANCELLED, now, "cancelled before it started"
             fields += ["status", "finished_at", "error"]
         run.save(update_fields=fields)
+        record(user, source, "cancel", run.definition.name, after={"run": run.pk})
     return run
 
 
-def delete_definition(definition: JobDefinition) -> None:
+def delete_definition(definition: JobDefinition, user, source: str = "api") -> None:
     if definition.runs.filter(status__in=ACTIVE).exists():
         raise SparkServiceError(f"job {definition.name} has a queued or running run: cancel it first")
-    definition.delete()
+    with transaction.atomic():
+        record(user, source, "delete", definition.name, before=snapshot(definition))
+        definition.delete()
+
+
+def save_definition(serializer, user, source: str) -> JobDefinition:
+    """Saves a validated JobDefinitionSerializer (create or update) with its audit entry."""
+    before = snapshot(serializer.instance) if serializer.instance is not None else None
+    with transaction.atomic():
+        extra = {"updated_by": user} if before is not None else {"created_by": user, "updated_by": user}
+        saved = serializer.save(**extra)
+        record(user, source, "update" if before is not None else "create", saved.name, before=before,
+               after=snapshot(saved))
+    return saved
 
 
 def reap_stale(now=None) -> list[int]:

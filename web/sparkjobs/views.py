@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.dashboard.views import role_required
+from web.sparkjobs import services
 from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
 from web.sparkjobs.arguments import masked
 from web.sparkjobs.forms import SparkJobForm
@@ -60,8 +62,7 @@ def _save(request, definition: JobDefinition | None):
         serializer = JobDefinitionSerializer(definition, data=form.api_body(),
                                              context={"request": _ApiRequest(request)})
         if serializer.is_valid():
-            saved = serializer.save(updated_by=request.user,
-                                    **({} if definition else {"created_by": request.user}))
+            saved = services.save_definition(serializer, request.user, "dashboard")
             messages.success(request, f"Job {saved.name} saved.")
             return redirect("spark:job", name=saved.name)
         form.add_api_errors(serializer.errors)
@@ -77,8 +78,8 @@ def job_create(request):
 @role_required(OPERATOR)
 def job_edit(request, name):
     definition = get_object_or_404(JobDefinition, name=name)
-    if definition.is_script:
-        role_required(ADMIN)(lambda r: None)(request)  # raises PermissionDenied for non-admins
+    if definition.is_script and not has_role(request.user, ADMIN):
+        raise PermissionDenied("PySpark script jobs are changed by admins only.")
     return _save(request, definition)
 
 

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from tests.api_support import client_for, make_user
+from web.connectors.models import AuditEntry
 from web.sparkjobs import services
 from web.sparkjobs.models import JobDefinition, JobRun, RunLogLine, RunStatus
 
@@ -65,6 +66,10 @@ def test_every_role_gets_what_it_may(clients, dispatched, django_capture_on_comm
     assert clients["operator"].post(f"/api/spark/runs/{script_run['id']}/cancel/").status_code == 403
     assert clients["viewer"].post(f"/api/spark/runs/{launched.json()['id']}/cancel/").status_code == 403
     assert clients["operator"].post(f"/api/spark/runs/{launched.json()['id']}/cancel/").status_code == 202
+    actions = list(AuditEntry.objects.filter(target=f"spark-job:{stats.name}").values_list("action", "username"))
+    assert actions == [("spark.cancel", "user-operator"), ("spark.run", "user-operator")]
+    created = AuditEntry.objects.get(target="spark-job:op")
+    assert created.action == "spark.create" and created.after["template"] == "stats"
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -56,17 +56,17 @@ class JobViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         require_script_admin(self.request, serializer.validated_data["template"])
-        serializer.save(created_by=self.request.user, updated_by=self.request.user)
+        services.save_definition(serializer, self.request.user, "api")
 
     def perform_update(self, serializer):
         require_script_admin(self.request, serializer.instance.template)
         require_script_admin(self.request, serializer.validated_data["template"])
-        serializer.save(updated_by=self.request.user)
+        services.save_definition(serializer, self.request.user, "api")
 
     def perform_destroy(self, instance):
         require_script_admin(self.request, instance.template)
         try:
-            services.delete_definition(instance)
+            services.delete_definition(instance, self.request.user)
         except services.SparkServiceError as error:
             raise Conflict(str(error)) from None
 
