@@ -89,6 +89,9 @@ class SparkProcess:
     def lines(self, timeout: float) -> Iterator[Line]:
         """The lines that arrive within `timeout` seconds (returns early once both pipes are closed)."""
         deadline = time.monotonic() + timeout
+        if self.output_closed:  # nothing more will come: wait a little for the exit status instead of spinning
+            time.sleep(min(timeout, 0.1))
+            return
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.output_closed:
