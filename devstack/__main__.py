@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     logs.add_argument("-f", "--follow", action="store_true")
     mongo = sub.add_parser("mongo", help="run the MongoDB replica-set emulator in the foreground", add_help=False)
     mongo.add_argument("emulator_args", nargs=argparse.REMAINDER)
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["mongo"]:
+        # argparse's REMAINDER drops arguments that start with "--" (`mongo --standalone`): hand them over as they are
+        return _mongo(argparse.Namespace(emulator_args=given[1:]))
     args = parser.parse_args(argv)
     try:
         if args.command == "up":

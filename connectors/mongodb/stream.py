@@ -21,14 +21,17 @@ from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from connectors.config_types import CaptureScope
-from connectors.errors import ConnectorError, HistoryLost
+from connectors.errors import ConnectorError, HistoryLost, NotAReplicaSet
 from connectors.filters import WatchTarget
 from connectors.metrics import StreamingMetrics
+from connectors.mongodb.client import REPLICA_SET_FIX
 
 log = logging.getLogger(__name__)
 
 HISTORY_LOST = 286
-FATAL_CODES = {HISTORY_LOST, 280, 260}  # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken
+ONLY_ON_REPLICA_SETS = 40573  # the server became (or is) a standalone mongod
+# ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken, $changeStream on a standalone
+FATAL_CODES = {HISTORY_LOST, 280, 260, ONLY_ON_REPLICA_SETS}
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,11 @@ class ChangeStreamReader:
                             "automatically) or reset the offset"
                         )
                         if error.code == HISTORY_LOST
+                        else NotAReplicaSet(
+                            "MongoDB refused the change stream because the server is a standalone server, not a "
+                            f"replica set member; change streams need a replica set ({REPLICA_SET_FIX})"
+                        )
+                        if error.code == ONLY_ON_REPLICA_SETS
                         else ConnectorError(f"the change stream failed: {error}")
                     )
                     self._put(ReaderFailed(failure))

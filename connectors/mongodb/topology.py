@@ -9,8 +9,7 @@ from typing import Any
 
 from pymongo.uri_parser import parse_uri
 
-from connectors.errors import NotAReplicaSet
-from connectors.mongodb.client import check_connection, describe_hosts, open_client
+from connectors.mongodb.client import check_connection, describe_hosts, not_a_replica_set, open_client
 
 
 @dataclass(frozen=True)
@@ -55,11 +54,7 @@ def discover(options: Mapping[str, Any]) -> Topology:
                 shards.append(ReplicaSet(set_name, tuple(hosts), shard_options(options, set_name, hosts)))
             return Topology("sharded", tuple(shards))
         if "setName" not in hello:
-            raise NotAReplicaSet(
-                f"MongoDB at {describe_hosts(options)} is a standalone server, not a replica set member; change "
-                "streams need a replica set (start mongod with --replSet and run rs.initiate(), even for "
-                "a single member)"
-            )
+            raise not_a_replica_set(describe_hosts(options))
         return Topology("replica_set", (ReplicaSet(hello["setName"], tuple(hello.get("hosts", ())), options),))
     finally:
         client.close()

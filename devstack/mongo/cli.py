@@ -1,7 +1,7 @@
 """`python -m devstack.mongo` (and `python -m devstack mongo`): run the emulator in the foreground.
 
-Prints one `mongodb://` connection string per replica set on stdout, then serves until SIGTERM/SIGINT,
-when it shuts down cleanly (writing a last checkpoint when --data-dir is given).
+Prints one `mongodb://` connection string per replica set (with --standalone: of the one server) on stdout,
+then serves until SIGTERM/SIGINT, when it shuts down cleanly (writing a last checkpoint when --data-dir is given).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"cap the oplog at about this many bytes (default {DEFAULT_OPLOG_MAX_BYTES})")
     p.add_argument("--election-timeout", type=float, default=1.0, help="seconds before a lost primary is replaced")
     p.add_argument("--noop-interval", type=float, default=10.0, help="periodic no-op writer interval (seconds)")
+    p.add_argument("--standalone", action="store_true",
+                   help="serve one mongod that is not a replica set member (no oplog, no change streams)")
     p.add_argument("--keep-cursors-on-stepdown", action="store_true",
                    help="do not interrupt open cursors when a primary steps down")
     p.add_argument("--log-level", default="WARNING")
@@ -51,7 +53,7 @@ def configs_from(args) -> list[EmulatorConfig]:
             bind=args.bind, replset=name, oplog_max_entries=args.oplog_max_entries,
             oplog_max_bytes=args.oplog_max_bytes, election_timeout=args.election_timeout,
             noop_interval=args.noop_interval, kill_cursors_on_stepdown=not args.keep_cursors_on_stepdown,
-            data_dir=args.data_dir))
+            data_dir=args.data_dir, standalone=args.standalone))
     return configs
 
 
@@ -86,7 +88,17 @@ async def _serve(configs) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.standalone:
+        given = set(argv if argv is not None else sys.argv[1:])
+        if given & {"--members", "--replset", "--replsets"} or any(
+                a.startswith(("--members=", "--replset=", "--replsets=")) for a in given):
+            print("error: --standalone serves one server: --members, --replset and --replsets do not apply",
+                  file=sys.stderr)
+            return 2
+        args.members = 1
+        args.replsets = 1
     if args.members < 1:
         print("error: --members must be at least 1", file=sys.stderr)
         return 2

@@ -22,5 +22,6 @@ class EmulatorConfig:
     kill_cursors_on_stepdown: bool = True
     data_dir: str | None = None
     checkpoint_interval: float = 5.0       # seconds between persistence checkpoints when dirty
+    standalone: bool = False               # one mongod without --replSet: no oplog, no change streams
     version: str = "7.0.14"
     max_wire_version: int = 21

@@ -121,6 +121,8 @@ async def run_command(member, conn, cmd: dict, op_query: bool = False, secondary
     try:
         if info is None:
             raise CommandError(59, f"no such command: '{name}'")
+        if rs.standalone and info.name in REPLICATION_ONLY:
+            raise CommandError(76, "not running with --replSet")
         _check_state(ctx, info, secondary_ok)
         cached = _sessions(ctx, info)
         if cached is not None:
@@ -321,6 +323,8 @@ def _sessions(ctx, info):
             raise CommandError(50768, "Transaction number requires a session ID to also be specified",
                                code_name_override="Location50768")
         return None
+    if rs.standalone:
+        raise CommandError(20, "Transaction numbers are only allowed on a replica set member or mongos")
     txn_number = int(txn_number)
     ctx.txn_number = txn_number
     if autocommit is None:
@@ -390,6 +394,10 @@ def _sessions(ctx, info):
     return None
 
 
+# commands a mongod started without --replSet answers with 76 NoReplicationEnabled
+REPLICATION_ONLY = {"replSetGetStatus", "replSetGetConfig", "replSetStepDown", "replSetFreeze", "replSetStepUp",
+                    "appendOplogNote", "emulatorStepDown", "emulatorElect", "emulatorFreeze", "emulatorNoop",
+                    "emulatorSetOplogLimits"}
 STATE_CHANGE_CODES = {10107, 13435, 13436, 189, 91, 11600, 11602}
 
 
@@ -402,6 +410,8 @@ def _envelope(rs, reply: dict, op_ts, ctx=None, member=None) -> dict:
         reply["topologyVersion"] = member.topology_version()
         if labels is not None:
             reply["errorLabels"] = labels
+    if rs.standalone:
+        return reply    # a standalone mongod keeps no logical clock: no $clusterTime, no operationTime
     reply["$clusterTime"] = cluster_time_doc(rs)
     reply["operationTime"] = op_ts or rs.last_ts
     return reply

@@ -66,12 +66,13 @@ class Emulator:
                 await self.start_member_server(m)
                 m.alive = True
                 m.state = SECONDARY
-            if not restored:
+            if not restored and not config.standalone:
                 rs.log_noop("initiating set")
             rs.elect(candidate=rs.members[0])
             self.replica_sets.append(rs)
             loop = asyncio.get_running_loop()
-            self._tasks.append(loop.create_task(rs.noop_writer()))
+            if not config.standalone:
+                self._tasks.append(loop.create_task(rs.noop_writer()))
             self._tasks.append(loop.create_task(rs.session_reaper()))
             if config.data_dir:
                 self._tasks.append(loop.create_task(self._checkpointer(rs)))
@@ -134,4 +135,10 @@ class Emulator:
         self.started = False
 
     def uri(self, rs: ReplicaSet) -> str:
-        return f"mongodb://{','.join(rs.hosts)}/?replicaSet={rs.name}"
+        return server_uri(rs.hosts, rs.name, rs.standalone)
+
+
+def server_uri(hosts: list[str], set_name: str, standalone: bool) -> str:
+    if standalone:
+        return f"mongodb://{hosts[0]}/"
+    return f"mongodb://{','.join(hosts)}/?replicaSet={set_name}"

@@ -28,6 +28,7 @@ CODE_NAMES = {
     52: "DollarPrefixedFieldName",
     59: "CommandNotFound",
     66: "ImmutableField",
+    76: "NoReplicationEnabled",
     67: "CannotCreateIndex",
     72: "InvalidOptions",
     73: "InvalidNamespace",

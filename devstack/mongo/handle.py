@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 
 from devstack.mongo.config import EmulatorConfig
-from devstack.mongo.emulator import Emulator
+from devstack.mongo.emulator import Emulator, server_uri
 
 
 class EmulatorThread:
@@ -91,8 +91,12 @@ class ReplicaSetHandle:
         return [m.port for m in self._rs.members]
 
     @property
+    def standalone(self) -> bool:
+        return self._rs.standalone
+
+    @property
     def uri(self) -> str:
-        return f"mongodb://{','.join(self.hosts)}/?replicaSet={self.name}"
+        return server_uri(self.hosts, self.name, self.standalone)
 
     def member_uri(self, index: int) -> str:
         """A direct connection to one member (for reads on a secondary, faults on one node...)."""
@@ -222,6 +226,14 @@ def start_replica_set(members: int = 3, port: int = 0, replset: str = "rs0", **o
     config = EmulatorConfig(members=members, port=port, replset=replset, **options)
     runner = EmulatorThread([config]).start()
     return ReplicaSetHandle(runner)
+
+
+def start_standalone(port: int = 0, **options) -> ReplicaSetHandle:
+    """Start one emulated mongod that is not a replica set member (no setName in hello, no oplog, `$changeStream`
+    fails with 40573), for testing how clients handle a standalone server. `uri` has no replicaSet option."""
+    options.setdefault("noop_interval", 0)
+    config = EmulatorConfig(members=1, port=port, standalone=True, **options)
+    return ReplicaSetHandle(EmulatorThread([config]).start())
 
 
 def start_replica_sets(count: int, members: int = 3, port: int = 0, **options) -> list[ReplicaSetHandle]:

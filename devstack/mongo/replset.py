@@ -102,6 +102,7 @@ class ReplicaSet:
     def __init__(self, config: EmulatorConfig, ports: list[int]):
         self.config = config
         self.name = config.replset
+        self.standalone = config.standalone
         self.members = [Member(self, i, config.host, p) for i, p in enumerate(ports)]
         self.catalog = Catalog()
         self.oplog = Oplog(config.oplog_max_entries, config.oplog_max_bytes)

@@ -26,6 +26,10 @@ def hello_reply(ctx, legacy: bool) -> dict:
     if ctx.cmd.get("helloOk") is not None and legacy:
         reply["helloOk"] = True
     reply["topologyVersion"] = member.topology_version()
+    if rs.standalone:
+        reply["ismaster" if legacy else "isWritablePrimary"] = True
+        _limits(ctx, reply)
+        return reply
     reply["hosts"] = rs.hosts
     reply["setName"] = rs.name
     reply["setVersion"] = rs.config_version
@@ -39,6 +43,12 @@ def hello_reply(ctx, legacy: bool) -> dict:
     if writable:
         reply["electionId"] = rs.election_id
     reply["lastWrite"] = _last_write(rs)
+    _limits(ctx, reply)
+    return reply
+
+
+def _limits(ctx, reply: dict):
+    rs = ctx.rs
     reply["maxBsonObjectSize"] = MAX_BSON_SIZE
     reply["maxMessageSizeBytes"] = 48000000
     reply["maxWriteBatchSize"] = 100000
@@ -48,7 +58,6 @@ def hello_reply(ctx, legacy: bool) -> dict:
     reply["minWireVersion"] = 0
     reply["maxWireVersion"] = rs.config.max_wire_version
     reply["readOnly"] = False
-    return reply
 
 
 async def _hello(ctx, legacy):
@@ -113,7 +122,7 @@ def server_status(ctx):
     member = ctx.member
     rs = ctx.rs
     uptime = time.time() - member.started
-    return {
+    status = {
         "host": member.name,
         "version": rs.config.version,
         "process": "mongod",
@@ -137,6 +146,9 @@ def server_status(ctx):
         "oplog": {"entries": len(rs.oplog), "bytes": rs.oplog.bytes,
                   **({"earliest": rs.oplog.first.ts, "latest": rs.oplog.last.ts} if rs.oplog.first else {})},
     }
+    if rs.standalone:
+        del status["repl"], status["oplog"]
+    return status
 
 
 @command("hostInfo")

@@ -51,7 +51,7 @@ def _ordered(ctx) -> bool:
 
 def _finish(ctx, reply: dict, writer) -> dict:
     ctx.op_ts = writer.last_ts
-    if ctx.txn is None:
+    if ctx.txn is None and not ctx.rs.standalone:
         reply["electionId"] = ctx.rs.election_id
         reply["opTime"] = ctx.rs.op_time(writer.last_ts)
     return reply

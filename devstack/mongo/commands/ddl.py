@@ -284,7 +284,7 @@ def list_collections(ctx):
     rs = ctx.rs
     d = rs.catalog.databases.get(ctx.db)
     infos = [c.info() for c in d.collections.values()] if d else []
-    if ctx.db == "local":
+    if ctx.db == "local" and not rs.standalone:
         infos.append({"name": "oplog.rs", "type": "collection", "options": {"capped": True},
                       "info": {"readOnly": False}, "idIndex": None})
         infos[-1].pop("idIndex")

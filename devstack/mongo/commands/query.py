@@ -46,7 +46,7 @@ class OplogView:
 
 def read_view(ctx, name: str):
     """The collection (or the transaction's view of it) a read command sees; None when it does not exist."""
-    if ctx.db == "local" and name == "oplog.rs":
+    if ctx.db == "local" and name == "oplog.rs" and not ctx.rs.standalone:
         return OplogView(ctx.rs)
     if ctx.txn is not None:
         coll = ctx.txn.created.get(f"{ctx.db}.{name}") or ctx.rs.catalog.get_collection(ctx.db, name)
@@ -421,6 +421,8 @@ def _open_change_stream(ctx, coll_name, pipeline, batch_size):
     if ctx.txn is not None:
         raise CommandError(263, "Operation not permitted in transaction :: caused by :: $changeStream cannot run in "
                                 "a transaction", code_name_override="OperationNotSupportedInTransaction")
+    if ctx.rs.standalone:
+        raise CommandError(40573, "The $changeStream stage is only supported on replica sets")
     ctx.change_stream = True
     spec = changestream.StreamSpec(pipeline[0]["$changeStream"], ctx.db, coll_name)
     cursor = changestream.ChangeStreamCursor(ctx.rs, spec, pipeline[1:], lsid=_lsid_key(ctx))
