@@ -7,7 +7,9 @@ process's peak RSS at a quarter of the data and at all of it (it must stay flat:
 
 Needs Kafka (`python -m devstack up kafka`); runs its own MongoDB emulator in a separate process unless
 MONGODB_URI is set. Each measured run is a fresh `python -m bench.snapshot --child …` process (snapshot.mode=
-initial_only), so its RSS is its own; topics are deleted after each run.
+initial_only), so its RSS is its own; topics are deleted after each run. The 4 collections are first loaded to a
+quarter of their size (RSS measured there), then to full size. The baseline is a plain pymongo find() over the
+same documents, also in its own process.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import uuid
 
 import pymongo
 
+from bench.emulator import cpu_seconds
+
 COLLECTIONS = 4
 
 
@@ -31,18 +35,33 @@ def _document(i: int) -> dict:
     return {"_id": i, "n": i, "sku": f"SKU-{i:09d}", "payload": (f"{i:08d}" * 125)[:960]}
 
 
-def load(uri: str, database: str, docs: int) -> None:
+def load(uri: str, database: str, docs: int, *, already: int = 0) -> None:
+    """Grows each of the 4 collections to docs/4 documents (from already/4)."""
     client = pymongo.MongoClient(uri)
-    per_collection = docs // COLLECTIONS
+    per_collection, start_at = docs // COLLECTIONS, already // COLLECTIONS
     started = time.monotonic()
     for c in range(COLLECTIONS):
         collection = client[database][f"c{c}"]
-        for start in range(0, per_collection, 2000):
+        for start in range(start_at, per_collection, 2000):
             collection.insert_many([_document(i) for i in range(start, min(per_collection, start + 2000))],
                                    ordered=False)
-    print(f"loaded {docs:,} documents of ~1 KB into {COLLECTIONS} collections in {time.monotonic() - started:.1f}s",
-          flush=True)
+    print(f"loaded {docs - already:,} documents of ~1 KB into {COLLECTIONS} collections "
+          f"({per_collection:,} each now) in {time.monotonic() - started:.1f}s", flush=True)
     client.close()
+
+
+def baseline(args) -> None:
+    """A plain pymongo find() over every collection, one cursor after the other, documents decoded to dicts."""
+    client = pymongo.MongoClient(args.uri)
+    started = time.monotonic()
+    rows = 0
+    for c in range(args.collections):
+        for _ in client[args.database][f"c{c}"].find(batch_size=2000):
+            rows += 1
+    seconds = time.monotonic() - started
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"rows": rows, "seconds": seconds, "snapshot_seconds": seconds,
+                      "rss_mb": usage.ru_maxrss // 1024, "cpu_seconds": usage.ru_utime + usage.ru_stime}))
 
 
 # -- one measured run, in its own process ---------------------------------------------------------------------
@@ -108,18 +127,35 @@ def _delete_topics(bootstrap: str, prefix: str) -> None:
                 print(f"could not delete a topic: {error}", file=sys.stderr)
 
 
-def measure(args, uri: str, label: str, *, threads: int = 1, processes: int = 0,
-            collections: int = COLLECTIONS) -> dict:
-    command = [sys.executable, "-m", "bench.snapshot", "--child", "--uri", uri, "--database", args.database,
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores, from /proc/stat."""
+    values = [int(v) for v in open("/proc/stat").readline().split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def measure(args, uri: str, label: str, *, threads: int = 1, processes: int = 0, collections: int = COLLECTIONS,
+            mode: str = "--child") -> dict:
+    command = [sys.executable, "-m", "bench.snapshot", mode, "--uri", uri, "--database", args.database,
                "--bootstrap", args.bootstrap, "--threads", str(threads), "--processes", str(processes),
                "--collections", str(collections), "--chunk-size", str(args.chunk_size)]
+    emulator_cpu, (busy, jiffies) = cpu_seconds(args.emulator_pid), machine_cpu()
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    emulator_cpu = cpu_seconds(args.emulator_pid) - emulator_cpu
+    busy_after, jiffies_after = machine_cpu()
+    cores_busy = (busy_after - busy) / max(1, jiffies_after - jiffies) * os.cpu_count()
     result = json.loads(output.strip().splitlines()[-1])
-    assert set(result["outcome"].values()) == {"snapshot-done"}, result
+    if mode == "--child":
+        assert set(result["outcome"].values()) == {"snapshot-done"}, result
+    assert result["rows"] == args.docs // COLLECTIONS * collections, result
     result["rate"] = result["rows"] / result["snapshot_seconds"]
     extra = f", worker processes' peak RSS {result['children_rss_mb']} MB" if processes else ""
+    if args.emulator_pid:
+        extra += f", emulator {emulator_cpu:.0f} CPU-s"
+    extra += f"; machine: {cores_busy:.1f} of {os.cpu_count()} cores busy"
+    chunks = f"{result['chunks']} chunks, " if "chunks" in result else ""
     print(f"{label:<38} {result['rows']:>9,} docs in {result['snapshot_seconds']:6.1f}s = {result['rate']:8,.0f} "
-          f"docs/s ({result['seconds']:.1f}s with connector start-up), {result['chunks']} chunks, "
+          f"docs/s ({result['seconds']:.1f}s with start-up), {chunks}"
           f"{result['cpu_seconds']:.0f} CPU-s ({result['rows'] / result['cpu_seconds']:,.0f} docs per CPU-second), "
           f"peak RSS {result['rss_mb']} MB{extra}", flush=True)
     return result
@@ -130,6 +166,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=200_000, help="documents in all (default 200000)")
     parser.add_argument("--chunk-size", type=int, default=8192)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--uri", help=argparse.SUPPRESS)
     parser.add_argument("--database", default="benchsnap", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", default=None, help=argparse.SUPPRESS)
@@ -140,6 +177,9 @@ def main() -> None:
     if args.child:
         child(args)
         return
+    if args.baseline:
+        baseline(args)
+        return
 
     from devstack import settings
 
@@ -147,15 +187,23 @@ def main() -> None:
     emulator = None
     uri = os.environ.get("MONGODB_URI")
     if not uri:
-        # A separate process, as in production: the emulator must not share the snapshotting process's GIL.
+        # A separate process, as in production: the emulator must not share the snapshotting process's GIL, and
+        # the snapshotting process's RSS is its own.
         emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
                                      "--replset", "rs0", "--oplog-max-entries", "20000", "--noop-interval", "1"],
                                     stdout=subprocess.PIPE, text=True)
         uri = emulator.stdout.readline().strip()
+    args.emulator_pid = emulator.pid if emulator else None
     args.database = f"benchsnap{uuid.uuid4().hex[:6]}"
+    total = args.docs
     try:
+        # RSS as the collections grow: the same 4 collections at a quarter of their size, then at full size.
+        args.docs = total // 4
         load(uri, args.database, args.docs)
-        quarter = measure(args, uri, f"4 threads, {args.docs // 4:,} docs (1 collection)", threads=4, collections=1)
+        quarter = measure(args, uri, f"snapshot.max.threads=4, {args.docs:,} docs", threads=4)
+        args.docs = total
+        load(uri, args.database, args.docs, already=total // 4)
+        base = measure(args, uri, "baseline: pymongo find()", mode="--baseline")
         one = measure(args, uri, "1 thread", threads=1)
         four = measure(args, uri, "snapshot.max.threads=4", threads=4)
         workers = measure(args, uri, "2 worker processes", processes=2)
@@ -164,10 +212,12 @@ def main() -> None:
             emulator.terminate()
             emulator.wait(30)
     print()
-    print(f"docs/s: 1 thread {one['rate']:,.0f} | 4 threads {four['rate']:,.0f} ({four['rate'] / one['rate']:.2f}x) | "
-          f"2 worker processes {workers['rate']:,.0f} ({workers['rate'] / one['rate']:.2f}x)")
+    print(f"docs/s: baseline find() {base['rate']:,.0f} | 1 thread {one['rate']:,.0f} "
+          f"({one['rate'] / base['rate']:.3f} of baseline) | 4 threads {four['rate']:,.0f} "
+          f"({four['rate'] / one['rate']:.2f}x 1 thread) | 2 worker processes {workers['rate']:,.0f} "
+          f"({workers['rate'] / one['rate']:.2f}x 1 thread)")
     print(f"peak RSS of the snapshotting process (4 threads): {quarter['rss_mb']} MB at {quarter['rows']:,} docs, "
-          f"{four['rss_mb']} MB at {four['rows']:,} docs")
+          f"{four['rss_mb']} MB at {four['rows']:,} docs ({four['rss_mb'] / quarter['rss_mb']:.2f}x)")
 
 
 if __name__ == "__main__":

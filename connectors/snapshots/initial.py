@@ -129,8 +129,8 @@ class InitialSnapshot:
             rs = self.pipeline.replica_set.name
             for number in sorted(self._marked):
                 messages.append(self.markers.tombstone(self.config.name, rs, self.progress.id, number))
-            rows = sum(c.rows for c in self.progress.collections)
-            messages.append(self.markers.completed(self.config.name, rs, self.progress.id, rows))
+            total_rows = sum(c.rows for c in self.progress.collections)
+            messages.append(self.markers.completed(self.config.name, rs, self.progress.id, total_rows))
         self.progress.completed = True
         self._commit(messages, token=self.progress.resume_token)
         if read_final:
@@ -160,9 +160,7 @@ class InitialSnapshot:
             while queue or inflight:
                 if self.stop.is_set():
                     return False
-                while queue and len(inflight) < executor.capacity:
-                    task = self._task(queue.popleft())
-                    inflight[executor.submit(task)] = task
+                self._top_up(executor, queue, inflight)
                 finished, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in finished:
                     task = inflight.pop(future)
@@ -190,10 +188,17 @@ class InitialSnapshot:
                         queue.appendleft(task.chunk)
                         continue
                     failures = 0
+                    # Readers go on with the next chunks while this thread commits (mostly waiting on Kafka).
+                    self._top_up(executor, queue, inflight)
                     self._record(result)
             return True
         finally:
             executor.shutdown(cancel_pending=True)
+
+    def _top_up(self, executor, queue: deque, inflight: dict) -> None:
+        while queue and len(inflight) < executor.capacity:
+            task = self._task(queue.popleft())
+            inflight[executor.submit(task)] = task
 
     @staticmethod
     def _retriable(error: BaseException, remote: bool) -> bool:

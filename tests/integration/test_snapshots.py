@@ -14,8 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pymongo
 import pytest
 from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
+from pymongo import monitoring
 from pymongo.errors import OperationFailure
 
+import connectors.pipeline
 from connectors.kafka import OffsetStore
 from connectors.mongodb.topology import discover
 from connectors.pipeline import ReplicaSetPipeline
@@ -23,12 +25,14 @@ from connectors.snapshots import (
     ChunkTask,
     PolledChunkExecutor,
     ProcessPoolChunkExecutor,
+    ThreadPoolChunkExecutor,
     chunks,
     run_chunk_task,
     run_chunk_task_json,
 )
 from connectors.snapshots.bson_order import sort_key
 from connectors.snapshots.chunks import chunks_of, plan_collection
+from connectors.snapshots.executors import ChunkInterrupted
 from connectors.snapshots.progress import SnapshotProgress
 from devstack.mongo import start_replica_set
 from tests.integration.kafka_reading import read_topic
@@ -179,25 +183,55 @@ def test_writes_during_the_snapshot_end_in_the_database_state(stack, mongo_rs, c
     assert writes_during_snapshot > 100, writes_during_snapshot
 
 
-def test_include_list_filter_override_and_delay(stack, mongo_rs, client, unique_name):
+class _Commands(monitoring.CommandListener):
+    """The commands a client sends: (name, database, collection, batchSize, filter)."""
+
+    def __init__(self):
+        self.seen: list[tuple] = []
+
+    def started(self, event):
+        command = event.command
+        collection = command.get("collection") if event.command_name == "getMore" else command.get(event.command_name)
+        self.seen.append((event.command_name, event.database_name, collection, command.get("batchSize"),
+                          command.get("filter")))
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def test_include_list_filter_override_delay_and_fetch_size(stack, mongo_rs, client, unique_name, monkeypatch):
     name = _name(unique_name)
     client[name].a.insert_many([{"_id": i, "keep": i % 3 == 0} for i in range(300)])
     client[name].b.insert_many([{"_id": i} for i in range(50)])
+    commands = _Commands()
+    open_client = connectors.pipeline.open_client
+    monkeypatch.setattr(connectors.pipeline, "open_client",
+                        lambda options, listeners=(): open_client(options, [*listeners, commands]))
     config = connector_config(
         name, mongo_rs.uri, database__include__list=name, snapshot__include__collection__list=rf"{name}\.a",
         snapshot__collection__filter__overrides=f"{name}.a", snapshot__delay__ms=700, snapshot__chunk__size=40,
         snapshot__fetch__size=7, **{f"snapshot.collection.filter.overrides.{name}.a": '{"keep": true}'},
     )
-    started = time.monotonic()
+    started = time.time()
     running = RunningConnector(config, stack.kafka_bootstrap).start()
     running.wait_streaming(30)
-    assert time.monotonic() - started >= 0.7
+    # snapshot.delay.ms: the snapshot (its stream position, its first read) began only after the delay
+    assert running.pipeline().snapshot_metrics.started_at - started >= 0.7
     client[name].b.insert_one({"_id": 1000})
     b_events = values(wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.b", 1))
     running.finish()
     a_events = values(read_topic(stack.kafka_bootstrap, f"{name}.{name}.a"))
     assert sorted(json.loads(e["after"])["_id"] for e in a_events) == list(range(0, 300, 3))
     assert [e["op"] for e in b_events] == ["c"]  # b is captured but not snapshotted
+    # snapshot.fetch.size is the chunk cursors' batch size: ~13 matching documents per chunk, in batches of 7
+    ours = [c for c in commands.seen if c[1] == name and c[0] in ("find", "getMore")]
+    chunk_finds = [c for c in ours if c[0] == "find" and "keep" in json.dumps(c[4], default=str)]
+    assert len(chunk_finds) >= 5 and {c[3] for c in chunk_finds} == {7}, chunk_finds
+    get_mores = [c for c in ours if c[0] == "getMore" and c[2] == "a"]
+    assert get_mores and {c[3] for c in get_mores} == {7}, get_mores
 
 
 def _run_until(config, stack, phase="streaming"):
@@ -250,22 +284,114 @@ def test_when_needed_resnapshots_in_chunks_after_the_oplog_lost_our_position(sta
     try:
         name = _name(unique_name, "w")
         client = pymongo.MongoClient(handle.uri)
+        client[name].docs.insert_one({"_id": -2})
         config = connector_config(name, handle.uri, database__include__list=name, snapshot__mode="when_needed",
                                   snapshot__chunk__size=30, snapshot__max__threads=3)
-        running = _run_until(config, stack)
+        topic = f"{name}.{name}.docs"
+        running = _run_until(config, stack)  # first run: a snapshot, then streaming
         client[name].docs.insert_one({"_id": -1})
-        wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.docs", 1)
+        wait_for_events(stack.kafka_bootstrap, topic, 2)
         running.finish()
         client[name].docs.insert_many([{"_id": i} for i in range(200)])  # our position leaves the oplog
         running = _run_until(config, stack)
         metrics = running.pipeline().snapshot_metrics.snapshot()
-        wait_for_state(stack.kafka_bootstrap, f"{name}.{name}.docs", client[name].docs)
+        wait_for_state(stack.kafka_bootstrap, topic, client[name].docs)
         running.finish()
         assert metrics["SnapshotCompleted"] and metrics["ChunksTotal"] >= 5
-        events = values(read_topic(stack.kafka_bootstrap, f"{name}.{name}.docs"))
-        assert sorted(json.loads(e["after"])["_id"] for e in events if e["op"] == "r") == [-1, *range(200)]
+        events = values(read_topic(stack.kafka_bootstrap, topic))
+        assert sorted(json.loads(e["after"])["_id"] for e in events if e["op"] == "r") == [-2, -2, -1, *range(200)]
+
+        # position still in the oplog: when_needed streams on from it, no snapshot
+        running = _run_until(config, stack)
+        client[name].docs.insert_one({"_id": 1000})
+        after = values(wait_for_events(stack.kafka_bootstrap, topic, len(events) + 1))
+        metrics = running.pipeline().snapshot_metrics.snapshot()
+        running.finish()
+        assert metrics["SnapshotKind"] is None and metrics["ChunksTotal"] == 0
+        assert [e["op"] for e in after[len(events):]] == ["c"]
     finally:
         handle.stop()
+
+
+class _GatedExecutor(ThreadPoolChunkExecutor):
+    """One reader thread that reads a chunk only when the test releases it."""
+
+    def __init__(self, context, gate: threading.Semaphore):
+        super().__init__(context, threads=1)
+        self.gate = gate
+
+    def _run(self, task):
+        while not self.gate.acquire(timeout=0.05):
+            if self.context.stop.is_set():
+                raise ChunkInterrupted(task.chunk.label)
+        return super()._run(task)
+
+
+def _wait_metrics(pipeline, condition, timeout=60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        metrics = pipeline.snapshot_metrics.snapshot()
+        if condition(metrics):
+            return metrics
+        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed", (metrics,
+                                                                                      pipeline.metrics.last_error)
+        time.sleep(0.02)
+
+
+def test_snapshot_metrics_while_running_aborted_and_resumed(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
+    sizes = {"a": 300, "b": 300, "c": 100}
+    for collection, size in sizes.items():
+        client[name][collection].insert_many([{"_id": i} for i in range(size)])
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=100)
+    (replica_set,) = discover(config.mongo_client_options()).replica_sets
+    gate = threading.Semaphore(0)
+    pipeline = ReplicaSetPipeline(config, replica_set, stack.kafka_bootstrap,
+                                  chunk_executor=lambda context: _GatedExecutor(context, gate))
+    runner = threading.Thread(target=pipeline.run, daemon=True)
+    runner.start()
+    ns = {c: f"{name}.{c}" for c in sizes}
+    try:
+        running = _wait_metrics(pipeline, lambda m: m["SnapshotRunning"])
+        assert running["SnapshotKind"] == "initial" and not running["SnapshotCompleted"]
+        assert running["TotalTableCount"] == 3 and running["RemainingTableCount"] == 3
+        assert running["ChunksTotal"] == 7 and running["ChunksDone"] == 0
+        assert running["EstimatedSecondsRemaining"] is None  # nothing done yet to estimate from
+        assert running["Collections"][ns["a"]] == {"chunks_total": 3, "chunks_done": 0, "rows": 0,
+                                                   "estimated_rows": 300}
+
+        for _ in range(3):  # collection a, chunk by chunk (one reader: in plan order)
+            gate.release()
+        part = _wait_metrics(pipeline, lambda m: m["ChunksDone"] == 3)
+        time.sleep(0.05)
+        later = pipeline.snapshot_metrics.snapshot()
+        assert part["SnapshotRunning"] and not part["SnapshotCompleted"] and not part["SnapshotAborted"]
+        assert part["RemainingTableCount"] == 2 and part["RowsScanned"] == {ns["a"]: 300, ns["b"]: 0, ns["c"]: 0}
+        assert part["EstimatedSecondsRemaining"] > 0 and part["RowsPerSecond"] > 0
+        assert later["SnapshotDurationInSeconds"] > part["SnapshotDurationInSeconds"] > 0  # a running clock
+        assert later["ChunksDone"] == 3  # the fourth chunk waits at the gate
+    finally:
+        pipeline.stop.set()  # also when an assertion failed: the gated reader gives up
+        runner.join(30)
+    aborted = pipeline.snapshot_metrics.snapshot()
+    assert aborted["SnapshotAborted"] and not aborted["SnapshotRunning"] and not aborted["SnapshotCompleted"]
+    assert aborted["ChunksDone"] == 3 and aborted["RemainingTableCount"] == 2
+
+    # a restart, whatever its mode, finishes the unfinished snapshot and counts from where it stopped
+    resumed = ReplicaSetPipeline(connector_config(name, mongo_rs.uri, database__include__list=name,
+                                                  snapshot__chunk__size=100, snapshot__mode="initial_only"),
+                                 replica_set, stack.kafka_bootstrap)
+    assert resumed.run() == "snapshot-done"
+    done = resumed.snapshot_metrics.snapshot()
+    assert done["SnapshotCompleted"] and not done["SnapshotRunning"] and not done["SnapshotAborted"]
+    assert done["SnapshotId"] == aborted["SnapshotId"]
+    assert done["ChunksDoneAtStart"] == 3 and done["ChunksReadThisRun"] == 4 and done["ChunksDone"] == 7
+    assert done["RemainingTableCount"] == 0 and done["EstimatedSecondsRemaining"] == 0.0
+    assert done["RowsScanned"] == {ns[c]: size for c, size in sizes.items()}
+    assert done["SnapshotDurationInSeconds"] >= aborted["SnapshotDurationInSeconds"]  # since the first start
+    for collection, size in sizes.items():
+        records = read_topic(stack.kafka_bootstrap, f"{name}.{name}.{collection}")
+        assert len(records) == size and len(set(_keys(records))) == size
 
 
 def test_chunks_as_separate_worker_processes(stack, mongo_rs, client, unique_name):
