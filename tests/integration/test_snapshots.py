@@ -417,6 +417,7 @@ def test_chunks_as_separate_worker_processes(stack, mongo_rs, client, unique_nam
     runner.join(30)
     metrics = pipeline.snapshot_metrics.snapshot()
     assert metrics["SnapshotCompleted"] and metrics["ChunksDone"] == metrics["ChunksTotal"] >= 14
+    assert metrics["RowsScanned"] == {f"{name}.docs": 3000, f"{name}.more": 700}
     for collection, count in (("docs", 3000), ("more", 700)):
         records = read_topic(stack.kafka_bootstrap, f"{name}.{name}.{collection}")
         assert len(records) == count and len(set(_keys(records))) == count
