@@ -7,7 +7,7 @@ import uuid
 import pymongo
 import pytest
 
-from devstack.mongo import start_replica_set
+from devstack.mongo import start_replica_set, start_standalone
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +49,15 @@ def spec_runner(rs, client):
     from tests.emulator.unified import UnifiedRunner
 
     return UnifiedRunner(rs.uri, client, rs)
+
+
+@pytest.fixture(scope="session")
+def spec_single_runner():
+    """The spec runner on the emulator's standalone mode, for tests whose only topology is `single`."""
+    from tests.emulator.unified import UnifiedRunner
+
+    handle = start_standalone()
+    internal = pymongo.MongoClient(handle.uri, serverSelectionTimeoutMS=10000)
+    yield UnifiedRunner(handle.uri, internal, handle, topology="single")
+    internal.close()
+    handle.stop()

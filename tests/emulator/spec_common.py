@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.emulator.spec_skips import skip_reason
-from tests.emulator.unified import SkipTest, UnifiedRunner, load_area, spec_dir
+from tests.emulator.unified import SkipTest, UnifiedRunner, choose_topology, load_area, spec_dir
 
 
 def params(area: str):
@@ -23,10 +23,15 @@ def params(area: str):
     return out
 
 
-def run_spec(runner: UnifiedRunner, stem, doc, test):
+def run_spec(request, stem, doc, test):
+    """Run one spec test on the replica set, or on the standalone server when only `single` applies."""
     reason = skip_reason(stem, test["description"])
     if reason:
         pytest.skip(f"emulator: {reason}")
+    topology, reason = choose_topology(doc, test)
+    if reason:
+        pytest.skip(reason)
+    runner: UnifiedRunner = request.getfixturevalue("spec_runner" if topology == "replicaset" else "spec_single_runner")
     try:
         runner.run(doc, test)
     except SkipTest as exc:

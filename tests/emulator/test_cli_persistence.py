@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pymongo
 import pytest
 
 from devstack.mongo import start_replica_set
+from devstack.mongo.emulator import find_free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +40,53 @@ def test_cli_prints_uri_and_stops_cleanly_on_sigterm():
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
         client.t.c.insert_one({"x": 1})
         assert len(client.secondaries) == 2
+        client.close()
+    finally:
+        _stop(proc)
+
+
+def test_done_when_three_member_rs0_as_devstack_runs_it(tmp_path):
+    """The issue's "done when", on an emulator process started the way `python -m devstack up` starts it (only
+    the ports differ from 27017-27019): pymongo discovers rs0 from the three seeds, sees a primary and two
+    secondaries, writes, watches, and the watch survives a step-down with no lost or repeated event."""
+    ports = find_free_ports(3)
+    proc = subprocess.Popen([sys.executable, "-m", "devstack", "mongo", "--members", "3", "--port", str(ports[0]),
+                             "--replset", "rs0", "--data-dir", str(tmp_path)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        uri = proc.stdout.readline().strip()
+        assert uri == f"mongodb://{','.join(f'127.0.0.1:{p}' for p in ports)}/?replicaSet=rs0", proc.stderr.read()
+        client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
+        coll = client.shop.orders
+        coll.insert_one({"_id": -1})
+        assert client.primary is not None and len(client.secondaries) == 2
+        assert {client.primary, *client.secondaries} == {("127.0.0.1", p) for p in ports}
+        old_primary = client.primary
+        seen: list = []
+        with coll.watch(max_await_time_ms=100) as stream:
+            def read():
+                deadline = time.monotonic() + 60
+                while len(seen) < 200 and time.monotonic() < deadline:
+                    try:
+                        change = stream.try_next()
+                    except pymongo.errors.ConnectionFailure:
+                        # as with mongod: the one automatic resume can land on the old primary before the
+                        # driver has seen the election (NotPrimaryError); the next try_next resumes again
+                        time.sleep(0.05)
+                        continue
+                    if change is not None:
+                        seen.append(change["documentKey"]["_id"])
+            reader = threading.Thread(target=read)
+            reader.start()
+            for i in range(200):
+                coll.insert_one({"_id": i})
+                if i == 80:
+                    client.admin.command("replSetStepDown", 10)
+            reader.join(70)
+        assert seen == list(range(200))
+        assert client.primary not in (None, old_primary) and len(client.secondaries) == 2
+        assert client.admin.command("replSetGetStatus")["set"] == "rs0"
         client.close()
     finally:
         _stop(proc)

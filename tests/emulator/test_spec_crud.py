@@ -8,5 +8,5 @@ from tests.emulator.spec_common import params, run_spec
 
 
 @pytest.mark.parametrize(("stem", "doc", "test"), params("crud"))
-def test_spec(spec_runner, stem, doc, test):
-    run_spec(spec_runner, stem, doc, test)
+def test_spec(request, stem, doc, test):
+    run_spec(request, stem, doc, test)

@@ -32,6 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SUPPORTED_SCHEMA = (1, 21)
 SERVER_VERSION = (7, 0, 14)
 TOPOLOGY = "replicaset"
+TOPOLOGIES = ("replicaset", "single")   # the emulator's replica set, and its standalone mode
 _JSON = JSONOptions(document_class=dict, tz_aware=False)
 SENSITIVE = {"authenticate", "saslstart", "saslcontinue", "getnonce", "createuser", "updateuser",
              "copydbgetnonce", "copydbsaslstart", "copydb"}
@@ -55,8 +56,8 @@ def _version(s: str) -> tuple:
     return tuple(parts + [0] * (3 - len(parts)))
 
 
-def requirement_reason(reqs) -> str | None:
-    """None when one requirement is met, else why none is."""
+def requirement_reason(reqs, topology: str = TOPOLOGY) -> str | None:
+    """None when one requirement is met on `topology`, else why none is."""
     if not reqs:
         return None
     reasons = []
@@ -67,8 +68,8 @@ def requirement_reason(reqs) -> str | None:
         if "maxServerVersion" in r and _version(r["maxServerVersion"]) < SERVER_VERSION:
             reasons.append(f"needs server <= {r['maxServerVersion']} (emulator reports 7.0)")
             continue
-        if "topologies" in r and TOPOLOGY not in r["topologies"]:
-            reasons.append(f"needs topology {'/'.join(r['topologies'])} (emulator is a replica set)")
+        if "topologies" in r and topology not in r["topologies"]:
+            reasons.append(f"needs topology {'/'.join(r['topologies'])} (the emulator serves replicaset and single)")
             continue
         if r.get("serverless") == "require":
             reasons.append("needs Atlas Serverless")
@@ -84,6 +85,21 @@ def requirement_reason(reqs) -> str | None:
             continue
         return None
     return "; ".join(dict.fromkeys(reasons))
+
+
+def choose_topology(file_doc: dict, test: dict) -> tuple[str | None, str | None]:
+    """(topology to run the test on, None) — a replica set when possible — or (None, why it cannot run)."""
+    schema = _version(file_doc.get("schemaVersion", "1.0"))
+    if schema[0] != SUPPORTED_SCHEMA[0] or schema[1] > SUPPORTED_SCHEMA[1]:
+        return None, f"schemaVersion {file_doc.get('schemaVersion')} not supported by the runner"
+    first = None
+    for topology in TOPOLOGIES:
+        reason = requirement_reason(file_doc.get("runOnRequirements"), topology) or \
+            requirement_reason(test.get("runOnRequirements"), topology)
+        if reason is None:
+            return topology, None
+        first = first or reason
+    return None, first
 
 
 def load_area(area: str) -> list:
@@ -343,7 +359,8 @@ _ARG_NAMES = {
 
 
 class UnifiedRunner:
-    def __init__(self, uri: str, internal: pymongo.MongoClient, rs_handle=None):
+    def __init__(self, uri: str, internal: pymongo.MongoClient, rs_handle=None, topology: str = TOPOLOGY):
+        self.topology = topology
         self.uri = uri
         self.internal = internal
         self.rs = rs_handle
@@ -351,13 +368,11 @@ class UnifiedRunner:
 
     # ---- the test ----
     def run(self, file_doc: dict, test: dict):
-        schema = _version(file_doc.get("schemaVersion", "1.0"))
-        if schema[0] != SUPPORTED_SCHEMA[0] or schema[1] > SUPPORTED_SCHEMA[1]:
-            raise SkipTest(f"schemaVersion {file_doc.get('schemaVersion')} not supported by the runner")
-        reason = requirement_reason(file_doc.get("runOnRequirements")) or \
-            requirement_reason(test.get("runOnRequirements"))
+        topology, reason = choose_topology(file_doc, test)
         if reason:
             raise SkipTest(reason)
+        if topology != self.topology:
+            raise SkipTest(f"runs on the {topology} runner")
         if "skipReason" in test:
             raise SkipTest("spec: " + test["skipReason"])
         self.entities: dict = {}
