@@ -701,8 +701,10 @@ _KNOWN_STAGES = {
 _I32 = struct.Struct("<i")
 _INSERT = b"\x02operationType\x00" + _I32.pack(7) + b"insert\x00"
 _REPLACE = b"\x02operationType\x00" + _I32.pack(8) + b"replace\x00"
-_TS = struct.Struct("<II")
-_I64 = struct.Struct("<q")
+# fixed parts of an insert/replace event, each packed in one call (field names passed as bytes)
+_ID_HEAD = struct.Struct("<i5si7si")         # size, "_id" {, "_data": string length
+_TIMES = struct.Struct("<13sII10sq14s")      # clusterTime, wallTime, then the fullDocument element's name
+_KEY_HEAD = struct.Struct("<13si")           # documentKey element's name and size
 _EPOCH = datetime.datetime(1970, 1, 1)
 _MS = datetime.timedelta(milliseconds=1)
 _EVENT_DATA_FMT = "82%08X%08X2B800000000000%s"   # resume token `_data` of a single-op event
@@ -740,8 +742,8 @@ def _fast_event(entry, op) -> tuple:
     parts = _COLL_PARTS.get(op.ns)
     if parts is None or parts[0] is not ui:
         parts = _coll_parts(op.ns, ui)
-    ts = entry.ts
-    text = _EVENT_DATA_FMT % (ts.time, ts.inc, parts[1])
+    ts_time, ts_inc = entry.key or (entry.ts.time, entry.ts.inc)
+    text = _EVENT_DATA_FMT % (ts_time, ts_inc, parts[1])
     o2 = op.o2
     key = _id_element(raw) if o2 is None or len(o2) == 1 else None
     if key is None:
@@ -755,10 +757,9 @@ def _fast_event(entry, op) -> tuple:
         wall_ms = entry.wall_ms = (entry.wall - _EPOCH) // _MS
     size = 97 + dlen + len(head) + len(raw) + len(ns_el) + klen
     return {"_data": text}, b"".join((
-        _I32.pack(size), b"\x03_id\x00", _I32.pack(dlen + 16), b"\x02_data\x00", _I32.pack(dlen), text.encode(),
-        b"\x00\x00", head, b"\x11clusterTime\x00", _TS.pack(ts.inc, ts.time), b"\x09wallTime\x00",
-        _I64.pack(wall_ms), b"\x03fullDocument\x00", raw, ns_el, b"\x03documentKey\x00", _I32.pack(klen + 5),
-        key, b"\x00\x00"))
+        _ID_HEAD.pack(size, b"\x03_id\x00", dlen + 16, b"\x02_data\x00", dlen), text.encode(), b"\x00\x00", head,
+        _TIMES.pack(b"\x11clusterTime\x00", ts_inc, ts_time, b"\x09wallTime\x00", wall_ms, b"\x03fullDocument\x00"),
+        raw, ns_el, _KEY_HEAD.pack(b"\x03documentKey\x00", klen + 5), key, b"\x00\x00"))
 
 
 def _id_element(raw: bytes) -> bytes | None:

@@ -64,7 +64,7 @@ class Entry:
     """A top-level oplog entry."""
 
     __slots__ = ("seq", "ts", "term", "wall", "op", "ops", "lsid", "txn_number", "prev_ts", "size", "cache",
-                 "wall_ms")
+                 "wall_ms", "key")
 
     def __init__(self, ts: Timestamp, term: int, wall, op: Op | None = None, ops: list[Op] | None = None,
                  lsid=None, txn_number=None):
@@ -79,6 +79,7 @@ class Entry:
         self.size = 0
         self.cache: dict = {}
         self.wall_ms = None   # wallTime as epoch ms, computed when an event first needs it
+        self.key = None       # (ts.time, ts.inc), set when appended to the oplog
 
     @property
     def is_txn(self) -> bool:
@@ -132,7 +133,8 @@ class Oplog:
         entry.seq = self.next_seq
         self.next_seq += 1
         self.entries.append(entry)
-        self._ts_keys.append((entry.ts.time, entry.ts.inc))
+        entry.key = (entry.ts.time, entry.ts.inc)
+        self._ts_keys.append(entry.key)
         self.bytes += entry.estimate_size()
         self._trim()
         self._wake()

@@ -161,10 +161,16 @@ class ReplicaSet:
         """Now, at millisecond precision (what BSON dates carry), as a naive UTC datetime."""
         return _EPOCH + datetime.timedelta(milliseconds=int(time.time() * 1000))
 
+    def _new_entry(self, **kwargs) -> Entry:
+        ms = int(time.time() * 1000)
+        entry = Entry(self.next_ts(), self.term, _EPOCH + datetime.timedelta(milliseconds=ms), **kwargs)
+        entry.wall_ms = ms
+        return entry
+
     def log_op(self, op: Op, lsid=None, txn_number=None, stmt_id=None) -> Entry:
         if stmt_id is not None:
             op.stmt_id = stmt_id
-        entry = Entry(self.next_ts(), self.term, self.wall_now(), op=op, lsid=lsid,
+        entry = self._new_entry(op=op, lsid=lsid,
                       txn_number=Int64(txn_number) if txn_number is not None else None)
         self.last_wall = entry.wall
         self.oplog.append(entry)
@@ -289,7 +295,7 @@ class ReplicaSet:
                         self.catalog.create_collection(db, name)
                         d = self.catalog.databases[db]
                     d.collections[name] = coll
-            entry = Entry(self.next_ts(), self.term, self.wall_now(), ops=list(txn.ops), lsid=txn.session.lsid,
+            entry = self._new_entry(ops=list(txn.ops), lsid=txn.session.lsid,
                           txn_number=Int64(txn.txn_number))
             ts = entry.ts
             for (ns, idk), doc in txn.writes.items():
