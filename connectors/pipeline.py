@@ -30,7 +30,15 @@ from connectors.kafka.topics import TopicSpec, offsets_topic_spec
 from connectors.metrics import StreamingMetrics
 from connectors.mongodb.client import check_connection, open_client
 from connectors.mongodb.elections import ElectionWatcher
-from connectors.mongodb.stream import Backoff, ChangeStreamReader, Idle, ReaderFailed, StartPosition, StreamOptions
+from connectors.mongodb.stream import (
+    Backoff,
+    ChangeStreamReader,
+    Idle,
+    ReaderFailed,
+    StartPosition,
+    StreamOptions,
+    next_cluster_time,
+)
 from connectors.mongodb.topology import ReplicaSet
 from connectors.records import ChangeRecord, UnsupportedChangeEvent
 from connectors.snapshots import (
@@ -231,9 +239,11 @@ class ReplicaSetPipeline:
         if mode == STARTUP_SNAPSHOT:
             return Position(snapshot=SnapshotProgress(), reason="offset reset: re-snapshot")
         if mode == STARTUP_TIMESTAMP:
+            # "the changes after T": a change at exactly T (the operationTime of the last write one wants to
+            # keep) is not replayed; a wall-clock T is Timestamp(seconds, 0), before every change of that second
             return Position(
-                StartPosition(start_at_operation_time=startup["timestamp"]),
-                reason=f"offset reset to timestamp {startup['timestamp']}",
+                StartPosition(start_at_operation_time=next_cluster_time(startup["timestamp"])),
+                reason=f"offset reset to the changes after timestamp {startup['timestamp']}",
             )
         if mode == STARTUP_TOKEN:
             return Position(StartPosition(resume_after=startup["token"]), reason="offset reset to a resume token")

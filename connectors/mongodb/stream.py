@@ -41,6 +41,15 @@ class StartPosition:
     start_at_operation_time: Timestamp | None = None
 
 
+def next_cluster_time(ts: Timestamp) -> Timestamp:
+    """The first cluster time after `ts`: `startAtOperationTime` with it streams the changes strictly after `ts`
+    (MongoDB's own option is inclusive). Every change of one transaction shares the commit's cluster time, so a
+    transaction is replayed whole or not at all."""
+    if ts.inc < 0xFFFFFFFF:
+        return Timestamp(ts.time, ts.inc + 1)
+    return Timestamp(ts.time + 1, 0)
+
+
 @dataclass(frozen=True)
 class Idle:
     resume_token: dict | None
