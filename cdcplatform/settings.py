@@ -68,6 +68,16 @@ if not CDC_ENCRYPTION_KEY:
 CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
 # Timeout of Kafka calls made by the web process (reading and resetting offsets).
 CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
+# Who reads initial-snapshot chunks (docs/snapshots.md, "Chunks as Celery tasks"): auto = Celery tasks on the
+# `snapshot` queue when a worker consumes it, else threads of the pipeline's worker; celery; threads.
+CDC_SNAPSHOT_DISPATCH = env_str("CDC_SNAPSHOT_DISPATCH").strip().lower() or "auto"
+if CDC_SNAPSHOT_DISPATCH not in {"auto", "celery", "threads"}:
+    raise ImproperlyConfigured(f"CDC_SNAPSHOT_DISPATCH={CDC_SNAPSHOT_DISPATCH!r}: use auto, celery or threads")
+# A running chunk task renews a Redis heartbeat this often; after 5 missed beats the coordinator sends it again.
+CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS = float(env_int("CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS", 2))
+# A chunk task that has not started after this long (taken by a worker that died, or queued behind busy
+# workers) is sent again; a duplicate finds the chunk's marker and writes nothing.
+CDC_SNAPSHOT_CHUNK_START_SECONDS = float(env_int("CDC_SNAPSHOT_CHUNK_START_SECONDS", 60))
 
 # --- Spark jobs (docs/spark.md, "Launching jobs") ----------------------------------------------------------------
 # spark-submit's --master: local[*] runs inside the worker's machine; a spark:// or k8s:// URL runs on a cluster

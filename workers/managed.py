@@ -19,6 +19,7 @@ from connectors.config import ConnectorConfig
 from connectors.errors import ConnectorError
 from connectors.mongodb.topology import ReplicaSet
 from connectors.pipeline import ReplicaSetPipeline
+from connectors.snapshots import ChunkExecutorFactory
 from workers.leases import Lease, LeaseKeeper, lease_key
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class ManagedPipeline:
     report: Callable[[dict], None] = lambda state: None
     lease_ttl_ms: int = 10_000
     report_interval: float = 1.0
+    chunk_executor: ChunkExecutorFactory | None = None  # who reads snapshot chunks (default: threads)
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
 
@@ -62,7 +64,8 @@ class ManagedPipeline:
             return Outcome("busy", "another worker holds the lease")
         keeper = LeaseKeeper(lease, lambda: self.request_stop("lost-lease"))
         keeper.start()
-        pipeline = ReplicaSetPipeline(self.config, self.replica_set, self.bootstrap_servers, stop=self.stop)
+        pipeline = ReplicaSetPipeline(self.config, self.replica_set, self.bootstrap_servers, stop=self.stop,
+                                      chunk_executor=self.chunk_executor)
         self.pipeline = pipeline
         listener = threading.Thread(target=self._listen, name=f"control-{self.config.name}", daemon=True)
         reporter = threading.Thread(target=self._report_loop, args=(pipeline,), daemon=True)

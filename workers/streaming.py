@@ -22,6 +22,7 @@ from web.connectors.services import report_observed
 from workers import control
 from workers.managed import ManagedPipeline
 from workers.publish import publish_metrics
+from workers.snapshots import chunk_executor_factory
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
             return {"status": "failed", "error": error}
         target = matches[0]
     managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
-                              report=_reporter(connector_name, target.name, worker))
+                              report=_reporter(connector_name, target.name, worker),
+                              chunk_executor=chunk_executor_factory(connector_name, worker))
     outcome = managed.run()
     if outcome.status != "busy":
         phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED

@@ -27,6 +27,7 @@ from bson import Timestamp, json_util
 from bson.json_util import CANONICAL_JSON_OPTIONS
 
 from connectors.config import ConnectorConfig
+from connectors.errors import ConnectorError
 from connectors.kafka.sink import TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 from connectors.mongodb.client import open_client
@@ -44,6 +45,21 @@ _JSON = CANONICAL_JSON_OPTIONS
 
 class ChunkInterrupted(Exception):
     """The pipeline is stopping: the chunk was abandoned before it was complete (nothing was committed)."""
+
+
+class ChunkTaskLost(ConnectorError):
+    """A chunk task sent to another worker will not report back (its worker died): the coordinator sends it again;
+    the chunk's own transactional id and marker make a late or duplicate attempt harmless."""
+
+    retriable = True
+
+
+class ChunkTaskFailed(ConnectorError):
+    """A chunk task on another worker failed; `retriable` as the worker classified the error."""
+
+    def __init__(self, message: str, retriable: bool):
+        super().__init__(message)
+        self.retriable = retriable
 
 
 @dataclass(frozen=True)
@@ -301,6 +317,10 @@ class PolledChunkExecutor:
     `run_chunk_task_json`) and returns a handle with `ready() -> bool` and `get() -> dict` (raising the task's
     error), as Celery's `AsyncResult` has; a thread polls the handles and completes the coordinator's futures.
 
+    A queue whose tasks can vanish (a worker killed after taking the message, with early acknowledgement) must
+    give handles a `lost() -> bool` too: a lost task's future fails with `ChunkTaskLost` and the coordinator sends
+    the chunk again (workers/snapshots.py: heartbeats and a start deadline). Without it a lost task waits forever.
+
         PolledChunkExecutor(context, lambda task_json: snapshot_chunk.apply_async((connector_id, rs, task_json)),
                             capacity=8)
     """
@@ -332,7 +352,11 @@ class PolledChunkExecutor:
                 handle, task, future = entry
                 try:
                     if not handle.ready():
-                        continue
+                        lost = getattr(handle, "lost", None)
+                        if lost is None or not lost():
+                            continue
+                        raise ChunkTaskLost(f"the task reading chunk {task.chunk.number} ({task.chunk.label}) "
+                                            f"was lost with its worker")
                     value = handle.get()
                 except Exception as error:  # noqa: BLE001 - handed to the coordinator, which retries or fails
                     future.set_exception(error)
