@@ -39,7 +39,7 @@ from connectors.snapshots.executors import (
     ThreadPoolChunkExecutor,
     run_chunk_task_json,
 )
-from connectors.snapshots.initial import InitialSnapshot
+from connectors.snapshots.initial import chunk_error_retriable
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector
 from workers import control
@@ -147,7 +147,7 @@ def read_chunk(self, connector_name: str, replica_set: str, task_json: str) -> d
         value = run_chunk_task_json(source.config, source.replica_set, settings.KAFKA_BOOTSTRAP_SERVERS, task_json,
                                     client=source.client, topic_admin=source.topic_admin)
     except Exception as error:  # noqa: BLE001 - classified here, where the real exception type is known
-        retriable = error.retriable if isinstance(error, ChunkTaskFailed) else InitialSnapshot._retriable(error, True)
+        retriable = chunk_error_retriable(error, remote=True)
         if retriable:
             _forget(key)  # a connection problem: the next task opens a new client
         message = f"{type(error).__name__}: {error}"
@@ -179,6 +179,7 @@ class CeleryChunkHandle:
 
     def get(self) -> dict:
         value = self.result.get(timeout=30, disable_sync_subtasks=False)  # ready: returns at once
+        self.result.forget()  # the coordinator keeps what it needs; free the result backend now
         if value.get("failed"):
             raise ChunkTaskFailed(f"{value['error']} (on {value.get('worker')})", bool(value.get("retriable")))
         return value

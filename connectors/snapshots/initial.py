@@ -53,6 +53,17 @@ log = logging.getLogger(__name__)
 TRANSIENT_CODES = frozenset({6, 7, 43, 89, 91, 175, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
 
 
+def chunk_error_retriable(error: BaseException, remote: bool) -> bool:
+    """Whether reading a chunk again after `error` can succeed (`remote`: chunks commit themselves)."""
+    if isinstance(error, SinkFencedError):
+        return remote  # another attempt at the same chunk took over; the next one checks its marker
+    if isinstance(error, ConnectorError):
+        return error.retriable
+    if isinstance(error, OperationFailure):  # a refused query (bad filter override, …) will not get better
+        return error.code in TRANSIENT_CODES or error.has_error_label("RetryableReadError")
+    return True  # network errors, a worker that died: reading a chunk again is harmless
+
+
 class InitialSnapshot:
     def __init__(self, pipeline: ReplicaSetPipeline, client, progress: SnapshotProgress,
                  executor_factory: ChunkExecutorFactory | None = None):
@@ -169,7 +180,7 @@ class InitialSnapshot:
                     except ChunkInterrupted:
                         return False
                     except Exception as error:  # noqa: BLE001 - classified below
-                        if not self._retriable(error, executor.commits_itself):
+                        if not chunk_error_retriable(error, executor.commits_itself):
                             if isinstance(error, OperationFailure):
                                 raise ConnectorError(f"MongoDB refused the snapshot query of chunk "
                                                      f"{task.chunk.label}: {error}") from error
@@ -199,16 +210,6 @@ class InitialSnapshot:
         while queue and len(inflight) < executor.capacity:
             task = self._task(queue.popleft())
             inflight[executor.submit(task)] = task
-
-    @staticmethod
-    def _retriable(error: BaseException, remote: bool) -> bool:
-        if isinstance(error, SinkFencedError):
-            return remote  # another attempt at the same chunk took over; the next one checks its marker
-        if isinstance(error, ConnectorError):
-            return error.retriable
-        if isinstance(error, OperationFailure):  # a refused query (bad filter override, …) will not get better
-            return error.code in TRANSIENT_CODES or error.has_error_label("RetryableReadError")
-        return True  # network errors, a worker that died: reading a chunk again is harmless
 
     def _record(self, result: ChunkResult) -> None:
         chunk = result.task.chunk
