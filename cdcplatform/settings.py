@@ -89,6 +89,9 @@ SPARK_OUTPUT_ROOT = env_str("SPARK_OUTPUT_ROOT").strip() or str(STATE_DIR / "spa
 SPARK_RUN_TIMEOUT_SECONDS = float(env_int("SPARK_RUN_TIMEOUT_SECONDS", 6 * 3600))
 # A run whose worker has not reported for this long is marked failed by the supervisor (a killed worker).
 SPARK_HEARTBEAT_TIMEOUT_SECONDS = float(env_int("SPARK_HEARTBEAT_TIMEOUT_SECONDS", 60))
+# A run still queued after this long (no worker consumes the `spark` queue, or its message was lost) is marked
+# failed; 0 keeps queued runs waiting forever.
+SPARK_QUEUE_TIMEOUT_SECONDS = float(env_int("SPARK_QUEUE_TIMEOUT_SECONDS", 3600))
 # Lines of the driver's log kept per run (the newest).
 SPARK_LOG_LINES = env_int("SPARK_LOG_LINES", 2000)
 

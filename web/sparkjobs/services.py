@@ -94,8 +94,32 @@ def save_definition(serializer, user, source: str) -> JobDefinition:
 
 
 def reap_stale(now=None) -> list[int]:
-    """Marks failed every running run whose worker has not reported for SPARK_HEARTBEAT_TIMEOUT_SECONDS."""
+    """Marks failed every running run whose worker has not reported for SPARK_HEARTBEAT_TIMEOUT_SECONDS, and
+    every run no worker started within SPARK_QUEUE_TIMEOUT_SECONDS."""
     now = now or timezone.now()
+    return _reap_lost_workers(now) + _reap_never_started(now)
+
+
+def _reap_never_started(now) -> list[int]:
+    if settings.SPARK_QUEUE_TIMEOUT_SECONDS <= 0:
+        return []
+    limit = now - timedelta(seconds=settings.SPARK_QUEUE_TIMEOUT_SECONDS)
+    stale = list(JobRun.objects.filter(status=RunStatus.QUEUED, created_at__lt=limit).values_list("pk", flat=True))
+    reaped = []
+    for pk in stale:  # the task, should it still arrive, finds the run ended and does nothing
+        updated = JobRun.objects.filter(pk=pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, finished_at=now, error_type="never_started",
+            error=f"no worker started this run within {settings.SPARK_QUEUE_TIMEOUT_SECONDS:.0f} s of its launch: "
+                  "check that a Celery worker consumes the 'spark' queue (celery -A cdcplatform worker -Q spark) "
+                  "and launch it again",
+        )
+        if updated:
+            log.warning("spark run %s: never started by a worker, marked failed", pk)
+            reaped.append(pk)
+    return reaped
+
+
+def _reap_lost_workers(now) -> list[int]:
     limit = now - timedelta(seconds=settings.SPARK_HEARTBEAT_TIMEOUT_SECONDS)
     reaped = []
     for run in JobRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=limit):

@@ -159,6 +159,25 @@ def test_a_run_whose_worker_stopped_reporting_is_marked_failed(settings, dispatc
     assert services.reap_stale(now) == []
 
 
+def test_a_run_no_worker_started_within_the_queue_timeout_is_marked_failed(settings, dispatched):
+    settings.SPARK_QUEUE_TIMEOUT_SECONDS = 600
+    definition = _job()
+    now = timezone.now()
+    forgotten = JobRun.objects.create(definition=definition, template="stats", status=RunStatus.QUEUED)
+    waiting = JobRun.objects.create(definition=definition, template="stats", status=RunStatus.QUEUED)
+    JobRun.objects.filter(pk=forgotten.pk).update(created_at=now - timedelta(seconds=601))
+    JobRun.objects.filter(pk=waiting.pk).update(created_at=now - timedelta(seconds=30))
+    assert services.reap_stale(now) == [forgotten.pk]
+    forgotten.refresh_from_db()
+    waiting.refresh_from_db()
+    assert forgotten.status == RunStatus.FAILED and "'spark' queue" in forgotten.error
+    assert forgotten.error_type == "never_started" and forgotten.finished_at
+    assert waiting.status == RunStatus.QUEUED
+    settings.SPARK_QUEUE_TIMEOUT_SECONDS = 0
+    JobRun.objects.filter(pk=waiting.pk).update(created_at=now - timedelta(days=2))
+    assert services.reap_stale(now) == []
+
+
 def test_the_log_is_read_after_a_sequence_number(clients):
     run = JobRun.objects.create(definition=_job(), template="stats", status=RunStatus.RUNNING)
     RunLogLine.objects.bulk_create([RunLogLine(run=run, seq=i, stream="stderr", text=f"line {i}")
