@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from connectors import connect_schemas as schemas
 from connectors import envelopes, extjson
 from connectors.config import ConnectorConfig, DeleteHandling, EventFormat
@@ -58,9 +60,23 @@ def topic_name(prefix: str, namespace: Namespace) -> str:
     return sanitize_topic(f"{prefix}.{namespace.db}.{namespace.collection}")
 
 
+# One encoder for every message: json.dumps with options would build a new one per call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
 def encode_json(payload: Any) -> bytes:
     """Compact UTF-8 JSON, as Kafka Connect's JsonConverter writes it."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _COMPACT(payload).encode()
+
+
+def encode_envelope(payload: Any) -> bytes:
+    """`encode_json` for keys and envelopes, which hold only str, int, bool, None, lists and str-keyed dicts (their
+    documents are already JSON text): for those orjson writes the same bytes, several times faster. Floats, whose
+    exponent notation differs, must not reach it; anything orjson refuses (an int over 64 bits) goes to json."""
+    try:
+        return orjson.dumps(payload)
+    except TypeError:
+        return encode_json(payload)
 
 
 class EventBuilder:
@@ -94,8 +110,8 @@ class EventBuilder:
     def key(self, record: ChangeRecord) -> bytes:
         payload = {"id": extjson.key_json(record.document_id)}
         if self.config.key_schemas:
-            return encode_json(schemas.wrap(schemas.key_schema(self.topic_for(record.namespace)), payload))
-        return encode_json(payload)
+            return encode_envelope(schemas.wrap(schemas.key_schema(self.topic_for(record.namespace)), payload))
+        return encode_envelope(payload)
 
     def value_schema(self, topic: str) -> dict[str, Any]:
         schema = self._value_schemas.get(topic)
@@ -141,7 +157,7 @@ class EventBuilder:
             payload = envelopes.debezium_value(record, self.context, ts_ms, transaction)
             if self.config.value_schemas:
                 payload = schemas.wrap(self.value_schema(topic), payload)
-        value = encode_json(payload)
+        value = encode_envelope(payload)
         messages = [KafkaMessage(topic, key, value)]
         if is_delete and self.config.tombstones_on_delete:
             messages.append(KafkaMessage(topic, key, None, kind=TOMBSTONE))

@@ -50,6 +50,7 @@ PARSE_OPTIONS = JSONOptions(
 )
 
 _SEPARATORS = (",", ": ")
+_JAVA_STYLE = json.JSONEncoder(separators=_SEPARATORS, ensure_ascii=False, allow_nan=False).encode
 
 
 def to_strict(value: Any) -> Any:
@@ -112,7 +113,7 @@ def to_relaxed(value: Any) -> Any:
 
 def dumps_compact(structure: Any) -> str:
     """JSON text with the Java driver's separators; non-ASCII characters are kept as they are."""
-    return json.dumps(structure, separators=_SEPARATORS, ensure_ascii=False, allow_nan=False)
+    return _JAVA_STYLE(structure)
 
 
 def document_json(document: Mapping[str, Any]) -> str:

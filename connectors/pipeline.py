@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from bson import Timestamp
@@ -106,6 +107,8 @@ class ReplicaSetPipeline:
         self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
         self._committed_token: dict | None = None
         self._last_commit = time.monotonic()
+        self._committer: ThreadPoolExecutor | None = None
+        self._in_flight: Future | None = None
         self._client = None
         self.incremental = IncrementalSnapshots(self)
 
@@ -275,6 +278,9 @@ class ReplicaSetPipeline:
         )
         reader.start()
         self.incremental.attach(client)
+        # Batch N's transaction commits on this thread while batch N+1 is transformed (Kafka's round trips release
+        # the GIL); N+1 is written only once N has committed, so transactions stay one at a time and in order.
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"commit-{self.replica_set.name}")
         try:
             while not self.stop.is_set():
                 self.incremental.step()
@@ -282,9 +288,14 @@ class ReplicaSetPipeline:
                 self._write(items)
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored token.
-            self.incremental.detach()
-            reader_stop.set()
-            reader.join(5)
+            try:
+                self._await_commit()
+            finally:
+                self._committer.shutdown()
+                self._committer = None
+                self.incremental.detach()
+                reader_stop.set()
+                reader.join(5)
 
     def _drain(self, changes: queue.Queue) -> list:
         """What is queued, up to max.batch.size; waits at most poll.interval.ms only when nothing is."""
@@ -377,8 +388,22 @@ class ReplicaSetPipeline:
     def _commit(self, messages, token, cluster_time, invalidated=False, heartbeat=False) -> None:
         if token is None and not messages:
             return
+        self._await_commit()  # the previous batch first: its token may be the one this offset falls back to
         offset = self._offset_record(token or self._committed_token, cluster_time, invalidated)
-        self._with_sink_retries(lambda: self.sink.write_batch(messages, offset))
-        self._committed_token = offset.resume_token
-        self._last_commit = time.monotonic()
-        self.metrics.record_commit(heartbeat=heartbeat)
+
+        def commit() -> None:
+            self._with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+            self._committed_token = offset.resume_token
+            self._last_commit = time.monotonic()
+            self.metrics.record_commit(heartbeat=heartbeat)
+
+        if self._committer is None:  # outside the streaming loop: commit before returning
+            commit()
+        else:
+            self._in_flight = self._committer.submit(commit)
+
+    def _await_commit(self) -> None:
+        """Waits for the batch being committed, raising its error (the pipeline then fails as it would have)."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()

@@ -24,8 +24,9 @@ PURE_MODULES = [
     "transactions",
     "transformer",
 ]
-# What a pure module may import from outside the standard library: BSON types and pymongo's URI parser.
-ALLOWED_THIRD_PARTY = {"bson", "pymongo.uri_parser", "pymongo.errors"}
+# What a pure module may import from outside the standard library: BSON types, pymongo's URI parser and a JSON
+# encoder.
+ALLOWED_THIRD_PARTY = {"bson", "pymongo.uri_parser", "pymongo.errors", "orjson"}
 
 
 def imported_modules(path: pathlib.Path) -> set[str]:

@@ -574,3 +574,33 @@ def test_messages_carry_what_the_sink_needs():
 
     message = builder().change_messages(change(full_document=DOC))[0]
     assert record_size(message) == record_size(OutMessage(message.topic, message.key, message.value, message.headers))
+
+
+ODD_DOCUMENT = {
+    "_id": 2**70,  # over 64 bits: orjson refuses it, the json fallback writes it
+    "float": 1e-7, "big_float": 1e16, "nan": float("nan"), "decimal": Decimal128("1.10"),
+    "text": 'quote " backslash \\ tab \t nul \x00 del \x7f line sep \u2028 emoji \U0001F600 é',
+    "nested": {"ts": Timestamp(5, 6), "min": MinKey(), "max": MaxKey(), "re": Regex("^a", "i"), "oid": ObjectId()},
+    "list": [Int64(5), 2.5, None, True, Binary(b"\x00\xff", 0)],
+}
+
+
+@pytest.mark.parametrize("props", [{}, {"event.format": "legacy"}, {"key.converter.schemas.enable": True,
+                                                                    "value.converter.schemas.enable": True}])
+@pytest.mark.parametrize("identifier", [2**70, "é\u2028", ObjectId(), {"a": 1.5e300, "b": [1, "x"]}, 7])
+def test_envelopes_encoded_by_orjson_are_the_bytes_json_writes(monkeypatch, props, identifier):
+    from connectors import events
+
+    key = {"_id": identifier}
+    common = {"cluster_time": CLUSTER_TIME, "wall_time": WALL_TIME}
+    records = [
+        ChangeRecord(Operation.CREATE, CUSTOMERS, key, full_document={**ODD_DOCUMENT, "_id": identifier}, **common),
+        ChangeRecord(Operation.UPDATE, CUSTOMERS, key, full_document_before_change=ODD_DOCUMENT, **common,
+                     update_description=UpdateDescription(updated_fields=ODD_DOCUMENT, removed_fields=("a.b", "é"),
+                                                          truncated_arrays=(TruncatedArray("list", 1),))),
+        ChangeRecord(Operation.DELETE, CUSTOMERS, key, lsid=LSID, txn_number=Int64(2**40), **common),
+    ]
+    fast = [builder(**props).change_messages(r, {"id": "t", "total_order": 2**63 - 1}) for r in records]
+    monkeypatch.setattr(events, "encode_envelope", events.encode_json)
+    plain = [builder(**props).change_messages(r, {"id": "t", "total_order": 2**63 - 1}) for r in records]
+    assert fast == plain
