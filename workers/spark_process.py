@@ -8,6 +8,7 @@ the worker thread that started it dies (PR_SET_PDEATHSIG), so a killed worker do
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import signal
@@ -32,6 +33,8 @@ _PDEATHSIG = (
     "os.getppid() == int(sys.argv[1]) or sys.exit(143)\n"
     "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
+
+log = logging.getLogger(__name__)
 
 
 def job_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -141,6 +144,18 @@ class SparkProcess:
             self.kill()
             code = self.process.wait(10)
         self.kill()
+        self._wait_group_gone(10)
         for reader in self._readers:
             reader.join(5)
         return code
+
+    def _wait_group_gone(self, timeout: float) -> None:
+        """SIGKILL is delivered asynchronously: the run ends only once nothing of its group is left."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+        log.warning("spark-submit group %s still has processes %.0f s after SIGKILL", self.pid, timeout)
