@@ -28,6 +28,8 @@ CONNECTOR_VERSION = "0.1.0"
 CONNECTOR_TYPE = "mongodb"
 DELETED_FIELD = "__deleted"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_NAIVE_EPOCH = datetime.datetime(1970, 1, 1)
+_MILLISECOND = datetime.timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ def _millis(moment: Any) -> int | None:
     if isinstance(moment, DatetimeMS):
         return int(moment)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return (moment - _EPOCH) // datetime.timedelta(milliseconds=1)
+        return (moment - _NAIVE_EPOCH) // _MILLISECOND
+    return (moment - _EPOCH) // _MILLISECOND
 
 
 def _snapshot(record: ChangeRecord) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import random
 import re
 import uuid
 
@@ -212,3 +213,48 @@ def test_python_regex_patterns_are_written_as_bson_regex():
 def test_relaxed_structure_for_flattened_documents():
     value = extjson.to_relaxed({"_id": OID, "n": Int64(5), "when": datetime.datetime(2020, 1, 1)})
     assert value == {"_id": {"$oid": str(OID)}, "n": 5, "when": {"$date": "2020-01-01T00:00:00Z"}}
+
+
+def _random_structure(rnd: random.Random, depth: int = 0):
+    """Strings full of the characters that matter to JSON text (quotes, colons, escapes), numbers at the int32,
+    int64 and float formatting edges, every BSON type of VALUES, nested."""
+    def text() -> str:
+        return "".join(rnd.choice(['"', "\\", ":", "{", "[", ",", " ", "\n", "a", "é", "\x00", "\x1f", "\x7f",
+                                   "\u2028", "😀"]) for _ in range(rnd.randint(0, 6)))
+
+    choice = rnd.randint(0, 9 if depth < 4 else 5)
+    if choice in (0, 1):
+        return text()
+    if choice == 2:
+        return rnd.choice([0, -1, 2**31 - 1, 2**31, -(2**31) - 1, 2**63 - 1, 2**64, -(2**70), Int64(5)])
+    if choice == 3:
+        return rnd.choice([0.0, -0.0, 1e-7, 1e16, 1.5, 123456789.125, 5e-324, 1e308, float("nan"), float("-inf")])
+    if choice == 4:
+        return rnd.choice([True, False, None])
+    if choice == 5:
+        return rnd.choice(list(VALUES.values()))
+    if choice in (6, 7):
+        return {text(): _random_structure(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
+    return [_random_structure(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+
+
+def _outcome(function, value) -> str:
+    try:
+        return function(value)
+    except (TypeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def test_fast_encoding_writes_the_text_json_writes():
+    # document_json and key_json take orjson where they can; the reference is json with the Java separators.
+    rnd = random.Random(20261123)
+    documents = [{"_id": 1, name: value, "in": [value, {name: value}]} for name, value in VALUES.items()]
+    documents += [{text: _random_structure(rnd) for text in ("_id", ":x", 'a"', "\\", "é")[: rnd.randint(0, 5)]}
+                  for _ in range(3000)]
+    documents += [{"_id": _random_structure(rnd), "v": _random_structure(rnd)} for _ in range(3000)]
+    for document in documents:
+        assert _outcome(extjson.document_json, document) == _outcome(
+            lambda d: extjson.dumps_compact(extjson.to_strict(d)), document)
+        for identifier in (document.get("_id"), *document.values()):
+            assert _outcome(extjson.key_json, identifier) == _outcome(
+                lambda v: extjson.dumps_compact(extjson.to_relaxed(v)), identifier)
