@@ -38,16 +38,20 @@ class StreamingMetrics:
     started_at: float = field(default_factory=time.time)
     _recent: deque = field(default_factory=lambda: deque(maxlen=120), repr=False)
 
-    def record_event(self, operation: str, cluster_time_ms: int | None, position: dict, summary: dict) -> None:
+    def record_events(self, by_operation: dict[str, int], cluster_time_ms: int | None, position: dict,
+                      summary: dict) -> None:
+        """Events seen (counts by operation); the cluster time, position and summary are the last event's."""
         now_ms = int(time.time() * 1000)
+        count = sum(by_operation.values())
         with self._lock:
-            self.total_events_seen += 1
-            self.events_by_operation[operation] = self.events_by_operation.get(operation, 0) + 1
+            self.total_events_seen += count
+            for operation, n in by_operation.items():
+                self.events_by_operation[operation] = self.events_by_operation.get(operation, 0) + n
             if cluster_time_ms is not None:
                 self.ms_behind_source = max(0, now_ms - cluster_time_ms)
             self.source_event_position = position
             self.last_event = summary
-            self._count_now(1)
+            self._count_now(count)
 
     def record_filtered(self, count: int = 1) -> None:
         with self._lock:

@@ -11,7 +11,6 @@ consumers. Heartbeats commit the stream's post-batch resume token when nothing c
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from connectors.mongodb.client import check_connection, open_client
 from connectors.mongodb.elections import ElectionWatcher
 from connectors.mongodb.stream import (
     Backoff,
+    ChangeQueue,
     ChangeStreamReader,
     Idle,
     ReaderFailed,
@@ -63,6 +63,41 @@ class Position:
     start: StartPosition = field(default_factory=StartPosition)
     snapshot: SnapshotProgress | None = None
     reason: str = ""
+
+
+class _SeenEvents:
+    """A batch's captured and filtered events, reported to the metrics once per batch (not once per event)."""
+
+    __slots__ = ("by_operation", "filtered", "last")
+
+    def __init__(self) -> None:
+        self.by_operation: dict[str, int] = {}
+        self.filtered = 0
+        self.last: tuple[ChangeRecord, dict] | None = None
+
+    def add(self, record: ChangeRecord, change: dict) -> None:
+        operation = record.operation.value
+        self.by_operation[operation] = self.by_operation.get(operation, 0) + 1
+        self.last = (record, change)
+
+    def report(self, metrics: StreamingMetrics) -> None:
+        if self.filtered:
+            metrics.record_filtered(self.filtered)
+            self.filtered = 0
+        if self.last is not None:
+            record, change = self.last
+            cluster_ms = record.cluster_time.time * 1000 if record.cluster_time else None
+            metrics.record_events(
+                self.by_operation,
+                cluster_ms,
+                {"resume_token": change["_id"]},
+                {"op": record.operation.value, "ns": record.namespace.full_name},
+            )
+            self.by_operation, self.last = {}, None
+
+
+def _ends_batch(item) -> bool:
+    return isinstance(item, ReaderFailed | Idle)
 
 
 def now_ms() -> int:
@@ -258,7 +293,7 @@ class ReplicaSetPipeline:
 
     def _stream(self, client, start: StartPosition) -> None:
         target = watch_target(self.config)
-        changes: queue.Queue = queue.Queue(maxsize=self.config.max_queue_size)
+        changes = ChangeQueue(self.config.max_queue_size)
         reader_stop = threading.Event()
         reader = ChangeStreamReader(
             client,
@@ -297,15 +332,9 @@ class ReplicaSetPipeline:
                 reader_stop.set()
                 reader.join(5)
 
-    def _drain(self, changes: queue.Queue) -> list:
+    def _drain(self, changes: ChangeQueue) -> list:
         """What is queued, up to max.batch.size; waits at most poll.interval.ms only when nothing is."""
-        items: list = []
-        try:
-            items.append(changes.get(timeout=self.config.poll_interval_ms / 1000))
-            while len(items) < self.config.max_batch_size and not isinstance(items[-1], ReaderFailed | Idle):
-                items.append(changes.get_nowait())
-        except queue.Empty:
-            pass
+        items = changes.take(self.config.max_batch_size, self.config.poll_interval_ms / 1000, _ends_batch)
         self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
         return items
 
@@ -315,8 +344,11 @@ class ReplicaSetPipeline:
         last_time = None
         invalidated = False
         idle = False
+        seen = _SeenEvents()
+        incremental = self.incremental.active or self.incremental.signal is not None
         for item in items:
             if isinstance(item, ReaderFailed):
+                seen.report(self.metrics)
                 self._commit(messages, last_token, last_time, invalidated)
                 raise item.error
             if isinstance(item, Idle):
@@ -327,9 +359,10 @@ class ReplicaSetPipeline:
             last_token = item["_id"]
             last_time = item.get("clusterTime") or last_time
             invalidated = item.get("operationType") == "invalidate"
-            if self.incremental.active or self.incremental.signal is not None:
+            if incremental:
                 messages.extend(self.incremental.on_change(item))  # chunk rows at their high watermark
-            messages.extend(self._messages_for(item))
+            messages.extend(self._messages_for(item, seen))
+        seen.report(self.metrics)
         if idle:
             messages.extend(self.transformer.idle())
             self.metrics.record_caught_up()
@@ -346,23 +379,17 @@ class ReplicaSetPipeline:
             messages.extend(self.transformer.heartbeat())
             self._commit(messages, last_token, last_time, invalidated, heartbeat=True)
 
-    def _messages_for(self, change: dict) -> list[OutMessage]:
+    def _messages_for(self, change: dict, seen: _SeenEvents) -> list[OutMessage]:
         try:
             record = ChangeRecord.from_change_event(change)
         except UnsupportedChangeEvent:
-            self.metrics.record_filtered()
+            seen.filtered += 1
             return []
         messages = self.transformer.transform(record)
         if not messages and not self.transformer.accepts(record):
-            self.metrics.record_filtered()
+            seen.filtered += 1
             return []
-        cluster_ms = record.cluster_time.time * 1000 if record.cluster_time else None
-        self.metrics.record_event(
-            record.operation.value,
-            cluster_ms,
-            {"resume_token": change["_id"]},
-            {"op": record.operation.value, "ns": record.namespace.full_name},
-        )
+        seen.add(record, change)
         return messages
 
     def _offset_record(self, token, cluster_time, invalidated=False, snapshot=None, startup=None) -> OffsetRecord:

@@ -75,6 +75,19 @@ class Namespace:
         return self.full_name
 
 
+_NAMESPACES: dict[tuple[str, str], Namespace] = {}
+
+
+def _namespace(db: str, collection: str) -> Namespace:
+    """One Namespace object per collection: the per-collection caches downstream then find it by identity."""
+    namespace = _NAMESPACES.get((db, collection))
+    if namespace is None:
+        if len(_NAMESPACES) >= 10_000:
+            _NAMESPACES.clear()
+        namespace = _NAMESPACES[(db, collection)] = Namespace(db, collection)
+    return namespace
+
+
 @dataclass(frozen=True, slots=True)
 class TruncatedArray:
     field: str
@@ -150,7 +163,7 @@ class ChangeRecord:
         txn_number = event.get("txnNumber")
         return cls(
             operation=operation,
-            namespace=Namespace(ns["db"], ns["coll"]),
+            namespace=_namespace(ns["db"], ns["coll"]),
             document_key=event["documentKey"],
             full_document=event.get("fullDocument"),
             full_document_before_change=event.get("fullDocumentBeforeChange"),

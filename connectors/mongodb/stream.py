@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,6 +59,51 @@ class Idle:
 @dataclass(frozen=True)
 class ReaderFailed:
     error: BaseException
+
+
+class ChangeQueue:
+    """The bounded queue between the reader and the pipeline (`max.queue.size` changes and markers).
+
+    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`);
+    the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
+    (a per-item `queue.Queue.get` meets the reader's lock at every change).
+    """
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._items: deque = deque()
+        lock = threading.Lock()
+        self._not_empty = threading.Condition(lock)
+        self._not_full = threading.Condition(lock)
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def put(self, item, timeout: float | None = None) -> None:
+        with self._not_full:
+            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
+                lambda: len(self._items) < self.maxsize, timeout
+            ):
+                raise queue.Full
+            self._items.append(item)
+            self._not_empty.notify()
+
+    def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
+        """Up to `limit` items, ending after the first for which `ends_batch` is true; waits up to `timeout` only
+        when the queue is empty (then returns what came, possibly nothing)."""
+        items = self._items
+        batch: list = []
+        with self._not_empty:
+            if not items:
+                self._not_empty.wait(timeout)
+            while items and len(batch) < limit:
+                item = items.popleft()
+                batch.append(item)
+                if ends_batch(item):
+                    break
+            if batch:
+                self._not_full.notify()
+        return batch
 
 
 @dataclass
@@ -147,6 +193,7 @@ class ChangeStreamReader:
     def _run(self) -> None:
         start = self._start
         failures = 0
+        last_change = None  # the last change handed to the queue: where a reopened stream resumes
         while not self._stop.is_set():
             try:
                 with self._open(start) as stream:
@@ -160,19 +207,18 @@ class ChangeStreamReader:
                         if change is not None:
                             if not self._put(change):
                                 return
-                            start = StartPosition(resume_after=change["_id"])
-                            if change.get("operationType") == "invalidate":
-                                start = StartPosition(start_after=change["_id"])
+                            last_change = change
                             continue
                         token = stream.resume_token
                         if token is not None:
-                            start = StartPosition(resume_after=token)
+                            start, last_change = StartPosition(resume_after=token), None
                         if token != last_idle_token:
                             last_idle_token = token
                             if not self._put(Idle(token)):
                                 return
                     return
             except OperationFailure as error:
+                start, last_change = _position_after(last_change, start), None
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
                     failure = (
                         HistoryLost(
@@ -194,6 +240,7 @@ class ChangeStreamReader:
                 if not self._retry(failures, error):
                     return
             except (ConnectionFailure, PyMongoError) as error:
+                start, last_change = _position_after(last_change, start), None
                 failures += 1
                 if not self._retry(failures, error):
                     return
@@ -222,3 +269,12 @@ class ChangeStreamReader:
             delay,
         )
         return not self._stop.wait(delay)
+
+
+def _position_after(change: dict | None, start: StartPosition) -> StartPosition:
+    """Where a reopened stream continues: after `change`, the last one queued (`start` when there is none)."""
+    if change is None:
+        return start
+    if change.get("operationType") == "invalidate":
+        return StartPosition(start_after=change["_id"])
+    return StartPosition(resume_after=change["_id"])

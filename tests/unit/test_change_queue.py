@@ -1,0 +1,61 @@
+"""ChangeQueue: the bounded hand-over between the change stream reader and the pipeline."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import pytest
+
+from connectors.mongodb.stream import ChangeQueue, Idle
+
+
+def _is_marker(item) -> bool:
+    return isinstance(item, Idle)
+
+
+def test_take_returns_what_is_queued_up_to_the_limit_in_order():
+    changes = ChangeQueue(10)
+    for n in range(7):
+        changes.put({"n": n})
+    assert [item["n"] for item in changes.take(5, 1.0, _is_marker)] == [0, 1, 2, 3, 4]
+    assert [item["n"] for item in changes.take(5, 1.0, _is_marker)] == [5, 6]
+    assert changes.qsize() == 0
+
+
+def test_a_marker_ends_the_batch():
+    changes = ChangeQueue(10)
+    for item in ({"n": 0}, Idle({"t": 1}), {"n": 1}):
+        changes.put(item)
+    assert changes.take(10, 1.0, _is_marker) == [{"n": 0}, Idle({"t": 1})]
+    assert changes.take(10, 1.0, _is_marker) == [{"n": 1}]
+
+
+def test_take_waits_only_while_empty():
+    changes = ChangeQueue(10)
+    assert changes.take(10, 0.05, _is_marker) == []
+    threading.Timer(0.2, changes.put, ({"n": 1},)).start()
+    assert changes.take(10, 30, _is_marker) == [{"n": 1}]
+
+
+def test_put_blocks_while_full_and_resumes_when_taken():
+    changes = ChangeQueue(2)
+    changes.put({"n": 0})
+    changes.put({"n": 1})
+    with pytest.raises(queue.Full):
+        changes.put({"n": 2}, timeout=0.05)
+    done = threading.Event()
+
+    def put_third():
+        changes.put({"n": 2}, timeout=30)
+        done.set()
+
+    threading.Thread(target=put_third, daemon=True).start()
+    assert not done.wait(0.2)  # still full: the reader is held back (max.queue.size)
+    assert changes.take(1, 1.0, _is_marker) == [{"n": 0}]
+    deadline = time.monotonic() + 30
+    while not done.is_set() and time.monotonic() < deadline:
+        done.wait(0.05)
+    assert done.is_set()
+    assert changes.take(10, 1.0, _is_marker) == [{"n": 1}, {"n": 2}]
