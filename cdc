@@ -5,11 +5,12 @@
 #   ./cdc down   stop everything `demo` started
 set -euo pipefail
 cd "$(dirname "$0")"
-PYTHON="${PYTHON:-python3}"
+PYTHON="${PYTHON:-.venv/bin/python}"   # the project-local venv scripts/install.sh creates
 command="${1:-help}"; shift || true
 case "$command" in
   demo) bash scripts/install.sh; exec "$PYTHON" -m devstack demo "$@" ;;
   test) bash scripts/install.sh; exec "$PYTHON" -m pytest "$@" ;;
-  down) exec "$PYTHON" -m devstack down --all ;;
+  down) [ -x "$PYTHON" ] || command -v "$PYTHON" >/dev/null || { echo "nothing installed yet"; exit 0; }
+        exec "$PYTHON" -m devstack down --all ;;
   *) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] ;;
 esac

@@ -18,12 +18,27 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-PYTHON="${PYTHON:-python3}"
-req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ "$(cat .devstack/requirements.sha256 2>/dev/null)" != "$req_hash" ]; then
-  echo "installing Python requirements"
+# Python packages go into a project-local virtual environment (.venv/), never the system interpreter.
+# PYTHON=/path/to/python uses that interpreter as it is instead (its own venv, a conda env, ...).
+if [ -z "${PYTHON:-}" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "creating the virtual environment .venv/"
+    if ! "${CDC_BASE_PYTHON:-python3}" -m venv .venv 2>/dev/null; then
+      rm -rf .venv
+      SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+      "${CDC_BASE_PYTHON:-python3}" -m venv .venv
+    fi
+  fi
+  PYTHON=.venv/bin/python
+fi
+req_hash=$(cat requirements.txt | sha256sum | cut -d' ' -f1)
+req_stamp="$("$PYTHON" -c 'import sys; print(sys.prefix)')/.cdc-requirements.sha256"
+if [ "$(cat "$req_stamp" 2>/dev/null)" != "$req_hash" ]; then
+  echo "installing Python requirements into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
   "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
-  echo "$req_hash" > .devstack/requirements.sha256
+  echo "$req_hash" > "$req_stamp" 2>/dev/null || true
 fi
 
 if [ -f package.json ]; then
