@@ -14,6 +14,8 @@ import bson
 from bson import CodecOptions
 from bson.binary import Binary
 from bson.code import Code
+from bson.codec_options import DatetimeConversion
+from bson.datetime_ms import DatetimeMS
 from bson.dbref import DBRef
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
@@ -24,9 +26,12 @@ from bson.raw_bson import RawBSONDocument
 from bson.regex import Regex
 from bson.timestamp import Timestamp
 
-CODEC = CodecOptions(document_class=dict, tz_aware=False)
-RAW_CODEC = CodecOptions(document_class=RawBSONDocument)
+# Dates outside datetime's years 1-9999 (a real mongod stores any 64-bit date) decode as DatetimeMS.
+CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+RAW_CODEC = CodecOptions(document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 MAX_BSON_SIZE = 16 * 1024 * 1024
+_EPOCH = datetime.datetime(1970, 1, 1)
+_MILLISECOND = datetime.timedelta(milliseconds=1)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -277,7 +282,9 @@ def sort_key(v):
     if t is ObjectId:
         return (7, v.binary)
     if t is datetime.datetime:
-        return (9, v)
+        return (9, date_millis(v))
+    if t is DatetimeMS:
+        return (9, int(v))
     if t is list or t is tuple:
         return (5, tuple((canon(x), sort_key(x)) for x in v))
     if isinstance(v, RawBSONDocument):
@@ -304,6 +311,15 @@ def sort_key(v):
     if is_number(v):
         return _num_key(v)
     return (99, repr(v))
+
+
+def date_millis(v) -> int:
+    """Milliseconds since the epoch of a BSON date (a datetime, naive meaning UTC, or a DatetimeMS)."""
+    if type(v) is DatetimeMS:
+        return int(v)
+    if v.tzinfo is not None:
+        v = v.replace(tzinfo=None) - v.utcoffset()
+    return (v - _EPOCH) // _MILLISECOND
 
 
 def compare(a, b) -> int:

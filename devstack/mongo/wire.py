@@ -6,6 +6,7 @@ import struct
 
 import bson
 from bson import CodecOptions
+from bson.codec_options import DatetimeConversion
 
 OP_REPLY = 1
 OP_QUERY = 2004
@@ -23,7 +24,8 @@ _INT = struct.Struct("<i")
 _UINT = struct.Struct("<I")
 _REPLY = struct.Struct("<iqii")
 
-CODEC = CodecOptions(document_class=dict, tz_aware=False)
+# A real mongod stores any 64-bit date: those outside datetime's years 1-9999 are kept as DatetimeMS.
+CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 
 MAX_MESSAGE_SIZE = 48_000_000
 
