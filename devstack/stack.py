@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from devstack import kafka, mongo_service, redis, settings, spark
+from devstack import kafka, mongo_service, postgres, redis, settings, spark
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ def services() -> list[Service]:
         Service("redis", redis, settings.redis_url()),
         Service("kafka", kafka, settings.kafka_bootstrap()),
         Service("mongo", mongo_service, settings.mongodb_uri()),
+        Service("postgres", postgres, postgres.endpoint()),
         Service("spark-jars", spark, "spark-sql-kafka jars", long_running=False),
     ]
 
