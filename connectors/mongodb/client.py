@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pymongo
+from bson.codec_options import DatetimeConversion
 from pymongo.errors import ConfigurationError, OperationFailure, ServerSelectionTimeoutError
 
 from connectors.errors import AuthenticationFailed, ConnectorError, NotAReplicaSet, SourceUnreachable
@@ -95,6 +96,9 @@ def diagnose_unselectable(options: Mapping[str, Any]) -> ConnectorError | None:
 def open_client(options: Mapping[str, Any], listeners: Sequence[object] = ()) -> pymongo.MongoClient:
     kwargs = {k: v for k, v in options.items() if v is not None}
     kwargs.setdefault("tz_aware", False)
+    # MongoDB stores any 64-bit date; those outside datetime's years 1-9999 decode as DatetimeMS instead of
+    # failing the whole batch (InvalidBSON), in the change stream and the snapshot alike.
+    kwargs.setdefault("datetime_conversion", DatetimeConversion.DATETIME_AUTO)
     try:
         return pymongo.MongoClient(event_listeners=list(listeners), **kwargs)
     except ConfigurationError as error:
