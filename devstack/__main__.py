@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and fetch Spark's Kafka jars")
-    up.add_argument("services", nargs="*", help="only these (redis, kafka, mongo, spark-jars)")
+    up.add_argument(
+        "services", nargs="*",
+        help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars); mariadb only when named",
+    )
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("services", nargs="*")
     down.add_argument("--all", action="store_true", help="also stop the platform processes `demo` started")

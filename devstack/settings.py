@@ -32,6 +32,10 @@ POSTGRES_PORT = _port("DEVSTACK_POSTGRES_PORT", 5433)  # 5432 is left to a syste
 POSTGRES_HOME = STATE_DIR / "postgres"
 MONGO_MEMBERS = int(os.environ.get("DEVSTACK_MONGO_MEMBERS", "3"))
 MONGO_REPLSET = os.environ.get("DEVSTACK_MONGO_REPLSET", "rs0")
+MARIADB_PORT = _port("DEVSTACK_MARIADB_PORT", 3307)
+MARIADB_SERVER_ID = int(os.environ.get("DEVSTACK_MARIADB_SERVER_ID", "1"))
+MARIADB_ADMIN = ("root", "devstack")  # root@127.0.0.1 of the private server only
+MARIADB_CDC_USER = ("cdc", "cdc")  # the connector's user: replication and SELECT privileges only
 
 
 def kafka_bootstrap() -> str:
@@ -50,3 +54,9 @@ def emulator_uri() -> str:
 def mongodb_uri() -> str:
     """A real deployment when MONGODB_URI is set, else the emulator that `devstack up` starts."""
     return os.environ.get("MONGODB_URI") or emulator_uri()
+
+
+def mariadb_dsn() -> str:
+    """An administrator's DSN: MARIADB_DSN for an existing server, else the server `devstack up mariadb` starts."""
+    user, password = MARIADB_ADMIN
+    return os.environ.get("MARIADB_DSN") or f"mysql://{user}:{password}@127.0.0.1:{MARIADB_PORT}/"

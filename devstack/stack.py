@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from devstack import kafka, mongo_service, postgres, redis, settings, spark
+from devstack import kafka, mariadb, mongo_service, postgres, redis, settings, spark
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,7 @@ class Service:
     module: ModuleType
     endpoint: str
     long_running: bool = True
+    by_default: bool = True  # started by a bare `up`; the others only when named (`up mariadb`)
 
 
 def services() -> list[Service]:
@@ -22,6 +23,7 @@ def services() -> list[Service]:
         Service("kafka", kafka, settings.kafka_bootstrap()),
         Service("mongo", mongo_service, settings.mongodb_uri()),
         Service("postgres", postgres, postgres.endpoint()),
+        Service("mariadb", mariadb, mariadb.endpoint(), by_default=False),
         Service("spark-jars", spark, "spark-sql-kafka jars", long_running=False),
     ]
 
@@ -40,6 +42,8 @@ def up(names: list[str] | None = None, echo=print) -> list[str]:
     """Start the selected services; returns the names this call started (not those already running)."""
     started = []
     for service in select(names):
+        if not names and not service.by_default:
+            continue
         was_running = service.long_running and service.module.process.is_running()
         echo(f"{service.name:<11} {service.module.up()}")
         if service.long_running and not was_running and service.module.process.is_running():

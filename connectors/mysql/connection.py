@@ -1,0 +1,105 @@
+"""Where a MySQL/MariaDB server is and how to log in: parsed from a DSN or Debezium's `database.*` properties."""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, field, replace
+
+import pymysql
+
+from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+
+# pymysql's error codes for "could not reach" and "access denied"
+_UNREACHABLE = {2003, 2005, 2006, 2013}
+_ACCESS_DENIED = {1044, 1045, 1698}
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = ""
+    password: str = field(default="", repr=False)
+    database: str | None = None
+    unix_socket: str | None = None
+    connect_timeout: float = 10.0
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> ConnectionSettings:
+        """`mysql://user:password@host:port/database?unix_socket=/path` (also `mariadb://`)."""
+        parsed = urllib.parse.urlsplit(dsn)
+        if parsed.scheme not in ("mysql", "mariadb"):
+            raise ConnectorError(
+                f"{_redact(dsn)!r} is not a MySQL/MariaDB DSN; write it as mysql://user:password@host:port/database"
+            )
+        try:
+            port = parsed.port or 3306
+        except ValueError:
+            raise ConnectorError(f"the port in {_redact(dsn)!r} is not a number between 1 and 65535") from None
+        query = urllib.parse.parse_qs(parsed.query)
+        return cls(
+            host=parsed.hostname or "127.0.0.1",
+            port=port,
+            user=urllib.parse.unquote(parsed.username or ""),
+            password=urllib.parse.unquote(parsed.password or ""),
+            database=parsed.path.lstrip("/") or None,
+            unix_socket=(query.get("unix_socket") or [None])[0],
+        )
+
+    def as_user(self, user: str, password: str) -> ConnectionSettings:
+        return replace(self, user=user, password=password)
+
+    def with_database(self, database: str | None) -> ConnectionSettings:
+        return replace(self, database=database)
+
+    def describe(self) -> str:
+        """Where, without the password: for messages and logs."""
+        where = self.unix_socket or f"{self.host}:{self.port}"
+        return f"{self.user}@{where}"
+
+    def pymysql_kwargs(self) -> dict:
+        kwargs = {
+            "host": self.host, "port": self.port, "user": self.user, "password": self.password,
+            "connect_timeout": self.connect_timeout, "charset": "utf8mb4",
+        }
+        if self.database:
+            kwargs["database"] = self.database
+        if self.unix_socket:
+            kwargs["unix_socket"] = self.unix_socket
+        return kwargs
+
+
+def connect(settings: ConnectionSettings, **options) -> pymysql.connections.Connection:
+    """A connection, or a ConnectorError that says what to fix (never with the password)."""
+    try:
+        return pymysql.connect(**{**settings.pymysql_kwargs(), "autocommit": True, **options})
+    except pymysql.err.OperationalError as error:
+        raise connection_error(settings, error) from None
+
+
+def connection_error(settings: ConnectionSettings, error: pymysql.err.MySQLError) -> ConnectorError:
+    code = error.args[0] if error.args else None
+    detail = error.args[1] if len(error.args) > 1 else str(error)
+    if code in _ACCESS_DENIED:
+        return AuthenticationFailed(
+            f"MySQL/MariaDB at {settings.describe()} refused the login ({detail});"
+            " check database.user and database.password, and that the user may connect from this host"
+        )
+    if code in _UNREACHABLE:
+        return SourceUnreachable(
+            f"cannot reach MySQL/MariaDB at {settings.describe()}: {detail};"
+            " check database.hostname and database.port, and that the server is running"
+        )
+    return ConnectorError(f"MySQL/MariaDB at {settings.describe()} failed: {error}")
+
+
+def is_mariadb(connection: pymysql.connections.Connection) -> bool:
+    return "mariadb" in connection.get_server_info().lower()
+
+
+def _redact(dsn: str) -> str:
+    parsed = urllib.parse.urlsplit(dsn)
+    if parsed.password is None:
+        return dsn
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
