@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
+from connectors.snapshots import ChunkExecutorFactory
 from tests.integration.kafka_reading import Record, read_topic
 
 
@@ -37,9 +38,10 @@ class RunningConnector:
     thread: threading.Thread | None = None
     outcome: dict | None = None
     error: BaseException | None = None
+    chunk_executor: ChunkExecutorFactory | None = None  # who reads initial-snapshot chunks (tests gate them)
 
     def start(self) -> RunningConnector:
-        self.runner = ConnectorRunner(self.config, self.bootstrap, self.stop)
+        self.runner = ConnectorRunner(self.config, self.bootstrap, self.stop, chunk_executor=self.chunk_executor)
 
         def _run():
             try:

@@ -152,35 +152,73 @@ def test_initial_snapshot_of_every_id_type_empty_and_large_collections(stack, mo
     assert metrics["Collections"][f"{name}.empty"]["chunks_total"] == 0
 
 
+class _GatedExecutor(ThreadPoolChunkExecutor):
+    """Reader threads that read a chunk only when the test releases one (a permit of `gate` per chunk)."""
+
+    def __init__(self, context, gate: threading.Semaphore, threads: int = 1):
+        super().__init__(context, threads=threads)
+        self.gate = gate
+
+    def _run(self, task):
+        while not self.gate.acquire(timeout=0.05):
+            if self.context.stop.is_set():
+                raise ChunkInterrupted(task.chunk.label)
+        return super()._run(task)
+
+
+def _wait_metrics(pipeline, condition, timeout=60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        metrics = pipeline.snapshot_metrics.snapshot()
+        if condition(metrics):
+            return metrics
+        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed", (metrics,
+                                                                                      pipeline.metrics.last_error)
+        time.sleep(0.02)
+
+
 def test_writes_during_the_snapshot_end_in_the_database_state(stack, mongo_rs, client, unique_name):
+    """Every write lands while the snapshot runs, between its chunk reads: the readers are gated, one chunk is let
+    through per 50 writes (and read and committed before the next 50), the rest once the writes are done. The
+    final chunk is read only after all others, so the snapshot cannot end early on any machine."""
     name = _name(unique_name)
     collection = client[name].docs
     collection.insert_many([{"_id": i, "seq": 0, "pad": "p" * 64} for i in range(12_000)])
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=500,
                               snapshot__max__threads=2, capture__mode="change_streams_update_full")
-    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    gate = threading.Semaphore(0)
+    running = RunningConnector(config, stack.kafka_bootstrap,
+                               chunk_executor=lambda context: _GatedExecutor(context, gate, threads=2)).start()
     pipeline = running.pipeline()
-    while not pipeline.snapshot_metrics.snapshot()["SnapshotRunning"]:
-        assert running.error is None and pipeline.metrics.phase != "failed"
-        time.sleep(0.01)
-    rng = random.Random(3)
-    writes_during_snapshot = 0
-    next_id = 12_000
-    for _ in range(1000):
-        action = rng.random()
-        if action < 0.6:
-            collection.update_one({"_id": rng.randrange(next_id)}, {"$inc": {"seq": 1}, "$set": {"w": rng.random()}})
-        elif action < 0.8:
-            collection.insert_one({"_id": next_id, "seq": 0})
-            next_id += 1
-        else:
-            collection.delete_one({"_id": rng.randrange(next_id)})
-        if pipeline.metrics.phase == "snapshot":
-            writes_during_snapshot += 1
+    try:
+        started = _wait_metrics(pipeline, lambda m: m["SnapshotRunning"])
+        assert started["ChunksTotal"] >= 22 and started["ChunksDone"] == 0
+        rng = random.Random(3)
+        writes_during_snapshot = 0
+        next_id = 12_000
+        for n in range(1000):
+            if n % 50 == 0:
+                gate.release()
+                _wait_metrics(pipeline, lambda m, done=n // 50 + 1: m["ChunksDone"] >= done)
+            action = rng.random()
+            if action < 0.6:
+                collection.update_one({"_id": rng.randrange(next_id)},
+                                      {"$inc": {"seq": 1}, "$set": {"w": rng.random()}})
+            elif action < 0.8:
+                collection.insert_one({"_id": next_id, "seq": 0})
+                next_id += 1
+            else:
+                collection.delete_one({"_id": rng.randrange(next_id)})
+            if pipeline.metrics.phase == "snapshot":
+                writes_during_snapshot += 1
+        assert writes_during_snapshot == 1000
+        during = pipeline.snapshot_metrics.snapshot()
+        assert during["SnapshotRunning"] and during["ChunksDone"] == 20  # 20 chunks read between the writes
+    finally:
+        gate.release(100)  # the remaining chunks (after a failure: lets the readers end)
     running.wait_streaming(60)
     wait_for_state(stack.kafka_bootstrap, f"{name}.{name}.docs", collection, timeout=60)
     running.finish()
-    assert writes_during_snapshot > 100, writes_during_snapshot
 
 
 class _Commands(monitoring.CommandListener):
@@ -311,31 +349,6 @@ def test_when_needed_resnapshots_in_chunks_after_the_oplog_lost_our_position(sta
         assert [e["op"] for e in after[len(events):]] == ["c"]
     finally:
         handle.stop()
-
-
-class _GatedExecutor(ThreadPoolChunkExecutor):
-    """One reader thread that reads a chunk only when the test releases it."""
-
-    def __init__(self, context, gate: threading.Semaphore):
-        super().__init__(context, threads=1)
-        self.gate = gate
-
-    def _run(self, task):
-        while not self.gate.acquire(timeout=0.05):
-            if self.context.stop.is_set():
-                raise ChunkInterrupted(task.chunk.label)
-        return super()._run(task)
-
-
-def _wait_metrics(pipeline, condition, timeout=60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        metrics = pipeline.snapshot_metrics.snapshot()
-        if condition(metrics):
-            return metrics
-        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed", (metrics,
-                                                                                      pipeline.metrics.last_error)
-        time.sleep(0.02)
 
 
 def test_snapshot_metrics_while_running_aborted_and_resumed(stack, mongo_rs, client, unique_name):
