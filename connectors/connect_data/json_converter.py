@@ -1,0 +1,231 @@
+"""Kafka Connect's JsonConverter, writing side: a schema and a value to the JSON text Kafka Connect writes.
+
+- `schema_json(schema)`: the schema object, its members in JsonConverter's order: `type`, then `items` / `keys`,
+  `values` / `fields`, then `optional`, `name`, `version`, `doc`, `parameters`, `default`; a struct's field schemas end
+  with `"field": <name>`.
+- `value_json(schema, value)`: the payload. Nulls become the schema's default, else `null` when optional, else an
+  error; bytes and Decimal (`decimal.format=BASE64`, the default) are base64; floats are written as Java prints them
+  (`1.0`, `1.0E10`, `"NaN"`); maps with string keys are objects, other maps arrays of `[key, value]` pairs.
+- `envelope(schema, value, schemas_enable)`: `{"schema":…,"payload":…}` or the bare payload (`schemas.enable=false`).
+All output is compact (no spaces), non-ASCII as UTF-8, like Jackson's.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import json
+import math
+import re
+import struct as binary
+from functools import lru_cache
+from typing import Any
+
+from connectors.connect_data.logical import DECIMAL
+from connectors.connect_data.schema import NO_DEFAULT, Schema, SchemaError
+
+_string = json.JSONEncoder(ensure_ascii=False).encode
+_LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def string_json(text: str) -> str:
+    encoded = _string(text)
+    if _CONTROL.search(text) is None:
+        return encoded
+    # Jackson writes control characters as \u00XX with upper-case hex; a `\u00` in the output can only come from
+    # such an escape, since a literal backslash is itself escaped as `\\` and would leave an odd run.
+    return _upper_hex_escapes(encoded)
+
+
+def _upper_hex_escapes(encoded: str) -> str:
+    out, pos = [], 0
+    for match in _LOWER_HEX_ESCAPE.finditer(encoded):
+        backslashes = len(encoded[: match.start()]) - len(encoded[: match.start()].rstrip("\\"))
+        if backslashes % 2:
+            continue
+        out.append(encoded[pos : match.start()])
+        out.append("\\u00" + match.group(1).upper())
+        pos = match.end()
+    out.append(encoded[pos:])
+    return "".join(out)
+
+
+def _java_digits(text: str) -> tuple[str, int]:
+    """A positive number's text → (significant digits without trailing zeros, decimal exponent of the first)."""
+    parsed = decimal.Decimal(text).as_tuple()
+    digits = "".join(map(str, parsed.digits))
+    return digits.rstrip("0") or "0", len(digits) - 1 + parsed.exponent
+
+
+def _java_format(negative: bool, digits: str, exponent: int) -> str:
+    sign = "-" if negative else ""
+    if -3 <= exponent < 7:
+        if exponent >= 0:
+            whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+            frac = digits[exponent + 1 :] or "0"
+        else:
+            whole, frac = "0", "0" * (-exponent - 1) + digits
+        return f"{sign}{whole}.{frac}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _two_digits_when_one(value: float, digits: str, exponent: int, precision_text) -> tuple[str, int]:
+    # Java's algorithm (JDK 19+) takes the closest two-digit decimal when the shortest one has a single digit
+    # (Double.MIN_VALUE prints 4.9E-324, not 5.0E-324).
+    if len(digits) > 1:
+        return digits, exponent
+    return _java_digits(precision_text(abs(value)))
+
+
+def java_double(value: float) -> str:
+    """Double.toString: the text Jackson writes for a float64."""
+    if value == 0:
+        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    digits, exponent = _java_digits(repr(abs(value)))
+    digits, exponent = _two_digits_when_one(value, digits, exponent, lambda v: f"{v:.1e}")
+    return _java_format(value < 0, digits.rstrip("0") or "0", exponent)
+
+
+def _float32(value: float) -> float:
+    try:
+        return binary.unpack("<f", binary.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _shortest_float32(value: float) -> str:
+    for precision in range(1, 10):
+        text = f"{value:.{precision - 1}e}"
+        if _float32(float(text)) == value:
+            return text
+    return f"{value:.8e}"
+
+
+def java_float(value: float) -> str:
+    """Float.toString: the text Jackson writes for a float32 (the value is first rounded to single precision)."""
+    value = _float32(value)
+    if value == 0:
+        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    digits, exponent = _java_digits(_shortest_float32(abs(value)))
+    digits, exponent = _two_digits_when_one(value, digits, exponent, lambda v: f"{v:.1e}")
+    return _java_format(value < 0, digits.rstrip("0") or "0", exponent)
+
+
+def _floating(value: Any, writer) -> str:
+    value = float(value)
+    if math.isnan(value):
+        return '"NaN"'
+    if math.isinf(value):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    return writer(value)
+
+
+def unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
+    """BigInteger.toByteArray() of the unscaled value: minimal big-endian two's complement."""
+    unscaled = int(value.scaleb(scale))
+    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+def _decimal_bytes(schema: Schema, value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    scale = int(schema.params["scale"])
+    if not isinstance(value, decimal.Decimal) or not value.is_finite():
+        raise SchemaError(f"a Decimal field needs a finite decimal.Decimal, not {value!r}")
+    if value.as_tuple().exponent != -scale:
+        # Kafka Connect refuses a BigDecimal whose scale differs from the schema's
+        raise SchemaError(f"decimal {value} does not have the schema's scale {scale}")
+    return unscaled_bytes(value, scale)
+
+
+def _base64(data: bytes) -> str:
+    return '"' + base64.b64encode(data).decode("ascii") + '"'
+
+
+def value_json(schema: Schema, value: Any, path: str = "") -> str:
+    if value is None:
+        if schema.default is not NO_DEFAULT:
+            return value_json(schema, schema.default, path)
+        if schema.optional:
+            return "null"
+        raise SchemaError(f"null value for required field {path or '(root)'} without a default")
+    kind = schema.type
+    if schema.name == DECIMAL and kind == "bytes":
+        return _base64(_decimal_bytes(schema, value))
+    if kind in ("int8", "int16", "int32", "int64"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SchemaError(f"{path or '(root)'}: {kind} needs an int, not {type(value).__name__}")
+        return str(value)
+    if kind == "string":
+        if not isinstance(value, str):
+            raise SchemaError(f"{path or '(root)'}: string needs a str, not {type(value).__name__}")
+        return string_json(value)
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "float64":
+        return _floating(value, java_double)
+    if kind == "float32":
+        return _floating(value, java_float)
+    if kind == "bytes":
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise SchemaError(f"{path or '(root)'}: bytes needs bytes, not {type(value).__name__}")
+        return _base64(bytes(value))
+    if kind == "array":
+        items = schema.items
+        return "[" + ",".join(value_json(items, v, f"{path}[]") for v in value) + "]"
+    if kind == "map":
+        keys, values = schema.keys, schema.items
+        if keys.type == "string":
+            return "{" + ",".join(
+                f"{string_json(k)}:{value_json(values, v, f'{path}.{k}')}" for k, v in value.items()
+            ) + "}"
+        return "[" + ",".join(
+            f"[{value_json(keys, k, path)},{value_json(values, v, path)}]" for k, v in value.items()
+        ) + "]"
+    if kind == "struct":
+        unknown = set(value) - set(schema.field_names)
+        if unknown:
+            raise SchemaError(f"{path or schema.name or '(root)'}: fields {sorted(unknown)} are not in the schema")
+        return "{" + ",".join(
+            f"{string_json(f.name)}:{value_json(f.schema, value.get(f.name), f'{path}.{f.name}' if path else f.name)}"
+            for f in schema.fields
+        ) + "}"
+    raise SchemaError(f"cannot encode schema type {kind}")
+
+
+@lru_cache(maxsize=4096)
+def schema_json(schema: Schema) -> str:
+    parts = [f'"type":"{schema.type}"']
+    if schema.type == "array":
+        parts.append(f'"items":{schema_json(schema.items)}')
+    elif schema.type == "map":
+        parts.append(f'"keys":{schema_json(schema.keys)}')
+        parts.append(f'"values":{schema_json(schema.items)}')
+    elif schema.type == "struct":
+        fields = ",".join(
+            schema_json(f.schema)[:-1] + f',"field":{string_json(f.name)}' + "}" for f in schema.fields
+        )
+        parts.append(f'"fields":[{fields}]')
+    parts.append(f'"optional":{"true" if schema.optional else "false"}')
+    if schema.name is not None:
+        parts.append(f'"name":{string_json(schema.name)}')
+    if schema.version is not None:
+        parts.append(f'"version":{schema.version}')
+    if schema.doc is not None:
+        parts.append(f'"doc":{string_json(schema.doc)}')
+    if schema.parameters is not None:
+        params = ",".join(f"{string_json(k)}:{string_json(v)}" for k, v in schema.parameters)
+        parts.append(f'"parameters":{{{params}}}')
+    if schema.default is not NO_DEFAULT:
+        parts.append(f'"default":{value_json(schema.as_optional(), schema.default, "default")}')
+    return "{" + ",".join(parts) + "}"
+
+
+def envelope(schema: Schema, value: Any, schemas_enable: bool = True) -> str:
+    """What JsonConverter.fromConnectData writes (as text; encode to UTF-8 for Kafka)."""
+    payload = value_json(schema, value)
+    if not schemas_enable:
+        return payload
+    return f'{{"schema":{schema_json(schema)},"payload":{payload}}}'
