@@ -50,6 +50,28 @@ def _wait_snapshot_done(pipeline, timeout=60, after: dict | None = None) -> dict
         time.sleep(0.05)
 
 
+def inside_windows(pipeline, action) -> None:
+    """Runs `action(chunk)` on the pipeline's thread while each incremental chunk's watermark window is open (the
+    chunk is read, its closing watermark not yet written): what it writes lands inside the window, and what it
+    waits for holds the snapshot at that chunk, on any machine speed."""
+    metrics = pipeline.snapshot_metrics
+    original = metrics.set_current_chunk
+
+    def hooked(chunk):
+        if chunk is not None:
+            action(chunk)
+        original(chunk)
+
+    metrics.set_current_chunk = hooked
+
+
+def _int_bounds(chunk: dict) -> tuple[int, int] | None:
+    low, high = json.loads(chunk["from"]), json.loads(chunk["to"])
+    if isinstance(low, int) and isinstance(high, int) and low < high:
+        return low, high
+    return None
+
+
 class Updater(threading.Thread):
     """Increments random documents' `seq` as fast as it can (plus some inserts and deletes) until stopped; with
     a pipeline, half of the updates hit the chunk the incremental snapshot is reading, to race its window."""
@@ -84,7 +106,8 @@ class Updater(threading.Thread):
             self.writes += 1
 
 
-def _heavy_update_scenario(stack, mongo_rs, client, name):
+def test_incremental_snapshot_under_heavy_updates_ends_in_the_database_state(stack, mongo_rs, client, unique_name):
+    name = _name(unique_name)
     collection = client[name].docs
     collection.insert_many([{"_id": i, "seq": 0, "pad": "x" * 40} for i in range(3000)])
     config = _config(name, mongo_rs.uri, capture__mode="change_streams_update_full",
@@ -92,9 +115,20 @@ def _heavy_update_scenario(stack, mongo_rs, client, name):
     running = RunningConnector(config, stack.kafka_bootstrap).start()
     running.wait_streaming()
     pipeline = running.pipeline()
+    rng = random.Random(9)
+    in_window: list[int] = []
+
+    def update_rows_of_the_chunk(chunk):  # the chunk's rows change while its window is open
+        bounds = _int_bounds(chunk)
+        if bounds is not None:
+            for _ in range(5):
+                document = rng.randrange(*bounds)
+                collection.update_one({"_id": document}, {"$inc": {"seq": 1}})
+                in_window.append(document)
+
+    inside_windows(pipeline, update_rows_of_the_chunk)
     updater = Updater(collection, 3000, pipeline)
     updater.start()
-    time.sleep(0.3)
     pipeline.request_incremental_snapshot([f"{name}.docs"])
     metrics = _wait_snapshot_done(pipeline)
     updater.halt.set()
@@ -103,18 +137,8 @@ def _heavy_update_scenario(stack, mongo_rs, client, name):
     running.finish()
 
     assert metrics["SnapshotCompleted"] and metrics["ChunksDone"] == metrics["ChunksTotal"] >= 60
-    return metrics, updater, records
-
-
-def test_incremental_snapshot_under_heavy_updates_ends_in_the_database_state(stack, mongo_rs, client, unique_name):
-    # On a loaded machine the updater may, by chance, miss every open window; the scenario is then repeated
-    # (fresh collection) so the watermark path is really exercised, never skipped.
-    for attempt in range(3):
-        metrics, updater, records = _heavy_update_scenario(stack, mongo_rs, client, f"{_name(unique_name)}{attempt}")
-        if metrics["RowsDroppedByWatermarks"] > 0:
-            break
+    assert len(in_window) >= 5 * (metrics["ChunksTotal"] - 2) and updater.writes > 0
     assert metrics["RowsDroppedByWatermarks"] > 0, "no chunk row met a concurrent change: the test proves nothing"
-    assert updater.writes > 500
     # A chunk row never overwrites a newer streamed change: per document, seq never goes back in topic order.
     # (An update's own seq comes from its updateDescription: `after` is looked up later and may be newer.)
     last_seq: dict = {}
@@ -170,10 +194,12 @@ def test_incremental_progress_survives_a_restart(stack, mongo_rs, client, unique
     pipeline = running.pipeline()
     with pytest.raises(ValueError):
         pipeline.request_incremental_snapshot([])
+    # the snapshot is held at its 16th chunk's window until the runner stops: 15 chunks done, on any machine speed
+    inside_windows(pipeline, lambda chunk: chunk["chunk"] >= 15 and pipeline.stop.wait())
     pipeline.request_incremental_snapshot(f"{name}.docs")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while pipeline.snapshot_metrics.snapshot()["ChunksDone"] < 15:
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed"
         time.sleep(0.01)
     running.finish()
     stored = OffsetStore(stack.kafka_bootstrap, config.offset_storage_topic).get(name, "rs0")
@@ -234,12 +260,19 @@ def test_pause_and_resume_an_incremental_snapshot(stack, mongo_rs, client, uniqu
     running.wait_streaming()
     pipeline = running.pipeline()
     signals = client[name].signals
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_fourth_chunk(chunk):  # the pause is signalled while chunk 3's window is open
+        if chunk["chunk"] == 3:
+            held.set()
+            release.wait(60)
+
+    inside_windows(pipeline, hold_the_fourth_chunk)
     signals.insert_one({"type": "execute-snapshot", "data": {"data-collections": [f"{name}.docs"]}})
-    deadline = time.monotonic() + 60
-    while pipeline.snapshot_metrics.snapshot()["ChunksDone"] < 3:
-        assert time.monotonic() < deadline and pipeline.metrics.phase != "failed"
-        time.sleep(0.01)
+    assert held.wait(60) and pipeline.metrics.phase != "failed"
     signals.insert_one({"type": "pause-snapshot"})
+    release.set()
+    deadline = time.monotonic() + 60
     while not pipeline.snapshot_metrics.snapshot()["SnapshotPaused"]:
         assert time.monotonic() < deadline and pipeline.metrics.phase != "failed"
         time.sleep(0.01)
