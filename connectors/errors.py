@@ -28,3 +28,7 @@ class HistoryLost(ConnectorError):
 
 class PipelineFenced(ConnectorError):
     """Another worker took over this pipeline's transactional id; this one must stop."""
+
+
+class ChangeEventTooLarge(ConnectorError):
+    """MongoDB cannot return a change event over its 16 MB limit (BSONObjectTooLarge, 10334): retrying never helps."""

@@ -22,7 +22,7 @@ from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from connectors.config_types import CaptureScope
-from connectors.errors import ConnectorError, HistoryLost, NotAReplicaSet
+from connectors.errors import ChangeEventTooLarge, ConnectorError, HistoryLost, NotAReplicaSet
 from connectors.filters import WatchTarget
 from connectors.metrics import StreamingMetrics
 from connectors.mongodb.client import REPLICA_SET_FIX
@@ -31,8 +31,11 @@ log = logging.getLogger(__name__)
 
 HISTORY_LOST = 286
 ONLY_ON_REPLICA_SETS = 40573  # the server became (or is) a standalone mongod
+BSON_OBJECT_TOO_LARGE = 10334  # a change event over 16 MB: MongoDB fails every getMore that reaches it
 # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken, $changeStream on a standalone
 FATAL_CODES = {HISTORY_LOST, 280, 260, ONLY_ON_REPLICA_SETS}
+# What a probe for an oversized event leaves of it: enough to name it and resume after it.
+_WITHOUT_DOCUMENTS = {"$project": {"fullDocument": 0, "fullDocumentBeforeChange": 0, "updateDescription": 0}}
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,11 @@ class ChangeQueue:
             if self._taker_waits:
                 self._not_empty.notify()
 
+    def wake(self) -> None:
+        """Ends a waiting take() now (it returns what is queued, possibly nothing)."""
+        with self._not_empty:
+            self._not_empty.notify_all()
+
     def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
         """Up to `limit` items, ending after the first for which `ends_batch` is true; waits up to `timeout` only
         when the queue is empty (then returns what came, possibly nothing)."""
@@ -129,6 +137,8 @@ class StreamOptions:
     batch_size: int = 2048
     max_await_ms: int = 500
     show_expanded_events: bool = False
+    # message.too.large.policy=skip: a change event over MongoDB's 16 MB limit is skipped (logged), not fatal
+    skip_oversized_events: bool = False
 
 
 class ChangeStreamReader:
@@ -170,9 +180,9 @@ class ChangeStreamReader:
             return self._client[self._scope.database]
         return self._client
 
-    def _open(self, start: StartPosition):
+    def _open(self, start: StartPosition, pipeline: list[dict] | None = None):
         kwargs = {
-            "pipeline": self._pipeline,
+            "pipeline": self._pipeline if pipeline is None else pipeline,
             "batch_size": self._options.batch_size,
             "max_await_time_ms": self._options.max_await_ms,
             "full_document": self._options.full_document,
@@ -225,6 +235,13 @@ class ChangeStreamReader:
                     return
             except OperationFailure as error:
                 start, last_change = _position_after(last_change, start), None
+                if error.code == BSON_OBJECT_TOO_LARGE:
+                    after = self._skip_oversized(start, error) if self._options.skip_oversized_events else None
+                    if after is None:
+                        self._put(ReaderFailed(_too_large_error(error)))
+                        return
+                    start = after
+                    continue
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
                     failure = (
                         HistoryLost(
@@ -254,6 +271,33 @@ class ChangeStreamReader:
                 self._put(ReaderFailed(error))
                 return
 
+    def _skip_oversized(self, start: StartPosition, error: OperationFailure) -> StartPosition | None:
+        """Under the skip policy: the position after the oversized event, found by reading it once without its
+        documents; its Idle marker commits that position. None when it cannot be found (then the error stands)."""
+        try:
+            with self._open(start, [*self._pipeline, _WITHOUT_DOCUMENTS]) as probe:
+                event = None
+                for _ in range(20):
+                    event = probe.try_next()
+                    if event is not None or self._stop.is_set():
+                        break
+        except PyMongoError as probe_error:
+            log.warning("could not locate the oversized change event to skip it: %s", probe_error)
+            return None
+        if event is None:
+            return None
+        log.warning(
+            "skipped a change event over MongoDB's 16 MB limit (message.too.large.policy=skip): %s of %s, "
+            "documentKey %s, clusterTime %s (%s)",
+            event.get("operationType"),
+            event.get("ns"),
+            event.get("documentKey"),
+            event.get("clusterTime"),
+            error,
+        )
+        self._metrics.record_disconnect(f"skipped an oversized change event: {error}")
+        return StartPosition(resume_after=event["_id"]) if self._put(Idle(event["_id"])) else None
+
     def _retry(self, failures: int, error: BaseException) -> bool:
         self._metrics.record_disconnect(f"{type(error).__name__}: {error}")
         if failures > self._backoff.max_attempts:
@@ -275,6 +319,18 @@ class ChangeStreamReader:
             delay,
         )
         return not self._stop.wait(delay)
+
+
+def _too_large_error(error: OperationFailure) -> ChangeEventTooLarge:
+    reason = error.details.get("errmsg") if error.details else str(error)
+    return ChangeEventTooLarge(
+        "MongoDB cannot return a change event because it is larger than its 16 MB limit (BSONObjectTooLarge, code "
+        f"10334: {reason}). The event carries the document and "
+        "what capture.mode asks for: the full document of an update (update_full, updateLookup or post-image) "
+        "and/or the document before the change (with_pre_image); together they exceed 16 MB. Capture this "
+        "collection with a capture.mode without pre-images or without full update documents, or choose "
+        "message.too.large.policy=skip to skip such events (each skip is logged)"
+    )
 
 
 def _position_after(change: dict | None, start: StartPosition) -> StartPosition:

@@ -37,6 +37,7 @@ _OPTIONS = {
 }
 EMPTY_UID = Binary(hashlib.sha256(b"").digest(), 0)
 BATCH_BUDGET = MAX_BSON_SIZE - 8 * 1024
+MAX_EVENT_SIZE = MAX_BSON_SIZE + 16 * 1024  # mongod's BSONObjMaxInternalSize: a larger event fails the getMore
 
 
 def _wrong_type(field, value, expected):
@@ -561,6 +562,8 @@ class ChangeStreamCursor:
                             token, data = self._fast_crud(entry, op, 0, False)
                             op.ev = (entry, (token, data))
                         esize = len(data) + 8
+                        if esize > MAX_EVENT_SIZE:
+                            self._too_large(data)
                         if out and size + esize > budget:
                             return out
                         size += esize
@@ -599,6 +602,8 @@ class ChangeStreamCursor:
                     continue
                 token, data = built
                 esize = len(data) + 8
+                if esize > MAX_EVENT_SIZE:
+                    self._too_large(data)
                 if out and size + esize > budget:
                     self.inner = j
                     return out
@@ -669,6 +674,13 @@ class ChangeStreamCursor:
         if op is not None and op.op == "n":
             return False
         return True
+
+    def _too_large(self, data: bytes):
+        """mongod fails the whole getMore on an event over its internal limit and the cursor dies."""
+        self.closed = True
+        raise CommandError(10334, f"Executor error during getMore :: caused by :: BSONObj size: {len(data)} "
+                                  f"(0x{len(data):X}) is invalid. Size must be between 0 and {MAX_EVENT_SIZE}(16MB) "
+                                  "First element: _id: ...")
 
     def _not_found(self):
         token = self.spec.start_value

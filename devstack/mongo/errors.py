@@ -8,6 +8,7 @@ from __future__ import annotations
 
 CODE_NAMES = {
     1: "InternalError",
+    10334: "BSONObjectTooLarge",
     2: "BadValue",
     4: "NoSuchKey",
     6: "HostUnreachable",

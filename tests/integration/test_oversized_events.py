@@ -1,0 +1,84 @@
+"""A change event over MongoDB's 16 MB limit (BSONObjectTooLarge, 10334, on getMore) is a permanent error with a
+message saying what to do, not a network error retried for 20 minutes; under message.too.large.policy=skip the
+reader steps over it and goes on."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import pymongo
+import pytest
+
+from connectors.config_types import CaptureScope
+from connectors.errors import ChangeEventTooLarge
+from connectors.filters import WatchTarget
+from connectors.metrics import StreamingMetrics
+from connectors.mongodb.stream import (
+    Backoff,
+    ChangeStreamReader,
+    Idle,
+    ReaderFailed,
+    StartPosition,
+    StreamOptions,
+    next_cluster_time,
+)
+
+pytestmark = pytest.mark.integration
+
+MB = 1024 * 1024
+
+
+def _read(mongo_rs, name: str, skip: bool) -> list:
+    """Items the reader queues for: a small insert, an update whose event is ~18 MB (12 MB looked-up document plus
+    6 MB of updatedFields), another small insert."""
+    client = pymongo.MongoClient(mongo_rs.uri, serverSelectionTimeoutMS=10_000)
+    coll = client[name].big
+    coll.insert_one({"_id": 0, "a": "x" * (6 * MB)})
+    start = client[name].command("ping")["operationTime"]
+    coll.insert_one({"_id": 1})
+    coll.update_one({"_id": 0}, {"$set": {"b": "y" * (6 * MB)}})
+    coll.insert_one({"_id": 2})
+    out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    reader = ChangeStreamReader(
+        client, WatchTarget(CaptureScope.COLLECTION, name, "big"), [],
+        StreamOptions(full_document="updateLookup", batch_size=1, skip_oversized_events=skip),
+        StartPosition(start_at_operation_time=next_cluster_time(start)), out, StreamingMetrics(name, "rs0"),
+        Backoff(initial_ms=60_000, max_attempts=16), stop,
+    )
+    items = []
+    try:
+        reader.start()
+        while len(items) < 6:
+            item = out.get(timeout=30)
+            items.append(item)
+            if isinstance(item, ReaderFailed) or (isinstance(item, dict) and item["documentKey"]["_id"] == 2):
+                break
+    finally:
+        stop.set()
+        reader.join(10)
+        client.close()
+    return items
+
+
+def test_an_oversized_change_event_fails_at_once_with_what_to_do(stack, mongo_rs, unique_name):
+    items = _read(mongo_rs, "o" + unique_name.replace("-", "")[-12:], skip=False)
+    changes = [item for item in items if isinstance(item, dict)]
+    assert [change["documentKey"]["_id"] for change in changes] == [1]
+    assert isinstance(items[-1], ReaderFailed), items
+    error = items[-1].error
+    assert isinstance(error, ChangeEventTooLarge)
+    message = str(error)
+    assert "16 MB" in message and "10334" in message and "capture.mode" in message
+    assert "message.too.large.policy=skip" in message
+
+
+def test_skip_policy_steps_over_an_oversized_change_event(stack, mongo_rs, unique_name):
+    items = _read(mongo_rs, "s" + unique_name.replace("-", "")[-12:], skip=True)
+    assert not any(isinstance(item, ReaderFailed) for item in items), items
+    changes = [item for item in items if isinstance(item, dict)]
+    assert [(change["operationType"], change["documentKey"]["_id"]) for change in changes] == [
+        ("insert", 1), ("insert", 2)]
+    skipped = [item for item in items if isinstance(item, Idle)]
+    assert skipped and skipped[0].resume_token is not None
