@@ -66,8 +66,14 @@ def test_supervised_connector_pause_and_takeover_after_kill(platform, mongo_rs, 
     start_beat()
     lease = _wait(lambda: _leases(env), 60, "a worker to take the pipeline")
     holder = next(iter(lease.values()))
-    coll = pymongo.MongoClient(mongo_rs.uri)[name].docs
-    time.sleep(1.0)  # the change stream opens right after the lease is taken
+    database = pymongo.MongoClient(mongo_rs.uri)[name]
+    coll = database.docs
+    # snapshot.mode never: only writes after the change stream opened are captured. A probe write seen on its topic
+    # proves it is open (the lease is taken before the stream opens, by a time that depends on the machine).
+    probes = iter(range(10**6))
+    _wait(lambda: database.probe.insert_one({"_id": next(probes)}) and topic_exists(stack.kafka_bootstrap,
+                                                                                    f"{name}.{name}.probe"),
+          60, "the change stream to open")
 
     def write(start, stop):
         for i in range(start, stop):

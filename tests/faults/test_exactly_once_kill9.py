@@ -41,16 +41,20 @@ def _wait_offset(store: OffsetStore, name: str, timeout: float = 30) -> None:
 
 
 class Writer(threading.Thread):
-    """Inserts DOCUMENTS documents with seq 0, then increments a random document's seq, at a steady rate."""
+    """Inserts DOCUMENTS documents with seq 0, then increments a random document's seq, at a steady rate: at least
+    `writes` writes, and on until halted (so the kills always happen under load, whatever the machine's speed)."""
 
     def __init__(self, collection, writes: int, rate: float):
         super().__init__(daemon=True)
         self.collection, self.writes, self.rate = collection, writes, rate
         self.final: dict[int, int] = {}
+        self.halt = threading.Event()
+        self.done = 0
 
     def run(self):
         rng = random.Random(7)
-        for i in range(self.writes):
+        i = 0
+        while i < self.writes or not self.halt.is_set():
             if i < DOCUMENTS:
                 self.collection.insert_one({"_id": i, "seq": 0})
                 self.final[i] = 0
@@ -58,6 +62,8 @@ class Writer(threading.Thread):
                 doc = rng.randrange(DOCUMENTS)
                 self.collection.update_one({"_id": doc}, {"$inc": {"seq": 1}})
                 self.final[doc] += 1
+            i += 1
+            self.done = i
             time.sleep(1 / self.rate)
 
 
@@ -79,15 +85,18 @@ def test_kill_minus_nine_repeatedly_gives_exactly_once(stack, mongo_rs, tmp_path
     writer = Writer(client[name]["docs"], writes=900, rate=150)
     writer.start()
     rng = random.Random(11)
-    kills = 0
-    while writer.is_alive() and kills < 5:
+    for _ in range(5):
         time.sleep(rng.uniform(0.4, 1.5))
+        assert writer.is_alive()
+        before = writer.done
         runner.send_signal(signal.SIGKILL)
         runner.wait()
-        kills += 1
         runner = _start_runner(config_path, stack.kafka_bootstrap, log_path)
+        while writer.done < before + 20:  # writes go on between the kills, however slow the machine
+            assert writer.is_alive()
+            time.sleep(0.05)
+    writer.halt.set()
     writer.join()
-    assert kills >= 3, "the write load ended before enough crashes"
 
     topic = f"{name}.{name}.docs"
     expected_events = DOCUMENTS + sum(writer.final.values())

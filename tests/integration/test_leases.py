@@ -50,12 +50,20 @@ def test_an_unrenewed_lease_expires_and_the_keeper_reports_loss(client, unique_n
 
 def test_keeper_keeps_a_lease_alive(client, unique_name):
     key = lease_key(unique_name, "rs0")
-    lease = Lease(client, key, "worker-a", ttl_ms=300)
+    lease = Lease(client, key, "worker-a", ttl_ms=1500)
+    renewals = []
+    renew = lease.renew
+    lease.renew = lambda: renewals.append(time.monotonic()) or renew()
     assert lease.acquire()
+    acquired = time.monotonic()
     lost = threading.Event()
     keeper = LeaseKeeper(lease, lost.set)
     keeper.start()
-    time.sleep(1.0)
+    # gated on the renewals themselves, not on a sleep: alive well past its TTL because the keeper renewed it
+    deadline = acquired + 60
+    while len(renewals) < 5 or renewals[-1] - acquired < 2 * 1.5:
+        assert time.monotonic() < deadline and not lost.is_set()
+        time.sleep(0.05)
     assert holder(client, key) == "worker-a" and not lost.is_set()
     keeper.stop()
     lease.release()

@@ -48,8 +48,15 @@ def test_lease_exclusive_stop_via_redis_and_reports(stack, mongo_rs, redis_clien
 
     pymongo.MongoClient(mongo_rs.uri)[name].docs.insert_many([{"_id": i} for i in range(5)])
     wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.docs", 5)
-    time.sleep(1.2)
-    assert reports and reports[-1]["metrics"]["TotalNumberOfEventsSeen"] == 5
+    deadline = time.monotonic() + 30  # the next report (once a second) counts the five events
+    while not (reports and reports[-1]["metrics"]["TotalNumberOfEventsSeen"] == 5):
+        assert time.monotonic() < deadline and thread.is_alive(), reports[-1:]
+        time.sleep(0.05)
+    count = len(reports)
+    while len(reports) == count:  # and reports keep coming
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.05)
+    assert reports[-1]["metrics"]["TotalNumberOfEventsSeen"] == 5
 
     asked = time.monotonic()
     redis_client.publish(control_channel(name), json.dumps({"command": "pause"}))
