@@ -7,6 +7,8 @@ snapshot). Publishing is fire-and-forget and never raises: the desired state in 
 the supervisor reconciles anything a lost message missed.
 
 `running_pipelines(name)` reads the Redis leases (workers.leases): a pipeline runs exactly while its lease is held.
+A pipeline whose control listener runs renews `listener_key(name, replica_set)`; the supervisor revokes the lease of
+one that holds a lease without it (deaf to every command), which stops it, and starts it again.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def control_channel(connector: str) -> str:
 
 def lease_pattern(connector: str) -> str:
     return f"cdc:lease:{connector}:*"
+
+
+def listener_key(connector: str, replica_set: str) -> str:
+    """Renewed by a pipeline's control listener while it listens (workers.managed); the supervisor checks it."""
+    return f"cdc:listening:{connector}:{replica_set}"
 
 
 def redis_url() -> str:

@@ -51,6 +51,12 @@ class Lease:
         return bool(self.client.eval(_RELEASE, 1, self.key, self.value))
 
 
+def revoke(client: redis.Redis, key: str, value: str) -> bool:
+    """Deletes the lease if it still holds `value` (the holder's `owner|token`): its keeper then finds it lost and
+    stops the pipeline; a holder that does not stop is fenced by Kafka when the next one starts."""
+    return bool(client.eval(_RELEASE, 1, key, value))
+
+
 def holder(client: redis.Redis, key: str) -> str | None:
     """The worker holding a lease, or None when it is free."""
     value = client.get(key)

@@ -1,8 +1,15 @@
 """One replica set's pipeline as a managed service: held under a Redis lease, told to stop through Redis within
 a second, and reporting its metrics once a second.
 
-Django-free on purpose: the Celery task (workers/streaming.py) supplies the configuration and a `report`
-callback that stores observed state and feeds the dashboard.
+The control listener must outlive anything a command does: each command is handled under its own try, a lost Redis
+connection is reopened, and while it listens it renews `cdc:listening:<connector>:<replica set>` (the supervisor
+revokes the lease of a pipeline that holds one but stopped listening). Should the listener thread still end, the
+pipeline stops itself (the supervisor starts it again). Every command carrying a `request_id` is answered through
+`acknowledge(kind, request_id, status, reason)`: stop commands once the pipeline stopped (after its final commit),
+snapshots when taken up, done or refused.
+
+Django-free on purpose: the Celery task (workers/streaming.py) supplies the configuration and the `report` and
+`acknowledge` callbacks that store observed state and request outcomes.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,15 +28,15 @@ from connectors.errors import ConnectorError
 from connectors.mongodb.topology import ReplicaSet
 from connectors.pipeline import ReplicaSetPipeline
 from connectors.snapshots import ChunkExecutorFactory
+from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
+from workers.snapshot_requests import SnapshotTracker
 
 log = logging.getLogger(__name__)
 
 STOPPING_COMMANDS = {"pause", "stop", "restart", "delete"}
-
-
-def control_channel(connector: str) -> str:
-    return f"cdc:control:{connector}"
+LISTENER_DIED = "control-listener-died"
+Acknowledge = Callable[[str, int, str, str], None]  # (kind "control" | "snapshot", request id, status, reason)
 
 
 @dataclass
@@ -49,8 +57,11 @@ class ManagedPipeline:
     lease_ttl_ms: int = 10_000
     report_interval: float = 1.0
     chunk_executor: ChunkExecutorFactory | None = None  # who reads snapshot chunks (default: threads)
+    acknowledge: Acknowledge = lambda kind, request_id, status, reason: None
+    pending_snapshots: list[dict] = field(default_factory=list)  # stored requests: {"request_id", …, "status"}
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
+    stop_requests: list[tuple[int, str]] = field(default_factory=list)  # (request id, command) answered at the end
 
     def request_stop(self, reason: str) -> None:
         if not self.stop.is_set():
@@ -62,15 +73,22 @@ class ManagedPipeline:
                       self.lease_ttl_ms)
         if not lease.acquire():
             return Outcome("busy", "another worker holds the lease")
+        self._listening = listener_key(self.config.name, self.replica_set.name)
+        self._mark_listening()  # before the supervisor can see the lease without it
         keeper = LeaseKeeper(lease, lambda: self.request_stop("lost-lease"))
         keeper.start()
         pipeline = ReplicaSetPipeline(self.config, self.replica_set, self.bootstrap_servers, stop=self.stop,
                                       chunk_executor=self.chunk_executor)
         self.pipeline = pipeline
+        self.snapshots = SnapshotTracker()
+        self._handled_snapshots: set[int] = set()
+        for request in self.pending_snapshots:
+            self._take_snapshot(request, adopt=request.get("status") == "running")
         listener = threading.Thread(target=self._listen, name=f"control-{self.config.name}", daemon=True)
-        reporter = threading.Thread(target=self._report_loop, args=(pipeline,), daemon=True)
+        reporter = threading.Thread(target=self._report_loop, args=(pipeline, listener), daemon=True)
         listener.start()
         reporter.start()
+        outcome: Outcome | None = None
         try:
             status = pipeline.run()
             outcome = Outcome(status if not self.stop_reason == "lost-lease" else "lost-lease", self.stop_reason)
@@ -85,44 +103,144 @@ class ManagedPipeline:
             reporter.join(5)
             listener.join(2)
             self._send_report(pipeline, final=True)
+            self._forget_listening()
             lease.release()
+            self._answer_stop_requests(outcome)
         return outcome
 
+    # -- the control listener ---------------------------------------------------------------------------------
+
     def _listen(self) -> None:
+        """Until the pipeline stops: reconnects after Redis errors; no command can end it."""
+        failures = 0
+        while not self.stop.is_set():
+            try:
+                self._listen_once()
+                failures = 0
+            except redis.RedisError as error:
+                failures += 1
+                delay = min(5.0, 0.2 * 2 ** failures)
+                log.warning("control channel of %s lost (%s); listening again in %.1fs", self.config.name, error,
+                            delay)
+                self.stop.wait(delay)
+            except Exception:  # a bug in the loop itself: keep listening
+                log.exception("control listener of %s/%s failed; listening again", self.config.name,
+                              self.replica_set.name)
+                self.stop.wait(0.5)
+
+    def _listen_once(self) -> None:
         pubsub = self.redis_client.pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(control_channel(self.config.name))
         try:
+            pubsub.subscribe(control_channel(self.config.name))
+            marked = 0.0
             while not self.stop.is_set():
+                if time.monotonic() - marked >= self.report_interval:
+                    self._mark_listening()
+                    marked = time.monotonic()
                 message = pubsub.get_message(timeout=0.2)
-                if message is None:
-                    continue
-                try:
-                    command = json.loads(message["data"])
-                except (TypeError, ValueError):
-                    continue
-                self._handle(command)
-        except redis.RedisError as error:
-            log.warning("control channel of %s lost: %s", self.config.name, error)
+                if message is not None:
+                    self._dispatch(message.get("data"))
         finally:
             pubsub.close()
+
+    def _dispatch(self, data) -> None:
+        try:
+            command = json.loads(data)
+            if not isinstance(command, dict):
+                raise ValueError("not a JSON object")
+        except (TypeError, ValueError) as error:
+            log.warning("ignoring an unreadable control message for %s: %s", self.config.name, error)
+            return
+        try:
+            self._handle(command)
+        except Exception as error:  # noqa: BLE001 - one bad command must never stop the listener
+            log.exception("control command %s for %s/%s failed", command.get("command"), self.config.name,
+                          self.replica_set.name)
+            payload = command.get("payload") if isinstance(command.get("payload"), dict) else {}
+            kind = "snapshot" if command.get("command") == "snapshot" else "control"
+            self._ack(kind, payload.get("request_id"), "failed", _reason(error))
 
     def _handle(self, command: dict) -> None:
         name = command.get("command")
         if command.get("replica_set") not in (None, self.replica_set.name):
             return
+        payload = command.get("payload") if isinstance(command.get("payload"), dict) else {}
         if name in STOPPING_COMMANDS:
+            if isinstance(payload.get("request_id"), int):
+                self.stop_requests.append((payload["request_id"], name))
             self.request_stop(name)
         elif name == "snapshot":
-            trigger = getattr(self.pipeline, "request_incremental_snapshot", None)
-            if trigger is None:
-                log.warning("incremental snapshots are not available in this build")
-                return
-            payload = command.get("payload") or {}
-            trigger(payload.get("collections") or [], payload.get("filter"))
+            self._take_snapshot(payload)
 
-    def _report_loop(self, pipeline: ReplicaSetPipeline) -> None:
+    def _take_snapshot(self, payload: dict, adopt: bool = False) -> None:
+        request_id = payload.get("request_id")
+        if request_id in self._handled_snapshots:
+            return  # heard on the channel and loaded from the database
+        if request_id is not None:
+            self._handled_snapshots.add(request_id)
+        collections = [str(c) for c in payload.get("collections") or []]
+        if adopt:
+            self.snapshots.follow(request_id, collections, self.pipeline, adopted=True)
+            return
+        try:
+            self.pipeline.request_incremental_snapshot(collections, payload.get("filter"))
+        except Exception as error:  # noqa: BLE001 - refused by the engine: say why, keep listening
+            log.warning("snapshot request %s for %s/%s refused: %s", request_id, self.config.name,
+                        self.replica_set.name, error)
+            self._ack("snapshot", request_id, "failed", _reason(error))
+            return
+        if request_id is not None:
+            self.snapshots.follow(request_id, collections, self.pipeline)
+        self._ack("snapshot", request_id, "running", f"taken up by {self.replica_set.name} on {self.worker}")
+
+    def _ack(self, kind: str, request_id, status: str, reason: str) -> None:
+        if not isinstance(request_id, int):
+            return
+        try:
+            self.acknowledge(kind, request_id, status, reason)
+        except Exception:  # noqa: BLE001 - storing the outcome must never stop the pipeline
+            log.exception("could not store the outcome of %s request %s", kind, request_id)
+
+    def _answer_stop_requests(self, outcome: Outcome | None) -> None:
+        for request_id, command in self.stop_requests:
+            if outcome is None or outcome.status == "failed":
+                error = outcome.error if outcome is not None else "the pipeline crashed"
+                self._ack("control", request_id, "failed", f"{self.replica_set.name} failed while stopping: {error}")
+            else:
+                then = " (the supervisor starts it again)" if command == "restart" else ""
+                self._ack("control", request_id, "done",
+                          f"{self.replica_set.name} stopped after committing its position{then}")
+
+    def _mark_listening(self) -> None:
+        try:
+            self.redis_client.set(self._listening, self.worker, px=self.lease_ttl_ms)
+        except redis.RedisError as error:
+            log.debug("listening mark of %s not written: %s", self.config.name, error)
+
+    def _forget_listening(self) -> None:
+        try:
+            self.redis_client.delete(self._listening)
+        except redis.RedisError:
+            pass  # it expires
+
+    # -- reports ----------------------------------------------------------------------------------------------
+
+    def _report_loop(self, pipeline: ReplicaSetPipeline, listener: threading.Thread) -> None:
         while not self.stop.wait(self.report_interval):
+            if not listener.is_alive():
+                log.error("the control listener of %s/%s ended; stopping so that the supervisor restarts it",
+                          self.config.name, self.replica_set.name)
+                self.request_stop(LISTENER_DIED)
             self._send_report(pipeline)
+            self._check_snapshots(pipeline)
+
+    def _check_snapshots(self, pipeline: ReplicaSetPipeline) -> None:
+        try:
+            streaming = pipeline.metrics.snapshot().get("phase") == "streaming"
+            for request_id, status, reason in self.snapshots.check(pipeline, streaming):
+                self._ack("snapshot", request_id, status, reason)
+        except Exception:  # noqa: BLE001 - following requests must never stop the data path
+            log.exception("following snapshot requests of %s/%s failed", self.config.name, self.replica_set.name)
 
     def _send_report(self, pipeline: ReplicaSetPipeline, final: bool = False) -> None:
         state = {
@@ -140,3 +258,9 @@ class ManagedPipeline:
             self.report(state)
         except Exception:  # reporting must never stop the data path
             log.exception("reporting metrics of %s/%s failed", self.config.name, self.replica_set.name)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, ConnectorError | ValueError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"

@@ -17,8 +17,8 @@ from connectors.config import ConfigError
 from connectors.errors import ConnectorError
 from connectors.mongodb.topology import discover
 from web.connectors.definitions import engine_config
-from web.connectors.models import Connector, DesiredState, Phase
-from web.connectors.services import report_observed
+from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
+from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
 from workers.managed import ManagedPipeline
 from workers.publish import publish_metrics
@@ -48,6 +48,25 @@ def _reporter(name: str, replica_set: str, worker: str):
     return report
 
 
+def _acknowledge(kind: str, request_id: int, status: str, reason: str) -> None:
+    """Stores how a request ended (or that a snapshot was taken up); called from the pipeline's threads."""
+    try:
+        if kind == "snapshot":
+            mark_snapshot(request_id, status, reason)
+        else:
+            finish_request(request_id, status, reason)
+    finally:
+        close_old_connections()
+
+
+def _pending_snapshots(connector: Connector) -> list[dict]:
+    """Snapshot requests not finished: requested ones are taken up, running ones followed to their end."""
+    open_requests = SnapshotRequest.objects.filter(
+        connector=connector, status__in=(SnapshotStatus.REQUESTED, SnapshotStatus.RUNNING)).order_by("requested_at")
+    return [{"request_id": r.pk, "collections": list(r.collections), "filter": r.filter or None, "status": r.status}
+            for r in open_requests]
+
+
 @app.task(name="workers.streaming.run_pipeline", bind=True)
 def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> dict:
     """Runs until paused/stopped/restarted; with no replica set given, discovers them and fans out."""
@@ -74,9 +93,12 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
             report_observed(connector_name, replica_set, worker=worker, phase=Phase.FAILED, error=error)
             return {"status": "failed", "error": error}
         target = matches[0]
+    pending = _pending_snapshots(connector)
+    close_old_connections()
     managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
                               report=_reporter(connector_name, target.name, worker),
-                              chunk_executor=chunk_executor_factory(connector_name, worker))
+                              chunk_executor=chunk_executor_factory(connector_name, worker),
+                              acknowledge=_acknowledge, pending_snapshots=pending)
     outcome = managed.run()
     if outcome.status != "busy":
         phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED

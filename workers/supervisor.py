@@ -4,6 +4,13 @@ For a connector that should run, every replica set without a held lease gets a p
 "dispatch" key stops the next tick from sending a duplicate while the first task is still starting. For a connector
 that should not run, every running pipeline is told to stop. A pipeline that just failed is retried after a pause,
 not every tick.
+
+A pipeline that holds its lease but no longer renews its listening mark (workers.control.listener_key) cannot hear
+any command: after it was seen so on two ticks, its lease is revoked, which stops it (its keeper finds the lease
+lost), and the next tick starts it again.
+
+Control requests nobody answers end here too: a pause/stop/restart when no pipeline ran is done ("nothing was
+running"), and any request still open after REQUEST_TIMEOUT fails with the reason.
 """
 
 from __future__ import annotations
@@ -15,13 +22,49 @@ import redis
 from django.utils import timezone
 
 from cdcplatform.celery import app
-from web.connectors.models import Connector, DesiredState, Phase
-from workers import control
+from web.connectors.models import (
+    Connector,
+    ControlRequest,
+    DesiredState,
+    Phase,
+    RequestStatus,
+    SnapshotRequest,
+    SnapshotStatus,
+)
+from web.connectors.services import finish_request, mark_snapshot
+from workers import control, leases
 
 log = logging.getLogger(__name__)
 
 DISPATCH_GUARD_MS = 20_000
 FAILED_RETRY_AFTER = timedelta(seconds=30)
+SUSPECT_TTL_MS = 60_000
+NOTHING_RUNNING_AFTER = timedelta(seconds=5)  # a stop command still unanswered when no pipeline runs
+REQUEST_TIMEOUT = timedelta(seconds=120)  # no answer at all: the request failed
+
+
+def deaf_pipelines(connector: str, running: dict[str, str]) -> list[str]:
+    """Revokes the lease of pipelines seen holding one without listening on two ticks; the replica sets revoked."""
+    client = control.client()
+    revoked = []
+    for replica_set in running:
+        key = leases.lease_key(connector, replica_set)
+        suspect = f"cdc:deaf:{connector}:{replica_set}"
+        if client.exists(control.listener_key(connector, replica_set)):
+            client.delete(suspect)
+            continue
+        value = client.get(key)
+        if value is None:
+            continue
+        value = value.decode()
+        if client.set(suspect, value, nx=True, px=SUSPECT_TTL_MS):
+            continue  # first sighting: it may have taken the lease a moment ago
+        if (client.get(suspect) or b"").decode() == value and leases.revoke(client, key, value):
+            client.delete(suspect)
+            log.error("supervisor: the pipeline %s/%s on %s stopped listening for commands; lease revoked so that "
+                      "it stops and starts again", connector, replica_set, value.split("|", 1)[0])
+            revoked.append(replica_set)
+    return revoked
 
 
 def _dispatch(connector: str, replica_set: str | None) -> bool:
@@ -38,6 +81,10 @@ def reconcile_connector(connector: Connector) -> list[str]:
     """What this tick did for one connector (for logs and tests)."""
     actions = []
     running = control.running_pipelines(connector.name)
+    for replica_set in deaf_pipelines(connector.name, running):
+        running.pop(replica_set, None)
+        actions.append(f"revoke {replica_set} (not listening)")
+    settle_requests(connector, running)
     if connector.desired_state != DesiredState.RUNNING:
         for replica_set in running:
             control.notify(connector.name, "stop", replica_set=replica_set)
@@ -59,6 +106,25 @@ def reconcile_connector(connector: Connector) -> list[str]:
         if _dispatch(connector.name, replica_set):
             actions.append(f"start {replica_set}")
     return actions
+
+
+def settle_requests(connector: Connector, running: dict[str, str]) -> None:
+    """Ends requests no pipeline will answer: stop commands when nothing runs, anything past REQUEST_TIMEOUT."""
+    now = timezone.now()
+    open_requests = ControlRequest.objects.filter(connector=connector, status=RequestStatus.REQUESTED)
+    for request in open_requests:
+        age = now - request.requested_at
+        if request.command != "resume" and not running and age > NOTHING_RUNNING_AFTER:
+            finish_request(request.pk, RequestStatus.DONE, "no pipeline was running: nothing to "
+                           + ("restart; the supervisor starts it" if request.command == "restart" else "stop"))
+        elif age > REQUEST_TIMEOUT:
+            finish_request(request.pk, RequestStatus.FAILED,
+                           f"no pipeline answered within {REQUEST_TIMEOUT.total_seconds():g}s")
+    stale = SnapshotRequest.objects.filter(connector=connector, status=SnapshotStatus.REQUESTED,
+                                           requested_at__lt=now - REQUEST_TIMEOUT)
+    for request in stale:
+        mark_snapshot(request.pk, SnapshotStatus.FAILED,
+                      f"no pipeline took it up within {REQUEST_TIMEOUT.total_seconds():g}s")
 
 
 @app.task(name="workers.supervisor.reconcile")

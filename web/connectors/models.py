@@ -118,17 +118,46 @@ class SnapshotRequest(models.Model):
     collections = models.JSONField(default=list, help_text="<database>.<collection> names.")
     filter = models.TextField(blank=True, help_text="Optional MongoDB query (extended JSON) selecting documents.")
     status = models.CharField(max_length=16, choices=SnapshotStatus.choices, default=SnapshotStatus.REQUESTED)
+    reason = models.TextField(blank=True, help_text="What happened: the outcome, or why it failed.")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     requested_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at"]
 
     def __str__(self) -> str:
         return f"snapshot of {', '.join(self.collections)} ({self.status})"
+
+
+class RequestStatus(models.TextChoices):
+    REQUESTED = "requested"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class ControlRequest(models.Model):
+    """A pause, resume, stop or restart asked for, until a pipeline (or the supervisor) says how it ended."""
+
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="control_requests")
+    command = models.CharField(max_length=16)
+    replica_set = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.REQUESTED)
+    reason = models.TextField(blank=True, help_text="What happened: the outcome, or why it failed.")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.command} of {self.connector.name} ({self.status})"
 
 
 class AuditEntry(models.Model):

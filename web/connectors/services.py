@@ -19,17 +19,22 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from connectors.config import ConfigError
+from connectors.filters import CaptureScope, watch_target
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
+from connectors.records import Namespace
 from web.connectors import audit, drafts
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
-from web.connectors.definitions import describe, flat_of, save_parts
+from web.connectors.definitions import describe, engine_config, flat_of, save_parts
 from web.connectors.models import (
     Connector,
     ConnectorFilter,
+    ControlRequest,
     DesiredState,
     Phase,
     ReplicaSetState,
+    RequestStatus,
     SnapshotRequest,
     SnapshotStatus,
 )
@@ -47,6 +52,12 @@ class ServiceError(Exception):
 
 
 class AlreadyExists(ServiceError):
+    status_code = 409
+
+
+class Refused(ServiceError):
+    """The request cannot be served in the connector's current configuration or state (nothing was recorded)."""
+
     status_code = 409
 
 
@@ -68,6 +79,22 @@ def _target(connector: Connector | str) -> str:
 
 def _notify_on_commit(name: str, command: str, payload: dict | None = None, replica_set: str | None = None) -> None:
     transaction.on_commit(lambda: control.notify(name, command, payload, replica_set=replica_set))
+
+
+def _user(user):
+    return user if getattr(user, "is_authenticated", False) else None
+
+
+def _command_request(connector: Connector, command: str, user, replica_set: str | None = None,
+                     reason: str = "") -> dict:
+    """Records a control command as a ControlRequest and sends it with its id; returns the payload sent."""
+    request = ControlRequest.objects.create(connector=connector, command=command, replica_set=replica_set or "",
+                                            requested_by=_user(user))
+    payload = {"request_id": request.pk}
+    if reason:
+        payload["reason"] = reason
+    _notify_on_commit(connector.name, command, payload, replica_set)
+    return payload
 
 
 # --- definitions ------------------------------------------------------------------------------------------------
@@ -100,9 +127,9 @@ def update_connector(connector: Connector, parts: props.Parts, *, user, source: 
         if changed or connector.desired_state != old_state:
             audit.record(user, source, "connector.update", _target(connector), before, describe(connector))
         if connector.desired_state != old_state:
-            _notify_on_commit(connector.name, STATE_COMMANDS[connector.desired_state])
+            _command_request(connector, STATE_COMMANDS[connector.desired_state], user)
         elif changed and connector.desired_state == DesiredState.RUNNING:
-            _notify_on_commit(connector.name, "restart", {"reason": "configuration changed"})
+            _command_request(connector, "restart", user, reason="configuration changed")
     return connector
 
 
@@ -153,36 +180,84 @@ def _config_changed(connector: Connector, action: str, before: dict, *, user, so
     connector.save(update_fields=["updated_by", "updated_at"])
     audit.record(user, source, action, _target(connector), before, describe(connector))
     if connector.desired_state == DesiredState.RUNNING:
-        _notify_on_commit(connector.name, "restart", {"reason": "filters changed"})
+        _command_request(connector, "restart", user, reason="filters changed")
 
 
 # --- desired state ------------------------------------------------------------------------------------------------
 
 def request_state(connector: Connector, state: str, *, user, source: str) -> Connector:
-    """Records the desired state (running, paused, stopped) and tells the running pipelines."""
+    """Records the desired state (running, paused, stopped) and tells the running pipelines. The command is kept as
+    a ControlRequest that ends done or failed (finish_request); `latest_request(connector)` returns it."""
     state = DesiredState(state)
     with transaction.atomic():
         previous = connector.desired_state
         connector.desired_state = state
-        connector.updated_by = user if getattr(user, "is_authenticated", False) else None
+        connector.updated_by = _user(user)
         connector.save(update_fields=["desired_state", "updated_by", "updated_at"])
         audit.record(user, source, f"connector.{STATE_ACTIONS[state]}", _target(connector),
                      {"desired_state": previous}, {"desired_state": state.value})
-        _notify_on_commit(connector.name, STATE_COMMANDS[state])
+        _command_request(connector, STATE_COMMANDS[state], user)
     return connector
 
 
-def request_restart(connector: Connector, *, user, source: str, replica_set: str | None = None) -> None:
+def latest_request(connector: Connector) -> ControlRequest | None:
+    return connector.control_requests.order_by("-id").first()
+
+
+def known_partitions(connector: Connector) -> list[str]:
+    """The replica sets a connector is known to have: observed by workers (the `?` placeholder excluded)."""
+    return sorted(connector.replica_sets.exclude(replica_set=UNKNOWN_REPLICA_SET)
+                  .values_list("replica_set", flat=True))
+
+
+def request_restart(connector: Connector, *, user, source: str, replica_set: str | None = None) -> ControlRequest:
     """Stops the running pipelines; the supervisor starts them again while the desired state is running."""
+    if connector.desired_state != DesiredState.RUNNING:
+        raise Refused(f"{connector.name} is {connector.desired_state}: there is no pipeline to restart; resume it")
+    if replica_set is not None:
+        known = known_partitions(connector)
+        if replica_set not in known:
+            raise ServiceError(f"{connector.name} has no replica set {replica_set!r}; known: "
+                               f"{', '.join(known) or 'none yet (it has not reported)'}")
     with transaction.atomic():
         audit.record(user, source, "connector.restart", _target(connector), None,
                      {"replica_set": replica_set} if replica_set else None)
-        _notify_on_commit(connector.name, "restart", replica_set=replica_set)
+        payload = _command_request(connector, "restart", user, replica_set)
+    return ControlRequest.objects.get(pk=payload["request_id"])
+
+
+def snapshot_refusal(connector: Connector) -> str | None:
+    """Why the connector's pipeline cannot take an ad-hoc incremental snapshot now; None when it can.
+
+    The same rules as the engine's (connectors.snapshots.incremental): a signal collection the change stream sees.
+    """
+    try:
+        config = engine_config(connector)
+    except ConfigError as error:
+        return f"the stored configuration is invalid: {error}"
+    if not config.signal_data_collection:
+        return ("incremental snapshots need signal.data.collection (a <database>.<collection> the connector may "
+                "write its watermarks to); set it in the connector's configuration")
+    signal = Namespace.parse(config.signal_data_collection)
+    target = watch_target(config)
+    if (target.scope is CaptureScope.DATABASE and target.database != signal.db) or (
+            target.scope is CaptureScope.COLLECTION and (target.database, target.collection) != (signal.db,
+                                                                                                signal.collection)):
+        watched = target.database + (f".{target.collection}" if target.collection else "")
+        return (f"incremental snapshots need the change stream to see {signal} (its watermarks come back through "
+                f"it), but the connector watches only {watched}")
+    if connector.desired_state != DesiredState.RUNNING:
+        return f"{connector.name} is {connector.desired_state}: a snapshot runs inside a running pipeline; resume it"
+    return None
 
 
 def request_snapshot(connector: Connector, collections: list[str], query: str = "", *, user,
                      source: str) -> SnapshotRequest:
-    """Asks for an ad-hoc incremental snapshot of `collections` (optionally only documents matching `query`)."""
+    """Asks for an ad-hoc incremental snapshot of `collections` (optionally only documents matching `query`).
+    Raises Refused (nothing recorded) when the pipeline could not serve it."""
+    refusal = snapshot_refusal(connector)
+    if refusal:
+        raise Refused(refusal)
     with transaction.atomic():
         request = SnapshotRequest.objects.create(
             connector=connector, collections=list(collections), filter=query or "",
@@ -219,13 +294,47 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
     if error is not None:  # kept after recovery: it is the *last* error
         state.last_error = error
     state.save()
+    _settle_start_requests(connector, replica_set, phase, error)
     return state
 
 
-def mark_snapshot(request_id: int, status: str) -> bool:
-    """Worker side: moves an ad-hoc snapshot request on (running, done, failed). False if it no longer exists."""
+def _settle_start_requests(connector: Connector, replica_set: str, phase: Phase, error: str | None) -> None:
+    """A resume ends when a pipeline of the connector reports that it runs, or that it failed to start."""
+    pending = ControlRequest.objects.filter(connector=connector, command="resume", status=RequestStatus.REQUESTED)
+    if phase in (Phase.SNAPSHOT, Phase.STREAMING):
+        pending.update(status=RequestStatus.DONE, reason=f"{replica_set} is {phase.value}",
+                       finished_at=timezone.now())
+    elif phase == Phase.FAILED and error:
+        pending.update(status=RequestStatus.FAILED, reason=f"{replica_set} failed to start: {error}",
+                       finished_at=timezone.now())
+
+
+def mark_snapshot(request_id: int, status: str, reason: str = "") -> bool:
+    """Worker side: moves an ad-hoc snapshot request on (running, done, failed) with what happened. False if it no
+    longer exists or already ended (a final state is never overwritten)."""
     status = SnapshotStatus(status)
-    return SnapshotRequest.objects.filter(pk=request_id).update(status=status, updated_at=timezone.now()) == 1
+    now = timezone.now()
+    changes = {"status": status, "updated_at": now, "reason": reason}
+    if status in (SnapshotStatus.DONE, SnapshotStatus.FAILED):
+        changes["finished_at"] = now
+    open_requests = SnapshotRequest.objects.filter(
+        pk=request_id, status__in=(SnapshotStatus.REQUESTED, SnapshotStatus.RUNNING))
+    return open_requests.update(**changes) == 1
+
+
+def finish_request(request_id: int, status: str, reason: str) -> bool:
+    """Worker/supervisor side: ends a ControlRequest (done or failed) with what happened. False if it no longer
+    exists or already ended."""
+    status = RequestStatus(status)
+    return ControlRequest.objects.filter(pk=request_id, status=RequestStatus.REQUESTED).update(
+        status=status, reason=reason, finished_at=timezone.now()) == 1
+
+
+def pending_snapshots(connector_name: str) -> list[dict]:
+    """The snapshot requests a pipeline starting now should take up (those asked for while none listened)."""
+    requests = SnapshotRequest.objects.filter(connector__name=connector_name, status=SnapshotStatus.REQUESTED)
+    return [{"request_id": r.pk, "collections": list(r.collections), "filter": r.filter or None}
+            for r in requests.order_by("requested_at")]
 
 
 # --- offsets -----------------------------------------------------------------------------------------------------

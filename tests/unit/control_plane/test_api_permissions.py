@@ -77,7 +77,10 @@ def stubbed_kafka(monkeypatch):
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r))
 @pytest.mark.parametrize(("method", "path", "body", "needs"), ENDPOINTS, ids=lambda v: v if isinstance(v, str) else "")
 def test_role_limits(django_user_model, no_redis, stubbed_kafka, role, method, path, body, needs):
-    connector = create_connector(state=DesiredState.STOPPED)
+    if path.endswith(("/restart/", "/snapshot/", "/restart")):  # only a running pipeline can serve these
+        connector = create_connector(**{"signal.data.collection": "inventory.signals"})
+    else:
+        connector = create_connector(state=DesiredState.STOPPED)
     row = connector.filters.filter(kind="collection_include").first()
     client = client_for(make_user(django_user_model, role))
     response = getattr(client, method)(path.format(filter=row.pk), body, format="json")

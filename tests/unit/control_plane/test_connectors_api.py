@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 
 from tests.api_support import SALT, SECRET, create_connector, sample_config
-from web.connectors.models import AuditEntry, Connector, SnapshotRequest
+from web.connectors import services
+from web.connectors.models import AuditEntry, Connector, ControlRequest, SnapshotRequest
 
 pytestmark = pytest.mark.django_db
 
@@ -165,18 +166,23 @@ def test_state_actions_record_desired_state_and_notify(admin_client, no_redis, d
         with django_capture_on_commit_callbacks(execute=True):
             response = admin_client.post(f"/api/connectors/orders/{action}/")
         assert response.status_code == 202
-        assert response.json() == {"name": "orders", "desired_state": state, "requested": command}
+        request_id = ControlRequest.objects.get(command=command).pk
+        assert response.json() == {"name": "orders", "desired_state": state, "requested": command,
+                                   "request": request_id}
         assert Connector.objects.get().desired_state == state
-        assert no_redis[-1][0] == ("orders", command, None)
+        assert no_redis[-1][0] == ("orders", command, {"request_id": request_id})
+    admin_client.post("/api/connectors/orders/resume/")
+    services.report_observed("orders", "rs0", worker="w1", phase="streaming")
     with django_capture_on_commit_callbacks(execute=True):
         assert admin_client.post("/api/connectors/orders/restart/", {"replica_set": "rs0"},
                                  format="json").status_code == 202
-    assert no_redis[-1] == (("orders", "restart", None), {"replica_set": "rs0"})
+    restart = ControlRequest.objects.get(command="restart")
+    assert no_redis[-1] == (("orders", "restart", {"request_id": restart.pk}), {"replica_set": "rs0"})
     assert AuditEntry.objects.filter(action="connector.pause", username="user-admin").exists()
 
 
 def test_snapshot_request(admin_client, no_redis, django_capture_on_commit_callbacks):
-    create_connector()
+    create_connector(**{"signal.data.collection": "inventory.signals"})
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post("/api/connectors/orders/snapshot/",
                                      {"collections": ["inventory.orders"], "filter": {"status": "open"}},
@@ -237,8 +243,54 @@ def test_observed_state_reports(no_redis):
 def test_snapshot_request_status(admin_client, no_redis):
     from web.connectors import services
 
-    connector = create_connector()
+    connector = create_connector(**{"signal.data.collection": "inventory.signals"})
     request = services.request_snapshot(connector, ["inventory.orders"], user=None, source="system")
-    assert services.mark_snapshot(request.pk, "done")
-    assert SnapshotRequest.objects.get().status == "done"
+    assert services.mark_snapshot(request.pk, "running", "taken up by rs0")
+    assert services.mark_snapshot(request.pk, "done", "snapshot done (inventory.orders: 3 documents)")
+    stored = SnapshotRequest.objects.get()
+    assert (stored.status, stored.reason) == ("done", "snapshot done (inventory.orders: 3 documents)")
+    assert stored.finished_at is not None
+    assert not services.mark_snapshot(request.pk, "failed", "late")  # a final state stays
     assert not services.mark_snapshot(request.pk + 1, "done")
+    rows = admin_client.get("/api/connectors/orders/requests/").json()
+    assert [(r["kind"], r["command"], r["status"], r["reason"]) for r in rows] == [
+        ("snapshot", "snapshot", "done", "snapshot done (inventory.orders: 3 documents)")]
+
+
+def test_a_snapshot_the_pipeline_cannot_serve_is_refused_before_it_is_accepted(admin_client, no_redis):
+    create_connector()  # no signal.data.collection
+    response = admin_client.post("/api/connectors/orders/snapshot/", {"collections": ["inventory.orders"]},
+                                 format="json")
+    assert response.status_code == 409
+    assert "signal.data.collection" in response.json()["detail"]
+    assert not SnapshotRequest.objects.exists() and not no_redis  # nothing recorded, nothing sent
+    paused = create_connector("paused", state="paused", **{"signal.data.collection": "inventory.signals"})
+    answer = admin_client.post(f"/api/connectors/{paused.name}/snapshot/", {"collections": ["inventory.orders"]},
+                               format="json")
+    assert answer.status_code == 409 and "resume it" in answer.json()["detail"]
+    assert not SnapshotRequest.objects.exists()
+
+
+def test_restart_of_an_unknown_replica_set_or_a_stopped_connector_is_refused(admin_client, no_redis):
+    create_connector()
+    services.report_observed("orders", "rs0", worker="w1", phase="streaming")
+    unknown = admin_client.post("/api/connectors/orders/restart/", {"replica_set": 5}, format="json")
+    assert unknown.status_code == 400 and "'5'" in unknown.json()["detail"] and "rs0" in unknown.json()["detail"]
+    admin_client.post("/api/connectors/orders/stop/")
+    stopped = admin_client.post("/api/connectors/orders/restart/", {}, format="json")
+    assert stopped.status_code == 409 and "stopped" in stopped.json()["detail"]
+    assert not ControlRequest.objects.filter(command="restart").exists()
+    assert not AuditEntry.objects.filter(action="connector.restart").exists()
+
+
+def test_a_resume_ends_when_a_pipeline_reports_running_or_failing(admin_client, no_redis):
+    create_connector(state="paused")
+    admin_client.post("/api/connectors/orders/resume/")
+    services.report_observed("orders", "rs0", worker="w1", phase="streaming")
+    first = ControlRequest.objects.get()
+    assert (first.status, first.reason) == ("done", "rs0 is streaming")
+    admin_client.post("/api/connectors/orders/pause/")
+    admin_client.post("/api/connectors/orders/resume/")
+    services.report_observed("orders", "rs0", worker="w1", phase="failed", error="cannot reach db1:27017")
+    second = ControlRequest.objects.filter(command="resume").first()
+    assert second.status == "failed" and "cannot reach db1:27017" in second.reason

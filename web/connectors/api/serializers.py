@@ -191,6 +191,37 @@ class ActionResultSerializer(serializers.Serializer):
     name = serializers.CharField()
     desired_state = serializers.ChoiceField(choices=DesiredState.choices)
     requested = serializers.CharField(help_text="The command sent to the running pipelines.")
+    request = serializers.IntegerField(allow_null=True, help_text="The control request: see …/requests/.")
+
+
+class RequestOutcomeSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["control", "snapshot"])
+    id = serializers.IntegerField()
+    command = serializers.CharField(help_text="pause, resume, stop, restart or snapshot.")
+    replica_set = serializers.CharField(allow_blank=True)
+    collections = serializers.ListField(child=serializers.CharField(), required=False)
+    status = serializers.CharField(help_text="requested, running (snapshots), done or failed.")
+    reason = serializers.CharField(allow_blank=True, help_text="What happened, or why it failed.")
+    requested_by = serializers.CharField(allow_null=True)
+    requested_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+def request_outcomes(connector: Connector, limit: int = 50) -> list[dict]:
+    """The connector's control and snapshot requests, newest first, with how they ended."""
+    rows = []
+    for request in connector.control_requests.select_related("requested_by")[:limit]:
+        rows.append({"kind": "control", "id": request.pk, "command": request.command,
+                     "replica_set": request.replica_set, "status": request.status, "reason": request.reason,
+                     "requested_by": request.requested_by.username if request.requested_by else None,
+                     "requested_at": request.requested_at, "finished_at": request.finished_at})
+    for request in connector.snapshot_requests.select_related("requested_by")[:limit]:
+        rows.append({"kind": "snapshot", "id": request.pk, "command": "snapshot", "replica_set": "",
+                     "collections": list(request.collections), "status": request.status, "reason": request.reason,
+                     "requested_by": request.requested_by.username if request.requested_by else None,
+                     "requested_at": request.requested_at, "finished_at": request.finished_at})
+    rows.sort(key=lambda row: row["requested_at"], reverse=True)
+    return rows[:limit]
 
 
 class RestartSerializer(serializers.Serializer):

@@ -54,9 +54,11 @@ def problems_of(serializer) -> list[dict[str, str]]:
     return problems
 
 
-def accepted(connector: Connector, command: str) -> Response:
-    return Response({"name": connector.name, "desired_state": connector.desired_state, "requested": command},
-                    status=status.HTTP_202_ACCEPTED)
+def accepted(connector: Connector, command: str, request=None) -> Response:
+    """202 with the ControlRequest to follow (GET /api/connectors/{name}/requests/ shows how it ended)."""
+    request = request or services.latest_request(connector)
+    return Response({"name": connector.name, "desired_state": connector.desired_state, "requested": command,
+                     "request": request.pk if request else None}, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(
@@ -73,7 +75,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     lookup_field = "name"
     lookup_value_regex = NAME_PATTERN
     action_roles = {
-        "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER,
+        "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER, "requests": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
         "reset_offsets": ADMIN,
     }
@@ -148,9 +150,9 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         connector = self.get_object()
         body = s.RestartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run(services.request_restart, connector, user=request.user, source="api",
-            replica_set=body.validated_data.get("replica_set"))
-        return accepted(connector, "restart")
+        restart = run(services.request_restart, connector, user=request.user, source="api",
+                      replica_set=body.validated_data.get("replica_set"))
+        return accepted(connector, "restart", restart)
 
     @extend_schema(summary="Ad-hoc incremental snapshot of some collections (operator)",
                    request=s.SnapshotRequestSerializer, responses={202: s.SnapshotAcceptedSerializer, 400: ERROR})
@@ -165,6 +167,13 @@ class ConnectorViewSet(viewsets.ModelViewSet):
                          "status": snap.status}, status=status.HTTP_202_ACCEPTED)
 
     # -- observed state and offsets ---------------------------------------------------------------------------
+
+    @extend_schema(summary="Control and snapshot requests, newest first, with how each ended",
+                   responses=s.RequestOutcomeSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def requests(self, request, name=None):
+        rows = s.request_outcomes(self.get_object())
+        return Response(s.RequestOutcomeSerializer(rows, many=True).data)
 
     @extend_schema(summary="Observed state per replica set, with the last metrics snapshot",
                    responses=s.StatusSerializer)
