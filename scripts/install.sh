@@ -53,3 +53,6 @@ if [ -f package.json ]; then
 fi
 
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"
+
+# MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)
+"$PYTHON" -m tests.emulator.spec_source

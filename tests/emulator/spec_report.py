@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 
 import pymongo
 
+from tests.emulator import spec_source
 from tests.emulator.spec_skips import skip_reason
 from tests.emulator.unified import SkipTest, UnifiedRunner, choose_topology, load_area
 
@@ -58,6 +59,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-run", action="store_true", help="only list the skipped tests")
     args = parser.parse_args(argv)
+    missing = [m for m in map(spec_source.missing_message, AREAS) if m]
+    if missing:
+        print("\n".join(missing), file=sys.stderr)
+        return 2
     logging.disable(logging.CRITICAL)
     tests = planned()
     counts: dict = {area: Counter() for area in AREAS}
@@ -90,6 +95,7 @@ def main(argv=None) -> int:
     finally:
         if stop:
             stop()
+    print(f"Spec tests from {spec_source.describe()}.\n")
     print("| suite | tests | pass | fail | skip |\n| --- | --- | --- | --- | --- |")
     for area in AREAS:
         c = counts[area]

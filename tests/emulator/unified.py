@@ -1,17 +1,15 @@
 """The project's runner for MongoDB's unified-format spec tests (the parts the change-streams, crud and
 transactions suites use), run with pymongo against the emulator.
 
-Format: mongodb/specifications source/unified-test-format/unified-test-format.md. Test files are read from
-`../shared/mongodb-spec-tests/` relative to the repository root, or from $MONGODB_SPEC_TESTS.
+Format: mongodb/specifications source/unified-test-format/unified-test-format.md. Where the test files come
+from: tests/emulator/spec_source.py.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
-from pathlib import Path
 
 import pymongo
 from bson import json_util
@@ -27,8 +25,8 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from pymongo.write_concern import WriteConcern
 
 from devstack.mongo.bsonutil import TYPE_ALIASES, bson_type
+from tests.emulator.spec_source import suite_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SUPPORTED_SCHEMA = (1, 21)
 SERVER_VERSION = (7, 0, 14)
 TOPOLOGY = "replicaset"
@@ -36,11 +34,6 @@ TOPOLOGIES = ("replicaset", "single")   # the emulator's replica set, and its st
 _JSON = JSONOptions(document_class=dict, tz_aware=False)
 SENSITIVE = {"authenticate", "saslstart", "saslcontinue", "getnonce", "createuser", "updateuser",
              "copydbgetnonce", "copydbsaslstart", "copydb"}
-
-
-def spec_dir() -> Path:
-    env = os.environ.get("MONGODB_SPEC_TESTS")
-    return Path(env) if env else (REPO_ROOT.parent / "shared" / "mongodb-spec-tests")
 
 
 class SkipTest(Exception):
@@ -105,7 +98,7 @@ def choose_topology(file_doc: dict, test: dict) -> tuple[str | None, str | None]
 def load_area(area: str) -> list:
     """[(file_name, file_doc, test_doc)] for every test of one suite directory."""
     out = []
-    for path in sorted((spec_dir() / area).glob("*.json")):
+    for path in sorted(suite_dir(area).glob("*.json")):
         doc = json_util.loads(path.read_text(), json_options=_JSON)
         for test in doc.get("tests", []):
             out.append((path.stem, doc, test))
