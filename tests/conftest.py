@@ -13,6 +13,8 @@ import pytest
 
 from devstack import stack as devstack
 
+pytest_plugins = ("tests.run_summary",)  # prints what the run ran against and the counts per suite
+
 
 @pytest.fixture(scope="session")
 def stack():
