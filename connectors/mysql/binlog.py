@@ -1,0 +1,445 @@
+"""Read the binlog as a replica does (python-mysql-replication), from a GTID position or a file/position.
+
+The reader turns the library's events into row changes, transaction commits and DDL statements, each with the
+position to restart from. A position names the start of a transaction (its GTID event) plus how much of it was
+already handed out: `event` whole rows events and then `row` rows of the next one, as Debezium's MySQL offset
+does. Opening at a position with event/row > 0 skips exactly that part of the first transaction.
+
+The library reconnects by itself when the connection drops, from the position it was opened at; that would
+hand out changes twice, so a second stream connection raises BinlogConnectionLost instead and the caller reopens
+from the last position it stored.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbAnnotateRowsEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from connectors.errors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors.mysql.connection import ConnectionSettings, connect, connection_error
+from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
+from connectors.mysql.status import show_binlog_status
+
+log = logging.getLogger(__name__)
+
+# MariaDB GTID event flag: the group is one statement without BEGIN/COMMIT (DDL)
+_FL_STANDALONE = 0x01
+# Server errors when the requested position is no longer in the binlog (purged) or not valid
+_HISTORY_LOST = {1236}
+
+
+class BinlogConnectionLost(SourceUnreachable):
+    pass
+
+
+@dataclass(frozen=True)
+class BinlogPosition:
+    """Debezium's MySQL offset fields: where a transaction starts and how much of it was handed out."""
+
+    file: str | None = None
+    pos: int | None = None
+    gtids: str | None = None  # completed before this transaction: MariaDB `0-1-42,...` / MySQL `uuid:1-5,...`
+    event: int = 0
+    row: int = 0
+
+    def to_offset(self) -> dict:
+        offset = {"file": self.file, "pos": self.pos, "event": self.event, "row": self.row}
+        if self.gtids:
+            offset["gtids"] = self.gtids
+        return offset
+
+    @classmethod
+    def from_offset(cls, offset: dict) -> BinlogPosition:
+        return cls(file=offset.get("file"), pos=offset.get("pos"), gtids=offset.get("gtids") or None,
+                   event=int(offset.get("event", 0)), row=int(offset.get("row", 0)))
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """What the binlog's table map (with binlog_row_metadata=FULL) says about a column."""
+
+    name: str
+    type_code: int  # pymysqlreplication.constants.FIELD_TYPE
+    nullable: bool
+    unsigned: bool = False
+    charset: str | None = None  # None for numbers and temporals; "binary" for BINARY/VARBINARY/BLOB
+    max_length: int | None = None  # bytes, for CHAR/VARCHAR
+    precision: int | None = None  # DECIMAL
+    scale: int | None = None  # DECIMAL
+    fsp: int | None = None  # TIME/DATETIME/TIMESTAMP fractional digits
+    bits: int | None = None  # BIT(n)
+    length_size: int | None = None  # BLOB/TEXT family: 1 tiny, 2 plain, 3 medium, 4 long
+    enum_values: tuple[str, ...] = ()
+    set_values: tuple[str, ...] = ()
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    database: str
+    table: str
+    columns: tuple[ColumnInfo, ...]
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.primary)
+
+
+@dataclass(frozen=True)
+class RowChange:
+    op: str  # "c", "u" or "d"
+    schema: TableSchema
+    before: dict | None
+    after: dict | None
+    gtid: str | None  # of this transaction
+    file: str  # where the rows event is
+    pos: int
+    row: int  # index of this row in its rows event
+    server_id: int
+    ts_sec: int
+    thread: int | None
+    query: str | None  # the statement, when the server annotates rows events
+    position: BinlogPosition  # restart here to continue after this row
+
+
+@dataclass(frozen=True)
+class TransactionCommit:
+    gtid: str | None
+    position: BinlogPosition  # the next transaction starts here (event = row = 0)
+    ts_sec: int
+
+
+@dataclass(frozen=True)
+class SchemaStatement:
+    """A statement logged as a query outside BEGIN/COMMIT (DDL)."""
+
+    database: str
+    ddl: str
+    gtid: str | None
+    position: BinlogPosition  # after the statement
+    ts_sec: int
+    server_id: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    position: BinlogPosition
+
+
+# Zero dates/datetimes ('0000-00-00') decode to None in the library; the reader marks them with this value so
+# the type mapping can tell them from SQL NULL (Debezium writes epoch 0 for NOT NULL columns, null otherwise).
+class _ZeroDate:
+    def __repr__(self) -> str:
+        return "ZERO_DATE"
+
+
+ZERO_DATE = _ZeroDate()
+_ZERO_SOURCES = {"out of date range", "out of datetime range", "out of datetime2 range"}
+
+
+def _read_time2(self, column) -> datetime.timedelta:
+    """TIME(fsp) as the server packs it (a signed fixed-point number of `hh:mm:ss` bit fields and a fraction).
+
+    python-mysql-replication 1.0.17 decodes negative values with a fraction wrongly ('-838:59:59.000001' comes
+    out 20 minutes off), so the reader installs this decoder in its place.
+    """
+    fsp = column.fsp or 0
+    frac_bytes = (fsp + 1) // 2
+    raw = self.packet.read(3 + frac_bytes)
+    intpart = int.from_bytes(raw[:3], "big") - 0x800000
+    if frac_bytes == 3:
+        packed = int.from_bytes(raw, "big") - 0x800000000000
+    else:
+        frac = int.from_bytes(raw[3:], "big") if frac_bytes else 0
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= 1 << (8 * frac_bytes)
+        packed = (intpart << 24) + frac * (10_000 if frac_bytes == 1 else 100 if frac_bytes == 2 else 0)
+    negative, magnitude = packed < 0, abs(packed)
+    hms, micros = magnitude >> 24, magnitude % (1 << 24)
+    value = datetime.timedelta(hours=(hms >> 12) % (1 << 10), minutes=(hms >> 6) % 64, seconds=hms % 64,
+                               microseconds=micros)
+    return -value if negative else value
+
+
+RowsEvent._RowsEvent__read_time2 = _read_time2  # see _read_time2
+
+
+@dataclass
+class _Transaction:
+    start: BinlogPosition
+    gtid: str | None
+    thread: int | None = None
+    query: str | None = None
+    events_done: int = 0
+    standalone: bool = False
+
+
+@dataclass
+class BinlogReader:
+    """Iterate a server's binlog from `start` (None: from the current end). Blocks waiting for new events."""
+
+    settings: ConnectionSettings
+    server_id: int
+    start: BinlogPosition | None = None
+    only_schemas: list[str] | None = None
+    only_tables: list[str] | None = None
+    heartbeat_seconds: float | None = None
+    blocking: bool = True
+    _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
+    _tables: dict[int, tuple[bool, ...]] = field(default_factory=dict, init=False, repr=False)
+
+    def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
+        start = self._resolve_start()
+        self._mariadb, self._file = start.mariadb, start.position.file
+        self._gtids = start.position.gtids or ""
+        self._stream = self._open(start)
+        skip_events, skip_rows = start.position.event, start.position.row
+        txn: _Transaction | None = None
+        try:
+            for event in self._events():
+                if isinstance(event, RotateEvent):
+                    self._file = event.next_binlog
+                    continue
+                if isinstance(event, TableMapEvent):
+                    self._tables[event.table_id] = _nullable(event)
+                    continue
+                if isinstance(event, MariadbGtidEvent | GtidEvent):
+                    txn = _Transaction(start=self._here(event, at_start=True), gtid=event.gtid,
+                                       standalone=bool(getattr(event, "flags", 0) & _FL_STANDALONE))
+                    continue
+                if isinstance(event, HeartbeatLogEvent):
+                    yield Heartbeat(position=BinlogPosition(file=self._file, pos=event.packet.log_pos,
+                                                            gtids=self._gtids or None))
+                    continue
+                if txn is None:
+                    continue  # the middle of a transaction we did not see begin (only when opened at a raw pos)
+                if isinstance(event, MariadbAnnotateRowsEvent):
+                    txn.query = _text(event.sql_statement)
+                    continue
+                if isinstance(event, QueryEvent):
+                    query = event.query.strip()
+                    if query.upper() == "BEGIN":
+                        txn.thread = event.slave_proxy_id
+                        continue
+                    if query.upper() != "COMMIT" and (txn.standalone or not self._mariadb):
+                        self._complete(txn)
+                        yield SchemaStatement(
+                            database=_text(event.schema), ddl=query, gtid=txn.gtid,
+                            position=self._here(event), ts_sec=event.timestamp, server_id=event.packet.server_id,
+                        )
+                        txn = None
+                        skip_events = skip_rows = 0
+                        continue
+                    if query.upper() == "COMMIT":
+                        yield self._commit(txn, event)
+                        txn = None
+                        skip_events = skip_rows = 0
+                    continue
+                if isinstance(event, XidEvent):
+                    yield self._commit(txn, event)
+                    txn = None
+                    skip_events = skip_rows = 0
+                    continue
+                if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+                    index = txn.events_done
+                    txn.events_done += 1
+                    if index < skip_events:
+                        continue
+                    yield from self._rows(event, txn, index, skip_rows if index == skip_events else 0)
+        except pymysql.err.OperationalError as error:
+            code = error.args[0] if error.args else None
+            if code in _HISTORY_LOST:
+                raise HistoryLost(
+                    f"the server no longer has the binlog at {start.position.to_offset()}: {error.args[1]}. "
+                    "Its binlogs were purged past the stored position; take a new snapshot "
+                    "(snapshot.mode=when_needed does it on its own) or reset the offsets"
+                ) from None
+            raise connection_error(self.settings, error) from None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    # --- internals --------------------------------------------------------------------------------------------
+
+    @dataclass(frozen=True)
+    class _Start:
+        position: BinlogPosition
+        mariadb: bool
+
+    def _resolve_start(self) -> BinlogReader._Start:
+        connection = connect(self.settings)
+        try:
+            mariadb = "mariadb" in connection.get_server_info().lower()
+            with connection.cursor() as cursor:
+                position = self.start
+                if position is None or (position.gtids is None and position.file is None):
+                    status = show_binlog_status(cursor)
+                    position = BinlogPosition(file=status.file, pos=status.position, gtids=status.gtids or None)
+                if mariadb and position.gtids is None and position.file is not None:
+                    # file/pos alone: learn the GTID position there so every later position carries both
+                    cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
+                    gtids = cursor.fetchone()[0]
+                    position = replace(position, gtids=gtids if gtids is not None else None)
+        finally:
+            connection.close()
+        return BinlogReader._Start(position=position, mariadb=mariadb)
+
+    def _open(self, start: BinlogReader._Start) -> BinLogStreamReader:
+        position = start.position
+        use_gtid = start.mariadb and position.gtids is not None and position.file is None
+        if start.mariadb and position.gtids is not None and position.file is not None:
+            use_gtid = True  # MariaDB: GTIDs survive failover and binlog renames; file/pos is informational
+        connections = {"stream": 0}
+
+        def connect_once(**kwargs):
+            if kwargs.get("db") != "information_schema":  # the library's control connection uses that database
+                connections["stream"] += 1
+                if connections["stream"] > 1:
+                    raise BinlogConnectionLost(
+                        f"the binlog connection to {self.settings.describe()} dropped; reopen from the last "
+                        "stored position"
+                    )
+            return pymysql.connect(**kwargs)
+
+        kwargs = dict(
+            connection_settings={**self.settings.pymysql_kwargs(), "charset": "utf8mb4"},
+            server_id=self.server_id,
+            blocking=self.blocking,
+            only_events=[MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, RotateEvent, TableMapEvent,
+                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent,
+                         MariadbAnnotateRowsEvent],
+            only_schemas=self.only_schemas,
+            only_tables=self.only_tables,
+            pymysql_wrapper=connect_once,
+            slave_heartbeat=self.heartbeat_seconds,
+            enable_logging=False,
+        )
+        if use_gtid:
+            self._file = None  # learnt from the server's first (fake) rotate event
+            return BinLogStreamReader(**kwargs, is_mariadb=True, auto_position=position.gtids,
+                                      annotate_rows_event=True)
+        if not start.mariadb and position.gtids:
+            return BinLogStreamReader(**kwargs, auto_position=position.gtids)
+        return BinLogStreamReader(**kwargs, resume_stream=True, log_file=position.file, log_pos=position.pos)
+
+    def _events(self):
+        while True:
+            event = self._stream.fetchone()
+            if event is None:
+                return
+            yield event
+
+    def _here(self, event, at_start: bool = False) -> BinlogPosition:
+        end = event.packet.log_pos
+        pos = end - event.packet.event_size if at_start else end
+        return BinlogPosition(file=self._file, pos=pos, gtids=self._gtids or None)
+
+    def _complete(self, txn: _Transaction) -> None:
+        if txn.gtid is None:
+            return
+        if self._mariadb:
+            self._gtids = str(MariaGtidPosition.parse(self._gtids).advance(txn.gtid))
+        else:
+            self._gtids = str(MysqlGtidSet.parse(self._gtids).add(txn.gtid))
+
+    def _commit(self, txn: _Transaction, event) -> TransactionCommit:
+        self._complete(txn)
+        return TransactionCommit(gtid=txn.gtid, position=self._here(event), ts_sec=event.timestamp)
+
+    def _rows(self, event, txn: _Transaction, index: int, skip: int) -> Iterator[RowChange]:
+        nullable = self._tables.get(event.table_id, ())
+        schema = _schema(event, nullable)
+        if isinstance(event, WriteRowsEvent):
+            op = "c"
+        elif isinstance(event, UpdateRowsEvent):
+            op = "u"
+        else:
+            op = "d"
+        rows = event.rows
+        for number, row in enumerate(rows):
+            if number < skip:
+                continue
+            if op == "u":
+                before = _values(row["before_values"], row["before_none_sources"], schema)
+                after = _values(row["after_values"], row["after_none_sources"], schema)
+            elif op == "c":
+                before, after = None, _values(row["values"], row["none_sources"], schema)
+            else:
+                before, after = _values(row["values"], row["none_sources"], schema), None
+            done = number + 1
+            position = (replace(txn.start, event=index + 1, row=0) if done == len(rows)
+                        else replace(txn.start, event=index, row=done))
+            yield RowChange(
+                op=op, schema=schema, before=before, after=after, gtid=txn.gtid, file=self._file,
+                pos=event.packet.log_pos - event.packet.event_size, row=number, server_id=event.packet.server_id,
+                ts_sec=event.timestamp, thread=txn.thread, query=txn.query, position=position,
+            )
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _nullable(event: TableMapEvent) -> tuple[bool, ...]:
+    bitmap = event.null_bitmask
+    return tuple(bool(bitmap[i // 8] & (1 << (i % 8))) for i in range(event.column_count))
+
+
+def _schema(event, nullable: tuple[bool, ...]) -> TableSchema:
+    columns = []
+    for i, column in enumerate(event.columns):
+        columns.append(ColumnInfo(
+            name=column.name,
+            type_code=column.type,
+            nullable=nullable[i] if i < len(nullable) else True,
+            unsigned=bool(getattr(column, "unsigned", False)),
+            charset=getattr(column, "character_set_name", None),
+            max_length=getattr(column, "max_length", None),
+            precision=getattr(column, "precision", None),
+            scale=getattr(column, "decimals", None),
+            fsp=getattr(column, "fsp", None),
+            bits=getattr(column, "bits", None),
+            length_size=getattr(column, "length_size", None),
+            enum_values=tuple(column.enum_values or ())[1:],  # the library puts "" (index 0, invalid) first
+            set_values=tuple(column.set_values or ()),
+            primary=bool(getattr(column, "is_primary", False)),
+        ))
+    return TableSchema(database=event.schema, table=event.table, columns=tuple(columns))
+
+
+def _values(values: dict, none_sources: dict, schema: TableSchema) -> dict:
+    if none_sources:
+        values = dict(values)
+        for name, source in none_sources.items():
+            if source in _ZERO_SOURCES:
+                values[name] = ZERO_DATE
+            elif source == "empty set":
+                values[name] = frozenset()
+    return values
+
+
+def reader_error(error: Exception) -> ConnectorError:
+    """For callers that catch what the library raises outside iteration."""
+    if isinstance(error, ConnectorError):
+        return error
+    return ConnectorError(f"reading the binlog failed: {error}")

@@ -1,0 +1,50 @@
+"""Where the server's binlog ends now: `SHOW BINARY LOG STATUS` (MySQL 8.2+, the only form in 8.4) or
+`SHOW MASTER STATUS` (MariaDB, MySQL before 8.2), plus the GTID position in the flavour's own form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pymysql
+
+from connectors.errors import ConnectorError
+
+PARSE_ERROR = 1064  # what a server answers to a statement it does not know
+
+
+class BinlogDisabled(ConnectorError):
+    pass
+
+
+@dataclass(frozen=True)
+class BinlogStatus:
+    file: str
+    position: int
+    gtids: str  # MySQL: Executed_Gtid_Set; MariaDB: @@gtid_binlog_pos; "" without GTIDs
+    statement: str  # which statement answered
+
+
+def show_binlog_status(cursor) -> BinlogStatus:
+    row, statement = None, "SHOW BINARY LOG STATUS"
+    try:
+        cursor.execute(statement)
+        row = cursor.fetchone()
+    except pymysql.err.ProgrammingError as error:
+        if not error.args or error.args[0] != PARSE_ERROR:
+            raise
+        statement = "SHOW MASTER STATUS"
+        cursor.execute(statement)
+        row = cursor.fetchone()
+    if row is None:
+        raise BinlogDisabled(
+            "the server's binary log is off; start it with log_bin (and binlog_format=ROW, binlog_row_image=FULL, "
+            "binlog_row_metadata=FULL) in its configuration"
+        )
+    names = [column[0].lower() for column in cursor.description]
+    values = dict(zip(names, row, strict=False))
+    if "executed_gtid_set" in values:
+        gtids = (values["executed_gtid_set"] or "").replace("\n", "")
+    else:
+        cursor.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+        gtids = cursor.fetchone()[0] or ""
+    return BinlogStatus(file=values["file"], position=int(values["position"]), gtids=gtids, statement=statement)

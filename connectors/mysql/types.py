@@ -1,0 +1,313 @@
+"""Debezium's MySQL/MariaDB type mapping: binlog column + decoded value -> Kafka Connect schema and JSON value.
+
+Plain data for now (connect type, logical name, parameters, value); it is to be expressed with the shared schema
+model of `connectors/events/` once that lands. The binlog's table map tells the physical type, signedness,
+charset, precision/scale, fsp, BIT width and ENUM/SET values, but not the declared display width, so
+TINYINT(1)/BOOLEAN is INT16 here, as Debezium writes it without a converter.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import re
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pymysqlreplication.constants import FIELD_TYPE
+
+from connectors.errors import ConnectorError
+from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
+
+MODES = {
+    "decimal.handling.mode": ("precise", "double", "string"),
+    "time.precision.mode": ("adaptive_time_microseconds", "connect"),
+    "bigint.unsigned.handling.mode": ("long", "precise"),
+    "binary.handling.mode": ("bytes", "base64", "base64-url-safe", "hex"),
+}
+EPOCH = datetime.datetime(1970, 1, 1)
+EPOCH_DAY = datetime.date(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class TypeOptions:
+    decimal_handling_mode: str = "precise"
+    time_precision_mode: str = "adaptive_time_microseconds"
+    bigint_unsigned_handling_mode: str = "long"
+    binary_handling_mode: str = "bytes"
+
+    def __post_init__(self):
+        for prop, value in (("decimal.handling.mode", self.decimal_handling_mode),
+                            ("time.precision.mode", self.time_precision_mode),
+                            ("bigint.unsigned.handling.mode", self.bigint_unsigned_handling_mode),
+                            ("binary.handling.mode", self.binary_handling_mode)):
+            if value not in MODES[prop]:
+                raise ConnectorError(f"{prop}={value!r} is not supported; use one of {', '.join(MODES[prop])}")
+
+    @classmethod
+    def from_config(cls, config: dict) -> TypeOptions:
+        return cls(
+            decimal_handling_mode=config.get("decimal.handling.mode", "precise"),
+            time_precision_mode=config.get("time.precision.mode", "adaptive_time_microseconds"),
+            bigint_unsigned_handling_mode=config.get("bigint.unsigned.handling.mode", "long"),
+            binary_handling_mode=config.get("binary.handling.mode", "bytes"),
+        )
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """A Kafka Connect field schema: type, optional, logical name, version and parameters."""
+
+    type: str  # int16, int32, int64, float32, float64, boolean, string, bytes
+    optional: bool
+    name: str | None = None
+    version: int | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self, field_name: str) -> dict:
+        """As JsonConverter writes a struct field's schema."""
+        out: dict = {"type": self.type, "optional": self.optional}
+        if self.name:
+            out["name"] = self.name
+        if self.version is not None:
+            out["version"] = self.version
+        if self.parameters:
+            out["parameters"] = dict(self.parameters)
+        out["field"] = field_name
+        return out
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    column: ColumnInfo
+    schema: FieldSchema
+    _convert: Callable[[object], object]
+
+    def value(self, raw):
+        """The Connect value (bytes stay bytes, Decimal stays Decimal) for a decoded binlog value."""
+        if raw is None:
+            return None
+        return self._convert(raw)
+
+    def json_value(self, raw):
+        """The value as JsonConverter writes it in a payload (bytes and decimals base64)."""
+        return to_json(self.schema, self.value(raw))
+
+
+def to_json(schema: FieldSchema, value):
+    if value is None:
+        return None
+    if schema.type == "bytes":
+        if isinstance(value, decimal.Decimal):
+            value = _unscaled_bytes(value, int(schema.parameters["scale"]))
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_json: bool = False) -> ColumnMapping:
+    """`declared_json`: MariaDB's JSON is LONGTEXT with a json_valid() check, which the binlog cannot show;
+    `json_columns()` finds such columns."""
+    def of(type_, convert, name=None, parameters=None, version=None):
+        if name and version is None:
+            version = 1
+        return ColumnMapping(column, FieldSchema(type_, column.nullable, name, version, parameters or {}), convert)
+
+    code = column.type_code
+    if code == FIELD_TYPE.TINY:
+        return of("int16", int)
+    if code == FIELD_TYPE.SHORT:
+        return of("int32" if column.unsigned else "int16", int)
+    if code == FIELD_TYPE.INT24:
+        return of("int32", int)
+    if code == FIELD_TYPE.LONG:
+        return of("int64" if column.unsigned else "int32", int)
+    if code == FIELD_TYPE.LONGLONG:
+        if column.unsigned and options.bigint_unsigned_handling_mode == "precise":
+            return of("bytes", decimal.Decimal, "org.apache.kafka.connect.data.Decimal",
+                      {"scale": "0", "connect.decimal.precision": "20"})
+        # Debezium's long mode: values above 2^63-1 wrap around as Java's long does
+        return of("int64", lambda v: v - (1 << 64) if v >= (1 << 63) else v)
+    if code == FIELD_TYPE.FLOAT:
+        return of("float32", _float32)
+    if code == FIELD_TYPE.DOUBLE:
+        return of("float64", float)
+    if code == FIELD_TYPE.NEWDECIMAL:
+        return _decimal(column, options, of)
+    if code == FIELD_TYPE.BIT:
+        if column.bits == 1:
+            return of("boolean", lambda v: v == "1")
+        length = column.bits or 1
+        return of("bytes", lambda v: int(v, 2).to_bytes((length + 7) // 8, "little"), "io.debezium.data.Bits",
+                  {"length": str(length)})
+    if code == FIELD_TYPE.YEAR:
+        return of("int32", lambda v: 0 if v == 1900 else int(v), "io.debezium.time.Year")
+    if code == FIELD_TYPE.ENUM:
+        return of("string", str, "io.debezium.data.Enum", {"allowed": ",".join(column.enum_values)})
+    if code == FIELD_TYPE.SET:
+        order = {v: i for i, v in enumerate(column.set_values)}
+        return of("string", lambda v: ",".join(sorted(v, key=order.__getitem__)), "io.debezium.data.EnumSet",
+                  {"allowed": ",".join(column.set_values)})
+    if code == FIELD_TYPE.JSON:
+        return of("string", _json_text, "io.debezium.data.Json")
+    if declared_json:
+        return of("string", _text, "io.debezium.data.Json")  # MariaDB keeps the JSON text as written
+    if code in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
+        return _date(column, options, of)
+    if code in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
+        return _time(column, options, of)
+    if code in (FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2):
+        return _datetime(column, options, of)
+    if code in (FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2):
+        return _timestamp(column, of)
+    if code in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+        if _is_binary(column):
+            pad = column.max_length if code == FIELD_TYPE.STRING else None
+            return _binary(options, of, pad)
+        return of("string", _text)
+    raise ConnectorError(
+        f"column {column.name!r} has binlog type {code}, which this connector does not map yet; exclude it with "
+        "column.exclude.list"
+    )
+
+
+def _is_binary(column: ColumnInfo) -> bool:
+    return column.charset == "binary"
+
+
+def json_columns(connection, database: str, table: str) -> set[str]:
+    """Columns of a MariaDB table declared JSON (LONGTEXT with a json_valid(column) check)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (database, table),
+        )
+        clauses = [row[0] for row in cursor.fetchall()]
+    return {m for clause in clauses for m in re.findall(r"json_valid\(`([^`]+)`\)", clause)}
+
+
+def _text(value) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _float32(value: float) -> float:
+    """The shortest decimal that reads back as the same 32-bit float, as Java's Float.toString prints it."""
+    packed = struct.pack("<f", value)
+    for digits in range(1, 10):
+        candidate = float(f"{value:.{digits}g}")
+        if struct.pack("<f", candidate) == packed:
+            return candidate
+    return value
+
+
+def _json_text(value) -> str:
+    return json.dumps(_json_ready(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {_text(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return value.decode("utf-8")
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return value
+
+
+def _decimal(column, options, of):
+    scale = column.scale or 0
+    if options.decimal_handling_mode == "double":
+        return of("float64", float)
+    if options.decimal_handling_mode == "string":
+        return of("string", lambda v: format(v, "f"))
+    return of("bytes", lambda v: v, "org.apache.kafka.connect.data.Decimal",
+              {"scale": str(scale), "connect.decimal.precision": str(column.precision)})
+
+
+def _unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
+    """Kafka Connect's Decimal: the unscaled value as big-endian two's complement, minimal length."""
+    unscaled = int(value.scaleb(scale).to_integral_value())
+    length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+def _binary(options, of, pad: int | None):
+    def raw(value) -> bytes:
+        data = bytes(value) if isinstance(value, bytes | bytearray) else str(value).encode("utf-8")
+        if pad and len(data) < pad:
+            data = data.ljust(pad, b"\x00")  # BINARY(n): the binlog drops trailing zero bytes, Debezium restores them
+        return data
+
+    mode = options.binary_handling_mode
+    if mode == "base64":
+        return of("string", lambda v: base64.b64encode(raw(v)).decode("ascii"))
+    if mode == "base64-url-safe":
+        return of("string", lambda v: base64.urlsafe_b64encode(raw(v)).decode("ascii"))
+    if mode == "hex":
+        return of("string", lambda v: raw(v).hex())
+    return of("bytes", raw)
+
+
+def _zero(column: ColumnInfo, epoch_value):
+    """Zero dates: null when the column allows it, else the epoch (Debezium's rule)."""
+    return None if column.nullable else epoch_value
+
+
+def _date(column, options, of):
+    def days(value):
+        if value is ZERO_DATE:
+            return _zero(column, 0)
+        return (value - EPOCH_DAY).days
+
+    if options.time_precision_mode == "connect":
+        return of("int32", days, "org.apache.kafka.connect.data.Date")
+    return of("int32", days, "io.debezium.time.Date")
+
+
+def _micros(delta: datetime.timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _time(column, options, of):
+    if options.time_precision_mode == "connect":
+        return of("int32", lambda v: _micros(v) // 1000, "org.apache.kafka.connect.data.Time")
+    return of("int64", _micros, "io.debezium.time.MicroTime")
+
+
+def _datetime(column, options, of):
+    def micros(value):
+        if value is ZERO_DATE:
+            return None
+        return _micros(value - EPOCH)
+
+    def millis(value):
+        if value is ZERO_DATE:
+            return _zero(column, 0)
+        return micros(value) // 1000
+
+    if options.time_precision_mode == "connect":
+        return of("int64", millis, "org.apache.kafka.connect.data.Timestamp")
+    if (column.fsp or 0) <= 3:
+        return of("int64", millis, "io.debezium.time.Timestamp")
+    return of("int64", lambda v: _zero(column, 0) if v is ZERO_DATE else micros(v), "io.debezium.time.MicroTimestamp")
+
+
+def _timestamp(column, of):
+    fsp = column.fsp or 0
+
+    def iso(value):
+        # the binlog holds TIMESTAMP as seconds since the epoch (UTC); 0 is the zero value '0000-00-00 00:00:00'
+        if value is ZERO_DATE or value == EPOCH:
+            return _zero(column, "1970-01-01T00:00:00Z")
+        text = value.strftime("%Y-%m-%dT%H:%M:%S")
+        if fsp:
+            text += "." + f"{value.microsecond:06d}"[:fsp]
+        elif value.microsecond:
+            text += "." + f"{value.microsecond:06d}".rstrip("0")
+        return text + "Z"
+
+    return of("string", iso, "io.debezium.time.ZonedTimestamp")
