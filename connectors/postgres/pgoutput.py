@@ -1,0 +1,340 @@
+"""Decoding of the `pgoutput` logical replication protocol (PostgreSQL's "Logical Replication Message Formats"),
+protocol versions 1 and 2, as pure functions over the bytes of one CopyData payload.
+
+`decode(data, in_stream)` returns one message dataclass. In protocol 2 the messages sent between Stream Start and
+Stream Stop carry the transaction id first; `in_stream` says whether `data` is such a message. `Decoder` tracks that
+state across a stream of payloads. Column values are `None` (SQL NULL), `UNCHANGED_TOAST` (a TOASTed value the
+update did not change, so the server did not send it), `str` (text format, the default) or `bytes` (binary format).
+Timestamps are converted to microseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+# PostgreSQL timestamps count from 2000-01-01 00:00:00 UTC
+PG_EPOCH_OFFSET_US = 946_684_800_000_000
+
+
+class PgOutputError(ValueError):
+    """A payload that is not a well-formed pgoutput message."""
+
+
+class _UnchangedToast:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNCHANGED_TOAST"
+
+
+UNCHANGED_TOAST = _UnchangedToast()
+ColumnValue = None | str | bytes | _UnchangedToast
+
+
+@dataclass(frozen=True)
+class Begin:
+    final_lsn: int
+    commit_ts_us: int
+    xid: int
+
+
+@dataclass(frozen=True)
+class Commit:
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts_us: int
+
+
+@dataclass(frozen=True)
+class Origin:
+    commit_lsn: int
+    name: str
+
+
+@dataclass(frozen=True)
+class RelationColumn:
+    name: str
+    type_oid: int
+    type_modifier: int
+    key: bool  # part of the replica identity
+
+
+@dataclass(frozen=True)
+class Relation:
+    relation_id: int
+    namespace: str
+    name: str
+    replica_identity: str  # 'd' default, 'n' nothing, 'f' full, 'i' index
+    columns: tuple[RelationColumn, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class Type:
+    oid: int
+    namespace: str
+    name: str
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class Insert:
+    relation_id: int
+    new: tuple[ColumnValue, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class Update:
+    relation_id: int
+    new: tuple[ColumnValue, ...]
+    old: tuple[ColumnValue, ...] | None = None
+    old_kind: str | None = None  # 'K': the old key (replica identity index); 'O': the whole old row (FULL)
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class Delete:
+    relation_id: int
+    old: tuple[ColumnValue, ...]
+    old_kind: str  # 'K' or 'O', as for Update
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class Truncate:
+    relation_ids: tuple[int, ...]
+    cascade: bool
+    restart_identity: bool
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class LogicalMessage:
+    transactional: bool
+    lsn: int
+    prefix: str
+    content: bytes
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    xid: int
+    first_segment: bool
+
+
+@dataclass(frozen=True)
+class StreamStop:
+    pass
+
+
+@dataclass(frozen=True)
+class StreamCommit:
+    xid: int
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts_us: int
+
+
+@dataclass(frozen=True)
+class StreamAbort:
+    xid: int
+    subxid: int
+
+
+Message = (
+    Begin | Commit | Origin | Relation | Type | Insert | Update | Delete | Truncate | LogicalMessage
+    | StreamStart | StreamStop | StreamCommit | StreamAbort
+)
+
+_I8 = struct.Struct("!b")
+_U8 = struct.Struct("!B")
+_I16 = struct.Struct("!h")
+_U32 = struct.Struct("!I")
+_I32 = struct.Struct("!i")
+_U64 = struct.Struct("!Q")
+_I64 = struct.Struct("!q")
+_BEGIN = struct.Struct("!QqI")
+_COMMIT = struct.Struct("!BQQq")
+_STREAM_COMMIT = struct.Struct("!IBQQq")
+
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int):
+        self.data = data
+        self.pos = pos
+
+    def take(self, fmt: struct.Struct):
+        values = fmt.unpack_from(self.data, self.pos)
+        self.pos += fmt.size
+        return values
+
+    def one(self, fmt: struct.Struct):
+        value = fmt.unpack_from(self.data, self.pos)[0]
+        self.pos += fmt.size
+        return value
+
+    def byte(self) -> str:
+        value = self.data[self.pos : self.pos + 1]
+        if not value:
+            raise PgOutputError("message ends early")
+        self.pos += 1
+        return chr(value[0])
+
+    def cstring(self) -> str:
+        end = self.data.find(b"\x00", self.pos)
+        if end < 0:
+            raise PgOutputError("unterminated string")
+        value = self.data[self.pos : end].decode("utf-8")
+        self.pos = end + 1
+        return value
+
+    def raw(self, length: int) -> bytes:
+        value = self.data[self.pos : self.pos + length]
+        if len(value) != length:
+            raise PgOutputError("message ends early")
+        self.pos += length
+        return bytes(value)
+
+    def tuple_data(self) -> tuple[ColumnValue, ...]:
+        count = self.one(_I16)
+        values: list[ColumnValue] = []
+        data = self.data
+        for _ in range(count):
+            kind = data[self.pos]
+            self.pos += 1
+            if kind == 0x74:  # 't'
+                length = _I32.unpack_from(data, self.pos)[0]
+                start = self.pos + 4
+                self.pos = start + length
+                values.append(data[start : self.pos].decode("utf-8"))
+            elif kind == 0x6E:  # 'n'
+                values.append(None)
+            elif kind == 0x75:  # 'u'
+                values.append(UNCHANGED_TOAST)
+            elif kind == 0x62:  # 'b'
+                length = _I32.unpack_from(data, self.pos)[0]
+                start = self.pos + 4
+                self.pos = start + length
+                values.append(bytes(data[start : self.pos]))
+            else:
+                raise PgOutputError(f"unknown tuple column kind {chr(kind)!r}")
+        if self.pos > len(data):
+            raise PgOutputError("tuple data ends early")
+        return tuple(values)
+
+
+def _unix_us(pg_us: int) -> int:
+    return pg_us + PG_EPOCH_OFFSET_US
+
+
+def decode(data: bytes, in_stream: bool = False) -> Message:
+    if not data:
+        raise PgOutputError("empty message")
+    kind = chr(data[0])
+    r = _Reader(data, 1)
+    try:
+        if kind == "B":
+            final_lsn, ts, xid = r.take(_BEGIN)
+            return Begin(final_lsn, _unix_us(ts), xid)
+        if kind == "C":
+            flags, commit_lsn, end_lsn, ts = r.take(_COMMIT)
+            return Commit(flags, commit_lsn, end_lsn, _unix_us(ts))
+        if kind == "O":
+            lsn = r.one(_U64)
+            return Origin(lsn, r.cstring())
+        if kind == "S":
+            xid = r.one(_U32)
+            return StreamStart(xid, r.one(_U8) == 1)
+        if kind == "E":
+            return StreamStop()
+        if kind == "c":
+            xid, flags, commit_lsn, end_lsn, ts = r.take(_STREAM_COMMIT)
+            return StreamCommit(xid, flags, commit_lsn, end_lsn, _unix_us(ts))
+        if kind == "A":
+            xid = r.one(_U32)
+            return StreamAbort(xid, r.one(_U32))
+        xid = r.one(_U32) if in_stream else None
+        if kind == "R":
+            relation_id = r.one(_U32)
+            namespace, name = r.cstring(), r.cstring()
+            identity = r.byte()
+            columns = []
+            for _ in range(r.one(_I16)):
+                flags = r.one(_U8)
+                column_name = r.cstring()
+                type_oid, type_modifier = r.one(_U32), r.one(_I32)
+                columns.append(RelationColumn(column_name, type_oid, type_modifier, bool(flags & 1)))
+            return Relation(relation_id, namespace, name, identity, tuple(columns), xid)
+        if kind == "Y":
+            oid = r.one(_U32)
+            return Type(oid, r.cstring(), r.cstring(), xid)
+        if kind == "I":
+            relation_id = r.one(_U32)
+            if r.byte() != "N":
+                raise PgOutputError("Insert without a new tuple")
+            return Insert(relation_id, r.tuple_data(), xid)
+        if kind == "U":
+            relation_id = r.one(_U32)
+            marker = r.byte()
+            old = old_kind = None
+            if marker in ("K", "O"):
+                old_kind, old = marker, r.tuple_data()
+                marker = r.byte()
+            if marker != "N":
+                raise PgOutputError(f"Update without a new tuple (got {marker!r})")
+            return Update(relation_id, r.tuple_data(), old, old_kind, xid)
+        if kind == "D":
+            relation_id = r.one(_U32)
+            old_kind = r.byte()
+            if old_kind not in ("K", "O"):
+                raise PgOutputError(f"Delete without an old key or row (got {old_kind!r})")
+            return Delete(relation_id, r.tuple_data(), old_kind, xid)
+        if kind == "T":
+            count = r.one(_U32)
+            options = r.one(_U8)
+            relation_ids = tuple(r.one(_U32) for _ in range(count))
+            return Truncate(relation_ids, bool(options & 1), bool(options & 2), xid)
+        if kind == "M":
+            flags = r.one(_U8)
+            lsn = r.one(_U64)
+            prefix = r.cstring()
+            length = r.one(_U32)
+            return LogicalMessage(bool(flags & 1), lsn, prefix, r.raw(length), xid)
+    except struct.error as error:
+        raise PgOutputError(f"{kind!r} message ends early: {error}") from None
+    raise PgOutputError(f"unknown pgoutput message type {kind!r}")
+
+
+class Decoder:
+    """Decodes successive payloads of one replication stream, knowing when a protocol-2 stream block is open."""
+
+    def __init__(self) -> None:
+        self.in_stream = False
+
+    def decode(self, data: bytes) -> Message:
+        message = decode(data, self.in_stream)
+        if isinstance(message, StreamStart):
+            self.in_stream = True
+        elif isinstance(message, StreamStop):
+            self.in_stream = False
+        return message
+
+
+def lsn_from_text(text: str) -> int:
+    """'16/B374D848' → int."""
+    try:
+        high, low = text.split("/")
+        return (int(high, 16) << 32) | int(low, 16)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an LSN (expected two hexadecimal numbers separated by '/')") from None
+
+
+def lsn_to_text(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
