@@ -12,6 +12,7 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 # MariaDB for the MySQL/MariaDB source (devstack starts its own server; the Debian service stays stopped)
 PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null || need_apt+=(mariadb-server mariadb-client)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ "${CDC_INSTALL_BROWSER:-1}" = 1 ] && [ ! -x /usr/bin/chromium ]; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}"
