@@ -2,8 +2,8 @@
 
 Broker and result backend are REDIS_URL, read by Django settings (CELERY_BROKER_URL, CELERY_RESULT_BACKEND).
 
-Queues (ARCHITECTURE §4): `streaming` for the long pipeline tasks, `snapshot` for snapshot chunks, `spark` for
-Spark runs, `default` for everything else. Tasks are routed by name prefix, so a task named
+Queues (docs/architecture.md, "Workers"): `streaming` for the long pipeline tasks, `snapshot` for snapshot
+chunks, `spark` for Spark runs, `default` for everything else. Tasks are routed by name prefix, so a task named
 `workers.streaming.run_pipeline` lands on `streaming` without per-task configuration.
 
 Acknowledgement: a pipeline task runs for days. With `acks_late` a worker killed mid-task would leave the message

@@ -1,4 +1,4 @@
-"""The Celery app's queues, routes by task-name prefix and early acknowledgement (ARCHITECTURE §4)."""
+"""The Celery app's queues, routes by task-name prefix and early acknowledgement (docs/architecture.md, "Workers")."""
 
 from __future__ import annotations
 
