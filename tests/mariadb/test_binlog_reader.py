@@ -1,0 +1,169 @@
+"""The binlog reader against the real MariaDB: resume by GTID, by file/pos, inside a transaction; the snapshot
+position under concurrent writes; the source checks."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from connectors.errors import AuthenticationFailed, HistoryLost
+from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange, SchemaStatement, TransactionCommit
+from connectors.mysql.checks import check_source, failures
+from connectors.mysql.connection import connect
+from connectors.mysql.snapshot import start_consistent_snapshot
+from connectors.mysql.status import show_binlog_status
+
+pytestmark = pytest.mark.integration
+
+
+def read_all(mariadb, database, start):
+    return list(BinlogReader(mariadb.cdc, server_id=6201, start=start, only_schemas=[database], blocking=False))
+
+
+def ids(changes):
+    return [(c.op, (c.after or c.before)["id"]) for c in changes if isinstance(c, RowChange)]
+
+
+def status(mariadb):
+    connection = connect(mariadb.admin)
+    try:
+        with connection.cursor() as cursor:
+            return show_binlog_status(cursor)
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def table(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=mariadb_db)
+    return mariadb_db
+
+
+def test_gtid_and_file_pos_resume(mariadb, table):
+    start = status(mariadb)
+    mariadb.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')", database=table)
+    mariadb.execute("UPDATE t SET v = 'c' WHERE id = 1", database=table)
+    mariadb.execute("DELETE FROM t WHERE id = 2", database=table)
+    changes = read_all(mariadb, table, BinlogPosition(gtids=start.gtids))
+    assert ids(changes) == [("c", 1), ("c", 2), ("u", 1), ("d", 2)]
+    commits = [c for c in changes if isinstance(c, TransactionCommit)]
+    assert len(commits) == 3 and all(c.gtid for c in commits)
+    # from the GTID position after the first commit: the update and the delete, nothing else
+    after_first = commits[0].position
+    assert ids(read_all(mariadb, table, BinlogPosition(gtids=after_first.gtids))) == [("u", 1), ("d", 2)]
+    # the same by file/pos alone (the reader learns the GTID position there with BINLOG_GTID_POS)
+    by_pos = read_all(mariadb, table, BinlogPosition(file=after_first.file, pos=after_first.pos))
+    assert ids(by_pos) == [("u", 1), ("d", 2)]
+    assert [c.gtid for c in by_pos if isinstance(c, TransactionCommit)] == [c.gtid for c in commits[1:]]
+    assert commits[-1].position.gtids == status(mariadb).gtids
+
+
+def test_resume_inside_a_transaction_skips_what_was_handed_out(mariadb, table):
+    start = status(mariadb)
+    connection = connect(mariadb.admin.with_database(table))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")  # one rows event, 3 rows
+            cursor.execute("INSERT INTO t VALUES (4, 'd'), (5, 'e')")  # a second rows event
+            cursor.execute("COMMIT")
+    finally:
+        connection.close()
+    rows = [c for c in read_all(mariadb, table, BinlogPosition(gtids=start.gtids)) if isinstance(c, RowChange)]
+    assert ids(rows) == [("c", n) for n in range(1, 6)]
+    for done in range(1, 5):
+        position = rows[done - 1].position
+        assert position.gtids == (start.gtids or None)  # still the transaction's start
+        rest = read_all(mariadb, table, position)
+        assert ids(rest) == [("c", n) for n in range(done + 1, 6)], position
+        assert isinstance(rest[-1], TransactionCommit)
+
+
+def test_ddl_is_a_schema_statement(mariadb, table):
+    start = status(mariadb)
+    mariadb.execute("ALTER TABLE t ADD COLUMN w INT", database=table)
+    mariadb.execute("INSERT INTO t VALUES (1, 'a', 7)", database=table)
+    changes = read_all(mariadb, table, BinlogPosition(gtids=start.gtids))
+    ddl = [c for c in changes if isinstance(c, SchemaStatement)]
+    assert len(ddl) == 1 and ddl[0].ddl.startswith("ALTER TABLE t ADD COLUMN w") and ddl[0].database == table
+    (row,) = [c for c in changes if isinstance(c, RowChange)]
+    assert row.after == {"id": 1, "v": "a", "w": 7}
+    assert row.schema.primary_key == ("id",)
+
+
+def test_purged_binlog_is_history_lost(mariadb, table):
+    if status(mariadb).file == "mariadb-bin.000001":
+        mariadb.execute("FLUSH BINARY LOGS")
+    with pytest.raises(HistoryLost, match="purged"):
+        read_all(mariadb, table, BinlogPosition(file="mariadb-bin.000000", pos=4))
+
+
+def test_consistent_snapshot_position_under_concurrent_writes(mariadb, table):
+    """Rows visible in the snapshot and rows in the binlog after its position: together all, never both."""
+    stop, started = threading.Event(), threading.Event()
+    start = status(mariadb)
+
+    def writer():
+        connection = connect(mariadb.admin.with_database(table))
+        n = 0
+        try:
+            with connection.cursor() as cursor:
+                while not stop.is_set():
+                    n += 1
+                    cursor.execute("INSERT INTO t VALUES (%s, 'w')", (n,))
+                    if n == 50:
+                        started.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert started.wait(30)
+    snapshot_connection = connect(mariadb.cdc.with_database(table))
+    try:
+        position = start_consistent_snapshot(snapshot_connection)
+        with snapshot_connection.cursor() as cursor:
+            cursor.execute("SELECT id FROM t")
+            in_snapshot = {row[0] for row in cursor.fetchall()}
+            cursor.execute("ROLLBACK")
+    finally:
+        stop.set()
+        thread.join()
+        snapshot_connection.close()
+    assert position.method == "binlog_snapshot" and position.gtids
+    everything = {n for _, n in ids(read_all(mariadb, table, BinlogPosition(gtids=start.gtids)))}
+    after = {n for _, n in ids(read_all(mariadb, table, BinlogPosition(gtids=position.gtids)))}
+    by_file = {n for _, n in ids(read_all(mariadb, table, BinlogPosition(file=position.file, pos=position.position)))}
+    assert in_snapshot and after  # writes happened on both sides of the snapshot
+    assert in_snapshot.isdisjoint(after)
+    assert in_snapshot | after == everything
+    assert by_file == after
+
+
+def test_checks_pass_for_the_cdc_user(mariadb):
+    results = check_source(mariadb.cdc)
+    assert failures(results) == [], [r.message() for r in results]
+
+
+def test_checks_report_missing_privileges_and_settings(mariadb):
+    user = f"weak_{uuid.uuid4().hex[:8]}"
+    mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'", f"GRANT SELECT ON *.* TO '{user}'@'%'")
+    try:
+        failed = {r.name: r for r in failures(check_source(mariadb.admin.as_user(user, "pw")))}
+        assert set(failed) == {"privilege REPLICATION SLAVE", "privilege REPLICATION CLIENT"}
+        assert "GRANT REPLICATION SLAVE ON *.*" in failed["privilege REPLICATION SLAVE"].fix
+        mariadb.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
+        try:
+            failed = {r.name: r for r in failures(check_source(mariadb.cdc))}
+        finally:
+            mariadb.execute("SET GLOBAL binlog_row_image = 'FULL'")
+        assert set(failed) == {"binlog_row_image"}
+        assert "binlog_row_image=FULL" in failed["binlog_row_image"].fix
+        bad = check_source(mariadb.admin.as_user(user, "wrong"))
+        assert [r.name for r in bad] == ["connection"] and not bad[0].ok and "wrong" not in bad[0].message()
+    finally:
+        mariadb.execute(f"DROP USER '{user}'@'%'")
+    with pytest.raises(AuthenticationFailed):
+        connect(mariadb.admin.as_user(user, "pw"))
