@@ -17,6 +17,7 @@ urlpatterns = [
     path(f"connectors/{NAME}/offsets/", views.connector_offsets, name="connector-offsets"),
     path(f"connectors/{NAME}/history.json", views.connector_history, name="connector-history"),
     path(f"connectors/{NAME}/topics/", views.connector_topics, name="connector-topics"),
+    path(f"connectors/{NAME}/requests/", views.connector_requests, name="connector-requests"),
     path(f"connectors/{NAME}/replica-sets/<str:replica_set>/", views.replica_set_card, name="replica-set"),
     path(f"connectors/{NAME}/topics/<str:topic>/", views.topic_browser, name="topic"),
 ]

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
 from web.connectors import services
-from web.connectors.api.serializers import ConnectorSerializer
+from web.connectors.api.serializers import ConnectorSerializer, request_outcomes
 from web.connectors.api.views import problems_of
 from web.connectors.models import AuditEntry, Connector, ReplicaSetState
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
@@ -74,7 +74,17 @@ def connector_detail(request, name):
     connector = get_object_or_404(Connector.objects.prefetch_related("replica_sets", "filters"), name=name)
     view = observed.connector_view(connector)
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
-    return render(request, "dashboard/detail.html", {"c": view, "audit": audit, **_roles(request)})
+    return render(request, "dashboard/detail.html", {
+        "c": view, "audit": audit, "snapshot_refusal": services.snapshot_refusal(connector),
+        "requests": request_outcomes(connector, limit=10), **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_requests(request, name):
+    """The detail page's Requests panel (refreshed every few seconds): each request with how it ended."""
+    connector = get_object_or_404(Connector, name=name)
+    return render(request, "dashboard/_requests.html", {"requests": request_outcomes(connector, limit=10)})
 
 
 @require_safe
