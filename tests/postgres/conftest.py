@@ -9,6 +9,7 @@ POSTGRES_DSN that DSN is used for everything: its user needs CREATEDB and REPLIC
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -74,6 +75,12 @@ def pg_db(postgres):
     owner = psycopg2.extensions.parse_dsn(postgres.cdc_dsn).get("user")
     postgres.execute(f'CREATE DATABASE "{name}"' + (f' OWNER "{owner}"' if owner else ""))
     yield PgDatabase(name, psycopg2.extensions.make_dsn(postgres.cdc_dsn, dbname=name))
+    # a walsender outlives its closed connection for a moment; its slot cannot be dropped while it is active
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and postgres.execute(
+        "SELECT 1 FROM pg_replication_slots WHERE database = %s AND active", (name,)
+    ):
+        time.sleep(0.05)
     postgres.execute(
         "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s AND NOT active",
         (name,),
