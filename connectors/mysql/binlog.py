@@ -306,9 +306,9 @@ class BinlogReader:
 
     def _open(self, start: BinlogReader._Start) -> BinLogStreamReader:
         position = start.position
-        use_gtid = start.mariadb and position.gtids is not None and position.file is None
-        if start.mariadb and position.gtids is not None and position.file is not None:
-            use_gtid = True  # MariaDB: GTIDs survive failover and binlog renames; file/pos is informational
+        # MariaDB: GTIDs survive failover and binlog renames, so they win over file/pos; an empty GTID position
+        # (nothing logged with a GTID yet) only says "from the start of history" when there is no file/pos
+        use_gtid = start.mariadb and (bool(position.gtids) or (position.gtids == "" and position.file is None))
         connections = {"stream": 0}
 
         def connect_once(**kwargs):

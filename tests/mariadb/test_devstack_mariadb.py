@@ -49,4 +49,4 @@ def test_cdc_user_privileges(mariadb):
 def test_account_setup_is_not_in_the_binlog(mariadb, mariadb_db):
     for log in mariadb.execute("SHOW BINARY LOGS"):
         events = mariadb.execute(f"SHOW BINLOG EVENTS IN '{log[0]}'")
-        assert not any("CREATE USER" in str(event[-1]) for event in events)
+        assert not any("CREATE USER IF NOT EXISTS 'cdc'" in str(event[-1]) for event in events)
