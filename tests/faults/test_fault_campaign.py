@@ -1,0 +1,62 @@
+"""The fault campaign (`python -m bench.faults`): its accounting, and its short form in CI (kill -9 of the runner in
+streaming and in a snapshot, on a private broker and replica set) with nothing lost, duplicated or reordered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.faults import Outcome, Seen, account
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _seen(kind: str, op: str, seq: int, at: float) -> Seen:
+    return Seen(kind, op, seq, 0, at)
+
+
+def test_accounting_counts_lost_duplicated_reordered_and_recovery():
+    acks = {seq: float(seq) for seq in range(6)}  # write `seq` acknowledged at time seq
+    seen = [_seen("events", "c", 0, 0.5), _seen("events", "c", 2, 2.5), _seen("events", "c", 1, 2.6),
+            _seen("events", "c", 2, 2.7), _seen("events", "r", 3, 3.5), _seen("events", "c", 3, 3.6),
+            _seen("events", "c", 5, 9.0),
+            _seen("preload", "r", 0, 1.0), _seen("preload", "r", 0, 1.1), _seen("preload", "c", 1, 1.2)]
+    out = account(Outcome(), acks, seen, preloaded=3, faults=[(1.5, 2.0), (4.5, 6.0), (9.5, 10.0)])
+    assert out.writes == 6 + 3
+    assert out.lost == 1 + 2  # write 4; preloaded rows 1 (streamed only, not read) and 2
+    assert out.duplicated == 1 + 1  # write 2 streamed twice; preloaded row 0 read twice ("r" then "c" of 3 is fine)
+    assert out.reordered == 1  # 1 after 2
+    # first event of a write acknowledged since each fault began, after its end; none after the last one
+    assert out.recovery == [0.5, 3.0, None]
+
+
+def test_accounting_of_a_clean_run():
+    acks = {seq: float(seq) for seq in range(4)}
+    seen = [_seen("events", "c", seq, seq + 0.2) for seq in range(4)]
+    out = account(Outcome(), acks, seen, preloaded=0, faults=[])
+    assert (out.writes, out.lost, out.duplicated, out.reordered, out.recovery) == (4, 0, 0, 0, [])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_short_campaign_kills_lose_duplicate_and_reorder_nothing(tmp_path):
+    figures = tmp_path / "faults.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.faults", "--short", "--runs", "2", "--scenarios", "kill-streaming,kill-snapshot",
+         "--json", str(figures)],
+        cwd=ROOT, capture_output=True, text=True, timeout=280,
+    )
+    assert figures.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    outcome = json.loads(figures.read_text())
+    for scenario in ("kill-streaming", "kill-snapshot"):
+        o = outcome[scenario]
+        assert o["runs"] == 2 and o["writes"] > 100, (scenario, o)
+        assert (o["lost"], o["duplicated"], o["reordered"]) == (0, 0, 0), (scenario, o, result.stdout[-3000:])
+        assert len(o["recovery_s"]) == 2, (scenario, o)
+    assert outcome["kill-snapshot"]["writes"] > 2 * 20_000
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
