@@ -52,6 +52,24 @@ def token_cluster_time(token: Any) -> Timestamp | None:
         return None
 
 
+def resume_token_problem(token: Any) -> str | None:
+    """Why `token` is not a MongoDB resume token ({"_data": "<hex KeyString>"}, optionally "_typeBits"); None if
+    it looks like one. Checked before a token is stored, so a pipeline never starts from garbage."""
+    if not isinstance(token, dict):
+        return 'a resume token is a JSON object such as {"_data": "8263…"}'
+    unknown = sorted(set(token) - {"_data", "_typeBits"})
+    if unknown:
+        return f"a resume token has only _data (and _typeBits), not {', '.join(unknown)}"
+    data = token.get("_data")
+    if not isinstance(data, str) or not data:
+        return 'a resume token needs "_data", a hexadecimal string'
+    if len(data) % 2 or any(ch not in "0123456789abcdefABCDEF" for ch in data):
+        return f"the resume token's _data {data[:40]!r} is not hexadecimal"
+    if token_cluster_time(token) is None:
+        return "the resume token's _data does not start with a cluster time (82 + 8 bytes); copy it from an event"
+    return None
+
+
 def timestamp_json(ts: Timestamp | None) -> dict | None:
     if ts is None:
         return None

@@ -397,6 +397,13 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
         raise ServiceError("mode=timestamp needs a timestamp")
     if mode == "token" and not token:
         raise ServiceError("mode=token needs a resume token")
+    if mode == "token" and (problem := offset_views.resume_token_problem(token)):
+        raise ServiceError(problem)
+    known = known_replica_sets(connector, read_offsets(connector))
+    unknown = sorted(set(replica_sets or ()) - set(known))
+    if known and unknown:  # checked before anything is stopped
+        raise ServiceError(f"{connector.name} has no replica set {', '.join(repr(rs) for rs in unknown)}; known: "
+                           f"{', '.join(known)}")
     ensure_stopped(connector, stop=stop, user=user, source=source)
     current = read_offsets(connector)
     targets = list(replica_sets or known_replica_sets(connector, current))

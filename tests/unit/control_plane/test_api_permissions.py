@@ -16,7 +16,8 @@ RANK = {None: 0, "none": 1, "viewer": 2, "operator": 3, "admin": 4}
 NEW = {"name": "fresh", "topic_prefix": "fresh", "connection_string": "mongodb://h:27017/?replicaSet=rs0"}
 CONNECT_NEW = {"name": "fresh", "config": {"topic.prefix": "fresh",
                                            "mongodb.connection.string": "mongodb://h:27017/?replicaSet=rs0"}}
-OFFSETS = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": "82"}}}]}
+TOKEN = {"_data": "8265A1B2C3000000012B0229296E04"}
+OFFSETS = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": TOKEN}}]}
 
 # (method, path, body, the weakest role allowed; "any" = any authenticated user)
 ENDPOINTS = [

@@ -123,7 +123,7 @@ def test_offsets_can_only_change_while_stopped(admin_client, monkeypatch):
     create_connector()
     monkeypatch.setattr(services, "alter_offsets", lambda *a, **k: None)
     monkeypatch.setattr(services, "read_offsets", lambda connector: {})
-    body = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": "8263"}}}]}
+    body = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": TOKEN}}}]}
     refused = admin_client.patch("/connect/connectors/orders/offsets", body, format="json")
     assert refused.status_code == 400
     assert refused.json()["message"].startswith("Connectors must be in the STOPPED state before their offsets can")
@@ -135,6 +135,25 @@ def test_offsets_can_only_change_while_stopped(admin_client, monkeypatch):
     assert bad.status_code == 400
     ok = admin_client.patch("/connect/connectors/orders/offsets", body, format="json")
     assert ok.json() == {"message": "The offsets for this connector have been altered successfully"}
+
+
+TOKEN = "8265A1B2C3000000012B0229296E04"
+
+
+def test_offsets_patch_refuses_a_garbage_token_and_an_unknown_partition(admin_client, monkeypatch):
+    create_connector(state="stopped")
+    services.report_observed("orders", "rs0", worker="w1", phase="stopped")
+    monkeypatch.setattr(services, "alter_offsets", lambda *a, **k: pytest.fail("nothing may be written"))
+    monkeypatch.setattr(services, "read_offsets", lambda connector: {})
+    garbage = admin_client.patch("/connect/connectors/orders/offsets", {"offsets": [
+        {"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": "not-hex"}}}]}, format="json")
+    assert garbage.status_code == 400
+    assert garbage.json() == {"error_code": 400, "message": "Invalid offset for partition rs0: the resume token's "
+                                                           "_data 'not-hex' is not hexadecimal"}
+    unknown = admin_client.patch("/connect/connectors/orders/offsets", {"offsets": [
+        {"partition": {"rs": "rs5"}, "offset": {"resume_token": {"_data": TOKEN}}}]}, format="json")
+    assert unknown.status_code == 400
+    assert unknown.json()["message"] == "Unknown partition(s) 'rs5' of connector orders; its partitions are 'rs0'"
 
 
 def test_plugins_and_validate(admin_client):

@@ -294,3 +294,28 @@ def test_a_resume_ends_when_a_pipeline_reports_running_or_failing(admin_client, 
     services.report_observed("orders", "rs0", worker="w1", phase="failed", error="cannot reach db1:27017")
     second = ControlRequest.objects.filter(command="resume").first()
     assert second.status == "failed" and "cannot reach db1:27017" in second.reason
+
+
+def test_bad_paging_and_unknown_filters_are_refused(admin_client):
+    for query, field in [("limit=abc", "limit"), ("limit=0", "limit"), ("offset=-1", "offset"),
+                         ("limit=1.5", "limit"), ("bogus=1", "bogus")]:
+        response = admin_client.get(f"/api/audit/?{query}")
+        assert response.status_code == 400, (query, response.content)
+        assert field in response.json(), response.json()
+    assert admin_client.get("/api/audit/?limit=2&offset=1&target=connector:x").status_code == 200
+    runs = admin_client.get("/api/spark/runs/?status=bogus")
+    assert runs.status_code == 400 and "'bogus' is not one of" in runs.json()["status"][0]
+    assert admin_client.get("/api/spark/runs/?limit=abc").status_code == 400
+    assert isinstance(admin_client.get("/api/spark/runs/?status=failed").json(), list)
+
+
+def test_a_reset_to_a_garbage_token_or_an_unknown_replica_set_is_refused(admin_client, monkeypatch):
+    create_connector(state="stopped")
+    services.report_observed("orders", "rs0", worker="w1", phase="stopped")
+    monkeypatch.setattr(services, "read_offsets", lambda connector: {})
+    garbage = admin_client.post("/api/connectors/orders/offsets/reset/",
+                                {"mode": "token", "resume_token": {"_data": "not-hex"}}, format="json")
+    assert garbage.status_code == 400 and "not hexadecimal" in garbage.json()["resume_token"][0]
+    unknown = admin_client.post("/api/connectors/orders/offsets/reset/",
+                                {"mode": "latest", "replica_sets": ["rs9"]}, format="json")
+    assert unknown.status_code == 400 and "'rs9'" in unknown.json()["detail"]

@@ -15,7 +15,7 @@ from web.connectors import drafts, validation
 from web.connectors import properties as props
 from web.connectors.definitions import masked_config, parts_of
 from web.connectors.models import AuditEntry, Connector, ConnectorFilter, DesiredState, FilterKind, ReplicaSetState
-from web.connectors.offsets import RESET_MODES, parse_timestamp
+from web.connectors.offsets import RESET_MODES, parse_timestamp, resume_token_problem
 
 TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.TOPIC_PREFIX_ALIAS, props.CONNECTION_STRING, props.PASSWORD)
 
@@ -342,6 +342,9 @@ class OffsetResetSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {"resume_token": ['mode=token needs a resume token such as {"_data": "82…"}']}
                 )
+            problem = resume_token_problem(token)
+            if problem:
+                raise serializers.ValidationError({"resume_token": [problem]})
         return attrs
 
 

@@ -7,7 +7,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +15,7 @@ from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
 from web.connectors import offsets as offset_views
 from web.connectors import services, validation
 from web.connectors.api import serializers as s
+from web.connectors.api.paging import StrictLimitOffsetPagination, check_query
 from web.connectors.api.permissions import RolePermission
 from web.connectors.models import AuditEntry, Connector, DesiredState
 
@@ -263,20 +263,17 @@ class FilterViewSet(viewsets.ModelViewSet):
         run(services.delete_filter, instance, user=self.request.user, source="api")
 
 
-class AuditPagination(LimitOffsetPagination):
-    default_limit = 100
-    max_limit = 1000
-
-
 @extend_schema_view(list=extend_schema(summary="Audit log, newest first (filter with ?target= and ?action=)"))
 class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.AuditEntrySerializer
     permission_classes = [RolePermission]
-    pagination_class = AuditPagination
+    pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
         entries = AuditEntry.objects.all()
         params = getattr(self.request, "query_params", {})
+        if self.action == "list":
+            check_query(params, {"target": None, "action": None})
         if params.get("target"):
             entries = entries.filter(target=params["target"])
         if params.get("action"):

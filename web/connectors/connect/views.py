@@ -21,7 +21,7 @@ from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import shapes
 from web.connectors.connect.errors import ConnectError, connect_exception_handler
 from web.connectors.models import Connector, DesiredState, Phase
-from web.connectors.offsets import connect_partition
+from web.connectors.offsets import connect_partition, resume_token_problem
 
 INITIAL_STATES = {"RUNNING": DesiredState.RUNNING, "PAUSED": DesiredState.PAUSED, "STOPPED": DesiredState.STOPPED}
 NOT_STOPPED = (
@@ -286,6 +286,11 @@ class OffsetsView(ConnectView):
         if not isinstance(entries, list) or not entries:
             raise ConnectError(400, "Partitions / offsets cannot be empty for an alter offsets request")
         records = [self._record(name, entry) for entry in entries]
+        known = services.known_replica_sets(connector, self.call(services.read_offsets, connector))
+        unknown = sorted({record.replica_set for record in records} - set(known))
+        if known and unknown:
+            raise ConnectError(400, f"Unknown partition(s) {', '.join(repr(rs) for rs in unknown)} of connector "
+                                    f"{name}; its partitions are {', '.join(repr(rs) for rs in known)}")
         self.call(services.alter_offsets, connector, records, user=request.user, source="connect")
         return Response({"message": "The offsets for this connector have been altered successfully"})
 
@@ -308,6 +313,10 @@ class OffsetsView(ConnectView):
             return OffsetTombstone(name, replica_set)
         if not isinstance(offset, dict):
             raise ConnectError(400, f"The offset of partition {replica_set} must be a JSON object or null")
+        if offset.get("resume_token") is not None:
+            problem = resume_token_problem(offset["resume_token"])
+            if problem:
+                raise ConnectError(400, f"Invalid offset for partition {replica_set}: {problem}")
         try:
             return OffsetRecord.from_kafka(encode_key(name, replica_set), json.dumps(offset).encode())
         except OffsetDecodeError as error:

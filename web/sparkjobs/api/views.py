@@ -10,14 +10,14 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from web.accounts.roles import ADMIN, OPERATOR, has_role
+from web.connectors.api.paging import StrictLimitOffsetPagination, check_query
 from web.connectors.api.permissions import RolePermission
 from web.sparkjobs import services
 from web.sparkjobs.api import serializers as s
-from web.sparkjobs.models import JobDefinition, JobRun
+from web.sparkjobs.models import JobDefinition, JobRun, RunStatus
 
 NAME_PATTERN = r"[-A-Za-z0-9_]+"
 ERROR = OpenApiResponse(description='Error: {"detail": …} or field errors')
@@ -80,21 +80,27 @@ class JobViewSet(viewsets.ModelViewSet):
         return Response(s.JobRunSerializer(launched).data, status=status.HTTP_202_ACCEPTED)
 
 
+class OptionalPaging(StrictLimitOffsetPagination):
+    default_limit = None  # a plain list unless ?limit= is given
+
+
 @extend_schema_view(
     list=extend_schema(summary="Spark runs, newest first", parameters=[
         OpenApiParameter("job", str, description="Only this job's runs"),
-        OpenApiParameter("status", str, description="Only runs in this status"),
+        OpenApiParameter("status", str, enum=RunStatus.values, description="Only runs in this status"),
     ]),
     retrieve=extend_schema(summary="A Spark run: status, progress, outcome, preview"),
 )
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.JobRunSerializer
     permission_classes = [RolePermission]
-    pagination_class = LimitOffsetPagination
+    pagination_class = OptionalPaging
     action_roles = {"cancel": OPERATOR}
 
     def get_queryset(self):
         runs = JobRun.objects.select_related("definition", "requested_by", "cancel_requested_by")
+        if self.action == "list":
+            check_query(self.request.query_params, {"job": None, "status": RunStatus.values})
         job = self.request.query_params.get("job")
         if job:
             runs = runs.filter(definition__name=job)
