@@ -114,7 +114,7 @@ def update_description_block(description: UpdateDescription | None) -> dict[str,
     truncated = [{"field": item.field, "size": item.new_size} for item in description.truncated_arrays]
     return {
         "removedFields": list(description.removed_fields) or None,
-        "updatedFields": extjson.document_json(description.updated_fields),
+        "updatedFields": extjson.updated_fields_json(description.updated_fields),
         "truncatedArrays": truncated or None,
     }
 
@@ -200,7 +200,7 @@ def flattened_value(
     prefix: str = "__",
     rewrite: bool = False,
 ) -> dict[str, Any]:
-    value = extjson.to_relaxed(flattened_document(record))
+    value = extjson.to_relaxed_fragments(flattened_document(record))
     if add_fields:
         envelope = {"op": record.operation.value, "ts_ms": ts_ms}
         source = source_block(record, context)

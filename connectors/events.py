@@ -79,6 +79,11 @@ def encode_envelope(payload: Any) -> bytes:
         return encode_json(payload)
 
 
+def encode_flattened(document: Any) -> bytes:
+    """A flattened document (from `extjson.to_relaxed_fragments`: numbers already Java's text) as compact JSON."""
+    return orjson.dumps(document)
+
+
 class EventBuilder:
     def __init__(
         self,
@@ -180,7 +185,7 @@ class EventBuilder:
             prefix=self.config.flattened_add_fields_prefix,
             rewrite=rewrite,
         )
-        messages = [KafkaMessage(topic, key, encode_json(value))]
+        messages = [KafkaMessage(topic, key, encode_flattened(value))]
         if record.operation is Operation.DELETE and mode is DeleteHandling.REWRITE_WITH_TOMBSTONE:
             messages.append(tombstone)
         return messages

@@ -175,7 +175,7 @@ def test_update_with_full_document_pre_image_and_every_description_part():
     assert json.loads(value["after"])["first_name"] == "Anne Marie"
     assert value["updateDescription"] == {
         "removedFields": ["nickname", "tags.2"],
-        "updatedFields": '{"first_name": "Anne Marie","visits": {"$numberLong": "3"}}',
+        "updatedFields": '{"first_name": "Anne Marie", "visits": 3}',
         "truncatedArrays": [{"field": "history", "size": 2}],
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import random
 import re
 import uuid
@@ -128,8 +129,12 @@ def test_strict_dialect_matches_debezium_output():
         (2**40, '{"$numberLong": "1099511627776"}'),
         (1.5, "1.5"),
         (10.0, "10.0"),
-        (float("nan"), '{"$numberDouble": "NaN"}'),
-        (float("-inf"), '{"$numberDouble": "-Infinity"}'),
+        # the Java driver's strict mode (what Debezium writes): bare, as Python's json, Jackson and Spark read them
+        (float("nan"), "NaN"),
+        (float("-inf"), "-Infinity"),
+        (1e7, "1.0E7"),
+        (5e-324, "4.9E-324"),
+        ("\U0001F600\u2028\x7f", '"\\ud83d\\ude00\\u2028\\u007f"'),
         (Decimal128("1.10"), '{"$numberDecimal": "1.10"}'),
         (OID, '{"$oid": "596e275826f08b2730779e1f"}'),
         (Binary(b"kafka", 0), '{"$binary": "a2Fma2E=","$type": "00"}'),
@@ -174,6 +179,17 @@ def test_strict_representation_of_each_type(value, expected):
 )
 def test_key_ids_use_relaxed_extended_json(identifier, expected):
     assert extjson.key_json(identifier) == expected
+
+
+def test_strict_json_option_writes_non_finite_doubles_as_extended_json():
+    document = {"n": float("nan"), "i": [float("inf"), float("-inf")], "f": 1e-4}
+    text = extjson.document_json(document, bare_non_finite=False)
+    assert text == (
+        '{"n": {"$numberDouble": "NaN"},"i": [{"$numberDouble": "Infinity"},{"$numberDouble": "-Infinity"}],'
+        '"f": 1.0E-4}'
+    )
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not strict JSON"))
+    assert math.isnan(extjson.parse(extjson.document_json(document))["n"])
 
 
 def test_native_uuids_are_written_as_standard_binary():
@@ -246,7 +262,7 @@ def _outcome(function, value) -> str:
 
 
 def test_fast_encoding_writes_the_text_json_writes():
-    # document_json and key_json take orjson where they can; the reference is json with the Java separators.
+    # document_json and key_json take orjson where they can; the reference is the plain writer (java_json).
     rnd = random.Random(20261123)
     documents = [{"_id": 1, name: value, "in": [value, {name: value}]} for name, value in VALUES.items()]
     documents += [{text: _random_structure(rnd) for text in ("_id", ":x", 'a"', "\\", "é")[: rnd.randint(0, 5)]}
@@ -254,7 +270,7 @@ def test_fast_encoding_writes_the_text_json_writes():
     documents += [{"_id": _random_structure(rnd), "v": _random_structure(rnd)} for _ in range(3000)]
     for document in documents:
         assert _outcome(extjson.document_json, document) == _outcome(
-            lambda d: extjson.dumps_compact(extjson.to_strict(d)), document)
+            lambda d: extjson.java_json(extjson.to_strict(d)), document)
         for identifier in (document.get("_id"), *document.values()):
             assert _outcome(extjson.key_json, identifier) == _outcome(
-                lambda v: extjson.dumps_compact(extjson.to_relaxed(v)), identifier)
+                lambda v: extjson.java_json(extjson.to_relaxed(v)), identifier)
