@@ -15,7 +15,8 @@ recovery time (from the end of a fault to the next event a read_committed consum
 Scenarios:
   kill-streaming  kill -9 of the runner while it streams, then a restart
   kill-snapshot   kill -9 of the runner during an initial snapshot (slowed chunk reads), then a restart
-  broker-stop     SIGSTOP of the broker for --freeze seconds (longer than the sink's 30 s timeout), then SIGCONT
+  broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
+                  SIGCONT
   step-down       replSetStepDown of the primary under the write load
 
 Exit status 1 when anything was lost, duplicated or reordered.
@@ -457,7 +458,7 @@ class Campaign:
                 started = time.monotonic()
                 self.kafka.freeze()
                 try:
-                    session.wait(self.freeze_s)
+                    session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
                 finally:
                     self.kafka.thaw()
                 session.fault(started)
@@ -506,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="a few-minute version (fewer faults per scenario)")
     parser.add_argument("--runs", type=int, help="faults per scenario (default: 3/2/1/2 with --short, else 10/5/3/6)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
-    parser.add_argument("--freeze", type=float, default=35.0, help="seconds the broker stays stopped (broker-stop)")
+    parser.add_argument("--freeze", type=float, default=35.0,
+                        help="seconds the broker stays stopped at least (broker-stop; up to 10 s more)")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the fault timing")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, acks) afterwards")
