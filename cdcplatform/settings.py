@@ -124,7 +124,9 @@ MIDDLEWARE = [
     "web.accounts.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "web.dashboard.errors.ErrorPages",  # 403/404/500 in the site's layout, JSON under /api/ and /connect/
 ]
+CSRF_FAILURE_VIEW = "web.dashboard.errors.csrf_failure"
 
 ROOT_URLCONF = "cdcplatform.urls"
 ASGI_APPLICATION = "cdcplatform.asgi.application"

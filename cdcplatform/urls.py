@@ -23,3 +23,9 @@ urlpatterns = [
     path("spark/", include("web.sparkjobs.urls")),
     path("", include("web.dashboard.urls")),  # overview, connector pages, /metrics (docs/dashboard.md)
 ]
+
+# Error answers in the site's layout, or JSON under /api/ and /connect/ (web/dashboard/errors.py).
+handler400 = "web.dashboard.errors.bad_request"
+handler403 = "web.dashboard.errors.permission_denied"
+handler404 = "web.dashboard.errors.page_not_found"
+handler500 = "web.dashboard.errors.server_error"

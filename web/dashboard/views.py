@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -37,6 +37,20 @@ def role_required(role: str):
         return wrapper
 
     return decorate
+
+
+def whole_number(request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter within [low, high]; anything else is a 400 page naming it."""
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}={raw} is not a whole number; give a whole number from {low} to {high}.") from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name}={value} is out of range; give a whole number from {low} to {high}.")
+    return value
 
 
 def _roles(request) -> dict:
@@ -102,8 +116,8 @@ def replica_set_card(request, name, replica_set):
 @role_required(VIEWER)
 def connector_history(request, name):
     connector = get_object_or_404(Connector, name=name)
-    minutes = max(1, min(60, int(request.GET.get("minutes") or 60)))
-    step = max(1, min(60, int(request.GET.get("step") or 1)))
+    minutes = whole_number(request, "minutes", 60, 1, 60)
+    step = whole_number(request, "step", 1, 1, 60)
     replica_sets = list(connector.replica_sets.values_list("replica_set", flat=True))
     return JsonResponse(history.replica_set_series(name, replica_sets, minutes=minutes, step_s=step))
 
@@ -125,7 +139,7 @@ def topic_browser(request, name, topic):
     connector = get_object_or_404(Connector, name=name)
     if not topics.belongs_to(connector, topic):
         raise Http404("not a topic of this connector")
-    count = max(1, min(500, int(request.GET.get("n") or 20)))
+    count = whole_number(request, "n", 20, 1, 500)
     key = request.GET.get("key", "").strip()
     try:
         events, error = topics.last_events(topic, count, key), None
