@@ -1,6 +1,7 @@
 """Kafka Connect's JsonConverter, writing side: a schema and a value to the JSON text Kafka Connect writes.
 
-- `schema_json(schema)`: the schema object, its members in JsonConverter's order: `type`, then `items` / `keys`,
+- `schema_json(schema)`: the schema object (type names as JsonConverter writes them: `float` and `double` for
+  float32/float64), its members in JsonConverter's order: `type`, then `items` / `keys`,
   `values` / `fields`, then `optional`, `name`, `version`, `doc`, `parameters`, `default`; a struct's field schemas end
   with `"field": <name>`.
 - `value_json(schema, value)`: the payload. Nulls become the schema's default, else `null` when optional, else an
@@ -195,9 +196,13 @@ def value_json(schema: Schema, value: Any, path: str = "") -> str:
     raise SchemaError(f"cannot encode schema type {kind}")
 
 
+# JsonConverter's names for the Connect types differ for the two floating-point types
+JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
+
+
 @lru_cache(maxsize=4096)
 def schema_json(schema: Schema) -> str:
-    parts = [f'"type":"{schema.type}"']
+    parts = [f'"type":"{JSON_TYPE_NAMES.get(schema.type, schema.type)}"']
     if schema.type == "array":
         parts.append(f'"items":{schema_json(schema.items)}')
     elif schema.type == "map":

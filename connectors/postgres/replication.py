@@ -25,6 +25,22 @@ from psycopg2 import sql
 
 from connectors.postgres.pgoutput import Decoder, Message, lsn_from_text
 
+# The text forms the type mapping reads: pgoutput writes values with the walsender session's output settings.
+SESSION_SETTINGS = {
+    "DateStyle": "ISO, MDY",
+    "IntervalStyle": "postgres",
+    "bytea_output": "hex",
+    "extra_float_digits": "3",
+    "lc_monetary": "C",
+}
+
+
+def with_session_settings(dsn: str) -> str:
+    """`dsn` with SESSION_SETTINGS added to its `options` (settings it already gives stay, ours come after)."""
+    given = psycopg2.extensions.parse_dsn(dsn).get("options", "")
+    ours = " ".join(f"-c {name}={value.replace(' ', '')}" for name, value in SESSION_SETTINGS.items())
+    return psycopg2.extensions.make_dsn(dsn, options=f"{given} {ours}".strip())
+
 
 class ReplicationError(RuntimeError):
     """The replication connection failed or was refused; the message says why."""
@@ -69,7 +85,9 @@ class ReplicationStream:
         self._decoder = Decoder()
         self._acknowledged = 0
         try:
-            self._conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+            self._conn = psycopg2.connect(
+                with_session_settings(dsn), connection_factory=psycopg2.extras.LogicalReplicationConnection
+            )
         except psycopg2.Error as error:
             raise ReplicationError(f"cannot open a replication connection: {str(error).strip()}") from None
         self._cursor = self._conn.cursor()

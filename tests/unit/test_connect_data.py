@@ -85,6 +85,11 @@ def test_float32_as_java_prints_it(value, text):
     assert java_float(value) == text
 
 
+def test_floating_point_type_names_are_jsonconverters():
+    assert schema_json(s.float32()) == '{"type":"float","optional":false}'
+    assert schema_json(s.float64(optional=True)) == '{"type":"double","optional":true}'
+
+
 def test_non_finite_floats_are_quoted_as_jackson_writes_them():
     assert value_json(s.float64(), float("nan")) == '"NaN"'
     assert value_json(s.float32(), float("inf")) == '"Infinity"'

@@ -1,0 +1,58 @@
+"""What the mapping needs from the catalog: a type's description (enums, domains, arrays, extension types) and a
+table's columns with nullability and primary key. Works on any DB-API cursor with %s parameters (psycopg2 or
+psycopg 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from connectors.postgres.types import BUILTIN_ARRAYS, BUILTIN_NAMES, ColumnType, builtin
+
+_TYPE = """
+SELECT t.typname, t.typtype, t.typelem, t.typcategory, t.typbasetype, t.typtypmod,
+       ARRAY(SELECT e.enumlabel::text FROM pg_enum e WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder)
+FROM pg_type t WHERE t.oid = %s
+"""
+
+
+def describe_type(cursor, oid: int, type_modifier: int = -1) -> ColumnType:
+    if oid in BUILTIN_NAMES or oid in BUILTIN_ARRAYS:
+        return builtin(oid, type_modifier)
+    cursor.execute(_TYPE, (oid,))
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError(f"type OID {oid} is not in pg_type")
+    name, kind, element, category, base, base_typmod, labels = row
+    kind = kind.decode() if isinstance(kind, bytes) else kind
+    category = category.decode() if isinstance(category, bytes) else category
+    if category == "A" and element:
+        return ColumnType(oid, type_modifier, name, kind, element=describe_type(cursor, element, type_modifier))
+    if kind == "d":
+        return ColumnType(oid, type_modifier, name, kind, base=describe_type(cursor, base, base_typmod))
+    return ColumnType(oid, type_modifier, name, kind, enum_labels=tuple(labels or ()))
+
+
+@dataclass(frozen=True)
+class TableColumn:
+    name: str
+    type: ColumnType
+    not_null: bool
+    primary_key_position: int | None  # 1-based position in the primary key, None when not part of it
+
+
+_COLUMNS = """
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, array_position(i.indkey::int2[], a.attnum)
+FROM pg_attribute a
+LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+
+
+def table_columns(cursor, relation_id: int) -> list[TableColumn]:
+    cursor.execute(_COLUMNS, (relation_id,))
+    rows = cursor.fetchall()
+    return [
+        TableColumn(name, describe_type(cursor, type_oid, typmod), not_null, None if pk is None else pk + 1)
+        for name, type_oid, typmod, not_null, pk in rows
+    ]
