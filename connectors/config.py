@@ -34,11 +34,13 @@ from connectors.config_types import (
     CleanupPolicy,
     ConfigError,
     CursorPipelineOrder,
+    DebeziumCompatibility,
     DeleteHandling,
     EventFormat,
     FullUpdateType,
     HashMask,
     MessageTooLargePolicy,
+    NonFiniteDoubles,
     Problem,
     SnapshotMode,
     StartupMode,
@@ -53,12 +55,14 @@ __all__ = [
     "ConfigError",
     "ConnectorConfig",
     "CursorPipelineOrder",
+    "DebeziumCompatibility",
     "DeleteHandling",
     "EventFormat",
     "FullUpdateType",
     "HashMask",
     "KNOWN_PROPERTIES",
     "MessageTooLargePolicy",
+    "NonFiniteDoubles",
     "Problem",
     "SnapshotMode",
     "StartupMode",
@@ -374,6 +378,21 @@ class ConnectorConfig:
         "__",
         values.parse_str,
         "Flattened format only: prefix of the added fields.",
+    )
+    debezium_compatibility: DebeziumCompatibility = _prop(
+        "debezium.compatibility",
+        DebeziumCompatibility.V3,
+        values.enum_parser(DebeziumCompatibility),
+        "3: events as Debezium 2.7+/3.x writes them (source ts_us/ts_ns, ts_ms = the change's wall time, no rs; "
+        "transaction data collections <db>.<collection>); 2: the Debezium 2.0-2.5 shape (source rs, ts_ms from the "
+        "cluster time, data collections <rs>.<db>.<collection>), for consumers pinned to it.",
+    )
+    json_non_finite_doubles: NonFiniteDoubles = _prop(
+        "json.non.finite.doubles",
+        NonFiniteDoubles.BARE,
+        values.enum_parser(NonFiniteDoubles),
+        "NaN and Infinity inside documents: bare (NaN, -Infinity, as Debezium writes them; Python's json, Jackson "
+        "and Spark read them) or extended ({\"$numberDouble\": \"NaN\"}, strict JSON).",
     )
     message_too_large_policy: MessageTooLargePolicy = _prop(
         "message.too.large.policy",

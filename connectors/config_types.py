@@ -78,6 +78,20 @@ class DeleteHandling(StrEnum):
     REWRITE_WITH_TOMBSTONE = "rewrite-with-tombstone"
 
 
+class DebeziumCompatibility(StrEnum):
+    """Which Debezium release the change events' source block and transaction metadata look like (docs/events.md)."""
+
+    V3 = "3"  # 2.7+/3.x: ts_us, ts_ns, no rs; ts_ms is the event's wall time; data collections <db>.<collection>
+    V2 = "2"  # 2.0-2.5: rs, ts_ms from the cluster time (seconds x 1000), data collections <rs>.<db>.<collection>
+
+
+class NonFiniteDoubles(StrEnum):
+    """How NaN and ±Infinity are written inside documents."""
+
+    BARE = "bare"  # NaN, Infinity, -Infinity: what the Java driver's strict mode (and so Debezium) writes
+    EXTENDED = "extended"  # {"$numberDouble": "NaN"}: strict JSON
+
+
 class MessageTooLargePolicy(StrEnum):
     FAIL = "fail"
     SKIP = "skip"

@@ -51,8 +51,8 @@ def _snapshot_field() -> dict[str, Any]:
     )
 
 
-def _common_source_fields() -> list[dict[str, Any]]:
-    return [
+def _common_source_fields(debezium_2x: bool = True) -> list[dict[str, Any]]:
+    common = [
         _field("version", "string"),
         _field("connector", "string"),
         _field("name", "string"),
@@ -60,15 +60,17 @@ def _common_source_fields() -> list[dict[str, Any]]:
         _snapshot_field(),
         _field("db", "string"),
         _field("sequence", "string", optional=True),
-        _field("rs", "string"),
-        _field("collection", "string"),
-        _field("ord", "int32"),
     ]
+    if debezium_2x:
+        common.append(_field("rs", "string"))
+    else:
+        common += [_field("ts_us", "int64", optional=True), _field("ts_ns", "int64", optional=True)]
+    return [*common, _field("collection", "string"), _field("ord", "int32")]
 
 
-def source_schema() -> dict[str, Any]:
+def source_schema(debezium_2x: bool = False) -> dict[str, Any]:
     fields = [
-        *_common_source_fields(),
+        *_common_source_fields(debezium_2x),
         _field("lsid", "string", optional=True),
         _field("txnNumber", "int64", optional=True),
         _field("wallTime", "int64", optional=True),
@@ -109,12 +111,12 @@ def transaction_block_schema() -> dict[str, Any]:
     return _struct(fields, name="event.block", optional=True, version=1)
 
 
-def envelope_schema(topic: str) -> dict[str, Any]:
+def envelope_schema(topic: str, debezium_2x: bool = False) -> dict[str, Any]:
     fields = [
         _json_field("before"),
         _json_field("after"),
         _as_field(update_description_schema(), "updateDescription"),
-        _as_field(source_schema(), "source"),
+        _as_field(source_schema(debezium_2x), "source"),
         _field("op", "string", optional=True),
         _field("ts_ms", "int64", optional=True),
         _as_field(transaction_block_schema(), "transaction"),

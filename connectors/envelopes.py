@@ -1,7 +1,7 @@
 """Message value payloads, one builder per ``event.format``.
 
-* ``debezium``: the Debezium 2.x MongoDB change-stream envelope ``{before, after, updateDescription,
-  source, op, ts_ms, transaction}`` with documents as strict Extended JSON strings.
+* ``debezium``: the Debezium 3.x MongoDB change-stream envelope ``{before, after, updateDescription, source, op,
+  ts_ms, transaction}`` (2.x's source block on request) with documents as strict Extended JSON strings.
 * ``legacy``: the Debezium 1.x oplog-era envelope ``{after, patch, filter, source, op, ts_ms,
   transaction}``: inserts and reads carry ``after``; updates carry ``patch`` (``$set``/``$unset``, or
   the whole new document for a replace) and ``filter`` (the document key); deletes carry ``filter``.
@@ -39,6 +39,8 @@ class SourceContext:
     name: str  # topic.prefix, Debezium's logical name
     replica_set: str
     version: str = CONNECTOR_VERSION
+    debezium_2x: bool = False  # debezium.compatibility=2: the 2.0-2.5 source block (rs, cluster-time ts_ms)
+    bare_non_finite: bool = True  # json.non.finite.doubles=bare: NaN/Infinity in documents as the Java driver writes
 
 
 def _position(record: ChangeRecord) -> tuple[int, int]:
@@ -63,7 +65,42 @@ def _snapshot(record: ChangeRecord) -> str:
     return (record.snapshot or SnapshotMarker.FALSE).value
 
 
-def source_block(record: ChangeRecord, context: SourceContext) -> dict[str, Any]:
+def source_block(record: ChangeRecord, context: SourceContext, ts_ms: int | None = None) -> dict[str, Any]:
+    """Debezium 3.x's block (2.x's with ``context.debezium_2x``). ``ts_ms``: when the event was built, which for a
+    snapshot read is when the document was read (3.x's snapshot ``ts_ms``)."""
+    if context.debezium_2x:
+        return _source_block_2x(record, context)
+    if record.is_snapshot:
+        when, order = (ts_ms if ts_ms is not None else 0), -1
+    else:
+        wall = _millis(record.wall_time)
+        cluster_ms, order = _position(record)
+        when = wall if wall is not None else cluster_ms  # MongoDB before 6.0 sends no wallTime
+    return {
+        "version": context.version,
+        "connector": CONNECTOR_TYPE,
+        "name": context.name,
+        "ts_ms": when,
+        "snapshot": _snapshot(record),
+        "db": record.namespace.db,
+        "sequence": None,
+        "ts_us": when * 1000,
+        "ts_ns": when * 1_000_000,
+        "collection": record.namespace.collection,
+        "ord": order,
+        "lsid": _lsid(record, context),
+        "txnNumber": record.txn_number,
+        "wallTime": _millis(record.wall_time),
+    }
+
+
+def _lsid(record: ChangeRecord, context: SourceContext) -> str | None:
+    if record.lsid is None:
+        return None
+    return extjson.document_json(record.lsid, bare_non_finite=context.bare_non_finite)
+
+
+def _source_block_2x(record: ChangeRecord, context: SourceContext) -> dict[str, Any]:
     ts_ms, order = _position(record)
     return {
         "version": context.version,
@@ -76,7 +113,7 @@ def source_block(record: ChangeRecord, context: SourceContext) -> dict[str, Any]
         "rs": context.replica_set,
         "collection": record.namespace.collection,
         "ord": order,
-        "lsid": extjson.document_json(record.lsid) if record.lsid is not None else None,
+        "lsid": _lsid(record, context),
         "txnNumber": record.txn_number,
         "wallTime": _millis(record.wall_time),
     }
@@ -99,13 +136,15 @@ def legacy_source_block(record: ChangeRecord, context: SourceContext) -> dict[st
         "h": None,
         "tord": None,
         "stxnid": record.transaction_id,
-        "lsid": extjson.document_json(record.lsid) if record.lsid is not None else None,
+        "lsid": _lsid(record, context),
         "txnNumber": record.txn_number,
     }
 
 
-def _json_or_none(document: Mapping[str, Any] | None) -> str | None:
-    return extjson.document_json(document) if document is not None else None
+def _json_or_none(document: Mapping[str, Any] | None, context: SourceContext) -> str | None:
+    if document is None:
+        return None
+    return extjson.document_json(document, bare_non_finite=context.bare_non_finite)
 
 
 def update_description_block(description: UpdateDescription | None) -> dict[str, Any] | None:
@@ -126,10 +165,10 @@ def debezium_value(
     before = record.full_document_before_change if record.operation in (Operation.UPDATE, Operation.DELETE) else None
     description = record.update_description if record.operation is Operation.UPDATE else None
     return {
-        "before": _json_or_none(before),
-        "after": _json_or_none(after),
+        "before": _json_or_none(before, context),
+        "after": _json_or_none(after, context),
         "updateDescription": update_description_block(description),
-        "source": source_block(record, context),
+        "source": source_block(record, context, ts_ms),
         "op": record.operation.value,
         "ts_ms": ts_ms,
         "transaction": dict(transaction) if transaction is not None else None,
@@ -165,9 +204,9 @@ def legacy_value(
     after = record.full_document if record.operation in (Operation.CREATE, Operation.READ) else None
     filter_document = document_filter if record.operation in (Operation.UPDATE, Operation.DELETE) else None
     return {
-        "after": _json_or_none(after),
-        "patch": _json_or_none(legacy_patch(record)),
-        "filter": _json_or_none(filter_document),
+        "after": _json_or_none(after, context),
+        "patch": _json_or_none(legacy_patch(record), context),
+        "filter": _json_or_none(filter_document, context),
         "source": legacy_source_block(record, context),
         "op": record.operation.value,
         "ts_ms": ts_ms,
@@ -203,7 +242,8 @@ def flattened_value(
     value = extjson.to_relaxed_fragments(flattened_document(record))
     if add_fields:
         envelope = {"op": record.operation.value, "ts_ms": ts_ms}
-        source = source_block(record, context)
+        source = source_block(record, context, ts_ms)
+        source.setdefault("rs", context.replica_set)  # flattened.add.fields=rs stays available in the 3.x shape
         for name in add_fields:
             if name in ENVELOPE_FIELDS:
                 value[prefix + name] = envelope[name]

@@ -23,7 +23,7 @@ import orjson
 
 from connectors import connect_schemas as schemas
 from connectors import envelopes, extjson
-from connectors.config import ConnectorConfig, DeleteHandling, EventFormat
+from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
 from connectors.records import ChangeRecord, Namespace, Operation
 from connectors.transactions import TransactionBoundary
 
@@ -94,7 +94,13 @@ class EventBuilder:
         version: str = envelopes.CONNECTOR_VERSION,
     ) -> None:
         self.config = config
-        self.context = envelopes.SourceContext(config.topic_prefix, replica_set, version)
+        self.context = envelopes.SourceContext(
+            config.topic_prefix,
+            replica_set,
+            version,
+            debezium_2x=config.debezium_compatibility is DebeziumCompatibility.V2,
+            bare_non_finite=config.json_non_finite_doubles is NonFiniteDoubles.BARE,
+        )
         self._clock = clock
         self._topics: dict[Namespace, str] = {}
         self._value_schemas: dict[str, dict[str, Any]] = {}
@@ -109,8 +115,11 @@ class EventBuilder:
         return topic
 
     def data_collection(self, record: ChangeRecord) -> str:
-        """The record's collection as transaction metadata names it: ``<replica set>.<db>.<collection>``."""
-        return f"{self.context.replica_set}.{record.namespace.full_name}"
+        """The record's collection as transaction metadata names it: ``<db>.<collection>`` (Debezium 2.7+), or
+        ``<replica set>.<db>.<collection>`` with debezium.compatibility=2."""
+        if self.context.debezium_2x:
+            return f"{self.context.replica_set}.{record.namespace.full_name}"
+        return record.namespace.full_name
 
     def key(self, record: ChangeRecord) -> bytes:
         payload = {"id": extjson.key_json(record.document_id)}
@@ -124,7 +133,7 @@ class EventBuilder:
             if self.config.event_format is EventFormat.LEGACY:
                 schema = schemas.legacy_envelope_schema(topic)
             else:
-                schema = schemas.envelope_schema(topic)
+                schema = schemas.envelope_schema(topic, self.context.debezium_2x)
             self._value_schemas[topic] = schema
         return schema
 

@@ -411,6 +411,8 @@ INVALID_VALUES = [
     ("flattened.add.fields", "op,color", "unknown field(s) color"),
     ("flattened.add.fields.prefix", 1, "expected a string"),
     ("message.too.large.policy", "truncate", "expected one of fail, skip"),
+    ("debezium.compatibility", "1", "expected one of 3, 2"),
+    ("json.non.finite.doubles", "null", "expected one of bare, extended"),
     ("errors.topic", "a" * 250, "not a valid Kafka topic name"),
     ("max.batch.size", 0, "at least 1"),
     ("max.queue.size", -1, "at least 1"),

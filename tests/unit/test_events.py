@@ -120,11 +120,12 @@ def test_create_event_matches_debezium():
             "version": "0.1.0",
             "connector": "mongodb",
             "name": "fulfillment",
-            "ts_ms": 1558965508000,
+            "ts_ms": 1558965508512,  # Debezium 3.x: the change's wall time
             "snapshot": "false",
             "db": "inventory",
             "sequence": None,
-            "rs": "rs0",
+            "ts_us": 1558965508512000,
+            "ts_ns": 1558965508512000000,
             "collection": "customers",
             "ord": 31,
             "lsid": None,
@@ -135,6 +136,38 @@ def test_create_event_matches_debezium():
         "ts_ms": 1558965515240,
         "transaction": None,
     }
+
+
+def test_debezium_2_compatibility_keeps_the_2x_source_block():
+    value = value_of(builder(**{"debezium.compatibility": "2"}).change_messages(change(full_document=DOC))[0])
+    assert value["source"] == {
+        "version": "0.1.0",
+        "connector": "mongodb",
+        "name": "fulfillment",
+        "ts_ms": 1558965508000,  # cluster time seconds x 1000
+        "snapshot": "false",
+        "db": "inventory",
+        "sequence": None,
+        "rs": "rs0",
+        "collection": "customers",
+        "ord": 31,
+        "lsid": None,
+        "txnNumber": None,
+        "wallTime": 1558965508512,
+    }
+    for compatibility, present, absent in (("2", "rs", "ts_us"), ("3", "ts_us", "rs")):
+        props = {"debezium.compatibility": compatibility, "value.converter.schemas.enable": "true"}
+        wrapped = value_of(builder(**props).change_messages(change(full_document=DOC))[0])
+        source = next(field for field in wrapped["schema"]["fields"] if field["field"] == "source")
+        names = [field["field"] for field in source["fields"]]
+        assert names == list(wrapped["payload"]["source"]) and present in names and absent not in names
+
+
+def test_snapshot_reads_have_ord_minus_one_and_the_read_time():
+    record = ChangeRecord.snapshot_read(CUSTOMERS, {"_id": 1}, cluster_time=CLUSTER_TIME)
+    source = value_of(builder().change_messages(record)[0])["source"]
+    assert (source["ts_ms"], source["ord"], source["snapshot"]) == (1558965515240, -1, "true")
+    assert (source["ts_us"], source["ts_ns"], source["wallTime"]) == (1558965515240000, 1558965515240000000, None)
 
 
 def test_values_are_compact_utf8_json():
@@ -487,7 +520,7 @@ def test_flattened_added_fields():
         "_id": 1,
         "__op": "c",
         "__ts_ms": 1558965515240,
-        "__source_ts_ms": 1558965508000,
+        "__source_ts_ms": 1558965508512,
         "__db": "inventory",
         "__collection": "customers",
         "__rs": "rs0",

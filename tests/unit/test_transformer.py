@@ -97,10 +97,17 @@ def test_transactions_produce_boundaries_in_order():
     end = values(after)[0]
     assert end["status"] == "END" and end["event_count"] == 2
     assert end["data_collections"] == [
-        {"data_collection": "rs0.inventory.customers", "event_count": 1},
-        {"data_collection": "rs0.inventory.orders", "event_count": 1},
+        {"data_collection": "inventory.customers", "event_count": 1},
+        {"data_collection": "inventory.orders", "event_count": 1},
     ]
     assert values(after)[1]["transaction"] is None
+
+
+def test_debezium_2_compatibility_names_data_collections_with_the_replica_set():
+    t = transformer(**{"provide.transaction.metadata": "true", "debezium.compatibility": "2"})
+    t.transform(event(txn=1, inc=1))
+    end = values(t.transform(event(inc=2)))[0]
+    assert end["data_collections"] == [{"data_collection": "rs0.inventory.customers", "event_count": 1}]
 
 
 def test_idle_closes_the_open_transaction():
