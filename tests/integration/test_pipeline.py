@@ -52,7 +52,10 @@ def test_snapshot_then_every_operation_in_order(stack, mongo_rs, mongo, unique_n
     assert events[3]["updateDescription"]["updatedFields"] == json.dumps({"v": "a2"})
     assert json.loads(events[4]["after"]) == {"_id": 2, "v": "b-replaced"}
     assert events[5]["after"] is None
-    assert all(e["source"]["rs"] == mongo_rs.name if hasattr(mongo_rs, "name") else True for e in events)
+    # Debezium 3.x source block: no rs, ts_us/ts_ns; snapshot reads ord -1, changes the cluster-time increment
+    assert all("rs" not in e["source"] and e["source"]["ts_us"] == e["source"]["ts_ms"] * 1000 for e in events)
+    assert [e["source"]["ord"] for e in events[:2]] == [-1, -1] and all(e["source"]["ord"] > 0 for e in events[2:])
+    assert all(e["source"]["ts_ms"] == e["source"]["wallTime"] for e in events[2:])
     # the delete is followed by its tombstone
     assert records[-1].value is None and records[-1].key == records[-2].key
 
