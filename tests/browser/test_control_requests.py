@@ -4,6 +4,7 @@ visible final state in the Requests panel."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pymongo
@@ -64,4 +65,45 @@ def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mong
     pause.locator('[data-status="done"]').wait_for(timeout=30_000)
     assert "pause" in pause.inner_text() and "stopped after committing its position" in pause.inner_text()
     screenshot(page, "requests-final-states")
+    client.close()
+
+
+def test_both_charts_keep_moving_and_one_point_shows_a_readable_span(session, platform, mongo_rs):
+    name = f"btchart{uuid.uuid4().hex[:6]}"
+    _create(platform, mongo_rs, name)
+    _, page = session("viewer")
+    page.goto(f"/connectors/{name}/")
+    _wait_streaming(page, name)
+    page.wait_for_function("name => Object.keys(window.cdcLive.charts).some(k => k.startsWith(name + '/'))",
+                           arg=name, timeout=30_000)
+    key = page.evaluate("name => Object.keys(window.cdcLive.charts).find(k => k.startsWith(name + '/'))", name)
+    start = page.evaluate("key => window.cdcLive.charts[key].eps.data[1].length", key)
+    # every report (once a second) adds a point to both charts, the events/s one included
+    page.wait_for_function("([key, n]) => window.cdcLive.charts[key].eps.data[1].length >= n + 3 && "
+                           "window.cdcLive.charts[key].lag.data[1].length >= n + 3", arg=[key, start],
+                           timeout=30_000)
+    span = page.evaluate("key => { const x = window.cdcLive.charts[key].eps.scales.x; return x.max - x.min; }", key)
+    assert span >= 120  # not a one-second axis labelled in milliseconds
+
+
+def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs):
+    name = f"btoff{uuid.uuid4().hex[:6]}"
+    client = pymongo.MongoClient(mongo_rs.uri)
+    _create(platform, mongo_rs, name)
+    current, page = session("admin")
+    current.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"/connectors/{name}/")
+    _wait_streaming(page, name)
+    client[name].docs.insert_one({"_id": 1})  # a committed position with a resume token
+    page.goto(f"/connectors/{name}/offsets/")
+    for _ in range(30):
+        if page.locator("#token-1").count():
+            break
+        page.wait_for_timeout(1000)  # the commit is asynchronous: reload until the position is there
+        page.reload()
+    token = json.loads(page.locator("#token-1").inner_text())
+    assert set(token) == {"_data"}
+    page.get_by_role("button", name="Copy the resume token of rs0").click()
+    page.wait_for_function("() => document.getElementById('announce').textContent.includes('Copied')")
+    assert json.loads(page.evaluate("() => navigator.clipboard.readText()")) == token
     client.close()

@@ -53,6 +53,8 @@ class ResetForm(forms.Form):
                 token = None
             if not isinstance(token, dict) or not token:
                 self.add_error("resume_token", 'give the token as a JSON object such as {"_data": "82…"}')
+            elif problem := offset_views.resume_token_problem(token):
+                self.add_error("resume_token", problem)
             data["parsed_token"] = token
         return data
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django import template
 
 register = template.Library()
@@ -47,3 +49,11 @@ def count(value) -> str:
 @register.filter
 def percent(value) -> str:
     return "—" if value is None else f"{round(float(value))} %"
+
+
+@register.filter
+def as_json(value) -> str:
+    """Canonical JSON (sorted keys), the form the token fields and the API accept; "—" for nothing."""
+    if value is None or value == "":
+        return "—"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

@@ -34,6 +34,25 @@
     return parts.join("; ") || `HTTP ${status}`;
   }
 
+  // Copy buttons (button[data-copy="<selector>"]): the element's text to the clipboard.
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-copy]");
+    if (!button) return;
+    const source = document.querySelector(button.dataset.copy);
+    if (!source) return;
+    try {
+      await navigator.clipboard.writeText(source.textContent.trim());
+      announce("Copied to the clipboard.", "ok");
+    } catch (e) {
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      announce("Selected: press Ctrl+C to copy (" + e.message + ").", "error");
+    }
+  });
+
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest("form[data-api]");
     if (!form) return;

@@ -269,11 +269,20 @@
 
   // --- charts -------------------------------------------------------------------------------------------------
   const HOUR = 3600;
+  const MIN_SPAN = 120; // seconds: a chart with one point (or a few) still shows a readable stretch of time
+
+  // The x range: what the data covers, but never less than MIN_SPAN ending at the newest point (or now).
+  function timeRange(u, min, max) {
+    const end = max == null ? Date.now() / 1000 : max;
+    const start = min == null ? end - MIN_SPAN : Math.min(min, end - MIN_SPAN);
+    return [start, end];
+  }
 
   function chartOptions(width, label, color) {
     return {
       width, height: 150, legend: { show: false }, cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.15)] } },
+      scales: { x: { time: true, range: timeRange },
+                y: { range: (u, min, max) => [0, Math.max(1, (max || 0) * 1.15)] } },
       axes: [{ stroke: "#5b6775", grid: { stroke: "#eef1f4" } }, { stroke: "#5b6775", grid: { stroke: "#eef1f4" }, size: 55 }],
       series: [{}, { label, stroke: color, fill: color + "22", width: 1.5, spanGaps: false }],
     };
@@ -297,13 +306,15 @@
       const key = box.dataset.rs, rs = key.slice(key.indexOf("/") + 1);
       const h = history[rs] || { t: [], lag: [], eps: [] };
       const lagNode = box.querySelector('[data-chart="lag"]'), epsNode = box.querySelector('[data-chart="eps"]');
+      // Each chart owns its arrays: push() appends to them, and a shared x array would grow once per report for
+      // two charts, so the second chart's push would find its newest time already there and drop every point.
       if (charts[key]) {
-        charts[key].lag.setData([h.t, h.lag]);
-        charts[key].eps.setData([h.t, h.eps]);
+        charts[key].lag.setData([h.t.slice(), h.lag.slice()]);
+        charts[key].eps.setData([h.t.slice(), h.eps.slice()]);
         return;
       }
-      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", [h.t, h.lag]);
-      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", [h.t, h.eps]);
+      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", [h.t.slice(), h.lag.slice()]);
+      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", [h.t.slice(), h.eps.slice()]);
       if (lag && eps) charts[key] = { lag, eps };
     });
   }
@@ -388,6 +399,7 @@
   }
 
   window.cdcLive = {
+    charts,
     close() { if (socket) socket.close(); },
     get state() { return statusEl.dataset.state; },
     reports,
