@@ -195,6 +195,12 @@ class ConnectorAdmin(RoleAdmin):
     def save_related(self, request, form, formsets, change):
         pass  # filter rows are read-only here; they are saved through their own admin
 
+    def get_deleted_objects(self, objs, request):
+        """What goes with a connector (observed state, requests, filter rows) is listed but needs no permission of
+        its own: those pages are read-only, and deleting the connector is what an admin asked for."""
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
     def delete_model(self, request, obj):
         services.delete_connector(obj, user=request.user, source="admin")
 
