@@ -23,8 +23,8 @@ from connectors.config import ConnectorConfig
 from connectors.config_types import SnapshotMode, StartupMode
 from connectors.errors import ConnectorError, HistoryLost
 from connectors.filters import change_stream_pipeline, watch_target
-from connectors.kafka import OffsetRecord, OffsetStore, OutMessage, TransactionalSink
-from connectors.kafka.errors import SinkFatalError, SinkRetriableError
+from connectors.kafka import OffsetRecord, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
+from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT, STARTUP_TIMESTAMP, STARTUP_TOKEN
 from connectors.kafka.topics import TopicSpec, offsets_topic_spec
 from connectors.metrics import StreamingMetrics
@@ -140,10 +140,12 @@ class ReplicaSetPipeline:
             too_large=config.message_too_large_policy.value,
         )
         self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
+        self.sink.commit_check = self._batch_committed
         self._committed_token: dict | None = None
         self._last_commit = time.monotonic()
         self._committer: ThreadPoolExecutor | None = None
         self._in_flight: Future | None = None
+        self._changes: ChangeQueue | None = None
         self._client = None
         self.incremental = IncrementalSnapshots(self)
 
@@ -188,7 +190,23 @@ class ReplicaSetPipeline:
     # -- life cycle -----------------------------------------------------------------------------------------
 
     def run(self) -> str:
-        """Runs until `stop` is set (returns "stopped") or an `initial_only` snapshot is done ("snapshot-done")."""
+        """Runs until `stop` is set (returns "stopped") or an `initial_only` snapshot is done ("snapshot-done").
+
+        A commit whose outcome could not be learned (CommitOutcomeUnknownError) starts the run again from the
+        committed offset: starting fences the producer and reads the offsets topic, which tells what committed.
+        """
+        while True:
+            try:
+                return self._run_once()
+            except CommitOutcomeUnknownError as error:
+                if self.stop.is_set():
+                    raise
+                log.warning("%s/%s: %s; starting again from the committed offset", self.config.name,
+                            self.replica_set.name, error)
+                if self.stop.wait(self.backoff.delay(1)):
+                    return "stopped"
+
+    def _run_once(self) -> str:
         try:
             self._set_phase("starting")
             self._with_sink_retries(self.sink.open)
@@ -222,6 +240,8 @@ class ReplicaSetPipeline:
                 return self.run()
             return "stopped"
         except ConnectorError as error:
+            if isinstance(error, CommitOutcomeUnknownError) and not self.stop.is_set():
+                raise  # run() starts again from the committed offset
             self.metrics.record_error(str(error))
             self._set_phase("failed")
             raise
@@ -235,16 +255,23 @@ class ReplicaSetPipeline:
         while True:
             try:
                 return action()
-            except (SinkRetriableError, SinkFatalError) as error:
+            except (SinkRetriableError, SinkFatalError, OffsetStoreError) as error:
                 attempt += 1
                 if attempt > self.backoff.max_attempts or self.stop.is_set():
                     raise
                 delay = self.backoff.delay(attempt)
-                log.warning("Kafka not available (%s); retry %d in %.1fs", error, attempt, delay)
+                if attempt == 1:
+                    self.metrics.record_error(f"Kafka not available at {self.bootstrap_servers}: {error}")
+                log.warning("Kafka not available at %s (%s); retry %d in %.1fs", self.bootstrap_servers, error,
+                            attempt, delay)
                 if self.stop.wait(delay):
                     raise
                 if isinstance(error, SinkFatalError):
                     self.sink.open()
+
+    def _batch_committed(self, batch_id: str) -> bool:
+        """Asked by the sink after a commit with an unknown outcome, once it has fenced the producer."""
+        return self.offsets.committed_batch(self.config.name, self.replica_set.name) == batch_id
 
     # -- where to start -------------------------------------------------------------------------------------
 
@@ -293,7 +320,7 @@ class ReplicaSetPipeline:
 
     def _stream(self, client, start: StartPosition) -> None:
         target = watch_target(self.config)
-        changes = ChangeQueue(self.config.max_queue_size)
+        changes = self._changes = ChangeQueue(self.config.max_queue_size)
         reader_stop = threading.Event()
         reader = ChangeStreamReader(
             client,
@@ -318,6 +345,7 @@ class ReplicaSetPipeline:
         self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"commit-{self.replica_set.name}")
         try:
             while not self.stop.is_set():
+                self._raise_commit_failure()
                 self.incremental.step()
                 items = self._drain(changes)
                 self._write(items)
@@ -328,6 +356,7 @@ class ReplicaSetPipeline:
             finally:
                 self._committer.shutdown()
                 self._committer = None
+                self._changes = None
                 self.incremental.detach()
                 reader_stop.set()
                 reader.join(5)
@@ -428,6 +457,16 @@ class ReplicaSetPipeline:
             commit()
         else:
             self._in_flight = self._committer.submit(commit)
+            if self._changes is not None:
+                # a failed commit wakes the loop at once instead of surfacing at the next batch or at stop
+                changes = self._changes
+                self._in_flight.add_done_callback(lambda future: future.exception() and changes.wake())
+
+    def _raise_commit_failure(self) -> None:
+        """Raises the error of the batch in flight as soon as it failed (the pipeline then stops with it)."""
+        in_flight = self._in_flight
+        if in_flight is not None and in_flight.done() and in_flight.exception() is not None:
+            self._await_commit()
 
     def _await_commit(self) -> None:
         """Waits for the batch being committed, raising its error (the pipeline then fails as it would have)."""

@@ -28,6 +28,13 @@ class SinkFatalError(SinkError):
     """The producer cannot be used any more; `open()` creates a new one."""
 
 
+class CommitOutcomeUnknownError(SinkError):
+    """A commit neither completed nor failed, and fencing the producer to learn its outcome did not succeed.
+
+    Writing the batch again could duplicate it: the pipeline must start again from its committed offset (which
+    fences the producer and reads the offsets topic read_committed, learning what really committed)."""
+
+
 class MessageTooLargeError(SinkError):
     def __init__(self, message: str, topic: str, key: bytes | None, size: int, limit: int):
         super().__init__(message)

@@ -1,9 +1,12 @@
 """Reading pipeline offsets from the compacted offsets topic, and writing resets (schema: docs/offsets.md).
 
-Loading reads every partition from its start to the end it had when loading began, with read_committed, so
+Loading reads partitions from their start to the end they had when loading began, with read_committed, so
 offsets of aborted batches never count; the last value per key wins and a tombstone deletes. The end is the
 read_uncommitted high watermark, not the last stable offset: another pipeline's open transaction can sit
-before a committed record of ours, and stopping at it would miss that record.
+before a committed record of ours, and stopping at it would miss that record. One pipeline's offset is read
+from the one partition its key hashes to (murmur2, as the producer placed it), so other connectors' open
+transactions in other partitions never hold it up; a read held up by one anyway is retriable (the coordinator
+aborts a transaction left open after transaction.timeout.ms).
 
 Resets are written through a TransactionalSink with the pipeline's own transactional id, so a pipeline still
 running somewhere is fenced (its next batch fails with SinkFencedError) and cannot overwrite the reset.
@@ -31,11 +34,20 @@ from connectors.kafka.offset_record import (
     OffsetRecord,
     OffsetTombstone,
     decode_key,
+    encode_key,
 )
-from connectors.kafka.sink import TransactionalSink
+from connectors.kafka.partitioning import partition_for
+from connectors.kafka.sink import BATCH_HEADER, TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
+
+
+# Answers that mean the client's view of the partition leaders is out of date (a broker that stalled or restarted).
+_STALE_METADATA = frozenset({
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+})
 
 
 class OffsetStoreError(ConnectorError):
@@ -64,10 +76,55 @@ class OffsetStore:
         return {rs: record for (name, rs), record in self.load_all().items() if name == connector}
 
     def get(self, connector: str, replica_set: str) -> OffsetRecord | None:
-        return self.load(connector).get(replica_set)
+        record, _ = self.read(connector, replica_set)
+        return record
+
+    def committed_batch(self, connector: str, replica_set: str) -> str | None:
+        """The batch id (TransactionalSink.last_batch_id) of the pipeline's last committed offset record."""
+        _, batch_id = self.read(connector, replica_set)
+        return batch_id
+
+    def read(self, connector: str, replica_set: str) -> tuple[OffsetRecord | None, str | None]:
+        """The pipeline's committed offset and the id of the batch that wrote it, from its key's partition."""
+        key = encode_key(connector, replica_set)
+        found: dict[bytes, tuple[OffsetRecord | None, str | None]] = {}
+
+        def keep(message) -> None:
+            if message.key() == key:
+                headers = dict(message.headers() or ())
+                batch = headers.get(BATCH_HEADER)
+                value = message.value()
+                record = OffsetRecord.from_kafka(key, value) if value is not None else None
+                found[key] = (record, batch.decode() if batch else None)
+
+        consumer = self._consumer()
+        try:
+            partitions = self._partitions(consumer)
+            if not partitions:
+                return None, None
+            own = partition_for(key, len(partitions))
+            self._scan(consumer, [own], keep)
+            if key not in found and len(partitions) > 1:
+                # Not where it hashes now: the topic may have gained partitions since it was written.
+                self._scan(consumer, [p for p in partitions if p != own], keep)
+        except OffsetDecodeError as error:
+            raise OffsetStoreError(f"The offset of {connector}/{replica_set} is unreadable: {error}") from None
+        finally:
+            consumer.close()
+        return found.get(key, (None, None))
 
     def load_all(self) -> dict[tuple[str, str], OffsetRecord]:
-        consumer = Consumer({
+        records: dict[tuple[str, str], OffsetRecord] = {}
+        consumer = self._consumer()
+        try:
+            self._scan(consumer, self._partitions(consumer),
+                       lambda message: self._apply(records, message.key(), message.value()))
+        finally:
+            consumer.close()
+        return records
+
+    def _consumer(self) -> Consumer:
+        return Consumer({
             **self.client_config,
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": "cdc-offsets-loader",  # required by librdkafka; no subscription, nothing is committed
@@ -75,35 +132,34 @@ class OffsetStore:
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 50,  # the end is usually reached in one fetch; do not idle 500 ms after it
+            "logger": log,
         })
-        records: dict[tuple[str, str], OffsetRecord] = {}
+
+    def _scan(self, consumer: Consumer, partitions: list[int], on_message) -> None:
+        """Calls on_message for every committed record of `partitions`, up to the ends they had at the start."""
         # Metadata first: assigning a partition whose leader is still unknown delays the first fetch by ~500 ms.
-        ends = self._end_offsets(self._partitions(consumer))
+        ends = self._end_offsets(partitions)
         pending = {p: end for p, end in ends.items() if end > 0}
         if not pending:
-            consumer.close()
-            return records
-        try:
-            consumer.assign([TopicPartition(self.topic.name, p, OFFSET_BEGINNING) for p in pending])
-            deadline = time.monotonic() + self.timeout
-            while pending:
-                for message in consumer.consume(num_messages=1000, timeout=0.05):
-                    if message.error() is not None:
-                        self._on_read_error(message.error())
-                        continue
-                    self._apply(records, message.key(), message.value())
-                # The position also moves past commit markers and aborted records, which are never delivered.
-                for position in consumer.position([TopicPartition(self.topic.name, p) for p in list(pending)]):
-                    if position.offset >= pending[position.partition]:
-                        del pending[position.partition]
-                if pending and time.monotonic() > deadline:
-                    raise OffsetStoreError(
-                        f"Could not read topic {self.topic.name!r} to its end within {self.timeout}s (partitions "
-                        f"{sorted(pending)}). A transaction of another producer may still be open; try again."
-                    )
-        finally:
-            consumer.close()
-        return records
+            return
+        consumer.assign([TopicPartition(self.topic.name, p, OFFSET_BEGINNING) for p in pending])
+        deadline = time.monotonic() + self.timeout
+        while pending:
+            for message in consumer.consume(num_messages=1000, timeout=0.05):
+                if message.error() is not None:
+                    self._on_read_error(message.error())
+                    continue
+                on_message(message)
+            # The position also moves past commit markers and aborted records, which are never delivered.
+            for position in consumer.position([TopicPartition(self.topic.name, p) for p in list(pending)]):
+                if position.offset >= pending[position.partition]:
+                    del pending[position.partition]
+            if pending and time.monotonic() > deadline:
+                raise OffsetStoreError(
+                    f"Could not read topic {self.topic.name!r} to its end within {self.timeout}s (partitions "
+                    f"{sorted(pending)}). A transaction of another producer may still be open; it is aborted "
+                    "at the latest after its transaction.timeout.ms, so trying again is safe."
+                )
 
     def _apply(self, records: dict, key: bytes | None, value: bytes | None) -> None:
         try:
@@ -137,13 +193,25 @@ class OffsetStore:
         if not partitions:
             return {}
         request = {TopicPartition(self.topic.name, p): OffsetSpec.latest() for p in partitions}
-        futures = self._topics.admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                           request_timeout=self.timeout)
-        try:
-            return {tp.partition: future.result().offset for tp, future in futures.items()}
-        except KafkaException as error:
-            name = self.topic.name
-            raise OffsetStoreError(f"Could not read the end of {name!r} ({describe(error.args[0])}).") from None
+        deadline = time.monotonic() + self.timeout
+        admin = self._topics.admin
+        while True:
+            futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                         request_timeout=self.timeout)
+            try:
+                return {tp.partition: future.result().offset for tp, future in futures.items()}
+            except KafkaException as exception:
+                error = exception.args[0]
+                stale = error.code() in _STALE_METADATA
+                if not (error.retriable() or stale) or time.monotonic() >= deadline:
+                    name = self.topic.name
+                    raise OffsetStoreError(f"Could not read the end of {name!r} ({describe(error)}).") from None
+                # e.g. FENCED_LEADER_EPOCH after a broker stall: a new client starts from fresh metadata
+                log.info("reading the end of %s: %s; asking again", self.topic.name, describe(error))
+                time.sleep(0.2)
+                admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers,
+                                     "logger": log})
+                self._topics.admin = admin
 
     # -- resets (the pipeline follows `startup` at its next start; see docs/offsets.md) -------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from connectors.kafka.errors import (
     FENCED_CODES,
+    CommitOutcomeUnknownError,
     MessageTooLargeError,
     SinkError,
     SinkFatalError,
@@ -41,6 +43,9 @@ TOO_LARGE_SKIP = "skip"
 # Upper bound of a record's framing: record batch header (61) + per-record varints and attributes (36).
 RECORD_OVERHEAD = 97
 HEADER_OVERHEAD = 10
+# Header of the offset record naming the batch that wrote it: after a commit whose outcome is unknown, reading it
+# back (read_committed) tells whether that batch committed, even when two batches carry the same position.
+BATCH_HEADER = "cdc.batch"
 
 PRODUCER_DEFAULTS = {
     "enable.idempotence": True,
@@ -57,6 +62,7 @@ PRODUCER_DEFAULTS = {
     # Only failures are reported to Python: a flush that leaves nothing queued means every other message was
     # acknowledged, and a callback per message costs the interpreter lock the transform needs.
     "delivery.report.only.error": True,
+    "logger": logging.getLogger("connectors.kafka.librdkafka"),  # librdkafka's log through logging, not stderr
 }
 
 
@@ -87,6 +93,7 @@ class SinkStats:
     skipped_too_large: int = 0
     transactions_committed: int = 0
     transactions_aborted: int = 0
+    unknown_commits: int = 0  # commits whose outcome had to be learned by fencing and reading back
     last_commit_latency_ms: float | None = None  # flush + commit of the last committed batch
     last_batch_ms: float | None = None  # whole write_batch of the last committed batch
 
@@ -115,6 +122,7 @@ class TransactionalSink:
         producer_config: Mapping[str, object] | None = None,
         topic_admin: TopicAdmin | None = None,
         timeout: float = 30.0,
+        commit_timeout: float | None = None,
     ):
         if too_large not in (TOO_LARGE_FAIL, TOO_LARGE_SKIP):
             raise ValueError(f"too_large policy must be {TOO_LARGE_FAIL!r} or {TOO_LARGE_SKIP!r}, not {too_large!r}")
@@ -127,9 +135,16 @@ class TransactionalSink:
         self.new_topic = new_topic
         self.too_large = too_large
         self.timeout = timeout
+        # How long commit_transaction is called again while librdkafka reports a retriable error (a broker that
+        # stalls and comes back): past it the outcome is settled by fencing and reading back (see _settle).
+        self.commit_timeout = commit_timeout if commit_timeout is not None else max(timeout, 120.0)
         self.topics = topic_admin or TopicAdmin(bootstrap_servers, timeout)
         self.stats = SinkStats()
         self.before_commit: Callable[[], None] | None = None  # fault-injection seam for tests
+        # commit_check(batch_id) -> did the batch with this id commit? Asked only after the producer was fenced
+        # (so the batch's transaction is complete or aborted), by reading what it wrote (read_committed).
+        self.commit_check: Callable[[str], bool] | None = None
+        self.last_batch_id: str | None = None
         self._config = {
             **PRODUCER_DEFAULTS,
             **(producer_config or {}),
@@ -188,22 +203,28 @@ class TransactionalSink:
         if not messages and offset is None:
             return
         started = time.monotonic()
+        batch_id = self.last_batch_id = uuid.uuid4().hex
         oversized = self._prepare_topics(messages, offset)
         self._producer.poll(0)  # reports of an aborted batch's purged messages must not count for this one
         self._deliveries = _Deliveries()
         try:
             self._producer.begin_transaction()
-            self._produce_all(messages, offset, oversized)
+            self._produce_all(messages, offset, oversized, batch_id)
             commit_started = time.monotonic()
             self._await_deliveries()
             if self.before_commit is not None:
                 self.before_commit()
-            self._commit()
+            unknown = self._commit()
         except BaseException as exception:
             error = self._abort(exception)
             if error is exception:
                 raise
             raise error from exception
+        if unknown is not None and not self._settle(batch_id, unknown):
+            raise SinkRetriableError(
+                f"Committing a batch of {self.transactional_id} did not complete ({describe(unknown)}); the "
+                "producer was fenced and the offsets topic shows the batch did not commit, so writing it again is safe."
+            )
         finished = time.monotonic()
         self._count_committed(messages, offset)
         self.stats.last_commit_latency_ms = round((finished - commit_started) * 1000, 3)
@@ -236,7 +257,7 @@ class TransactionalSink:
             self._ensure_topics([self.new_topic(self.errors_topic)])
         return oversized
 
-    def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int]) -> None:
+    def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int], batch_id: str) -> None:
         produce = self._producer.produce
         for index, message in enumerate(messages):
             if oversized and index in oversized:
@@ -252,7 +273,7 @@ class TransactionalSink:
                     raise
                 self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
         if offset is not None:
-            self._produce(self.offsets_topic.name, offset.key, offset.to_value(), None)
+            self._produce(self.offsets_topic.name, offset.key, offset.to_value(), [(BATCH_HEADER, batch_id.encode())])
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
         while True:
@@ -303,6 +324,7 @@ class TransactionalSink:
                     self.topics.forget(topic)  # deleted behind our back: the retry creates it again
             error, topic, key = deliveries.failures[0]
             if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self._on_broker_too_large(topic, key)
                 raise MessageTooLargeError(
                     f"The broker rejected a batch for topic {topic!r} (key {_key_text(key)}) as too large. The "
                     "topic's max.message.bytes is probably below the producer's batch.size: raise it, or lower "
@@ -310,16 +332,80 @@ class TransactionalSink:
                 )
             raise classify(error, f"delivering a message to topic {topic!r}")
 
-    def _commit(self) -> None:
-        deadline = time.monotonic() + self.timeout
+    def _on_broker_too_large(self, topic: str, key: bytes | None) -> None:
+        """The broker refused a record batch as too large: if the topic's limit was lowered while we ran, the
+        retry checks each message against the new limit (the skip policy then skips it, as after a restart)."""
+        before = self._limit(topic)
+        self.topics.forget(topic)
+        self._ensure_topics([self.new_topic(topic)])
+        after = self._limit(topic)
+        if after >= before:
+            return
+        if self.too_large == TOO_LARGE_SKIP:
+            raise SinkRetriableError(
+                f"Topic {topic!r} now accepts records of at most {after} bytes (it was {before}); the batch was "
+                "aborted and is written again with the messages over the new limit skipped and recorded on "
+                f"{self.errors_topic}."
+            )
+        raise MessageTooLargeError(
+            f"Topic {topic!r} now accepts records of at most {after} bytes (it was {before} when the pipeline "
+            f"started) and a message (key {_key_text(key)}) is larger. Raise the topic's max.message.bytes, or "
+            "set the too-large policy to 'skip' to record such messages on the errors topic instead.",
+            topic, key, 0, after,
+        )
+
+    def _commit(self) -> KafkaError | None:
+        """Commits; returns None, or the error of a commit whose outcome is unknown (neither done nor aborted).
+
+        librdkafka asks for commit_transaction to be called again while its error is retriable (a timed-out
+        call resumes the same commit); an error that requires an abort raises (aborting then is safe); a fenced
+        producer raises. Anything else leaves the outcome unknown: the batch may or may not have committed.
+        """
+        deadline = time.monotonic() + self.commit_timeout
         while True:
             try:
-                self._producer.commit_transaction(max(1.0, deadline - time.monotonic()))
-                return
+                self._producer.commit_transaction(max(1.0, min(self.timeout, deadline - time.monotonic())))
+                return None
             except KafkaException as exception:
                 error = exception.args[0]
-                if not error.retriable() or error.txn_requires_abort() or time.monotonic() >= deadline:
+                if error.txn_requires_abort() or error.code() in FENCED_CODES:
                     raise
+                if not error.retriable() or time.monotonic() >= deadline:
+                    return error
+                log.warning("committing a batch of %s: %s; calling commit again", self.transactional_id,
+                            describe(error))
+
+    def _settle(self, batch_id: str, cause: KafkaError) -> bool:
+        """Learns whether a batch whose commit has an unknown outcome committed; never guesses.
+
+        A new producer with the same transactional id (init_transactions) makes the coordinator finish the
+        pending transaction, committing it if the commit had reached it and aborting it otherwise; only then is
+        what it wrote read back (commit_check, read_committed). The old producer is dropped without an abort.
+        """
+        log.warning("The commit of a batch of %s has an unknown outcome (%s); fencing the producer to learn it",
+                    self.transactional_id, describe(cause))
+        self.stats.unknown_commits += 1
+        self._discard_producer()
+        self._state = "broken"
+        if self.commit_check is None:
+            raise CommitOutcomeUnknownError(
+                f"Committing a batch of {self.transactional_id} did not complete ({describe(cause)}) and nothing "
+                "tells whether it committed; start the pipeline again from its committed offset."
+            )
+        try:
+            self.open()
+            committed = self.commit_check(batch_id)
+        except SinkFencedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure leaves the outcome unknown; say so, never guess
+            self._state = "broken"
+            raise CommitOutcomeUnknownError(
+                f"Committing a batch of {self.transactional_id} did not complete ({describe(cause)}) and its "
+                f"outcome could not be learned ({error}); the pipeline must start again from its committed offset."
+            ) from error
+        log.warning("the batch of %s whose commit had an unknown outcome %s", self.transactional_id,
+                    "committed" if committed else "did not commit; it is written again")
+        return committed
 
     def _abort(self, exception: BaseException) -> BaseException:
         """Aborts the open transaction; returns the error to raise."""
@@ -332,7 +418,7 @@ class TransactionalSink:
             self._state = "broken"
             return exception
         try:
-            self._producer.abort_transaction(self.timeout)
+            self._abort_transaction()
             self.stats.transactions_aborted += 1
         except KafkaException as abort_exception:
             abort_error = classify(abort_exception.args[0], "aborting a failed batch")
@@ -341,6 +427,20 @@ class TransactionalSink:
                 return abort_error
             return SinkFatalError(f"{abort_error} (the batch had failed with: {exception})")
         return exception
+
+    def _abort_transaction(self) -> None:
+        """abort_transaction, serving delivery reports meanwhile: librdkafka waits for the reports of the
+        batch's undelivered (purged) messages, and they arrive only through poll()."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._producer.abort_transaction(min(1.0, max(0.1, deadline - time.monotonic())))
+                return
+            except KafkaException as exception:
+                error = exception.args[0]
+                if not error.retriable() or time.monotonic() >= deadline:
+                    raise
+                self._producer.poll(0.1)
 
     # -- helpers ----------------------------------------------------------------------------------------------
 

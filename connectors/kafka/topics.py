@@ -8,6 +8,7 @@ Known topics are cached, so steady-state batches cost no admin round trip.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,7 +52,8 @@ class TopicAdmin:
 
     def __init__(self, admin_or_bootstrap: AdminClient | str, timeout: float = 30.0):
         if isinstance(admin_or_bootstrap, str):
-            admin_or_bootstrap = AdminClient({"bootstrap.servers": admin_or_bootstrap})
+            admin_or_bootstrap = AdminClient({"bootstrap.servers": admin_or_bootstrap,
+                                              "logger": logging.getLogger("connectors.kafka.librdkafka")})
         self.admin = admin_or_bootstrap
         self.timeout = timeout
         self.max_message_bytes: dict[str, int] = {}

@@ -278,6 +278,9 @@ def run_chunk_task(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_s
         producer_config=CHUNK_PRODUCER_CONFIG,
         topic_admin=topic_admin,
     )
+    # After a commit with an unknown outcome the sink fences its producer, then the chunk's marker tells.
+    sink.commit_check = lambda _batch: task.chunk.number in markers.load(config.name, replica_set.name,
+                                                                         task.snapshot_id)
     try:
         with sink:  # open() fences any earlier attempt at this chunk
             found = markers.load(config.name, replica_set.name, task.snapshot_id)
