@@ -26,7 +26,7 @@ from connectors.records import Namespace
 from web.connectors import audit, drafts
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
-from web.connectors.definitions import describe, engine_config, flat_of, save_parts
+from web.connectors.definitions import describe, engine_config, flat_of, parts_of, save_parts
 from web.connectors.models import (
     Connector,
     ConnectorFilter,
@@ -133,13 +133,35 @@ def update_connector(connector: Connector, parts: props.Parts, *, user, source: 
     return connector
 
 
-def delete_connector(connector: Connector, *, user, source: str) -> None:
+def delete_connector(connector: Connector, *, user, source: str, delete_offsets: bool = False) -> None:
+    """Deletes the definition; its committed offsets stay in Kafka (as in Kafka Connect) unless `delete_offsets`:
+    then the pipeline is stopped first (its final commit) and a tombstone written for every replica set, so a
+    connector created later under the same name starts as on a first run."""
     name = connector.name
+    if delete_offsets:
+        ensure_stopped(connector, stop=True, user=user, source=source)
+        current = read_offsets(connector)
+        tombstones = [OffsetTombstone(name, rs) for rs in known_replica_sets(connector, current)]
+        if tombstones:
+            alter_offsets(connector, tombstones, user=user, source=source)
     with transaction.atomic():
         before = describe(connector)
         connector.delete()
-        audit.record(user, source, "connector.delete", _target(name), before, None)
+        audit.record(user, source, "connector.delete", _target(name), before,
+                     {"offsets": "deleted"} if delete_offsets else None)
         _notify_on_commit(name, "delete")
+
+
+def clone_connector(original: Connector, name: str, topic_prefix: str, *, user, source: str) -> Connector:
+    """A new connector with the configuration of `original` (secrets and filter rows included, copied server-side
+    so they never pass through a form), under another name and topic prefix; created stopped, to be reviewed."""
+    parts = parts_of(original)
+    parts.name, parts.topic_prefix = name, topic_prefix
+    try:
+        validated = drafts.prepare(props.join(parts))
+    except drafts.InvalidConfiguration as error:
+        raise ServiceError("; ".join(f"{p.property or 'configuration'}: {p.message}" for p in error.problems)) from None
+    return create_connector(validated, user=user, source=source, desired_state=DesiredState.STOPPED)
 
 
 # --- filter rows (validated by the caller against the composed configuration) -----------------------------------

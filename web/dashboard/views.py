@@ -11,12 +11,13 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
 from web.connectors import services
 from web.connectors.api.serializers import ConnectorSerializer, request_outcomes
 from web.connectors.api.views import problems_of
+from web.connectors.connect import shapes
 from web.connectors.models import AuditEntry, Connector, ReplicaSetState
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
 from web.dashboard import health, history, observed, prometheus, topics
@@ -195,6 +196,52 @@ def connector_edit(request, name):
                   {"form": form, "connector": connector, **_roles(request),
                    "validate_url": reverse("connector-validate-existing", kwargs={"name": name})},
                   status=400 if form.errors else 200)
+
+
+@role_required(ADMIN)
+def connector_delete(request, name):
+    """GET: what deleting means, with the offsets choice Kafka Connect users know; POST: delete."""
+    connector = get_object_or_404(Connector, name=name)
+    if request.method == "POST":
+        delete_offsets = request.POST.get("offsets") == "delete"
+        try:
+            services.delete_connector(connector, user=request.user, source=SOURCE, delete_offsets=delete_offsets)
+        except services.ServiceError as error:
+            messages.error(request, f"{name} was not deleted: {error}")
+            return redirect("dashboard:connector-delete", name=name)
+        messages.success(request, f"Connector {name} deleted; its offsets were "
+                                  + ("deleted too." if delete_offsets else "kept in Kafka."))
+        return redirect("home")
+    return render(request, "dashboard/delete.html",
+                  {"connector": connector, "topic": offsets_topic(connector)[0], **_roles(request)})
+
+
+@require_POST
+@role_required(ADMIN)
+def connector_clone(request, name):
+    original = get_object_or_404(Connector, name=name)
+    new_name = request.POST.get("name", "").strip()
+    topic_prefix = request.POST.get("topic_prefix", "").strip() or new_name
+    try:
+        clone = services.clone_connector(original, new_name, topic_prefix, user=request.user, source=SOURCE)
+    except services.ServiceError as error:
+        messages.error(request, f"Not cloned: {error}")
+        return redirect("dashboard:connector", name=name)
+    messages.success(request, f"Connector {clone.name} created from {name}, stopped: review it, then resume it.")
+    return redirect("dashboard:connector-edit", name=clone.name)
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_export(request, name):
+    """The configuration in Kafka Connect's shape ({"name", "config"}, secrets masked): POST it to
+    /connect/connectors (after filling the secrets in) to recreate the connector. ?download=1 saves it."""
+    connector = get_object_or_404(Connector, name=name)
+    response = JsonResponse({"name": connector.name, "config": shapes.config(connector)},
+                            json_dumps_params={"indent": 2, "sort_keys": True})
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="{connector.name}.json"'
+    return response
 
 
 @require_safe
