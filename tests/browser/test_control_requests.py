@@ -107,3 +107,30 @@ def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs)
     page.wait_for_function("() => document.getElementById('announce').textContent.includes('Copied')")
     assert json.loads(page.evaluate("() => navigator.clipboard.readText()")) == token
     client.close()
+
+
+def test_clone_export_and_delete_from_the_dashboard(session, platform, mongo_rs):
+    name = f"btcl{uuid.uuid4().hex[:6]}"
+    _create(platform, mongo_rs, name)
+    _, page = session("admin")
+    page.goto(f"/connectors/{name}/")
+    page.get_by_label("Clone as").fill(f"{name}-copy")
+    page.get_by_role("button", name="Clone").click()
+    page.wait_for_url(f"**/connectors/{name}-copy/edit/")
+    assert f"Connector {name}-copy created from {name}, stopped" in page.locator(".messages").inner_text()
+
+    exported = json.loads(page.request.get(f"/connectors/{name}-copy/config.json").text())
+    assert exported["name"] == f"{name}-copy" and exported["config"]["database.include.list"] == name
+    assert exported["config"]["topic.prefix"] == f"{name}-copy"
+    page.goto(f"/connectors/{name}-copy/")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download config").click()
+    assert download.value.suggested_filename == f"{name}-copy.json"
+
+    page.get_by_role("link", name="Delete").click()
+    page.get_by_label("Delete them too").check()
+    page.get_by_role("button", name=f"Delete {name}-copy").click()
+    page.wait_for_url(f"{platform.base_url}/")
+    assert "offsets were deleted too" in page.locator(".messages").inner_text()
+    assert page.locator(f'[data-connector="{name}-copy"]').count() == 0
+    assert page.locator(f'[data-connector="{name}"]').count() >= 1
