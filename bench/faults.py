@@ -14,7 +14,8 @@ recovery time (from the end of a fault to the next event a read_committed consum
 
 Scenarios:
   kill-streaming  kill -9 of the runner while it streams, then a restart
-  kill-snapshot   kill -9 of the runner during an initial snapshot (slowed chunk reads), then a restart
+  kill-snapshot   kill -9 of the runner during an initial snapshot (slowed chunk reads, held while it dies),
+                  then a restart
   broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
                   SIGCONT
   step-down       replSetStepDown of the primary under the write load
@@ -438,8 +439,11 @@ class Campaign:
                 session.start_writer()
                 at_least = self.rng.randint(4, PRELOAD // CHUNK // 2) * CHUNK
                 if session.wait_for(lambda: rows("preload") >= at_least, 120, f"{at_least} snapshot rows"):
+                    # hold every further chunk read (the final chunk's too) so the kill lands mid-snapshot
+                    self.rs.set_delay(600_000, commands=["find"])
                     started = time.monotonic()
                     session.kill_runner()
+                    self.rs.set_delay(100, commands=["find"])
                     if " completed: " in session.log_text():
                         session.outcome.notes.append(f"{session.name}: the snapshot ended before the kill")
                     session.start_runner()

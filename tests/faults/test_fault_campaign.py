@@ -57,6 +57,6 @@ def test_short_campaign_kills_lose_duplicate_and_reorder_nothing(tmp_path):
         o = outcome[scenario]
         assert o["runs"] == 2 and o["writes"] > 100, (scenario, o)
         assert (o["lost"], o["duplicated"], o["reordered"]) == (0, 0, 0), (scenario, o, result.stdout[-3000:])
-        assert len(o["recovery_s"]) == 2, (scenario, o)
+        assert len(o["recovery_s"]) == 2 and o["runner_exits"] == 0 and o["notes"] == [], (scenario, o)
     assert outcome["kill-snapshot"]["writes"] > 2 * 20_000
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
