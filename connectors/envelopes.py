@@ -70,12 +70,13 @@ def source_block(record: ChangeRecord, context: SourceContext, ts_ms: int | None
     snapshot read is when the document was read (3.x's snapshot ``ts_ms``)."""
     if context.debezium_2x:
         return _source_block_2x(record, context)
+    wall = _millis(record.wall_time)
     if record.is_snapshot:
         when, order = (ts_ms if ts_ms is not None else 0), -1
-    else:
-        wall = _millis(record.wall_time)
-        cluster_ms, order = _position(record)
-        when = wall if wall is not None else cluster_ms  # MongoDB before 6.0 sends no wallTime
+    elif wall is not None:
+        when, order = wall, record.cluster_time.inc if record.cluster_time is not None else 0
+    else:  # MongoDB before 6.0 sends no wallTime
+        when, order = _position(record)
     return {
         "version": context.version,
         "connector": CONNECTOR_TYPE,
@@ -90,7 +91,7 @@ def source_block(record: ChangeRecord, context: SourceContext, ts_ms: int | None
         "ord": order,
         "lsid": _lsid(record, context),
         "txnNumber": record.txn_number,
-        "wallTime": _millis(record.wall_time),
+        "wallTime": wall,
     }
 
 

@@ -210,6 +210,58 @@ def _structure(value: Any, raw: type, relaxed: bool, bare: bool, names: bool) ->
     return _other(value, raw, relaxed, bare, names)
 
 
+def _strict_fast(value: Any) -> Any:
+    """`_structure(value, orjson.Fragment, False, True, True)`, written out for the hot path (every before/after)."""
+    kind = type(value)
+    if kind is dict:
+        for key in value:
+            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and _JAVA_ONLY.search(key):
+                raise _Fallback
+        return {key: _strict_fast(item) for key, item in value.items()}
+    if kind is str:
+        if value[:1] == ":":
+            raise _Fallback
+        if (not value.isascii() or "\x7f" in value) and _JAVA_ONLY.search(value):
+            return orjson.Fragment(java_string(value))
+        return value
+    if kind is bool or value is None:
+        return value
+    if kind is int:
+        return value if _INT32_MIN <= value <= _INT32_MAX else {"$numberLong": str(value)}
+    if kind is list:
+        return [_strict_fast(item) for item in value]
+    if kind is float:
+        return orjson.Fragment(java_double(value))
+    if kind is Int64:
+        return {"$numberLong": str(int(value))}
+    return _structure(value, orjson.Fragment, False, True, True)
+
+
+def _relaxed_fast(value: Any) -> Any:
+    """`_structure(value, orjson.Fragment, True, False, True)`, written out for updatedFields and keys."""
+    kind = type(value)
+    if kind is dict:
+        for key in value:
+            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and _JAVA_ONLY.search(key):
+                raise _Fallback
+        return {key: _relaxed_fast(item) for key, item in value.items()}
+    if kind is str:
+        if value[:1] == ":":
+            raise _Fallback
+        if (not value.isascii() or "\x7f" in value) and _JAVA_ONLY.search(value):
+            return orjson.Fragment(java_string(value))
+        return value
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is list:
+        return [_relaxed_fast(item) for item in value]
+    if kind is float and value - value == 0:
+        return orjson.Fragment(java_double(value))
+    if kind is Int64:
+        return int(value)
+    return _structure(value, orjson.Fragment, True, False, True)
+
+
 def _other(value: Any, raw: type, relaxed: bool, bare: bool, names: bool) -> Any:
     if isinstance(value, Code):
         code: dict[str, Any] = {"$code": _structure(str(value), raw, relaxed, bare, names)}
@@ -322,10 +374,16 @@ def _orjson_text(structure: Any, comma: bytes) -> str | None:
     indentation are removed.
     """
     try:
-        if comma == b"," and not isinstance(structure, orjson.Fragment):
+        if not isinstance(structure, orjson.Fragment):
             text = orjson.dumps(structure)
             if b"\\" not in text:
-                return text.replace(b'":', b'": ').decode()
+                if comma == b",":
+                    return text.replace(b'":', b'": ').decode()
+                # No escaped quote: the quotes alternate in and out of strings, so the separators are the `,` and
+                # `:` found outside them (even-numbered pieces).
+                pieces = text.split(b'"')
+                pieces[::2] = [piece.replace(b",", b", ").replace(b":", b": ") for piece in pieces[::2]]
+                return b'"'.join(pieces).decode()
         text = orjson.dumps(structure, option=orjson.OPT_INDENT_2)
     except TypeError:  # orjson.JSONEncodeError
         return None
@@ -336,7 +394,11 @@ def _orjson_text(structure: Any, comma: bytes) -> str | None:
 
 def _json(value: Any, relaxed: bool, bare: bool, comma: str) -> str:
     try:
-        text = _orjson_text(_structure(value, orjson.Fragment, relaxed, bare, True), comma.encode())
+        if relaxed:
+            fast = _relaxed_fast(value)
+        else:
+            fast = _strict_fast(value) if bare else _structure(value, orjson.Fragment, False, False, True)
+        text = _orjson_text(fast, comma.encode())
     except _Fallback:
         text = None
     return text if text is not None else java_json(_structure(value, Raw, relaxed, bare, False), comma)
