@@ -1,0 +1,119 @@
+"""The schemas and values of Debezium's PostgreSQL change events (connector 3.x through JsonConverter).
+
+Topic `<prefix>.<schema>.<table>`; key struct `<prefix>.<schema>.<table>.Key` of the primary key (or
+message.key.columns) columns; value struct `<prefix>.<schema>.<table>.Envelope` (version 2): `before`, `after` (the
+row struct `….Value`), `source` (`io.debezium.connector.postgresql.Source`), `op`, `ts_ms`, `ts_us`, `ts_ns`,
+`transaction` (`event.block`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from connectors.connect_data import logical
+from connectors.connect_data import schema as s
+from connectors.connect_data.schema import Field, Schema
+
+CONNECTOR = "postgresql"
+SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
+ENVELOPE_VERSION = 2
+SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
+                   "incremental")
+
+
+def topic_name(prefix: str, schema: str, table: str) -> str:
+    return f"{prefix}.{schema}.{table}"
+
+
+def snapshot_schema() -> Schema:
+    return logical.enum(list(SNAPSHOT_VALUES), optional=True).with_default("false")
+
+
+def source_schema() -> Schema:
+    return s.struct(
+        [
+            ("version", s.string()), ("connector", s.string()), ("name", s.string()), ("ts_ms", s.int64()),
+            ("snapshot", snapshot_schema()), ("db", s.string()), ("sequence", s.string(optional=True)),
+            ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
+            ("schema", s.string()), ("table", s.string()), ("txId", s.int64(optional=True)),
+            ("lsn", s.int64(optional=True)), ("xmin", s.int64(optional=True)),
+        ],
+        name=SOURCE_SCHEMA_NAME,
+        version=1,
+    )
+
+
+def transaction_block_schema() -> Schema:
+    return s.struct(
+        [("id", s.string()), ("total_order", s.int64()), ("data_collection_order", s.int64())],
+        name="event.block",
+        version=1,
+        optional=True,
+    )
+
+
+def key_schema(prefix: str, schema: str, table: str, key_fields: Sequence[Field]) -> Schema:
+    return s.struct([Field(f.name, f.schema.as_required()) for f in key_fields],
+                    name=f"{topic_name(prefix, schema, table)}.Key")
+
+
+def envelope_schema(prefix: str, schema: str, table: str, row_schema: Schema) -> Schema:
+    """`row_schema` is the table's row struct (e.g. RowMapper.schema); it is named `….Value` and made optional."""
+    row = s.struct(row_schema.fields, name=f"{topic_name(prefix, schema, table)}.Value", optional=True)
+    return s.struct(
+        [
+            ("before", row), ("after", row), ("source", source_schema()), ("op", s.string()),
+            ("ts_ms", s.int64(optional=True)), ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
+            ("transaction", transaction_block_schema()),
+        ],
+        name=f"{topic_name(prefix, schema, table)}.Envelope",
+        version=ENVELOPE_VERSION,
+    )
+
+
+def sequence_text(lsn_commit: int | None, lsn: int | None) -> str:
+    """source.sequence: a JSON array of the last commit LSN and this event's LSN, as decimal strings (or null)."""
+    items = ["null" if v is None else f'"{v}"' for v in (lsn_commit, lsn)]
+    return f"[{items[0]},{items[1]}]"
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What the source block says about one event."""
+
+    version: str
+    name: str  # topic.prefix
+    db: str
+    schema: str
+    table: str
+    commit_ts_us: int  # the transaction's commit time (the snapshot's time for snapshot reads)
+    snapshot: str = "false"
+    tx_id: int | None = None
+    lsn: int | None = None
+    lsn_commit: int | None = None
+    xmin: int | None = None
+
+    def value(self) -> dict:
+        return {
+            "version": self.version, "connector": CONNECTOR, "name": self.name,
+            "ts_ms": self.commit_ts_us // 1000, "snapshot": self.snapshot, "db": self.db,
+            "sequence": sequence_text(self.lsn_commit, self.lsn),
+            "ts_us": self.commit_ts_us, "ts_ns": self.commit_ts_us * 1000,
+            "schema": self.schema, "table": self.table, "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin,
+        }
+
+
+def envelope_value(
+    op: str,
+    before: dict | None,
+    after: dict | None,
+    source: SourceInfo,
+    now_ns: int,
+    transaction: dict | None = None,
+) -> dict:
+    """op: c (insert), u (update), d (delete), r (snapshot read), t (truncate: no before/after)."""
+    return {
+        "before": before, "after": after, "source": source.value(), "op": op,
+        "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns, "transaction": transaction,
+    }
