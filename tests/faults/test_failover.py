@@ -17,8 +17,9 @@ from tests.integration.pipeline_harness import RunningConnector, connector_confi
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _insert_all(collection, count: int, rate: float) -> None:
-    """Inserts _id 0..count-1 in order, retrying each through elections until it is stored exactly once."""
+def _insert_all(collection, count: int, rate: float, stored: list | None = None) -> None:
+    """Inserts _id 0..count-1 in order, retrying each through elections until it is stored exactly once; appends
+    each stored _id to `stored`."""
     for i in range(count):
         while True:
             try:
@@ -28,7 +29,16 @@ def _insert_all(collection, count: int, rate: float) -> None:
                 break  # the retried insert had been applied before the error reached us
             except PyMongoError:
                 time.sleep(0.05)
+        if stored is not None:
+            stored.append(i)
         time.sleep(1 / rate)
+
+
+def _wait_stored(stored: list, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(stored) < count:
+        assert time.monotonic() < deadline, f"only {len(stored)} of {count} writes stored"
+        time.sleep(0.01)
 
 
 def test_step_down_mid_stream_loses_and_repeats_nothing(stack, mongo_rs, unique_name):
@@ -40,13 +50,16 @@ def test_step_down_mid_stream_loses_and_repeats_nothing(stack, mongo_rs, unique_
                               connect__backoff__initial__delay__ms=100, connect__backoff__max__delay__ms=500)
     running = RunningConnector(config, stack.kafka_bootstrap).start()
     running.wait_streaming()
-    writer = threading.Thread(target=_insert_all, args=(client[name].docs, 300, 150), daemon=True)
+    stored: list[int] = []
+    writer = threading.Thread(target=_insert_all, args=(client[name].docs, 300, 150, stored), daemon=True)
     writer.start()
-    time.sleep(0.6)
+    # each step-down after so many writes (not after a sleep): writes before, between and after them on any machine
+    _wait_stored(stored, 90)
     mongo_rs.step_down(seconds=1)
-    time.sleep(0.6)
+    _wait_stored(stored, 180)
     mongo_rs.step_down(seconds=1)
     writer.join(60)
+    assert len(stored) == 300
     records = wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.docs", 300, timeout=60)
     metrics = running.pipeline().metrics.snapshot()
     running.finish()

@@ -43,18 +43,24 @@ def _done(progress: SnapshotProgress) -> set[int]:
     return {c.number for c in progress.chunks() if progress.is_done(c)}
 
 
-def _kill_when(runner, store, name, at_least: int, timeout: float = 60) -> set[int]:
+def _kill_when(runner, store, name, at_least: int, mongo_rs, timeout: float = 60) -> set[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         progress = _progress(store, name)
         if progress is not None and progress.chunks_done >= at_least:
-            runner.send_signal(signal.SIGKILL)
-            runner.wait()
+            # the emulator holds every further chunk read (the final chunk's too) until the runner is dead, so the
+            # kill lands mid-snapshot however fast the machine reads the rest
+            mongo_rs.set_delay(600_000, commands=["find"])
+            try:
+                runner.send_signal(signal.SIGKILL)
+                runner.wait()
+            finally:
+                mongo_rs.set_delay(0)
             # The dead runner's open transaction holds back read_committed readers until its successor fences
             # it (or transaction.timeout.ms passes): fence it now, as the restarted runner's producer will.
             _fence(store.bootstrap_servers, transactional_id(name, "rs0"))
             progress = _progress(store, name)  # what was committed when it died
-            assert not progress.completed, "the snapshot finished before the kill; make it longer"
+            assert not progress.completed, "the snapshot finished before the kill"
             return _done(progress)
         time.sleep(0.05)
     raise AssertionError(f"the snapshot never reached {at_least} chunks")
@@ -79,9 +85,9 @@ def test_kill_minus_nine_mid_snapshot_resumes_at_the_unfinished_chunks(stack, mo
     logs = [tmp_path / f"runner-{i}.log" for i in range(3)]
 
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[0])
-    done_1 = _kill_when(runner, store, name, at_least=20)
+    done_1 = _kill_when(runner, store, name, 20, mongo_rs)
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[1])
-    done_2 = _kill_when(runner, store, name, at_least=len(done_1) + 30)
+    done_2 = _kill_when(runner, store, name, len(done_1) + 30, mongo_rs)
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[2])
 
     topic = f"{name}.{name}.docs"
