@@ -66,6 +66,9 @@ if not CDC_ENCRYPTION_KEY:
     )
 # How long an offset reset with stop=true waits for the running pipeline to stop (its lease to be released).
 CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
+# Before a connector's configuration is saved or called valid, its MongoDB must answer within this many ms
+# (web/connectors/connectivity.py); 0 turns the check off.
+CDC_CONNECTIVITY_CHECK_MS = env_int("CDC_CONNECTIVITY_CHECK_MS", 5000)
 # Timeout of Kafka calls made by the web process (reading and resetting offsets).
 CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
 # Who reads initial-snapshot chunks (docs/snapshots.md, "Chunks as Celery tasks"): auto = Celery tasks on the

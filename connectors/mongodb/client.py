@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pymongo
 from bson.codec_options import DatetimeConversion
-from pymongo.errors import ConfigurationError, OperationFailure, ServerSelectionTimeoutError
+from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError, ServerSelectionTimeoutError
 
 from connectors.errors import AuthenticationFailed, ConnectorError, NotAReplicaSet, SourceUnreachable
 
@@ -127,3 +129,69 @@ def check_connection(client: pymongo.MongoClient, options: Mapping[str, Any]) ->
                 "and mongodb.authsource"
             ) from None
         raise ConnectorError(f"MongoDB at {where} refused the connection check: {error.details}") from None
+
+
+def connection_problem(options: Mapping[str, Any], timeout_ms: int = 5000) -> str | None:
+    """Why a connector with these client options could not capture changes, found within about `timeout_ms`: a host
+    name that does not resolve, a port nobody listens on, no answer (timeout), rejected credentials, a standalone
+    server, a mongos or another replica set. None when the deployment answers as a replica set (or a sharded
+    cluster). For checking a configuration before it is saved; the pipeline itself uses check_connection.
+
+    Each seed is first tried at the socket level (a DNS failure or a refused port is known at once, not after a
+    server selection timeout); only when one accepts connections is MongoDB asked, with the time left."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    where = describe_hosts(options)
+    try:
+        seeds, _, _ = _probe_settings(options)
+    except Exception as error:  # noqa: BLE001 - e.g. an SRV name that does not resolve
+        return f"Unable to connect to MongoDB at {where}: {error}"
+    reasons = [_socket_problem(seed, deadline, len(seeds)) for seed in seeds]
+    if all(reasons):
+        return f"Unable to connect to MongoDB: {'; '.join(reasons)}"
+    left_ms = max(500, int((deadline - time.monotonic()) * 1000) - PROBE_TIMEOUT_MS)
+    bounded = {**options, "serverSelectionTimeoutMS": left_ms,
+               "connectTimeoutMS": min(int(options.get("connectTimeoutMS") or left_ms), left_ms),
+               "socketTimeoutMS": left_ms}
+    try:
+        client = open_client(bounded)
+    except ConnectorError as error:
+        return str(error)
+    try:
+        hello = check_connection(client, bounded)
+    except SourceUnreachable:
+        answering = [seed for seed, reason in zip(seeds, reasons, strict=True) if reason is None]
+        return (f"Unable to connect to MongoDB: {', '.join(answering)} accepted a connection but did not answer as "
+                f"MongoDB within {timeout_ms / 1000:g} s (timeout; TLS settings, a proxy, or another service on "
+                "that port?)")
+    except ConnectorError as error:
+        return str(error)
+    except PyMongoError as error:
+        return f"MongoDB at {where} failed the connection check: {error}"
+    finally:
+        client.close()
+    if hello.get("msg") != "isdbgrid" and "setName" not in hello:
+        return str(not_a_replica_set(where))
+    return None
+
+
+def _socket_problem(seed: str, deadline: float, seeds: int) -> str | None:
+    """None when `seed` (host:port) accepts a TCP connection; else why not: DNS, refused, timeout."""
+    host, _, port = seed.rpartition(":")
+    host = host.strip("[]")
+    wait = max(0.2, (deadline - time.monotonic()) / 2 / max(1, seeds))
+    try:
+        addresses = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, ValueError):
+        return f"{host} does not resolve (DNS): check the host name"
+    try:
+        family, kind, proto, _, address = addresses[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.settimeout(wait)
+            probe.connect(address)
+    except ConnectionRefusedError:
+        return f"{seed} refused the connection: nothing listens on port {port}"
+    except TimeoutError:
+        return f"{seed} did not answer within {wait:.1f} s (timeout): check the address, firewall and network"
+    except OSError as error:
+        return f"{seed} cannot be reached: {error.strerror or error}"
+    return None

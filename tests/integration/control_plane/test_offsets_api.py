@@ -141,12 +141,18 @@ def test_connect_offsets_kip875(admin, connector):
                                               "snapshot": None}}]}
     assert admin.patch(url, listed, format="json").status_code == 400  # not STOPPED
     assert admin.put(f"/connect/connectors/{name}/stop").status_code == 204
-    changed = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": "82AA"},
-                                                                   "cluster_time": None, "snapshot": None}},
-                           {"partition": {"rs": "rs1"}, "offset": {"resume_token": TOKEN}}]}
+    unknown = admin.patch(url, {"offsets": [{"partition": {"rs": "rs1"}, "offset": {"resume_token": TOKEN}}]},
+                          format="json")
+    assert unknown.status_code == 400 and "Unknown partition(s) 'rs1'" in unknown.json()["message"]
+    short = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": {"_data": "82AA"}}}]}
+    garbage = admin.patch(url, short, format="json")
+    assert garbage.status_code == 400 and "does not start with a cluster time" in garbage.json()["message"]
+    later = {"_data": "8265A1B2C4000000012B022C0100296E5A1004ABCDEF"}
+    changed = {"offsets": [{"partition": {"rs": "rs0"}, "offset": {"resume_token": later,
+                                                                   "cluster_time": None, "snapshot": None}}]}
     altered = admin.patch(url, changed, format="json")
     assert altered.status_code == 200, altered.json()
-    assert {rs: r.resume_token for rs, r in stored(connector).items()} == {"rs0": {"_data": "82AA"}, "rs1": TOKEN}
+    assert {rs: r.resume_token for rs, r in stored(connector).items()} == {"rs0": later}
     removed = admin.delete(url)
     assert removed.json() == {"message": "The offsets for this connector have been reset successfully"}
     assert admin.get(url).json() == {"offsets": []}

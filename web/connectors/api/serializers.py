@@ -11,7 +11,7 @@ from rest_framework import serializers
 from connectors.config_types import SKIPPABLE_OPERATIONS
 from connectors.config_values import check_namespace, parse_json_query, split_list
 from connectors.secrets import redact_connection_string
-from web.connectors import drafts, validation
+from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
 from web.connectors.definitions import masked_config, parts_of
 from web.connectors.models import AuditEntry, Connector, ConnectorFilter, DesiredState, FilterKind, ReplicaSetState
@@ -172,7 +172,17 @@ class ConnectorSerializer(serializers.ModelSerializer):
         except drafts.InvalidConfiguration as error:
             self.problems = error.problems
             raise serializers.ValidationError(validation.api_errors(error.problems)) from None
+        if self.instance is None or self._connection_changed(attrs["parts"]):
+            problems = connectivity.check(attrs["parts"])
+            if problems:
+                self.problems = problems
+                raise serializers.ValidationError(validation.api_errors(problems))
         return attrs
+
+    def _connection_changed(self, parts) -> bool:
+        stored = parts_of(self.instance)
+        return (parts.connection_string, parts.password, parts.properties) != (
+            stored.connection_string, stored.password, stored.properties)
 
 
 class ProblemSerializer(serializers.Serializer):

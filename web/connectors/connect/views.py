@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
-from web.connectors import drafts, services
+from web.connectors import connectivity, drafts, services
 from web.connectors import properties as props
 from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import shapes
@@ -68,9 +68,13 @@ def check_name(url_name: str, config: dict) -> dict:
 
 def prepare(config: dict, current: Connector | None = None):
     try:
-        return drafts.prepare(config, current)
+        parts = drafts.prepare(config, current)
     except drafts.InvalidConfiguration as error:
         raise ConnectError(400, shapes.invalid_config_message(error.problems)) from None
+    problems = connectivity.check(parts)
+    if problems:
+        raise ConnectError(400, shapes.invalid_config_message(problems))
+    return parts
 
 
 def no_content() -> HttpResponse:
@@ -99,6 +103,8 @@ class ValidateView(ConnectView):
     def put(self, request, plugin):
         config = config_body(request.data)
         problems = drafts.check(config)
+        if not problems:
+            problems = connectivity.check(drafts.prepare(config))
         errors: dict[str, list[str]] = {}
         for problem in problems:
             errors.setdefault(problem.property, []).append(problem.message)
