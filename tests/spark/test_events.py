@@ -17,6 +17,7 @@ pytestmark = pytest.mark.integration
 VARIANTS = {
     "debezium": {},
     "debezium_schemas": {"schemas.enable": True},
+    "debezium_2x": {"debezium.compatibility": "2"},
     "legacy": {"event.format": "legacy"},
     "legacy_schemas": {"event.format": "legacy", "schemas.enable": True},
     "flattened": {"event.format": "flattened", "flattened.add.fields": "op,source.ts_ms,db,collection"},
@@ -96,7 +97,7 @@ def test_read_committed_sees_exactly_the_committed_records(parsed, produced):
             assert all(row.format != "flattened" or "aborted" not in row.value for row in rows[topic])
 
 
-@pytest.mark.parametrize("variant", ["debezium", "debezium_schemas", "transactions"])
+@pytest.mark.parametrize("variant", ["debezium", "debezium_schemas", "debezium_2x", "transactions"])
 def test_debezium_envelope(parsed, produced, variant):
     rows = change_rows(parsed, produced, variant)
     assert [r.format for r in rows] == ["debezium"] * 9 + ["tombstone"]
@@ -108,7 +109,9 @@ def test_debezium_envelope(parsed, produced, variant):
     assert rows[2].id == '"three"' and snapshot.id == "1"
     assert json_util.loads(insert.after) == {"_id": oid(2), "name": "Bob", "n": Int64(5)}
     assert insert.after_fields["name"] == "Bob"
-    assert (insert.db, insert.collection, insert.rs) == ("inventory", "customers", "rs0")
+    # Debezium 3.x's source block has no rs; debezium.compatibility=2 keeps it
+    rs = "rs0" if variant == "debezium_2x" else None
+    assert (insert.db, insert.collection, insert.rs) == ("inventory", "customers", rs)
     assert insert.source_ts_ms == 1_700_000_000_000 and insert.ord == 2
     assert insert.source_ts.year == 2023 and insert.ts_ms > insert.source_ts_ms
     assert update.after is None and update.before is None
@@ -133,7 +136,7 @@ def test_transaction_topic_and_heartbeats(parsed, produced):
     txn = rows[f"{prefix}.transaction"]
     assert [(r.format, r.txn_status) for r in txn] == [("transaction", "BEGIN"), ("transaction", "END")]
     assert txn[1].txn_event_count == 2 and txn[1].txn_id == txn[0].id
-    assert txn[1].txn_data_collections[0].asDict() == {"data_collection": "rs0.inventory.customers", "event_count": 2}
+    assert txn[1].txn_data_collections[0].asDict() == {"data_collection": "inventory.customers", "event_count": 2}
     heartbeat = rows[f"__debezium-heartbeat.{prefix}"]
     assert [r.format for r in heartbeat] == ["heartbeat"] and heartbeat[0].ts_ms > 0
 

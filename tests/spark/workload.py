@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -135,16 +136,21 @@ class Collection:
         return records
 
 
-def transformer(prefix: str, **props) -> Transformer:
+def transformer(prefix: str, clock=time.time, **props) -> Transformer:
     config = {"name": prefix, "topic.prefix": prefix, "mongodb.connection.string": "mongodb://localhost"}
     config.update({key.replace("__", "."): value for key, value in props.items()})
-    return Transformer(ConnectorConfig.from_properties(config), "rs0")
+    return Transformer(ConnectorConfig.from_properties(config), "rs0", clock=clock)
 
 
 def encode(records: Iterable[ChangeRecord], prefix: str, **props) -> list[KafkaMessage]:
-    stage = transformer(prefix, **props)
+    # Each event is built when it happens, as in a pipeline: a snapshot read when the snapshot starts (Debezium
+    # 3.x's snapshot source.ts_ms is the read time), a change half a second after its cluster time.
+    now = [float(EPOCH)]
+    stage = transformer(prefix, clock=lambda: now[0], **props)
     messages: list[KafkaMessage] = []
     for record in records:
+        if record.cluster_time is not None:
+            now[0] = record.cluster_time.time + (0 if record.is_snapshot else 0.5)
         messages.extend(stage.transform(record))
     messages.extend(stage.idle())
     return messages
