@@ -141,6 +141,11 @@ class ReplicaSetView:
         return "rs-" + re.sub(r"[^A-Za-z0-9_-]", "-", self.state.replica_set)
 
     @property
+    def stream_open(self) -> bool:
+        """Only a running pipeline that reports has an open change stream (a stopped one's last report may say so)."""
+        return bool(self.metrics.get("Connected")) and self.phase in (Phase.SNAPSHOT, Phase.STREAMING)
+
+    @property
     def members(self) -> list[dict]:
         primary = self.metrics.get("Primary")
         return [{"host": host, "primary": host == primary} for host in self.metrics.get("Members") or []]

@@ -109,6 +109,7 @@ def test_status_and_lifecycle(admin_client):
 
     paused = admin_client.put("/connect/connectors/orders/pause")
     assert (paused.status_code, paused.content) == (202, b"")
+    services.report_observed("orders", "rs0", worker="w1:8083", phase="stopped")  # the pipeline obeyed
     assert admin_client.get("/connect/connectors/orders/status").json()["connector"]["state"] == "PAUSED"
     assert admin_client.put("/connect/connectors/orders/resume").status_code == 202
     assert Connector.objects.get().desired_state == DesiredState.RUNNING
@@ -164,3 +165,14 @@ def test_plugins_and_validate(admin_client):
     assert result["error_count"] == 1
     by_name = {c["value"]["name"]: c["value"] for c in result["configs"]}
     assert by_name["snapshot.mode"]["errors"] and by_name["topic.prefix"]["errors"] == []
+
+
+def test_paused_is_reported_only_once_the_pipeline_stopped(admin_client):
+    create_connector()
+    services.report_observed("orders", "rs0", worker="w1", phase="streaming")
+    admin_client.put("/connect/connectors/orders/pause")
+    pausing = admin_client.get("/connect/connectors/orders/status").json()
+    assert pausing["connector"]["state"] == "RUNNING" and pausing["tasks"][0]["state"] == "RUNNING"
+    services.report_observed("orders", "rs0", worker="w1", phase="stopped")
+    paused = admin_client.get("/connect/connectors/orders/status").json()
+    assert paused["connector"]["state"] == "PAUSED" and paused["tasks"][0]["state"] == "PAUSED"

@@ -76,3 +76,23 @@ def test_count_and_rate_formats():
     assert formats.count(1234567) == "1\u202f234\u202f567"
     assert formats.rate(5.25) == "5.2/s"
     assert formats.rate(1234.0) == "1234/s"
+
+
+@pytest.mark.django_db
+def test_a_stopped_or_stale_pipeline_has_no_open_change_stream(no_redis):
+    import datetime
+
+    from django.utils import timezone
+
+    from tests.api_support import create_connector
+    from web.connectors import services
+
+    create_connector("orders")
+    state = services.report_observed("orders", "rs0", worker="w1", phase="streaming",
+                                     metrics={"metrics": {"Connected": True}})
+    assert observed.replica_set_view(state).stream_open
+    stopped = services.report_observed("orders", "rs0", worker="w1", phase="stopped")
+    assert not observed.replica_set_view(stopped).stream_open  # its last report still says Connected
+    running = services.report_observed("orders", "rs0", worker="w1", phase="streaming")
+    running.heartbeat_at = timezone.now() - datetime.timedelta(minutes=5)
+    assert not observed.replica_set_view(running).stream_open

@@ -12,6 +12,7 @@ from typing import Any
 from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector, DesiredState, Phase
+from web.dashboard.observed import is_stale
 
 CONNECTOR_TYPE = "source"
 
@@ -46,20 +47,26 @@ def info(connector: Connector) -> dict[str, Any]:
     }
 
 
-def task_state(connector: Connector, phase: str) -> str:
-    if phase == Phase.FAILED:
+def still_running(state) -> bool:
+    """The task's pipeline reported a running phase recently: it has not stopped (yet), whatever is desired."""
+    return state.phase in (Phase.SNAPSHOT, Phase.STREAMING) and not is_stale(state)
+
+
+def task_state(connector: Connector, state) -> str:
+    """Observed, not desired: PAUSED only once the pipeline really stopped."""
+    if state.phase == Phase.FAILED:
         return "FAILED"
+    if still_running(state):
+        return "RUNNING"
     if connector.desired_state == DesiredState.PAUSED:
         return "PAUSED"
-    if phase in (Phase.SNAPSHOT, Phase.STREAMING):
-        return "RUNNING"
     return "UNASSIGNED"
 
 
 def task_status(connector: Connector, index: int, state, restarting: bool = False) -> dict[str, Any]:
     shown = {
         "id": index,
-        "state": "RESTARTING" if restarting else task_state(connector, state.phase),
+        "state": "RESTARTING" if restarting else task_state(connector, state),
         "worker_id": state.worker or "",
     }
     if state.phase == Phase.FAILED and state.last_error:
@@ -74,7 +81,7 @@ def status(connector: Connector, restarting: frozenset[str] = frozenset(),
         state, tasks = "STOPPED", []
     else:
         tasks = [task_status(connector, i, s, s.replica_set in restarting) for i, s in enumerate(states)]
-        if connector.desired_state == DesiredState.PAUSED:
+        if connector.desired_state == DesiredState.PAUSED and not any(still_running(s) for s in states):
             state = "PAUSED"
         elif any(s.phase in (Phase.SNAPSHOT, Phase.STREAMING, Phase.FAILED) for s in states):
             state = "RUNNING"

@@ -147,6 +147,10 @@
         const bind = node.dataset.bind;
         if (bind === "phase") { const p = phaseOf(report); node.textContent = p; node.dataset.status = p; }
         else if (bind === "worker") node.textContent = report.worker || "—";
+        else if (bind === "metrics.Connected") {
+          // a stopped, failed or stale pipeline has no open change stream, whatever its last report said
+          bindValue(node, !!metrics.Connected && ["streaming", "snapshot"].includes(phaseOf(report)));
+        }
         else if (bind === "members") renderMembers(node, metrics);
         else if (bind === "snapshot") renderSnapshot(node, report.snapshot);
         else if (bind === "last_event") renderLastEvent(node, metrics);
