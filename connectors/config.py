@@ -447,7 +447,9 @@ class ConnectorConfig:
         "offset.storage.topic", "cdc.offsets", values.parse_topic, "Compacted topic holding the offsets."
     )
     offset_storage_partitions: int = _prop(
-        "offset.storage.partitions", 1, _POSITIVE, "Partitions of the offsets topic."
+        "offset.storage.partitions", 25, _POSITIVE,
+        "Partitions of the offsets topic when it is created (Kafka Connect's default). A pipeline reads only the "
+        "partition its key hashes to, so other connectors' open transactions do not hold up its start.",
     )
     offset_storage_replication_factor: int = _prop(
         "offset.storage.replication.factor",

@@ -96,6 +96,10 @@ class _SeenEvents:
             self.by_operation, self.last = {}, None
 
 
+class _StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop came while waiting for Kafka
+    pass
+
+
 def _ends_batch(item) -> bool:
     return isinstance(item, ReaderFailed | Idle)
 
@@ -239,6 +243,9 @@ class ReplicaSetPipeline:
                 self.sink.write_batch([], self._offset_record(None, None, startup={"mode": STARTUP_SNAPSHOT}))
                 return self.run()
             return "stopped"
+        except _StopRequested:
+            log.info("%s/%s stopped while waiting for Kafka", self.config.name, self.replica_set.name)
+            return "stopped"
         except ConnectorError as error:
             if isinstance(error, CommitOutcomeUnknownError) and not self.stop.is_set():
                 raise  # run() starts again from the committed offset
@@ -265,7 +272,7 @@ class ReplicaSetPipeline:
                 log.warning("Kafka not available at %s (%s); retry %d in %.1fs", self.bootstrap_servers, error,
                             attempt, delay)
                 if self.stop.wait(delay):
-                    raise
+                    raise _StopRequested from error
                 if isinstance(error, SinkFatalError):
                     self.sink.open()
 

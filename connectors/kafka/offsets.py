@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaErr
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connectors.errors import ConnectorError
+from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.offset_record import (
     STARTUP_LATEST,
@@ -67,7 +68,7 @@ class OffsetStore:
         self.topic = topic if isinstance(topic, TopicSpec) else offsets_topic_spec(topic)
         self.timeout = timeout
         self.client_config = dict(client_config or {})
-        self._topics = TopicAdmin(AdminClient({**self.client_config, "bootstrap.servers": bootstrap_servers}), timeout)
+        self._topics = TopicAdmin(self._admin_client(), timeout)
 
     # -- reading ----------------------------------------------------------------------------------------------
 
@@ -123,8 +124,11 @@ class OffsetStore:
             consumer.close()
         return records
 
+    def _admin_client(self) -> AdminClient:
+        return AdminClient(with_client_logger({**self.client_config, "bootstrap.servers": self.bootstrap_servers}))
+
     def _consumer(self) -> Consumer:
-        return Consumer({
+        return Consumer(with_client_logger({
             **self.client_config,
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": "cdc-offsets-loader",  # required by librdkafka; no subscription, nothing is committed
@@ -132,8 +136,7 @@ class OffsetStore:
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 50,  # the end is usually reached in one fetch; do not idle 500 ms after it
-            "logger": log,
-        })
+        }))
 
     def _scan(self, consumer: Consumer, partitions: list[int], on_message) -> None:
         """Calls on_message for every committed record of `partitions`, up to the ends they had at the start."""
@@ -209,8 +212,7 @@ class OffsetStore:
                 # e.g. FENCED_LEADER_EPOCH after a broker stall: a new client starts from fresh metadata
                 log.info("reading the end of %s: %s; asking again", self.topic.name, describe(error))
                 time.sleep(0.2)
-                admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers,
-                                     "logger": log})
+                admin = self._admin_client()
                 self._topics.admin = admin
 
     # -- resets (the pipeline follows `startup` at its next start; see docs/offsets.md) -------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from connectors.kafka.client_log import client_logger
 from connectors.kafka.errors import (
     FENCED_CODES,
     CommitOutcomeUnknownError,
@@ -62,7 +63,7 @@ PRODUCER_DEFAULTS = {
     # Only failures are reported to Python: a flush that leaves nothing queued means every other message was
     # acknowledged, and a callback per message costs the interpreter lock the transform needs.
     "delivery.report.only.error": True,
-    "logger": logging.getLogger("connectors.kafka.librdkafka"),  # librdkafka's log through logging, not stderr
+    "logger": client_logger,  # librdkafka's log through logging, not stderr
 }
 
 

@@ -8,7 +8,6 @@ Known topics are cached, so steady-state batches cost no admin round trip.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,8 +15,10 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import TopicAdminError, TopicAdminRetriableError, describe
 
+LIST_TIMEOUT_SECONDS = 10.0
 BROKER_DEFAULT = -1  # partitions / replication factor chosen by the broker (num.partitions, default.replication.factor)
 
 _HINTS = {
@@ -52,8 +53,7 @@ class TopicAdmin:
 
     def __init__(self, admin_or_bootstrap: AdminClient | str, timeout: float = 30.0):
         if isinstance(admin_or_bootstrap, str):
-            admin_or_bootstrap = AdminClient({"bootstrap.servers": admin_or_bootstrap,
-                                              "logger": logging.getLogger("connectors.kafka.librdkafka")})
+            admin_or_bootstrap = AdminClient(with_client_logger({"bootstrap.servers": admin_or_bootstrap}))
         self.admin = admin_or_bootstrap
         self.timeout = timeout
         self.max_message_bytes: dict[str, int] = {}
@@ -70,7 +70,8 @@ class TopicAdmin:
         if not wanted:
             return []
         try:
-            existing = set(self.admin.list_topics(timeout=self.timeout).topics)
+            # A reachable cluster answers in milliseconds; an unreachable one is reported (and retried) sooner.
+            existing = set(self.admin.list_topics(timeout=min(self.timeout, LIST_TIMEOUT_SECONDS)).topics)
         except KafkaException as error:
             raise TopicAdminRetriableError(f"Could not list Kafka topics ({describe(error.args[0])}).") from None
         created = self._create([spec for name, spec in wanted.items() if name not in existing])

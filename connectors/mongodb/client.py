@@ -123,12 +123,17 @@ def check_connection(client: pymongo.MongoClient, options: Mapping[str, Any]) ->
         ) from None
     except OperationFailure as error:
         if error.code in AUTH_FAILED_CODES:
-            raise AuthenticationFailed(
-                f"MongoDB rejected the credentials of user {options.get('username')!r} (authSource "
-                f"{options.get('authSource')!r}) at {where}; check mongodb.user, mongodb.password "
-                "and mongodb.authsource"
-            ) from None
+            raise AuthenticationFailed(_auth_failure(options, where)) from None
         raise ConnectorError(f"MongoDB at {where} refused the connection check: {error.details}") from None
+
+
+def _auth_failure(options: Mapping[str, Any], where: str) -> str:
+    user = options.get("username")
+    if not user:
+        return (f"MongoDB at {where} requires authentication and no user name was given; put the user in the "
+                "connection string (mongodb://USER:PASSWORD@host…) or set mongodb.user and mongodb.password")
+    return (f"MongoDB rejected the credentials of user {user!r} (authSource {options.get('authSource') or 'admin'!r}) "
+            f"at {where}; check the user name, mongodb.password and mongodb.authsource")
 
 
 def connection_problem(options: Mapping[str, Any], timeout_ms: int = 5000) -> str | None:

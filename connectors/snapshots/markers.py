@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaErr
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connectors.errors import ConnectorError
+from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import TopicSpec, ensure_topics
@@ -91,7 +92,7 @@ class ChunkMarkers:
 
     def _read_all(self) -> dict[bytes, bytes]:
         """The latest committed value of every key (tombstones delete), read to the end as of the call."""
-        admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(with_client_logger({**self.client_config, "bootstrap.servers": self.bootstrap_servers}))
         try:
             metadata = admin.list_topics(self.topic, timeout=self.timeout)
         except KafkaException as error:
@@ -111,7 +112,7 @@ class ChunkMarkers:
         values: dict[bytes, bytes] = {}
         if not pending:
             return values
-        consumer = Consumer({
+        consumer = Consumer(with_client_logger({
             **self.client_config,
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": "cdc-chunk-markers",
@@ -121,7 +122,7 @@ class ChunkMarkers:
             "fetch.wait.max.ms": 50,
             "reconnect.backoff.ms": 10,
             "retry.backoff.ms": 20,
-        })
+        }))
         try:
             consumer.list_topics(self.topic, timeout=self.timeout)  # a known leader spares assign() a 500 ms retry
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in pending])

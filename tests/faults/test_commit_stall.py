@@ -171,3 +171,17 @@ def test_a_failed_commit_in_flight_stops_the_pipeline_at_once(stack, mongo_rs, u
     assert running.outcome == {"rs0": "failed"}, (running.outcome, running.error)
     metrics = running.pipeline().metrics
     assert metrics.phase == "failed" and "injected" in metrics.last_error
+
+
+def test_kafka_unreachable_at_start_is_reported_once_and_a_stop_ends_the_wait(mongo_rs, unique_name, caplog):
+    config = connector_config(unique_name, mongo_rs.uri, snapshot__mode="never")
+    with caplog.at_level("WARNING"):
+        running = RunningConnector(config, "127.0.0.1:1").start()
+        pipeline = running.pipeline()
+        deadline = time.monotonic() + 60
+        while not (pipeline.metrics.last_error or "").startswith("Kafka not available at 127.0.0.1:1"):
+            assert time.monotonic() < deadline, f"no Kafka error reported: {pipeline.metrics.last_error}"
+            time.sleep(0.1)
+        assert running.finish() == {"rs0": "stopped"}
+    client_lines = [r for r in caplog.records if r.name == "connectors.kafka.librdkafka"]
+    assert len(client_lines) <= 5, [r.getMessage() for r in client_lines]
