@@ -111,14 +111,21 @@ def test_snapshot_completes_exactly_once_after_kill9_of_a_snapshot_worker(platfo
     node = platform.snapshot_workers[victim]
     heartbeats = redis.Redis.from_url(platform.env["REDIS_URL"])
 
-    def victim_mid_chunk() -> bool:  # its heartbeat key exists exactly while one of its chunk tasks runs
-        if chunks_read(platform, victim, name) < 1:
-            return False
-        return any(heartbeats.get(key) == node.encode() for key in heartbeats.scan_iter("cdc:chunk-task:*"))
+    def victim_tasks() -> set:  # its heartbeat keys exist exactly while its chunk tasks run
+        return {key for key in heartbeats.scan_iter("cdc:chunk-task:*") if heartbeats.get(key) == node.encode()}
 
-    wait_for(victim_mid_chunk, 120, "the victim to be reading a chunk", platform)
-    platform.processes[victim].send_signal(signal.SIGKILL)
-    platform.processes[victim].wait()
+    wait_for(lambda: chunks_read(platform, victim, name) >= 1, 120, "the victim to read a chunk", platform)
+    # From now on the emulator delays every chunk query by 10 s: a task of the victim that starts after this point
+    # is certainly inside its query for the next 10 s, so the kill catches it mid-chunk however fast chunks are read.
+    mongo_rs.set_delay(10_000, commands=["find"])
+    try:
+        running_before = victim_tasks()  # tasks that may have passed their query before the delay
+        wait_for(lambda: victim_tasks() - running_before, 120, "a chunk task of the victim started after the hold",
+                 platform)
+        platform.processes[victim].send_signal(signal.SIGKILL)
+        platform.processes[victim].wait()
+    finally:
+        mongo_rs.set_delay(0)
     victim_log = platform.log(victim)
     received = set(re.findall(r"Task workers\.snapshot\.read_chunk\[([0-9a-f-]+)\] received", victim_log))
     finished = set(re.findall(r"Task workers\.snapshot\.read_chunk\[([0-9a-f-]+)\] succeeded", victim_log))
