@@ -92,6 +92,7 @@ class ReplicaSetState(models.Model):
     worker = models.CharField(max_length=300, blank=True)
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.STOPPED)
     last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True, help_text="When the last error was reported.")
     since = models.DateTimeField(help_text="When the pipeline entered this phase.")
     metrics = models.JSONField(default=dict, blank=True, help_text="The last metrics snapshot.")
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="The worker's last report.")

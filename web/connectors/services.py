@@ -313,8 +313,8 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
     state.phase, state.worker, state.heartbeat_at = phase, worker, now
     if metrics is not None:
         state.metrics = metrics
-    if error is not None:  # kept after recovery: it is the *last* error
-        state.last_error = error
+    if error is not None:  # kept after recovery: it is the *last* error (current_error tells whether it still is)
+        state.last_error, state.last_error_at = error, now
     state.save()
     _settle_start_requests(connector, replica_set, phase, error)
     return state

@@ -29,7 +29,7 @@ def stored_states(connector: str | None = None) -> list[dict]:
             report = observed.report_of(state)
             found.append({**report, "connector": state.connector.name, "replica_set": state.replica_set,
                           "phase": observed.live_phase(state, now), "stale": observed.is_stale(state, now),
-                          "last_error": state.last_error})
+                          "last_error": observed.current_error(state)})
         return found
     finally:
         close_old_connections()
@@ -47,7 +47,8 @@ def connectors_summary(connector: str | None = None) -> dict[str, dict]:
             summary[item.name] = {
                 "desired_state": item.desired_state,
                 "status": view.status,
-                "replica_sets": {rs.name: {"phase": rs.phase, "stale": rs.stale, "last_error": rs.state.last_error}
+                "replica_sets": {rs.name: {"phase": rs.phase, "stale": rs.stale,
+                                           "last_error": observed.current_error(rs.state)}
                                  for rs in view.replica_sets},
             }
         return summary

@@ -36,6 +36,16 @@ def is_stale(state: ReplicaSetState, now: datetime.datetime | None = None) -> bo
     return state.heartbeat_at is None or (now - state.heartbeat_at).total_seconds() > STALE_AFTER_SECONDS
 
 
+def current_error(state: ReplicaSetState) -> str:
+    """The stored last error while it still applies: not once the pipeline runs again in a phase it entered after
+    the error (a recovered connector shows no error; the Requests panel and the audit keep the history)."""
+    if not state.last_error:
+        return ""
+    recovered = (state.phase in (Phase.SNAPSHOT, Phase.STREAMING) and state.last_error_at is not None
+                 and state.since > state.last_error_at)
+    return "" if recovered else state.last_error
+
+
 def live_phase(state: ReplicaSetState, now: datetime.datetime | None = None) -> str:
     """The phase to show: the stored phase, except that a running phase without recent reports is `stale`."""
     if state.phase in (Phase.SNAPSHOT, Phase.STREAMING) and is_stale(state, now):
@@ -173,8 +183,18 @@ class ReplicaSetView:
 
     @property
     def errors(self) -> list[str]:
-        found = [self.state.last_error, self.metrics.get("LastError"), self.snapshot.get("LastError")]
+        found = [current_error(self.state), self.metrics.get("LastError"), self.snapshot.get("LastError")]
         return list(dict.fromkeys(error for error in found if error))
+
+    @property
+    def error_entries(self) -> list[tuple[str, datetime.datetime | None]]:
+        """(error, when it was reported): the stored one at its own time, the report's at the report's time."""
+        stored = current_error(self.state)
+        entries = [(stored, self.state.last_error_at or self.state.heartbeat_at)] if stored else []
+        for error in (self.metrics.get("LastError"), self.snapshot.get("LastError")):
+            if error and error not in [text for text, _ in entries]:
+                entries.append((error, self.state.heartbeat_at))
+        return entries
 
 
 def replica_set_view(state: ReplicaSetState, now: datetime.datetime | None = None) -> ReplicaSetView:

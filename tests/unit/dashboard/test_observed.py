@@ -96,3 +96,26 @@ def test_a_stopped_or_stale_pipeline_has_no_open_change_stream(no_redis):
     running = services.report_observed("orders", "rs0", worker="w1", phase="streaming")
     running.heartbeat_at = timezone.now() - datetime.timedelta(minutes=5)
     assert not observed.replica_set_view(running).stream_open
+
+
+@pytest.mark.django_db
+def test_last_error_clears_on_recovery_and_keeps_its_own_time(no_redis, client, django_user_model, monkeypatch):
+    import datetime
+
+    from tests.api_support import create_connector, make_user
+    from web.connectors import services
+
+    monkeypatch.setattr("workers.publish.history", lambda connector, rs: [])
+    create_connector("orders")
+    failed = services.report_observed("orders", "rs0", worker="w1", phase="failed", error="cannot reach db1")
+    assert observed.current_error(failed) == "cannot reach db1"
+    failed.last_error_at -= datetime.timedelta(hours=2)  # it happened at 10:00, reports went on since
+    failed.save()
+    client.force_login(make_user(django_user_model, "viewer"))
+    page = client.get("/connectors/orders/").content.decode()
+    assert f'datetime="{failed.last_error_at.isoformat()}' in page
+    recovered = services.report_observed("orders", "rs0", worker="w2", phase="streaming")
+    assert recovered.last_error == "cannot reach db1"  # the record is kept …
+    assert observed.current_error(recovered) == ""  # … but no longer shown as the connector's error
+    assert observed.connector_view(recovered.connector).last_error == ""
+    assert "cannot reach db1" not in client.get("/").content.decode()

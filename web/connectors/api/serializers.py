@@ -287,7 +287,8 @@ class ReplicaSetStateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ReplicaSetState
-        fields = ["replica_set", "worker", "phase", "since", "last_error", "heartbeat_at", "stale", "metrics"]
+        fields = ["replica_set", "worker", "phase", "since", "last_error", "last_error_at", "heartbeat_at", "stale",
+                  "metrics"]
 
     def get_stale(self, state) -> bool:
         from django.utils import timezone
