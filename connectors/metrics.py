@@ -29,6 +29,7 @@ class StreamingMetrics:
     primary: str | None = None
     members: list[str] = field(default_factory=list)
     ms_behind_source: int | None = None
+    lag_basis: str | None = None  # which source time MilliSecondsBehindSource is computed from
     last_event: dict | None = None
     source_event_position: dict | None = None
     queue_remaining_capacity: int = 0
@@ -39,8 +40,10 @@ class StreamingMetrics:
     _recent: deque = field(default_factory=lambda: deque(maxlen=120), repr=False)
 
     def record_events(self, by_operation: dict[str, int], cluster_time_ms: int | None, position: dict,
-                      summary: dict) -> None:
-        """Events seen (counts by operation); the cluster time, position and summary are the last event's."""
+                      summary: dict, lag_basis: str | None = None) -> None:
+        """Events seen (counts by operation); the source time (ms), position and summary are the last event's.
+
+        `lag_basis` names the source time the lag is computed from (e.g. "wallTime", "clusterTime")."""
         now_ms = int(time.time() * 1000)
         count = sum(by_operation.values())
         with self._lock:
@@ -49,6 +52,7 @@ class StreamingMetrics:
                 self.events_by_operation[operation] = self.events_by_operation.get(operation, 0) + n
             if cluster_time_ms is not None:
                 self.ms_behind_source = max(0, now_ms - cluster_time_ms)
+                self.lag_basis = lag_basis
             self.source_event_position = position
             self.last_event = summary
             self._count_now(count)
@@ -131,6 +135,7 @@ class StreamingMetrics:
                 "Primary": self.primary,
                 "Members": list(self.members),
                 "MilliSecondsBehindSource": self.ms_behind_source,
+                "LagBasis": self.lag_basis,
                 "QueueTotalCapacity": self.queue_total_capacity,
                 "QueueRemainingCapacity": self.queue_remaining_capacity,
                 "SourceEventPosition": self.source_event_position,

@@ -10,6 +10,7 @@ consumers. Heartbeats commit the stream's post-batch resume token when nothing c
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 import time
@@ -86,12 +87,19 @@ class _SeenEvents:
             self.filtered = 0
         if self.last is not None:
             record, change = self.last
-            cluster_ms = record.cluster_time.time * 1000 if record.cluster_time else None
+            # wallTime (MongoDB 6+) has milliseconds; the cluster time only whole seconds (a 0-1,000 ms sawtooth)
+            if record.wall_time is not None:
+                source_ms, basis = wall_time_ms(record.wall_time), "wallTime"
+            elif record.cluster_time is not None:
+                source_ms, basis = record.cluster_time.time * 1000, "clusterTime"
+            else:
+                source_ms, basis = None, None
             metrics.record_events(
                 self.by_operation,
-                cluster_ms,
+                source_ms,
                 {"resume_token": change["_id"]},
                 {"op": record.operation.value, "ns": record.namespace.full_name},
+                lag_basis=basis,
             )
             self.by_operation, self.last = {}, None
 
@@ -102,6 +110,15 @@ class _StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop 
 
 def _ends_batch(item) -> bool:
     return isinstance(item, ReaderFailed | Idle)
+
+
+def wall_time_ms(wall_time) -> int:
+    """Milliseconds since the epoch of a change's wallTime (a UTC datetime, or a DatetimeMS outside years 1-9999)."""
+    if hasattr(wall_time, "timestamp"):
+        if wall_time.tzinfo is None:
+            wall_time = wall_time.replace(tzinfo=datetime.UTC)
+        return round(wall_time.timestamp() * 1000)
+    return int(wall_time)
 
 
 def now_ms() -> int:
