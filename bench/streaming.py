@@ -159,16 +159,18 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[floa
         consumer.subscribe([topic])
         deadline = time.monotonic() + seconds + 120
         while len(latencies) < total and time.monotonic() < deadline:
-            for message in consumer.consume(500, 0.1):
-                if message.error() or not message.value():
-                    continue
-                after = json.loads(json.loads(message.value())["after"])
-                if "sent_ns" not in after:  # the warm-up change: the topic exists and this consumer reads it
-                    consumer_ready.set()
-                    continue
-                latencies.append((time.time_ns() - int(after["sent_ns"]["$numberLong"]
-                                                       if isinstance(after["sent_ns"], dict) else after["sent_ns"]))
-                                 / 1e6)
+            # consume(n, timeout) waits for n messages or the whole timeout: it would add up to that to every
+            # latency; poll() returns each message as soon as it is fetched.
+            message = consumer.poll(0.1)
+            if message is None or message.error() or not message.value():
+                continue
+            received_ns = time.time_ns()
+            after = json.loads(json.loads(message.value())["after"])
+            if "sent_ns" not in after:  # the warm-up change: the topic exists and this consumer reads it
+                consumer_ready.set()
+                continue
+            sent = after["sent_ns"]
+            latencies.append((received_ns - int(sent["$numberLong"] if isinstance(sent, dict) else sent)) / 1e6)
         consumer.close()
 
     reader = threading.Thread(target=consume, daemon=True)
