@@ -18,10 +18,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from bson import Timestamp
+from bson import Timestamp, json_util
+from bson.json_util import RELAXED_JSON_OPTIONS
 
 from connectors.config import ConnectorConfig
-from connectors.config_types import SnapshotMode, StartupMode
+from connectors.config_types import MessageTooLargePolicy, SnapshotMode, StartupMode
 from connectors.errors import ConnectorError, HistoryLost
 from connectors.filters import change_stream_pipeline, watch_target
 from connectors.kafka import OffsetRecord, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
@@ -36,6 +37,7 @@ from connectors.mongodb.stream import (
     ChangeQueue,
     ChangeStreamReader,
     Idle,
+    OversizedSkipped,
     ReaderFailed,
     StartPosition,
     StreamOptions,
@@ -354,6 +356,7 @@ class ReplicaSetPipeline:
                 full_document=self.config.full_document,
                 full_document_before_change=self.config.full_document_before_change,
                 batch_size=min(self.config.max_batch_size, 10_000),
+                skip_oversized_events=self.config.message_too_large_policy is MessageTooLargePolicy.SKIP,
                 max_await_ms=min(self.config.poll_interval_ms, self.config.cursor_max_await_time_ms or 1000),
             ),
             start,
@@ -404,6 +407,10 @@ class ReplicaSetPipeline:
                 seen.report(self.metrics)
                 self._commit(messages, last_token, last_time, invalidated)
                 raise item.error
+            if isinstance(item, OversizedSkipped):
+                messages.append(self._oversized_record(item))
+                last_token = item.resume_token
+                continue
             if isinstance(item, Idle):
                 idle = True
                 if item.resume_token is not None:
@@ -431,6 +438,15 @@ class ReplicaSetPipeline:
         elif heartbeat_due:
             messages.extend(self.transformer.heartbeat())
             self._commit(messages, last_token, last_time, invalidated, heartbeat=True)
+
+    def _oversized_record(self, skipped: OversizedSkipped) -> OutMessage:
+        """The errors-topic record of a change event MongoDB could not return (over 16 MB), in the batch that
+        commits the position after it: nothing is dropped without a record."""
+        value = {"error": "change_event_too_large", "connector": self.config.name, "rs": self.replica_set.name,
+                 **skipped.summary, "resume_token": skipped.resume_token, "ts_ms": now_ms()}
+        return OutMessage(self.config.errors_topic_name, None,
+                          json_util.dumps(value, json_options=RELAXED_JSON_OPTIONS).encode(),
+                          [("cdc.error", b"change_event_too_large")])
 
     def _messages_for(self, change: dict, seen: _SeenEvents) -> list[OutMessage]:
         try:

@@ -60,6 +60,15 @@ class Idle:
 
 
 @dataclass(frozen=True)
+class OversizedSkipped:
+    """A change event over MongoDB's 16 MB limit was stepped over (skip policy): the pipeline records it on the
+    errors topic and commits the position after it."""
+
+    resume_token: dict
+    summary: dict
+
+
+@dataclass(frozen=True)
 class ReaderFailed:
     error: BaseException
 
@@ -295,8 +304,11 @@ class ChangeStreamReader:
             event.get("clusterTime"),
             error,
         )
-        self._metrics.record_disconnect(f"skipped an oversized change event: {error}")
-        return StartPosition(resume_after=event["_id"]) if self._put(Idle(event["_id"])) else None
+        summary = {"operationType": event.get("operationType"), "ns": event.get("ns"),
+                   "documentKey": event.get("documentKey"), "clusterTime": event.get("clusterTime"),
+                   "reason": str(error)}
+        skipped = OversizedSkipped(event["_id"], summary)
+        return StartPosition(resume_after=event["_id"]) if self._put(skipped) else None
 
     def _retry(self, failures: int, error: BaseException) -> bool:
         self._metrics.record_disconnect(f"{type(error).__name__}: {error}")

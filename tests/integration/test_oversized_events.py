@@ -4,6 +4,7 @@ reader steps over it and goes on."""
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 
@@ -17,12 +18,13 @@ from connectors.metrics import StreamingMetrics
 from connectors.mongodb.stream import (
     Backoff,
     ChangeStreamReader,
-    Idle,
+    OversizedSkipped,
     ReaderFailed,
     StartPosition,
     StreamOptions,
     next_cluster_time,
 )
+from tests.integration.pipeline_harness import RunningConnector, connector_config, wait_for_events
 
 pytestmark = pytest.mark.integration
 
@@ -80,5 +82,28 @@ def test_skip_policy_steps_over_an_oversized_change_event(stack, mongo_rs, uniqu
     changes = [item for item in items if isinstance(item, dict)]
     assert [(change["operationType"], change["documentKey"]["_id"]) for change in changes] == [
         ("insert", 1), ("insert", 2)]
-    skipped = [item for item in items if isinstance(item, Idle)]
-    assert skipped and skipped[0].resume_token is not None
+    skipped = [item for item in items if isinstance(item, OversizedSkipped)]
+    assert len(skipped) == 1 and skipped[0].resume_token is not None
+    assert skipped[0].summary["operationType"] == "update" and skipped[0].summary["documentKey"] == {"_id": 0}
+
+
+def test_the_pipeline_records_a_skipped_oversized_event_on_the_errors_topic(stack, mongo_rs, unique_name):
+    name = "p" + unique_name.replace("-", "")[-12:]
+    config = connector_config(name, mongo_rs.uri, snapshot__mode="never", capture__mode="change_streams_update_full",
+                              message__too__large__policy="skip", collection__include__list=f"{name}.big")
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming()
+    coll = pymongo.MongoClient(mongo_rs.uri)[name].big
+    coll.insert_one({"_id": 0, "a": "x" * (6 * MB)})
+    coll.update_one({"_id": 0}, {"$set": {"b": "y" * (6 * MB)}})
+    coll.insert_one({"_id": 2})
+    events = wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.big", 1, timeout=60)
+    # the 6 MB insert is over Kafka's 1 MB limit (recorded as message_too_large); the update MongoDB cannot return
+    errors = wait_for_events(stack.kafka_bootstrap, config.errors_topic_name, 2, timeout=60)
+    running.finish()
+    assert [json.loads(record.key)["id"] for record in events if record.value] == ["2"]
+    kinds = [json.loads(record.value)["error"] for record in errors]
+    assert kinds == ["message_too_large", "change_event_too_large"]
+    recorded = json.loads(errors[1].value)
+    assert recorded["error"] == "change_event_too_large" and recorded["operationType"] == "update"
+    assert recorded["documentKey"] == {"_id": 0} and recorded["resume_token"]
