@@ -10,6 +10,7 @@ which the supervisor calls on a schedule.
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from web.connectors import audit
-from web.sparkjobs.arguments import masked, run_arguments
+from web.sparkjobs.arguments import job_dir, masked, output_root, run_arguments
 from web.sparkjobs.models import ACTIVE, JobDefinition, JobRun, RunStatus
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,26 @@ def cancel(run: JobRun, user, source: str = "api") -> JobRun:
     return run
 
 
-def delete_definition(definition: JobDefinition, user, source: str = "api") -> None:
+def delete_definition(definition: JobDefinition, user, source: str = "api", delete_output: bool = False) -> None:
+    """Deletes the job and its runs; with `delete_output`, also its folder under SPARK_OUTPUT_ROOT (every run's
+    output and checkpoints), once the database change is committed."""
     if definition.runs.filter(status__in=ACTIVE).exists():
         raise SparkServiceError(f"job {definition.name} has a queued or running run: cancel it first")
+    name = definition.name
     with transaction.atomic():
-        record(user, source, "delete", definition.name, before=snapshot(definition))
+        record(user, source, "delete", name, before=snapshot(definition),
+               after={"output": "deleted"} if delete_output else None)
         definition.delete()
+        if delete_output:
+            transaction.on_commit(lambda: _remove_output(name))
+
+
+def _remove_output(name: str) -> None:
+    folder = job_dir(name)
+    if folder.resolve().parent != output_root().resolve():
+        raise SparkServiceError(f"refusing to delete {folder}: not a job folder under SPARK_OUTPUT_ROOT")
+    shutil.rmtree(folder, ignore_errors=True)
+    log.info("output of Spark job %s deleted (%s)", name, folder)
 
 
 def save_definition(serializer, user, source: str) -> JobDefinition:

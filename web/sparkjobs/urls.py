@@ -11,5 +11,6 @@ urlpatterns = [
     path("jobs/new/", views.job_create, name="job-new"),
     path("jobs/<slug:name>/", views.job_detail, name="job"),
     path("jobs/<slug:name>/edit/", views.job_edit, name="job-edit"),
+    path("jobs/<slug:name>/delete/", views.job_delete, name="job-delete"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
 ]

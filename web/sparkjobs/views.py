@@ -15,7 +15,7 @@ from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.dashboard.views import role_required
 from web.sparkjobs import services
 from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
-from web.sparkjobs.arguments import masked
+from web.sparkjobs.arguments import job_dir, masked
 from web.sparkjobs.forms import SparkJobForm
 from web.sparkjobs.models import JobDefinition, JobRun
 
@@ -81,6 +81,25 @@ def job_edit(request, name):
     if definition.is_script and not has_role(request.user, ADMIN):
         raise PermissionDenied("PySpark script jobs are changed by admins only.")
     return _save(request, definition)
+
+
+def job_delete(request, name):
+    """GET: what deleting means, with the choice to delete the job's output too; POST: delete."""
+    definition = get_object_or_404(JobDefinition, name=name)
+    if not _may_change(request, definition):
+        raise PermissionDenied("Deleting this job needs the " + ("admin" if definition.is_script else "operator")
+                               + " role.")
+    if request.method == "POST":
+        delete_output = request.POST.get("output") == "delete"
+        try:
+            services.delete_definition(definition, request.user, "dashboard", delete_output=delete_output)
+        except services.SparkServiceError as error:
+            messages.error(request, f"{name} was not deleted: {error}")
+            return redirect("spark:job", name=name)
+        messages.success(request, f"Job {name} deleted with its runs"
+                                  + ("; its output folder too." if delete_output else "; its output was kept."))
+        return redirect("spark:jobs")
+    return render(request, "sparkjobs/delete.html", {"job": definition, "folder": job_dir(name), **_roles(request)})
 
 
 @require_safe

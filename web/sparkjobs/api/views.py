@@ -66,7 +66,8 @@ class JobViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, instance):
         require_script_admin(self.request, instance.template)
         try:
-            services.delete_definition(instance, self.request.user)
+            services.delete_definition(instance, self.request.user,
+                                       delete_output=self.request.query_params.get("output") in ("1", "true"))
         except services.SparkServiceError as error:
             raise Conflict(str(error)) from None
 
