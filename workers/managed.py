@@ -26,7 +26,7 @@ import redis
 from connectors.config import ConnectorConfig
 from connectors.errors import ConnectorError
 from connectors.mongodb.topology import ReplicaSet
-from connectors.pipeline import ReplicaSetPipeline
+from connectors.mongodb.pipeline import ReplicaSetPipeline
 from connectors.snapshots import ChunkExecutorFactory
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
@@ -59,6 +59,7 @@ class ManagedPipeline:
     chunk_executor: ChunkExecutorFactory | None = None  # who reads snapshot chunks (default: threads)
     acknowledge: Acknowledge = lambda kind, request_id, status, reason: None
     pending_snapshots: list[dict] = field(default_factory=list)  # stored requests: {"request_id", …, "status"}
+    config_version: str | None = None  # web.connectors.definitions.config_version of the configuration it runs
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
     stop_requests: list[tuple[int, str]] = field(default_factory=list)  # (request id, command) answered at the end
@@ -176,6 +177,12 @@ class ManagedPipeline:
         request_id = payload.get("request_id")
         if request_id in self._handled_snapshots:
             return  # heard on the channel and loaded from the database
+        wanted = payload.get("config_version")
+        if wanted and self.config_version and wanted != self.config_version:
+            # asked of a newer configuration: this pipeline is about to restart and its successor takes it up
+            log.info("snapshot request %s is for another configuration of %s; left to the restarted pipeline",
+                     request_id, self.config.name)
+            return
         if request_id is not None:
             self._handled_snapshots.add(request_id)
         collections = [str(c) for c in payload.get("collections") or []]

@@ -16,7 +16,7 @@ from cdcplatform.celery import app
 from connectors.config import ConfigError
 from connectors.errors import ConnectorError
 from connectors.mongodb.topology import discover
-from web.connectors.definitions import engine_config
+from web.connectors.definitions import config_version, engine_config
 from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
 from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
@@ -94,11 +94,12 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
             return {"status": "failed", "error": error}
         target = matches[0]
     pending = _pending_snapshots(connector)
+    version = config_version(connector)
     close_old_connections()
     managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
                               report=_reporter(connector_name, target.name, worker),
                               chunk_executor=chunk_executor_factory(connector_name, worker),
-                              acknowledge=_acknowledge, pending_snapshots=pending)
+                              acknowledge=_acknowledge, pending_snapshots=pending, config_version=version)
     outcome = managed.run()
     if outcome.status != "busy":
         phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED

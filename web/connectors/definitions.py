@@ -4,6 +4,8 @@ description used in responses and the audit log. The one place secrets are decry
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from django.db import transaction
@@ -30,6 +32,13 @@ def parts_of(connector: Connector) -> props.Parts:
 def flat_of(connector: Connector) -> dict[str, Any]:
     """The full Debezium property map, secrets in clear. Never return or log it; see `masked_config`."""
     return props.join(parts_of(connector))
+
+
+def config_version(connector: Connector) -> str:
+    """A fingerprint of the whole configuration (secrets included, hashed): a pipeline started with another one
+    is about to be restarted, so requests meant for the new configuration are left to its successor."""
+    text = json.dumps(flat_of(connector), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def masked_config(connector: Connector) -> dict[str, Any]:

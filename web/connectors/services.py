@@ -26,7 +26,7 @@ from connectors.records import Namespace
 from web.connectors import audit, drafts
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
-from web.connectors.definitions import describe, engine_config, flat_of, parts_of, save_parts
+from web.connectors.definitions import config_version, describe, engine_config, flat_of, parts_of, save_parts
 from web.connectors.models import (
     Connector,
     ConnectorFilter,
@@ -287,7 +287,8 @@ def request_snapshot(connector: Connector, collections: list[str], query: str = 
         )
         audit.record(user, source, "connector.snapshot", _target(connector), None,
                      {"request": request.pk, "collections": list(collections), "filter": query or None})
-        payload = {"request_id": request.pk, "collections": list(collections), "filter": query or None}
+        payload = {"request_id": request.pk, "collections": list(collections), "filter": query or None,
+                   "config_version": config_version(connector)}
         _notify_on_commit(connector.name, "snapshot", payload)
     return request
 

@@ -48,10 +48,10 @@ class Answers:
                 return answer
 
 
-def start(config, stack, redis_client, answers) -> tuple[ManagedPipeline, threading.Thread, dict]:
+def start(config, stack, redis_client, answers, **extra) -> tuple[ManagedPipeline, threading.Thread, dict]:
     (replica_set,) = discover(config.mongo_client_options()).replica_sets
     managed = ManagedPipeline(config, replica_set, stack.kafka_bootstrap, redis_client, "worker-t",
-                              lease_ttl_ms=3000, acknowledge=answers)
+                              lease_ttl_ms=3000, acknowledge=answers, **extra)
     outcome: dict = {}
     thread = threading.Thread(target=lambda: outcome.setdefault("outcome", managed.run()), daemon=True)
     thread.start()
@@ -98,9 +98,13 @@ def test_a_snapshot_request_ends_done_with_the_documents_read(stack, mongo_rs, r
                               signal__data__collection=f"{name}.signals",
                               incremental__snapshot__chunk__size=10)
     answers = Answers()
-    managed, thread, _ = start(config, stack, redis_client, answers)
+    managed, thread, _ = start(config, stack, redis_client, answers, config_version="v1")
     try:
-        send(redis_client, name, "snapshot", {"request_id": 11, "collections": [f"{name}.docs"]})
+        # asked of a newer configuration: left to the restarted pipeline (no answer), the next one is taken
+        send(redis_client, name, "snapshot", {"request_id": 10, "collections": [f"{name}.docs"],
+                                              "config_version": "v2"})
+        send(redis_client, name, "snapshot", {"request_id": 11, "collections": [f"{name}.docs"],
+                                              "config_version": "v1"})
         assert answers.next()[:3] == ("snapshot", 11, "running")
         kind, request_id, status, reason = answers.until("done")
         assert (kind, request_id) == ("snapshot", 11)
