@@ -319,3 +319,10 @@ def test_a_reset_to_a_garbage_token_or_an_unknown_replica_set_is_refused(admin_c
     unknown = admin_client.post("/api/connectors/orders/offsets/reset/",
                                 {"mode": "latest", "replica_sets": ["rs9"]}, format="json")
     assert unknown.status_code == 400 and "'rs9'" in unknown.json()["detail"]
+
+
+def test_the_connector_list_refuses_filters_it_does_not_have(admin_client):
+    create_connector()
+    refused = admin_client.get("/api/connectors/?status=bogus")
+    assert refused.status_code == 400 and "unknown parameter" in refused.json()["status"][0]
+    assert admin_client.get("/api/connectors/").status_code == 200

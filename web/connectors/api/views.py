@@ -81,6 +81,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     }
 
     def get_queryset(self):
+        if getattr(self, "action", None) == "list":
+            check_query(self.request.query_params, {})  # no filters here: a typo must not look like one
         return Connector.objects.prefetch_related("filters").select_related("created_by", "updated_by")
 
     def perform_create(self, serializer):
