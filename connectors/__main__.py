@@ -14,8 +14,9 @@ import signal
 import sys
 import threading
 
-from connectors.config import ConfigError, ConnectorConfig, validate
-from connectors.errors import ConnectorError
+from connectors.config import ConfigError, validate
+from connectors.core.errors import ConnectorError, UnknownConnectorClass
+from connectors.sources import engine_config, require_wired, source_kind
 
 
 def _load(path: str) -> dict:
@@ -33,7 +34,13 @@ def _load(path: str) -> dict:
 
 
 def _validate(args) -> int:
-    problems = validate(_load(args.config))
+    properties = _load(args.config)
+    try:
+        require_wired(source_kind(properties), properties.get("connector.class"))
+    except UnknownConnectorClass as error:
+        print(f"connector.class: {error}")
+        return 1
+    problems = validate(properties)
     for problem in problems:
         print(f"{problem.property}: {problem.message}")
     return 1 if problems else 0
@@ -43,7 +50,10 @@ def _run(args) -> int:
     from connectors.runner import ConnectorRunner
 
     try:
-        config = ConnectorConfig.from_properties(_load(args.config))
+        _, config = engine_config(_load(args.config))
+    except UnknownConnectorClass as error:
+        print(f"invalid configuration: {error}", file=sys.stderr)
+        return 2
     except ConfigError as error:
         print(f"invalid configuration:\n{error}", file=sys.stderr)
         return 2
@@ -56,8 +66,9 @@ def _run(args) -> int:
     except ConnectorError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    for rs, outcome in outcomes.items():
-        print(f"{config.name}/{rs}: {outcome}" + (f" ({runner.errors[rs]})" if rs in runner.errors else ""))
+    for partition, outcome in outcomes.items():
+        error = runner.errors.get(partition)
+        print(f"{config.name}/{partition}: {outcome}" + (f" ({error})" if error is not None else ""))
     return 1 if runner.errors else 0
 
 

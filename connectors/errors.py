@@ -1,33 +1,28 @@
-"""Errors a user can act on. Their messages are shown as they are (API, dashboard, CLI): no traceback,
-and never a credential."""
+"""MongoDB's errors, and the engine's (connectors.core.errors) under their old import path."""
 
 from __future__ import annotations
 
+from connectors.core.errors import (
+    AuthenticationFailed,
+    ConnectorError,
+    HistoryLost,
+    PipelineFenced,
+    SourceUnreachable,
+)
 
-class ConnectorError(RuntimeError):
-    """A failure with a message that says what went wrong and what to do."""
-
-    retriable = False
-
-
-class SourceUnreachable(ConnectorError):
-    retriable = True
-
-
-class AuthenticationFailed(ConnectorError):
-    pass
+__all__ = [
+    "AuthenticationFailed",
+    "ChangeEventTooLarge",
+    "ConnectorError",
+    "HistoryLost",
+    "NotAReplicaSet",
+    "PipelineFenced",
+    "SourceUnreachable",
+]
 
 
 class NotAReplicaSet(ConnectorError):
     pass
-
-
-class HistoryLost(ConnectorError):
-    """The stored resume position is no longer in the oplog (server error 286)."""
-
-
-class PipelineFenced(ConnectorError):
-    """Another worker took over this pipeline's transactional id; this one must stop."""
 
 
 class ChangeEventTooLarge(ConnectorError):

@@ -1,66 +1,68 @@
-"""Runs one connector: discovers its replica sets and runs one pipeline per replica set, in threads.
+"""Runs one connector: discovers its source's partitions and runs one pipeline per partition, in threads.
 
-Used by `python -m connectors run CONFIG.json` and, unchanged, by the Celery workers.
+Used by `python -m connectors run CONFIG.json` and, unchanged, by the Celery workers. The source comes from the
+connector's `connector.class` (connectors.sources); MongoDB's partitions are its replica sets (or shards).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from connectors.config import ConnectorConfig
-from connectors.errors import ConnectorError
-from connectors.metrics import StreamingMetrics
-from connectors.mongodb.topology import ReplicaSet, discover
-from connectors.pipeline import ReplicaSetPipeline
-from connectors.snapshots import ChunkExecutorFactory
+from connectors.core.errors import ConnectorError
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.pipeline import Pipeline
+from connectors.core.snapshot.executors import ChunkExecutorFactory
+from connectors.core.source import Partition, Source
+from connectors.sources import open_source
 
 log = logging.getLogger(__name__)
 
 
 class ConnectorRunner:
-    def __init__(self, config: ConnectorConfig, bootstrap_servers: str, stop: threading.Event | None = None,
-                 chunk_executor: ChunkExecutorFactory | None = None):
+    def __init__(self, config, bootstrap_servers: str, stop: threading.Event | None = None,
+                 chunk_executor: ChunkExecutorFactory | None = None, source: Source | None = None):
         self.config = config
         self.chunk_executor = chunk_executor
         self.bootstrap_servers = bootstrap_servers
         self.stop = stop or threading.Event()
-        self.pipelines: dict[str, ReplicaSetPipeline] = {}
+        self.source = source if source is not None else open_source(config)
+        self.pipelines: dict[str, Pipeline] = {}
         self.errors: dict[str, BaseException] = {}
 
-    def replica_sets(self) -> tuple[ReplicaSet, ...]:
-        return discover(self.config.mongo_client_options()).replica_sets
+    def partitions(self) -> Sequence[Partition]:
+        return self.source.partitions()
 
-    def pipeline(self, replica_set: ReplicaSet, on_phase: Callable[[str], None] | None = None) -> ReplicaSetPipeline:
-        metrics = StreamingMetrics(self.config.name, replica_set.name)
-        pipeline = ReplicaSetPipeline(
-            self.config, replica_set, self.bootstrap_servers, stop=self.stop, metrics=metrics, on_phase=on_phase,
-            chunk_executor=self.chunk_executor,
+    def pipeline(self, partition: Partition, on_phase: Callable[[str], None] | None = None) -> Pipeline:
+        metrics = StreamingMetrics(self.config.name, partition.name)
+        pipeline = Pipeline(
+            self.config, self.source.open(partition), self.bootstrap_servers, stop=self.stop, metrics=metrics,
+            on_phase=on_phase, chunk_executor=self.chunk_executor,
         )
-        self.pipelines[replica_set.name] = pipeline
+        self.pipelines[partition.name] = pipeline
         return pipeline
 
     def run(self) -> dict[str, str]:
-        """Runs every replica set's pipeline until stopped; returns how each ended."""
+        """Runs every partition's pipeline until stopped; returns how each ended."""
         outcomes: dict[str, str] = {}
         threads = []
-        for replica_set in self.replica_sets():
-            pipeline = self.pipeline(replica_set)
+        for partition in self.partitions():
+            pipeline = self.pipeline(partition)
 
-            def _run(rs=replica_set.name, p=pipeline):
+            def _run(name=partition.name, p=pipeline):
                 try:
-                    outcomes[rs] = p.run()
+                    outcomes[name] = p.run()
                 except ConnectorError as error:
-                    log.error("pipeline %s/%s failed: %s", self.config.name, rs, error)
-                    self.errors[rs] = error
-                    outcomes[rs] = "failed"
+                    log.error("pipeline %s/%s failed: %s", self.config.name, name, error)
+                    self.errors[name] = error
+                    outcomes[name] = "failed"
                 except Exception as error:
-                    log.exception("pipeline %s/%s crashed", self.config.name, rs)
-                    self.errors[rs] = error
-                    outcomes[rs] = "failed"
+                    log.exception("pipeline %s/%s crashed", self.config.name, name)
+                    self.errors[name] = error
+                    outcomes[name] = "failed"
 
-            thread = threading.Thread(target=_run, name=f"pipeline-{replica_set.name}", daemon=True)
+            thread = threading.Thread(target=_run, name=f"pipeline-{partition.name}", daemon=True)
             thread.start()
             threads.append(thread)
         for thread in threads:

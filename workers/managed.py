@@ -25,8 +25,8 @@ import redis
 
 from connectors.config import ConnectorConfig
 from connectors.errors import ConnectorError
-from connectors.mongodb.topology import ReplicaSet
 from connectors.mongodb.pipeline import ReplicaSetPipeline
+from connectors.mongodb.topology import ReplicaSet
 from connectors.snapshots import ChunkExecutorFactory
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key

@@ -1,6 +1,6 @@
 """Initial-snapshot chunks as Celery tasks on the `snapshot` queue (docs/snapshots.md, "Chunks as Celery tasks").
 
-The pipeline's coordinator (connectors.snapshots.initial) hands chunks to a `PolledChunkExecutor` whose `send`
+The pipeline's snapshot coordinator (connectors.core.snapshot) hands chunks to a `PolledChunkExecutor` whose `send`
 enqueues `workers.snapshot.read_chunk`. The task loads the connector's engine configuration (credentials
 decrypted in memory, never logged), finds the replica set and runs `run_chunk_task_json`: the chunk's events and
 its marker are committed in one transaction of the chunk's own transactional id, so a duplicate attempt is
@@ -27,19 +27,18 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from cdcplatform.celery import app
-from connectors.kafka.topics import TopicAdmin
-from connectors.mongodb.client import open_client
-from connectors.mongodb.topology import ReplicaSet, discover
-from connectors.snapshots.executors import (
+from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
     ChunkTaskFailed,
     PolledChunkExecutor,
-    SnapshotContext,
     ThreadPoolChunkExecutor,
-    run_chunk_task_json,
 )
-from connectors.snapshots.initial import chunk_error_retriable
+from connectors.kafka.topics import TopicAdmin
+from connectors.mongodb.client import open_client
+from connectors.mongodb.topology import ReplicaSet, discover
+from connectors.snapshots.executors import SnapshotContext, run_chunk_task_json
+from connectors.snapshots.reader import chunk_error_retriable
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector
 from workers import control

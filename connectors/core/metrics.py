@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 @dataclass
 class StreamingMetrics:
     connector: str
-    replica_set: str
+    partition: str  # the source's partition this pipeline reads (a MongoDB replica set, ...)
     queue_total_capacity: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     connected: bool = False
@@ -123,7 +123,8 @@ class StreamingMetrics:
         with self._lock:
             return {
                 "connector": self.connector,
-                "replica_set": self.replica_set,
+                "partition": self.partition,
+                "replica_set": self.partition,  # the dashboard's name for it (MongoDB)
                 "phase": self.phase,
                 "Connected": self.connected,
                 "TotalNumberOfEventsSeen": self.total_events_seen,

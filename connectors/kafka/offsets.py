@@ -88,15 +88,23 @@ class OffsetStore:
     def read(self, connector: str, replica_set: str) -> tuple[OffsetRecord | None, str | None]:
         """The pipeline's committed offset and the id of the batch that wrote it, from its key's partition."""
         key = encode_key(connector, replica_set)
-        found: dict[bytes, tuple[OffsetRecord | None, str | None]] = {}
+        value, batch = self.read_value(key)
+        try:
+            record = OffsetRecord.from_kafka(key, value) if value is not None else None
+        except OffsetDecodeError as error:
+            raise OffsetStoreError(f"The offset of {connector}/{replica_set} is unreadable: {error}") from None
+        return record, batch
+
+    def read_value(self, key: bytes) -> tuple[bytes | None, str | None]:
+        """The committed value of one offset key (None: none, or deleted) and the id of the batch that wrote it,
+        read from the key's partition. Any source's key layout (its Position codec makes the key)."""
+        found: dict[bytes, tuple[bytes | None, str | None]] = {}
 
         def keep(message) -> None:
             if message.key() == key:
                 headers = dict(message.headers() or ())
                 batch = headers.get(BATCH_HEADER)
-                value = message.value()
-                record = OffsetRecord.from_kafka(key, value) if value is not None else None
-                found[key] = (record, batch.decode() if batch else None)
+                found[key] = (message.value(), batch.decode() if batch else None)
 
         consumer = self._consumer()
         try:
@@ -108,8 +116,6 @@ class OffsetStore:
             if key not in found and len(partitions) > 1:
                 # Not where it hashes now: the topic may have gained partitions since it was written.
                 self._scan(consumer, [p for p in partitions if p != own], keep)
-        except OffsetDecodeError as error:
-            raise OffsetStoreError(f"The offset of {connector}/{replica_set} is unreadable: {error}") from None
         finally:
             consumer.close()
         return found.get(key, (None, None))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,9 +21,10 @@ from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from connectors.config_types import CaptureScope
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.errors import ChangeEventTooLarge, ConnectorError, HistoryLost, NotAReplicaSet
 from connectors.filters import WatchTarget
-from connectors.metrics import StreamingMetrics
 from connectors.mongodb.client import REPLICA_SET_FIX
 
 log = logging.getLogger(__name__)
@@ -55,88 +55,12 @@ def next_cluster_time(ts: Timestamp) -> Timestamp:
 
 
 @dataclass(frozen=True)
-class Idle:
-    resume_token: dict | None
-
-
-@dataclass(frozen=True)
 class OversizedSkipped:
     """A change event over MongoDB's 16 MB limit was stepped over (skip policy): the pipeline records it on the
     errors topic and commits the position after it."""
 
     resume_token: dict
     summary: dict
-
-
-@dataclass(frozen=True)
-class ReaderFailed:
-    error: BaseException
-
-
-class ChangeQueue:
-    """The bounded queue between the reader and the pipeline (`max.queue.size` changes and markers).
-
-    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`);
-    the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
-    (a per-item `queue.Queue.get` meets the reader's lock at every change).
-    """
-
-    def __init__(self, maxsize: int):
-        self.maxsize = maxsize
-        self._items: deque = deque()
-        lock = threading.Lock()
-        self._not_empty = threading.Condition(lock)
-        self._not_full = threading.Condition(lock)
-        self._taker_waits = False  # notify() only when someone waits: it costs the reader a microsecond per change
-
-    def qsize(self) -> int:
-        return len(self._items)
-
-    def put(self, item, timeout: float | None = None) -> None:
-        with self._not_full:
-            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
-                lambda: len(self._items) < self.maxsize, timeout
-            ):
-                raise queue.Full
-            self._items.append(item)
-            if self._taker_waits:
-                self._not_empty.notify()
-
-    def wake(self) -> None:
-        """Ends a waiting take() now (it returns what is queued, possibly nothing)."""
-        with self._not_empty:
-            self._not_empty.notify_all()
-
-    def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
-        """Up to `limit` items, ending after the first for which `ends_batch` is true; waits up to `timeout` only
-        when the queue is empty (then returns what came, possibly nothing)."""
-        items = self._items
-        batch: list = []
-        with self._not_empty:
-            if not items:
-                self._taker_waits = True
-                try:
-                    self._not_empty.wait(timeout)
-                finally:
-                    self._taker_waits = False
-            while items and len(batch) < limit:
-                item = items.popleft()
-                batch.append(item)
-                if ends_batch(item):
-                    break
-            if batch:
-                self._not_full.notify()
-        return batch
-
-
-@dataclass
-class Backoff:
-    initial_ms: int = 1000
-    max_ms: int = 120_000
-    max_attempts: int = 16
-
-    def delay(self, attempt: int) -> float:
-        return min(self.max_ms, self.initial_ms * (2 ** max(0, attempt - 1))) / 1000.0
 
 
 @dataclass
@@ -158,7 +82,7 @@ class ChangeStreamReader:
         pipeline: list[dict],
         options: StreamOptions,
         start: StartPosition,
-        out: queue.Queue,
+        out: ChangeQueue,
         metrics: StreamingMetrics,
         backoff: Backoff,
         stop: threading.Event,
@@ -174,7 +98,7 @@ class ChangeStreamReader:
         self._backoff = backoff
         self._stop = stop
         self._on_connected = on_connected
-        self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.replica_set}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -325,7 +249,7 @@ class ChangeStreamReader:
         delay = self._backoff.delay(failures)
         log.warning(
             "change stream of %s interrupted (%s); retry %d in %.1fs",
-            self._metrics.replica_set,
+            self._metrics.partition,
             type(error).__name__,
             failures,
             delay,

@@ -1,23 +1,25 @@
-"""Snapshots: the chunked, parallel, resumable initial snapshot and incremental (ad-hoc) snapshots merged with
-the live stream. Design and guarantees: docs/snapshots.md."""
+"""MongoDB's snapshots: `_id`-range chunks, chunk reads and self-committing chunk tasks, and incremental (ad-hoc)
+snapshots merged with the live stream. The coordination is the core's (connectors.core.snapshot). Design and
+guarantees: docs/snapshots.md."""
 
-from connectors.snapshots.chunks import Chunk, plan_collection, range_query
-from connectors.snapshots.executors import (
+from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
     ChunkResult,
-    ChunkTask,
     PolledChunkExecutor,
+    ThreadPoolChunkExecutor,
+)
+from connectors.core.snapshot.markers import ChunkMarkers
+from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.snapshots.chunks import Chunk, plan_collection, range_query
+from connectors.snapshots.executors import (
+    ChunkTask,
     ProcessPoolChunkExecutor,
     SnapshotContext,
-    ThreadPoolChunkExecutor,
     run_chunk_task,
     run_chunk_task_json,
 )
 from connectors.snapshots.incremental import IncrementalSnapshots
-from connectors.snapshots.initial import InitialSnapshot
-from connectors.snapshots.markers import ChunkMarkers
-from connectors.snapshots.metrics import SnapshotMetrics
 from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
 
 __all__ = [
@@ -29,7 +31,6 @@ __all__ = [
     "ChunkTask",
     "CollectionProgress",
     "IncrementalSnapshots",
-    "InitialSnapshot",
     "PolledChunkExecutor",
     "ProcessPoolChunkExecutor",
     "SnapshotContext",

@@ -26,6 +26,9 @@ from typing import Any
 
 from pymongo.errors import OperationFailure, PyMongoError
 
+from connectors.core.snapshot.chunks import Chunk as CoreChunk
+from connectors.core.snapshot.chunks import Plan
+from connectors.core.snapshot.chunks import chunks_of as core_chunks_of
 from connectors.snapshots.bson_order import BRACKETS, MAX_KEY, MIN_KEY, bracket, sort_key, type_aliases
 
 log = logging.getLogger(__name__)
@@ -36,30 +39,11 @@ MAX_SAMPLE = 50_000
 
 
 @dataclass(frozen=True)
-class Chunk:
+class Chunk(CoreChunk):
     """One `_id` range of one collection: `[lower, upper)`, or `[lower, upper]` for a collection's last chunk."""
-
-    namespace: str
-    index: int  # within its collection
-    number: int  # within the snapshot (names its transactional id and chunk marker)
-    lower: Any
-    upper: Any
-    upper_inclusive: bool
-    count: int = 1  # chunks of the collection
-
-    @property
-    def label(self) -> str:
-        return f"{self.namespace}#{self.index + 1}/{self.count}"
 
     def query(self, override: dict | None = None) -> dict:
         return with_filter(range_query(self.lower, self.upper, self.upper_inclusive), override)
-
-
-@dataclass(frozen=True)
-class Plan:
-    bounds: list
-    estimated_count: int
-    method: str  # empty | single | splitVector | sample
 
 
 def range_query(lower: Any, upper: Any, upper_inclusive: bool) -> dict:
@@ -92,10 +76,7 @@ def with_filter(query: dict, override: dict | None) -> dict:
 
 def chunks_of(namespace: str, bounds: list, first_number: int) -> list[Chunk]:
     """The chunks that `bounds` (as planned) make, numbered from `first_number`."""
-    count = len(bounds) - 1 if bounds else 0
-    return [
-        Chunk(namespace, i, first_number + i, bounds[i], bounds[i + 1], i == count - 1, count) for i in range(count)
-    ]
+    return core_chunks_of(namespace, bounds, first_number, Chunk)
 
 
 # -- planning ------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Incremental (ad-hoc) snapshots while streaming continues: the DBLog watermark algorithm.
 
-Requested through `ReplicaSetPipeline.request_incremental_snapshot()` (any thread; the REST API calls it) or by
+Requested through the pipeline's `request_incremental_snapshot()` (any thread; the REST API calls it) or by
 inserting Debezium's signal documents into `signal.data.collection`:
 
 ```js
@@ -38,20 +38,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import bson
 from bson import json_util
 from pymongo.errors import PyMongoError
 
 from connectors.config_types import CaptureScope
+from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.errors import ConnectorError
 from connectors.filters import NamespaceFilter, watch_target
 from connectors.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.snapshots.chunks import Chunk, plan_collection
-
-if TYPE_CHECKING:
-    from connectors.pipeline import ReplicaSetPipeline
 
 log = logging.getLogger(__name__)
 
@@ -153,10 +151,13 @@ class Window:
 class IncrementalSnapshots:
     """The incremental snapshot of one pipeline. API methods are thread-safe; the rest runs in the pipeline loop."""
 
-    def __init__(self, pipeline: ReplicaSetPipeline):
+    def __init__(self, pipeline, source, metrics: SnapshotMetrics):
+        """`pipeline`: the core pipeline (its `backoff`, its `builder`); `source`: the replica set's
+        connectors.mongodb.source.ReplicaSetSource (config, name, client)."""
         self.pipeline = pipeline
-        self.config = pipeline.config
-        self.metrics = pipeline.snapshot_metrics
+        self.source = source
+        self.config = source.config
+        self.metrics = metrics
         self.namespaces = NamespaceFilter.from_config(self.config)
         signal = self.config.signal_data_collection
         self.signal = Namespace.parse(signal) if signal else None
@@ -168,7 +169,7 @@ class IncrementalSnapshots:
         self._dirty = False
         self._retry_at = 0.0
         self._failures = 0
-        prefix = f"cdc-wm-{self.config.name}-{pipeline.replica_set.name}-"
+        prefix = f"cdc-wm-{self.config.name}-{source.name}-"
         self._watermark_prefix = prefix
 
     # -- API (any thread) -------------------------------------------------------------------------------------
@@ -245,9 +246,9 @@ class IncrementalSnapshots:
 
     # -- loop hooks -------------------------------------------------------------------------------------------
 
-    def attach(self, client) -> None:
-        """Streaming (re)started with `client`: forget any window, clean up our stale watermarks."""
-        self._client = client
+    def attach(self) -> None:
+        """Streaming (re)started: forget any window, clean up our stale watermarks."""
+        self._client = self.source.client
         self._window = None
         if self.signal is not None and self.state is not None:
             self._delete_stale_watermarks()
@@ -288,6 +289,8 @@ class IncrementalSnapshots:
 
     def on_change(self, change: dict) -> list:
         """Called for each change, in stream order, before its own messages; returns messages to emit first."""
+        if type(change) is not dict:
+            return []  # a marker of the reader (a skipped oversized event)
         ns = change.get("ns") or {}
         db, coll = ns.get("db"), ns.get("coll")
         if db is None or coll is None:
@@ -418,7 +421,7 @@ class IncrementalSnapshots:
 
     def _matching(self, patterns: list[str]) -> list[str]:
         compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
-        client = self._client or self.pipeline._client
+        client = self._client or self.source.client
         found = []
         if client is None:
             return found
@@ -434,7 +437,7 @@ class IncrementalSnapshots:
         return found
 
     def _estimated_chunks(self, namespace: str) -> int:
-        client = self._client or self.pipeline._client
+        client = self._client or self.source.client
         try:
             db, _, coll = namespace.partition(".")
             count = client[db][coll].estimated_document_count()
@@ -500,7 +503,7 @@ class IncrementalSnapshots:
             return []  # the collection was stopped or restarted meanwhile
         namespace = Namespace.parse(window.chunk.namespace)
         messages: list = []
-        transform = self.pipeline.transformer.transform
+        transform = self.pipeline.builder.transform
         for document in window.rows.values():
             record = ChangeRecord.snapshot_read(namespace, document, cluster_time=None,
                                                 marker=SnapshotMarker.INCREMENTAL)

@@ -12,14 +12,13 @@ import pymongo
 import pytest
 
 from connectors.config_types import CaptureScope
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.stream import Backoff, ReaderFailed
 from connectors.errors import ChangeEventTooLarge
 from connectors.filters import WatchTarget
-from connectors.metrics import StreamingMetrics
 from connectors.mongodb.stream import (
-    Backoff,
     ChangeStreamReader,
     OversizedSkipped,
-    ReaderFailed,
     StartPosition,
     StreamOptions,
     next_cluster_time,

@@ -17,10 +17,10 @@ from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
 from pymongo import monitoring
 from pymongo.errors import OperationFailure
 
-import connectors.pipeline
+import connectors.mongodb.source
 from connectors.kafka import OffsetStore
+from connectors.mongodb.pipeline import ReplicaSetPipeline
 from connectors.mongodb.topology import discover
-from connectors.pipeline import ReplicaSetPipeline
 from connectors.snapshots import (
     ChunkTask,
     PolledChunkExecutor,
@@ -245,8 +245,8 @@ def test_include_list_filter_override_delay_and_fetch_size(stack, mongo_rs, clie
     client[name].a.insert_many([{"_id": i, "keep": i % 3 == 0} for i in range(300)])
     client[name].b.insert_many([{"_id": i} for i in range(50)])
     commands = _Commands()
-    open_client = connectors.pipeline.open_client
-    monkeypatch.setattr(connectors.pipeline, "open_client",
+    open_client = connectors.mongodb.source.open_client
+    monkeypatch.setattr(connectors.mongodb.source, "open_client",
                         lambda options, listeners=(): open_client(options, [*listeners, commands]))
     config = connector_config(
         name, mongo_rs.uri, database__include__list=name, snapshot__include__collection__list=rf"{name}\.a",

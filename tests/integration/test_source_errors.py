@@ -16,10 +16,11 @@ import pymongo
 import pytest
 
 from connectors.config_types import CaptureScope
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.stream import Backoff, ReaderFailed
 from connectors.errors import AuthenticationFailed, NotAReplicaSet, SourceUnreachable
 from connectors.filters import WatchTarget
-from connectors.metrics import StreamingMetrics
-from connectors.mongodb.stream import Backoff, ChangeStreamReader, ReaderFailed, StartPosition, StreamOptions
+from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions
 from connectors.mongodb.topology import discover
 from connectors.runner import ConnectorRunner
 from tests.integration.pipeline_harness import connector_config

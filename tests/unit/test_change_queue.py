@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from connectors.mongodb.stream import ChangeQueue, Idle
+from connectors.core.stream import ChangeQueue, Idle
 
 
 def _is_marker(item) -> bool:

@@ -7,8 +7,8 @@ import time
 
 from bson.datetime_ms import DatetimeMS
 
-from connectors.metrics import StreamingMetrics
-from connectors.pipeline import wall_time_ms
+from connectors.core.metrics import StreamingMetrics
+from connectors.mongodb.source import wall_time_ms
 
 
 def test_wall_time_keeps_its_milliseconds():

@@ -1,84 +1,88 @@
 """The blocking snapshot phase (snapshot.mode initial, initial_only, when_needed, always, resets): chunked,
 parallel, resumable.
 
-1. **Position first.** A change stream is opened and its resume token taken *before* anything is read; after the
-   snapshot, streaming resumes there. A change made while the snapshot runs is therefore never lost: it arrives
-   through the stream after the snapshot's copy of the document, so the state a consumer builds from the topic
-   ends equal to the database's.
-2. **Plan.** Each collection selected by the namespace lists and `snapshot.include.collection.list` is split into
-   `_id` ranges (chunks.py). The plan (stream position, boundaries, one done-flag per chunk) is committed to the
-   offset record before the first read, so a restart reuses it.
+1. **Position first.** The source's stream position is taken *before* anything is read (MongoDB: a change stream's
+   resume token); after the snapshot, streaming resumes there. A change made while the snapshot runs is
+   therefore never lost: it arrives through the stream after the snapshot's copy of the row, so the state a
+   consumer builds from the topic ends equal to the database's.
+2. **Plan.** Each collection the source selects is split into key ranges by the source (MongoDB: `_id` ranges,
+   connectors/snapshots/chunks.py). The plan (stream position, boundaries, one done-flag per chunk) is committed
+   to the offset record before the first read, so a restart reuses it.
 3. **Chunks.** Chunks are handed to a `ChunkExecutor` (executors.py): threads by default. Each chunk is committed
    in one Kafka transaction together with the progress that marks it done, so a crash resumes at the first
    unfinished chunk and never emits a committed chunk twice. The snapshot's final chunk is read last, on its
-   own, so that its last event carries `source.snapshot: "last"` and its transaction also marks the snapshot
-   completed with the stream position to resume from.
+   own, so that its last event is marked as the snapshot's last (`source.snapshot: "last"`) and its transaction
+   also marks the snapshot completed with the stream position to resume from.
 """
+
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from pymongo.errors import OperationFailure
-
-from connectors.errors import ConnectorError
-from connectors.filters import NamespaceFilter, change_stream_pipeline, watch_target
-from connectors.kafka.errors import SinkFencedError
-from connectors.records import Namespace
-from connectors.snapshots.chunks import Chunk, plan_collection
-from connectors.snapshots.executors import (
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk
+from connectors.core.snapshot.executors import (
+    ChunkExecutor,
     ChunkExecutorFactory,
     ChunkInterrupted,
     ChunkResult,
     ChunkTask,
-    SelfCommittingThreadExecutor,
     SnapshotContext,
     ThreadPoolChunkExecutor,
-    read_chunk,
 )
-from connectors.snapshots.markers import ChunkMarkers
-from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
-
-if TYPE_CHECKING:
-    from connectors.pipeline import ReplicaSetPipeline
+from connectors.core.snapshot.markers import ChunkMarkers
+from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.core.snapshot.progress import CollectionProgress, SnapshotProgress
+from connectors.core.source import EventBuilder, SnapshotReader
+from connectors.core.stream import Backoff
 
 log = logging.getLogger(__name__)
 
-# Server errors after which reading a chunk again can succeed (elections, shutdowns, timeouts, lost cursors).
-TRANSIENT_CODES = frozenset({6, 7, 43, 89, 91, 175, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
 
+class SnapshotHost(Protocol):
+    """What the coordinator needs from its pipeline."""
 
-def chunk_error_retriable(error: BaseException, remote: bool) -> bool:
-    """Whether reading a chunk again after `error` can succeed (`remote`: chunks commit themselves)."""
-    if isinstance(error, SinkFencedError):
-        return remote  # another attempt at the same chunk took over; the next one checks its marker
-    if isinstance(error, ConnectorError):
-        return error.retriable
-    if isinstance(error, OperationFailure):  # a refused query (bad filter override, …) will not get better
-        return error.code in TRANSIENT_CODES or error.has_error_label("RetryableReadError")
-    return True  # network errors, a worker that died: reading a chunk again is harmless
+    config: Any
+    stop: threading.Event
+    snapshot_metrics: SnapshotMetrics
+    bootstrap_servers: str
+    backoff: Backoff
+    builder: EventBuilder
+
+    def commit_snapshot(self, messages: list, progress: SnapshotProgress, completed: bool) -> None:
+        """Commits `messages` with the progress in the offset record (one transaction)."""
+
+    def snapshot_context(self, reader: SnapshotReader) -> SnapshotContext: ...
+
+    def self_committing_executor(self, context: SnapshotContext) -> ChunkExecutor:
+        """Threads that commit like remote workers, for a snapshot an earlier run dispatched to other workers."""
 
 
 class InitialSnapshot:
-    def __init__(self, pipeline: ReplicaSetPipeline, client, progress: SnapshotProgress,
-                 executor_factory: ChunkExecutorFactory | None = None):
+    def __init__(self, pipeline: SnapshotHost, reader: SnapshotReader, progress: SnapshotProgress,
+                 executor_factory: ChunkExecutorFactory | None = None, partition: str = "",
+                 task_type: type[ChunkTask] = ChunkTask):
         self.pipeline = pipeline
         self.config = pipeline.config
-        self.client = client
+        self.reader = reader
         self.progress = progress
+        self.partition = partition
+        self.task_type = task_type
         self.metrics = pipeline.snapshot_metrics
-        self.namespaces = NamespaceFilter.from_config(self.config)
-        self.executor_factory = executor_factory or ThreadPoolChunkExecutor
+        self.executor_factory: Callable[[SnapshotContext], ChunkExecutor] = executor_factory or ThreadPoolChunkExecutor
         self.markers = ChunkMarkers(pipeline.bootstrap_servers, self.config.offset_storage_topic)
         self._marked: set[int] = set()  # chunks committed with a chunk marker (deleted at the end)
 
     @property
-    def stop(self):
+    def stop(self) -> threading.Event:
         return self.pipeline.stop
 
     # -- the phase --------------------------------------------------------------------------------------------
@@ -99,7 +103,7 @@ class InitialSnapshot:
         self._start_metrics()
         done, total = self.progress.chunks_done, self.progress.chunk_count
         log.info("snapshot %s of %s/%s %s: %d collections, %d chunks, %d already done", self.progress.id,
-                 self.config.name, self.pipeline.replica_set.name, "resumed" if resumed else "started",
+                 self.config.name, self.partition, "resumed" if resumed else "started",
                  len(self.progress.collections), total, done)
         try:
             final = self.progress.final_chunk()
@@ -117,7 +121,7 @@ class InitialSnapshot:
             self.metrics.finish(aborted=True, error=str(error))
             raise
         self.metrics.finish()
-        log.info("snapshot %s completed: %d documents in %.1fs", self.progress.id,
+        log.info("snapshot %s completed: %d rows in %.1fs", self.progress.id,
                  sum(c.rows for c in self.progress.collections), time.time() - self.progress.started_ms / 1000)
         return True
 
@@ -128,22 +132,21 @@ class InitialSnapshot:
         if read_final:
             task = self._task(final, mark_last=True)
             started = time.monotonic()
-            messages, rows = read_chunk(self.client, self.pipeline.transformer, task,
-                                        fetch_size=self.config.snapshot_fetch_size, stop=self.stop)
+            messages, rows = self.reader.read_chunk(self.pipeline.builder, final, task.read_at, task.filter,
+                                                    True, self.stop)
             self.metrics.record_chunk_read()
-            log.info("snapshot %s: read chunk %d (%s): %d documents in %.2fs (final)", self.progress.id,
+            log.info("snapshot %s: read chunk %d (%s): %d rows in %.2fs (final)", self.progress.id,
                      final.number, final.label, rows, time.monotonic() - started)
             self.progress.mark_done(final, rows)
         if self.stop.is_set():
             return False
         if self.progress.remote:
-            rs = self.pipeline.replica_set.name
             for number in sorted(self._marked):
-                messages.append(self.markers.tombstone(self.config.name, rs, self.progress.id, number))
+                messages.append(self.markers.tombstone(self.config.name, self.partition, self.progress.id, number))
             total_rows = sum(c.rows for c in self.progress.collections)
-            messages.append(self.markers.completed(self.config.name, rs, self.progress.id, total_rows))
+            messages.append(self.markers.completed(self.config.name, self.partition, self.progress.id, total_rows))
         self.progress.completed = True
-        self._commit(messages, token=self.progress.resume_token)
+        self._commit(messages, completed=True)
         if read_final:
             self.metrics.record_chunk_committed(final.namespace, rows)
         return True
@@ -151,19 +154,18 @@ class InitialSnapshot:
     # -- chunks -----------------------------------------------------------------------------------------------
 
     def _task(self, chunk: Chunk, mark_last: bool = False) -> ChunkTask:
-        return ChunkTask(self.config.name, self.pipeline.replica_set.name, self.progress.id, chunk,
-                         self.progress.cluster_time, self.config.snapshot_filter(chunk.namespace), mark_last)
+        return self.task_type(self.config.name, self.partition, self.progress.id, chunk, self.progress.read_at,
+                              self.config.snapshot_filter(chunk.namespace), mark_last)
 
     def _run_chunks(self, chunks: list[Chunk]) -> bool:
-        context = SnapshotContext(self.config, self.pipeline.replica_set, self.pipeline.bootstrap_servers,
-                                  self.client, self.stop, self.metrics)
+        context = self.pipeline.snapshot_context(self.reader)
         executor = self.executor_factory(context)
         if executor.commits_itself and not self.progress.remote:
             self.progress.remote = True  # from now on every chunk must be fenced by its own transactional id
             self._commit([])
         elif self.progress.remote and not executor.commits_itself:
             executor.shutdown()
-            executor = SelfCommittingThreadExecutor(context)
+            executor = self.pipeline.self_committing_executor(context)
         queue = deque(chunks)
         inflight: dict = {}
         failures = 0
@@ -179,18 +181,15 @@ class InitialSnapshot:
                         result = future.result()
                     except ChunkInterrupted:
                         return False
-                    except Exception as error:  # noqa: BLE001 - classified below
-                        if not chunk_error_retriable(error, executor.commits_itself):
-                            if isinstance(error, OperationFailure):
-                                raise ConnectorError(f"MongoDB refused the snapshot query of chunk "
-                                                     f"{task.chunk.label}: {error}") from error
+                    except Exception as error:  # noqa: BLE001 - classified by the source
+                        fatal = self.reader.chunk_failure(error, task.chunk, executor.commits_itself)
+                        if fatal is error:
                             raise
+                        if fatal is not None:
+                            raise fatal from error
                         failures += 1
                         if failures > self.pipeline.backoff.max_attempts:
-                            raise ConnectorError(
-                                f"snapshot chunk {task.chunk.label} failed {failures} times in a row; last error: "
-                                f"{type(error).__name__}: {error}"
-                            ) from error
+                            raise self._gave_up(task, failures, error) from error
                         delay = self.pipeline.backoff.delay(failures)
                         log.warning("snapshot chunk %s failed (%s: %s); retry in %.1fs", task.chunk.label,
                                     type(error).__name__, error, delay)
@@ -205,6 +204,11 @@ class InitialSnapshot:
             return True
         finally:
             executor.shutdown(cancel_pending=True)
+
+    @staticmethod
+    def _gave_up(task: ChunkTask, failures: int, error: BaseException) -> Exception:
+        return ConnectorError(f"snapshot chunk {task.chunk.label} failed {failures} times in a row; last error: "
+                              f"{type(error).__name__}: {error}")
 
     def _top_up(self, executor, queue: deque, inflight: dict) -> None:
         while queue and len(inflight) < executor.capacity:
@@ -221,53 +225,26 @@ class InitialSnapshot:
             self._commit([])
         self.metrics.record_chunk_committed(chunk.namespace, result.rows, skipped=result.already_committed)
 
-    def _commit(self, messages: list, token=None) -> None:
-        pipeline = self.pipeline
-        offset = pipeline._offset_record(token, self.progress.cluster_time, snapshot=self.progress.to_json())
-        pipeline._with_sink_retries(lambda: pipeline.sink.write_batch(messages, offset))
-        pipeline.metrics.record_commit()
+    def _commit(self, messages: list, completed: bool = False) -> None:
+        self.pipeline.commit_snapshot(messages, self.progress, completed)
 
     # -- start ------------------------------------------------------------------------------------------------
 
     def _capture_start(self) -> None:
-        target = watch_target(self.config)
-        source = self.client
-        if target.database:
-            source = source[target.database]
-            if target.collection:
-                source = source[target.collection]
-        with source.watch(change_stream_pipeline(self.config, target)) as stream:
-            token = stream.resume_token
-        if token is None:
-            raise ConnectorError("MongoDB returned no resume token for the snapshot's start position")
-        reply = self.client.admin.command("ping")
+        start = self.reader.capture_start()
         started_ms = int(time.time() * 1000)
         self.progress.id = f"{started_ms:x}-{uuid.uuid4().hex[:6]}"
-        self.progress.resume_token = token
-        self.progress.cluster_time = reply.get("operationTime")
+        self.progress.set_start(start)
         self.progress.started_ms = started_ms
-
-    def _collections(self) -> list[str]:
-        found = []
-        for db in sorted(self.client.list_database_names()):
-            if not self.namespaces.includes_database(db):
-                continue
-            for info in self.client[db].list_collections(filter={"type": "collection"}):
-                name = info["name"]
-                if name.startswith("system."):
-                    continue
-                if self.namespaces.includes_in_snapshot(Namespace(db, name)):
-                    found.append(f"{db}.{name}")
-        return sorted(found)
 
     def _plan(self) -> None:
         collections = []
-        for namespace in self._collections():
-            plan = plan_collection(self.client, namespace, self.config.snapshot_chunk_size)
+        for namespace in self.reader.collections():
+            plan = self.reader.plan(namespace, self.config.snapshot_chunk_size)
             count = len(plan.bounds) - 1 if plan.bounds else 0
             collections.append(CollectionProgress(namespace, plan.bounds, [False] * count, 0, plan.estimated_count,
                                                   plan.method))
-            log.info("snapshot %s: %s planned as %d chunks (%s, ~%d documents)", self.progress.id, namespace, count,
+            log.info("snapshot %s: %s planned as %d chunks (%s, ~%d rows)", self.progress.id, namespace, count,
                      plan.method, plan.estimated_count)
         self.progress.collections = collections
         self.progress.planned = True
@@ -276,7 +253,7 @@ class InitialSnapshot:
         """Chunks committed by other workers whose completion the offset record does not show yet."""
         if not self.progress.remote or self.progress.chunks_done == self.progress.chunk_count:
             return
-        found = self.markers.load(self.config.name, self.pipeline.replica_set.name, self.progress.id)
+        found = self.markers.load(self.config.name, self.partition, self.progress.id)
         chunks = self.progress.chunks()
         for number, marker in found.items():
             if 0 <= number < len(chunks):

@@ -2,8 +2,8 @@
 
 A worker that reads a chunk as a separate task (a Celery task, another process) cannot write the pipeline's
 offset record: that record is one value per pipeline, written by the coordinator. So the worker commits, in one
-Kafka transaction of its own transactional id `<connector>.<rs>.chunk-<n>`, the chunk's events **and** a marker
-record keyed by (connector, replica set, snapshot id, chunk number) on the compacted topic
+Kafka transaction of its own transactional id `<connector>.<partition>.chunk-<n>`, the chunk's events **and** a marker
+record keyed by (connector, partition, snapshot id, chunk number) on the compacted topic
 `<offset.storage.topic>.chunks`. Either both are visible to read_committed readers or neither is.
 
 Before reading, the worker opens its producer (which fences any earlier producer of the same chunk: a zombie
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.sink import OutMessage
@@ -45,9 +45,10 @@ def markers_topic_spec(offsets_topic: str) -> TopicSpec:
                      required=frozenset({"cleanup.policy"}))
 
 
-def marker_key(connector: str, replica_set: str, snapshot_id: str, number: int) -> bytes:
-    partition = {"rs": replica_set, "snapshot": snapshot_id, "chunk": number if number != COMPLETED else "completed"}
-    return json.dumps([connector, partition], separators=(",", ":"), ensure_ascii=False).encode()
+def marker_key(connector: str, partition: str, snapshot_id: str, number: int) -> bytes:
+    # "rs": the name MongoDB, the first source, gave the partition field; kept so that existing markers stay valid
+    fields = {"rs": partition, "snapshot": snapshot_id, "chunk": number if number != COMPLETED else "completed"}
+    return json.dumps([connector, fields], separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class ChunkMarkers:
@@ -62,29 +63,29 @@ class ChunkMarkers:
     def ensure_topic(self) -> None:
         ensure_topics(self.bootstrap_servers, [self.spec])
 
-    def message(self, connector: str, replica_set: str, snapshot_id: str, number: int, rows: int) -> OutMessage:
+    def message(self, connector: str, partition: str, snapshot_id: str, number: int, rows: int) -> OutMessage:
         value = json.dumps({"rows": rows, "committed_ms": int(time.time() * 1000)}).encode()
-        return OutMessage(self.topic, marker_key(connector, replica_set, snapshot_id, number), value)
+        return OutMessage(self.topic, marker_key(connector, partition, snapshot_id, number), value)
 
-    def tombstone(self, connector: str, replica_set: str, snapshot_id: str, number: int) -> OutMessage:
-        return OutMessage(self.topic, marker_key(connector, replica_set, snapshot_id, number), None)
+    def tombstone(self, connector: str, partition: str, snapshot_id: str, number: int) -> OutMessage:
+        return OutMessage(self.topic, marker_key(connector, partition, snapshot_id, number), None)
 
-    def completed(self, connector: str, replica_set: str, snapshot_id: str, rows: int) -> OutMessage:
+    def completed(self, connector: str, partition: str, snapshot_id: str, rows: int) -> OutMessage:
         """Replaces the snapshot's chunk markers (written with their tombstones, in the same transaction)."""
-        return self.message(connector, replica_set, snapshot_id, COMPLETED, rows)
+        return self.message(connector, partition, snapshot_id, COMPLETED, rows)
 
-    def load(self, connector: str, replica_set: str, snapshot_id: str) -> dict[int, dict]:
+    def load(self, connector: str, partition: str, snapshot_id: str) -> dict[int, dict]:
         """{chunk number: marker} of the committed markers of one snapshot (empty when the topic is missing);
         `COMPLETED` is among the keys once the snapshot has completed."""
         found: dict[int, dict] = {}
         for key, value in self._read_all().items():
             try:
-                name, partition = json.loads(key)
-                if name != connector or partition.get("rs") != replica_set:
+                name, fields = json.loads(key)
+                if name != connector or fields.get("rs") != partition:
                     continue
-                if partition.get("snapshot") != snapshot_id:
+                if fields.get("snapshot") != snapshot_id:
                     continue
-                chunk = partition["chunk"]
+                chunk = fields["chunk"]
                 found[COMPLETED if chunk == "completed" else int(chunk)] = json.loads(value)
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue

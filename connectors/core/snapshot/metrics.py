@@ -22,7 +22,7 @@ class _Collection:
 @dataclass
 class SnapshotMetrics:
     connector: str
-    replica_set: str
+    partition: str  # the source's partition this pipeline reads (a MongoDB replica set, ...)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     kind: str | None = None  # "initial" | "incremental"
     snapshot_id: str | None = None
@@ -127,7 +127,8 @@ class SnapshotMetrics:
                 eta = 0.0
             return {
                 "connector": self.connector,
-                "replica_set": self.replica_set,
+                "partition": self.partition,
+                "replica_set": self.partition,  # the dashboard's name for it (MongoDB)
                 "SnapshotKind": self.kind,
                 "SnapshotId": self.snapshot_id,
                 "SnapshotRunning": self.running,

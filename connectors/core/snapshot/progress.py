@@ -1,25 +1,36 @@
 """Progress of a (blocking) snapshot, as kept in the `snapshot` field of the pipeline's offset record.
 
 ```json
-{"id": "18f3a…-5c2e1d", "resume_token": {…}, "cluster_time": {"t": …, "i": …}, "started_ms": …,
+{"id": "18f3a…-5c2e1d", <the source's start fields>, "started_ms": …,
  "collections": [{"ns": "shop.orders", "bounds": [{"$oid": …}, …], "done": "1101", "rows": 16384,
                   "estimated": 30000, "method": "splitVector"}],
  "completed": false}
 ```
 
-`bounds` are the planned chunk boundaries (see `chunks.py`), `done` has one character per chunk (`1` = its events
-are committed). The plan is written before the first chunk is read, so a restart reuses the same stream position,
-the same chunks and the same chunk numbers; only chunks still `0` are read again.
+The start fields say where streaming resumes once the snapshot is done (MongoDB: `resume_token` and
+`cluster_time`); each source keeps them in its subclass of `SnapshotProgress`. `bounds` are the planned chunk
+boundaries (see `chunks.py`), `done` has one character per chunk (`1` = its events are committed). The plan is
+written before the first chunk is read, so a restart reuses the same stream position, the same chunks and the
+same chunk numbers; only chunks still `0` are read again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from bson import Timestamp
+from connectors.core.snapshot.chunks import Chunk, chunks_of
 
-from connectors.snapshots.chunks import Chunk, chunks_of
+
+@dataclass
+class SnapshotStart:
+    """Where an initial snapshot begins (taken before anything is read): streaming resumes at `position` once it is
+    done; `read_at` goes with every chunk task (the source's time stamp of snapshot events); `fields` are kept in
+    the progress (`SnapshotProgress.start_json`)."""
+
+    position: Any
+    read_at: Any = None
+    fields: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -61,14 +72,41 @@ class CollectionProgress:
 
 @dataclass
 class SnapshotProgress:
+    """A snapshot's progress. Sources subclass it to keep their start position (`start_json`, `start_from_json`,
+    `set_start`, `stream_position`, `read_at`); this base keeps the start fields as JSON values."""
+
     id: str = ""
-    resume_token: dict | None = None
-    cluster_time: Timestamp | None = None
     collections: list[CollectionProgress] = field(default_factory=list)
     started_ms: int = 0
     completed: bool = False
     planned: bool = False
     remote: bool = False  # chunks were handed to self-committing workers (chunk markers exist)
+    start_fields: dict = field(default_factory=dict)
+
+    chunk_type: ClassVar[type[Chunk]] = Chunk
+
+    # -- the start position (sources override) -------------------------------------------------------------------
+
+    def set_start(self, start: SnapshotStart) -> None:
+        self.start_fields = dict(start.fields)
+
+    def start_json(self) -> dict:
+        return dict(self.start_fields)
+
+    @classmethod
+    def start_from_json(cls, value: dict[str, Any]) -> dict | None:
+        """Constructor arguments for the start stored in `value`; None when it has none (a new snapshot)."""
+        fields = {name: v for name, v in value.items() if name not in _LAYOUT}
+        return {"start_fields": fields} if fields else None
+
+    def stream_position(self) -> Any:
+        """Where streaming resumes once the snapshot completed."""
+        return self.start_fields.get("position")
+
+    @property
+    def read_at(self) -> Any:
+        """The source's time stamp every chunk task carries (source.ts of snapshot events)."""
+        return self.start_fields.get("read_at")
 
     # -- chunks ---------------------------------------------------------------------------------------------
 
@@ -76,7 +114,7 @@ class SnapshotProgress:
         """Every chunk in plan order, numbered across the snapshot."""
         out: list[Chunk] = []
         for collection in self.collections:
-            out.extend(chunks_of(collection.namespace, collection.bounds, len(out)))
+            out.extend(chunks_of(collection.namespace, collection.bounds, len(out), self.chunk_type))
         return out
 
     def collection(self, namespace: str) -> CollectionProgress:
@@ -95,7 +133,7 @@ class SnapshotProgress:
             collection.rows += rows
 
     def final_chunk(self) -> Chunk | None:
-        """The chunk read last, on its own, whose last document carries `source.snapshot: "last"`."""
+        """The chunk read last, on its own, whose last row is marked as the snapshot's last (`snapshot: "last"`)."""
         chunks = self.chunks()
         return chunks[-1] if chunks else None
 
@@ -112,8 +150,7 @@ class SnapshotProgress:
     def to_json(self) -> dict:
         return {
             "id": self.id,
-            "resume_token": self.resume_token,
-            "cluster_time": {"t": self.cluster_time.time, "i": self.cluster_time.inc} if self.cluster_time else None,
+            **self.start_json(),
             "started_ms": self.started_ms,
             "collections": [c.to_json() for c in self.collections],
             "completed": self.completed,
@@ -121,21 +158,21 @@ class SnapshotProgress:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> SnapshotProgress:
+    def from_json(cls, value: dict[str, Any]):
         """Progress as stored; an unreadable or older layout starts a new snapshot (nothing is lost by that)."""
         collections = value.get("collections") or []
-        if not value.get("id") or value.get("resume_token") is None or any(
-            not isinstance(c, dict) for c in collections
-        ):
+        start = cls.start_from_json(value)
+        if not value.get("id") or start is None or any(not isinstance(c, dict) for c in collections):
             return cls()
-        ct = value.get("cluster_time")
         return cls(
             id=str(value["id"]),
-            resume_token=value.get("resume_token"),
-            cluster_time=Timestamp(int(ct["t"]), int(ct["i"])) if ct else None,
             collections=[CollectionProgress.from_json(c) for c in collections],
             started_ms=int(value.get("started_ms") or 0),
             completed=bool(value.get("completed")),
             planned=True,
             remote=bool(value.get("remote")),
+            **start,
         )
+
+
+_LAYOUT = frozenset({"id", "started_ms", "collections", "completed", "remote"})

@@ -1,0 +1,39 @@
+"""What the core reads from a connector's configuration: every source's configuration class provides these
+(MongoDB's: connectors.config.ConnectorConfig). Enumerations are compared by their Debezium values."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+# snapshot.mode values the core acts on
+SNAPSHOT_INITIAL = "initial"
+SNAPSHOT_INITIAL_ONLY = "initial_only"
+SNAPSHOT_WHEN_NEEDED = "when_needed"
+SNAPSHOT_ALWAYS = "always"
+SNAPSHOT_ON_FIRST_RUN = frozenset({SNAPSHOT_INITIAL, SNAPSHOT_INITIAL_ONLY, SNAPSHOT_WHEN_NEEDED, SNAPSHOT_ALWAYS})
+
+
+class EngineConfig(Protocol):
+    name: str
+    snapshot_mode: str  # a str enum: initial, initial_only, never, no_data, when_needed, always
+    max_batch_size: int
+    max_queue_size: int
+    poll_interval_ms: int
+    heartbeat_interval_ms: int
+    connect_backoff_initial_delay_ms: int
+    connect_backoff_max_delay_ms: int
+    connect_max_attempts: int
+    offset_storage_topic: str
+    offset_storage_partitions: int
+    errors_topic_name: str
+    message_too_large_policy: Any  # a str enum: fail, skip, ...
+    topic_creation_cleanup_policy: Any  # a str enum
+    topic_creation_partitions: int
+    topic_creation_replication_factor: int
+    snapshot_delay_ms: int
+    snapshot_chunk_size: int
+    snapshot_fetch_size: int
+    snapshot_max_threads: int
+
+    def snapshot_filter(self, collection: str) -> Any:
+        """The snapshot filter override of one data collection (None: all rows)."""

@@ -1,0 +1,452 @@
+"""One partition's pipeline: snapshot phase, then streaming, each batch committed with its offset.
+
+    source ──▶ ChangeReader (thread) ──queue──▶ this loop: EventBuilder ──▶ TransactionalSink (one transaction)
+
+The loop drains the queue into a batch of at most `max.batch.size` changes or `poll.interval.ms`, turns it into
+Kafka messages through the source's `EventBuilder`, and writes them together with the batch's last `Position` in
+one Kafka transaction. A crash anywhere therefore resumes after the last committed batch: nothing lost, nothing
+duplicated for read_committed consumers. Heartbeats commit the position the reader reports while nothing captured
+happens. The source (connectors.core.source) supplies everything that knows the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.core.config import (
+    SNAPSHOT_ALWAYS,
+    SNAPSHOT_INITIAL_ONLY,
+    SNAPSHOT_ON_FIRST_RUN,
+    SNAPSHOT_WHEN_NEEDED,
+    EngineConfig,
+)
+from connectors.core.errors import ConnectorError, HistoryLost
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.snapshot.coordinator import InitialSnapshot
+from connectors.core.snapshot.executors import ChunkExecutor, ChunkExecutorFactory, SnapshotContext
+from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.core.snapshot.progress import SnapshotProgress
+from connectors.core.source import EventBuilder, PartitionSource, Position, SnapshotReader, Start, StoredOffset
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.kafka import OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
+from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
+from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT
+from connectors.kafka.topics import TopicSpec, offsets_topic_spec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StartPlan:
+    """Where streaming starts, and whether a snapshot runs first."""
+
+    start: Start
+    snapshot: SnapshotProgress | None = None
+
+
+class SeenEvents:
+    """A batch's captured and filtered events, reported to the metrics once per batch (not once per event)."""
+
+    __slots__ = ("by_operation", "filtered", "last")
+
+    def __init__(self) -> None:
+        self.by_operation: dict[str, int] = {}
+        self.filtered = 0
+        self.last: Any = None
+
+    def add(self, operation: str, change: Any) -> None:
+        self.by_operation[operation] = self.by_operation.get(operation, 0) + 1
+        self.last = change
+
+    def report(self, metrics: StreamingMetrics, builder: EventBuilder) -> None:
+        if self.filtered:
+            metrics.record_filtered(self.filtered)
+            self.filtered = 0
+        if self.last is not None:
+            described = builder.describe(self.last)
+            metrics.record_events(self.by_operation, described.source_ms, described.position, described.summary,
+                                  lag_basis=described.lag_basis)
+            self.by_operation, self.last = {}, None
+
+
+class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop came while waiting for Kafka
+    pass
+
+
+def _ends_batch(item) -> bool:
+    return isinstance(item, ReaderFailed | Idle)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        config: EngineConfig,
+        source: PartitionSource,
+        bootstrap_servers: str,
+        *,
+        stop: threading.Event | None = None,
+        metrics: StreamingMetrics | None = None,
+        on_phase: Callable[[str], None] | None = None,
+        snapshot_metrics: SnapshotMetrics | None = None,
+        chunk_executor: ChunkExecutorFactory | None = None,
+    ):
+        self.config = config
+        self.source = source
+        self.bootstrap_servers = bootstrap_servers
+        self.stop = stop or threading.Event()
+        self.metrics = metrics or StreamingMetrics(config.name, source.name)
+        self.metrics.queue_total_capacity = config.max_queue_size
+        self.snapshot_metrics = snapshot_metrics or SnapshotMetrics(config.name, source.name)
+        self.chunk_executor = chunk_executor  # who reads initial-snapshot chunks (default: snapshot.max.threads)
+        self._on_phase = on_phase or (lambda phase: None)
+        self.builder: EventBuilder = source.event_builder()
+        self.backoff = Backoff(
+            config.connect_backoff_initial_delay_ms, config.connect_backoff_max_delay_ms, config.connect_max_attempts
+        )
+        self.sink = TransactionalSink(
+            bootstrap_servers,
+            config.name,
+            source.name,
+            offsets_topic=offsets_topic_spec(config.offset_storage_topic, config.offset_storage_partitions),
+            errors_topic=config.errors_topic_name,
+            new_topic=self.topic_spec,
+            too_large=config.message_too_large_policy.value,
+        )
+        self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
+        self.sink.commit_check = self._batch_committed
+        self.committed: Position | None = None  # the position of the last committed offset record
+        self._last_commit = time.monotonic()
+        self._committer: ThreadPoolExecutor | None = None
+        self._in_flight: Future | None = None
+        self._changes: ChangeQueue | None = None
+        self.incremental = source.incremental(self, self.snapshot_metrics)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    # -- incremental snapshots (thread-safe; the REST API calls these through the worker) ------------------
+
+    def request_incremental_snapshot(self, collections: list[str] | str, filter=None,  # noqa: A002
+                                     filters: dict | None = None) -> str:
+        """Snapshots the matching captured collections while streaming continues (docs/snapshots.md).
+
+        `collections`: names or regexes of data collections; `filter`: the source's query for all of them,
+        `filters`: {collection: query}. Returns a request id.
+        """
+        return self._incremental().request(collections, filter, filters)
+
+    def stop_incremental_snapshot(self, collections: list[str] | None = None) -> None:
+        self._incremental().stop(collections)
+
+    def pause_incremental_snapshot(self) -> None:
+        self._incremental().pause()
+
+    def resume_incremental_snapshot(self) -> None:
+        self._incremental().resume()
+
+    def _incremental(self):
+        if self.incremental is None:
+            raise ConnectorError(f"{self.config.name}: this source has no incremental snapshots")
+        return self.incremental
+
+    # -- wiring -------------------------------------------------------------------------------------------
+
+    def topic_spec(self, name: str) -> TopicSpec:
+        config = {"cleanup.policy": self.config.topic_creation_cleanup_policy.value}
+        return TopicSpec(
+            name, self.config.topic_creation_partitions, self.config.topic_creation_replication_factor, config
+        )
+
+    def _set_phase(self, phase: str) -> None:
+        self.metrics.set_phase(phase)
+        self._on_phase(phase)
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Runs until `stop` is set (returns "stopped") or an `initial_only` snapshot is done ("snapshot-done").
+
+        A commit whose outcome could not be learned (CommitOutcomeUnknownError) starts the run again from the
+        committed offset: starting fences the producer and reads the offsets topic, which tells what committed.
+        """
+        while True:
+            try:
+                return self._run_once()
+            except CommitOutcomeUnknownError as error:
+                if self.stop.is_set():
+                    raise
+                log.warning("%s/%s: %s; starting again from the committed offset", self.config.name, self.name,
+                            error)
+                if self.stop.wait(self.backoff.delay(1)):
+                    return "stopped"
+
+    def _run_once(self) -> str:
+        try:
+            self._set_phase("starting")
+            self.with_sink_retries(self.sink.open)
+            stored = self.with_sink_retries(self._stored_offset)
+            self.source.connect(self.metrics)
+            plan = self._start_plan(stored)
+            log.info("pipeline %s/%s starting: %s", self.config.name, self.name, plan.start.reason)
+            start = plan.start.position
+            if plan.snapshot is not None:
+                self._set_phase("snapshot")
+                if self.incremental is not None:
+                    self.incremental.restore(None)  # a full snapshot supersedes an unfinished incremental one
+                reader = self.source.snapshot_reader()
+                done = InitialSnapshot(self, reader, plan.snapshot, self.chunk_executor, self.name,
+                                       self.source.chunk_task_type).run()
+                if not done:
+                    return "stopped"
+                start = plan.snapshot.stream_position()
+            if self.config.snapshot_mode == SNAPSHOT_INITIAL_ONLY:
+                # initial_only never streams, also when restarted after its snapshot completed
+                self._set_phase("snapshot-done")
+                return "snapshot-done"
+            self._set_phase("streaming")
+            try:
+                self._stream(start)
+            except HistoryLost:
+                if self.config.snapshot_mode != SNAPSHOT_WHEN_NEEDED:
+                    raise
+                log.warning("%s/%s lost its stream position; taking a new snapshot (snapshot.mode=when_needed)",
+                            self.config.name, self.name)
+                self.sink.write_batch([], self.offset_record(None, startup={"mode": STARTUP_SNAPSHOT}))
+                return self.run()
+            return "stopped"
+        except StopRequested:
+            log.info("%s/%s stopped while waiting for Kafka", self.config.name, self.name)
+            return "stopped"
+        except ConnectorError as error:
+            if isinstance(error, CommitOutcomeUnknownError) and not self.stop.is_set():
+                raise  # run() starts again from the committed offset
+            self.metrics.record_error(str(error))
+            self._set_phase("failed")
+            raise
+        finally:
+            self.sink.close()
+            self.source.close()
+
+    def with_sink_retries(self, action):
+        """`action()` (a Kafka call), retried with backoff while Kafka is unavailable; StopRequested on stop."""
+        attempt = 0
+        while True:
+            try:
+                return action()
+            except (SinkRetriableError, SinkFatalError, OffsetStoreError) as error:
+                attempt += 1
+                if attempt > self.backoff.max_attempts or self.stop.is_set():
+                    raise
+                delay = self.backoff.delay(attempt)
+                if attempt == 1:
+                    self.metrics.record_error(f"Kafka not available at {self.bootstrap_servers}: {error}")
+                log.warning("Kafka not available at %s (%s); retry %d in %.1fs", self.bootstrap_servers, error,
+                            attempt, delay)
+                if self.stop.wait(delay):
+                    raise StopRequested from error
+                if isinstance(error, SinkFatalError):
+                    self.sink.open()
+
+    def _stored_offset(self) -> StoredOffset | None:
+        value, _ = self.offsets.read_value(self.source.offset_key())
+        if value is None:
+            return None
+        try:
+            return self.source.decode_offset(value)
+        except ValueError as error:
+            raise OffsetStoreError(f"The offset of {self.config.name}/{self.name} is unreadable: {error}") from None
+
+    def _batch_committed(self, batch_id: str) -> bool:
+        """Asked by the sink after a commit with an unknown outcome, once it has fenced the producer."""
+        return self.offsets.read_value(self.source.offset_key())[1] == batch_id
+
+    # -- where to start -------------------------------------------------------------------------------------
+
+    def _new_progress(self, reason: str) -> StartPlan:
+        return StartPlan(Start(None, reason), self.source.progress_type())
+
+    def _start_plan(self, stored: StoredOffset | None) -> StartPlan:
+        mode = self.config.snapshot_mode
+        if stored is not None and stored.startup:
+            return self._obey_startup(stored.startup)
+        if stored is not None and stored.snapshot and not stored.snapshot.get("completed"):
+            progress = self.source.progress_type.from_json(stored.snapshot)
+            return StartPlan(Start(None, "resuming the snapshot"), progress)
+        if stored is not None and stored.position is not None:
+            self.committed = stored.position
+            self.builder = self.source.event_builder(stored.transaction)
+            if mode == SNAPSHOT_ALWAYS:
+                return self._new_progress("snapshot.mode=always")
+            if self.incremental is not None:
+                self.incremental.restore(stored.incremental_snapshot)
+            return StartPlan(self.source.resume_start(stored.position))
+        if mode in SNAPSHOT_ON_FIRST_RUN:
+            return self._new_progress(f"first run, snapshot.mode={mode}")
+        configured = self.source.start_from_config()
+        if configured is not None:
+            return StartPlan(configured)
+        return StartPlan(Start(None, "first run, streaming from now"))
+
+    def _obey_startup(self, startup: dict) -> StartPlan:
+        mode = startup["mode"]
+        if mode == STARTUP_SNAPSHOT:
+            return self._new_progress("offset reset: re-snapshot")
+        if mode == STARTUP_LATEST:
+            return StartPlan(Start(None, "offset reset to latest"))
+        start = self.source.start_from_startup(startup)
+        if start is None:
+            raise ConnectorError(f"unknown startup instruction {mode!r} in the stored offset")
+        return StartPlan(start)
+
+    # -- the initial snapshot (coordinator.SnapshotHost) ---------------------------------------------------
+
+    def commit_snapshot(self, messages: list, progress: SnapshotProgress, completed: bool) -> None:
+        position = progress.stream_position() if completed else None
+        offset = self.offset_record(position, snapshot=progress.to_json())
+        self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+        self.metrics.record_commit()
+
+    def snapshot_context(self, reader: SnapshotReader) -> SnapshotContext:
+        return self.source.snapshot_context(self.config, self.bootstrap_servers, reader, self.stop,
+                                            self.snapshot_metrics)
+
+    def self_committing_executor(self, context: SnapshotContext) -> ChunkExecutor:
+        return self.source.self_committing_executor(context)
+
+    # -- streaming ------------------------------------------------------------------------------------------
+
+    def _stream(self, start: Position | None) -> None:
+        changes = self._changes = ChangeQueue(self.config.max_queue_size)
+        reader_stop = threading.Event()
+        reader = self.source.open_reader(start, changes, self.metrics, self.backoff, reader_stop)
+        reader.start()
+        if self.incremental is not None:
+            self.incremental.attach()
+        # Batch N's transaction commits on this thread while batch N+1 is transformed (Kafka's round trips release
+        # the GIL); N+1 is written only once N has committed, so transactions stay one at a time and in order.
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"commit-{self.name}")
+        try:
+            while not self.stop.is_set():
+                self._raise_commit_failure()
+                if self.incremental is not None:
+                    self.incremental.step()
+                items = self._drain(changes)
+                self._write(items)
+        finally:
+            # Changes still queued are not committed: the next start reads them again after the stored position.
+            try:
+                self._await_commit()
+            finally:
+                self._committer.shutdown()
+                self._committer = None
+                self._changes = None
+                if self.incremental is not None:
+                    self.incremental.detach()
+                reader_stop.set()
+                reader.join(5)
+
+    def _drain(self, changes: ChangeQueue) -> list:
+        """What is queued, up to max.batch.size; waits at most poll.interval.ms only when nothing is."""
+        items = changes.take(self.config.max_batch_size, self.config.poll_interval_ms / 1000, _ends_batch)
+        self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
+        return items
+
+    def _write(self, items: list) -> None:
+        messages: list[OutMessage] = []
+        position = None  # the position after this batch's items (None: they moved nothing)
+        idle = False
+        seen = SeenEvents()
+        builder = self.builder
+        build = builder.build
+        position_after = self.source.position_after
+        incremental = self.incremental
+        if incremental is not None and not (incremental.active or incremental.signal is not None):
+            incremental = None
+        for item in items:
+            if isinstance(item, ReaderFailed):
+                seen.report(self.metrics, builder)
+                self._commit(messages, position)
+                raise item.error
+            if isinstance(item, Idle):
+                idle = True
+                position = position_after(item, position)
+                continue
+            position = position_after(item, position)
+            if incremental is not None:
+                messages.extend(incremental.on_change(item))  # chunk rows at their high watermark
+            built = build(item)
+            if built is None:
+                seen.filtered += 1
+                continue
+            operation, out = built
+            messages.extend(out)
+            if operation is not None:
+                seen.add(operation, item)
+        seen.report(self.metrics, builder)
+        if idle:
+            messages.extend(builder.idle())
+            self.metrics.record_caught_up()
+        heartbeat_due = (
+            self.config.heartbeat_interval_ms > 0
+            and time.monotonic() - self._last_commit >= self.config.heartbeat_interval_ms / 1000
+            and position is not None
+            and position != self.committed
+        )
+        # incremental snapshot progress changed: persist it
+        progressed = self.incremental is not None and self.incremental.take_dirty()
+        if messages or progressed:
+            self._commit(messages, position)
+        elif heartbeat_due:
+            messages.extend(builder.heartbeat())
+            self._commit(messages, position, heartbeat=True)
+
+    def offset_record(self, position: Position | None, snapshot: dict | None = None, startup: dict | None = None):
+        extra = {}
+        state = self.builder.transaction_state()
+        if state:
+            extra["transaction"] = state
+        incremental = self.incremental.state_json() if snapshot is None and self.incremental is not None else None
+        if incremental is not None:
+            extra["incremental_snapshot"] = incremental
+        return self.source.offset_record(position, snapshot=snapshot, startup=startup, extra=extra)
+
+    def _commit(self, messages, position: Position | None, heartbeat=False) -> None:
+        if position is None and not messages:
+            return
+        self._await_commit()  # the previous batch first: its position may be the one this offset falls back to
+        position = position if position is not None else self.committed
+        offset = self.offset_record(position)
+
+        def commit() -> None:
+            self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+            self.committed = position
+            self._last_commit = time.monotonic()
+            self.metrics.record_commit(heartbeat=heartbeat)
+
+        if self._committer is None:  # outside the streaming loop: commit before returning
+            commit()
+        else:
+            self._in_flight = self._committer.submit(commit)
+            if self._changes is not None:
+                # a failed commit wakes the loop at once instead of surfacing at the next batch or at stop
+                changes = self._changes
+                self._in_flight.add_done_callback(lambda future: future.exception() and changes.wake())
+
+    def _raise_commit_failure(self) -> None:
+        """Raises the error of the batch in flight as soon as it failed (the pipeline then stops with it)."""
+        in_flight = self._in_flight
+        if in_flight is not None and in_flight.done() and in_flight.exception() is not None:
+            self._await_commit()
+
+    def _await_commit(self) -> None:
+        """Waits for the batch being committed, raising its error (the pipeline then fails as it would have)."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()

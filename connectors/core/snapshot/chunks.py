@@ -1,0 +1,43 @@
+"""Chunks: one range of one data collection's keys, the unit a snapshot reads, commits and resumes.
+
+A collection's plan is a list of boundaries `[b0 = min, b1, …, bn = max]` (the source plans it, in its key order):
+chunks `[b_i, b_i+1)`, the last one `[b_n-1, b_n]`. The core never looks inside a boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One key range of one collection: `[lower, upper)`, or `[lower, upper]` for a collection's last chunk."""
+
+    namespace: str
+    index: int  # within its collection
+    number: int  # within the snapshot (names its transactional id and chunk marker)
+    lower: Any
+    upper: Any
+    upper_inclusive: bool
+    count: int = 1  # chunks of the collection
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace}#{self.index + 1}/{self.count}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    bounds: list
+    estimated_count: int
+    method: str  # how the source found the boundaries (shown in logs and progress)
+
+
+def chunks_of(namespace: str, bounds: list, first_number: int, chunk_type: type[Chunk] = Chunk) -> list[Chunk]:
+    """The chunks that `bounds` (as planned) make, numbered from `first_number`."""
+    count = len(bounds) - 1 if bounds else 0
+    return [
+        chunk_type(namespace, i, first_number + i, bounds[i], bounds[i + 1], i == count - 1, count)
+        for i in range(count)
+    ]

@@ -1,0 +1,207 @@
+"""What a source is to the core: the types a database plugs in through (docs/architecture.md, "Adding a source").
+
+    Source ──partitions()──▶ Partition ──open()──▶ PartitionSource: offset codec, start position,
+                                                 change reader, EventBuilder, SnapshotReader
+
+The core runs one pipeline per partition (a MongoDB replica set or shard, a PostgreSQL slot, a MySQL server). It
+knows nothing of the database: it moves the source's opaque `Position`s and changes, and commits every batch of
+Kafka messages with the partition's offset record in one transaction.
+
+A `Position` is the source's place in its change history. The core only stores it (through the partition's
+offset codec, which owns the bytes of the offsets topic: Kafka Connect's key/value layout of that connector
+class), compares it (equal: no progress, no heartbeat needed) and hands it back to the source's reader. A reader
+that finds its position gone from the source's history (oplog rolled over, WAL/binlog purged) raises
+`connectors.core.errors.HistoryLost`; the core then re-snapshots (snapshot.mode=when_needed) or fails.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.core.snapshot.progress import SnapshotProgress, SnapshotStart
+from connectors.core.stream import Backoff, ChangeQueue
+from connectors.kafka.sink import OutMessage
+
+Position = Any
+"""A source's position: immutable, compared with `==` (equal = same place in the stream). Opaque to the core."""
+
+
+@dataclass
+class StoredOffset:
+    """A partition's offset record as the core needs it, decoded by the source's codec."""
+
+    position: Position | None = None  # where streaming resumes (None: never streamed)
+    snapshot: dict | None = None  # initial snapshot progress (core.snapshot.progress JSON)
+    startup: dict | None = None  # an instruction written by an offset reset ({"mode": ...}); see docs/offsets.md
+    transaction: dict | None = None  # the EventBuilder's open-transaction state
+    incremental_snapshot: dict | None = None  # incremental snapshot progress
+
+
+@dataclass
+class Start:
+    """Where a pipeline starts streaming: `position` (None: from now); `reason` is logged."""
+
+    position: Position | None
+    reason: str
+
+
+class OffsetRecordLike(Protocol):
+    """What the transactional sink writes to the offsets topic with each batch."""
+
+    @property
+    def key(self) -> bytes: ...
+
+    def to_value(self) -> bytes | None: ...
+
+
+class EventBuilder(Protocol):
+    """Turns one partition's changes into Kafka messages in its connector's Debezium format. One per thread."""
+
+    def build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
+        """(operation, messages) of one change read from the queue; None when the change is not captured
+        (counted as filtered). An operation of None: messages that are no captured event (e.g. an error record)."""
+
+    def describe(self, change: Any) -> ChangeSummary:
+        """For the metrics: the last change of a batch (called once per batch)."""
+
+    def idle(self) -> list[OutMessage]:
+        """Nothing is waiting in the source: messages that can be emitted now (e.g. a transaction's END)."""
+
+    def heartbeat(self) -> list[OutMessage]:
+        """The heartbeat messages of a commit that carries no event (`heartbeat.interval.ms`)."""
+
+    def transaction_state(self) -> dict | None:
+        """What the builder must find again after a restart (kept in the offset record)."""
+
+
+@dataclass(frozen=True)
+class ChangeSummary:
+    source_ms: int | None  # the change's time at the source (for MilliSecondsBehindSource)
+    lag_basis: str | None  # which source time that is
+    position: dict  # shown as SourceEventPosition
+    summary: dict  # shown as LastEvent
+
+
+class ChangeReader(Protocol):
+    """A thread reading the partition's changes from a position into the queue (see core.stream)."""
+
+    def start(self) -> None: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+class SnapshotReader(Protocol):
+    """Plans and reads a partition's initial snapshot; the core coordinates, commits and resumes it."""
+
+    def capture_start(self) -> SnapshotStart:
+        """The stream position taken *before* anything is read (changes made while reading arrive after)."""
+
+    def collections(self) -> list[str]:
+        """The data collections (tables) to snapshot, in order."""
+
+    def plan(self, collection: str, chunk_size: int) -> Plan:
+        """Chunk boundaries of one collection (`bounds[i]..bounds[i+1]`, the last one inclusive)."""
+
+    def read_chunk(self, builder: EventBuilder, chunk: Chunk, read_at: Any, filter: Any, mark_last: bool,  # noqa: A002
+                   stop: threading.Event | None) -> tuple[list[OutMessage], int]:
+        """The chunk's messages and row count; raises core.snapshot.executors.ChunkInterrupted when stopped."""
+
+    def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
+        """None when reading the chunk again may succeed; otherwise the error to fail the snapshot with."""
+
+
+class PartitionSource(Protocol):
+    """One partition of a source, as one pipeline drives it. Not thread-safe unless said."""
+
+    name: str  # names the pipeline: offset key, transactional id, metrics, logs
+    progress_type: type[SnapshotProgress]  # keeps this source's snapshot start in the offset record
+    chunk_task_type: type  # core.snapshot.executors.ChunkTask, or a subclass with the source's JSON codec
+
+    # offsets
+    def offset_key(self) -> bytes: ...
+
+    def decode_offset(self, value: bytes) -> StoredOffset: ...
+
+    def offset_record(self, position: Position | None, *, snapshot: dict | None = None, startup: dict | None = None,
+                      extra: dict | None = None) -> OffsetRecordLike:
+        """The record committed with a batch; `extra` holds the core's other state (transaction, incremental)."""
+
+    # life cycle
+    def connect(self, metrics: StreamingMetrics) -> None: ...
+
+    def close(self) -> None: ...
+
+    # where to start
+    def start_from_startup(self, startup: dict) -> Start | None:
+        """A reset instruction's start for the modes this source adds (the core knows latest and snapshot)."""
+
+    def resume_start(self, position: Position) -> Start:
+        """The start after a committed position (the usual restart)."""
+
+    def start_from_config(self) -> Start | None:
+        """A first run's start when the configuration names one (e.g. startup.mode=timestamp); None: from now."""
+
+    # streaming
+    def event_builder(self, transaction_state: dict | None = None) -> EventBuilder: ...
+
+    def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
+                    backoff: Backoff, stop: threading.Event) -> ChangeReader: ...
+
+    def position_after(self, item: Any, previous: Position | None) -> Position | None:
+        """The position once `item` (a change, or an `Idle` marker's position) is committed."""
+
+    # snapshots
+    def snapshot_reader(self) -> SnapshotReader: ...
+
+    def snapshot_context(self, config: Any, bootstrap_servers: str, reader: SnapshotReader, stop: threading.Event,
+                         metrics: SnapshotMetrics) -> Any:
+        """The core.snapshot.executors.SnapshotContext chunk executors get (a source may subclass it)."""
+
+    def self_committing_executor(self, context: Any) -> Any:
+        """A ChunkExecutor whose threads commit like remote workers (own transactional id and chunk marker): used
+        to resume a snapshot an earlier run handed to other workers."""
+
+    def incremental(self, pipeline: Any, metrics: SnapshotMetrics) -> IncrementalSnapshotter | None:
+        """The partition's incremental (DBLog) snapshots, or None when the source has none."""
+
+
+class IncrementalSnapshotter(Protocol):
+    """Incremental snapshots merged into the stream (the pipeline loop calls these in its thread)."""
+
+    signal: Any  # not None: incremental snapshots can be requested through the source
+
+    @property
+    def active(self) -> bool: ...
+
+    def restore(self, value: dict | None) -> None: ...
+
+    def state_json(self) -> dict | None: ...
+
+    def take_dirty(self) -> bool: ...
+
+    def attach(self) -> None: ...
+
+    def detach(self) -> None: ...
+
+    def step(self) -> None: ...
+
+    def on_change(self, change: Any) -> list[OutMessage]: ...
+
+
+class Partition(Protocol):
+    name: str
+
+
+class Source(Protocol):
+    """One connector's source database (chosen by `connector.class`)."""
+
+    def partitions(self) -> Sequence[Partition]:
+        """What the connection points at, one pipeline each."""
+
+    def open(self, partition: Partition) -> PartitionSource: ...

@@ -1,0 +1,95 @@
+"""What a source's change reader hands the pipeline: a bounded queue of changes and markers, and the backoff both
+sides use between attempts.
+
+The queue decouples source round trips from Kafka transactions (Debezium's `max.queue.size`). Items are the
+source's changes (whatever its `EventBuilder` reads), `Idle` markers carrying the source's position while
+nothing captured happens (heartbeats commit it), and one final `ReaderFailed`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Nothing more to read for now; `position` is the source's position here (None: unknown), as its reader
+    reports it (the pipeline asks the source to turn it into a `Position`)."""
+
+    position: Any
+
+
+@dataclass(frozen=True)
+class ReaderFailed:
+    error: BaseException
+
+
+class ChangeQueue:
+    """The bounded queue between the reader and the pipeline (`max.queue.size` changes and markers).
+
+    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`);
+    the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
+    (a per-item `queue.Queue.get` meets the reader's lock at every change).
+    """
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._items: deque = deque()
+        lock = threading.Lock()
+        self._not_empty = threading.Condition(lock)
+        self._not_full = threading.Condition(lock)
+        self._taker_waits = False  # notify() only when someone waits: it costs the reader a microsecond per change
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def put(self, item, timeout: float | None = None) -> None:
+        with self._not_full:
+            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
+                lambda: len(self._items) < self.maxsize, timeout
+            ):
+                raise queue.Full
+            self._items.append(item)
+            if self._taker_waits:
+                self._not_empty.notify()
+
+    def wake(self) -> None:
+        """Ends a waiting take() now (it returns what is queued, possibly nothing)."""
+        with self._not_empty:
+            self._not_empty.notify_all()
+
+    def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
+        """Up to `limit` items, ending after the first for which `ends_batch` is true; waits up to `timeout` only
+        when the queue is empty (then returns what came, possibly nothing)."""
+        items = self._items
+        batch: list = []
+        with self._not_empty:
+            if not items:
+                self._taker_waits = True
+                try:
+                    self._not_empty.wait(timeout)
+                finally:
+                    self._taker_waits = False
+            while items and len(batch) < limit:
+                item = items.popleft()
+                batch.append(item)
+                if ends_batch(item):
+                    break
+            if batch:
+                self._not_full.notify()
+        return batch
+
+
+@dataclass
+class Backoff:
+    initial_ms: int = 1000
+    max_ms: int = 120_000
+    max_attempts: int = 16
+
+    def delay(self, attempt: int) -> float:
+        return min(self.max_ms, self.initial_ms * (2 ** max(0, attempt - 1))) / 1000.0

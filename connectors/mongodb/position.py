@@ -1,0 +1,80 @@
+"""MongoDB's `Position`: a change stream resume token with its cluster time, and its offset record.
+
+The offset record keeps the layout every MongoDB pipeline has written (docs/offsets.md; the bytes are
+connectors.kafka.offset_record's): key `["<connector>",{"rs":"<replica set>"}]`, value relaxed extended JSON
+with `resume_token`, `cluster_time`, `snapshot`, `startup` and the core's other state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bson import Timestamp
+
+from connectors.core.source import StoredOffset
+from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, encode_key, timestamp_from_json
+from connectors.mongodb.stream import OversizedSkipped, StartPosition
+
+
+@dataclass(frozen=True, slots=True)
+class MongoPosition:
+    """Equal positions are the same place in the stream: only the token counts."""
+
+    token: dict | None
+    cluster_time: Timestamp | None = field(default=None, compare=False)
+    invalidated: bool = field(default=False, compare=False)  # the stream ended: start after the token
+    start_at: Timestamp | None = field(default=None, compare=False)  # no token yet: start at this cluster time
+
+    def start(self) -> StartPosition:
+        if self.token is not None:
+            if self.invalidated:
+                return StartPosition(start_after=self.token)
+            return StartPosition(resume_after=self.token)
+        if self.start_at is not None:
+            return StartPosition(start_at_operation_time=self.start_at)
+        return StartPosition()
+
+
+def position_after(item: Any, previous: MongoPosition | None) -> MongoPosition | None:
+    """The position once `item` (a change event, an Idle marker's token, a skipped event) is committed."""
+    if type(item) is dict:
+        time = item.get("clusterTime")
+        if time is None and previous is not None:
+            time = previous.cluster_time
+        return MongoPosition(item["_id"], time, item.get("operationType") == "invalidate")
+    if isinstance(item, OversizedSkipped):
+        return replace(previous, token=item.resume_token) if previous else MongoPosition(item.resume_token)
+    token = getattr(item, "position", None)  # core.stream.Idle: the post-batch resume token
+    if token is None:
+        return previous
+    return replace(previous, token=token) if previous else MongoPosition(token)
+
+
+def offset_record(connector: str, replica_set: str, position: MongoPosition | None, *, snapshot: dict | None = None,
+                  startup: dict | None = None, extra: dict | None = None) -> OffsetRecord:
+    fields: dict[str, Any] = {}
+    if position is not None and position.invalidated:
+        fields["invalidated"] = True
+    fields.update(extra or {})
+    cluster_time = position.cluster_time if position is not None else None
+    if position is None and snapshot is not None:
+        cluster_time = timestamp_from_json(snapshot.get("cluster_time"))  # the snapshot's start, as it was
+    return OffsetRecord(connector, replica_set, resume_token=position.token if position is not None else None,
+                        cluster_time=cluster_time, snapshot=snapshot, startup=startup, extra=fields)
+
+
+def decode_offset(connector: str, replica_set: str, value: bytes) -> StoredOffset:
+    try:
+        record = OffsetRecord.from_kafka(encode_key(connector, replica_set), value)
+    except OffsetDecodeError as error:
+        raise ValueError(str(error)) from None
+    return stored_offset(record)
+
+
+def stored_offset(record: OffsetRecord) -> StoredOffset:
+    position = None
+    if record.resume_token is not None:
+        position = MongoPosition(record.resume_token, record.cluster_time, bool(record.extra.get("invalidated")))
+    return StoredOffset(position, record.snapshot, record.startup, record.extra.get("transaction"),
+                        record.extra.get("incremental_snapshot"))
