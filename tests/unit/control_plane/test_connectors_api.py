@@ -326,3 +326,19 @@ def test_the_connector_list_refuses_filters_it_does_not_have(admin_client):
     refused = admin_client.get("/api/connectors/?status=bogus")
     assert refused.status_code == 400 and "unknown parameter" in refused.json()["status"][0]
     assert admin_client.get("/api/connectors/").status_code == 200
+
+
+def test_dashboard_actions_are_audited_as_dashboard(client, django_user_model, no_redis):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from tests.api_support import make_user
+
+    create_connector()
+    client.force_login(make_user(django_user_model, "operator"))
+    assert client.post("/api/connectors/orders/pause/", HTTP_X_CDC_SOURCE="dashboard").status_code == 202
+    assert AuditEntry.objects.get(action="connector.pause").source == "dashboard"
+    scripted = APIClient()  # a token is not the dashboard, whatever its headers say
+    scripted.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=make_user(django_user_model, 'admin'))}")
+    assert scripted.post("/api/connectors/orders/resume/", HTTP_X_CDC_SOURCE="dashboard").status_code == 202
+    assert AuditEntry.objects.get(action="connector.resume").source == "api"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import IsAuthenticated
@@ -27,6 +28,13 @@ class ServiceFailure(APIException):
     def __init__(self, error: services.ServiceError):
         self.status_code = error.status_code
         super().__init__(detail=str(error))
+
+
+def source_of(request) -> str:
+    """The audit source: "dashboard" for the dashboard's own pages (their scripts send X-CDC-Source with the
+    session), else "api"."""
+    via_session = isinstance(getattr(request, "successful_authenticator", None), SessionAuthentication)
+    return "dashboard" if via_session and request.headers.get("X-CDC-Source") == "dashboard" else "api"
 
 
 def run(call, *args, **kwargs):
@@ -88,19 +96,19 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer):
         data = serializer.validated_data
         serializer.instance = run(
-            services.create_connector, data["parts"], user=self.request.user, source="api",
+            services.create_connector, data["parts"], user=self.request.user, source=source_of(self.request),
             desired_state=data.get("desired_state", DesiredState.RUNNING),
         )
 
     def perform_update(self, serializer):
         data = serializer.validated_data
         serializer.instance = run(
-            services.update_connector, serializer.instance, data["parts"], user=self.request.user, source="api",
-            desired_state=data.get("desired_state"),
+            services.update_connector, serializer.instance, data["parts"], user=self.request.user,
+            source=source_of(self.request), desired_state=data.get("desired_state"),
         )
 
     def perform_destroy(self, instance):
-        run(services.delete_connector, instance, user=self.request.user, source="api")
+        run(services.delete_connector, instance, user=self.request.user, source=source_of(self.request))
 
     # -- validation ---------------------------------------------------------------------------------------------
 
@@ -127,7 +135,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
 
     def _state(self, state: str):
         connector = self.get_object()
-        run(services.request_state, connector, state, user=self.request.user, source="api")
+        run(services.request_state, connector, state, user=self.request.user, source=source_of(self.request))
         return accepted(connector, services.STATE_COMMANDS[state])
 
     @extend_schema(summary="Pause (operator)", request=None, responses={202: s.ActionResultSerializer})
@@ -152,7 +160,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         connector = self.get_object()
         body = s.RestartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        restart = run(services.request_restart, connector, user=request.user, source="api",
+        restart = run(services.request_restart, connector, user=request.user, source=source_of(self.request),
                       replica_set=body.validated_data.get("replica_set"))
         return accepted(connector, "restart", restart)
 
@@ -164,7 +172,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         body = s.SnapshotRequestSerializer(data=request.data, context={"connector": connector})
         body.is_valid(raise_exception=True)
         snap = run(services.request_snapshot, connector, body.validated_data["collections"],
-                   body.validated_data.get("filter", ""), user=request.user, source="api")
+                   body.validated_data.get("filter", ""), user=request.user, source=source_of(self.request))
         return Response({"request": snap.pk, "collections": snap.collections, "filter": snap.filter,
                          "status": snap.status}, status=status.HTTP_202_ACCEPTED)
 
@@ -216,7 +224,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         data = body.validated_data
         stop = data["stop"] or request.query_params.get("stop", "").lower() in ("1", "true", "yes")
         written = run(
-            services.reset_offsets, connector, data["mode"], user=request.user, source="api",
+            services.reset_offsets, connector, data["mode"], user=request.user, source=source_of(self.request),
             replica_sets=data.get("replica_sets"), timestamp=data.get("timestamp"),
             token=data.get("resume_token"), stop=stop,
         )
@@ -255,14 +263,15 @@ class FilterViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         serializer.instance = run(services.save_filter, self.connector(), None, dict(serializer.validated_data),
-                                  user=self.request.user, source="api")
+                                  user=self.request.user, source=source_of(self.request))
 
     def perform_update(self, serializer):
         serializer.instance = run(services.save_filter, self.connector(), serializer.instance,
-                                  dict(serializer.validated_data), user=self.request.user, source="api")
+                                  dict(serializer.validated_data), user=self.request.user,
+                                  source=source_of(self.request))
 
     def perform_destroy(self, instance):
-        run(services.delete_filter, instance, user=self.request.user, source="api")
+        run(services.delete_filter, instance, user=self.request.user, source=source_of(self.request))
 
 
 @extend_schema_view(list=extend_schema(summary="Audit log, newest first (filter with ?target= and ?action=)"))

@@ -65,7 +65,8 @@
     try {
       const response = await fetch(form.dataset.api, {
         method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf() },
+        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf(),
+                   "X-CDC-Source": "dashboard" },
       });
       const data = await response.json().catch(() => ({}));
       if (!response.ok) { announce("Refused: " + problem(data, response.status), "error"); return; }
