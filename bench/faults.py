@@ -1,7 +1,7 @@
 """Fault campaign: exactly-once evidence under crashes, broker stalls and elections.
 
     python -m bench.faults [--short] [--runs N] [--scenarios kill-streaming,kill-snapshot,broker-stop,step-down]
-                           [--freeze 35] [--json PATH] [--keep]
+                           [--freeze 35] [--rate 150] [--seed N] [--json PATH] [--keep]
 
 Everything runs on a private stack so faults disturb nobody: its own Kafka broker (started with `python -m devstack
 up kafka` in a temporary DEVSTACK_HOME on free ports, so it can be SIGSTOPped) and its own emulated replica set
@@ -17,7 +17,10 @@ Scenarios:
   kill-snapshot   kill -9 of the runner during an initial snapshot (slowed chunk reads, held while it dies),
                   then a restart
   broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
-                  SIGCONT
+                  SIGCONT, at a random moment
+  broker-stop-commit    the same freeze, exactly as a streaming batch's commit_transaction goes out (the runner is
+                        started through `python -m bench.faults runner`, which hooks the sink's producer)
+  broker-stop-snapshot  the same freeze as a snapshot chunk's commit goes out
   step-down       replSetStepDown of the primary under the write load
 
 Exit status 1 when anything was lost, duplicated or reordered.
@@ -45,13 +48,21 @@ from pathlib import Path
 
 from devstack import settings
 
-SCENARIOS = ("kill-streaming", "kill-snapshot", "broker-stop", "step-down")
-SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "step-down": 2}
-FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "step-down": 6}
+SCENARIOS = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
+             "step-down")
+SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
+              "broker-stop-snapshot": 1, "step-down": 2}
+FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
+             "broker-stop-snapshot": 2, "step-down": 6}
 WRITE_RATE = 150  # acknowledged inserts per second
 PRELOAD = 20_000  # documents the kill-snapshot runs snapshot
 CHUNK = 500
 DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
+MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+
+
+class CampaignAborted(Exception):
+    """A scenario cannot go on (the runner keeps exiting); reported, and the campaign fails."""
 
 
 # -- the private stack ------------------------------------------------------------------------------------------------
@@ -159,6 +170,59 @@ def _read_acks(path: Path) -> dict[int, float]:
     return acks
 
 
+# -- a freeze in the middle of a commit (broker-stop-commit, broker-stop-snapshot) -----------------------------------
+
+class CommitHook:
+    """Files through which the campaign and a hooked runner meet at a commit: the campaign arms the hook, the
+    runner's next `commit_transaction` reports that it is about to go out and waits until the campaign has frozen
+    the broker, then goes out to the frozen broker. A broker stall in the middle of a commit, every time."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.armed, self.at_commit, self.frozen = (directory / n for n in ("armed", "at-commit", "frozen"))
+
+    def arm(self) -> None:
+        for path in (self.at_commit, self.frozen):
+            path.unlink(missing_ok=True)
+        self.armed.touch()
+
+    def disarm(self) -> None:
+        self.armed.unlink(missing_ok=True)
+
+    def install(self) -> None:
+        """In the runner's process: every producer the sink creates from now on goes through the hook."""
+        import confluent_kafka
+
+        from connectors.kafka import sink
+
+        hook = self
+
+        class HookedProducer(confluent_kafka.Producer):
+            def commit_transaction(self, *args):
+                if hook.armed.exists() and not hook.at_commit.exists():
+                    hook.at_commit.touch()
+                    deadline = time.monotonic() + 30
+                    while not hook.frozen.exists() and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                return super().commit_transaction(*args)
+
+        sink.Producer = HookedProducer
+
+
+def runner_main(argv: list[str]) -> int:
+    """`python -m connectors run`, with the commit hook installed."""
+    parser = argparse.ArgumentParser(prog="python -m bench.faults runner")
+    parser.add_argument("config")
+    parser.add_argument("--freeze-dir", type=Path, required=True)
+    parser.add_argument("--bootstrap-servers", required=True)
+    args = parser.parse_args(argv)
+    CommitHook(args.freeze_dir).install()
+    from connectors.__main__ import main as connectors_main
+
+    return connectors_main(["run", args.config, "--bootstrap-servers", args.bootstrap_servers])
+
+
 # -- the read_committed checker ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -240,10 +304,16 @@ class Outcome:
     recovery: list = field(default_factory=list)  # seconds per fault (None: nothing came after it)
     unplanned_exits: int = 0
     notes: list[str] = field(default_factory=list)
+    aborted: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.lost or self.duplicated or self.reordered or self.aborted)
 
     def add(self, other: Outcome) -> None:
         for name in ("faults", "writes", "lost", "duplicated", "reordered", "unplanned_exits"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.aborted = self.aborted or other.aborted
         self.recovery += other.recovery
         self.notes += other.notes
 
@@ -251,7 +321,7 @@ class Outcome:
 class Session:
     """One connector (fresh name and database), its runner process, the writer and the checker."""
 
-    def __init__(self, campaign: Campaign, label: str, **properties):
+    def __init__(self, campaign: Campaign, label: str, hooked: bool = False, **properties):
         self.campaign = campaign
         self.name = f"fc{label}{uuid.uuid4().hex[:8]}"
         self.dir = campaign.dir / self.name
@@ -270,14 +340,17 @@ class Session:
         self.runner_starts = 0
         self.faults: list[tuple[float, float]] = []  # (start, end) of each fault, monotonic
         self.preloaded = 0
+        self.commit_hook = CommitHook(self.dir / "hook") if hooked else None  # runner started with the hook
         self.outcome = Outcome()
 
     # processes
     def start_runner(self) -> None:
         log = open(self.dir / "runner.log", "ab")  # noqa: SIM115 - owned by the child
+        argv = ["connectors", "run", str(self.config_path)]
+        if self.commit_hook is not None:
+            argv = ["bench.faults", "runner", str(self.config_path), "--freeze-dir", str(self.commit_hook.directory)]
         self.runner = subprocess.Popen(
-            [sys.executable, "-m", "connectors", "run", str(self.config_path),
-             "--bootstrap-servers", self.campaign.kafka.bootstrap],
+            [sys.executable, "-m", *argv, "--bootstrap-servers", self.campaign.kafka.bootstrap],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
         self.runner_starts += 1
 
@@ -291,11 +364,15 @@ class Session:
             self.outcome.unplanned_exits += 1
             self.outcome.notes.append(f"{self.name}: runner exited with status {self.runner.returncode}; "
                                       f"restarted (log: {self.dir / 'runner.log'})")
+            if self.outcome.unplanned_exits >= MAX_EXITS:
+                tail = "\n    ".join(self.log_text().splitlines()[-15:])
+                raise CampaignAborted(f"{self.name}: the runner exited {MAX_EXITS} times; its last lines:\n    {tail}")
             self.start_runner()
 
     def start_writer(self) -> None:
         self.writer = subprocess.Popen(
-            [sys.executable, "-m", "bench.faults", "writer", self.campaign.rs.uri, self.name, str(self.acks_path)],
+            [sys.executable, "-m", "bench.faults", "writer", self.campaign.rs.uri, self.name, str(self.acks_path),
+             "--rate", str(self.campaign.rate)],
             stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
 
     def wait(self, seconds: float) -> None:
@@ -334,24 +411,30 @@ class Session:
             self.start_writer()
         self.wait_for(lambda: self.checker.count("events", "c") > 0, 120, "the first streamed event")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:  # aborted: stop everything, check nothing
+            self._stop_processes()
+            return
         try:
             if self.writer is not None:
                 self.writer.send_signal(signal.SIGTERM)
                 self.writer.wait(30)
             self._drain()
         finally:
-            for process in (self.writer, self.runner):
-                if process is not None and process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-                    try:
-                        process.wait(60)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait()
-            self.checker.halt.set()
-            self.checker.join(10)
+            self._stop_processes()
         self._check()
+
+    def _stop_processes(self) -> None:
+        for process in (self.writer, self.runner):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.checker.halt.set()
+        self.checker.join(10)
 
     def _drain(self) -> None:
         acks = _read_acks(self.acks_path) if self.acks_path.exists() else {}
@@ -402,8 +485,9 @@ def account(out: Outcome, acks: dict[int, float], seen: list[Seen], preloaded: i
 
 
 class Campaign:
-    def __init__(self, kafka: PrivateKafka, rs, workdir: Path, rng: random.Random, freeze_s: float):
-        self.kafka, self.rs, self.dir, self.rng, self.freeze_s = kafka, rs, workdir, rng, freeze_s
+    def __init__(self, kafka: PrivateKafka, rs, workdir: Path, rng: random.Random, freeze_s: float,
+                 rate: float = WRITE_RATE):
+        self.kafka, self.rs, self.dir, self.rng, self.freeze_s, self.rate = kafka, rs, workdir, rng, freeze_s, rate
 
     def kill_streaming(self, runs: int) -> Outcome:
         with Session(self, "ks") as session:
@@ -423,17 +507,22 @@ class Campaign:
             total.add(self._kill_one_snapshot())
         return total
 
-    def _kill_one_snapshot(self) -> Outcome:
+    def _preloaded_session(self, label: str, hooked: bool = False) -> Session:
+        """A session whose connector starts with a snapshot of PRELOAD documents, chunk reads slowed by 100 ms."""
         import pymongo
 
         properties = {"snapshot.chunk.size": CHUNK, "snapshot.fetch.size": CHUNK, "snapshot.max.threads": 2}
-        session = Session(self, "kn", **properties)
+        session = Session(self, label, hooked, **properties)
         database = pymongo.MongoClient(self.rs.uri)[session.name]
         for start in range(0, PRELOAD, 5000):
             database.preload.insert_many([{"_id": i, "pad": "x" * 100} for i in range(start, start + 5000)])
         session.preloaded = PRELOAD
-        rows = session.checker.count
         self.rs.set_delay(100, commands=["find"])  # slow chunk reads: the snapshot lasts seconds, not less
+        return session
+
+    def _kill_one_snapshot(self) -> Outcome:
+        session = self._preloaded_session("kn")
+        rows = session.checker.count
         try:
             with session:
                 session.start_writer()
@@ -471,6 +560,56 @@ class Campaign:
             session.wait(2)
         return session.outcome
 
+    def _freeze_at_commit(self, session: Session) -> bool:
+        """Arms the hook, freezes the broker as the next commit goes out, thaws it 35-45 s later."""
+        hook = session.commit_hook
+        hook.arm()
+        if not session.wait_for(hook.at_commit.exists, 60, "a commit to freeze the broker at"):
+            hook.disarm()
+            return False
+        started = time.monotonic()
+        self.kafka.freeze()
+        hook.frozen.touch()
+        try:
+            session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
+        finally:
+            self.kafka.thaw()
+            hook.disarm()
+        session.fault(started)
+        return True
+
+    def broker_stop_commit(self, runs: int) -> Outcome:
+        with Session(self, "bc", hooked=True) as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                if self._freeze_at_commit(session):
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     180, "events after the broker came back")
+            session.wait(2)
+        return session.outcome
+
+    def broker_stop_snapshot(self, runs: int) -> Outcome:
+        total = Outcome()
+        for _ in range(runs):
+            total.add(self._freeze_one_snapshot())
+        return total
+
+    def _freeze_one_snapshot(self) -> Outcome:
+        session = self._preloaded_session("bn", hooked=True)
+        rows = session.checker.count
+        try:
+            with session:
+                session.start_writer()
+                at_least = self.rng.randint(2, PRELOAD // CHUNK // 4) * CHUNK
+                if session.wait_for(lambda: rows("preload") >= at_least, 120, f"{at_least} snapshot rows"):
+                    self._freeze_at_commit(session)  # a chunk's commit: at least 20 chunks are left to read
+                session.wait_for(lambda: rows("preload") >= PRELOAD, 240, "the snapshot")
+                session.wait_streaming()
+        finally:
+            self.rs.set_delay(0)
+        return session.outcome
+
     def step_down(self, runs: int) -> Outcome:
         with Session(self, "sd") as session:
             session.wait_streaming()
@@ -492,27 +631,34 @@ def _recovery(values: list[float]) -> str:
 
 
 def report(results: dict[str, Outcome]) -> str:
-    lines = [f"{'scenario':<16}{'runs':>6}{'writes checked':>16}{'lost':>7}{'duplicated':>12}{'reordered':>11}"
+    lines = [f"{'scenario':<22}{'runs':>6}{'writes checked':>16}{'lost':>7}{'duplicated':>12}{'reordered':>11}"
              f"{'recovery s (median / max)':>28}{'runner exits':>14}"]
     for scenario, o in results.items():
-        lines.append(f"{scenario:<16}{o.faults:>6}{o.writes:>16}{o.lost:>7}{o.duplicated:>12}{o.reordered:>11}"
+        lines.append(f"{scenario:<22}{o.faults:>6}{o.writes:>16}{o.lost:>7}{o.duplicated:>12}{o.reordered:>11}"
                      f"{_recovery(o.recovery):>28}{o.unplanned_exits:>14}")
     for scenario, o in results.items():
         lines += [f"  {scenario}: {note}" for note in o.notes]
     return "\n".join(lines)
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["writer"]:
         return writer_main(argv[1:])
+    if argv[:1] == ["runner"]:
+        return runner_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true", help="a few-minute version (fewer faults per scenario)")
-    parser.add_argument("--runs", type=int, help="faults per scenario (default: 3/2/1/2 with --short, else 10/5/3/6)")
+    parser.add_argument("--runs", type=int, help="faults per scenario (default: per scenario, fewer with --short)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
     parser.add_argument("--freeze", type=float, default=35.0,
                         help="seconds the broker stays stopped at least (broker-stop; up to 10 s more)")
+    parser.add_argument("--rate", type=float, default=WRITE_RATE, help="the writer's inserts per second")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the fault timing")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, acks) afterwards")
@@ -527,25 +673,31 @@ def main(argv: list[str] | None = None) -> int:
 
     from devstack.mongo import start_replica_set
 
+    signal.signal(signal.SIGTERM, _terminated)  # so that a stopped campaign still stops its broker and processes
     workdir = Path(tempfile.mkdtemp(prefix="cdc-faults-"))
     kafka = PrivateKafka(workdir / "stack")
-    print(f"work directory {workdir} (seed {seed}); starting a private Kafka broker...", flush=True)
-    kafka.start()
-    rs = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0.5)
-    print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), replica set {rs.uri}", flush=True)
-    campaign = Campaign(kafka, rs, workdir, random.Random(seed), args.freeze)
+    rs = None
     results: dict[str, Outcome] = {}
     try:
+        print(f"work directory {workdir} (seed {seed}); starting a private Kafka broker...", flush=True)
+        kafka.start()
+        rs = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0.5)
+        print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), replica set {rs.uri}", flush=True)
+        campaign = Campaign(kafka, rs, workdir, random.Random(seed), args.freeze, args.rate)
         for scenario in scenarios:
             runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
             started = time.monotonic()
             print(f"{scenario}: {runs} fault(s)...", flush=True)
-            results[scenario] = getattr(campaign, scenario.replace("-", "_"))(runs)
+            try:
+                results[scenario] = getattr(campaign, scenario.replace("-", "_"))(runs)
+            except CampaignAborted as error:
+                results[scenario] = Outcome(notes=[f"aborted: {error}"], aborted=True)
             print(f"{scenario}: done in {time.monotonic() - started:.0f}s", flush=True)
     finally:
-        rs.stop()
+        if rs is not None:
+            rs.stop()
         kafka.stop()
-        if not args.keep and not any(o.lost or o.duplicated or o.reordered for o in results.values()):
+        if not args.keep and results and not any(o.failed for o in results.values()):
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"logs and acknowledged writes kept in {workdir}")
@@ -554,8 +706,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({s: {"runs": o.faults, "writes": o.writes, "lost": o.lost,
                                              "duplicated": o.duplicated, "reordered": o.reordered,
                                              "recovery_s": o.recovery, "runner_exits": o.unplanned_exits,
-                                             "notes": o.notes} for s, o in results.items()}, indent=2))
-    return 1 if any(o.lost or o.duplicated or o.reordered for o in results.values()) else 0
+                                             "aborted": o.aborted, "notes": o.notes}
+                                         for s, o in results.items()}, indent=2))
+    return 1 if any(o.failed for o in results.values()) else 0
 
 
 if __name__ == "__main__":

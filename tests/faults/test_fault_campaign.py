@@ -7,10 +7,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from bench.faults import Outcome, Seen, account
+from bench.faults import MAX_EXITS, CampaignAborted, Outcome, Seen, Session, account
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +61,15 @@ def test_short_campaign_kills_lose_duplicate_and_reorder_nothing(tmp_path):
         assert len(o["recovery_s"]) == 2 and o["runner_exits"] == 0 and o["notes"] == [], (scenario, o)
     assert outcome["kill-snapshot"]["writes"] > 2 * 20_000
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_a_runner_that_keeps_exiting_aborts_the_scenario(tmp_path):
+    """A runner that cannot run (here: an invalid property) is restarted a few times, then the scenario is aborted
+    with the runner's last lines, its processes stopped."""
+    campaign = SimpleNamespace(dir=tmp_path, rate=10, rs=SimpleNamespace(uri="mongodb://127.0.0.1:9/?replicaSet=rs0"),
+                               kafka=SimpleNamespace(bootstrap="127.0.0.1:9"))
+    session = Session(campaign, "ab", **{"snapshot.mode": "sometimes"})
+    with pytest.raises(CampaignAborted, match=r"exited 5 times(.|\n)*snapshot\.mode"), session:
+        session.wait(120)
+    assert session.outcome.unplanned_exits == MAX_EXITS and session.runner.poll() is not None
+    assert not session.checker.is_alive()
