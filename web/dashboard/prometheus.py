@@ -1,57 +1,24 @@
-"""`/metrics` in the Prometheus text format (version 0.0.4): the numbers the dashboard shows, per replica set.
+"""`/metrics` through prometheus_client: a collector over the reports pipelines stored, per replica set.
 
 Values come from the last report each pipeline stored (ReplicaSetState.metrics). Counters restart at zero when a
 pipeline restarts, which Prometheus' rate() handles as a counter reset. A pipeline whose last report is older than
 observed.STALE_AFTER_SECONDS is exported with `cdc_pipeline_up 0` and its gauges of rates and lag left out.
+The library writes the exposition: text format 0.0.4, or OpenMetrics when the scraper's Accept header asks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from django.utils import timezone
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from web.connectors.models import Connector, DesiredState
 from web.dashboard import observed
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PHASES = ("snapshot", "streaming", "stopped", "failed")
-
-
-def _escape(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(labels: dict[str, object]) -> str:
-    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"
-
-
-def _number(value) -> str | None:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int | float):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return None
-
-
-class Exposition:
-    def __init__(self):
-        self.families: dict[str, tuple[str, str, list[str]]] = {}
-
-    def add(self, name: str, kind: str, help_text: str, labels: dict[str, object], value) -> None:
-        text = _number(value)
-        if text is None:
-            return
-        family = self.families.setdefault(name, (kind, help_text, []))
-        family[2].append(f"{name}{_labels(labels)} {text}")
-
-    def render(self) -> str:
-        lines: list[str] = []
-        for name, (kind, help_text, samples) in self.families.items():
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            lines.extend(samples)
-        return "\n".join(lines) + "\n"
 
 
 STREAMING = [  # (metric, type, help, key in StreamingMetrics.snapshot())
@@ -103,8 +70,33 @@ SNAPSHOT = [
 ]
 
 
-def render(connectors: Iterable[Connector] | None = None) -> str:
-    out = Exposition()
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+class Families:
+    """Metric families in the order of their first sample; a family without a sample is not exported."""
+
+    def __init__(self):
+        self.families: dict[str, Metric] = {}
+
+    def add(self, name: str, kind: str, help_text: str, labels: dict[str, object], value) -> None:
+        number = _number(value)
+        if number is None:
+            return
+        family = self.families.get(name)
+        if family is None:
+            factory = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            family = self.families[name] = factory(name, help_text, labels=list(labels))
+        family.add_metric([str(label) for label in labels.values()], number)
+
+
+def families(connectors: Iterable[Connector] | None = None) -> Iterator[Metric]:
+    out = Families()
     now = timezone.now()
     if connectors is None:
         connectors = Connector.objects.prefetch_related("replica_sets")
@@ -113,35 +105,55 @@ def render(connectors: Iterable[Connector] | None = None) -> str:
             out.add("cdc_connector_desired_state", "gauge", "1 for the connector's desired state.",
                     {"connector": connector.name, "state": state.value}, connector.desired_state == state)
         for rs_state in connector.replica_sets.all():
-            view = observed.replica_set_view(rs_state, now)
-            labels = {"connector": connector.name, "replica_set": rs_state.replica_set}
-            out.add("cdc_pipeline_up", "gauge", "1 while the pipeline reports (a report in the last 15 s).",
-                    labels, not view.stale)
-            for phase in PHASES:
-                out.add("cdc_pipeline_phase", "gauge", "1 for the pipeline's observed phase.",
-                        {**labels, "phase": phase}, rs_state.phase == phase)
-            if rs_state.heartbeat_at:
-                out.add("cdc_pipeline_last_report_timestamp_seconds", "gauge", "When the worker last reported.",
-                        labels, round(rs_state.heartbeat_at.timestamp(), 3))
-            for name, kind, help_text, key in STREAMING:
-                if view.stale and name in LIVE_ONLY:
-                    continue
-                out.add(name, kind, help_text, labels, view.metrics.get(key))
-            election = view.metrics.get("LastPrimaryElectionMs")
-            out.add("cdc_last_primary_election_timestamp_seconds", "gauge", "When the last primary election was seen.",
-                    labels, election / 1000 if election else None)
-            for name, kind, help_text, key in SINK:
-                out.add(name, kind, help_text, labels, view.sink.get(key))
-            for name, kind, help_text, key in SNAPSHOT:
-                out.add(name, kind, help_text, labels, view.snapshot.get(key))
-            for collection in view.collections:
-                coll = {**labels, "collection": collection.namespace}
-                out.add("cdc_snapshot_rows_scanned", "gauge", "Documents read per collection (RowsScanned).", coll,
-                        collection.rows)
-                out.add("cdc_snapshot_estimated_rows", "gauge", "Estimated documents per collection.", coll,
-                        collection.estimated_rows)
-                out.add("cdc_snapshot_collection_chunks_done", "gauge", "Chunks committed per collection.", coll,
-                        collection.chunks_done)
-                out.add("cdc_snapshot_collection_chunks_total", "gauge", "Chunks per collection.", coll,
-                        collection.chunks_total)
-    return out.render()
+            _replica_set(out, rs_state, observed.replica_set_view(rs_state, now))
+    yield from out.families.values()
+
+
+def _replica_set(out: Families, rs_state, view: observed.ReplicaSetView) -> None:
+    labels = {"connector": rs_state.connector.name, "replica_set": rs_state.replica_set}
+    out.add("cdc_pipeline_up", "gauge", "1 while the pipeline reports (a report in the last 15 s).",
+            labels, not view.stale)
+    for phase in PHASES:
+        out.add("cdc_pipeline_phase", "gauge", "1 for the pipeline's observed phase.",
+                {**labels, "phase": phase}, rs_state.phase == phase)
+    if rs_state.heartbeat_at:
+        out.add("cdc_pipeline_last_report_timestamp_seconds", "gauge", "When the worker last reported.",
+                labels, round(rs_state.heartbeat_at.timestamp(), 3))
+    for name, kind, help_text, key in STREAMING:
+        if view.stale and name in LIVE_ONLY:
+            continue
+        out.add(name, kind, help_text, labels, view.metrics.get(key))
+    election = view.metrics.get("LastPrimaryElectionMs")
+    out.add("cdc_last_primary_election_timestamp_seconds", "gauge", "When the last primary election was seen.",
+            labels, election / 1000 if election else None)
+    for name, kind, help_text, key in SINK:
+        out.add(name, kind, help_text, labels, view.sink.get(key))
+    for name, kind, help_text, key in SNAPSHOT:
+        out.add(name, kind, help_text, labels, view.snapshot.get(key))
+    for collection in view.collections:
+        coll = {**labels, "collection": collection.namespace}
+        out.add("cdc_snapshot_rows_scanned", "gauge", "Documents read per collection (RowsScanned).", coll,
+                collection.rows)
+        out.add("cdc_snapshot_estimated_rows", "gauge", "Estimated documents per collection.", coll,
+                collection.estimated_rows)
+        out.add("cdc_snapshot_collection_chunks_done", "gauge", "Chunks committed per collection.", coll,
+                collection.chunks_done)
+        out.add("cdc_snapshot_collection_chunks_total", "gauge", "Chunks per collection.", coll,
+                collection.chunks_total)
+
+
+class ReportsCollector(Collector):
+    def __init__(self, connectors: Iterable[Connector] | None = None):
+        self.connectors = connectors
+
+    def collect(self) -> Iterable[Metric]:
+        return families(self.connectors)
+
+
+def exposition(accept: str, connectors: Iterable[Connector] | None = None) -> tuple[bytes, str]:
+    """The body and content type for a scrape whose Accept header is `accept`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ReportsCollector(connectors))
+    encode: Callable[[CollectorRegistry], bytes]
+    encode, content_type = choose_encoder(accept)
+    return encode(registry), content_type

@@ -279,4 +279,7 @@ def metrics(request):
         return response
     if not has_role(user, VIEWER):
         return HttpResponse("the viewer role is required\n", status=403, content_type="text/plain")
-    return HttpResponse(prometheus.render(), content_type=prometheus.CONTENT_TYPE)
+    body, content_type = prometheus.exposition(request.headers.get("Accept", ""))
+    response = HttpResponse(body, content_type=content_type)
+    response["Vary"] = "Accept"
+    return response

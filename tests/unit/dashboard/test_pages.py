@@ -155,7 +155,7 @@ def test_metrics_needs_a_viewer_token_or_session(client, django_user_model):
     token = Token.objects.create(user=viewer)
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token.key}")
     assert response.status_code == 200
-    assert 'cdc_connector_desired_state{connector="orders",state="running"} 1' in response.content.decode()
+    assert 'cdc_connector_desired_state{connector="orders",state="running"} 1.0' in response.content.decode()
     assert response["Content-Type"].startswith("text/plain; version=0.0.4")
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     nobody = make_user(django_user_model, "none")
