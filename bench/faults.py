@@ -196,6 +196,9 @@ class CommitHook:
 
         from connectors.kafka import sink
 
+        if not isinstance(getattr(sink, "Producer", None), type):
+            raise SystemExit("bench.faults: connectors.kafka.sink creates no confluent_kafka.Producer any more; "
+                             "the commit hook of the broker-stop-commit scenarios needs updating")
         hook = self
 
         class HookedProducer(confluent_kafka.Producer):
