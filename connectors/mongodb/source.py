@@ -16,6 +16,7 @@ from connectors.config import ConnectorConfig
 from connectors.config_types import MessageTooLargePolicy, StartupMode
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkExecutor
+from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue
@@ -30,7 +31,7 @@ from connectors.mongodb.stream import ChangeStreamReader, OversizedSkipped, Stre
 from connectors.mongodb.topology import ReplicaSet, discover
 from connectors.records import ChangeRecord, UnsupportedChangeEvent
 from connectors.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
-from connectors.snapshots.incremental import IncrementalSnapshots
+from connectors.snapshots.incremental import MongoWatermarks
 from connectors.snapshots.progress import SnapshotProgress
 from connectors.snapshots.reader import MongoSnapshotReader
 from connectors.transformer import Transformer
@@ -194,7 +195,8 @@ class ReplicaSetSource:
         return SelfCommittingThreadExecutor(context)
 
     def incremental(self, pipeline, metrics: SnapshotMetrics) -> IncrementalSnapshots:
-        return IncrementalSnapshots(pipeline, self, metrics)
+        return IncrementalSnapshots(pipeline, MongoWatermarks(self.config, self), metrics, self.config.name, self.name,
+                                    self.config.incremental_snapshot_chunk_size)
 
 
 class MongoSource:

@@ -9,6 +9,7 @@ from connectors.core.snapshot.executors import (
     PolledChunkExecutor,
     ThreadPoolChunkExecutor,
 )
+from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.markers import ChunkMarkers
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.snapshots.chunks import Chunk, plan_collection, range_query
@@ -19,7 +20,6 @@ from connectors.snapshots.executors import (
     run_chunk_task,
     run_chunk_task_json,
 )
-from connectors.snapshots.incremental import IncrementalSnapshots
 from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
 
 __all__ = [

@@ -1,7 +1,6 @@
-"""Incremental (ad-hoc) snapshots while streaming continues: the DBLog watermark algorithm.
+"""MongoDB's side of incremental snapshots (the DBLog algorithm is the core's: connectors.core.snapshot.incremental).
 
-Requested through the pipeline's `request_incremental_snapshot()` (any thread; the REST API calls it) or by
-inserting Debezium's signal documents into `signal.data.collection`:
+Watermarks and Debezium's signals live in `signal.data.collection`, which the change stream must see:
 
 ```js
 db.signals.insertOne({type: "execute-snapshot",
@@ -10,56 +9,42 @@ db.signals.insertOne({type: "execute-snapshot",
 db.signals.insertOne({type: "stop-snapshot", data: {"data-collections": ["shop.orders"], "type": "incremental"}})
 ```
 
-(`data` may also be a JSON string; `pause-snapshot` / `resume-snapshot` pause and resume.) Each collection is
-planned into `_id` chunks of `incremental.snapshot.chunk.size` documents, then, one chunk at a time, inside the
-streaming loop:
-
-1. **open the window**: insert a watermark document into the signal collection (low watermark);
-2. **read the chunk** into a buffer keyed by `_id`;
-3. **close the window**: delete the watermark document (high watermark);
-4. the loop keeps processing the stream. Between the open and the close events, every change to a key in the
-   buffer removes that key: the stream carries a newer state than the row read. At the close event the rows
-   still buffered are emitted (`op: "r"`, `source.snapshot: "incremental"`) at that stream position, in the same
-   Kafka transaction as the progress that moves to the next chunk.
-
-The read is causally consistent with the watermark write (same session), so it sees everything before the low
-watermark, and nothing it sees is newer than the high watermark. A row is therefore emitted only at a position
-where no later streamed change to it has been emitted yet: a chunk row never overwrites a newer streamed change.
-Progress (collections left, the current collection's remaining boundaries, the next chunk) is part of the offset
-record (`incremental_snapshot`), so it survives restarts; a window interrupted by a crash is simply read again.
+A window's low watermark is a document inserted there, its high watermark the same document deleted; the chunk
+is read between the two in the same causally consistent session, so the read sees everything before the low
+watermark. Chunks are `_id` ranges (chunks.py); rows are keyed by namespace and BSON-encoded `_id`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import threading
-import time
-import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import bson
 from bson import json_util
 from pymongo.errors import PyMongoError
 
+from connectors.config import ConnectorConfig
 from connectors.config_types import CaptureScope
-from connectors.core.snapshot.metrics import SnapshotMetrics
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.incremental import (
+    ROW,
+    SIGNAL,
+    WATERMARK_CLOSE,
+    WATERMARK_OPEN,
+    WATERMARK_PREFIX,
+    StreamEvent,
+)
 from connectors.filters import NamespaceFilter, watch_target
 from connectors.records import ChangeRecord, Namespace, SnapshotMarker
-from connectors.snapshots.chunks import Chunk, plan_collection
+from connectors.snapshots.chunks import Chunk as MongoChunk
+from connectors.snapshots.chunks import plan_collection
 
 log = logging.getLogger(__name__)
 
-SIGNAL_EXECUTE = "execute-snapshot"
-SIGNAL_STOP = "stop-snapshot"
-SIGNAL_PAUSE = "pause-snapshot"
-SIGNAL_RESUME = "resume-snapshot"
-WINDOW_OPEN = "snapshot-window-open"
-WINDOW_TIMEOUT_S = 120.0  # a window whose close event never arrives is abandoned and read again
-MAX_INCREMENTAL_CHUNKS = 1024  # per collection: keeps the offset record written with each batch small
+WINDOW_OPEN = "snapshot-window-open"  # the `type` of a low watermark document
 
 
 def parse_filter(value: Any) -> dict | None:
@@ -76,138 +61,29 @@ def parse_filter(value: Any) -> dict | None:
     return value
 
 
-def _key(namespace: str, document_id: Any) -> bytes:
+def row_key(namespace: str, document_id: Any) -> bytes:
     return namespace.encode() + b"\x00" + bson.encode({"_id": document_id})
 
 
-@dataclass
-class PendingCollection:
-    """A collection of an incremental snapshot; `bounds` start at the lower bound of chunk `chunk`."""
+class MongoWatermarks:
+    """connectors.core.snapshot.incremental.WatermarkSource for one replica set (`source`: its ReplicaSetSource)."""
 
-    namespace: str
-    filter: dict | None = None
-    bounds: list | None = None  # None: not planned yet
-    chunk: int = 0
-    chunks: int = 0
-    rows: int = 0
-    estimated: int = 0
+    transient_errors = (PyMongoError,)
+    chunk_type = MongoChunk
+
+    def __init__(self, config: ConnectorConfig, source):
+        self.config = config
+        self.source = source
+        self.namespaces = NamespaceFilter.from_config(config)
+        signal = config.signal_data_collection
+        self.signal = Namespace.parse(signal) if signal else None
+        self.has_signals = self.signal is not None
 
     @property
-    def finished(self) -> bool:
-        return self.bounds is not None and self.chunk >= self.chunks
+    def client(self):
+        return self.source.client
 
-    def current_chunk(self) -> Chunk:
-        assert self.bounds is not None and len(self.bounds) >= 2
-        last = self.chunk == self.chunks - 1
-        return Chunk(self.namespace, self.chunk, self.chunk, self.bounds[0], self.bounds[1], last, self.chunks)
-
-    def advance(self, rows: int) -> None:
-        assert self.bounds is not None
-        self.bounds = self.bounds[1:]
-        self.chunk += 1
-        self.rows += rows
-
-    def to_json(self) -> dict:
-        return {"ns": self.namespace, "filter": self.filter, "bounds": self.bounds, "chunk": self.chunk,
-                "chunks": self.chunks, "rows": self.rows, "estimated": self.estimated}
-
-    @classmethod
-    def from_json(cls, value: dict) -> PendingCollection:
-        bounds = value.get("bounds")
-        return cls(value["ns"], value.get("filter"), list(bounds) if bounds is not None else None,
-                   int(value.get("chunk") or 0), int(value.get("chunks") or 0), int(value.get("rows") or 0),
-                   int(value.get("estimated") or 0))
-
-
-@dataclass
-class IncrementalState:
-    id: str
-    collections: list[PendingCollection] = field(default_factory=list)
-    started_ms: int = 0
-    paused: bool = False
-    completed: dict[str, int] = field(default_factory=dict)  # finished collections: rows
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "collections": [c.to_json() for c in self.collections], "started_ms": self.started_ms,
-                "paused": self.paused, "completed": self.completed}
-
-    @classmethod
-    def from_json(cls, value: dict) -> IncrementalState:
-        return cls(str(value["id"]), [PendingCollection.from_json(c) for c in value.get("collections") or []],
-                   int(value.get("started_ms") or 0), bool(value.get("paused")), dict(value.get("completed") or {}))
-
-
-@dataclass
-class Window:
-    id: str  # _id of the watermark document
-    chunk: Chunk
-    rows: dict[bytes, dict]  # chunk rows still to emit, by key, in read order
-    read: int = 0
-    opened: bool = False
-    dropped: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-
-class IncrementalSnapshots:
-    """The incremental snapshot of one pipeline. API methods are thread-safe; the rest runs in the pipeline loop."""
-
-    def __init__(self, pipeline, source, metrics: SnapshotMetrics):
-        """`pipeline`: the core pipeline (its `backoff`, its `builder`); `source`: the replica set's
-        connectors.mongodb.source.ReplicaSetSource (config, name, client)."""
-        self.pipeline = pipeline
-        self.source = source
-        self.config = source.config
-        self.metrics = metrics
-        self.namespaces = NamespaceFilter.from_config(self.config)
-        signal = self.config.signal_data_collection
-        self.signal = Namespace.parse(signal) if signal else None
-        self.state: IncrementalState | None = None
-        self._lock = threading.Lock()
-        self._requests: list[tuple] = []
-        self._window: Window | None = None
-        self._client = None
-        self._dirty = False
-        self._retry_at = 0.0
-        self._failures = 0
-        prefix = f"cdc-wm-{self.config.name}-{source.name}-"
-        self._watermark_prefix = prefix
-
-    # -- API (any thread) -------------------------------------------------------------------------------------
-
-    def request(self, collections: list[str] | str, filter: Any = None,  # noqa: A002 - Debezium's word
-                filters: dict[str, Any] | None = None) -> str:
-        """Queues an incremental snapshot of the captured collections matching `collections` (regexes of
-        `<db>.<collection>`, as Debezium's `data-collections`); `filter` applies to all of them, `filters` per
-        collection. Returns a request id. Taken up by the streaming loop within one poll interval."""
-        self._require_signal_collection()
-        if isinstance(collections, str):
-            collections = [collections]
-        patterns = [str(c) for c in collections or [] if str(c).strip()]
-        if not patterns:
-            raise ValueError("name at least one collection (<database>.<collection>, or a regex of them)")
-        for pattern in patterns:
-            re.compile(pattern)
-        common = parse_filter(filter)
-        per_collection = {name: parse_filter(value) for name, value in (filters or {}).items()}
-        request_id = uuid.uuid4().hex[:12]
-        with self._lock:
-            self._requests.append(("execute", patterns, common, per_collection, request_id))
-        return request_id
-
-    def stop(self, collections: list[str] | None = None) -> None:
-        """Stops the incremental snapshot (only the matching collections when `collections` is given)."""
-        with self._lock:
-            self._requests.append(("stop", list(collections) if collections else None))
-
-    def pause(self) -> None:
-        with self._lock:
-            self._requests.append(("pause",))
-
-    def resume(self) -> None:
-        with self._lock:
-            self._requests.append(("resume",))
-
-    def _require_signal_collection(self) -> None:
+    def require_signals(self) -> None:
         if self.signal is None:
             raise ConnectorError(
                 "incremental snapshots need signal.data.collection: the connector writes its watermarks there "
@@ -224,205 +100,34 @@ class IncrementalSnapshots:
                 + (f".{target.collection}" if target.collection else "")
             )
 
-    # -- state ------------------------------------------------------------------------------------------------
+    parse_filter = staticmethod(parse_filter)
+    row_key = staticmethod(row_key)
 
-    def restore(self, value: dict | None) -> None:
-        try:
-            self.state = IncrementalState.from_json(value) if value else None
-        except (KeyError, TypeError, ValueError) as error:
-            log.warning("ignoring unreadable incremental snapshot progress (%s)", error)
-            self.state = None
-
-    def state_json(self) -> dict | None:
-        return self.state.to_json() if self.state is not None else None
-
-    @property
-    def active(self) -> bool:
-        return self.state is not None
-
-    def take_dirty(self) -> bool:
-        dirty, self._dirty = self._dirty, False
-        return dirty
-
-    # -- loop hooks -------------------------------------------------------------------------------------------
-
-    def attach(self) -> None:
-        """Streaming (re)started: forget any window, clean up our stale watermarks."""
-        self._client = self.source.client
-        self._window = None
-        if self.signal is not None and self.state is not None:
-            self._delete_stale_watermarks()
-        if self.state is not None:
-            self._start_metrics(resumed=True)
-            log.info("incremental snapshot %s resumed: %s", self.state.id,
-                     ", ".join(c.namespace for c in self.state.collections))
-
-    def detach(self) -> None:
-        self._client = None
-        self._window = None
-
-    def step(self) -> None:
-        """Takes up requests and, when no window is open, opens the next one (reads the next chunk)."""
-        self._apply_requests()
-        if self._client is None or self.state is None or self.state.paused:
-            return
-        if self._window is not None:
-            if time.monotonic() - self._window.started > WINDOW_TIMEOUT_S:
-                log.warning("incremental snapshot: the watermarks of chunk %s never came back through the change "
-                            "stream (is %s filtered out?); reading the chunk again", self._window.chunk.label,
-                            self.signal)
-                self._window = None
-            return
-        if time.monotonic() < self._retry_at:
-            return
-        try:
-            current = self._current()
-            if current is not None:
-                self._open_window(current)
-            self._failures = 0
-        except PyMongoError as error:
-            self._failures += 1
-            delay = self.pipeline.backoff.delay(self._failures)
-            self._retry_at = time.monotonic() + delay
-            self._window = None
-            log.warning("incremental snapshot: reading a chunk failed (%s); retry in %.1fs", error, delay)
-
-    def on_change(self, change: dict) -> list:
-        """Called for each change, in stream order, before its own messages; returns messages to emit first."""
+    def classify(self, change: Any) -> StreamEvent | None:
         if type(change) is not dict:
-            return []  # a marker of the reader (a skipped oversized event)
+            return None  # a marker of the reader (a skipped oversized event)
         ns = change.get("ns") or {}
         db, coll = ns.get("db"), ns.get("coll")
         if db is None or coll is None:
-            return []
+            return None
         key = (change.get("documentKey") or {}).get("_id")
-        operation = change.get("operationType")
-        if self.signal is not None and db == self.signal.db and coll == self.signal.collection:
-            window = self._window
-            if window is not None and key == window.id:
-                if operation == "insert":
-                    window.opened = True
-                    return []
-                if operation == "delete":
-                    return self._close_window()
-            if operation == "insert" and not (isinstance(key, str) and key.startswith("cdc-wm-")):
-                self._on_signal(change.get("fullDocument") or {})
-            return []
-        window = self._window
-        if window is not None and window.opened and key is not None:
-            namespace = f"{db}.{coll}"
-            if namespace == window.chunk.namespace and window.rows.pop(_key(namespace, key), None) is not None:
-                window.dropped += 1
-        return []
+        signal = self.signal
+        if signal is not None and db == signal.db and coll == signal.collection:
+            operation = change.get("operationType")
+            if operation == "insert":
+                if isinstance(key, str) and key.startswith(WATERMARK_PREFIX):
+                    return StreamEvent(WATERMARK_OPEN, key)
+                document = change.get("fullDocument") or {}
+                return StreamEvent(SIGNAL, key, signal={"id": document.get("_id", key), "type": document.get("type"),
+                                                        "data": document.get("data")})
+            if operation == "delete":
+                return StreamEvent(WATERMARK_CLOSE, key)
+            return None
+        return StreamEvent(ROW, key, f"{db}.{coll}")
 
-    # -- requests and signals ---------------------------------------------------------------------------------
-
-    def _apply_requests(self) -> None:
-        with self._lock:
-            requests, self._requests = self._requests, []
-        for request in requests:
-            kind = request[0]
-            if kind == "execute":
-                _, patterns, common, per_collection, request_id = request
-                self._execute(patterns, common, per_collection, f"API request {request_id}")
-            elif kind == "stop":
-                self._stop(request[1])
-            elif kind == "pause":
-                self._pause(True)
-            elif kind == "resume":
-                self._pause(False)
-
-    def _on_signal(self, document: dict) -> None:
-        kind = document.get("type")
-        data = document.get("data") or {}
-        try:
-            if isinstance(data, str):
-                data = json.loads(data) if data.strip() else {}
-            if not isinstance(data, dict):
-                raise ValueError("data is not a document")
-            snapshot_type = str(data.get("type") or "incremental").lower()
-            collections = data.get("data-collections") or []
-            if isinstance(collections, str):
-                collections = [collections]
-            if kind == SIGNAL_EXECUTE:
-                if snapshot_type != "incremental":
-                    log.warning("signal %s: snapshot type %r is not supported (use incremental); ignored",
-                                document.get("_id"), snapshot_type)
-                    return
-                if self.signal is None:
-                    return
-                common = parse_filter(data.get("additional-condition"))
-                per_collection = {}
-                for condition in data.get("additional-conditions") or []:
-                    per_collection[condition["data-collection"]] = parse_filter(condition.get("filter"))
-                if not collections:
-                    raise ValueError("data-collections is empty")
-                self._execute([str(c) for c in collections], common, per_collection, f"signal {document.get('_id')}")
-            elif kind == SIGNAL_STOP:
-                self._stop([str(c) for c in collections] or None)
-            elif kind == SIGNAL_PAUSE:
-                self._pause(True)
-            elif kind == SIGNAL_RESUME:
-                self._pause(False)
-        except (ValueError, KeyError, TypeError, re.error) as error:
-            log.warning("ignoring signal %s of type %r: %s", document.get("_id"), kind, error)
-
-    def _execute(self, patterns: list[str], common: dict | None, per_collection: dict, origin: str) -> None:
-        namespaces = self._matching(patterns)
-        if not namespaces:
-            log.warning("incremental snapshot (%s): no captured collection matches %s", origin, patterns)
-            return
-        if self.state is None:
-            started_ms = int(time.time() * 1000)
-            self.state = IncrementalState(f"i{started_ms:x}-{uuid.uuid4().hex[:6]}", started_ms=started_ms)
-            self.metrics.start("incremental", self.state.id, started_ms, {})
-        queued = {c.namespace for c in self.state.collections}
-        for namespace in namespaces:
-            if namespace in queued:
-                continue
-            query = common
-            for pattern, value in per_collection.items():
-                if re.fullmatch(pattern, namespace, re.IGNORECASE):
-                    query = value
-            self.state.collections.append(PendingCollection(namespace, query))
-            self.state.completed.pop(namespace, None)
-            self.metrics.add_collection(namespace, self._estimated_chunks(namespace), 0)
-        self.metrics.set_queue([c.namespace for c in self.state.collections])
-        log.info("incremental snapshot %s (%s): %s", self.state.id, origin, ", ".join(namespaces))
-        self._dirty = True
-
-    def _stop(self, patterns: list[str] | None) -> None:
-        if self.state is None:
-            return
-        if patterns is None:
-            log.info("incremental snapshot %s stopped", self.state.id)
-            self.state = None
-            self._window = None
-            self.metrics.finish(aborted=True)
-            self._dirty = True
-            return
-        kept = [c for c in self.state.collections
-                if not any(re.fullmatch(p, c.namespace, re.IGNORECASE) for p in patterns)]
-        if self._window is not None and self._window.chunk.namespace not in {c.namespace for c in kept}:
-            self._window = None
-        self.state.collections = kept
-        self.metrics.set_queue([c.namespace for c in kept])
-        self._dirty = True
-        if not kept:
-            self._complete(aborted=True)
-
-    def _pause(self, paused: bool) -> None:
-        if self.state is None or self.state.paused == paused:
-            return
-        self.state.paused = paused
-        self.metrics.set_paused(paused)
-        self._dirty = True
-        log.info("incremental snapshot %s %s", self.state.id, "paused" if paused else "resumed")
-
-    def _matching(self, patterns: list[str]) -> list[str]:
-        compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
-        client = self._client or self.source.client
-        found = []
+    def matching(self, patterns: list[re.Pattern]) -> list[str]:
+        client = self.client
+        found: list[str] = []
         if client is None:
             return found
         for db in sorted(client.list_database_names()):
@@ -432,132 +137,56 @@ class IncrementalSnapshots:
                 namespace = Namespace(db, name)
                 if name.startswith("system.") or self.namespaces.is_signal(namespace):
                     continue
-                if self.namespaces.includes(namespace) and any(c.fullmatch(namespace.full_name) for c in compiled):
+                if self.namespaces.includes(namespace) and any(c.fullmatch(namespace.full_name) for c in patterns):
                     found.append(namespace.full_name)
         return found
 
-    def _estimated_chunks(self, namespace: str) -> int:
-        client = self._client or self.source.client
+    def estimated_rows(self, collection: str) -> int | None:
         try:
-            db, _, coll = namespace.partition(".")
-            count = client[db][coll].estimated_document_count()
+            db, _, coll = collection.partition(".")
+            return self.client[db][coll].estimated_document_count()
         except (PyMongoError, AttributeError, TypeError):
-            return 1
-        return max(0, -(-count // self.config.incremental_snapshot_chunk_size))
+            return None
 
-    # -- windows ----------------------------------------------------------------------------------------------
+    def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan:
+        return plan_collection(self.client, collection, chunk_size, max_chunks)
 
-    def _current(self) -> PendingCollection | None:
-        state = self.state
-        while state is not None and state.collections:
-            current = state.collections[0]
-            if current.bounds is None:
-                size = self.config.incremental_snapshot_chunk_size
-                plan = plan_collection(self._client, current.namespace, size, MAX_INCREMENTAL_CHUNKS)
-                current.bounds = plan.bounds
-                current.chunks = len(plan.bounds) - 1 if plan.bounds else 0
-                current.estimated = plan.estimated_count
-                self.metrics.add_collection(current.namespace, current.chunks, plan.estimated_count)
-                self._dirty = True
-                log.info("incremental snapshot %s: %s planned as %d chunks (%s)", state.id, current.namespace,
-                         current.chunks, plan.method)
-            if not current.finished:
-                return current
-            self._finish_collection(current)
-        if state is not None and not state.collections:
-            self._complete()
-        return None
-
-    def _open_window(self, current: PendingCollection) -> None:
-        chunk = current.current_chunk()
+    def read_window(self, window_id: str, chunk: Chunk, filter: Any, snapshot_id: str,  # noqa: A002
+                    read: Callable[[dict], None]) -> None:
         assert self.signal is not None
-        signals = self._client[self.signal.db][self.signal.collection]
-        window_id = f"{self._watermark_prefix}{uuid.uuid4().hex}"
+        client = self.client
+        signals = client[self.signal.db][self.signal.collection]
         namespace = Namespace.parse(chunk.namespace)
-        collection = self._client[namespace.db][namespace.collection]
-        with self._client.start_session(causal_consistency=True) as session:
+        collection = client[namespace.db][namespace.collection]
+        rows: dict[bytes, dict] = {}
+        with client.start_session(causal_consistency=True) as session:
             signals.insert_one({"_id": window_id, "type": WINDOW_OPEN,
-                                "data": {"snapshot": self.state.id, "collection": chunk.namespace,
+                                "data": {"snapshot": snapshot_id, "collection": chunk.namespace,
                                          "chunk": chunk.index}}, session=session)
-            rows: dict[bytes, dict] = {}
-            cursor = collection.find(chunk.query(current.filter), session=session,
-                                     batch_size=self.config.snapshot_fetch_size)
+            cursor = collection.find(chunk.query(filter), session=session, batch_size=self.config.snapshot_fetch_size)
             with cursor:
                 for document in cursor:
-                    rows[_key(chunk.namespace, document["_id"])] = document
-            self._window = Window(window_id, chunk, rows, read=len(rows))
-            self.metrics.set_current_chunk({"collection": chunk.namespace, "chunk": chunk.index,
-                                            "chunks": chunk.count, "rows": len(rows),
-                                            "from": json_util.dumps(chunk.lower),
-                                            "to": json_util.dumps(chunk.upper)})
-            self.metrics.record_chunk_read()
+                    rows[row_key(chunk.namespace, document["_id"])] = document
+            read(rows)
             signals.delete_one({"_id": window_id}, session=session)
 
-    def _close_window(self) -> list:
-        window, self._window = self._window, None
-        state = self.state
-        if window is None or state is None or not state.collections:
-            return []
-        current = state.collections[0]
-        if current.namespace != window.chunk.namespace or current.chunk != window.chunk.index:
-            return []  # the collection was stopped or restarted meanwhile
-        namespace = Namespace.parse(window.chunk.namespace)
+    def emit(self, chunk: Chunk, rows: list, builder) -> list:
+        namespace = Namespace.parse(chunk.namespace)
+        transform = builder.transform
         messages: list = []
-        transform = self.pipeline.builder.transform
-        for document in window.rows.values():
+        for document in rows:
             record = ChangeRecord.snapshot_read(namespace, document, cluster_time=None,
                                                 marker=SnapshotMarker.INCREMENTAL)
             messages.extend(transform(record))
-        emitted = len(window.rows)
-        current.advance(emitted)
-        self.metrics.record_chunk_committed(current.namespace, emitted)
-        self.metrics.record_dropped(window.dropped)
-        self.metrics.set_current_chunk(None)
-        log.debug("incremental snapshot %s: chunk %s emitted %d of %d rows (%d changed in the window)", state.id,
-                  window.chunk.label, emitted, window.read, window.dropped)
-        if current.finished:
-            self._finish_collection(current)
-            if not state.collections:
-                self._complete()
-        self._dirty = True
         return messages
 
-    def _finish_collection(self, current: PendingCollection) -> None:
-        state = self.state
-        if state is None:
-            return
-        state.collections.remove(current)
-        state.completed[current.namespace] = current.rows
-        self.metrics.set_queue([c.namespace for c in state.collections])
-        log.info("incremental snapshot %s: %s done, %d documents", state.id, current.namespace, current.rows)
-        self._dirty = True
-
-    def _complete(self, aborted: bool = False) -> None:
-        if self.state is None:
-            return
-        log.info("incremental snapshot %s %s", self.state.id, "stopped" if aborted else "completed")
-        self.state = None
-        self._window = None
-        self.metrics.finish(aborted=aborted)
-        self._dirty = True
-
-    def _delete_stale_watermarks(self) -> None:
+    def delete_stale_watermarks(self, prefix: str) -> None:
         assert self.signal is not None
         try:
-            self._client[self.signal.db][self.signal.collection].delete_many(
-                {"_id": {"$regex": "^" + re.escape(self._watermark_prefix)}})
+            self.client[self.signal.db][self.signal.collection].delete_many(
+                {"_id": {"$regex": "^" + re.escape(prefix)}})
         except PyMongoError as error:
             log.warning("could not delete stale watermarks from %s: %s", self.signal, error)
 
-    def _start_metrics(self, resumed: bool) -> None:
-        state = self.state
-        assert state is not None
-        collections: dict[str, tuple[int, int, int, int]] = {}
-        for namespace, rows in state.completed.items():
-            collections[namespace] = (1, 1, rows, rows)
-        for c in state.collections:
-            total = c.chunks if c.bounds is not None else self._estimated_chunks(c.namespace)
-            collections[c.namespace] = (total, c.chunk, c.rows, c.estimated)
-        self.metrics.start("incremental", state.id, state.started_ms, collections)
-        self.metrics.set_paused(state.paused)
-        self.metrics.set_queue([c.namespace for c in state.collections])
+    def describe_bound(self, value: Any) -> str:
+        return json_util.dumps(value)
