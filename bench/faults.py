@@ -348,13 +348,13 @@ class Session:
 
     # processes
     def start_runner(self) -> None:
-        log = open(self.dir / "runner.log", "ab")  # noqa: SIM115 - owned by the child
         argv = ["connectors", "run", str(self.config_path)]
         if self.commit_hook is not None:
             argv = ["bench.faults", "runner", str(self.config_path), "--freeze-dir", str(self.commit_hook.directory)]
-        self.runner = subprocess.Popen(
-            [sys.executable, "-m", *argv, "--bootstrap-servers", self.campaign.kafka.bootstrap],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
+        with open(self.dir / "runner.log", "ab") as log:  # the child keeps its own copy of the descriptor
+            self.runner = subprocess.Popen(
+                [sys.executable, "-m", *argv, "--bootstrap-servers", self.campaign.kafka.bootstrap],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
         self.runner_starts += 1
 
     def kill_runner(self) -> None:
