@@ -16,9 +16,9 @@ from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
 from web.connectors import connectivity, drafts, services
-from web.connectors import properties as props
 from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import shapes
+from web.connectors.connect.config_infos import config_infos
 from web.connectors.connect.errors import ConnectError, connect_exception_handler
 from web.connectors.models import Connector, DesiredState, Phase
 from web.connectors.offsets import connect_partition, resume_token_problem
@@ -105,23 +105,7 @@ class ValidateView(ConnectView):
         problems = drafts.check(config)
         if not problems:
             problems = connectivity.check(drafts.prepare(config))
-        errors: dict[str, list[str]] = {}
-        for problem in problems:
-            errors.setdefault(problem.property, []).append(problem.message)
-        masked = props.mask(config)  # property names carry hashing salts: list the masked ones
-        names = list(dict.fromkeys([*masked, *errors]))
-        configs = [
-            {
-                "definition": {"name": name, "type": "STRING", "required": False, "default_value": None,
-                               "importance": "MEDIUM", "documentation": "", "group": "Common", "width": "MEDIUM",
-                               "display_name": name, "dependents": [], "order": index},
-                "value": {"name": name, "value": shapes.as_string(masked[name]) if name in masked else None,
-                          "recommended_values": [], "errors": errors.get(name, []), "visible": True},
-            }
-            for index, name in enumerate(names)
-        ]
-        return Response({"name": config.get("connector.class", plugin), "error_count": len(problems),
-                         "groups": ["Common"], "configs": configs})
+        return Response(config_infos(plugin, config, problems))
 
 
 class ConnectorsView(ConnectView):
