@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import redis
 
 from connectors.config import ConnectorConfig
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.mongodb.pipeline import ReplicaSetPipeline
 from connectors.mongodb.topology import ReplicaSet
 from connectors.snapshots import ChunkExecutorFactory

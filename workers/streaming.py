@@ -14,7 +14,7 @@ from django.db import close_old_connections
 
 from cdcplatform.celery import app
 from connectors.config import ConfigError
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.mongodb.topology import discover
 from web.connectors.definitions import config_version, engine_config
 from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus

@@ -23,7 +23,7 @@ from bson import Timestamp
 from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.offset_record import (

@@ -11,7 +11,8 @@ import pymongo
 from bson.codec_options import DatetimeConversion
 from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError, ServerSelectionTimeoutError
 
-from connectors.errors import AuthenticationFailed, ConnectorError, NotAReplicaSet, SourceUnreachable
+from connectors.core.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors.mongodb.errors import NotAReplicaSet
 
 AUTH_FAILED_CODES = {18, 13}
 REPLICA_SET_FIX = "start mongod with --replSet and run rs.initiate(), even for a single member"

@@ -21,11 +21,12 @@ from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from connectors.config_types import CaptureScope
+from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.errors import ChangeEventTooLarge, ConnectorError, HistoryLost, NotAReplicaSet
 from connectors.filters import WatchTarget
 from connectors.mongodb.client import REPLICA_SET_FIX
+from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from connectors.errors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.status import show_binlog_status

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import pymysql
 
-from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors.core.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
 
 # pymysql's error codes for "could not reach" and "access denied"
 _UNREACHABLE = {2003, 2005, 2006, 2013}

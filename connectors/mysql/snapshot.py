@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.mysql.status import show_binlog_status
 
 LOCKING_MODES = ("minimal", "none")

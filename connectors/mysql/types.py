@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from connectors.errors import ConnectorError
+from connectors.core.errors import ConnectorError
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
 
 MODES = {
