@@ -184,7 +184,7 @@ LOGOUT_REDIRECT_URL = "login"
 # any other entry must match exactly. /api/ and /connect/ answer 401/403 through DRF's own permissions
 # instead of redirecting to an HTML login page.
 # /metrics (Prometheus) authenticates itself: a viewer's API token as a bearer token, or a session.
-LOGIN_EXEMPT_PATHS = ["/login/", "/healthz", "/static/", "/api/", "/connect/", "/metrics"]
+LOGIN_EXEMPT_PATHS = ["/login/", "/healthz", "/static/", "/api/", "/connect/", "/connect", "/metrics"]
 
 # --- Internationalisation, static files ------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -8,6 +8,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from cdcplatform.health import healthz
+from web.connectors.connect.views import RootView as ConnectRootView
 from web.dashboard.views import home
 
 urlpatterns = [
@@ -19,6 +20,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/spark/", include("web.sparkjobs.api.urls")),
     path("api/", include("web.connectors.api.urls")),
+    path("connect", ConnectRootView.as_view()),  # a Connect client's base URL without the slash: GET / of Connect
     path("connect/", include("web.connectors.connect.urls")),
     path("spark/", include("web.sparkjobs.urls")),
     path("", include("web.dashboard.urls")),  # overview, connector pages, /metrics (docs/dashboard.md)

@@ -12,16 +12,18 @@ from rest_framework.authentication import BasicAuthentication, SessionAuthentica
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from cdcplatform.celery import app as celery_app
 from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
-from web.connectors import connectivity, drafts, services
+from web.connectors import audit, connectivity, drafts, kafka_cluster, services
 from web.connectors.api.permissions import RolePermission
-from web.connectors.connect import shapes
+from web.connectors.connect import active_topics, loggers, shapes
 from web.connectors.connect.config_infos import config_infos
 from web.connectors.connect.errors import ConnectError, connect_exception_handler
 from web.connectors.models import Connector, DesiredState, Phase
 from web.connectors.offsets import connect_partition, resume_token_problem
+from workers import loggers as worker_loggers
 
 INITIAL_STATES = {"RUNNING": DesiredState.RUNNING, "PAUSED": DesiredState.PAUSED, "STOPPED": DesiredState.STOPPED}
 NOT_STOPPED = (
@@ -87,7 +89,7 @@ def accepted() -> HttpResponse:
 
 class RootView(ConnectView):
     def get(self, request):
-        return Response({"version": "cdcplatform-0.1.0", "commit": "", "kafka_cluster_id": None})
+        return Response({"version": "cdcplatform-0.1.0", "commit": "", "kafka_cluster_id": kafka_cluster.cluster_id()})
 
 
 class PluginsView(ConnectView):
@@ -311,3 +313,79 @@ class OffsetsView(ConnectView):
             return OffsetRecord.from_kafka(encode_key(name, replica_set), json.dumps(offset).encode())
         except OffsetDecodeError as error:
             raise ConnectError(400, f"Invalid offset for partition {replica_set}: {error}") from None
+
+
+class TaskRestartView(ConnectView):
+    """POST /connectors/{name}/tasks/{task}/restart: restarts that replica set's pipeline (204, as Connect)."""
+
+    action_roles = {"POST": OPERATOR}
+
+    def post(self, request, name, task):
+        connector, task = self.connector(name), int(task)
+        states = shapes.replica_sets(connector)
+        if not 0 <= task < len(states):
+            raise ConnectError(404, f"Task {name}-{task} not found")
+        self.call(services.request_restart, connector, user=request.user, source="connect",
+                  replica_set=states[task].replica_set)
+        return no_content()
+
+
+class TopicsView(ConnectView):
+    """KIP-558: GET /connectors/{name}/topics -> {name: {"topics": [...]}}."""
+
+    def get(self, request, name):
+        connector = self.connector(name)
+        try:
+            topics = active_topics.active_topics(connector)
+        except active_topics.KafkaUnavailable as error:
+            raise ConnectError(503, f"Kafka is unreachable: {error}") from None
+        return Response({name: {"topics": topics}})
+
+
+class TopicsResetView(ConnectView):
+    """KIP-558: PUT /connectors/{name}/topics/reset empties the set; topics written afterwards show again (202)."""
+
+    action_roles = {"PUT": OPERATOR}
+
+    def put(self, request, name):
+        active_topics.reset(self.connector(name), user=request.user, source="connect")
+        return accepted()
+
+
+class LoggersView(ConnectView):
+    """GET /admin/loggers: the root and every logger with a level of its own, with when it was last changed."""
+
+    def get(self, request):
+        return Response(loggers.explicit())
+
+
+class LoggerView(ConnectView):
+    """GET/PUT /admin/loggers/{logger}. PUT sets the level in this process (200, the loggers changed) or, with
+    ?scope=cluster, in every worker too (204)."""
+
+    action_roles = {"GET": VIEWER, "PUT": ADMIN}
+
+    def get(self, request, logger):
+        found = loggers.known(logger)
+        if found is None:
+            raise ConnectError(404, f"Logger {logger} not found.")
+        return Response(found)
+
+    def put(self, request, logger):
+        body = config_body(request.data)
+        scope = request.query_params.get("scope", "worker").lower()
+        if scope not in ("worker", "cluster"):
+            raise ConnectError(400, f"Invalid scope '{scope}'; use worker or cluster")
+        if body.get("level") is None:
+            raise ConnectError(400, "Desired 'level' parameter was not specified in request.")
+        try:
+            level = loggers.parse_level(body["level"])
+        except loggers.UnknownLevel as error:
+            raise ConnectError(404, str(error)) from None  # Kafka Connect answers 404 here
+        changed = loggers.set_level(logger, level)
+        audit.record(request.user, "connect", "logger.level", f"logger:{logger}", None,
+                     {"level": loggers.level_name(level), "scope": scope})
+        if scope == "cluster":
+            worker_loggers.broadcast(celery_app, logger, loggers.level_name(level))
+            return no_content()
+        return Response(changed)
