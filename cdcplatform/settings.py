@@ -237,6 +237,8 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI and Redoc come from the drf-spectacular-sidecar package: no CDN needed.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Swagger UI would otherwise send the schema's URL to validator.swagger.io and show its badge.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"SparkJobModeEnum": "web.sparkjobs.models.Mode"},
 }

@@ -94,7 +94,9 @@ def offsets_view(model_admin, request, object_id):
                     timestamp=data.get("parsed_timestamp"), token=data.get("parsed_token"), stop=data["stop"],
                 )
             except services.ServiceError as failure:
-                messages.error(request, f"Not reset: {failure}")
+                text = failure.with_hint('tick "Stop" to have it stopped') if isinstance(
+                    failure, services.PipelineRunning) else str(failure)
+                messages.error(request, f"Not reset: {text}")
             else:
                 messages.success(request, f"Offsets of {connector.name} reset ({data['mode']}) for "
                                           f"{', '.join(targets) or 'every replica set'}.")

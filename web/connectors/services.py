@@ -62,11 +62,17 @@ class Refused(ServiceError):
 
 
 class PipelineRunning(ServiceError):
+    """The pipeline must be stopped first; each surface says how in its own terms (`with_hint`)."""
+
     status_code = 409
 
-    def __init__(self, message: str, running: dict[str, str]):
+    def __init__(self, message: str, running: dict[str, str], stoppable: bool = True):
         super().__init__(message)
         self.running = running
+        self.stoppable = stoppable  # False: asked to stop, still running (retrying is the answer)
+
+    def with_hint(self, hint: str) -> str:
+        return f"{self}; {hint}" if self.stoppable else str(self)
 
 
 class Unavailable(ServiceError):
@@ -390,7 +396,7 @@ def ensure_stopped(connector: Connector, *, stop: bool, user, source: str) -> No
     if not stop:
         where = ", ".join(f"{rs} on {worker}" for rs, worker in sorted(running.items())) or "desired state running"
         raise PipelineRunning(
-            f"the pipeline of {connector.name} is running ({where}); stop it first or pass stop=true", running
+            f"the pipeline of {connector.name} is running ({where}) and must be stopped first", running
         )
     if connector.desired_state != DesiredState.STOPPED:
         request_state(connector, DesiredState.STOPPED, user=user, source=source)
@@ -403,7 +409,7 @@ def ensure_stopped(connector: Connector, *, stop: bool, user, source: str) -> No
     if not stopped:
         raise PipelineRunning(
             f"asked {connector.name} to stop, but it still runs after {settings.CDC_STOP_WAIT_SECONDS:g}s; retry",
-            running_pipelines(connector),
+            running_pipelines(connector), stoppable=False,
         )
 
 

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from web.connectors.api.docs import local_only
 from web.connectors.api.views import NAME_PATTERN, AuditViewSet, ConnectorViewSet, FilterViewSet, MeView
 
 router = DefaultRouter(trailing_slash=True)
@@ -19,6 +20,8 @@ urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
     path("auth/token/", obtain_auth_token, name="api-token"),
     # Browsable docs: a login page for anonymous browsers (the schema itself answers 401 to scripts).
-    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
-    path("redoc/", login_required(SpectacularRedocView.as_view(url_name="api-schema")), name="api-redoc"),
+    path("docs/", login_required(local_only(SpectacularSwaggerView.as_view(url_name="api-schema"))), name="api-docs"),
+    path("redoc/", login_required(local_only(SpectacularRedocView.as_view(url_name="api-schema",
+                                                                         template_name="api/redoc.html"))),
+         name="api-redoc"),
 ]

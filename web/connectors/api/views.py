@@ -25,9 +25,13 @@ ERROR = OpenApiResponse(description="Error: {\"detail\": …} or field errors")
 
 
 class ServiceFailure(APIException):
-    def __init__(self, error: services.ServiceError):
+    def __init__(self, error: services.ServiceError, detail: str | None = None):
         self.status_code = error.status_code
-        super().__init__(detail=str(error))
+        super().__init__(detail=detail or str(error))
+
+
+# How a caller has the pipeline stopped before an offset reset, in the terms of the page or the API.
+STOP_HINTS = {"dashboard": 'tick "Stop it first" to have it stopped', "api": 'send "stop": true to have it stopped'}
 
 
 def source_of(request) -> str:
@@ -223,11 +227,16 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         stop = data["stop"] or request.query_params.get("stop", "").lower() in ("1", "true", "yes")
-        written = run(
-            services.reset_offsets, connector, data["mode"], user=request.user, source=source_of(self.request),
-            replica_sets=data.get("replica_sets"), timestamp=data.get("timestamp"),
-            token=data.get("resume_token"), stop=stop,
-        )
+        source = source_of(self.request)
+        try:
+            written = services.reset_offsets(
+                connector, data["mode"], user=request.user, source=source, replica_sets=data.get("replica_sets"),
+                timestamp=data.get("timestamp"), token=data.get("resume_token"), stop=stop,
+            )
+        except services.PipelineRunning as error:
+            raise ServiceFailure(error, error.with_hint(STOP_HINTS[source])) from None
+        except services.ServiceError as error:
+            raise ServiceFailure(error) from None
         shown = [offset_views.describe(r) if hasattr(r, "startup") else {"replica_set": r.replica_set}
                  for r in written]
         return Response({"name": connector.name, "topic": offset_views.offsets_topic(connector)[0],

@@ -45,6 +45,8 @@ class Command(BaseCommand):
                 connector, mode, user=acting_user(options["user"]), source="cli",
                 replica_sets=options["replica_sets"], timestamp=timestamp, token=token, stop=options["stop"],
             )
+        except services.PipelineRunning as error:
+            raise CommandError(error.with_hint("add --stop to have it stopped")) from None
         except services.ServiceError as error:
             raise CommandError(str(error)) from None
         for record in written:

@@ -13,6 +13,15 @@
   }
   window.cdcAnnounce = announce;
 
+  // A form that reloads the page after its answer (data-reload) keeps the answer across the reload.
+  const KEPT = "cdc-announce";
+  document.addEventListener("DOMContentLoaded", () => {
+    const kept = sessionStorage.getItem(KEPT);
+    if (!kept) return;
+    sessionStorage.removeItem(KEPT);
+    try { const { text, kind } = JSON.parse(kept); announce(text, kind); } catch (e) { /* ignore */ }
+  });
+
   function bodyOf(form) {
     const body = {};
     const lists = (form.dataset.list || "").split(" ").filter(Boolean);
@@ -70,11 +79,22 @@
       });
       const data = await response.json().catch(() => ({}));
       if (!response.ok) { announce("Refused: " + problem(data, response.status), "error"); return; }
-      const what = data.requested ? `${data.requested} requested` : data.request ? `snapshot ${data.request} requested`
-        : "done";
-      announce(`${data.name || ""} ${what}.`.trim(), "ok");
+      let text;
+      if (data.offsets && body.mode) {
+        const where = data.offsets.map((o) => o.replica_set).join(", ") || "every replica set";
+        text = `Offsets of ${data.name} reset (${body.mode}) for ${where}. The pipeline applies the reset when ` +
+          "it starts: press Resume to start it.";
+      } else {
+        const what = data.requested ? `${data.requested} requested` : data.request ? `snapshot ${data.request} requested`
+          : "done";
+        text = `${data.name || ""} ${what}.`.trim();
+      }
+      announce(text, "ok");
       document.dispatchEvent(new CustomEvent("cdc:action", { detail: { form, data } }));
-      if (form.dataset.reload) setTimeout(() => location.reload(), 800);
+      if (form.dataset.reload) {
+        sessionStorage.setItem(KEPT, JSON.stringify({ text, kind: "ok" }));
+        setTimeout(() => location.reload(), 800);
+      }
     } catch (e) {
       announce("The request failed: " + e.message, "error");
     } finally {

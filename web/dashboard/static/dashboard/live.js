@@ -18,10 +18,28 @@
     count(v) {
       return v === null || v === undefined ? "—" : Math.trunc(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, "\u202f");
     },
-    time(ms) { return ms ? new Date(ms).toLocaleTimeString() : "never"; },
+    // The one date/time format of every page: YYYY-MM-DD HH:MM:SS, 24-hour, the browser's time zone (the
+    // element's title gives UTC); chart axes show the clock part of it.
+    datetime(ms) {
+      const d = new Date(ms);
+      if (ms === null || ms === undefined || isNaN(d)) return "—";
+      return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(d, true)}`;
+    },
+    time(ms) { return ms ? fmt.datetime(ms) : "never"; },
     connected(v) { return v ? "change stream open" : "not connected"; },
   };
   window.cdcFormat = fmt;
+  function pad(n) { return String(n).padStart(2, "0"); }
+  function clock(d, seconds) {
+    return `${pad(d.getHours())}:${pad(d.getMinutes())}` + (seconds ? `:${pad(d.getSeconds())}` : "");
+  }
+  // Time axis labels of uPlot charts (x in seconds): the clock of fmt.datetime (HH:MM, with seconds when ticks are
+  // under a minute apart), at least 80 px apart so they never overlap, even on a phone.
+  const timeAxis = {
+    stroke: "#5b6775", grid: { stroke: "#eef1f4" }, space: 80,
+    values: (u, splits, axisIdx, space, incr) => splits.map((v) => (v == null ? null : clock(new Date(v * 1000), incr < 60))),
+  };
+  window.cdcTimeAxis = timeAxis;
 
   const $$ = (root, sel) => Array.from(root.querySelectorAll(sel));
   const pick = (obj, path) => path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
@@ -34,7 +52,9 @@
   function localTimes(root) {
     $$(root, "time.local").forEach((t) => {
       const when = t.dataset.ms ? new Date(Number(t.dataset.ms)) : new Date(t.getAttribute("datetime"));
-      if (!isNaN(when)) t.textContent = when.toLocaleString();
+      if (isNaN(when)) return;
+      t.textContent = fmt.datetime(when.getTime());
+      t.title = when.toISOString().replace(".000Z", "Z") + " (UTC)";
     });
   }
   document.addEventListener("DOMContentLoaded", () => localTimes(document));
@@ -119,7 +139,7 @@
     if (typeof data === "string" && data.startsWith("82") && data.length >= 18) {
       const t = parseInt(data.slice(2, 10), 16), i = parseInt(data.slice(10, 18), 16);
       parts.push(" · cluster time ", el("time", { dateTime: new Date(t * 1000).toISOString() },
-        new Date(t * 1000).toLocaleString()), ` (${t}, ${i})`);
+        fmt.datetime(t * 1000)), ` (${t}, ${i})`);
     }
     p.replaceChildren(...parts);
   }
@@ -129,7 +149,7 @@
     if (!list || !message || seenErrors.has(rs + message)) return;
     seenErrors.add(rs + message);
     if ($$(list, ".msg").some((m) => m.textContent === message)) return;
-    list.prepend(el("li", {}, el("time", {}, new Date().toLocaleTimeString()), " ", el("strong", {}, rs), " ",
+    list.prepend(el("li", {}, el("time", { dateTime: new Date().toISOString() }, fmt.datetime(Date.now())), " ", el("strong", {}, rs), " ",
       el("span", { className: "msg" }, message)));
     const none = document.getElementById("no-errors");
     if (none) none.hidden = true;
@@ -287,7 +307,7 @@
       width, height: 150, legend: { show: false }, cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true, range: timeRange },
                 y: { range: (u, min, max) => [0, Math.max(1, (max || 0) * 1.15)] } },
-      axes: [{ stroke: "#5b6775", grid: { stroke: "#eef1f4" } }, { stroke: "#5b6775", grid: { stroke: "#eef1f4" }, size: 55 }],
+      axes: [timeAxis, { stroke: "#5b6775", grid: { stroke: "#eef1f4" }, size: 55 }],
       series: [{}, { label, stroke: color, fill: color + "22", width: 1.5, spanGaps: false }],
     };
   }
