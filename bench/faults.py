@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import settings
+from devstack.private_kafka import PrivateKafka
 
 SCENARIOS = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
              "step-down")
@@ -66,59 +65,6 @@ class CampaignAborted(Exception):
 
 
 # -- the private stack ------------------------------------------------------------------------------------------------
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-class PrivateKafka:
-    """A broker of our own: `devstack up kafka` in a temporary DEVSTACK_HOME, on free ports."""
-
-    def __init__(self, home: Path):
-        self.home = home
-        self.port, controller = _free_ports(2)
-        self.env = {**os.environ, "DEVSTACK_HOME": str(home), "DEVSTACK_KAFKA_PORT": str(self.port),
-                    "DEVSTACK_KAFKA_CONTROLLER_PORT": str(controller)}
-        self.env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def _devstack(self, command: str) -> None:
-        result = subprocess.run([sys.executable, "-m", "devstack", command, "kafka"], env=self.env,
-                                cwd=settings.PROJECT_ROOT, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SystemExit(f"devstack {command} kafka failed:\n{(result.stdout + result.stderr)[-3000:]}")
-
-    def start(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        shared_jars = settings.STATE_DIR / "jars"
-        if shared_jars.is_dir() and not (self.home / "jars").exists():
-            (self.home / "jars").symlink_to(shared_jars)  # no second download from Maven Central
-        self._devstack("up")
-
-    @property
-    def pid(self) -> int:
-        return int((self.home / "run" / "kafka.pid").read_text().split()[0])
-
-    def freeze(self) -> None:
-        os.kill(self.pid, signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        os.kill(self.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        try:
-            self.thaw()
-        except (OSError, ValueError):
-            pass
-        self._devstack("down")
-
 
 # -- the writer (its own process) -------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from connectors.kafka.errors import SinkError, SinkFatalError, SinkRetriableErro
 from connectors.kafka.offset_record import OffsetRecord
 from connectors.kafka.offsets import OffsetStore
 from connectors.kafka.sink import OutMessage, TransactionalSink
-from tests.faults.private_kafka import private_kafka
+from devstack.private_kafka import private_kafka
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import RunningConnector, connector_config
 

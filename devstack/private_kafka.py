@@ -1,0 +1,90 @@
+"""A Kafka broker of its own (own ports, own state directory) for fault tests and the fault campaign: it can be
+frozen (SIGSTOP), thawed or killed without disturbing the shared local stack.
+
+It is started with the devstack's own code in a subprocess (the devstack reads its settings from the environment
+at import) and shares the main stack's jars, so nothing is downloaded again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from devstack import settings
+from devstack.process import StackError
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports nothing listens on right now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class PrivateKafka:
+    def __init__(self, home: Path):
+        self.home = home
+        self.port, controller = free_ports(2)
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.env = {**os.environ, "DEVSTACK_HOME": str(home), "DEVSTACK_KAFKA_PORT": str(self.port),
+                    "DEVSTACK_KAFKA_CONTROLLER_PORT": str(controller)}
+        self.env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+
+    def _devstack(self, command: str) -> None:
+        result = subprocess.run([sys.executable, "-m", "devstack", command, "kafka"], env=self.env,
+                                cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            raise StackError(f"devstack {command} kafka failed:\n{(result.stdout + result.stderr)[-3000:]}")
+
+    def start(self) -> PrivateKafka:
+        self.home.mkdir(parents=True, exist_ok=True)
+        shared_jars = settings.STATE_DIR / "jars"
+        if shared_jars.is_dir() and not (self.home / "jars").exists():
+            (self.home / "jars").symlink_to(shared_jars)  # no second download from Maven Central
+        self._devstack("up")
+        return self
+
+    @property
+    def pid(self) -> int:
+        return int((self.home / "run" / "kafka.pid").read_text().split()[0])
+
+    def freeze(self) -> None:
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+    def freeze_for(self, seconds: float) -> threading.Timer:
+        """Freezes the broker now and thaws it after `seconds` (from a timer thread)."""
+        self.freeze()
+        timer = threading.Timer(seconds, self.thaw)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def stop(self) -> None:
+        try:
+            self.thaw()
+        except (OSError, ValueError):
+            pass
+        self._devstack("down")
+
+
+@contextmanager
+def private_kafka(home: Path):
+    broker = PrivateKafka(home).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
