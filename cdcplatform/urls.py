@@ -8,7 +8,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from cdcplatform.health import healthz
-from web.connectors.connect.views import RootView as ConnectRootView
+from web.connectors.connect.urls import root_without_slash as connect_root
 from web.dashboard.views import home
 
 urlpatterns = [
@@ -20,7 +20,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/spark/", include("web.sparkjobs.api.urls")),
     path("api/", include("web.connectors.api.urls")),
-    path("connect", ConnectRootView.as_view()),  # a Connect client's base URL without the slash: GET / of Connect
+    path("connect", connect_root),  # a Connect client's base URL without the slash: GET / of Connect
     path("connect/", include("web.connectors.connect.urls")),
     path("spark/", include("web.sparkjobs.urls")),
     path("", include("web.dashboard.urls")),  # overview, connector pages, /metrics (docs/dashboard.md)

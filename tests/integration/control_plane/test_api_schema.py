@@ -18,6 +18,23 @@ EXAMPLES_PER_OPERATION = 10
 STATUSES: list[int] = []
 
 
+@pytest.fixture(autouse=True)
+def _loggers_kept(monkeypatch):
+    """Generated PUT /connect/admin/loggers/… calls change levels: in this process only (restored afterwards), never
+    broadcast to whatever Celery workers share the Redis."""
+    import logging
+
+    monkeypatch.setattr("workers.loggers.broadcast", lambda app, logger, level: None)
+    manager = logging.Logger.manager
+    levels = {name: logger.level for name, logger in manager.loggerDict.items() if isinstance(logger, logging.Logger)}
+    root = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(root)
+    for name, logger in list(manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(levels.get(name, logging.NOTSET))
+
+
 @pytest.fixture
 def openapi(tmp_path):
     target = tmp_path / "schema.json"
@@ -31,8 +48,13 @@ def test_schema_validates_and_lists_the_api(openapi):
     paths = openapi["paths"]
     for expected in ("/api/connectors/", "/api/connectors/{name}/", "/api/connectors/validate/",
                      "/api/connectors/{name}/offsets/reset/", "/api/connectors/{connector_name}/filters/{id}/",
-                     "/api/connectors/{name}/snapshot/", "/api/audit/"):
+                     "/api/connectors/{name}/snapshot/", "/api/audit/", "/connect/connectors",
+                     "/connect/connectors/{name}/topics", "/connect/connectors/{name}/tasks/{task}/restart",
+                     "/connect/admin/loggers/{logger}", "/connect/connector-plugins/{plugin}/config/validate"):
         assert expected in paths, sorted(paths)
+    connect = [path for path in paths if path.startswith("/connect/")]
+    assert not [path for path in connect if path.endswith("/") and path != "/connect/"]  # listed once, no slash
+    assert paths["/connect/connectors/{name}/tasks/{task}/restart"]["post"]["tags"] == ["connect"]
     request = openapi["components"]["schemas"]["ConnectorRequest"]["properties"]
     response = openapi["components"]["schemas"]["Connector"]["properties"]
     assert "password" in request and "password" not in response

@@ -35,7 +35,6 @@ NOT_STOPPED = (
 class ConnectView(APIView):
     authentication_classes = [BasicAuthentication, TokenAuthentication, SessionAuthentication]
     permission_classes = [RolePermission]
-    schema = None  # a compatibility surface, documented in docs/api.md rather than the OpenAPI schema
     action_roles: dict[str, str] = {}
 
     def get_exception_handler(self):
