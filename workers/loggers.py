@@ -3,7 +3,7 @@ every worker runs when the web process broadcasts it, applying the level as the 
 
 from __future__ import annotations
 
-from celery.worker.control import control_command
+from celery.worker.control import control_command, inspect_command
 
 from web.connectors.connect import loggers
 
@@ -17,6 +17,12 @@ def cdc_set_log_level(state, logger: str, level: str) -> dict:
     except loggers.UnknownLevel as error:
         return {"error": str(error)}
     return {"ok": changed}
+
+
+@inspect_command()
+def cdc_log_levels(state) -> dict:
+    """The worker's loggers with a level of their own (`celery inspect cdc_log_levels`), as /admin/loggers lists."""
+    return loggers.explicit()
 
 
 def broadcast(app, logger: str, level: str) -> None:
