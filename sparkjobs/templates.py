@@ -189,10 +189,13 @@ def run_stream(ctx: JobContext, process: Callable[[DataFrame, int], dict[str, An
     return totals
 
 
-def _latest_rows_for(ctx: JobContext, path: str) -> tuple[int, dict[str, Any]]:
+def _latest_rows_for(ctx: JobContext, path: str, keep_deleted: bool) -> tuple[int, dict[str, Any]]:
+    """rows_out and the preview: the rows the output holds for its reader, the deleted ones too when they are
+    kept (a streaming state always stores them, to order later events; without "keep deleted" they are not
+    counted)."""
     written = ctx.spark.read.parquet(path)
-    visible = written.where(~written.deleted) if "deleted" in written.columns else written
-    return visible.count(), output.preview(visible.orderBy("topic", "id"), ctx.preview_rows)
+    rows = written if keep_deleted or "deleted" not in written.columns else written.where(~written.deleted)
+    return rows.count(), output.preview(rows.orderBy("topic", "id"), ctx.preview_rows)
 
 
 # --- latest_state ---------------------------------------------------------------------------------
@@ -224,7 +227,7 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
         finally:
             raw.unpersist()
         ctx.step("preview")
-        rows_out, shown = _latest_rows_for(ctx, path)
+        rows_out, shown = _latest_rows_for(ctx, path, _bool(args, "include_deleted"))
         return {"rows_in": rows_in, "rows_out": rows_out, "output_path": path, "preview": shown}
 
     def process(events: DataFrame, batch_id: int) -> dict[str, Any] | None:
@@ -244,12 +247,14 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
             flattened_prefix=ctx.flattened_prefix,
         )
         target = output.write_version(state, path, batch_id)
-        live = spark.read.parquet(target).where("NOT deleted").count()
-        return {"rows_in": rows_in, "rows_out": live, "output_path": target}
+        written = spark.read.parquet(target)
+        kept = written.count() if _bool(args, "include_deleted") else written.where("NOT deleted").count()
+        return {"rows_in": rows_in, "rows_out": kept, "output_path": target}
 
     totals = run_stream(ctx, process)
     current = output.current_version(ctx.spark, path)
-    rows_out, shown = _latest_rows_for(ctx, current) if current else (0, output.preview(ctx.spark.range(0), 0))
+    rows_out, shown = (_latest_rows_for(ctx, current, _bool(args, "include_deleted")) if current
+                       else (0, output.preview(ctx.spark.range(0), 0)))
     return {**totals, "rows_out": rows_out, "output_path": current, "preview": shown}
 
 

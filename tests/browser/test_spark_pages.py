@@ -122,3 +122,41 @@ def test_a_viewer_reads_runs_but_cannot_launch(session, platform):
     name = page.url.rstrip("/").rsplit("/", 1)[-1]
     answer = page.request.post(f"/api/spark/jobs/{name}/run/", headers={"X-CSRFToken": current.csrf(page)})
     assert answer.status == 403
+
+
+def test_a_stats_run_shows_its_time_from_the_start_a_chart_and_a_csv(session, events):
+    """Issue 13.12: the elapsed time and what the run is doing from its first second (a driver says nothing for
+    half a minute), then a chart of the statistics and the preview as CSV."""
+    current, page = session("operator")
+    name = f"stats-{uuid.uuid4().hex[:6]}"
+    page.goto("/spark/jobs/new/")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Template").select_option("stats")
+    page.get_by_label("Topics").fill(events["topic"])
+    page.get_by_role("button", name="Create job").click()
+    page.wait_for_url(f"**/spark/jobs/{name}/")
+    _launch(page)
+    page.wait_for_timeout(2500)
+    duration = page.locator('[data-run="duration"]').inner_text()
+    step = page.locator('[data-run="step"]').inner_text()
+    assert duration != "—" and ("so far" in duration or "queued for" in duration or " s" in duration), duration
+    assert step != "—", step
+    first = duration
+    page.wait_for_timeout(2000)
+    if page.locator("#run-status").inner_text() in ("queued", "running"):
+        assert page.locator('[data-run="duration"]').inner_text() != first  # the time moves between polls
+    _wait_finished(page)
+    assert page.locator("#run-status").inner_text() == "succeeded", page.locator("#run-error").inner_text()
+
+    chart = page.locator("#preview-chart")
+    assert chart.is_visible() and chart.locator("canvas").count() == 1
+    assert page.locator("#preview-chart-note").inner_text().startswith("Events per window start and operation")
+    columns = [h.inner_text() for h in page.locator("#preview thead th").all()]
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    lines = open(download.value.path(), encoding="utf-8").read().splitlines()  # noqa: PTH123
+    assert lines[0].split(",") == columns
+    assert len(lines) - 1 == page.locator("#preview tbody tr").count()
+    total = sum(int(line.split(",")[columns.index("events")]) for line in lines[1:])
+    assert total == sum(events["ops"].values())
+    screenshot(page, "spark-stats-run")

@@ -13,4 +13,5 @@ urlpatterns = [
     path("jobs/<slug:name>/edit/", views.job_edit, name="job-edit"),
     path("jobs/<slug:name>/delete/", views.job_delete, name="job-delete"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/preview.csv", views.run_preview_csv, name="run-preview-csv"),
 ]

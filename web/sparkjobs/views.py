@@ -4,10 +4,12 @@ checks the roles again; the form saves through the API's serializer."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
@@ -111,3 +113,21 @@ def run_detail(request, run_id):
         "run": run, "job": run.definition, "may_cancel": may_cancel,
         "initial": JobRunSerializer(run).data, **_roles(request),
     })
+
+
+@require_safe
+@role_required(VIEWER)
+def run_preview_csv(request, run_id):
+    """The run's preview (the rows the run page shows) as CSV; nested values as JSON text."""
+    run = get_object_or_404(JobRun.objects.select_related("definition"), pk=run_id)
+    preview = run.preview or {}
+    if not preview.get("columns"):
+        raise Http404(f"run #{run.pk} of {run.definition.name} has no preview")
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{run.definition.name}-run-{run.pk}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(preview["columns"])
+    for row in preview.get("rows", []):
+        writer.writerow(["" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
+                         for v in row])
+    return response

@@ -33,11 +33,16 @@
   function clock(d, seconds) {
     return `${pad(d.getHours())}:${pad(d.getMinutes())}` + (seconds ? `:${pad(d.getSeconds())}` : "");
   }
-  // Time axis labels of uPlot charts (x in seconds): the clock of fmt.datetime (HH:MM, with seconds when ticks are
-  // under a minute apart), at least 80 px apart so they never overlap, even on a phone.
+  // Time axis labels of uPlot charts (x in seconds): parts of fmt.datetime — the clock (HH:MM, with seconds when
+  // ticks are under a minute apart), the date (YYYY-MM-DD) when they are a day or more apart — at least 90 px apart
+  // so they never overlap, even on a phone.
   const timeAxis = {
-    stroke: "#5b6775", grid: { stroke: "#eef1f4" }, space: 80,
-    values: (u, splits, axisIdx, space, incr) => splits.map((v) => (v == null ? null : clock(new Date(v * 1000), incr < 60))),
+    stroke: "#5b6775", grid: { stroke: "#eef1f4" }, space: 90,
+    values: (u, splits, axisIdx, space, incr) => splits.map((v) => {
+      if (v == null) return null;
+      const d = new Date(v * 1000);
+      return incr >= 86400 ? fmt.datetime(v * 1000).slice(0, 10) : clock(d, incr < 60);
+    }),
   };
   window.cdcTimeAxis = timeAxis;
 

@@ -1,7 +1,10 @@
 // Spark pages (docs/dashboard.md, "Spark jobs"): the job form shows the fields of the chosen template; "Launch run"
 // opens the new run's page; the run page follows its run through the API once a second until it ends: status,
-// step, Spark stage progress, counters, the driver log as it grows, then the outcome and the preview table.
-(function () {
+// step, Spark stage progress, counters, the time elapsed (from the first second: a Spark driver needs half a minute
+// to say anything), the driver log as it grows, then the outcome, the preview table, its CSV download and, for a
+// statistics run, a chart of its events per window and operation.
+// Runs once every deferred script ran: live.js (loaded after this file) provides cdcFormat and cdcTimeAxis.
+document.addEventListener("DOMContentLoaded", function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
 
@@ -45,6 +48,52 @@
     });
     table.tBodies[0].replaceChildren(...rows);
     setRun("preview-note", `First ${preview.rows.length} row(s) of the result.`);
+    $("#preview-csv").hidden = !preview.columns.length;
+    if (root.dataset.template === "stats") renderStatsChart(preview);
+  }
+
+  // Statistics runs: events per window start, one line per operation, from the preview's rows.
+  const OP_COLORS = { c: "#1f7a3a", u: "#1f5fae", d: "#b3261e", r: "#7a4fb0", t: "#9a5b00", tombstone: "#5b6775" };
+  function renderStatsChart(preview) {
+    const at = (name) => preview.columns.indexOf(name);
+    const [iStart, iOp, iEvents] = [at("window_start"), at("op"), at("events")];
+    if (iStart < 0 || iOp < 0 || iEvents < 0 || !preview.rows.length || typeof uPlot === "undefined") return;
+    const seconds = (v) => Date.parse(/Z|[+-]\d\d:\d\d$/.test(v) ? v : v + "Z") / 1000;
+    const byOp = {}, times = new Set();
+    preview.rows.forEach((row) => {
+      const t = seconds(String(row[iStart])), op = String(row[iOp] ?? "tombstone");
+      if (isNaN(t)) return;
+      times.add(t);
+      byOp[op] = byOp[op] || {};
+      byOp[op][t] = (byOp[op][t] || 0) + Number(row[iEvents] || 0);
+    });
+    const xs = Array.from(times).sort((a, b) => a - b);
+    const ops = Object.keys(byOp).sort();
+    if (!xs.length) return;
+    const box = $("#preview-chart-box"), node = $("#preview-chart");
+    box.hidden = false;
+    const pad = xs.length > 1 ? (xs[xs.length - 1] - xs[0]) * 0.05 : 120; // one window: a readable axis around it
+    new uPlot({
+      width: Math.max(240, node.clientWidth), height: 200,
+      scales: { x: { time: true, range: () => [xs[0] - pad, xs[xs.length - 1] + pad] },
+                y: { range: (u, min, max) => [0, Math.max(1, max * 1.15)] } },
+      axes: [window.cdcTimeAxis || {}, { stroke: "#5b6775", grid: { stroke: "#eef1f4" }, size: 55 }],
+      series: [{ value: (u, v) => (v == null ? "—" : window.cdcFormat.datetime(v * 1000)) },
+        ...ops.map((op) => ({ label: `op ${op}`, stroke: OP_COLORS[op] || "#333", width: 1.5,
+                              points: { show: true, size: 5 } }))],
+    }, [xs, ...ops.map((op) => xs.map((t) => byOp[op][t] ?? 0))], node);
+    $("#preview-chart-note").textContent = `Events per window start and operation, from the ${preview.rows.length} ` +
+      "preview row(s)" + (preview.rows.length >= 100 ? " (the first 100 of the result; the CSV has the same rows)." : ".");
+  }
+
+  // The time since the run was asked for (queued) or started, until it ends; then its duration.
+  function elapsed(run) {
+    if (run.duration_s !== null && run.duration_s !== undefined) return window.cdcFormat.seconds(run.duration_s);
+    const since = Date.parse(run.started_at || run.created_at);
+    const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+    if (isNaN(since)) return "—";
+    const text = window.cdcFormat.seconds(Math.max(0, (end - since) / 1000));
+    return run.finished ? text : run.status === "queued" ? `queued for ${text}` : `${text} so far`;
   }
 
   function render(run) {
@@ -53,7 +102,9 @@
     badge.dataset.status = run.status;
     badge.className = `badge status-${run.status}`;
     const progress = run.progress || {};
-    setRun("step", text(progress.step));
+    setRun("step", progress.step ? progress.step
+      : run.status === "queued" ? "queued: waiting for a Spark worker"
+      : run.status === "running" ? "starting Spark (spark-submit, the driver's JVM)" : "—");
     const stage = progress.stage;
     const bar = $("#stage-progress");
     if (stage && stage.tasks) {
@@ -65,7 +116,7 @@
     setRun("batches", text(progress.batches));
     setRun("rows_in", text(run.rows_in ?? progress.rows_in));
     setRun("rows_out", text(run.rows_out));
-    setRun("duration", run.duration_s === null ? "—" : `${run.duration_s.toFixed(1)} s`);
+    setRun("duration", elapsed(run));
     setRun("output_path", text(run.output_path));
     setRun("master", text(run.master));
     setRun("worker", text(run.worker));
@@ -100,6 +151,7 @@
   async function tick() {
     try {
       const run = await getJson(root.dataset.runUrl);
+      latest = run;
       render(run);
       await pullLog();
       if (run.finished) { stopped = true; return; }
@@ -110,6 +162,12 @@
   }
 
   const initial = JSON.parse($("#run-data").textContent);
+  let latest = initial;
   render(initial);
   tick();
-})();
+  // the elapsed time moves every second, between the polls too
+  const clock = setInterval(() => {
+    if (latest.finished) { clearInterval(clock); return; }
+    setRun("duration", elapsed(latest));
+  }, 1000);
+});
