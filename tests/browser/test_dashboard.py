@@ -185,9 +185,11 @@ def test_topic_browser_filters_by_key(session, streaming):
     page.wait_for_url(f"**/topics/{topic}/")
     assert page.locator("ol.events > li").count() == 20
     wanted = int(json.loads(page.locator("code.key").nth(10).inner_text())["id"])
-    page.get_by_label("Key contains").fill(f'"{wanted}"')
+    page.get_by_label("Search", exact=True).fill(f'"{wanted}"')
+    page.get_by_label("Value", exact=True).uncheck()
+    page.get_by_label("Headers", exact=True).uncheck()
     page.get_by_role("button", name="Show").click()
-    page.wait_for_url("**key=*")
+    page.wait_for_url("**q=*")
     keys = page.locator("code.key").all_inner_texts()
     assert keys and all(f'"{wanted}"' in key for key in keys)
     # `after` is shown as a document, not as a JSON string

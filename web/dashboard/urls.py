@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web.dashboard import views
+from web.dashboard import topic_views, views
 
 app_name = "dashboard"
 NAME = "<slug:name>"
@@ -22,5 +22,7 @@ urlpatterns = [
     path(f"connectors/{NAME}/topics/", views.connector_topics, name="connector-topics"),
     path(f"connectors/{NAME}/requests/", views.connector_requests, name="connector-requests"),
     path(f"connectors/{NAME}/replica-sets/<str:replica_set>/", views.replica_set_card, name="replica-set"),
-    path(f"connectors/{NAME}/topics/<str:topic>/", views.topic_browser, name="topic"),
+    path(f"connectors/{NAME}/topics/<str:topic>/", topic_views.connector_topic, name="topic"),
+    path("topics/", topic_views.topic_list, name="topics"),
+    path("topics/<str:topic>/", topic_views.topic_page, name="topic-any"),
 ]

@@ -8,7 +8,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
@@ -132,23 +132,6 @@ def connector_topics(request, name):
     except topics.KafkaUnavailable as problem:
         found, error = [], str(problem)
     return render(request, "dashboard/_topics.html", {"connector": connector, "topics": found, "error": error})
-
-
-@require_safe
-@role_required(VIEWER)
-def topic_browser(request, name, topic):
-    connector = get_object_or_404(Connector, name=name)
-    if not topics.belongs_to(connector, topic):
-        raise Http404("not a topic of this connector")
-    count = whole_number(request, "n", 20, 1, 500)
-    key = request.GET.get("key", "").strip()
-    try:
-        events, error = topics.last_events(topic, count, key), None
-    except topics.KafkaUnavailable as problem:
-        events, error = [], str(problem)
-    return render(request, "dashboard/topic.html",
-                  {"connector": connector, "topic": topic, "events": events, "n": count, "key": key, "error": error,
-                   **_roles(request)})
 
 
 def _save_connector(request, form: ConnectorForm, connector: Connector | None):

@@ -1,0 +1,374 @@
+"""The topic browser's Kafka side: any topic, read as a read_committed consumer.
+
+* `browse` — messages of chosen partitions from the newest ones backwards, or forwards from an offset or a time,
+  optionally only those whose key, value or headers contain a text (case-insensitive);
+* `exact_counts` — records a read_committed consumer sees per partition (transaction markers and aborted records
+  take offsets but are no messages, so log end minus log start is only an upper bound), counted by reading the
+  partitions within a time budget; a count cut off by the budget says so;
+* `details` — partitions (offsets, leader, replicas), the topic's configuration (DescribeConfigs) and the consumer
+  groups with committed offsets on it, with their lag per partition.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from django.conf import settings
+
+LEGAL_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+SCOPES = ("key", "value", "headers")
+STARTS = ("newest", "offset", "timestamp")
+MAX_SCAN = 20_000  # messages read per partition for one page before giving up the search
+MAX_GROUPS = 100  # consumer groups asked for their offsets on one page
+
+
+class KafkaUnavailable(Exception):
+    pass
+
+
+class UnknownTopic(Exception):
+    pass
+
+
+def _fail(error: KafkaException) -> KafkaUnavailable:
+    return KafkaUnavailable(str(error.args[0] if error.args else error))
+
+
+def _consumer(**extra) -> Consumer:
+    return Consumer({
+        "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
+        "group.id": "cdc-dashboard-browser",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "socket.timeout.ms": 3000,
+        "fetch.wait.max.ms": 50,
+        **extra,
+    })
+
+
+def _admin() -> AdminClient:
+    return AdminClient({"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "socket.timeout.ms": 3000})
+
+
+# -- topics and partitions ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Partition:
+    id: int
+    low: int
+    high: int
+    leader: int = -1
+    replicas: list[int] = field(default_factory=list)
+    in_sync: list[int] = field(default_factory=list)
+    count: int | None = None  # exact, or at least this many when not `counted`
+    counted: bool = False
+
+
+@dataclass
+class TopicSummary:
+    name: str
+    partitions: int
+    internal: bool
+
+
+def all_topics(timeout: float = 5.0) -> list[TopicSummary]:
+    consumer = _consumer()
+    try:
+        metadata = consumer.list_topics(timeout=timeout)
+    except KafkaException as error:
+        raise _fail(error) from None
+    finally:
+        consumer.close()
+    return [TopicSummary(name, len(topic.partitions), name.startswith("__"))
+            for name, topic in sorted(metadata.topics.items()) if topic.error is None]
+
+
+def partitions(topic: str, timeout: float = 5.0) -> list[Partition]:
+    """The topic's partitions with their log start and end offsets; UnknownTopic when it does not exist."""
+    if not LEGAL_TOPIC.match(topic):
+        raise UnknownTopic(topic)
+    consumer = _consumer()
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout)
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None:
+            raise UnknownTopic(topic)
+        found = []
+        for number, partition in sorted(described.partitions.items()):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=timeout, cached=False)
+            found.append(Partition(number, low, high, partition.leader, list(partition.replicas),
+                                   list(partition.isrs)))
+        return found
+    except KafkaException as error:
+        raise _fail(error) from None
+    finally:
+        consumer.close()
+
+
+def exact_counts(topic: str, parts: list[Partition], budget: float = 3.0) -> None:
+    """Fills `count`/`counted` of each partition by reading it up to the end seen now (read_committed)."""
+    todo = {p.id: p for p in parts if p.high > p.low}
+    for part in parts:
+        part.count, part.counted = 0, part.high <= part.low
+    if not todo:
+        return
+    consumer = _consumer(**{"fetch.max.bytes": 52_428_800})
+    deadline = time.monotonic() + budget
+    try:
+        consumer.assign([TopicPartition(topic, p.id, p.low) for p in todo.values()])
+        while todo and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, 0.1):
+                if message.error() is None and message.partition() in todo \
+                        and message.offset() < todo[message.partition()].high:
+                    todo[message.partition()].count += 1
+            for position in consumer.position([TopicPartition(topic, p) for p in todo]):
+                if position.offset >= todo[position.partition].high:
+                    todo.pop(position.partition).counted = True
+    except KafkaException as error:
+        raise _fail(error) from None
+    finally:
+        consumer.close()
+
+
+# -- messages -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Query:
+    partitions: list[int] | None = None  # None: every partition
+    start: str = "newest"
+    offset: int = 0
+    timestamp_ms: int = 0
+    count: int = 20
+    text: str = ""
+    scopes: tuple[str, ...] = SCOPES
+
+
+@dataclass
+class Message:
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: Any
+    key_text: str
+    value: Any
+    pretty: str
+    headers: list[tuple[str, str]]
+    size: int
+
+
+@dataclass
+class Page:
+    messages: list[Message]
+    scanned: int  # messages looked at
+    complete: bool  # every candidate message was looked at (else: stopped by the scan limit or the time budget)
+
+
+def _decode(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _expand(value: Any) -> Any:
+    """Debezium's MongoDB `before`/`after`/`patch`/`filter` are JSON strings: show them as documents."""
+    if isinstance(value, dict):
+        payload = value.get("payload") if isinstance(value.get("payload"), dict) else value
+        for key in ("before", "after", "patch", "filter"):
+            if isinstance(payload.get(key), str):
+                try:
+                    payload[key] = json.loads(payload[key])
+                except ValueError:
+                    pass
+    return value
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def _matches(message, query: Query) -> bool:
+    # offsets_for_times may land on a transaction marker stamped at its commit, before older records: skip those
+    if query.start == "timestamp" and message.timestamp()[1] < query.timestamp_ms:
+        return False
+    if not query.text:
+        return True
+    needle = query.text.casefold()
+    if "key" in query.scopes and needle in _text(message.key()).casefold():
+        return True
+    if "value" in query.scopes and needle in _text(message.value()).casefold():
+        return True
+    if "headers" in query.scopes:
+        for name, value in message.headers() or ():
+            if needle in f"{name}: {_text(value)}".casefold():
+                return True
+    return False
+
+
+def _message(message) -> Message:
+    key = _decode(message.key())
+    key_text = key if isinstance(key, str) else ("" if key is None else json.dumps(key, sort_keys=True))
+    value = _expand(_decode(message.value()))
+    headers = [(name, _text(raw)) for name, raw in (message.headers() or ())]
+    size = len(message.key() or b"") + len(message.value() or b"")
+    return Message(message.partition(), message.offset(), message.timestamp()[1], key, key_text, value,
+                   json.dumps(value, indent=2, ensure_ascii=False), headers, size)
+
+
+def browse(topic: str, parts: list[Partition], query: Query, timeout: float = 8.0) -> Page:
+    chosen = [p for p in parts if query.partitions is None or p.id in query.partitions]
+    chosen = [p for p in chosen if p.high > p.low]
+    if not chosen:
+        return Page([], 0, True)
+    deadline = time.monotonic() + timeout
+    if query.start == "newest":
+        return _newest(topic, chosen, query, deadline)
+    starts = _start_offsets(topic, chosen, query, timeout)
+    page = _forward(topic, {p.id: (starts[p.id], p.high) for p in chosen if starts[p.id] < p.high}, query, deadline,
+                    limit=query.count)
+    page.messages.sort(key=lambda m: (m.timestamp_ms, m.partition, m.offset))
+    return page
+
+
+def _start_offsets(topic: str, chosen: list[Partition], query: Query, timeout: float) -> dict[int, int]:
+    if query.start == "offset":
+        return {p.id: min(max(query.offset, p.low), p.high) for p in chosen}
+    consumer = _consumer()
+    try:
+        found = consumer.offsets_for_times([TopicPartition(topic, p.id, query.timestamp_ms) for p in chosen],
+                                           timeout=timeout)
+    except KafkaException as error:
+        raise _fail(error) from None
+    finally:
+        consumer.close()
+    highs = {p.id: p.high for p in chosen}
+    return {tp.partition: tp.offset if tp.offset >= 0 else highs[tp.partition] for tp in found}
+
+
+def _forward(topic: str, ranges: dict[int, tuple[int, int]], query: Query, deadline: float,
+             limit: int | None) -> Page:
+    """Matching messages in [start, end) of each partition, in offset order; stops after `limit` matches."""
+    if not ranges:
+        return Page([], 0, True)
+    consumer = _consumer()
+    found: list[Message] = []
+    scanned, cut = 0, False
+    pending = dict(ranges)
+    try:
+        consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in ranges.items()])
+        while pending and time.monotonic() < deadline and (limit is None or len(found) < limit):
+            for message in consumer.consume(500, 0.1):
+                if message.error() is not None or message.partition() not in pending:
+                    continue
+                if message.offset() >= pending[message.partition()][1]:
+                    continue
+                scanned += 1
+                if _matches(message, query):
+                    found.append(_message(message))
+            for position in consumer.position([TopicPartition(topic, p) for p in pending]):
+                start, end = ranges[position.partition]
+                if position.offset >= end:
+                    pending.pop(position.partition)
+                elif position.offset - start >= MAX_SCAN:
+                    pending.pop(position.partition)
+                    cut = True
+    except KafkaException as error:
+        raise _fail(error) from None
+    finally:
+        consumer.close()
+    if limit is not None and len(found) > limit:
+        found = sorted(found, key=lambda m: (m.timestamp_ms, m.partition, m.offset))[:limit]
+    return Page(found, scanned, not pending and not cut)
+
+
+def _newest(topic: str, chosen: list[Partition], query: Query, deadline: float) -> Page:
+    """The newest matching messages: reads backwards in growing windows (markers and aborted records take offsets)
+    until enough are found, the log start is reached, MAX_SCAN offsets were read or the time is up."""
+    window = 2 * query.count + 10
+    while True:
+        ranges = {p.id: (max(p.low, p.high - window), p.high) for p in chosen}
+        page = _forward(topic, ranges, query, deadline, limit=None)
+        reached_start = all(start <= p.low for p, (start, _) in zip(chosen, ranges.values(), strict=True))
+        if len(page.messages) >= query.count or reached_start or window >= MAX_SCAN or time.monotonic() > deadline:
+            break
+        window = min(MAX_SCAN, window * 4)
+    page.messages.sort(key=lambda m: (m.timestamp_ms, m.offset), reverse=True)
+    page.messages = page.messages[:query.count]
+    page.complete = page.complete and reached_start
+    return page
+
+
+# -- configuration and consumer groups ----------------------------------------------------------------------
+
+
+@dataclass
+class ConfigRow:
+    name: str
+    value: str | None
+    source: str
+    default: bool
+    sensitive: bool
+
+
+@dataclass
+class GroupLag:
+    group: str
+    state: str
+    partitions: list[tuple[int, int, int, int]]  # (partition, committed offset, log end, lag)
+
+    @property
+    def total_lag(self) -> int:
+        return sum(lag for *_, lag in self.partitions)
+
+
+def config(topic: str, timeout: float = 5.0) -> list[ConfigRow]:
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    admin = _admin()  # kept referenced until the answer: a collected client cancels its requests
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout + 1)
+    except (KafkaException, FutureTimeout) as error:
+        raise KafkaUnavailable(str(error)) from None
+    rows = [ConfigRow(name, None if entry.is_sensitive else entry.value, _source(entry.source), entry.is_default,
+                      entry.is_sensitive) for name, entry in entries.items()]
+    return sorted(rows, key=lambda row: (row.default, row.name))
+
+
+def _source(source) -> str:
+    name = getattr(source, "name", str(source))
+    return name.removesuffix("_CONFIG").replace("_", " ").lower()
+
+
+def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) -> list[GroupLag]:
+    """Groups with committed offsets on the topic, with lag = log end − committed offset per partition."""
+    admin = _admin()
+    try:
+        listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
+        groups = sorted(listed.valid, key=lambda g: g.group_id)[:MAX_GROUPS]
+        requests = {g.group_id: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g.group_id)],
+                                                                  request_timeout=timeout)
+                    for g in groups}
+        ends = {p.id: p.high for p in parts}
+        found = []
+        for listing in groups:
+            result = requests[listing.group_id][listing.group_id].result(timeout + 1)
+            rows = [(tp.partition, tp.offset, ends.get(tp.partition, tp.offset),
+                     max(0, ends.get(tp.partition, tp.offset) - tp.offset))
+                    for tp in result.topic_partitions or () if tp.topic == topic and tp.offset >= 0]
+            if rows:
+                state = getattr(listing.state, "name", str(listing.state)).lower()
+                found.append(GroupLag(listing.group_id, state, sorted(rows)))
+        return found
+    except (KafkaException, FutureTimeout) as error:
+        raise KafkaUnavailable(str(error)) from None

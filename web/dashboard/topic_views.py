@@ -1,0 +1,134 @@
+"""Topic browser pages: every topic of the cluster (`/topics/`), and one topic (`/topics/<topic>/`, also reached as
+`/connectors/<name>/topics/<topic>/` from a connector's page) with its messages, partitions with exact counts,
+configuration and consumer groups' lag. Viewer role; bad query parameters are a 400 page naming them."""
+
+from __future__ import annotations
+
+import datetime
+
+from django.core.exceptions import BadRequest
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_safe
+
+from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
+from web.connectors.models import Connector
+from web.dashboard import topic_browser as kafka
+from web.dashboard.topics import belongs_to
+from web.dashboard.views import role_required, whole_number
+
+MAX_OFFSET = 2**63 - 1
+MAX_TEXT = 200
+
+
+def _roles(request) -> dict:
+    return {"can_operate": has_role(request.user, OPERATOR), "can_admin": has_role(request.user, ADMIN)}
+
+
+@require_safe
+@role_required(VIEWER)
+def topic_list(request):
+    show_internal = request.GET.get("internal") == "1"
+    try:
+        found, error = kafka.all_topics(), None
+    except kafka.KafkaUnavailable as problem:
+        found, error = [], str(problem)
+    shown = [topic for topic in found if show_internal or not topic.internal]
+    return render(request, "dashboard/topics.html", {"topics": shown, "hidden": len(found) - len(shown),
+                                                     "internal": show_internal, "error": error, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def topic_page(request, topic):
+    return render_topic(request, topic, connector=None)
+
+
+@require_safe
+@role_required(VIEWER)
+def connector_topic(request, name, topic):
+    connector = get_object_or_404(Connector, name=name)
+    if not belongs_to(connector, topic):
+        raise Http404(f"{topic} is not a topic of {name}; open it from the Topics page.")
+    return render_topic(request, topic, connector=connector)
+
+
+def render_topic(request, topic: str, connector):
+    """The browser page of `topic` (`connector`: the connector it was opened from, for the way back)."""
+    query = parse_query(request)
+    context = {"topic": topic, "connector": connector, "query": query, "scopes": kafka.SCOPES, "error": None,
+               "messages": [], "page": None, "parts": [], "config": [], "groups": [], **_roles(request)}
+    try:
+        parts = kafka.partitions(topic)
+    except kafka.UnknownTopic:
+        raise Http404(f"There is no topic {topic} in the Kafka cluster.") from None
+    except kafka.KafkaUnavailable as problem:
+        context["error"] = str(problem)
+        return render(request, "dashboard/topic.html", context)
+    known = {p.id for p in parts}
+    unknown = sorted(set(query.partitions or ()) - known)
+    if unknown:
+        raise BadRequest(f"partition={unknown[0]} does not exist; {topic} has partitions 0 to {len(parts) - 1}.")
+    context["parts"] = parts
+    try:
+        context["page"] = kafka.browse(topic, parts, query)
+        kafka.exact_counts(topic, parts)
+        context["config"] = kafka.config(topic)
+        context["groups"] = kafka.consumer_groups(topic, parts)
+    except kafka.KafkaUnavailable as problem:
+        context["error"] = str(problem)
+    context["total"] = sum(p.count or 0 for p in parts)
+    context["all_counted"] = all(p.counted for p in parts)
+    return render(request, "dashboard/topic.html", context)
+
+
+def parse_query(request) -> kafka.Query:
+    get = request.GET
+    query = kafka.Query(count=whole_number(request, "n", 20, 1, 500))
+    chosen = [value.strip() for value in get.getlist("partition") if value.strip() and value.strip() != "all"]
+    if chosen:
+        try:
+            query.partitions = sorted({int(value) for value in chosen})
+        except ValueError:
+            raise BadRequest("partition must be a partition number (a whole number) or all.") from None
+    query.start = get.get("start", "newest").strip() or "newest"
+    if query.start not in kafka.STARTS:
+        raise BadRequest(f"start={query.start} is not known; use newest, offset or timestamp.")
+    if query.start == "offset":
+        query.offset = whole_number(request, "offset", 0, 0, MAX_OFFSET)
+    if query.start == "timestamp":
+        query.timestamp_ms = parse_time(get.get("timestamp", ""))
+    text = get.get("q", "")
+    scopes = [scope for scope in get.getlist("in") if scope]
+    if get.get("key", "").strip() and not text:  # the older "Key contains" links
+        text, scopes = get["key"], ["key"]
+    if len(text) > MAX_TEXT:
+        raise BadRequest(f"q is {len(text)} characters long; search for at most {MAX_TEXT}.")
+    bad = [scope for scope in scopes if scope not in kafka.SCOPES]
+    if bad:
+        raise BadRequest(f"in={bad[0]} is not known; search in key, value and/or headers.")
+    query.text = text.strip()
+    query.scopes = tuple(scopes) or kafka.SCOPES
+    return query
+
+
+def parse_time(raw: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it carries an offset)."""
+    raw = raw.strip()
+    if not raw:
+        raise BadRequest("start=timestamp needs timestamp: an ISO-8601 time such as 2026-01-31T12:00:00Z, or "
+                         "milliseconds since the epoch.")
+    if raw.isdigit():
+        if len(raw) > 15:
+            raise BadRequest(f"timestamp={raw} is out of range.")
+        return int(raw)
+    try:
+        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"timestamp={raw} is not a time: give ISO-8601 (2026-01-31T12:00:00Z) or epoch "
+                         "milliseconds.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    if moment.year < 1970:
+        raise BadRequest(f"timestamp={raw} is before 1970.")
+    return int(moment.timestamp() * 1000)
