@@ -121,3 +121,11 @@ def test_loggers_roles(django_user_model, no_redis, restore_loggers):
     from rest_framework.test import APIClient
 
     assert APIClient().get("/connect/admin/loggers").status_code == 401
+
+
+def test_paths_answer_with_and_without_the_trailing_slash(admin_client):
+    with_tasks()
+    for path in ("/connect/connectors", "/connect/connectors/orders/status", "/connect/admin/loggers"):
+        assert admin_client.get(path).status_code == 200
+        assert admin_client.get(path + "/").status_code == 200
+    assert admin_client.get("/connect").json()["version"] == admin_client.get("/connect/").json()["version"]
