@@ -55,6 +55,10 @@ class AlreadyExists(ServiceError):
     status_code = 409
 
 
+def already_exists_message(name: str) -> str:
+    return f"Connector {name} already exists"
+
+
 class Refused(ServiceError):
     """The request cannot be served in the connector's current configuration or state (nothing was recorded)."""
 
@@ -108,13 +112,13 @@ def _command_request(connector: Connector, command: str, user, replica_set: str 
 def create_connector(parts: props.Parts, *, user, source: str,
                      desired_state: str = DesiredState.RUNNING) -> Connector:
     if Connector.objects.filter(name=parts.name).exists():
-        raise AlreadyExists(f"Connector {parts.name} already exists")
+        raise AlreadyExists(already_exists_message(parts.name))
     try:
         with transaction.atomic():
             connector = save_parts(Connector(desired_state=desired_state), parts, user)
             audit.record(user, source, "connector.create", _target(connector), None, describe(connector))
     except IntegrityError:
-        raise AlreadyExists(f"Connector {parts.name} already exists") from None
+        raise AlreadyExists(already_exists_message(parts.name)) from None
     log.info("connector %s created (desired state %s)", connector.name, connector.desired_state)
     return connector
 

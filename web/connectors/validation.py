@@ -11,10 +11,13 @@ import re
 from typing import Any
 
 from connectors.config import Problem, validate
+from connectors.config_values import split_list
 from web.connectors import properties as props
 
 _SLUG = re.compile(r"^[-A-Za-z0-9_]+$")
 MAX_NAME_LENGTH = 100
+# The one wording of the name rule: the form's help, the clone form and every message about a bad name.
+NAME_RULE = f"1-{MAX_NAME_LENGTH} characters among A-Z a-z 0-9 - _ (the name is part of URLs and cannot change)"
 
 # Property -> the API field that carries it; anything else travels inside `config`.
 API_FIELDS = {
@@ -30,14 +33,37 @@ def check(flat: Any) -> list[Problem]:
     """Every problem of this property map, engine and platform rules together."""
     problems = list(validate(flat))
     if isinstance(flat, dict):
+        problems = [as_typed(problem, flat) for problem in problems]
         name = flat.get(props.NAME)
-        if isinstance(name, str) and name.strip() and not any(p.property == props.NAME for p in problems):
-            if not _SLUG.fullmatch(name.strip()) or len(name.strip()) > MAX_NAME_LENGTH:
-                problems.append(
-                    Problem(props.NAME, f"name {name.strip()!r} must be 1-{MAX_NAME_LENGTH} characters among "
-                                        "A-Z a-z 0-9 - _ (it is part of URLs)")
-                )
+        if isinstance(name, str) and name.strip() and not valid_name(name.strip()):
+            # the platform's rule is stricter than the engine's (no dots): one message, in its words
+            problems = [p for p in problems if p.property != props.NAME]
+            problems.insert(0, Problem(props.NAME, name_problem(name.strip())))
     return problems
+
+
+def as_typed(problem: Problem, flat: dict[str, Any]) -> Problem:
+    """The engine quotes a value with Python's repr, which doubles backslashes ('inventory\\\\.(orders'): quote
+    the items of the property as the user typed them instead ("inventory\\.(orders")."""
+    raw = flat.get(problem.property)
+    try:
+        items = [raw] if isinstance(raw, str) else []
+        items += [str(item) for item in split_list(raw)] if raw is not None else []
+    except ValueError:
+        pass
+    message = problem.message
+    for item in sorted(set(items), key=len, reverse=True):
+        if "\\" in item or "'" in item:
+            message = message.replace(repr(item), f'"{item}"')
+    return problem if message == problem.message else Problem(problem.property, message)
+
+
+def valid_name(name: str) -> bool:
+    return bool(_SLUG.fullmatch(name)) and len(name) <= MAX_NAME_LENGTH
+
+
+def name_problem(name: str) -> str:
+    return f"\"{name}\" is not a valid name: {NAME_RULE}"
 
 
 def api_field(prop: str) -> str:

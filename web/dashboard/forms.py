@@ -13,10 +13,13 @@ from typing import Any
 
 from django import forms
 
+from connectors.config_types import HASH_MASK_PREFIX
 from connectors.config_values import join_list, split_list
+from connectors.secrets import MASK
 from web.connectors import properties as props
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector
+from web.connectors.validation import NAME_RULE
 
 SNAPSHOT_MODES = [
     ("initial", "initial: snapshot when there is no offset, then stream"),
@@ -27,6 +30,7 @@ SNAPSHOT_MODES = [
     ("always", "always: snapshot at every start"),
 ]
 OPERATIONS = [("c", "inserts (c)"), ("u", "updates (u)"), ("d", "deletes (d)"), ("t", "truncates (t)")]
+HASH_ALGORITHMS = [("SHA-256", "SHA-256"), ("SHA-512", "SHA-512")]
 
 # form field -> Debezium property, for the fields holding one item per line
 LIST_FIELDS = {
@@ -42,11 +46,17 @@ FIELD_PROPERTIES = {
     "name": props.NAME,
     "topic_prefix": props.TOPIC_PREFIX,
     "connection_string": props.CONNECTION_STRING,
+    "user": "mongodb.user",
     "password": props.PASSWORD,
     "snapshot_mode": "snapshot.mode",
+    "signal_collection": "signal.data.collection",
+    "heartbeat_interval": "heartbeat.interval.ms",
+    "heartbeat_prefix": "heartbeat.topics.prefix",
     **LIST_FIELDS,
     "skipped_operations": "skipped.operations",
 }
+# single-value fields: the property's value as typed (empty: not set)
+VALUE_FIELDS = ("user", "signal_collection", "heartbeat_interval", "heartbeat_prefix")
 PROPERTY_FIELDS = {prop: name for name, prop in FIELD_PROPERTIES.items()}
 PROPERTY_FIELDS[props.TOPIC_PREFIX_ALIAS] = "topic_prefix"
 MANAGED = set(PROPERTY_FIELDS)
@@ -55,6 +65,10 @@ REGEX_HELP = ("Regular expressions are matched against the whole name (Debezium 
               "<code>inventory</code> does not match <code>inventory2</code>); escape dots, as in "
               "<code>inventory\\.orders</code>. Give an include list or the matching exclude list, not both. "
               "Nothing given: every database and collection is captured.")
+
+
+def hash_key(algorithm: str, salt: str) -> str:
+    return f"{HASH_MASK_PREFIX}{algorithm}.with.salt.{salt}"
 
 
 def lines(text: str) -> list[str]:
@@ -71,14 +85,14 @@ def parse_other(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            bad.append(f"line {number}: expected key=value, got {line!r}")
+            bad.append(f'line {number}: expected key=value, got "{line}"')
             continue
         found[key.strip()] = value.strip()
     return found, bad
 
 
 class ConnectorForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="Unique; letters, digits, - and _. Cannot change later.")
+    name = forms.CharField(max_length=100, help_text=f"Unique; {NAME_RULE}.")
     topic_prefix = forms.CharField(
         max_length=200, required=False,
         help_text="topic.prefix: topics are named &lt;prefix&gt;.&lt;db&gt;.&lt;collection&gt;.")
@@ -86,9 +100,13 @@ class ConnectorForm(forms.Form):
         max_length=2000, required=False,
         help_text="mongodb.connection.string, e.g. mongodb://host1:27017,host2:27017/?replicaSet=rs0. "
                   "Stored encrypted; shown with the password masked.")
+    user = forms.CharField(
+        max_length=200, required=False, label="User",
+        help_text="mongodb.user: the database user, if not in the connection string.")
     password = forms.CharField(
         required=False, strip=False, widget=forms.PasswordInput(render_value=False),
-        help_text="mongodb.password (with mongodb.user below). Leave empty to keep the stored one.")
+        help_text="mongodb.password: the password of the user above (mongodb.user) or of the connection "
+                  "string's user. Stored encrypted; leave empty to keep the stored one.")
     snapshot_mode = forms.ChoiceField(choices=SNAPSHOT_MODES, initial="initial",
                                       help_text="snapshot.mode: what happens when the connector starts.")
     database_include = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
@@ -108,6 +126,28 @@ class ConnectorForm(forms.Form):
         help_text="One per line: &lt;db&gt;.&lt;collection&gt;.&lt;field path&gt;:&lt;new name&gt;.")
     field_redact = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                    help_text="Fields whose values are replaced by a mask, one per line.")
+    hash_fields = forms.CharField(
+        required=False, label="Hashed fields", widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="field.mask.hash.&lt;algorithm&gt;.with.salt.&lt;salt&gt;: fields replaced by the hex hash of "
+                  "salt + value, one &lt;db&gt;.&lt;collection&gt;.&lt;field path&gt; per line.")
+    hash_algorithm = forms.ChoiceField(choices=HASH_ALGORITHMS, initial="SHA-256", required=False,
+                                       label="Hash algorithm")
+    hash_salt = forms.CharField(
+        required=False, strip=False, label="Hash salt", widget=forms.PasswordInput(render_value=False),
+        help_text="Stored encrypted, never shown; leave empty to keep the stored one.")
+    signal_collection = forms.CharField(
+        max_length=300, required=False, label="Signal collection",
+        help_text="signal.data.collection: &lt;database&gt;.&lt;collection&gt; the connector reads signals from "
+                  "(ad-hoc snapshots need it; it is always captured).")
+    heartbeat_interval = forms.CharField(
+        max_length=20, required=False, label="Heartbeat interval (ms)",
+        widget=forms.TextInput(attrs={"inputmode": "numeric"}),
+        help_text="heartbeat.interval.ms: after this long without a change, a heartbeat moves the committed "
+                  "position (empty or 0: off).")
+    heartbeat_prefix = forms.CharField(
+        max_length=200, required=False, label="Heartbeat prefix",
+        help_text="heartbeat.topics.prefix: heartbeats go to &lt;prefix&gt;.&lt;topic prefix&gt; "
+                  "(default __debezium-heartbeat).")
     skipped_operations = forms.MultipleChoiceField(choices=OPERATIONS, required=False,
                                                    widget=forms.CheckboxSelectMultiple,
                                                    help_text="skipped.operations: changes not published.")
@@ -130,20 +170,40 @@ class ConnectorForm(forms.Form):
             if name in LIST_FIELDS:
                 field.widget.attrs.update({"data-list": "lines", "spellcheck": "false", "autocapitalize": "off"})
         self.fields["other"].widget.attrs["data-other"] = "1"
+        self.fields["hash_fields"].widget.attrs.update({"data-hash": "fields", "data-property": HASH_MASK_PREFIX,
+                                                        "spellcheck": "false", "autocapitalize": "off"})
+        self.fields["hash_algorithm"].widget.attrs["data-hash"] = "algorithm"
+        self.fields["hash_salt"].widget.attrs.update({"data-hash": "salt", "autocomplete": "new-password"})
+        for name in VALUE_FIELDS:
+            self.fields[name].widget.attrs["data-value"] = "1"
+        self.initial_hash_key = (self.initial or {}).get("hash_key", "")
+        self.fields["hash_fields"].widget.attrs["data-initial-key"] = self.initial_hash_key
         if connector is not None:
             self.fields["name"].disabled = True
             self.fields.pop("start")
         else:
-            self.fields["password"].help_text = "mongodb.password (with mongodb.user below), if not in the URI."
+            self.fields["password"].help_text = ("mongodb.password: the password of the user above (mongodb.user) "
+                                                 "or of the connection string's user, if not in the connection "
+                                                 "string. Stored encrypted.")
 
     regex_help = REGEX_HELP
 
     def api_body(self) -> dict[str, Any]:
         """The REST API body of this (bound, cleaned) form."""
         data = self.cleaned_data
-        config, _ = parse_other(data.get("other", ""))
-        config = {key: value for key, value in config.items() if key not in MANAGED}
+        given, _ = parse_other(self.data.get("other", "") if self.is_bound else data.get("other", ""))
+        config = {key: value for key, value in given.items()
+                  if key not in MANAGED and not (self.initial_hash_key and key == self.initial_hash_key)}
         config["snapshot.mode"] = data.get("snapshot_mode") or "initial"
+        for name in VALUE_FIELDS:  # the field, or else the same property written in Other properties
+            prop = FIELD_PROPERTIES[name]
+            value = (data.get(name) or "").strip() or given.get(prop, "")
+            if value:
+                config[prop] = value
+        hashed = lines(data.get("hash_fields", ""))
+        if hashed:
+            # an empty salt keeps the stored one: the masked key means "the stored salt" to the API
+            config[hash_key(data.get("hash_algorithm") or "SHA-256", data.get("hash_salt") or MASK)] = join_list(hashed)
         for name, prop in LIST_FIELDS.items():
             items = lines(data.get(name, ""))
             if items:
@@ -166,15 +226,33 @@ class ConnectorForm(forms.Form):
             raise forms.ValidationError(bad)
         return self.cleaned_data.get("other", "")
 
-    def add_problems(self, problems: list[dict[str, str]]) -> None:
-        """Problems from the API ({property, field, message}) next to the form field carrying the property."""
+    def clean(self):
+        """A form with errors of its own (e.g. a line of Other properties that is not key=value) is also checked
+        by the API's serializer, so every other problem shows at once; a form without any is checked when saved."""
+        data = super().clean()
+        if self.errors:
+            from web.connectors.api.serializers import ConnectorSerializer
+            from web.connectors.api.views import problems_of
+
+            serializer = ConnectorSerializer(self.connector, data=self.api_body())
+            if not serializer.is_valid():
+                self.add_problems(problems_of(serializer), skip=set(self.errors))
+        return data
+
+    def add_problems(self, problems: list[dict[str, str]], skip: set[str] = frozenset()) -> None:
+        """Problems from the API ({property, field, message}) next to the form field carrying the property
+        (fields in `skip` already show their own errors)."""
         for problem in problems:
             prop = problem.get("property") or ""
             field = PROPERTY_FIELDS.get(prop)
             if field is None and prop.startswith("skipped.operations"):
                 field = "skipped_operations"
+            if field is None and prop.startswith(HASH_MASK_PREFIX) and self.data.get("hash_fields", "").strip():
+                field = "hash_fields"
             if field is None and prop:
                 field = "other"
+            if field in skip:
+                continue
             if field is not None and field in self.fields:
                 self.add_error(field, problem["message"])
             else:
@@ -203,6 +281,15 @@ def initial_of(connector: Connector) -> dict[str, Any]:
             initial[name] = "\n".join(split_list(flat[prop]))
     if flat.get("skipped.operations"):
         initial["skipped_operations"] = [op for op in split_list(flat["skipped.operations"]) if op != "none"]
-    other = {key: value for key, value in flat.items() if key not in MANAGED}
+    for name in VALUE_FIELDS:
+        if flat.get(FIELD_PROPERTIES[name]) not in (None, ""):
+            initial[name] = _text(flat[FIELD_PROPERTIES[name]])
+    hashes = [key for key in flat if key.startswith(HASH_MASK_PREFIX)]
+    if len(hashes) == 1:  # one algorithm: its own fields (several stay in Other properties)
+        match = props.HASH_PROPERTY.match(hashes[0])
+        if match and match.group("algorithm") in dict(HASH_ALGORITHMS):
+            initial.update(hash_key=hashes[0], hash_algorithm=match.group("algorithm"),
+                           hash_fields="\n".join(split_list(flat[hashes[0]])))
+    other = {key: value for key, value in flat.items() if key not in MANAGED and key != initial.get("hash_key")}
     initial["other"] = "\n".join(f"{key}={_text(value)}" for key, value in sorted(other.items()))
     return initial

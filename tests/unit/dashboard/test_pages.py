@@ -50,7 +50,7 @@ def test_form_builds_the_api_body():
 def test_parse_other_reports_lines_without_equals():
     found, bad = parse_other("a=1\n\n#x\nb = two=2\nnonsense")
     assert found == {"a": "1", "b": "two=2"}
-    assert bad == ["line 5: expected key=value, got 'nonsense'"]
+    assert bad == ['line 5: expected key=value, got "nonsense"']
 
 
 def test_admin_creates_a_connector_through_the_form(client, django_user_model):

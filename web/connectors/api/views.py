@@ -116,17 +116,21 @@ class ConnectorViewSet(viewsets.ModelViewSet):
 
     # -- validation ---------------------------------------------------------------------------------------------
 
-    def _validation(self, serializer) -> Response:
+    def _validation(self, serializer, extra: list[dict[str, str]] = ()) -> Response:
         valid = serializer.is_valid()
-        problems = [] if valid else problems_of(serializer)
-        return Response({"valid": valid, "error_count": len(problems), "problems": problems})
+        problems = ([] if valid else problems_of(serializer)) + list(extra)
+        return Response({"valid": not problems, "error_count": len(problems), "problems": problems})
 
     @extend_schema(summary="Validate a new connector's configuration without saving it",
                    operation_id="connectors_validate",
                    request=s.ConnectorSerializer, responses=s.ValidationResultSerializer)
     @action(detail=False, methods=["post"])
     def validate(self, request):
-        return self._validation(s.ConnectorSerializer(data=request.data))
+        # a name already taken is reported here too, so a form hears of it while it is filled in (create: 409)
+        name = request.data.get("name") if isinstance(request.data, dict) else None
+        taken = isinstance(name, str) and Connector.objects.filter(name=name.strip()).exists()
+        extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}]
+        return self._validation(s.ConnectorSerializer(data=request.data), extra if taken else ())
 
     @extend_schema(summary="Validate changes to this connector without saving them (PATCH semantics)",
                    operation_id="connectors_validate_changes",

@@ -6,6 +6,8 @@ import json
 
 from django import template
 
+from web.connectors.validation import NAME_RULE
+
 register = template.Library()
 
 
@@ -57,3 +59,9 @@ def as_json(value) -> str:
     if value is None or value == "":
         return "—"
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def name_rule() -> str:
+    """The one wording of the connector name rule."""
+    return NAME_RULE

@@ -8,30 +8,50 @@
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
   const edit = form.dataset.mode === "edit";
   const other = form.querySelector("[data-other]");
-  const parseOther = (text) => {
-    const found = {};
-    text.split("\n").forEach((raw) => {
+  const MASK = "********";
+  const HASH = "field.mask.hash.";
+  // key=value lines (as forms.parse_other); the lines that are not are problems of their own, shown with the
+  // server's answer instead of hiding it
+  const otherLines = (text) => {
+    const found = {}, bad = [];
+    text.split("\n").forEach((raw, index) => {
       const line = raw.trim();
       if (!line || line.startsWith("#")) return;
       const at = line.indexOf("=");
-      if (at > 0) found[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+      if (at > 0 && line.slice(0, at).trim()) found[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+      else bad.push(`line ${index + 1}: expected key=value, got "${line}"`);
     });
-    return found;
+    return { found, bad };
   };
+  const parseOther = (text) => otherLines(text).found;
   const initialOther = Object.keys(parseOther(other ? other.value : ""));
   const touched = new Set();
   const fieldOf = (node) => node.closest("[data-field]").dataset.field;
   const managed = {};
   form.querySelectorAll("[data-property]").forEach((node) => { managed[node.dataset.property] = fieldOf(node); });
   managed["mongodb.name"] = "topic_prefix";
+  const hashFields = form.querySelector('[data-hash="fields"]');
+  const initialHashKey = hashFields ? hashFields.dataset.initialKey : "";
 
   function body() {
     const value = (name) => (form.elements[name] ? form.elements[name].value : "");
     const config = {};
     const extra = parseOther(other ? other.value : "");
-    Object.entries(extra).forEach(([k, v]) => { if (!(k in managed)) config[k] = v; });
+    Object.entries(extra).forEach(([k, v]) => { if (!(k in managed) && k !== initialHashKey) config[k] = v; });
     if (edit) initialOther.forEach((k) => { if (!(k in extra) && !(k in managed)) config[k] = null; });
     config["snapshot.mode"] = value("snapshot_mode") || "initial";
+    form.querySelectorAll("[data-value]").forEach((input) => {
+      const prop = input.dataset.property; // the field, or else the same property written in Other properties
+      const given = input.value.trim() || extra[prop] || "";
+      if (given) config[prop] = given;
+      else if (edit) config[prop] = null;
+    });
+    if (hashFields) {
+      const items = hashFields.value.split("\n").map((s) => s.trim()).filter(Boolean);
+      const key = HASH + value("hash_algorithm") + ".with.salt." + (value("hash_salt") || MASK);
+      if (edit && initialHashKey && (key !== initialHashKey || !items.length)) config[initialHashKey] = null;
+      if (items.length) config[key] = items.join(",");
+    }
     form.querySelectorAll("textarea[data-list]").forEach((area) => {
       const items = area.value.split("\n").map((s) => s.trim()).filter(Boolean);
       if (items.length) config[area.dataset.property] = items;
@@ -81,9 +101,11 @@
     if (mine !== seq) return; // an older answer
     const byField = {};
     const general = [];
+    if (other) otherLines(other.value).bad.forEach((message) => (byField.other = byField.other || []).push(message));
     (result.problems || []).forEach((p) => {
       let field = managed[p.property];
       if (!field && p.property.startsWith("skipped.operations")) field = "skipped_operations";
+      if (!field && p.property.startsWith(HASH) && hashFields && hashFields.value.trim()) field = "hash_fields";
       if (!field && p.property) field = "other";
       if (field) (byField[field] = byField[field] || []).push(p.message);
       else general.push(p.message);
@@ -93,10 +115,11 @@
       if (all || touched.has(field)) show(field, byField[field] || []);
     });
     const shownCount = Object.entries(byField).filter(([f]) => all || touched.has(f)).length;
-    const hidden = (result.problems || []).length - general.length - Object.entries(byField)
+    const count = Object.values(byField).reduce((a, m) => a + m.length, 0) + general.length;
+    const hidden = count - general.length - Object.entries(byField)
       .filter(([f]) => all || touched.has(f)).reduce((a, [, m]) => a + m.length, 0);
-    state.textContent = result.valid ? "The configuration is valid."
-      : `${result.error_count} problem${result.error_count === 1 ? "" : "s"}` +
+    state.textContent = !count ? "The configuration is valid."
+      : `${count} problem${count === 1 ? "" : "s"}` +
         (hidden > 0 && !shownCount ? " in fields not filled in yet." : ".");
     const box = document.getElementById("err-general");
     if (all || general.length) box.replaceChildren(...general.map((m) => Object.assign(document.createElement("p"), { textContent: m })));
