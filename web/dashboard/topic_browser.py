@@ -372,3 +372,53 @@ def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) ->
         return found
     except (KafkaException, FutureTimeout) as error:
         raise KafkaUnavailable(str(error)) from None
+
+
+# -- live tail ----------------------------------------------------------------------------------------------
+
+
+def message_json(message: Message) -> dict:
+    """What a page needs to show a message (the live tail sends this)."""
+    return {"partition": message.partition, "offset": message.offset, "timestamp_ms": message.timestamp_ms,
+            "key_text": message.key_text, "headers": [list(pair) for pair in message.headers],
+            "pretty": message.pretty, "size": message.size}
+
+
+class Tail:
+    """Follows the committed messages written to a topic from now on (read_committed), matching `query`.
+
+    `run()` (in its own thread) assigns the chosen partitions at their current log end, calls `on_ready(positions)`
+    — from then on every message committed to them is seen — and then `on_message(message)` for each match, at most
+    `per_second` a second (`on_skipped(n)` says how many were left out), until `stop` is set.
+    """
+
+    def __init__(self, topic: str, query: Query, stop, on_ready, on_message, on_skipped, per_second: int = 50):
+        self.topic, self.query, self.stop = topic, query, stop
+        self.on_ready, self.on_message, self.on_skipped = on_ready, on_message, on_skipped
+        self.per_second = per_second
+
+    def run(self) -> None:
+        parts = [p for p in partitions(self.topic) if self.query.partitions is None or p.id in self.query.partitions]
+        consumer = _consumer()
+        try:
+            consumer.assign([TopicPartition(self.topic, p.id, p.high) for p in parts])
+            self.on_ready({p.id: p.high for p in parts})
+            second, sent, skipped = int(time.monotonic()), 0, 0
+            while not self.stop.is_set():
+                for message in consumer.consume(100, 0.5):
+                    if message.error() is not None or not _matches(message, self.query):
+                        continue
+                    now = int(time.monotonic())
+                    if now != second:
+                        if skipped:
+                            self.on_skipped(skipped)
+                        second, sent, skipped = now, 0, 0
+                    if sent >= self.per_second:
+                        skipped += 1
+                        continue
+                    sent += 1
+                    self.on_message(_message(message))
+        except KafkaException as error:
+            raise _fail(error) from None
+        finally:
+            consumer.close()

@@ -1,0 +1,115 @@
+// Topic browser: the live tail (WebSocket /ws/topics/<topic>/ with the form's partition and search) and the
+// Download buttons of messages. Messages are built with textContent only: nothing from Kafka becomes markup.
+(function () {
+  "use strict";
+  const MAX_SHOWN = 500;
+
+  function download(button) {
+    const source = document.querySelector(button.dataset.download);
+    if (!source) return;
+    const blob = new Blob([source.textContent], { type: "application/json" });
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = button.dataset.filename || "message.json";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  }
+
+  // The site's one date format (live.js), in the browser's time zone.
+  const when = (ms) => (window.cdcFormat ? window.cdcFormat.datetime(ms) : new Date(ms).toISOString());
+
+  function element(tag, attributes, text) {
+    const node = document.createElement(tag);
+    Object.entries(attributes || {}).forEach(([name, value]) => node.setAttribute(name, value));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function messageItem(topic, m) {
+    const id = `value-${m.partition}-${m.offset}`;
+    const item = element("li", { class: "panel event live" });
+    const meta = element("p", { class: "meta" },
+      `partition ${m.partition} · offset ${m.offset} · ${when(m.timestamp_ms)} · ${m.size} bytes `);
+    meta.appendChild(element("button", { type: "button", class: "copy", "data-copy": `#${id}` }, "Copy value"));
+    meta.appendChild(element("button", { type: "button", class: "copy", "data-download": `#${id}`,
+      "data-filename": `${topic}-${m.partition}-${m.offset}.json` }, "Download"));
+    item.appendChild(meta);
+    const key = element("p");
+    key.appendChild(element("strong", {}, "Key"));
+    key.appendChild(document.createTextNode(" "));
+    key.appendChild(element("code", { class: "key" }, m.key_text || "(none)"));
+    item.appendChild(key);
+    if (m.headers.length) {
+      const list = element("dl", { class: "headers", "aria-label": `Headers of offset ${m.offset}` });
+      m.headers.forEach(([name, value]) => {
+        list.appendChild(element("dt", {}, name));
+        const dd = element("dd");
+        dd.appendChild(element("code", {}, value));
+        list.appendChild(dd);
+      });
+      item.appendChild(list);
+    }
+    item.appendChild(element("pre", { class: "json", id, tabindex: "0", "aria-label": `Value of offset ${m.offset}` },
+      m.pretty));
+    return item;
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-download]");
+    if (button) download(button);
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const toggle = document.getElementById("tail-toggle");
+    const status = document.getElementById("tail-status");
+    const list = document.querySelector("ol.events");
+    if (!toggle || !status || !list) return;
+    const topic = toggle.dataset.topic;
+    let socket = null;
+
+    function say(text, kind) {
+      status.textContent = text;
+      status.dataset.kind = kind || "ok";
+    }
+
+    function stop(text) {
+      if (socket) { socket.onclose = null; socket.close(); socket = null; }
+      toggle.textContent = "Live tail";
+      toggle.setAttribute("aria-pressed", "false");
+      if (text) say(text);
+    }
+
+    toggle.addEventListener("click", () => {
+      if (socket) { stop("Live tail stopped."); return; }
+      const form = document.querySelector("form.filter-form");
+      const params = new URLSearchParams();
+      ["partition", "q"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
+      form.querySelectorAll('input[name="in"]:checked').forEach((box) => params.append("in", box.value));
+      const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+      socket = new WebSocket(`${scheme}//${location.host}/ws/topics/${encodeURIComponent(topic)}/?${params}`);
+      toggle.textContent = "Stop tail";
+      toggle.setAttribute("aria-pressed", "true");
+      say("Connecting…");
+      let received = 0;
+      socket.onmessage = (event) => {
+        const data = JSON.parse(event.data);
+        if (data.type === "ready") {
+          say("Following the topic: new committed messages appear at the top.");
+        } else if (data.type === "message") {
+          received += 1;
+          list.prepend(messageItem(topic, data));
+          while (list.children.length > MAX_SHOWN) list.lastElementChild.remove();
+          say(`Following the topic: ${received} new message${received === 1 ? "" : "s"}.`);
+        } else if (data.type === "skipped") {
+          say(`Following the topic: ${data.count} matching messages in the last second were not shown (over 50/s).`);
+        } else if (data.type === "error") {
+          stop();
+          say(data.message, "error");
+        }
+      };
+      socket.onclose = () => { if (socket) stop("The live tail was disconnected."); };
+    });
+  });
+})();
