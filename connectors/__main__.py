@@ -16,7 +16,7 @@ import threading
 
 from connectors.config import ConfigError, validate
 from connectors.core.errors import ConnectorError, UnknownConnectorClass
-from connectors.sources import engine_config, require_wired, source_kind
+from connectors.sources import MARIADB, MYSQL, POSTGRES, engine_config, require_wired, source_kind
 
 
 def _load(path: str) -> dict:
@@ -36,11 +36,19 @@ def _load(path: str) -> dict:
 def _validate(args) -> int:
     properties = _load(args.config)
     try:
-        require_wired(source_kind(properties), properties.get("connector.class"))
+        kind = source_kind(properties)
+        require_wired(kind, properties.get("connector.class"))
     except UnknownConnectorClass as error:
         print(f"connector.class: {error}")
         return 1
-    problems = validate(properties)
+    if kind in (MYSQL, MARIADB, POSTGRES):
+        try:
+            engine_config(properties)
+            problems = []
+        except ConfigError as error:
+            problems = error.problems
+    else:
+        problems = validate(properties)
     for problem in problems:
         print(f"{problem.property}: {problem.message}")
     return 1 if problems else 0

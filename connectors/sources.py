@@ -34,7 +34,7 @@ DEBEZIUM_CLASSES = {
     MYSQL: "io.debezium.connector.mysql.MySqlConnector",
     MARIADB: "io.debezium.connector.mariadb.MariaDbConnector",
 }
-WIRED = frozenset({MONGODB})  # sources the runner can run today
+WIRED = frozenset({MONGODB, POSTGRES, MYSQL, MARIADB})  # sources the runner can run today
 NAMES = {MONGODB: "MongoDB", POSTGRES: "PostgreSQL", MYSQL: "MySQL", MARIADB: "MariaDB"}
 
 
@@ -65,6 +65,14 @@ def engine_config(properties: Mapping[str, Any]):
     Raises connectors.config.ConfigError for invalid MongoDB properties, UnknownConnectorClass for the class."""
     kind = source_kind(properties)
     require_wired(kind, properties.get("connector.class"))
+    if kind == POSTGRES:
+        from connectors.postgres.config import PostgresConfig
+
+        return kind, PostgresConfig.from_properties(properties)
+    if kind in (MYSQL, MARIADB):
+        from connectors.mysql.config import MySqlConfig
+
+        return kind, MySqlConfig.from_properties({**properties, "connector.class": DEBEZIUM_CLASSES[kind]})
     from connectors.config import ConnectorConfig
 
     props = dict(properties)
@@ -74,7 +82,19 @@ def engine_config(properties: Mapping[str, Any]):
 
 
 def open_source(config, kind: str = MONGODB):
-    """The core `Source` of a connector's configuration."""
+    """The core `Source` of a connector's configuration (the configuration's class tells MySQL/MariaDB's)."""
+    from connectors.mysql.config import MySqlConfig
+
+    if isinstance(config, MySqlConfig):
+        from connectors.mysql.source import MySqlSource
+
+        return MySqlSource(config)
+    from connectors.postgres.config import PostgresConfig
+
+    if isinstance(config, PostgresConfig):
+        from connectors.postgres.source import PostgresSource
+
+        return PostgresSource(config)
     require_wired(kind)
     from connectors.mongodb.source import MongoSource
 

@@ -53,10 +53,11 @@ def test_mongodb_runs_on_the_core_and_other_sources_are_refused_until_wired():
 @pytest.mark.parametrize("command", ["run", "validate"])
 def test_the_cli_refuses_an_unwired_source_without_a_traceback(tmp_path, command):
     path = tmp_path / "connector.json"
-    path.write_text(json.dumps({**MONGO, "connector.class": "io.debezium.connector.mysql.MySqlConnector"}))
+    path.write_text(json.dumps({**MONGO, "connector.class": "io.debezium.connector.postgresql.PostgresConnector"}))
     result = subprocess.run([sys.executable, "-m", "connectors", command, str(path)], capture_output=True,
                             text=True, cwd=ROOT, timeout=60)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "connector.class 'io.debezium.connector.mysql.MySqlConnector': the MySQL source is not wired" in output
+    assert ("connector.class 'io.debezium.connector.postgresql.PostgresConnector': the PostgreSQL source is not wired"
+            in output)
     assert "Traceback" not in output

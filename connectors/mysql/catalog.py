@@ -1,0 +1,80 @@
+"""Tables and columns as `information_schema` describes them, in the shape the binlog's table map gives
+(`binlog.TableSchema` / `ColumnInfo`), and rows read by SELECT in the value forms the binlog reader decodes, so a
+snapshot row and a streamed row of the same table map to the same schema and values."""
+
+from __future__ import annotations
+
+import re
+
+from pymysqlreplication.constants import FIELD_TYPE
+
+from connectors.mysql.binlog import ZERO_DATE, ColumnInfo, TableSchema
+
+_TYPES = {
+    "tinyint": FIELD_TYPE.TINY, "smallint": FIELD_TYPE.SHORT, "mediumint": FIELD_TYPE.INT24,
+    "int": FIELD_TYPE.LONG, "bigint": FIELD_TYPE.LONGLONG, "float": FIELD_TYPE.FLOAT, "double": FIELD_TYPE.DOUBLE,
+    "decimal": FIELD_TYPE.NEWDECIMAL, "bit": FIELD_TYPE.BIT, "year": FIELD_TYPE.YEAR, "enum": FIELD_TYPE.ENUM,
+    "set": FIELD_TYPE.SET, "date": FIELD_TYPE.DATE, "time": FIELD_TYPE.TIME2, "datetime": FIELD_TYPE.DATETIME2,
+    "timestamp": FIELD_TYPE.TIMESTAMP2, "char": FIELD_TYPE.STRING, "varchar": FIELD_TYPE.VARCHAR,
+    "binary": FIELD_TYPE.STRING, "varbinary": FIELD_TYPE.VARCHAR, "json": FIELD_TYPE.JSON,
+}
+_BLOBS = {"tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
+_TEXTS = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4}
+_BINARY = {"binary", "varbinary", *_BLOBS}
+
+
+def base_tables(connection) -> list[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+            "AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        )
+        return [(db, table) for db, table in cursor.fetchall()]
+
+
+def table_schema(connection, database: str, table: str) -> TableSchema:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH, "
+            "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table),
+        )
+        rows = cursor.fetchall()
+    return TableSchema(database, table, tuple(_column(*row) for row in rows))
+
+
+def _column(name, data_type, column_type, nullable, charset, octets, precision, scale, fsp, key) -> ColumnInfo:
+    data_type = data_type.lower()
+    code = _TYPES.get(data_type)
+    length_size = None
+    if data_type in _BLOBS or data_type in _TEXTS:
+        code, length_size = FIELD_TYPE.BLOB, _BLOBS.get(data_type) or _TEXTS[data_type]
+    if code is None:
+        code = -1  # mapped by types.mapping into a clear error naming the column
+    listed = tuple(v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", column_type)) \
+        if data_type in ("enum", "set") else ()
+    return ColumnInfo(
+        name=name, type_code=code, nullable=nullable == "YES", unsigned="unsigned" in column_type.lower(),
+        charset="binary" if data_type in _BINARY else charset, max_length=octets,
+        precision=precision if data_type == "decimal" else None, scale=scale if data_type == "decimal" else None,
+        fsp=fsp if data_type in ("time", "datetime", "timestamp") else None,
+        bits=precision if data_type == "bit" else None, length_size=length_size,
+        enum_values=listed if data_type == "enum" else (), set_values=listed if data_type == "set" else (),
+        primary=key == "PRI",
+    )
+
+
+def binlog_form(column: ColumnInfo, value):
+    """A value as pymysql returns it, in the form the binlog reader decodes the same column to."""
+    if value is None:
+        return None
+    code = column.type_code
+    if isinstance(value, str) and value.startswith("0000-00-00") and code in (
+            FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2):
+        return ZERO_DATE
+    if code == FIELD_TYPE.BIT:
+        return format(int.from_bytes(value, "big"), f"0{column.bits or 1}b")
+    if code == FIELD_TYPE.SET and isinstance(value, str):
+        return frozenset(v for v in value.split(",") if v)
+    return value

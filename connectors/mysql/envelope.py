@@ -1,0 +1,173 @@
+"""Debezium's MySQL / MariaDB change events (connector 3.x through JsonConverter): schemas and values.
+
+Topic `<prefix>.<database>.<table>`; key struct `….Key` of the primary key (or `message.key.columns`); value struct
+`….Envelope` (version 2): `before`, `after` (`….Value`), `source` (`io.debezium.connector.mysql.Source` or
+`io.debezium.connector.mariadb.Source`), `op`, `ts_ms`, `ts_us`, `ts_ns`, `transaction`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from connectors.connect_data import json_converter, logical
+from connectors.connect_data import schema as s
+from connectors.connect_data.schema import Field, Schema
+from connectors.core.errors import ConnectorError
+from connectors.kafka.sink import OutMessage
+from connectors.mysql.binlog import TableSchema
+from connectors.mysql.config import MySqlConfig
+from connectors.mysql.types import ColumnMapping, mapping
+
+VERSION = "3.0.8.Final"
+SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
+                   "incremental")
+ENVELOPE_VERSION = 2
+
+
+def topic_name(prefix: str, database: str, table: str) -> str:
+    return f"{prefix}.{database}.{table}"
+
+
+@lru_cache(maxsize=4)
+def source_schema(mariadb: bool) -> Schema:
+    return s.struct(
+        [
+            ("version", s.string()), ("connector", s.string()), ("name", s.string()), ("ts_ms", s.int64()),
+            ("snapshot", logical.enum(list(SNAPSHOT_VALUES), optional=True).with_default("false")),
+            ("db", s.string()), ("sequence", s.string(optional=True)), ("ts_us", s.int64(optional=True)),
+            ("ts_ns", s.int64(optional=True)), ("table", s.string(optional=True)), ("server_id", s.int64()),
+            ("gtid", s.string(optional=True)), ("file", s.string()), ("pos", s.int64()), ("row", s.int32()),
+            ("thread", s.int64(optional=True)), ("query", s.string(optional=True)),
+        ],
+        name="io.debezium.connector.mariadb.Source" if mariadb else "io.debezium.connector.mysql.Source",
+        version=1,
+    )
+
+
+def transaction_block_schema() -> Schema:
+    return s.struct([("id", s.string()), ("total_order", s.int64()), ("data_collection_order", s.int64())],
+                    name="event.block", version=1, optional=True)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """The source block of one event."""
+
+    database: str
+    table: str
+    ts_ms: int  # the event's time at the server (snapshot: when the snapshot read the row)
+    server_id: int
+    file: str
+    pos: int
+    row: int = 0
+    snapshot: str = "false"
+    gtid: str | None = None
+    thread: int | None = None
+    query: str | None = None
+
+
+class TableEvents:
+    """Key/value schemas and converters of one table as the binlog's table map (or the catalog) describes it."""
+
+    def __init__(self, config: MySqlConfig, table: TableSchema, json_columns: frozenset[str] = frozenset()):
+        self.config = config
+        self.database, self.table = table.database, table.table
+        self.topic = topic_name(config.topic_prefix, table.database, table.table)
+        options = config.type_options
+        self.columns: list[ColumnMapping] = [
+            mapping(c, options, declared_json=c.name in json_columns)
+            for c in table.columns if config.captures_column(table.database, table.table, c.name)
+        ]
+        masks = _per_column(config.column_masks, table)
+        truncates = _per_column(config.column_truncates, table)
+        fields = []
+        self.converters = []
+        for m in self.columns:
+            field_schema = s.primitive(m.schema.type, optional=m.schema.optional, name=m.schema.name,
+                                       version=m.schema.version, parameters=m.schema.parameters or None)
+            convert = m.value
+            if m.column.name in masks and m.schema.type == "string":
+                field_schema = s.string(optional=m.schema.optional)
+                convert = _masker(masks[m.column.name])
+            elif m.column.name in truncates and m.schema.type == "string":
+                convert = _truncater(m.value, truncates[m.column.name])
+            fields.append(Field(m.column.name, field_schema))
+            self.converters.append((m.column.name, convert))
+        key_names = config.key_columns(table.database, table.table) or table.primary_key
+        by_name = {f.name: f for f in fields}
+        missing = [k for k in key_names if k not in by_name]
+        if missing:
+            raise ConnectorError(f"message.key.columns names {missing} in {table.database}.{table.table}, which has "
+                                 "no such captured column")
+        self.key_names = tuple(key_names)
+        self.key_schema = (s.struct([Field(k, by_name[k].schema.as_required()) for k in key_names],
+                                    name=f"{self.topic}.Key") if key_names else None)
+        row = s.struct(fields, name=f"{self.topic}.Value", optional=True)
+        self.row_schema = row
+        self.value_schema = s.struct(
+            [("before", row), ("after", row), ("source", source_schema(config.mariadb)), ("op", s.string()),
+             ("ts_ms", s.int64(optional=True)), ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
+             ("transaction", transaction_block_schema())],
+            name=f"{self.topic}.Envelope", version=ENVELOPE_VERSION,
+        )
+        self._key_schema_json = json_converter.schema_json(self.key_schema) if self.key_schema else None
+        self._value_schema_json = json_converter.schema_json(self.value_schema)
+
+    def row(self, values: dict | None) -> dict | None:
+        if values is None:
+            return None
+        return {name: convert(values.get(name)) for name, convert in self.converters}
+
+    def key(self, row: dict) -> bytes | None:
+        if self.key_schema is None:
+            return None
+        payload = json_converter.value_json(self.key_schema, {k: row[k] for k in self.key_names})
+        if not self.config.key_schemas_enable:
+            return payload.encode()
+        return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
+
+    def messages(self, op: str, before: dict | None, after: dict | None, source: SourceInfo,
+                 transaction: dict | None = None) -> list[OutMessage]:
+        before_row, after_row = self.row(before), self.row(after)
+        now_ns = time.time_ns()
+        source_value = {
+            "version": VERSION, "connector": "mariadb" if self.config.mariadb else "mysql",
+            "name": self.config.topic_prefix, "ts_ms": source.ts_ms, "snapshot": source.snapshot,
+            "db": source.database, "sequence": None, "ts_us": source.ts_ms * 1000, "ts_ns": source.ts_ms * 1_000_000,
+            "table": source.table, "server_id": source.server_id, "gtid": source.gtid, "file": source.file,
+            "pos": source.pos, "row": source.row, "thread": source.thread, "query": source.query,
+        }
+        value = {"before": before_row, "after": after_row, "source": source_value, "op": op,
+                 "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns, "transaction": transaction}
+        payload = json_converter.value_json(self.value_schema, value)
+        if self.config.value_schemas_enable:
+            payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
+        key = self.key(after_row if after_row is not None else before_row)
+        out = [OutMessage(self.topic, key, payload.encode())]
+        if op == "d" and self.config.tombstones_on_delete:
+            out.append(OutMessage(self.topic, key, None))
+        return out
+
+
+def _per_column(patterns: dict[str, int], table: TableSchema) -> dict[str, int]:
+    out = {}
+    for column in table.columns:
+        name = f"{table.database}.{table.table}.{column.name}"
+        for pattern, n in patterns.items():
+            if re.fullmatch(pattern, name):
+                out[column.name] = n
+    return out
+
+
+def _masker(n: int):
+    return lambda raw: None if raw is None else "*" * n
+
+
+def _truncater(convert, n: int):
+    def truncate(raw):
+        value = convert(raw)
+        return value[:n] if isinstance(value, str) else value
+    return truncate

@@ -1,0 +1,181 @@
+"""The initial snapshot of a MySQL / MariaDB server for the core's coordinator: one consistent read view, its
+binlog position, tables split into primary-key ranges.
+
+`capture_start` opens `START TRANSACTION WITH CONSISTENT SNAPSHOT` and reads the binlog position it matches
+(connectors.mysql.snapshot); the plan and every chunk are read in that same transaction, so the rows are the
+tables' state exactly at that position and streaming from it adds every later change once: no gap, no
+duplicate. A view lives in one connection, so chunks are read one at a time on it (`snapshot.max.threads` gains
+nothing here), and not by other workers. A snapshot resumed after a restart opens a new view for the chunks
+still to read; rows changed between the two views then come again from the stream (the state still converges).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+
+from pymysqlreplication.constants import FIELD_TYPE
+
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.executors import SNAPSHOT_TRUE, ChunkInterrupted
+from connectors.core.snapshot.progress import SnapshotStart
+from connectors.mysql import catalog
+from connectors.mysql.binlog import BinlogPosition, TableSchema
+from connectors.mysql.config import MySqlConfig
+from connectors.mysql.connection import connect
+from connectors.mysql.envelope import SourceInfo
+from connectors.mysql.snapshot import SnapshotPosition, start_consistent_snapshot
+
+_CHUNKABLE = {FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG,
+              FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING}
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _close(connection) -> None:
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001, S110 - already gone
+        pass
+
+
+class MySqlSnapshotReader:
+    def __init__(self, config: MySqlConfig):
+        self.config = config
+        self._lock = threading.Lock()
+        self._connection = None
+        self._position: SnapshotPosition | None = None
+        self._schemas: dict[str, TableSchema] = {}
+
+    # -- the read view ---------------------------------------------------------------------------------------
+
+    def _open(self) -> SnapshotPosition:
+        connection = connect(self.config.connection)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SET SESSION time_zone = '+00:00'")  # TIMESTAMP values in UTC, as the binlog has them
+            position = start_consistent_snapshot(connection, self.config.snapshot_locking_mode)
+        except BaseException:
+            _close(connection)
+            raise
+        self._connection, self._position = connection, position
+        weakref.finalize(self, _close, connection)
+        return position
+
+    def _view(self):
+        if self._connection is None:
+            self._open()
+        return self._connection
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                _close(self._connection)
+                self._connection = None
+
+    # -- SnapshotReader ----------------------------------------------------------------------------------------
+
+    def capture_start(self) -> SnapshotStart:
+        from connectors.mysql.source import MySqlPosition
+
+        with self._lock:
+            position = self._open()
+        read_at = int(time.time() * 1000)
+        binlog = BinlogPosition(file=position.file, pos=position.position, gtids=position.gtids or None)
+        return SnapshotStart(MySqlPosition(binlog, read_at // 1000), read_at,
+                             {"file": position.file, "pos": position.position, "gtids": position.gtids,
+                              "read_at": read_at})
+
+    def collections(self) -> list[str]:
+        with self._lock:
+            tables = catalog.base_tables(self._view())
+        return [f"{db}.{table}" for db, table in tables if self.config.captures_table(db, table)]
+
+    def _schema(self, collection: str) -> TableSchema:
+        schema = self._schemas.get(collection)
+        if schema is None:
+            database, _, table = collection.partition(".")
+            schema = catalog.table_schema(self._view(), database, table)
+            self._schemas[collection] = schema
+        return schema
+
+    def _key(self, schema: TableSchema) -> tuple[str, ...]:
+        key = self.config.key_columns(schema.database, schema.table) or schema.primary_key
+        by_name = {c.name: c for c in schema.columns}
+        if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
+            return ()
+        return key
+
+    def plan(self, collection: str, chunk_size: int) -> Plan:
+        with self._lock:
+            schema = self._schema(collection)
+            key = self._key(schema)
+            table = f"{quote(schema.database)}.{quote(schema.table)}"
+            with self._view().cursor() as cursor:
+                cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 - quoted identifiers
+                count = cursor.fetchone()[0]
+                if not count:
+                    return Plan([], 0, "empty")
+                if not key:
+                    return Plan([None, None], count, "whole table (no chunkable primary key)")
+                columns = ", ".join(quote(k) for k in key)
+                cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {columns} LIMIT 1")  # noqa: S608
+                bounds = [list(cursor.fetchone())]
+                tuple_sql = f"({columns})"
+                marks = "(" + ", ".join(["%s"] * len(key)) + ")"
+                while True:
+                    cursor.execute(f"SELECT {columns} FROM {table} WHERE {tuple_sql} > {marks} "  # noqa: S608
+                                   f"ORDER BY {columns} LIMIT 1 OFFSET {chunk_size - 1}", bounds[-1])
+                    row = cursor.fetchone()
+                    if row is None:
+                        break
+                    bounds.append(list(row))
+                order = ", ".join(f"{quote(k)} DESC" for k in key)
+                cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {order} LIMIT 1")  # noqa: S608
+                bounds.append(list(cursor.fetchone()))
+        return Plan(bounds, count, f"primary key ({', '.join(key)}) ranges")
+
+    def read_chunk(self, builder, chunk: Chunk, read_at, filter, mark_last: bool, stop):  # noqa: A002
+        with self._lock:
+            schema = self._schema(chunk.namespace)
+            key = self._key(schema) if chunk.lower is not None else ()
+            table = f"{quote(schema.database)}.{quote(schema.table)}"
+            names = [c.name for c in schema.columns]
+            sql = f"SELECT {', '.join(quote(n) for n in names)} FROM {table}"  # noqa: S608
+            params: list = []
+            if key:
+                columns = "(" + ", ".join(quote(k) for k in key) + ")"
+                marks = "(" + ", ".join(["%s"] * len(key)) + ")"
+                sql += f" WHERE {columns} >= {marks} AND {columns} {'<=' if chunk.upper_inclusive else '<'} {marks}"
+                sql += " ORDER BY " + ", ".join(quote(k) for k in key)
+                params = [*chunk.lower, *chunk.upper]
+            connection = self._view()
+            position = self._position
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                rows = cursor.fetchall()
+            if mark_last:
+                connection.commit()
+                _close(connection)
+                self._connection = None
+        events = builder.table_events(schema)
+        messages = []
+        columns = schema.columns
+        for number, row in enumerate(rows):
+            if stop is not None and number % 1024 == 0 and stop.is_set():
+                raise ChunkInterrupted(chunk.label)
+            after = {c.name: catalog.binlog_form(c, v) for c, v in zip(columns, row, strict=True)}
+            last = mark_last and number == len(rows) - 1
+            source = SourceInfo(schema.database, schema.table, int(read_at or 0), 0, position.file, position.position,
+                                0, "last" if last else SNAPSHOT_TRUE)
+            messages.extend(events.messages("r", None, after, source))
+        return messages, len(rows)
+
+    def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
+        if isinstance(error, ConnectorError):
+            return error
+        return ConnectorError(f"snapshot of {chunk.label} failed: {error}")

@@ -1,0 +1,328 @@
+"""MySQL / MariaDB as a source of the core (connectors.core.source): one server is one partition, its binlog the
+change reader, Debezium's MySQL / MariaDB connector the event format.
+
+Offset record (Kafka Connect's layout for these connector classes): key `["<name>",{"server":"<topic.prefix>"}]`,
+value `{"file", "pos", "gtids", "event", "row", "ts_sec", "server_id"}` plus the core's `snapshot`, `startup`,
+`transaction` and `incremental_snapshot`. `file`/`pos`/`gtids` name the start of a source transaction and
+`event`/`row` how much of it is committed, so a restart inside a transaction skips exactly what Kafka has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
+from connectors.core.snapshot.progress import SnapshotProgress
+from connectors.core.source import ChangeSummary, Start, StoredOffset
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.mysql import types
+from connectors.mysql.binlog import (
+    BinlogPosition,
+    BinlogReader,
+    Heartbeat,
+    RowChange,
+    SchemaStatement,
+    TableSchema,
+)
+from connectors.mysql.checks import check_source, failures
+from connectors.mysql.config import MySqlConfig
+from connectors.mysql.connection import connect
+from connectors.mysql.envelope import SourceInfo, TableEvents
+from connectors.mysql.snapshot_reader import MySqlSnapshotReader
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MySqlPosition:
+    """The core's Position: equal when the binlog place is; `ts_sec` (the event's server time) goes along."""
+
+    binlog: BinlogPosition
+    ts_sec: int = field(default=0, compare=False)
+
+    @classmethod
+    def from_json(cls, value: dict) -> MySqlPosition:
+        return cls(BinlogPosition.from_offset(value), int(value.get("ts_sec") or 0))
+
+
+class MySqlSnapshotProgress(SnapshotProgress):
+    """Keeps the snapshot's binlog position (`file`, `pos`, `gtids`) and its time (`read_at`, ms)."""
+
+    def stream_position(self) -> MySqlPosition | None:
+        fields = self.start_fields
+        if not fields.get("file") and not fields.get("gtids"):
+            return None
+        return MySqlPosition(BinlogPosition(file=fields.get("file"), pos=fields.get("pos"),
+                                            gtids=fields.get("gtids") or None), int(fields.get("read_at", 0)) // 1000)
+
+
+@dataclass(frozen=True)
+class OffsetRecord:
+    key: bytes
+    document: dict
+
+    def to_value(self) -> bytes:
+        return json.dumps(self.document, separators=(",", ":")).encode()
+
+
+class JsonColumns:
+    """MariaDB's JSON columns per table (a check constraint the binlog cannot show), looked up once per table and
+    forgotten after DDL on its database. Shared by the builders of one partition (thread-safe)."""
+
+    def __init__(self, config: MySqlConfig):
+        self.config = config
+        self._known: dict[tuple[str, str], frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, database: str, table: str) -> frozenset[str]:
+        key = (database, table)
+        with self._lock:
+            if key in self._known:
+                return self._known[key]
+        connection = connect(self.config.connection)
+        try:
+            found = frozenset(types.json_columns(connection, database, table))
+        finally:
+            connection.close()
+        with self._lock:
+            self._known[key] = found
+        return found
+
+    def forget(self, database: str) -> None:
+        with self._lock:
+            for key in [k for k in self._known if k[0] == database]:
+                del self._known[key]
+
+
+class MySqlEventBuilder:
+    """Binlog changes (and snapshot rows) → Debezium MySQL/MariaDB events. One per thread."""
+
+    def __init__(self, config: MySqlConfig, json_columns: JsonColumns):
+        self.config = config
+        self.json_columns = json_columns
+        self._tables: dict[TableSchema, TableEvents] = {}
+        self._skipped = frozenset(config.skipped_operations)
+
+    def table_events(self, schema: TableSchema) -> TableEvents:
+        events = self._tables.get(schema)
+        if events is None:
+            events = TableEvents(self.config, schema, self.json_columns.of(schema.database, schema.table))
+            self._tables[schema] = events
+        return events
+
+    def build(self, change: Any):
+        if type(change) is RowChange:
+            schema = change.schema
+            if change.op in self._skipped or not self.config.captures_table(schema.database, schema.table):
+                return None
+            source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
+                                change.pos, change.row, "false", change.gtid, change.thread, change.query)
+            return change.op, self.table_events(schema).messages(change.op, change.before, change.after, source)
+        if type(change) is SchemaStatement:
+            self.json_columns.forget(change.database)
+            self._tables.clear()
+            return None, []
+        return None, []  # a transaction's commit: moves the position only
+
+    def describe(self, change: Any) -> ChangeSummary:
+        position = change.position.to_offset()
+        ts = getattr(change, "ts_sec", None)
+        summary = {"op": getattr(change, "op", None)}
+        schema = getattr(change, "schema", None)
+        if schema is not None:
+            summary["table"] = f"{schema.database}.{schema.table}"
+        return ChangeSummary(ts * 1000 if ts else None, "binlog" if ts else None, position, summary)
+
+    def idle(self) -> list:
+        return []
+
+    def heartbeat(self) -> list:
+        return []
+
+    def transaction_state(self) -> dict | None:
+        return None
+
+
+class BinlogChangeReader(threading.Thread):
+    """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
+    last position it queued (the library's own reconnect would replay from where it was opened)."""
+
+    def __init__(self, config: MySqlConfig, position: MySqlPosition | None, changes: ChangeQueue,
+                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event):
+        super().__init__(name=f"binlog-{config.name}", daemon=True)
+        self.config, self.changes, self.metrics, self.backoff, self.stop = config, changes, metrics, backoff, stop
+        self.position = position.binlog if position is not None else None
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.changes.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run(self) -> None:
+        attempt = 0
+        while not self.stop.is_set():
+            reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
+                                  heartbeat_seconds=1.0)
+            try:
+                for item in reader:
+                    attempt = 0
+                    if type(item) is Heartbeat:
+                        if not self._put(Idle(MySqlPosition(item.position, int(time.time())))):
+                            return
+                    else:
+                        if not self._put(item):
+                            return
+                        self.position = item.position
+                    if self.stop.is_set():
+                        return
+                return
+            except HistoryLost as error:
+                self._put(ReaderFailed(error))
+                return
+            except SourceUnreachable as error:
+                attempt += 1
+                if attempt > self.backoff.max_attempts:
+                    self._put(ReaderFailed(error))
+                    return
+                self.metrics.record_error(str(error))
+                log.warning("%s: %s; reopening the binlog (attempt %d)", self.config.name, error, attempt)
+                if self.stop.wait(self.backoff.delay(attempt)):
+                    return
+            except BaseException as error:  # noqa: BLE001 - handed to the pipeline
+                self._put(ReaderFailed(error if isinstance(error, Exception) else ConnectorError(str(error))))
+                return
+            finally:
+                reader.close()
+
+
+@dataclass(frozen=True)
+class ServerPartition:
+    name: str
+
+
+class ServerSource:
+    """One MySQL / MariaDB server as the partition one pipeline reads."""
+
+    progress_type = MySqlSnapshotProgress
+    chunk_task_type = ChunkTask
+
+    def __init__(self, config: MySqlConfig, partition: ServerPartition):
+        self.config = config
+        self.partition = partition
+        self.name = partition.name
+        self.json_columns = JsonColumns(config)
+
+    # -- offsets ------------------------------------------------------------------------------------------------
+
+    def offset_key(self) -> bytes:
+        return json.dumps([self.config.name, {"server": self.config.topic_prefix}], separators=(",", ":")).encode()
+
+    def decode_offset(self, value: bytes) -> StoredOffset:
+        try:
+            document = json.loads(value)
+        except ValueError as error:
+            raise ValueError(f"not JSON: {error}") from None
+        if not isinstance(document, dict):
+            raise ValueError("not a JSON object")
+        position = None
+        if document.get("file") or document.get("gtids"):
+            position = MySqlPosition.from_json(document)
+        return StoredOffset(position, document.get("snapshot"), document.get("startup"),
+                            document.get("transaction"), document.get("incremental_snapshot"))
+
+    def offset_record(self, position: MySqlPosition | None, *, snapshot: dict | None = None,
+                      startup: dict | None = None, extra: dict | None = None) -> OffsetRecord:
+        document: dict[str, Any] = {}
+        if position is not None:
+            document.update(position.binlog.to_offset())
+            document["ts_sec"] = position.ts_sec
+            document["server_id"] = self.config.server_id
+        if snapshot is not None:
+            document["snapshot"] = snapshot
+        if startup is not None:
+            document["startup"] = startup
+        document.update(extra or {})
+        return OffsetRecord(self.offset_key(), document)
+
+    @staticmethod
+    def position_after(item: Any, previous: MySqlPosition | None) -> MySqlPosition | None:
+        if isinstance(item, Idle):
+            return item.position if item.position is not None else previous
+        return MySqlPosition(item.position, item.ts_sec)
+
+    # -- life cycle ---------------------------------------------------------------------------------------------
+
+    def connect(self, metrics: StreamingMetrics) -> None:
+        """Checks what the source needs (binlog settings, privileges) before anything is written."""
+        problems = failures(check_source(self.config.connection, self.config.snapshot_locking_mode))
+        if problems:
+            raise ConnectorError(f"{self.config.name}: MySQL/MariaDB at {self.config.connection.describe()} is not "
+                                 "ready for change capture: " + "; ".join(p.message() for p in problems))
+        metrics.record_connected()
+
+    def close(self) -> None:
+        pass
+
+    # -- where to start -----------------------------------------------------------------------------------------
+
+    def resume_start(self, position: MySqlPosition) -> Start:
+        b = position.binlog
+        return Start(position, f"resuming at gtids={b.gtids} file={b.file} pos={b.pos} event={b.event} row={b.row}")
+
+    def start_from_startup(self, startup: dict) -> Start | None:
+        if startup.get("mode") == "position" and isinstance(startup.get("position"), dict):
+            return Start(MySqlPosition.from_json(startup["position"]), "offset reset to a binlog position")
+        return None
+
+    def start_from_config(self) -> Start | None:
+        return None
+
+    # -- streaming ----------------------------------------------------------------------------------------------
+
+    def event_builder(self, transaction_state: dict | None = None) -> MySqlEventBuilder:
+        return MySqlEventBuilder(self.config, self.json_columns)
+
+    def open_reader(self, position: MySqlPosition | None, queue: ChangeQueue, metrics: StreamingMetrics,
+                    backoff: Backoff, stop: threading.Event) -> BinlogChangeReader:
+        return BinlogChangeReader(self.config, position, queue, metrics, backoff, stop)
+
+    # -- snapshots ----------------------------------------------------------------------------------------------
+
+    def snapshot_reader(self) -> MySqlSnapshotReader:
+        return MySqlSnapshotReader(self.config)
+
+    def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
+                         metrics) -> SnapshotContext:
+        return SnapshotContext(config, self.partition, bootstrap_servers, reader, stop, metrics, self.event_builder)
+
+    def self_committing_executor(self, context: SnapshotContext):
+        raise ConnectorError(f"{self.config.name}: MySQL/MariaDB snapshot chunks are read by the pipeline's own "
+                             "threads (one consistent read view); they are not handed to other workers")
+
+    def incremental(self, pipeline, metrics):
+        return None
+
+
+class MySqlSource:
+    """A MySQL / MariaDB server: one partition, named after `topic.prefix`."""
+
+    def __init__(self, config: MySqlConfig):
+        self.config = config
+
+    def partitions(self) -> list[ServerPartition]:
+        return [ServerPartition(self.config.topic_prefix)]
+
+    def open(self, partition: ServerPartition) -> ServerSource:
+        return ServerSource(self.config, partition)

@@ -1,0 +1,325 @@
+"""The MySQL/MariaDB source through the real core, a real MariaDB and real Kafka: snapshot under concurrent writes,
+streaming, restart, kill -9 under load, purged binlog, failed checks. Every test replays the topic as a
+read_committed consumer and checks the chain of events per key: an insert or read only when the key is absent, an
+update's or delete's `before` equal to the state the topic had built, the final state equal to the table's. A
+duplicate or a gap breaks the chain."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from connectors.mysql.binlog import BinlogPosition
+from connectors.mysql.connection import connect
+from connectors.mysql.status import show_binlog_status
+from connectors.runner import ConnectorRunner
+from connectors.sources import engine_config
+from tests.integration.kafka_reading import read_topic
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+
+
+def properties(mariadb, database: str, **extra) -> dict:
+    tag = uuid.uuid4().hex[:8]
+    return {
+        "name": f"my-{tag}", "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "database.hostname": mariadb.cdc.host, "database.port": str(mariadb.cdc.port),
+        "database.user": mariadb.cdc.user, "database.password": mariadb.cdc.password,
+        "database.server.id": str(random.randint(10_000, 4_000_000)), "topic.prefix": f"my{tag}",
+        "database.include.list": database, "offset.storage.topic": f"my{tag}.offsets",
+        "offset.storage.partitions": "1", "value.converter.schemas.enable": "false",
+        "key.converter.schemas.enable": "false", "poll.interval.ms": "100", "connect.backoff.initial.delay.ms": "200",
+        **extra,
+    }
+
+
+def table_rows(mariadb, database: str) -> dict[int, dict]:
+    rows = mariadb.execute("SELECT id, v, s FROM t ORDER BY id", database=database)
+    return {r[0]: {"id": r[0], "v": r[1], "s": r[2]} for r in rows}
+
+
+def replay(props: dict, database: str) -> tuple[dict[int, dict], dict[str, int]]:
+    """The state a read_committed consumer builds from the topic, checking the chain of every key."""
+    topic = f"{props['topic.prefix']}.{database}.t"
+    state: dict[int, dict] = {}
+    ops: dict[str, int] = {}
+    try:
+        records = read_topic(BOOTSTRAP, topic)
+    except KeyError:
+        return state, ops
+    for record in records:
+        key = json.loads(record.key)["id"]
+        if record.value is None:
+            assert key not in state, f"tombstone of {key} while it exists"
+            continue
+        event = json.loads(record.value)
+        op = event["op"]
+        ops[op] = ops.get(op, 0) + 1
+        if op in ("r", "c"):
+            assert key not in state, f"{op} of {key} while it exists (duplicate): {event}"
+            state[key] = event["after"]
+        elif op == "u":
+            assert state.get(key) == event["before"], f"update of {key} from {event['before']}, topic had " \
+                                                      f"{state.get(key)} (gap or duplicate)"
+            state[key] = event["after"]
+        else:
+            assert state.get(key) == event["before"], f"delete of {key}: {event['before']} vs {state.get(key)}"
+            del state[key]
+    return state, ops
+
+
+def wait_caught_up(mariadb, props, database, timeout=90.0) -> dict[str, int]:
+    deadline = time.monotonic() + timeout
+    expected = table_rows(mariadb, database)
+    while True:
+        state, ops = replay(props, database)
+        if state == expected:
+            return ops
+        assert time.monotonic() < deadline, f"topic never caught up: {len(state)} rows vs {len(expected)}"
+        time.sleep(0.5)
+
+
+class Writer(threading.Thread):
+    """Random inserts, updates and deletes in small transactions (and now and then one of `big` rows)."""
+
+    def __init__(self, mariadb, database: str, start_id: int, big: int = 0, seed: int = 1):
+        super().__init__(daemon=True)
+        self.mariadb, self.database, self.next_id, self.big = mariadb, database, start_id, big
+        self.random = random.Random(seed)
+        self.stop = threading.Event()
+        self.transactions = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        connection = connect(self.mariadb.admin.with_database(self.database), autocommit=False)
+        try:
+            while not self.stop.is_set():
+                with connection.cursor() as cursor:
+                    if self.big and self.transactions % 10 == 5:
+                        cursor.execute("UPDATE t SET v = v + 1 ORDER BY id LIMIT %s", (self.big,))
+                    for _ in range(self.random.randint(1, 4)):
+                        action = self.random.random()
+                        if action < 0.4:
+                            cursor.execute("INSERT INTO t VALUES (%s, %s, %s)", (self.next_id, 0, "new"))
+                            self.next_id += 1
+                        elif action < 0.8:
+                            cursor.execute("UPDATE t SET v = v + 1, s = %s WHERE id = %s",
+                                           (f"u{self.transactions}", self.random.randrange(self.next_id)))
+                        else:
+                            cursor.execute("DELETE FROM t WHERE id = %s", (self.random.randrange(self.next_id),))
+                connection.commit()
+                self.transactions += 1
+                time.sleep(0.005)
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+        finally:
+            connection.close()
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.join(30)
+        assert self.error is None, self.error
+
+
+@pytest.fixture
+def filled(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
+    values = ", ".join(f"({i}, 0, 's{i}')" for i in range(1000))
+    mariadb.execute(f"INSERT INTO t VALUES {values}", database=mariadb_db)  # noqa: S608 - literal numbers
+    return mariadb_db
+
+
+class InProcess:
+    def __init__(self, props: dict):
+        _, self.config = engine_config(props)
+        self.stop = threading.Event()
+        self.runner = ConnectorRunner(self.config, BOOTSTRAP, self.stop)
+        self.thread = threading.Thread(target=self.runner.run, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive()
+
+
+def test_snapshot_under_writes_then_streaming_and_restart(mariadb, filled):
+    props = properties(mariadb, filled, **{"snapshot.chunk.size": "100", "max.batch.size": "50"})
+    writer = Writer(mariadb, filled, 1000)
+    writer.start()
+    runner = InProcess(props)
+    try:
+        while writer.transactions < 200:  # writes during the snapshot and after it
+            assert writer.is_alive()
+            time.sleep(0.05)
+    finally:
+        writer.finish()
+    ops = wait_caught_up(mariadb, props, filled)
+    assert ops.get("r", 0) > 900 and ops.get("u", 0) > 0 and ops.get("c", 0) > 0 and ops.get("d", 0) > 0
+    runner.close()
+    # stopped: changes made now are read after the restart, from the stored GTID position
+    mariadb.execute("UPDATE t SET v = v + 100 WHERE id < 50", "DELETE FROM t WHERE id BETWEEN 50 AND 59",
+                    database=filled)
+    runner = InProcess(props)
+    try:
+        after = wait_caught_up(mariadb, props, filled)
+    finally:
+        runner.close()
+    assert after["r"] == ops["r"]  # no second snapshot
+
+
+def test_events_and_offset_layout(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"snapshot.mode": "no_data", "value.converter.schemas.enable": "true",
+                                               "key.converter.schemas.enable": "true"})
+    runner = InProcess(props)
+    try:
+        topic = f"{props['topic.prefix']}.{mariadb_db}.t"
+        deadline = time.monotonic() + 60
+        while runner.runner.pipelines.get(props["topic.prefix"]) is None or \
+                runner.runner.pipelines[props["topic.prefix"]].metrics.snapshot().get("Connected") is not True:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1.5)  # the reader's first heartbeat: streaming from "now" has begun
+        mariadb.execute("INSERT INTO t VALUES (1, 5, 'x')", "DELETE FROM t WHERE id = 1", database=mariadb_db)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                records = read_topic(BOOTSTRAP, topic)
+            except KeyError:
+                records = []
+            if len(records) >= 3:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+    finally:
+        runner.close()
+    create, delete, tombstone = records
+    key = json.loads(create.key)
+    assert key["schema"]["name"] == f"{topic}.Key" and key["payload"] == {"id": 1}
+    value = json.loads(create.value)
+    assert value["schema"]["name"] == f"{topic}.Envelope" and value["schema"]["version"] == 2
+    assert [f["field"] for f in value["schema"]["fields"]] == ["before", "after", "source", "op", "ts_ms", "ts_us",
+                                                               "ts_ns", "transaction"]
+    payload = value["payload"]
+    assert payload["op"] == "c" and payload["before"] is None and payload["after"] == {"id": 1, "v": 5, "s": "x"}
+    source = payload["source"]
+    assert source["connector"] == "mariadb" and source["db"] == mariadb_db and source["table"] == "t"
+    assert source["gtid"] and source["file"] and source["pos"] > 0 and source["row"] == 0
+    assert source["query"] == "INSERT INTO t VALUES (1, 5, 'x')"
+    assert json.loads(delete.value)["payload"]["op"] == "d" and tombstone.value is None
+    offsets = read_topic(BOOTSTRAP, props["offset.storage.topic"])
+    last = offsets[-1]
+    assert json.loads(last.key) == [props["name"], {"server": props["topic.prefix"]}]
+    stored = json.loads(last.value)
+    assert {"file", "pos", "gtids", "event", "row", "ts_sec", "server_id"} <= set(stored)
+    assert stored["gtids"] == status(mariadb).gtids
+
+
+def status(mariadb):
+    connection = connect(mariadb.admin)
+    try:
+        with connection.cursor() as cursor:
+            return show_binlog_status(cursor)
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_kill9_under_load_exactly_once(mariadb, filled, tmp_path):
+    """kill -9 of the runner process at random moments while a writer runs (with transactions larger than
+    max.batch.size), restarts, and a read_committed replay is exactly the table, every change once in order."""
+    props = properties(mariadb, filled, **{"snapshot.chunk.size": "200", "max.batch.size": "64"})
+    path = tmp_path / "connector.json"
+    path.write_text(json.dumps(props))
+    log_path = tmp_path / "runner.log"
+    writer = Writer(mariadb, filled, 1000, big=300, seed=7)
+    chooser = random.Random(11)
+
+    def start():
+        with open(log_path, "ab") as log:
+            return subprocess.Popen([sys.executable, "-m", "connectors", "run", str(path), "--bootstrap-servers",
+                                     BOOTSTRAP], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+
+    process = start()
+    writer.start()
+    try:
+        for _ in range(4):
+            time.sleep(chooser.uniform(1.0, 4.0))
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+            process = start()
+    finally:
+        writer.finish()
+    try:
+        ops = wait_caught_up(mariadb, props, filled, timeout=180)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    assert writer.transactions > 50 and ops.get("u", 0) > 300
+
+
+def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(mariadb, filled):
+    props = properties(mariadb, filled)
+    runner = InProcess(props)
+    try:
+        wait_caught_up(mariadb, props, filled)
+    finally:
+        runner.close()
+    mariadb.execute("UPDATE t SET v = 7 WHERE id = 3", database=filled)
+    mariadb.execute("FLUSH BINARY LOGS")
+    current = status(mariadb).file
+    mariadb.execute(f"PURGE BINARY LOGS TO '{current}'")
+    mariadb.execute("UPDATE t SET v = 8 WHERE id = 4", database=filled)
+    runner = InProcess(props)
+    runner.thread.join(60)
+    error = next(iter(runner.runner.errors.values()))
+    assert "purged" in str(error) and "when_needed" in str(error)
+    props["snapshot.mode"] = "when_needed"
+    runner = InProcess(props)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            records = read_topic(BOOTSTRAP, f"{props['topic.prefix']}.{filled}.t")
+            reads = [json.loads(r.value) for r in records if r.value and json.loads(r.value)["op"] == "r"]
+            latest = {e["after"]["id"]: e["after"] for e in reads}
+            if len(reads) >= 2000 and latest.get(4, {}).get("v") == 8:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    finally:
+        runner.close()
+
+
+def test_missing_privileges_are_reported_before_anything_is_written(mariadb, filled):
+    user = f"weak{uuid.uuid4().hex[:6]}"
+    mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'", f"GRANT SELECT ON *.* TO '{user}'@'%'")
+    try:
+        props = properties(mariadb, filled, **{"database.user": user, "database.password": "pw"})
+        runner = InProcess(props)
+        runner.thread.join(60)
+        error = str(next(iter(runner.runner.errors.values())))
+        assert "REPLICATION" in error and "pw" not in error.replace(user, "")
+        with pytest.raises(KeyError):
+            read_topic(BOOTSTRAP, f"{props['topic.prefix']}.{filled}.t")
+    finally:
+        mariadb.execute(f"DROP USER '{user}'@'%'")
+
+
+def test_binlog_position_round_trip():
+    position = BinlogPosition(file="mariadb-bin.000002", pos=345, gtids="0-1-9", event=2, row=1)
+    assert BinlogPosition.from_offset(position.to_offset()) == position
