@@ -126,6 +126,10 @@ class Pipeline:
         self._in_flight: Future | None = None
         self._changes: ChangeQueue | None = None
         self.incremental = source.incremental(self, self.snapshot_metrics)
+        # Optional source hooks (core.source.PartitionSource): told each committed position (a PostgreSQL slot is
+        # acknowledged only then), and whether idle positions are committed without a heartbeat.
+        self._on_committed = getattr(source, "on_committed", None)
+        self._commits_idle = bool(getattr(source, "commits_idle_positions", False))
 
     @property
     def name(self) -> str:
@@ -403,6 +407,8 @@ class Pipeline:
         progressed = self.incremental is not None and self.incremental.take_dirty()
         if messages or progressed:
             self._commit(messages, position)
+        elif idle and self._commits_idle and position is not None and position != self.committed:
+            self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, position, heartbeat=True)
@@ -428,6 +434,8 @@ class Pipeline:
             self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
             self.committed = position
             self._last_commit = time.monotonic()
+            if self._on_committed is not None and position is not None:
+                self._on_committed(position)
             self.metrics.record_commit(heartbeat=heartbeat)
 
         if self._committer is None:  # outside the streaming loop: commit before returning

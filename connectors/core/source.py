@@ -170,6 +170,12 @@ class PartitionSource(Protocol):
     def incremental(self, pipeline: Any, metrics: SnapshotMetrics) -> IncrementalSnapshotter | None:
         """The partition's incremental (DBLog) snapshots, or None when the source has none."""
 
+    # optional (the pipeline uses them when present):
+    # commits_idle_positions: bool -- commit an Idle marker's new position with no event (an offset-only
+    #     transaction), so the source can release history (a PostgreSQL slot's WAL) while nothing is captured
+    # def on_committed(self, position: Position) -> None -- called (on the committing thread) once a batch with
+    #     this position committed; must not block (e.g. a slot's flush LSN is acknowledged from it)
+
 
 class IncrementalSnapshotter(Protocol):
     """Incremental snapshots merged into the stream (the pipeline loop calls these in its thread)."""

@@ -1,0 +1,236 @@
+"""A PostgreSQL connector's configuration, by Debezium's property names (docs/postgres.md, "Configuration").
+
+`PostgresConfig.from_properties(props)` returns the typed configuration or raises `ConfigError` listing every
+problem at once, each naming its property; `validate(props)` returns those problems. Unknown properties, and
+Debezium properties this source does not implement yet, are refused by name (never silently ignored).
+The password is a `Secret`: `repr()` and `redacted()` never show it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors import config_values as values
+from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
+from connectors.postgres.publication import AUTOCREATE_MODES
+from connectors.postgres.rows import DEFAULT_UNAVAILABLE_VALUE
+from connectors.postgres.types import TypeMappingError, TypeSettings
+from connectors.secrets import MASK, Secret
+
+_NON_NEGATIVE = values.int_at_least(0)
+_POSITIVE = values.int_at_least(1)
+CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+TYPE_PROPERTIES = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode", "interval.handling.mode",
+                   "hstore.handling.mode", "money.fraction.digits", "include.unknown.datatypes")
+# Debezium PostgreSQL properties this source does not implement yet: refused by name rather than ignored.
+NOT_YET = ("column.include.list", "column.exclude.list", "message.key.columns", "provide.transaction.metadata",
+           "signal.data.collection", "snapshot.select.statement.overrides", "snapshot.include.collection.list")
+NOT_YET_PREFIXES = ("column.mask.", "column.truncate.to.")
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        text = values.parse_str(raw).strip()
+        if text not in allowed:
+            raise ValueError(f"{text!r} is not supported; choose one of {', '.join(allowed)}")
+        return text
+    return parse
+
+
+def _snapshot_mode(raw: Any) -> SnapshotMode:
+    text = values.parse_str(raw).strip()
+    try:
+        return SnapshotMode(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not supported; choose one of "
+                         f"{', '.join(m.value for m in SnapshotMode)}") from None
+
+
+def _skipped(raw: Any) -> tuple[str, ...]:
+    items = tuple(item.strip() for item in values.parse_str(raw).split(",") if item.strip())
+    if items == ("none",):
+        return ()
+    bad = [item for item in items if item not in ("c", "u", "d", "t")]
+    if bad:
+        raise ValueError(f"unknown operation(s) {', '.join(bad)}; list c, u, d, t (or none)")
+    return items
+
+
+def _p(name: str, default: Any, parse: Callable[[Any], Any], doc: str) -> Any:
+    return field(default=default, metadata={"property": name, "parse": parse, "doc": doc})
+
+
+@dataclass(frozen=True, repr=False)
+class PostgresConfig:
+    name: str | None = _p("name", None, values.parse_identifier, "Unique name of the connector.")
+    topic_prefix: str | None = _p("topic.prefix", None, values.parse_identifier, "Prefix of every topic.")
+    hostname: str | None = _p("database.hostname", None, values.parse_str, "PostgreSQL host.")
+    port: int = _p("database.port", 5432, _POSITIVE, "PostgreSQL port.")
+    user: str | None = _p("database.user", None, values.parse_str, "User (LOGIN REPLICATION).")
+    password: Secret | None = _p("database.password", None, values.parse_secret, "Password of database.user.")
+    dbname: str | None = _p("database.dbname", None, values.parse_str, "The database captured.")
+    sslmode: str = _p("database.sslmode", "prefer",
+                      _choice("disable", "allow", "prefer", "require", "verify-ca", "verify-full"), "libpq sslmode.")
+    plugin_name: str = _p("plugin.name", "pgoutput", _choice("pgoutput"), "Logical decoding plugin (pgoutput).")
+    slot_name: str = _p("slot.name", "debezium", values.parse_identifier, "Replication slot.")
+    slot_drop_on_stop: bool = _p("slot.drop.on.stop", False, values.parse_bool, "Drop the slot on a clean stop.")
+    publication_name: str = _p("publication.name", "dbz_publication", values.parse_identifier, "Publication.")
+    publication_autocreate_mode: str = _p("publication.autocreate.mode", "all_tables", _choice(*AUTOCREATE_MODES),
+                                          "all_tables, filtered or disabled.")
+    schema_include_list: tuple[str, ...] = _p("schema.include.list", (), values.parse_regex_list, "Schema regexes.")
+    schema_exclude_list: tuple[str, ...] = _p("schema.exclude.list", (), values.parse_regex_list, "Schema regexes.")
+    table_include_list: tuple[str, ...] = _p("table.include.list", (), values.parse_regex_list,
+                                             "<schema>.<table> regexes.")
+    table_exclude_list: tuple[str, ...] = _p("table.exclude.list", (), values.parse_regex_list,
+                                             "<schema>.<table> regexes.")
+    snapshot_mode: SnapshotMode = _p("snapshot.mode", SnapshotMode.INITIAL, _snapshot_mode,
+                                     "initial, initial_only, no_data/never, when_needed, always.")
+    snapshot_max_threads: int = _p("snapshot.max.threads", 1, _POSITIVE, "Threads reading snapshot chunks.")
+    snapshot_fetch_size: int = _p("snapshot.fetch.size", 10_240, _POSITIVE, "Rows fetched per round trip.")
+    snapshot_chunk_size: int = _p("snapshot.chunk.size", 8192, _POSITIVE, "Rows per snapshot chunk (PK ranges).")
+    snapshot_delay_ms: int = _p("snapshot.delay.ms", 0, _NON_NEGATIVE, "Wait before the snapshot.")
+    heartbeat_interval_ms: int = _p("heartbeat.interval.ms", 0, _NON_NEGATIVE, "Heartbeat interval (0: none).")
+    heartbeat_action_query: str | None = _p("heartbeat.action.query", None, values.parse_str,
+                                            "SQL run on the source at each heartbeat.")
+    heartbeat_topics_prefix: str = _p("heartbeat.topics.prefix", "__debezium-heartbeat", values.parse_topic,
+                                      "Heartbeat topic prefix.")
+    tombstones_on_delete: bool = _p("tombstones.on.delete", True, values.parse_bool, "Tombstone after a delete.")
+    skipped_operations: tuple[str, ...] = _p("skipped.operations", ("t",), _skipped, "Operations not emitted.")
+    unavailable_value_placeholder: str = _p("unavailable.value.placeholder", DEFAULT_UNAVAILABLE_VALUE,
+                                            values.parse_str, "Unchanged TOASTed values.")
+    schemas_enable: bool = _p("schemas.enable", False, values.parse_bool, '{"schema","payload"} form.')
+    key_schemas_enable: bool | None = _p("key.converter.schemas.enable", None, values.parse_bool, "Keys.")
+    value_schemas_enable: bool | None = _p("value.converter.schemas.enable", None, values.parse_bool, "Values.")
+    max_batch_size: int = _p("max.batch.size", 2048, _POSITIVE, "Changes per Kafka transaction.")
+    max_queue_size: int = _p("max.queue.size", 8192, _POSITIVE, "Queue between reader and sink.")
+    poll_interval_ms: int = _p("poll.interval.ms", 500, _POSITIVE, "Longest wait before a partial batch.")
+    status_update_interval_ms: int = _p("status.update.interval.ms", 10_000, _POSITIVE,
+                                        "Replication status update interval.")
+    connect_backoff_initial_delay_ms: int = _p("connect.backoff.initial.delay.ms", 1000, _POSITIVE, "Backoff.")
+    connect_backoff_max_delay_ms: int = _p("connect.backoff.max.delay.ms", 120_000, _POSITIVE, "Backoff.")
+    connect_max_attempts: int = _p("connect.max.attempts", 16, _POSITIVE, "Reconnection attempts.")
+    offset_storage_topic: str = _p("offset.storage.topic", "cdc.offsets", values.parse_topic, "Offsets topic.")
+    offset_storage_partitions: int = _p("offset.storage.partitions", 25, _POSITIVE, "Its partitions.")
+    errors_topic: str | None = _p("errors.topic", None, values.parse_topic, "Errors topic.")
+    message_too_large_policy: MessageTooLargePolicy = _p(
+        "message.too.large.policy", MessageTooLargePolicy.FAIL, values.enum_parser(MessageTooLargePolicy),
+        "fail or skip.")
+    topic_creation_partitions: int = _p("topic.creation.default.partitions", -1, values.parse_broker_count,
+                                        "Partitions of new topics.")
+    topic_creation_replication_factor: int = _p("topic.creation.default.replication.factor", -1,
+                                                values.parse_broker_count, "Replication of new topics.")
+    topic_creation_cleanup_policy: CleanupPolicy = _p("topic.creation.default.cleanup.policy", CleanupPolicy.DELETE,
+                                                      values.enum_parser(CleanupPolicy), "delete or compact.")
+    connector_class: str | None = _p("connector.class", None, _choice(CONNECTOR_CLASS),
+                                     f"{CONNECTOR_CLASS} (or postgres).")
+    tasks_max: int = _p("tasks.max", 1, _POSITIVE, "Accepted and ignored: one slot is one pipeline.")
+    types: TypeSettings = field(default_factory=TypeSettings, metadata={"property": None})
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> PostgresConfig:
+        parsed, problems = _parse(props)
+        if problems:
+            raise ConfigError(problems)
+        return cls(**parsed)
+
+    # -- what the engine derives --------------------------------------------------------------------------------
+
+    @property
+    def errors_topic_name(self) -> str:
+        return self.errors_topic or f"{self.topic_prefix}.errors"
+
+    @property
+    def heartbeat_topic_name(self) -> str:
+        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
+
+    @property
+    def key_schemas(self) -> bool:
+        return self.schemas_enable if self.key_schemas_enable is None else self.key_schemas_enable
+
+    @property
+    def value_schemas(self) -> bool:
+        return self.schemas_enable if self.value_schemas_enable is None else self.value_schemas_enable
+
+    def snapshot_filter(self, collection: str) -> None:
+        return None
+
+    def dsn(self) -> str:
+        """A libpq connection string: the one place the password is revealed."""
+        parts = {"host": self.hostname, "port": self.port, "user": self.user, "dbname": self.dbname,
+                 "sslmode": self.sslmode, "application_name": f"cdcplatform:{self.name}"}
+        if self.password is not None:
+            parts["password"] = self.password.reveal()
+        return " ".join(f"{key}='{_libpq_quote(str(value))}'" for key, value in parts.items() if value is not None)
+
+    def redacted(self) -> dict[str, Any]:
+        out = {}
+        for spec in dataclasses.fields(self):
+            name = spec.metadata.get("property")
+            if name is None:
+                continue
+            value = getattr(self, spec.name)
+            out[name] = MASK if isinstance(value, Secret) else getattr(value, "value", value)
+        return out
+
+    def __repr__(self) -> str:
+        return f"PostgresConfig({self.redacted()!r})"
+
+    __str__ = __repr__
+
+
+def _libpq_quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+_FIELDS = {spec.metadata["property"]: spec for spec in dataclasses.fields(PostgresConfig)
+           if spec.metadata.get("property")}
+KNOWN_PROPERTIES = (*_FIELDS, *TYPE_PROPERTIES)
+REQUIRED = ("name", "topic.prefix", "database.hostname", "database.user", "database.dbname")
+
+
+def validate(props: Any) -> list[Problem]:
+    return _parse(props)[1]
+
+
+def _parse(props: Any) -> tuple[dict[str, Any], list[Problem]]:
+    if not isinstance(props, Mapping):
+        return {}, [Problem("", f"the configuration must be an object of properties, got {type(props).__name__}")]
+    parsed: dict[str, Any] = {}
+    problems: list[Problem] = []
+    type_props: dict[str, Any] = {}
+    for key, raw in props.items():
+        if raw is None:
+            continue
+        if key == "connector.class" and str(raw).strip().lower() in ("postgres", "postgresql"):
+            raw = CONNECTOR_CLASS
+        if key in TYPE_PROPERTIES:
+            type_props[key] = raw
+            continue
+        if key in NOT_YET or key.startswith(NOT_YET_PREFIXES):
+            problems.append(Problem(key, f"{key}: not supported by this PostgreSQL source yet (docs/postgres.md); "
+                                         "remove it"))
+            continue
+        spec = _FIELDS.get(key)
+        if spec is None:
+            close = difflib.get_close_matches(key, KNOWN_PROPERTIES, n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]!r}?" if close else "; remove it or check docs/postgres.md"
+            problems.append(Problem(key, f"unknown property {key!r}{hint}"))
+            continue
+        try:
+            parsed[spec.name] = spec.metadata["parse"](raw)
+        except ValueError as error:
+            problems.append(Problem(key, f"{key}: {error}"))
+    try:
+        parsed["types"] = TypeSettings.from_properties(type_props)
+    except TypeMappingError as error:
+        text = str(error)
+        named = next((name for name in TYPE_PROPERTIES if text.startswith(name)), "decimal.handling.mode")
+        problems.append(Problem(named, text))
+    for name in REQUIRED:
+        if _FIELDS[name].name not in parsed:
+            problems.append(Problem(name, f"{name} is required"))
+    return parsed, problems

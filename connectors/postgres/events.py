@@ -1,0 +1,234 @@
+"""The core's EventBuilder for PostgreSQL: WAL changes and snapshot rows → Debezium PostgreSQL events (envelope.py)
+through Kafka Connect's JsonConverter encoding, keys `{<primary key columns>}` (null without a primary key).
+
+A Relation message (sent before a table's first change of a session and again after its schema changed) gives the
+table's row schema from that change on. Replica identity: with DEFAULT, `before` of a delete holds the key columns
+only (required non-key columns get their type's zero value, Debezium's struct cannot leave them null); with FULL,
+the whole old row, and an unchanged TOASTed value of the new row is taken from it (else it becomes
+`unavailable.value.placeholder`). An update that changes the key is a delete (+ tombstone) and a create, as
+Debezium emits it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.connect_data import schema as s
+from connectors.connect_data.json_converter import envelope as encode
+from connectors.connect_data.schema import Field, Schema
+from connectors.core.source import ChangeSummary
+from connectors.kafka.sink import OutMessage
+from connectors.postgres import envelope as env
+from connectors.postgres import pgoutput as p
+from connectors.postgres.catalog import describe_type, table_columns
+from connectors.postgres.config import PostgresConfig
+from connectors.postgres.rows import RowColumn, RowMapper
+
+VERSION = "3.0.0.Final-cdcplatform"
+_ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
+         "string": "", "bytes": b""}
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+class TableFilter:
+    def __init__(self, config: PostgresConfig):
+        self.schema_include = [re.compile(x) for x in config.schema_include_list]
+        self.schema_exclude = [re.compile(x) for x in config.schema_exclude_list]
+        self.table_include = [re.compile(x) for x in config.table_include_list]
+        self.table_exclude = [re.compile(x) for x in config.table_exclude_list]
+
+    def __call__(self, schema: str, table: str) -> bool:
+        name = f"{schema}.{table}"
+        if self.schema_include and not any(r.fullmatch(schema) for r in self.schema_include):
+            return False
+        if any(r.fullmatch(schema) for r in self.schema_exclude):
+            return False
+        if self.table_include and not any(r.fullmatch(name) for r in self.table_include):
+            return False
+        return not any(r.fullmatch(name) for r in self.table_exclude)
+
+
+@dataclass
+class Table:
+    schema: str
+    name: str
+    topic: str
+    rows: RowMapper
+    key_names: list[str]  # primary key columns in key order (empty: no key)
+    key_schema: Schema | None
+    value_schema: Schema
+    zero: dict  # non-key required columns' zero values (key-only `before`)
+    columns: list[RowColumn]  # every column, in table order (what a tuple holds)
+
+
+class PgEventBuilder:
+    def __init__(self, config: PostgresConfig, connect_catalog, captured: TableFilter | None = None):
+        self.config = config
+        self._connect_catalog = connect_catalog  # () -> an autocommit DB-API connection, opened when first needed
+        self._catalog = None
+        self.captured = captured or TableFilter(config)
+        self.tables: dict[int, Table | None] = {}  # relation id → table (None: not captured)
+        self.skipped = set(config.skipped_operations)
+
+    @property
+    def cursor(self):
+        if self._catalog is None or self._catalog.closed:
+            self._catalog = self._connect_catalog()
+        return self._catalog.cursor()
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+
+    # -- tables -------------------------------------------------------------------------------------------------
+
+    def table(self, relation_id: int, schema: str, name: str, columns: list[tuple[str, int, int]] | None = None,
+              ) -> Table | None:
+        """Builds a table's schemas from the catalog (`columns`: the Relation message's name, type OID, typmod —
+        they win over the catalog's, which may have moved on since the change was written)."""
+        if not self.captured(schema, name):
+            self.tables[relation_id] = None
+            return None
+        cursor = self.cursor
+        catalog = {c.name: c for c in table_columns(cursor, relation_id)}
+        if columns is None:
+            columns = [(c.name, c.type.oid, c.type.type_modifier) for c in catalog.values()]
+        row_columns = []
+        for column, oid, typmod in columns:
+            known = catalog.get(column)
+            column_type = known.type if known is not None and known.type.oid == oid else describe_type(
+                cursor, oid, typmod)
+            row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null)))
+        topic = env.topic_name(self.config.topic_prefix, schema, name)
+        rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder)
+        keyed = sorted((c for c in catalog.values() if c.primary_key_position), key=lambda c: c.primary_key_position)
+        fields = {f.name: f for f in rows.schema.fields}
+        key_names = [c.name for c in keyed if c.name in fields]
+        key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names])
+                      if key_names else None)
+        zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
+                if not f.schema.optional and f.name not in key_names}
+        table = Table(schema, name, topic, rows, key_names, key_schema,
+                      env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema), zero, row_columns)
+        self.tables[relation_id] = table
+        return table
+
+    def relation(self, message: p.Relation) -> None:
+        self.table(message.relation_id, message.namespace, message.name,
+                   [(c.name, c.type_oid, c.type_modifier) for c in message.columns])
+
+    # -- messages -----------------------------------------------------------------------------------------------
+
+    def _key(self, table: Table, row: dict) -> bytes | None:
+        if table.key_schema is None:
+            return None
+        return encode(table.key_schema, {n: row.get(n) for n in table.key_names}, self.config.key_schemas).encode()
+
+    def _event(self, table: Table, op: str, before: dict | None, after: dict | None, source: env.SourceInfo,
+               key_row: dict | None) -> OutMessage:
+        value = env.envelope_value(op, before, after, source, now_ns())
+        key = self._key(table, key_row) if key_row is not None else None
+        return OutMessage(table.topic, key, encode(table.value_schema, value, self.config.value_schemas).encode())
+
+    def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
+        if not self.config.tombstones_on_delete or table.key_schema is None:
+            return []
+        return [OutMessage(table.topic, self._key(table, key_row), None)]
+
+    def snapshot_row(self, table: Table, values: list, source: env.SourceInfo) -> OutMessage:
+        row = table.rows.value(values)
+        return self._event(table, "r", None, row, source, row)
+
+    def build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
+        message = change.message
+        kind = type(message)
+        if kind is p.Relation:
+            self.relation(message)
+            return None, []
+        if kind is p.Commit:
+            return None, []
+        if kind is p.Truncate:
+            if "t" in self.skipped:
+                return None
+            out = []
+            for relation_id in message.relation_ids:
+                table = self.tables.get(relation_id)
+                if table is not None:
+                    value = env.envelope_value("t", None, None, self._source(table, change), now_ns())
+                    out.append(OutMessage(table.topic, None,
+                                          encode(table.value_schema, value, self.config.value_schemas).encode()))
+            return ("t", out) if out else None
+        table = self.tables.get(message.relation_id)
+        if table is None:
+            return None
+        source = self._source(table, change)
+        if kind is p.Insert:
+            if "c" in self.skipped:
+                return None
+            after = table.rows.value(message.new)
+            return "c", [self._event(table, "c", None, after, source, after)]
+        if kind is p.Delete:
+            if "d" in self.skipped:
+                return None
+            before = self._old_row(table, message.old, message.old_kind)
+            return "d", [self._event(table, "d", before, None, source, before), *self._tombstone(table, before)]
+        # Update
+        if "u" in self.skipped:
+            return None
+        new = message.new
+        if message.old_kind == "O" and p.UNCHANGED_TOAST in new:
+            new = tuple(o if v is p.UNCHANGED_TOAST and o is not p.UNCHANGED_TOAST else v
+                        for v, o in zip(new, message.old, strict=True))
+        after = table.rows.value(new)
+        before = self._old_row(table, message.old, message.old_kind) if message.old is not None else None
+        if before is not None and table.key_names and any(before.get(k) != after.get(k) for k in table.key_names):
+            return "u", [self._event(table, "d", before, None, source, before), *self._tombstone(table, before),
+                         self._event(table, "c", None, after, source, after)]
+        return "u", [self._event(table, "u", before, after, source, after)]
+
+    def _old_row(self, table: Table, old, old_kind: str) -> dict:
+        row = table.rows.value(old)
+        if old_kind == "K":
+            for name, zero in table.zero.items():
+                if row.get(name) is None:
+                    row[name] = zero
+        return row
+
+    def _source(self, table: Table, change) -> env.SourceInfo:
+        return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,
+                              change.commit_ts_us, "false", change.xid, change.lsn, change.commit_lsn)
+
+    # -- the rest of the EventBuilder protocol ------------------------------------------------------------------
+
+    def describe(self, change: Any) -> ChangeSummary:
+        message = change.message
+        table = self.tables.get(getattr(message, "relation_id", None))
+        return ChangeSummary(change.commit_ts_us // 1000 if change.commit_ts_us else None, "commit time",
+                             {"lsn": change.lsn, "lsn_commit": change.commit_lsn, "txId": change.xid},
+                             {"op": type(message).__name__.lower(),
+                              "table": f"{table.schema}.{table.name}" if table else None})
+
+    def idle(self) -> list[OutMessage]:
+        return []
+
+    def heartbeat(self) -> list[OutMessage]:
+        if self.config.heartbeat_action_query:
+            self.cursor.execute(self.config.heartbeat_action_query)
+        key: dict = {"serverName": self.config.topic_prefix}
+        value: dict = {"ts_ms": now_ns() // 1_000_000}
+        key_text = encode(_HEARTBEAT_KEY, key, self.config.key_schemas)
+        value_text = encode(_HEARTBEAT_VALUE, value, self.config.value_schemas)
+        return [OutMessage(self.config.heartbeat_topic_name, key_text.encode(), value_text.encode())]
+
+    def transaction_state(self) -> dict | None:
+        return None
+
+
+_HEARTBEAT_KEY = s.struct([Field("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
+_HEARTBEAT_VALUE = s.struct([Field("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")

@@ -1,0 +1,250 @@
+"""PostgreSQL as a source of the core (connectors.core.source): one database and its replication slot is the one
+partition; pgoutput through `ReplicationStream` is the change reader; Debezium's PostgreSQL connector the format.
+
+Exactly once: every batch's offset record (Debezium's PostgreSQL offset, offsets.py) commits in the batch's Kafka
+transaction; the slot is acknowledged (flush LSN) only once that transaction committed (`on_committed`, sent by the
+reader thread), so a crash replays from the slot and the reader drops what the stored offset covers. While idle,
+the keepalive position is committed as an offset-only transaction and then acknowledged, so a quiet (or fully
+filtered) database's slot does not hold WAL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from connectors.core.errors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
+from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.core.source import Start, StoredOffset
+from connectors.core.stream import Backoff, ChangeQueue, Idle
+from connectors.postgres import offsets
+from connectors.postgres.config import PostgresConfig
+from connectors.postgres.events import PgEventBuilder, TableFilter
+from connectors.postgres.pgoutput import Commit, Relation, lsn_from_text
+from connectors.postgres.position import Position
+from connectors.postgres.publication import PublicationError, ensure_publication, slot_status
+from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated
+from connectors.postgres.snapshot import PgSnapshotProgress, PgSnapshotReader
+from connectors.postgres.stream import Acknowledger, WalChange, WalReader
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Database:
+    name: str
+
+
+def position_after(item, previous: Position | None) -> Position | None:
+    if type(item) is WalChange:
+        message = item.message
+        if type(message) is Commit:
+            return Position(item.commit_lsn, item.lsn, item.xid, item.commit_ts_us, True)
+        if type(message) is Relation:
+            return previous
+        return Position(item.commit_lsn, item.lsn, item.xid, item.commit_ts_us, False)
+    if isinstance(item, Idle) and item.position:
+        return offsets.before(item.position)
+    return previous
+
+
+class SlotSource:
+    progress_type = PgSnapshotProgress
+    chunk_task_type = ChunkTask
+    commits_idle_positions = True
+
+    def __init__(self, config: PostgresConfig, database: Database):
+        self.config = config
+        self.database = database
+        self.name = database.name
+        self.dsn = config.dsn()
+        self.acks = Acknowledger()
+        self._sql: psycopg.Connection | None = None
+        self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
+        self._readers: list[PgSnapshotReader] = []
+
+    # -- offsets ------------------------------------------------------------------------------------------------
+
+    def offset_key(self) -> bytes:
+        return offsets.offset_key(self.config.name, self.config.topic_prefix)
+
+    def decode_offset(self, value: bytes) -> StoredOffset:
+        return offsets.decode_offset(value)
+
+    def offset_record(self, position: Position | None, *, snapshot: dict | None = None, startup: dict | None = None,
+                      extra: dict | None = None):
+        return offsets.offset_record(self.config.name, self.config.topic_prefix, position, snapshot=snapshot,
+                                     startup=startup, extra=extra)
+
+    position_after = staticmethod(position_after)
+
+    def on_committed(self, position: Position) -> None:
+        self.acks.committed(position)
+
+    # -- life cycle ---------------------------------------------------------------------------------------------
+
+    def sql(self) -> psycopg.Connection:
+        if self._sql is None or self._sql.closed:
+            self._sql = connect_sql(self.dsn)
+        return self._sql
+
+    def connect(self, metrics: StreamingMetrics) -> None:
+        with self.sql().cursor() as cursor:
+            cursor.execute("SHOW wal_level")
+            if cursor.fetchone()[0] != "logical":
+                raise ConnectorError("PostgreSQL runs with wal_level other than logical; set wal_level = logical "
+                                     "(ALTER SYSTEM SET wal_level = logical) and restart the server")
+            captured = TableFilter(self.config)
+            tables = []
+            if self.config.publication_autocreate_mode == "filtered":
+                cursor.execute("""SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n
+                                  ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p')
+                                  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                                  AND n.nspname NOT LIKE 'pg_toast%%' ORDER BY 1, 2""")
+                tables = [(s, t) for s, t in cursor.fetchall() if captured(s, t)]
+            try:
+                outcome = ensure_publication(cursor, self.config.publication_name,
+                                             self.config.publication_autocreate_mode, tables)
+            except PublicationError as error:
+                raise ConnectorError(str(error)) from None
+            log.info("publication %s: %s", self.config.publication_name, outcome)
+        metrics.record_connected()
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
+        self._readers.clear()
+        if self._replication is not None:
+            self._replication.close()
+            self._replication = None
+        if self.config.slot_drop_on_stop and self._sql is not None and not self._sql.closed:
+            self._drop_slot(wait=10)
+        if self._sql is not None:
+            self._sql.close()
+            self._sql = None
+
+    # -- the slot -----------------------------------------------------------------------------------------------
+
+    def _drop_slot(self, wait: float = 30) -> None:
+        deadline = time.monotonic() + wait
+        while True:
+            status = slot_status(self.sql().cursor(), self.config.slot_name)
+            if status is None:
+                return
+            if not status.active:
+                self.sql().execute("SELECT pg_drop_replication_slot(%s)", (self.config.slot_name,))
+                log.info("dropped replication slot %s", self.config.slot_name)
+                return
+            if time.monotonic() > deadline:
+                raise ConnectorError(f"replication slot {self.config.slot_name!r} is in use by process "
+                                     f"{status.active_pid}; stop that reader first")
+            time.sleep(0.1)
+
+    def open_stream(self) -> ReplicationStream:
+        return ReplicationStream(self.dsn, self.config.slot_name, [self.config.publication_name],
+                                 status_interval=self.config.status_update_interval_ms / 1000)
+
+    def create_slot_with_snapshot(self) -> SlotCreated:
+        """A new slot (an existing one is dropped: a snapshot makes it obsolete) whose exported snapshot the
+        snapshot reads; its connection is kept idle until streaming starts on it."""
+        self._drop_slot()
+        if self._replication is not None:
+            self._replication.close()
+        self._replication = self.open_stream()
+        try:
+            created = self._replication.create_slot(export_snapshot=True)
+        except ReplicationError as error:
+            raise ConnectorError(str(error)) from None
+        log.info("created replication slot %s at %s with snapshot %s", created.slot_name,
+                 created.consistent_point, created.snapshot_name)
+        return created
+
+    def _check_slot(self, position: Position | None) -> None:
+        status = slot_status(self.sql().cursor(), self.config.slot_name)
+        if status is None:
+            if position is None:
+                with self.open_stream() as stream:
+                    stream.create_slot(export_snapshot=False)
+                log.info("created replication slot %s (no snapshot)", self.config.slot_name)
+                return
+            raise HistoryLost(
+                f"replication slot {self.config.slot_name!r} does not exist, but the stored offset is at LSN "
+                f"{position.lsn_proc}: the changes since then are gone. Take a new snapshot: set snapshot.mode="
+                "when_needed (it re-snapshots by itself) or reset the connector's offset (re-snapshot)")
+        if position is not None and status.confirmed_flush_lsn:
+            flushed = lsn_from_text(status.confirmed_flush_lsn)
+            if flushed > offsets.acknowledgeable(position):
+                raise HistoryLost(
+                    f"replication slot {self.config.slot_name!r} is at LSN {flushed}, past the stored offset (LSN "
+                    f"{position.lsn_proc}): the slot was recreated or moved by another reader, so changes in "
+                    "between are missing. Take a new snapshot: set snapshot.mode=when_needed or reset the offset")
+
+    # -- where to start -----------------------------------------------------------------------------------------
+
+    def start_from_startup(self, startup: dict) -> Start | None:
+        return None
+
+    def resume_start(self, position: Position) -> Start:
+        return Start(position, f"resuming after LSN {position.lsn_proc} (commit {position.lsn_commit})")
+
+    def start_from_config(self) -> Start | None:
+        return None
+
+    # -- streaming ----------------------------------------------------------------------------------------------
+
+    def event_builder(self, transaction_state: dict | None = None) -> PgEventBuilder:
+        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn))
+
+    def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
+                    backoff: Backoff, stop: threading.Event) -> WalReader:
+        stream, self._replication = self._replication, None
+        if stream is None:
+            self._check_slot(position)
+        return WalReader(self.open_stream, position, queue, self.acks, metrics, backoff, stop,
+                         self.config.poll_interval_ms / 1000, stream=stream)
+
+    # -- snapshots ----------------------------------------------------------------------------------------------
+
+    def snapshot_reader(self) -> PgSnapshotReader:
+        reader = PgSnapshotReader(self, self.event_builder)
+        self._readers.append(reader)
+        return reader
+
+    def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
+                         metrics: SnapshotMetrics) -> SnapshotContext:
+        return SnapshotContext(config, self.database, bootstrap_servers, reader, stop, metrics, self.event_builder)
+
+    def self_committing_executor(self, context: SnapshotContext):
+        raise ConnectorError("a PostgreSQL snapshot is read in this process (its exported snapshot cannot be "
+                             "handed to other workers)")
+
+    def incremental(self, pipeline, metrics: SnapshotMetrics) -> None:
+        return None
+
+
+def connect_sql(dsn: str) -> psycopg.Connection:
+    try:
+        return psycopg.connect(dsn, autocommit=True)
+    except psycopg.OperationalError as error:
+        text = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        if "password authentication failed" in text or "authentication" in text:
+            raise AuthenticationFailed(f"PostgreSQL refused the login: {text}") from None
+        raise SourceUnreachable(f"cannot connect to PostgreSQL: {text}") from None
+
+
+class PostgresSource:
+    def __init__(self, config: PostgresConfig):
+        self.config = config
+
+    def partitions(self) -> Sequence[Database]:
+        return [Database(self.config.dbname)]
+
+    def open(self, partition: Database) -> SlotSource:
+        return SlotSource(self.config, partition)

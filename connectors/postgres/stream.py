@@ -1,0 +1,173 @@
+"""Reading one replication slot in a background thread into the core's change queue.
+
+Items: `WalChange` (a Relation, Insert, Update, Delete, Truncate or Commit with its transaction's commit LSN, xid
+and commit time) and `Idle(wal_end)` while nothing arrives between transactions (the keepalive position).
+
+On start (and on every reconnect) the server replays the slot from its confirmed flush position; the reader
+drops each change the resume position covers (position.Position.covers: already in Kafka, including the first
+part of a transaction split across two batches). The slot is acknowledged from this thread only: `Acknowledger`
+carries the flush LSN of the last committed batch from the committing thread to here.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+
+from connectors.core.errors import ConnectorError
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.postgres import pgoutput as p
+from connectors.postgres.offsets import acknowledgeable
+from connectors.postgres.position import Position
+from connectors.postgres.replication import ReplicationError, ReplicationStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WalChange:
+    message: p.Message
+    lsn: int  # the change's WAL position (a Commit: the transaction's end LSN)
+    commit_lsn: int
+    xid: int
+    commit_ts_us: int
+
+
+class Acknowledger:
+    """The flush LSN the slot may be told, set by the committing thread, sent by the reader thread."""
+
+    def __init__(self) -> None:
+        self._lsn = 0
+        self._lock = threading.Lock()
+
+    def committed(self, position: Position) -> None:
+        lsn = acknowledgeable(position)
+        with self._lock:
+            self._lsn = max(self._lsn, lsn)
+
+    @property
+    def lsn(self) -> int:
+        with self._lock:
+            return self._lsn
+
+
+class WalReader:
+    def __init__(self, open_stream, resume: Position | None, out: ChangeQueue, acks: Acknowledger,
+                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event, poll_seconds: float,
+                 stream: ReplicationStream | None = None):
+        """`open_stream()` makes a new ReplicationStream; `stream` is one already open (whose exported snapshot
+        was just read): it is used first."""
+        self._open_stream = open_stream
+        self._resume = resume
+        self._out = out
+        self._acks = acks
+        self._metrics = metrics
+        self._backoff = backoff
+        self._stop = stop
+        self._poll = poll_seconds
+        self._stream = stream
+        self._thread = threading.Thread(target=self._run, name=f"wal-{metrics.partition}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._out.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                self._acknowledge()  # keep acknowledging while the pipeline catches up
+        return False
+
+    def _acknowledge(self) -> None:
+        stream = self._stream
+        lsn = self._acks.lsn
+        if stream is not None and stream.started and lsn > stream.acknowledged:
+            stream.acknowledge(lsn)
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if self._stream is None:
+                    self._stream = self._open_stream()
+                self._stream.start(0)  # from the slot's confirmed flush position
+                self._metrics.record_connected()
+                failures = 0
+                self._read(self._stream)
+                return
+            except ReplicationError as error:
+                self._close()
+                failures += 1
+                self._metrics.record_disconnect(str(error))
+                if failures > self._backoff.max_attempts:
+                    self._put(ReaderFailed(ConnectorError(
+                        f"gave up after {self._backoff.max_attempts} attempts to read the replication slot "
+                        f"(connect.max.attempts); last error: {error}")))
+                    return
+                delay = self._backoff.delay(failures)
+                log.warning("%s; retry %d in %.1fs", error, failures, delay)
+                if self._stop.wait(delay):
+                    return
+            except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
+                self._put(ReaderFailed(error))
+                return
+        self._close()
+
+    def _close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _read(self, stream: ReplicationStream) -> None:
+        begin: p.Begin | None = None
+        last_idle = 0
+        try:
+            while not self._stop.is_set():
+                self._acknowledge()
+                messages = stream.read(timeout=self._poll)
+                if not messages:
+                    wal_end = stream.server_wal_end
+                    if begin is None and wal_end > last_idle:
+                        last_idle = wal_end
+                        if self._resume is None or wal_end > acknowledgeable(self._resume):
+                            if not self._put(Idle(wal_end)):
+                                return
+                    continue
+                for wal in messages:
+                    message = wal.message
+                    kind = type(message)
+                    if kind is p.Begin:
+                        begin = message
+                        continue
+                    if kind is p.Relation:
+                        if not self._put(WalChange(message, wal.data_start, 0, 0, 0)):
+                            return
+                        continue
+                    if begin is None:
+                        continue  # Origin, Type and non-transactional messages outside a transaction
+                    if kind is p.Commit:
+                        if self._resume is None or not self._resume.covers_transaction(begin.final_lsn):
+                            change = WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
+                                               begin.commit_ts_us)
+                            if not self._put(change):
+                                return
+                            self._resume = Position(begin.final_lsn, message.end_lsn, begin.xid,
+                                                    begin.commit_ts_us, True)
+                        begin = None
+                        continue
+                    if kind in (p.Insert, p.Update, p.Delete, p.Truncate):
+                        if self._resume is not None and self._resume.covers(begin.final_lsn, wal.data_start):
+                            continue
+                        if not self._put(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
+                                                   begin.commit_ts_us)):
+                            return
+        finally:
+            self._close()

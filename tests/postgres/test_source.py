@@ -1,0 +1,211 @@
+"""The PostgreSQL source through the core pipeline, against the real PostgreSQL and the real Kafka: snapshot in the
+slot's exported snapshot then streaming (writes made during the snapshot arrive once, through the stream),
+Debezium PostgreSQL events with and without schemas, tombstones, restart without loss or duplicate, the slot
+acknowledged only after commits, the idle slot released, a missing slot refused (or re-snapshotted)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from connectors.core.errors import HistoryLost
+from connectors.kafka import OffsetStore
+from connectors.postgres.config import PostgresConfig
+from connectors.postgres.pgoutput import lsn_from_text
+from connectors.postgres.snapshot import PgSnapshotReader
+from connectors.runner import ConnectorRunner
+from tests.integration.kafka_reading import read_topic
+
+pytestmark = [pytest.mark.integration]
+
+
+def pg_config(pg_db, name: str, **extra) -> PostgresConfig:
+    import psycopg2.extensions
+
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    props = {
+        "name": name, "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
+        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
+        "slot.name": pg_db.name, "publication.autocreate.mode": "filtered", "offset.storage.topic": f"{name}.offsets",
+        "poll.interval.ms": 100, **extra,
+    }
+    return PostgresConfig.from_properties(props)
+
+
+class Running:
+    """A ConnectorRunner in a thread; `stop()` stops it and returns its outcomes."""
+
+    def __init__(self, config, bootstrap):
+        self.stop_event = threading.Event()
+        self.runner = ConnectorRunner(config, bootstrap, self.stop_event)
+        self.outcomes = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.outcomes = self.runner.run()
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive()
+        return self.outcomes
+
+
+def events(bootstrap, topic, count, timeout=60.0):
+    """The topic's read_committed records once it holds at least `count` (fails after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    records = []
+    while time.monotonic() < deadline:
+        try:
+            records = read_topic(bootstrap, topic, timeout=5)
+        except KeyError:
+            records = []
+        if len(records) >= count:
+            return records
+        time.sleep(0.3)
+    raise AssertionError(f"{topic}: {len(records)} records, wanted {count}: {records}")
+
+
+def payloads(records):
+    return [None if r.value is None else json.loads(r.value) for r in records]
+
+
+@pytest.fixture
+def items(pg_db):
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text NOT NULL, price numeric(10,2))")
+    pg_db.execute("INSERT INTO items SELECT g, 'row ' || g, g * 1.5 FROM generate_series(1, 5) g")
+    return pg_db
+
+
+def test_snapshot_then_stream_with_writes_during_the_snapshot(items, stack, unique_name, monkeypatch):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    config = pg_config(items, name)
+    original = PgSnapshotReader.capture_start
+
+    def capture_then_write(self):
+        start = original(self)
+        # after the exported snapshot, before any row is read: these must come through the stream, once
+        items.execute("INSERT INTO items VALUES (6, 'during', 9)")
+        items.execute("UPDATE items SET label = 'changed during' WHERE id = 1")
+        items.execute("DELETE FROM items WHERE id = 2")
+        return start
+
+    monkeypatch.setattr(PgSnapshotReader, "capture_start", capture_then_write)
+    running = Running(config, bootstrap)
+    topic = f"{name}.public.items"
+    try:
+        records = events(bootstrap, topic, 5 + 1 + 1 + 2)
+        values = payloads(records)
+        ops = [v["op"] if v else None for v in values]
+        assert ops == ["r"] * 5 + ["c", "u", "d", None], ops
+        snap = [v["after"] for v in values[:5]]
+        assert snap == [{"id": i, "label": f"row {i}", "price": v["after"]["price"]} for i, v in zip(
+            range(1, 6), values[:5], strict=True)]
+        assert [v["source"]["snapshot"] for v in values[:5]] == ["true"] * 4 + ["last"]
+        assert values[5]["after"] == {"id": 6, "label": "during", "price": "A4Q="}  # 9.00 as a Decimal
+        assert values[6]["after"]["label"] == "changed during" and values[6]["before"] is None
+        assert values[7]["before"]["id"] == 2 and values[7]["after"] is None
+        assert json.loads(records[7].key) == {"id": 2} and records[8].value is None
+        source = values[5]["source"]
+        assert source["connector"] == "postgresql" and source["db"] == items.name and source["table"] == "items"
+        assert source["schema"] == "public" and source["txId"] and source["lsn"] and source["name"] == name
+        # a later change, then the slot is acknowledged past it once committed
+        items.execute("INSERT INTO items VALUES (7, 'streamed', 1)")
+        events(bootstrap, topic, 10)
+        lsn = items.execute("SELECT pg_current_wal_lsn()::text")[0][0]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            flushed = items.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+                                    (items.name,))[0][0]
+            if lsn_from_text(flushed) >= lsn_from_text(lsn):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"slot not acknowledged past {lsn}: {flushed}")
+    finally:
+        assert running.stop() == {items.name: "stopped"}
+
+    # changes made while stopped arrive after a restart, and nothing is repeated
+    items.execute("BEGIN; UPDATE items SET price = 2 WHERE id = 3; INSERT INTO items VALUES (8, 'offline', 0); "
+                  "COMMIT")
+    running = Running(config, bootstrap)
+    try:
+        records = events(bootstrap, topic, 12)
+        time.sleep(1)
+        records = read_topic(bootstrap, topic)
+        ops = [json.loads(r.value)["op"] if r.value else None for r in records]
+        assert ops == ["r"] * 5 + ["c", "u", "d", None, "c", "u", "c"], ops
+    finally:
+        running.stop()
+    stored = json.loads(OffsetStore(bootstrap, f"{name}.offsets").read_value(
+        json.dumps([name, {"server": name}], separators=(",", ":")).encode())[0])
+    assert stored["lsn_commit"] and stored["lsn_proc"] and stored["txId"] and stored["transaction_completed"]
+
+
+def test_schemas_enabled_events_and_truncate(items, stack, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    config = pg_config(items, name, **{"schemas.enable": "true", "snapshot.mode": "no_data",
+                                       "skipped.operations": "none"})
+    running = Running(config, bootstrap)
+    topic = f"{name}.public.items"
+    try:
+        deadline = time.monotonic() + 30
+        while not items.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
+                                (items.name,)):
+            assert time.monotonic() < deadline, "slot never became active"
+            time.sleep(0.1)
+        items.execute("UPDATE items SET label = 'x' WHERE id = 1")
+        items.execute("TRUNCATE items")
+        records = events(bootstrap, topic, 2)
+    finally:
+        running.stop()
+    update, truncate = (json.loads(r.value) for r in records[:2])
+    assert update["schema"]["name"] == f"{name}.public.items.Envelope"
+    fields = {f["field"]: f for f in update["schema"]["fields"]}
+    assert fields["after"]["name"] == f"{name}.public.items.Value"
+    assert fields["source"]["name"] == "io.debezium.connector.postgresql.Source"
+    assert update["payload"]["op"] == "u" and update["payload"]["after"]["label"] == "x"
+    assert json.loads(records[0].key) == {
+        "schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                   "optional": False, "name": f"{name}.public.items.Key"},
+        "payload": {"id": 1}}
+    assert truncate["payload"]["op"] == "t" and records[1].key is None
+
+
+def test_slot_dropped_while_stopped_fails_clearly_or_resnapshots(items, stack, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    config = pg_config(items, name)
+    running = Running(config, bootstrap)
+    topic = f"{name}.public.items"
+    events(bootstrap, topic, 5)
+    running.stop()
+    deadline = time.monotonic() + 30
+    while items.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active", (items.name,)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    items.execute("SELECT pg_drop_replication_slot(%s)", (items.name,))
+    items.execute("INSERT INTO items VALUES (9, 'lost while the slot was gone', 1)")
+
+    running = Running(config, bootstrap)
+    running.thread.join(60)
+    assert running.outcomes == {items.name: "failed"}
+    error = running.runner.errors[items.name]
+    assert isinstance(error, HistoryLost)
+    assert "does not exist" in str(error) and "when_needed" in str(error)
+
+    config = pg_config(items, name, **{"snapshot.mode": "when_needed"})
+    running = Running(config, bootstrap)
+    try:
+        records = events(bootstrap, topic, 5 + 6)
+        values = payloads(records)
+        assert [v["op"] for v in values[5:]] == ["r"] * 6
+        assert {v["after"]["id"] for v in values[5:]} == {1, 2, 3, 4, 5, 9}
+    finally:
+        running.stop()
