@@ -1,0 +1,136 @@
+"""Exactly once across crashes: `python -m connectors run pg.json` is kill -9'd at random points under a write
+load (single-row transactions and transactions larger than max.batch.size), restarted each time; a read_committed
+consumer then sees every committed row change exactly once and in commit order per key."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg2.extensions
+import pytest
+
+from connectors.kafka import OffsetStore
+from tests.integration.kafka_reading import read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROWS = 20
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def start_runner(config_path, bootstrap, log_path) -> subprocess.Popen:
+    log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
+    return subprocess.Popen([sys.executable, "-m", "connectors", "run", str(config_path), "--bootstrap-servers",
+                             bootstrap], stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+
+
+class Writer(threading.Thread):
+    """Each transaction adds 1 to `seq` of some rows: one row, or (every 10th) every row 3 times over (60
+    changes, more than max.batch.size). A key's seq values in the topic must then be 1, 2, 3, … with no gap."""
+
+    def __init__(self, db, rate: float):
+        super().__init__(daemon=True)
+        self.db, self.rate = db, rate
+        self.halt = threading.Event()
+        self.transactions = 0
+        self.final = dict.fromkeys(range(ROWS), 0)
+
+    def run(self):
+        rng = random.Random(16)
+        conn = self.db.connect()
+        with conn.cursor() as cursor:
+            while not self.halt.is_set():
+                if self.transactions % 10 == 9:
+                    cursor.execute("BEGIN")
+                    for _ in range(3):
+                        for key in range(ROWS):
+                            cursor.execute("UPDATE counters SET seq = seq + 1 WHERE id = %s", (key,))
+                            self.final[key] += 1
+                    cursor.execute("COMMIT")
+                else:
+                    key = rng.randrange(ROWS)
+                    cursor.execute("UPDATE counters SET seq = seq + 1 WHERE id = %s", (key,))
+                    self.final[key] += 1
+                self.transactions += 1
+                time.sleep(1 / self.rate)
+        conn.close()
+
+
+def stored_lsn(store: OffsetStore, key: bytes) -> int:
+    value = store.read_value(key)[0]
+    return json.loads(value).get("lsn_proc", 0) if value else 0
+
+
+def test_kill_minus_nine_under_load_gives_exactly_once(pg_db, stack, tmp_path, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pgk9" + unique_name.replace("-", "")[-10:]
+    pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
+    pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(0, %s) g", (ROWS - 1,))
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    config = {
+        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
+        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
+        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+        "max.batch.size": 16, "table.include.list": "public.counters", "publication.autocreate.mode": "filtered",
+    }
+    config_path = tmp_path / "pg.json"
+    config_path.write_text(json.dumps(config))
+    log_path = tmp_path / "runner.log"
+    store = OffsetStore(bootstrap, f"{name}.offsets")
+    key = json.dumps([name, {"server": name}], separators=(",", ":")).encode()
+    topic = f"{name}.public.counters"
+
+    runner = start_runner(config_path, bootstrap, log_path)
+    writer = Writer(pg_db, rate=80)
+    rng = random.Random(9)
+    try:
+        deadline = time.monotonic() + 60
+        while not stored_lsn(store, key):  # the snapshot completed and streaming committed something
+            assert runner.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            time.sleep(0.2)
+        writer.start()
+        for _ in range(4):
+            before = stored_lsn(store, key)
+            deadline = time.monotonic() + 60
+            while stored_lsn(store, key) <= before:  # the runner is committing under the load
+                assert runner.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.1)
+            time.sleep(rng.uniform(0.0, 1.5))
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait()
+            runner = start_runner(config_path, bootstrap, log_path)
+        time.sleep(1)
+        writer.halt.set()
+        writer.join(30)
+        expected_updates = sum(writer.final.values())
+        deadline = time.monotonic() + 120
+        while True:  # until every committed update is in Kafka (then no more may come)
+            assert runner.poll() is None, log_path.read_text()[-3000:]
+            records = read_topic(bootstrap, topic)
+            updates = [json.loads(r.value) for r in records if r.value and json.loads(r.value)["op"] == "u"]
+            if len(updates) >= expected_updates or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        writer.halt.set()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(60)
+    snapshot = [json.loads(r.value) for r in records if r.value and json.loads(r.value)["op"] == "r"]
+    assert sorted(v["after"]["id"] for v in snapshot) == list(range(ROWS))
+    seen: dict[int, list[int]] = {k: [] for k in range(ROWS)}
+    for value in updates:
+        seen[value["after"]["id"]].append(value["after"]["seq"])
+    for k in range(ROWS):
+        assert seen[k] == list(range(1, writer.final[k] + 1)), (k, seen[k][:50], writer.final[k])
+    assert writer.transactions > 50
+    assert log_path.read_text().count("resuming after LSN") >= 4
