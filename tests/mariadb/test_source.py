@@ -271,6 +271,8 @@ def test_kill9_under_load_exactly_once(mariadb, filled, tmp_path):
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     assert writer.transactions > 50 and ops.get("u", 0) > 300
+    log = log_path.read_text()
+    assert log.count("starting: resuming at") + log.count("starting: resuming the snapshot") >= 3, log[-3000:]
 
 
 def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(mariadb, filled):
@@ -327,3 +329,40 @@ def test_missing_privileges_are_reported_before_anything_is_written(mariadb, fil
 def test_binlog_position_round_trip():
     position = BinlogPosition(file="mariadb-bin.000002", pos=345, gtids="0-1-9", event=2, row=1)
     assert BinlogPosition.from_offset(position.to_offset()) == position
+
+
+def test_restart_inside_a_source_transaction_larger_than_a_batch(mariadb, filled, monkeypatch):
+    """A 1000-row transaction with max.batch.size=64: stopped right after a batch that ends inside it (the offset's
+    event/row say how much of it is in Kafka), restarted: every row's update exactly once."""
+    from connectors.mysql.source import ServerSource
+
+    props = properties(mariadb, filled, **{"max.batch.size": "64"})
+    runner = InProcess(props)
+    try:
+        wait_caught_up(mariadb, props, filled)
+        original = ServerSource.offset_record
+        inside: list[dict] = []
+
+        def offset_record(self, position, **kwargs):
+            if position is not None and (position.binlog.event or position.binlog.row) and not inside:
+                inside.append(position.binlog.to_offset())
+                runner.stop.set()  # this batch is the last one committed
+            return original(self, position, **kwargs)
+
+        monkeypatch.setattr(ServerSource, "offset_record", offset_record)
+        mariadb.execute("UPDATE t SET v = v + 1", database=filled)
+        runner.thread.join(60)
+    finally:
+        runner.close()
+    monkeypatch.undo()
+    assert inside, "no batch ended inside the transaction"
+    stored = json.loads(read_topic(BOOTSTRAP, props["offset.storage.topic"])[-1].value)
+    assert (stored["event"], stored["row"]) == (inside[0]["event"], inside[0]["row"])
+    state, ops = replay(props, filled)
+    assert 0 < ops.get("u", 0) < 1000  # part of the transaction is in Kafka
+    runner = InProcess(props)
+    try:
+        ops = wait_caught_up(mariadb, props, filled)
+    finally:
+        runner.close()
+    assert ops["u"] == 1000
