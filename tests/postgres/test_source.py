@@ -209,3 +209,91 @@ def test_slot_dropped_while_stopped_fails_clearly_or_resnapshots(items, stack, u
         assert {v["after"]["id"] for v in values[5:]} == {1, 2, 3, 4, 5, 9}
     finally:
         running.stop()
+
+
+def wait_active(db, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active", (db.name,)):
+        assert time.monotonic() < deadline, "slot never became active"
+        time.sleep(0.1)
+
+
+def test_idle_slot_is_acknowledged_while_only_unpublished_tables_change(items, stack, unique_name):
+    """Nothing captured happens, yet WAL grows (a table outside the publication is written): the keepalive position
+    is committed and acknowledged, so the slot's confirmed flush follows the WAL instead of holding it."""
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    items.execute("CREATE TABLE other (id serial PRIMARY KEY, payload text)")
+    config = pg_config(items, name, **{"snapshot.mode": "no_data", "table.include.list": "public.items",
+                                       "status.update.interval.ms": 1000})
+    running = Running(config, bootstrap)
+    try:
+        wait_active(items)
+        start = lsn_from_text(items.execute("SELECT pg_current_wal_lsn()::text")[0][0])
+        for _ in range(20):
+            items.execute("INSERT INTO other (payload) SELECT repeat('x', 1000) FROM generate_series(1, 200)")
+        written = lsn_from_text(items.execute("SELECT pg_current_wal_lsn()::text")[0][0])
+        assert written - start > 2_000_000
+        deadline = time.monotonic() + 60
+        while True:
+            flushed = lsn_from_text(items.execute(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", (items.name,))[0][0])
+            if flushed >= written:
+                break
+            assert time.monotonic() < deadline, f"confirmed flush {flushed} stayed behind {written}"
+            time.sleep(0.3)
+    finally:
+        running.stop()
+    stored = json.loads(OffsetStore(bootstrap, f"{name}.offsets").read_value(
+        json.dumps([name, {"server": name}], separators=(",", ":")).encode())[0])
+    assert stored["lsn_proc"] >= written  # the offset-only commit came first, then the acknowledgement
+
+
+def test_bad_configurations_are_refused_by_property(tmp_path):
+    import subprocess
+    import sys
+
+    from connectors.postgres.config import validate
+
+    problems = {p.property: p.message for p in validate({
+        "name": "x", "topic.prefix": "x", "database.hostname": "h", "database.user": "u", "database.dbname": "d",
+        "snapshot.mode": "sometimes", "publication.autocreate.mode": "everything", "decimal.handling.mode": "exact",
+        "plugin.name": "decoderbufs", "database.prot": "5432", "column.mask.with.3.chars": "a.b.c",
+        "tombstones.on.delete": "maybe"})}
+    assert set(problems) == {"snapshot.mode", "publication.autocreate.mode", "decimal.handling.mode", "plugin.name",
+                             "database.prot", "column.mask.with.3.chars", "tombstones.on.delete"}, problems
+    assert "did you mean 'database.port'" in problems["database.prot"]
+    assert "when_needed" in problems["snapshot.mode"]
+    missing = {p.property for p in validate({"connector.class": "postgres"})}
+    assert {"name", "topic.prefix", "database.hostname", "database.user", "database.dbname"} <= missing
+
+    path = tmp_path / "pg.json"
+    path.write_text(json.dumps({"name": "x", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                                "topic.prefix": "x", "database.hostname": "h", "database.user": "u",
+                                "database.dbname": "d", "database.password": "s3cret", "snapshot.mode": "sometimes"}))
+    for command in ("validate", "run"):
+        done = subprocess.run([sys.executable, "-m", "connectors", command, str(path)], capture_output=True,
+                              text=True, timeout=60)
+        output = done.stdout + done.stderr
+        assert done.returncode != 0 and "snapshot.mode" in output and "Traceback" not in output, output
+        assert "s3cret" not in output
+
+
+def test_wrong_password_fails_clearly(items, stack, unique_name, tmp_path):
+    import subprocess
+    import sys
+
+    import psycopg2.extensions
+
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    dsn = psycopg2.extensions.parse_dsn(items.dsn)
+    path = tmp_path / "pg.json"
+    path.write_text(json.dumps({
+        "name": name, "connector.class": "postgres", "topic.prefix": name, "database.hostname": dsn["host"],
+        "database.port": dsn["port"], "database.user": dsn["user"], "database.password": "not-the-password",
+        "database.dbname": items.name, "offset.storage.topic": f"{name}.offsets", "connect.max.attempts": 1}))
+    done = subprocess.run([sys.executable, "-m", "connectors", "run", str(path), "--bootstrap-servers",
+                           stack.kafka_bootstrap], capture_output=True, text=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in output, output
+    assert "password authentication failed" in output and "not-the-password" not in output
