@@ -1,5 +1,6 @@
 """The runner and the CLI pick the source from connector.class: Debezium's class names and short names; none is
-MongoDB; a class whose source is not wired yet is refused with a message naming connector.class."""
+MongoDB; every known source is wired (MongoDB, PostgreSQL, MySQL/MariaDB); an unknown class is refused with a message
+naming connector.class, without a traceback."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from connectors.core.errors import UnknownConnectorClass
 from connectors.mongodb.source import MongoSource
+from connectors.mysql.source import MySqlSource
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config, source_kind
 
@@ -40,24 +42,31 @@ def test_an_unknown_class_is_refused_by_name():
         source_kind({"connector.class": "com.example.Oracle"})
 
 
-def test_mongodb_runs_on_the_core_and_other_sources_are_refused_until_wired():
+MYSQL = {"name": "m1", "topic.prefix": "m1", "database.hostname": "127.0.0.1", "database.user": "cdc",
+         "database.server.id": "5400"}
+
+
+def test_each_source_runs_on_the_core():
     for value in (None, "mongodb", "io.debezium.connector.mongodb.MongoDbConnector"):
         properties = dict(MONGO) if value is None else {**MONGO, "connector.class": value}
         kind, config = engine_config(properties)
         assert kind == "mongodb" and config.name == "c1"
         assert isinstance(ConnectorRunner(config, "127.0.0.1:9092").source, MongoSource)
-    with pytest.raises(UnknownConnectorClass, match=r"connector.class 'postgres': the PostgreSQL source is not wired"):
-        engine_config({**MONGO, "connector.class": "postgres"})
+    for value, kind, connector_class in (("mysql", "mysql", "io.debezium.connector.mysql.MySqlConnector"),
+                                         ("MariaDB", "mariadb", "io.debezium.connector.mariadb.MariaDbConnector")):
+        got, config = engine_config({**MYSQL, "connector.class": value})
+        assert got == kind and config.connector_class == connector_class
+        assert isinstance(ConnectorRunner(config, "127.0.0.1:9092").source, MySqlSource)
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])
-def test_the_cli_refuses_an_unwired_source_without_a_traceback(tmp_path, command):
+def test_the_cli_refuses_an_unknown_class_without_a_traceback(tmp_path, command):
     path = tmp_path / "connector.json"
-    path.write_text(json.dumps({**MONGO, "connector.class": "io.debezium.connector.postgresql.PostgresConnector"}))
+    path.write_text(json.dumps({**MONGO, "connector.class": "io.debezium.connector.oracle.OracleConnector"}))
     result = subprocess.run([sys.executable, "-m", "connectors", command, str(path)], capture_output=True,
                             text=True, cwd=ROOT, timeout=60)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert ("connector.class 'io.debezium.connector.postgresql.PostgresConnector': the PostgreSQL source is not wired"
+    assert ("connector.class 'io.debezium.connector.oracle.OracleConnector' is not a connector this platform runs"
             in output)
     assert "Traceback" not in output
