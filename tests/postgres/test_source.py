@@ -297,3 +297,38 @@ def test_wrong_password_fails_clearly(items, stack, unique_name, tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in output, output
     assert "password authentication failed" in output and "not-the-password" not in output
+
+
+def test_toast_with_both_identities_and_schema_change_mid_stream(pg_db, stack, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    big = "".join(chr(65 + (i * 7919) % 26) for i in range(20_000))  # incompressible enough to be TOASTed
+    for table in ("dflt", "wide"):
+        pg_db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, doc text, n int NOT NULL)")
+        pg_db.execute(f"ALTER TABLE {table} ALTER COLUMN doc SET STORAGE EXTERNAL")
+        pg_db.execute(f"INSERT INTO {table} VALUES (1, %s, 0)", (big,))  # noqa: S608 - a constant name
+    pg_db.execute("ALTER TABLE wide REPLICA IDENTITY FULL")
+    config = pg_config(pg_db, name, **{"snapshot.mode": "no_data"})
+    running = Running(config, bootstrap)
+    try:
+        wait_active(pg_db)
+        pg_db.execute("UPDATE dflt SET n = 1")
+        pg_db.execute("UPDATE wide SET n = 1")
+        pg_db.execute("DELETE FROM dflt")
+        pg_db.execute("ALTER TABLE wide ADD COLUMN note varchar(10)")
+        pg_db.execute("UPDATE wide SET note = 'added', n = 2")
+        pg_db.execute("ALTER TABLE wide DROP COLUMN note")
+        pg_db.execute("ALTER TABLE wide ALTER COLUMN n TYPE bigint")
+        pg_db.execute("UPDATE wide SET n = 3")
+        dflt = payloads(events(bootstrap, f"{name}.public.dflt", 3))
+        full = payloads(events(bootstrap, f"{name}.public.wide", 3))
+    finally:
+        running.stop()
+    # DEFAULT identity: the unchanged TOASTed value is unavailable, before is null; a delete's before is the key
+    assert dflt[0]["op"] == "u" and dflt[0]["after"]["doc"] == "__debezium_unavailable_value"
+    assert dflt[0]["before"] is None
+    assert dflt[1]["op"] == "d" and dflt[1]["before"] == {"id": 1, "doc": None, "n": 0} and dflt[2] is None
+    # FULL identity: the old row fills the unchanged TOASTed value
+    assert full[0]["after"] == {"id": 1, "doc": big, "n": 1} and full[0]["before"]["n"] == 0
+    assert full[1]["after"] == {"id": 1, "doc": big, "n": 2, "note": "added"}
+    assert full[2]["after"] == {"id": 1, "doc": big, "n": 3}
