@@ -161,6 +161,31 @@ class ControlRequest(models.Model):
         return f"{self.command} of {self.connector.name} ({self.status})"
 
 
+class ActivityKind(models.TextChoices):
+    RECEIVED = "received"  # a pipeline's control listener received a command
+    STATE = "state"  # an observed phase changed
+    ERROR = "error"  # a pipeline, snapshot or worker error
+
+
+class ActivityEntry(models.Model):
+    """What the pipelines of a connector did, for its activity log (web.connectors.activity): commands received,
+    phase changes and errors, with time and reason. Requests and configuration changes have their own tables."""
+
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="activity")
+    replica_set = models.CharField(max_length=200, blank=True)
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=16, choices=ActivityKind.choices)
+    text = models.TextField()
+    worker = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name_plural = "activity entries"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.connector.name}/{self.replica_set} {self.kind}: {self.text}"
+
+
 class AuditEntry(models.Model):
     """Who did what to which object, with before/after snapshots whose secrets are masked."""
 

@@ -20,14 +20,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from connectors.config import ConfigError
-from connectors.filters import CaptureScope, watch_target
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
-from connectors.records import Namespace
+from connectors.mongodb.filters import CaptureScope, watch_target
+from connectors.mongodb.records import Namespace
 from web.connectors import audit, drafts
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
 from web.connectors.definitions import config_version, describe, engine_config, flat_of, parts_of, save_parts
 from web.connectors.models import (
+    ActivityEntry,
+    ActivityKind,
     Connector,
     ConnectorFilter,
     ControlRequest,
@@ -261,7 +263,8 @@ def request_restart(connector: Connector, *, user, source: str, replica_set: str
 def snapshot_refusal(connector: Connector) -> str | None:
     """Why the connector's pipeline cannot take an ad-hoc incremental snapshot now; None when it can.
 
-    The same rules as the engine's (connectors.snapshots.incremental): a signal collection the change stream sees.
+    The same rules as the engine's (connectors.mongodb.snapshots.incremental): a signal collection the change
+    stream sees.
     """
     try:
         config = engine_config(connector)
@@ -319,6 +322,8 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
         )
     except IntegrityError:  # another report created it at the same moment
         state, created = ReplicaSetState.objects.get(connector=connector, replica_set=replica_set), False
+    changed = created or state.phase != phase
+    before, previous_error = (None if created else state.phase), state.last_error
     if not created and state.phase != phase:
         state.since = now
     state.phase, state.worker, state.heartbeat_at = phase, worker, now
@@ -327,8 +332,34 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
     if error is not None:  # kept after recovery: it is the *last* error (current_error tells whether it still is)
         state.last_error, state.last_error_at = error, now
     state.save()
+    if changed:
+        moved = f"{before} → {phase.value}" if before else phase.value
+        record_activity(connector, replica_set, ActivityKind.STATE, f"{moved} (on {worker})", worker=worker, at=now)
+    if error and (changed or error != previous_error):
+        record_activity(connector, replica_set, ActivityKind.ERROR, error, worker=worker, at=now)
     _settle_start_requests(connector, replica_set, phase, error)
     return state
+
+
+ACTIVITY_KEPT = 500  # entries per connector; older ones are deleted as new ones come
+
+
+def record_activity(connector: Connector | str, replica_set: str, kind: str, text: str, *, worker: str = "",
+                    at=None) -> None:
+    """One line of a connector's activity log (web.connectors.activity); never raises for a deleted connector."""
+    if isinstance(connector, str):
+        connector = Connector.objects.filter(name=connector).first()
+        if connector is None:
+            return
+    try:
+        ActivityEntry.objects.create(connector=connector, replica_set=replica_set or "", kind=kind, text=text[:4000],
+                                     worker=worker or "", at=at or timezone.now())
+        mine = ActivityEntry.objects.filter(connector=connector)
+        old = list(mine.order_by("-at", "-id").values_list("id", flat=True)[ACTIVITY_KEPT:])
+        if old:
+            mine.filter(id__in=old).delete()
+    except IntegrityError:  # the connector was deleted meanwhile
+        return
 
 
 def _settle_start_requests(connector: Connector, replica_set: str, phase: Phase, error: str | None) -> None:

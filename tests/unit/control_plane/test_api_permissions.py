@@ -35,6 +35,7 @@ ENDPOINTS = [
     ("post", "/api/connectors/orders/restart/", {}, "operator"),
     ("post", "/api/connectors/orders/snapshot/", {"collections": ["inventory.orders"]}, "operator"),
     ("get", "/api/connectors/orders/status/", None, "viewer"),
+    ("get", "/api/connectors/orders/activity/", None, "viewer"),
     ("get", "/api/connectors/orders/offsets/", None, "viewer"),
     ("post", "/api/connectors/orders/offsets/reset/", {"mode": "latest"}, "admin"),
     ("get", "/api/connectors/orders/filters/", None, "viewer"),

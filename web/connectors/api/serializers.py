@@ -204,6 +204,17 @@ class ActionResultSerializer(serializers.Serializer):
     request = serializers.IntegerField(allow_null=True, help_text="The control request: see …/requests/.")
 
 
+class ActivitySerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    kind = serializers.ChoiceField(choices=["request", "outcome", "received", "state", "error", "config"],
+                                   help_text="request (asked), received (a pipeline took it up), outcome (how it "
+                                             "ended), state (a phase change, or stale), error, config (audit)")
+    replica_set = serializers.CharField(allow_blank=True)
+    text = serializers.CharField()
+    by = serializers.CharField(allow_blank=True, help_text="Who asked, or the worker that reported.")
+    status = serializers.CharField(allow_blank=True, help_text="Of a request: requested, running, done, failed.")
+
+
 class RequestOutcomeSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["control", "snapshot"])
     id = serializers.IntegerField()
@@ -245,8 +256,8 @@ class SnapshotRequestSerializer(serializers.Serializer):
                                    help_text='Optional MongoDB query (object or extended JSON text), e.g. {"a": 1}.')
 
     def validate_collections(self, collections):
-        from connectors.filters import NamespaceFilter
-        from connectors.records import Namespace
+        from connectors.mongodb.filters import NamespaceFilter
+        from connectors.mongodb.records import Namespace
         from web.connectors.definitions import engine_config
 
         problems = []

@@ -13,10 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
+from web.connectors import activity as activity_log
 from web.connectors import offsets as offset_views
 from web.connectors import services, validation
 from web.connectors.api import serializers as s
-from web.connectors.api.paging import StrictLimitOffsetPagination, check_query
+from web.connectors.api.paging import StrictLimitOffsetPagination, check_query, whole_number
 from web.connectors.api.permissions import RolePermission
 from web.connectors.models import AuditEntry, Connector, DesiredState
 
@@ -88,6 +89,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     lookup_value_regex = NAME_PATTERN
     action_roles = {
         "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER, "requests": VIEWER,
+        "activity": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
         "reset_offsets": ADMIN,
     }
@@ -192,6 +194,16 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def requests(self, request, name=None):
         rows = s.request_outcomes(self.get_object())
         return Response(s.RequestOutcomeSerializer(rows, many=True).data)
+
+    @extend_schema(summary="Activity log: requests and how they ended, phase changes, errors, configuration "
+                           "changes; newest first",
+                   parameters=[OpenApiParameter("limit", int, description="1-500, default 100")],
+                   responses=s.ActivitySerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def activity(self, request, name=None):
+        check_query(request.query_params, {})
+        limit = whole_number(request.query_params, "limit", minimum=1, maximum=500) or 100
+        return Response(s.ActivitySerializer(activity_log.timeline(self.get_object(), limit), many=True).data)
 
     @extend_schema(summary="Observed state per replica set, with the last metrics snapshot",
                    responses=s.StatusSerializer)
