@@ -71,9 +71,9 @@ def child(args) -> None:
     import logging
 
     from connectors.config import ConnectorConfig
+    from connectors.mongodb.snapshots import ProcessPoolChunkExecutor, SnapshotContext
     from connectors.mongodb.topology import discover
     from connectors.runner import ConnectorRunner
-    from connectors.snapshots import ProcessPoolChunkExecutor, SnapshotContext
 
     logging.basicConfig(level=logging.WARNING)
     name = f"bsnap{uuid.uuid4().hex[:8]}"

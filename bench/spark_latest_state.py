@@ -29,8 +29,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors.config import ConnectorConfig
-from connectors.records import ChangeRecord
-from connectors.transformer import Transformer
+from connectors.mongodb.records import ChangeRecord
+from connectors.mongodb.transformer import Transformer
 from devstack import settings
 
 

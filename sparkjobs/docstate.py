@@ -8,7 +8,7 @@ result in the dialect of its input. That also keeps the Spark executors free of 
 standard library.
 
 An update is applied the way MongoDB computes a post-image from an update description (and the way
-`connectors.envelopes.apply_update` does on BSON): truncate arrays, unset removed paths, set updated
+`connectors.mongodb.envelopes.apply_update` does on BSON): truncate arrays, unset removed paths, set updated
 paths (dot notation; numeric segments index arrays).
 """
 

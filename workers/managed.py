@@ -26,8 +26,8 @@ import redis
 from connectors.config import ConnectorConfig
 from connectors.core.errors import ConnectorError
 from connectors.mongodb.pipeline import ReplicaSetPipeline
+from connectors.mongodb.snapshots import ChunkExecutorFactory
 from connectors.mongodb.topology import ReplicaSet
-from connectors.snapshots import ChunkExecutorFactory
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
 from workers.snapshot_requests import SnapshotTracker

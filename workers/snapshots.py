@@ -36,9 +36,9 @@ from connectors.core.snapshot.executors import (
 )
 from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
+from connectors.mongodb.snapshots.executors import SnapshotContext, run_chunk_task_json
+from connectors.mongodb.snapshots.reader import chunk_error_retriable
 from connectors.mongodb.topology import ReplicaSet, discover
-from connectors.snapshots.executors import SnapshotContext, run_chunk_task_json
-from connectors.snapshots.reader import chunk_error_retriable
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector
 from workers import control

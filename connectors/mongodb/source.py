@@ -20,21 +20,21 @@ from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue
-from connectors.filters import change_stream_pipeline, watch_target
 from connectors.kafka.offset_record import STARTUP_TIMESTAMP, STARTUP_TOKEN, OffsetRecord, encode_key
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb import position as positions
 from connectors.mongodb.client import check_connection, open_client
 from connectors.mongodb.elections import ElectionWatcher
+from connectors.mongodb.filters import change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
+from connectors.mongodb.records import ChangeRecord, UnsupportedChangeEvent
+from connectors.mongodb.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
+from connectors.mongodb.snapshots.incremental import MongoWatermarks
+from connectors.mongodb.snapshots.progress import SnapshotProgress
+from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.stream import ChangeStreamReader, OversizedSkipped, StreamOptions, next_cluster_time
 from connectors.mongodb.topology import ReplicaSet, discover
-from connectors.records import ChangeRecord, UnsupportedChangeEvent
-from connectors.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
-from connectors.snapshots.incremental import MongoWatermarks
-from connectors.snapshots.progress import SnapshotProgress
-from connectors.snapshots.reader import MongoSnapshotReader
-from connectors.transformer import Transformer
+from connectors.mongodb.transformer import Transformer
 
 
 def wall_time_ms(wall_time) -> int:

@@ -24,9 +24,9 @@ from connectors.config_types import CaptureScope
 from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.filters import WatchTarget
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
+from connectors.mongodb.filters import WatchTarget
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 
 from connectors.kafka import OffsetStore
 from connectors.kafka.sink import transactional_id
-from connectors.snapshots import SnapshotProgress
+from connectors.mongodb.snapshots import SnapshotProgress
 from tests.faults.test_exactly_once_kill9 import _start_runner
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin import AdminClient
 
 from connectors.config import ConnectorConfig
+from connectors.mongodb.snapshots import ChunkExecutorFactory
 from connectors.runner import ConnectorRunner
-from connectors.snapshots import ChunkExecutorFactory
 from tests.integration.kafka_reading import Record, read_topic
 
 

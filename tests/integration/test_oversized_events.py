@@ -14,8 +14,8 @@ import pytest
 from connectors.config_types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ReaderFailed
-from connectors.filters import WatchTarget
 from connectors.mongodb.errors import ChangeEventTooLarge
+from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.stream import (
     ChangeStreamReader,
     OversizedSkipped,

@@ -20,8 +20,7 @@ from pymongo.errors import OperationFailure
 import connectors.mongodb.source
 from connectors.kafka import OffsetStore
 from connectors.mongodb.pipeline import ReplicaSetPipeline
-from connectors.mongodb.topology import discover
-from connectors.snapshots import (
+from connectors.mongodb.snapshots import (
     ChunkTask,
     PolledChunkExecutor,
     ProcessPoolChunkExecutor,
@@ -30,10 +29,11 @@ from connectors.snapshots import (
     run_chunk_task,
     run_chunk_task_json,
 )
-from connectors.snapshots.bson_order import sort_key
-from connectors.snapshots.chunks import chunks_of, plan_collection
-from connectors.snapshots.executors import ChunkInterrupted
-from connectors.snapshots.progress import SnapshotProgress
+from connectors.mongodb.snapshots.bson_order import sort_key
+from connectors.mongodb.snapshots.chunks import chunks_of, plan_collection
+from connectors.mongodb.snapshots.executors import ChunkInterrupted
+from connectors.mongodb.snapshots.progress import SnapshotProgress
+from connectors.mongodb.topology import discover
 from devstack.mongo import start_replica_set
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import RunningConnector, connector_config, values, wait_for_events

@@ -19,8 +19,8 @@ from connectors.config_types import CaptureScope
 from connectors.core.errors import AuthenticationFailed, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ReaderFailed
-from connectors.filters import WatchTarget
 from connectors.mongodb.errors import NotAReplicaSet
+from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions
 from connectors.mongodb.topology import discover
 from connectors.runner import ConnectorRunner

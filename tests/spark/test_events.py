@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from bson import Int64, json_util
 
-from connectors.events import KafkaMessage
+from connectors.mongodb.events import KafkaMessage
 from sparkjobs.events import parse_events
 from sparkjobs.latest_state import latest_state
 from sparkjobs.topics import TopicSource

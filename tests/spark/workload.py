@@ -3,7 +3,7 @@
 `Collection` plays a MongoDB collection: every write returns the `ChangeRecord` a change stream would
 yield (with or without full documents and pre-images, as `capture.mode` asks) and keeps the documents, so
 a test knows the exact state the events must rebuild. `encode` runs records through the real
-`connectors.transformer.Transformer` for any event-format option; `produce` writes messages to Kafka in
+`connectors.mongodb.transformer.Transformer` for any event-format option; `produce` writes messages to Kafka in
 transactions (optionally aborting some), the way the KafkaSink does.
 """
 
@@ -22,10 +22,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors.config import ConnectorConfig
-from connectors.envelopes import apply_update
-from connectors.events import KafkaMessage
-from connectors.records import ChangeRecord, Namespace, SnapshotMarker, UpdateDescription
-from connectors.transformer import Transformer
+from connectors.mongodb.envelopes import apply_update
+from connectors.mongodb.events import KafkaMessage
+from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker, UpdateDescription
+from connectors.mongodb.transformer import Transformer
 
 EPOCH = 1_700_000_000
 
@@ -201,7 +201,7 @@ def oid(n: int) -> ObjectId:
 
 def key_id(_id) -> str:
     """The `id` column for a document id (the key's relaxed Extended JSON)."""
-    from connectors import extjson
+    from connectors.mongodb import extjson
 
     return extjson.key_json(_id)
 

@@ -11,12 +11,19 @@ from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.binary import Binary
 from bson.codec_options import CodecOptions, DatetimeConversion
 
-from connectors import extjson
 from connectors.config import ConnectorConfig
-from connectors.envelopes import apply_update
-from connectors.events import MAX_TOPIC_LENGTH, EventBuilder, KafkaMessage, sanitize_topic, topic_name
-from connectors.records import ChangeRecord, Namespace, Operation, SnapshotMarker, TruncatedArray, UpdateDescription
-from connectors.transactions import TransactionBoundary
+from connectors.mongodb import extjson
+from connectors.mongodb.envelopes import apply_update
+from connectors.mongodb.events import MAX_TOPIC_LENGTH, EventBuilder, KafkaMessage, sanitize_topic, topic_name
+from connectors.mongodb.records import (
+    ChangeRecord,
+    Namespace,
+    Operation,
+    SnapshotMarker,
+    TruncatedArray,
+    UpdateDescription,
+)
+from connectors.mongodb.transactions import TransactionBoundary
 
 BASE = {"name": "inventory-cdc", "topic.prefix": "fulfillment", "mongodb.connection.string": "mongodb://h1"}
 NOW = 1558965515.240
@@ -622,7 +629,7 @@ ODD_DOCUMENT = {
                                                                     "value.converter.schemas.enable": True}])
 @pytest.mark.parametrize("identifier", [2**70, "é\u2028", ObjectId(), {"a": 1.5e300, "b": [1, "x"]}, 7])
 def test_envelopes_encoded_by_orjson_are_the_bytes_json_writes(monkeypatch, props, identifier):
-    from connectors import events
+    from connectors.mongodb import events
 
     key = {"_id": identifier}
     common = {"cluster_time": CLUSTER_TIME, "wall_time": WALL_TIME}

@@ -16,7 +16,7 @@ from bson.binary import Binary, UuidRepresentation
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.datetime_ms import DatetimeMS
 
-from connectors import extjson
+from connectors.mongodb import extjson
 
 # What a source decodes with: pymongo's defaults, plus dates outside Python's range kept as DatetimeMS.
 SOURCE_CODEC = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)

@@ -19,7 +19,7 @@ from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectI
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.datetime_ms import DatetimeMS
 
-from connectors import extjson
+from connectors.mongodb import extjson
 from tests.oracle.java_json import KEY, RELAXED, STRICT, JavaJson, OracleUnavailable
 
 DECODE = CodecOptions(tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)

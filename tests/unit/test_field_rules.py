@@ -9,14 +9,14 @@ from bson import Int64, ObjectId
 from bson.binary import Binary
 
 from connectors.config import ConnectorConfig
-from connectors.field_rules import (
+from connectors.mongodb.field_rules import (
     FieldRenameConflict,
     FieldRules,
     hash_masker,
     parse_rule_path,
     redact_masker,
 )
-from connectors.records import Namespace, TruncatedArray, UpdateDescription
+from connectors.mongodb.records import Namespace, TruncatedArray, UpdateDescription
 
 BASE = {"name": "c", "topic.prefix": "p", "mongodb.connection.string": "mongodb://h1"}
 CUSTOMERS = Namespace("inventory", "customers")

@@ -9,7 +9,7 @@ import pytest
 from bson.regex import Regex
 
 from connectors.config import CaptureScope, ConnectorConfig
-from connectors.filters import (
+from connectors.mongodb.filters import (
     BUILT_IN_DATABASES,
     LIFECYCLE_OPERATION_TYPES,
     EventFilter,
@@ -20,7 +20,7 @@ from connectors.filters import (
     change_stream_pipeline,
     watch_target,
 )
-from connectors.records import ChangeRecord, Namespace, Operation, SnapshotMarker
+from connectors.mongodb.records import ChangeRecord, Namespace, Operation, SnapshotMarker
 
 BASE = {"name": "c", "topic.prefix": "p", "mongodb.connection.string": "mongodb://h1"}
 

@@ -8,7 +8,7 @@ import pytest
 from bson import Int64, ObjectId, Timestamp
 from bson.binary import Binary
 
-from connectors.records import (
+from connectors.mongodb.records import (
     DATA_OPERATION_TYPES,
     ChangeRecord,
     Heartbeat,

@@ -8,10 +8,10 @@ import pytest
 from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Timestamp
 
 from connectors.kafka.offset_record import OffsetRecord
-from connectors.snapshots.bson_order import bracket, sort_key
-from connectors.snapshots.chunks import Chunk, chunks_of, range_query, with_filter
-from connectors.snapshots.executors import ChunkTask
-from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
+from connectors.mongodb.snapshots.bson_order import bracket, sort_key
+from connectors.mongodb.snapshots.chunks import Chunk, chunks_of, range_query, with_filter
+from connectors.mongodb.snapshots.executors import ChunkTask
+from connectors.mongodb.snapshots.progress import CollectionProgress, SnapshotProgress
 
 
 def test_sort_key_follows_the_server_order_across_and_within_brackets():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from connectors.records import ChangeRecord, Namespace, Operation
-from connectors.transactions import BEGIN, END, TransactionBoundary, TransactionTracker
+from connectors.mongodb.records import ChangeRecord, Namespace, Operation
+from connectors.mongodb.transactions import BEGIN, END, TransactionBoundary, TransactionTracker
 
 
 def record(txn: int | None, collection: str = "a") -> ChangeRecord:

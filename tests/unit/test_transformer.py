@@ -8,8 +8,8 @@ import json
 from bson import Int64, Timestamp
 
 from connectors.config import ConnectorConfig
-from connectors.records import ChangeRecord, Namespace, SnapshotMarker
-from connectors.transformer import Transformer
+from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
+from connectors.mongodb.transformer import Transformer
 
 BASE = {"name": "c", "topic.prefix": "fulfillment", "mongodb.connection.string": "mongodb://h1"}
 LSID = {"id": "s"}

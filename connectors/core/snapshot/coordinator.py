@@ -6,7 +6,7 @@ parallel, resumable.
    therefore never lost: it arrives through the stream after the snapshot's copy of the row, so the state a
    consumer builds from the topic ends equal to the database's.
 2. **Plan.** Each collection the source selects is split into key ranges by the source (MongoDB: `_id` ranges,
-   connectors/snapshots/chunks.py). The plan (stream position, boundaries, one done-flag per chunk) is committed
+   connectors/mongodb/snapshots/chunks.py). The plan (stream position, boundaries, one done-flag per chunk) is committed
    to the offset record before the first read, so a restart reuses it.
 3. **Chunks.** Chunks are handed to a `ChunkExecutor` (executors.py): threads by default. Each chunk is committed
    in one Kafka transaction together with the progress that marks it done, so a crash resumes at the first

@@ -12,15 +12,15 @@ from connectors.core.snapshot.executors import (
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.markers import ChunkMarkers
 from connectors.core.snapshot.metrics import SnapshotMetrics
-from connectors.snapshots.chunks import Chunk, plan_collection, range_query
-from connectors.snapshots.executors import (
+from connectors.mongodb.snapshots.chunks import Chunk, plan_collection, range_query
+from connectors.mongodb.snapshots.executors import (
     ChunkTask,
     ProcessPoolChunkExecutor,
     SnapshotContext,
     run_chunk_task,
     run_chunk_task_json,
 )
-from connectors.snapshots.progress import CollectionProgress, SnapshotProgress
+from connectors.mongodb.snapshots.progress import CollectionProgress, SnapshotProgress
 
 __all__ = [
     "Chunk",

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connectors.config import ConnectorConfig
-from connectors.events import EventBuilder, KafkaMessage
-from connectors.field_rules import DocumentTransform, FieldRules
-from connectors.filters import EventFilter
-from connectors.records import ChangeRecord
-from connectors.transactions import TransactionTracker
+from connectors.mongodb.events import EventBuilder, KafkaMessage
+from connectors.mongodb.field_rules import DocumentTransform, FieldRules
+from connectors.mongodb.filters import EventFilter
+from connectors.mongodb.records import ChangeRecord
+from connectors.mongodb.transactions import TransactionTracker
 
 
 class Transformer:

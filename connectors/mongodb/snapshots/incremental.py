@@ -37,10 +37,10 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_PREFIX,
     StreamEvent,
 )
-from connectors.filters import NamespaceFilter, watch_target
-from connectors.records import ChangeRecord, Namespace, SnapshotMarker
-from connectors.snapshots.chunks import Chunk as MongoChunk
-from connectors.snapshots.chunks import plan_collection
+from connectors.mongodb.filters import NamespaceFilter, watch_target
+from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
+from connectors.mongodb.snapshots.chunks import Chunk as MongoChunk
+from connectors.mongodb.snapshots.chunks import plan_collection
 
 log = logging.getLogger(__name__)
 

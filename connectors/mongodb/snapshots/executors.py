@@ -30,10 +30,10 @@ from connectors.core.snapshot.markers import COMPLETED, ChunkMarkers
 from connectors.kafka.sink import TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 from connectors.mongodb.client import open_client
+from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
+from connectors.mongodb.snapshots.chunks import Chunk
 from connectors.mongodb.topology import ReplicaSet
-from connectors.records import ChangeRecord, Namespace, SnapshotMarker
-from connectors.snapshots.chunks import Chunk
-from connectors.transformer import Transformer
+from connectors.mongodb.transformer import Transformer
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from typing import Any
 from bson.regex import Regex
 
 from connectors.config import CaptureScope, ConnectorConfig, CursorPipelineOrder
-from connectors.records import ChangeRecord, Namespace, Operation
+from connectors.mongodb.records import ChangeRecord, Namespace, Operation
 
 BUILT_IN_DATABASES = frozenset({"admin", "config", "local"})
 # Events the source needs to follow the stream's life even when no data change is captured.

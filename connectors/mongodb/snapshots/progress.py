@@ -17,7 +17,7 @@ from bson import Timestamp
 from connectors.core.snapshot.progress import CollectionProgress, SnapshotStart
 from connectors.core.snapshot.progress import SnapshotProgress as CoreProgress
 from connectors.mongodb.position import MongoPosition
-from connectors.snapshots.chunks import Chunk
+from connectors.mongodb.snapshots.chunks import Chunk
 
 __all__ = ["CollectionProgress", "SnapshotProgress"]
 

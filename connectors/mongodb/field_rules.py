@@ -25,9 +25,9 @@ from typing import Any
 
 from bson.binary import Binary
 
-from connectors import extjson
 from connectors.config import ConnectorConfig, HashMask
-from connectors.records import Namespace, TruncatedArray, UpdateDescription
+from connectors.mongodb import extjson
+from connectors.mongodb.records import Namespace, TruncatedArray, UpdateDescription
 
 WILDCARD = "*"
 

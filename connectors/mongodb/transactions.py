@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.records import ChangeRecord
+from connectors.mongodb.records import ChangeRecord
 
 BEGIN = "BEGIN"
 END = "END"

@@ -20,7 +20,7 @@ from typing import Any
 
 from bson.timestamp import Timestamp
 
-from connectors import extjson
+from connectors.mongodb import extjson
 
 
 class Operation(StrEnum):

@@ -11,12 +11,12 @@ from connectors.config import ConnectorConfig
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Plan
 from connectors.core.snapshot.progress import SnapshotStart
-from connectors.filters import NamespaceFilter, change_stream_pipeline, watch_target
 from connectors.kafka.errors import SinkFencedError
+from connectors.mongodb.filters import NamespaceFilter, change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
-from connectors.records import Namespace
-from connectors.snapshots.chunks import Chunk, plan_collection
-from connectors.snapshots.executors import read_range
+from connectors.mongodb.records import Namespace
+from connectors.mongodb.snapshots.chunks import Chunk, plan_collection
+from connectors.mongodb.snapshots.executors import read_range
 
 # Server errors after which reading a chunk again can succeed (elections, shutdowns, timeouts, lost cursors).
 TRANSIENT_CODES = frozenset({6, 7, 43, 89, 91, 175, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})

@@ -29,7 +29,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from connectors.core.snapshot.chunks import Chunk as CoreChunk
 from connectors.core.snapshot.chunks import Plan
 from connectors.core.snapshot.chunks import chunks_of as core_chunks_of
-from connectors.snapshots.bson_order import BRACKETS, MAX_KEY, MIN_KEY, bracket, sort_key, type_aliases
+from connectors.mongodb.snapshots.bson_order import BRACKETS, MAX_KEY, MIN_KEY, bracket, sort_key, type_aliases
 
 log = logging.getLogger(__name__)
 

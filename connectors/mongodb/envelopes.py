@@ -8,7 +8,7 @@
 * ``flattened``: the document itself (Debezium's ExtractNewDocumentState), as relaxed Extended
   JSON, optionally with envelope fields added under a prefix.
 
-Payloads are plain JSON-ready structures; `connectors.events` serialises them.
+Payloads are plain JSON-ready structures; `connectors.mongodb.events` serialises them.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 from bson.datetime_ms import DatetimeMS
 
-from connectors import extjson
 from connectors.config_types import ENVELOPE_FIELDS
-from connectors.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
+from connectors.mongodb import extjson
+from connectors.mongodb.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
 
 CONNECTOR_VERSION = "0.1.0"
 CONNECTOR_TYPE = "mongodb"
