@@ -36,6 +36,7 @@ from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo, TableEvents
+from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class MySqlEventBuilder:
         self.json_columns = json_columns
         self._tables: dict[TableSchema, TableEvents] = {}
         self._skipped = frozenset(config.skipped_operations)
+        self.schema_changes = SchemaChanges(config) if config.include_schema_changes else None
 
     def table_events(self, schema: TableSchema) -> TableEvents:
         events = self._tables.get(schema)
@@ -129,7 +131,9 @@ class MySqlEventBuilder:
         if type(change) is SchemaStatement:
             self.json_columns.forget(change.database)
             self._tables.clear()
-            return None, []
+            if self.schema_changes is None:
+                return None, []
+            return None, self.schema_changes.messages(change)
         return None, []  # a transaction's commit: moves the position only
 
     def describe(self, change: Any) -> ChangeSummary:

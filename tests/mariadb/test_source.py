@@ -366,3 +366,53 @@ def test_restart_inside_a_source_transaction_larger_than_a_batch(mariadb, filled
     finally:
         runner.close()
     assert ops["u"] == 1000
+
+
+def test_ddl_mid_stream(mariadb, mariadb_db):
+    """Columns added, dropped and retyped while streaming: rows after each ALTER carry the new schema, and each DDL
+    is a schema change event on <topic.prefix> (include.schema.changes, Debezium's default)."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))",
+                    "INSERT INTO t VALUES (1, 1, 'a')", database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"value.converter.schemas.enable": "true"})
+    runner = InProcess(props)
+    topic = f"{props['topic.prefix']}.{mariadb_db}.t"
+    try:
+        deadline = time.monotonic() + 60
+        while not read_topic(BOOTSTRAP, topic):
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        mariadb.execute("ALTER TABLE t ADD COLUMN extra VARCHAR(5) NOT NULL DEFAULT 'z'",
+                        "INSERT INTO t (id, v, s) VALUES (2, 2, 'b')",
+                        "ALTER TABLE t DROP COLUMN s", "UPDATE t SET v = 3 WHERE id = 1",
+                        "ALTER TABLE t MODIFY v BIGINT NOT NULL", "INSERT INTO t (id, v) VALUES (3, 5000000000)",
+                        "CREATE TABLE t2 (k VARCHAR(3) PRIMARY KEY)", database=mariadb_db)
+        while len(read_topic(BOOTSTRAP, props["topic.prefix"])) < 4:  # t2 described while it exists
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        mariadb.execute("DROP TABLE t2", database=mariadb_db)
+        while len(records := read_topic(BOOTSTRAP, topic)) < 4 or \
+                len(changes := read_topic(BOOTSTRAP, props["topic.prefix"])) < 5:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+    finally:
+        runner.close()
+    events = [json.loads(r.value) for r in records]
+
+    def after_fields(event):
+        return {f["field"]: f["type"] for f in event["schema"]["fields"][1]["fields"]}
+
+    assert [e["payload"]["op"] for e in events] == ["r", "c", "u", "c"]
+    assert after_fields(events[0]) == {"id": "int32", "v": "int32", "s": "string"}
+    assert events[1]["payload"]["after"] == {"id": 2, "v": 2, "s": "b", "extra": "z"}
+    assert after_fields(events[2]) == {"id": "int32", "v": "int32", "extra": "string"}
+    assert events[3]["payload"]["after"] == {"id": 3, "v": 5000000000, "extra": "z"}
+    assert after_fields(events[3])["v"] == "int64"
+    values = [json.loads(r.value)["payload"] for r in changes]
+    assert [v["ddl"].split()[0].upper() for v in values] == ["ALTER", "ALTER", "ALTER", "CREATE", "DROP"]
+    assert all(json.loads(r.key) == {"databaseName": mariadb_db} for r in changes)  # key schemas off
+    kinds = [[(c["type"], c["id"]) for c in v["tableChanges"]] for v in values]
+    assert kinds[0] == [("ALTER", f'"{mariadb_db}"."t"')] and kinds[3] == [("CREATE", f'"{mariadb_db}"."t2"')]
+    assert kinds[4] == [("DROP", f'"{mariadb_db}"."t2"')]
+    assert values[3]["tableChanges"][0]["table"]["primaryKeyColumnNames"] == ["k"]
+    assert values[4]["tableChanges"][0]["table"] == values[3]["tableChanges"][0]["table"]  # as last known
+    assert values[0]["source"]["gtid"] and values[0]["source"]["db"] == mariadb_db
