@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from connectors.connect_data import json_converter, logical
-from connectors.connect_data import schema as s
-from connectors.connect_data.schema import Field, Schema
 from connectors.core.errors import ConnectorError
+from connectors.events import json_converter, logical
+from connectors.events import schema as s
+from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.config import MySqlConfig

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.connect_data import logical
-from connectors.connect_data import schema as s
-from connectors.connect_data.schema import Field, Schema
+from connectors.events import logical
+from connectors.events import schema as s
+from connectors.events.schema import Field, Schema
 
 CONNECTOR = "postgresql"
 SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"

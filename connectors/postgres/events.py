@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.connect_data import schema as s
-from connectors.connect_data.json_converter import envelope as encode
-from connectors.connect_data.schema import Field, Schema
 from connectors.core.source import ChangeSummary
+from connectors.events import schema as s
+from connectors.events.json_converter import envelope as encode
+from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.connect_data import schema as s
-from connectors.connect_data.schema import Schema
+from connectors.events import schema as s
+from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.types import ColumnMapping, ColumnType, TypeMappingError, TypeSettings, column_mapping
 

@@ -171,7 +171,7 @@ def interval_micro_duration(text: str) -> int:
 
 def interval_iso_text(text: str) -> str:
     """Debezium's Interval (interval.handling.mode=string): P<y>Y<m>M<d>DT<h>H<m>M<s>S."""
-    from connectors.connect_data.json_converter import java_double
+    from connectors.events.json_converter import java_double
 
     years, months, days, hours, minutes, seconds = interval_fields(text)
     plain = _plain_seconds(java_double(seconds))

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.connect_data import logical
-from connectors.connect_data import schema as s
-from connectors.connect_data.json_converter import unscaled_bytes
-from connectors.connect_data.schema import Schema
+from connectors.events import logical
+from connectors.events import schema as s
+from connectors.events.json_converter import unscaled_bytes
+from connectors.events.schema import Schema
 from connectors.postgres import temporal
 
 DECIMAL_HANDLING_MODES = ("precise", "double", "string")
@@ -296,7 +296,7 @@ def _hstore_pairs(text: str) -> dict[str, str | None]:
 
 
 def _hstore_json(text: str) -> str:
-    from connectors.connect_data.json_converter import string_json
+    from connectors.events.json_converter import string_json
 
     items = ",".join(
         f"{string_json(k)}:{'null' if v is None else string_json(v)}" for k, v in _hstore_pairs(text).items()

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from connectors.connect_data.json_converter import envelope as to_json
-from connectors.connect_data.json_converter import schema_json
-from connectors.connect_data.schema import Field
+from connectors.events.json_converter import envelope as to_json
+from connectors.events.json_converter import schema_json
+from connectors.events.schema import Field
 from connectors.postgres import envelope as e
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import table_columns
@@ -44,7 +44,7 @@ def test_sequence_is_a_json_array_of_decimal_strings():
 
 
 def test_key_and_envelope_schemas():
-    from connectors.connect_data import schema as s
+    from connectors.events import schema as s
 
     key = e.key_schema("srv", "public", "customers", [Field("id", s.int32(optional=True))])
     assert schema_json(key) == (

@@ -1,4 +1,4 @@
-"""connectors/postgres and connectors/connect_data import neither Django nor MongoDB's driver, and psycopg2 (the
+"""connectors/postgres and connectors/events import neither Django nor MongoDB's driver, and psycopg2 (the
 replication protocol) only where the replication connection is made."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 CONNECTORS = pathlib.Path(__file__).parents[2] / "connectors"
-MODULES = sorted([*(CONNECTORS / "postgres").glob("*.py"), *(CONNECTORS / "connect_data").glob("*.py")])
+MODULES = sorted([*(CONNECTORS / "postgres").glob("*.py"), *(CONNECTORS / "events").glob("*.py")])
 FORBIDDEN = ("django", "pymongo", "bson", "rest_framework", "celery")
 
 
@@ -29,5 +29,5 @@ def test_no_framework_or_mongodb_imports(path):
     assert not bad, f"{path.name} imports {sorted(bad)}"
     if path.name != "replication.py":
         assert not {name for name in imports(path) if name.split(".")[0] == "psycopg2"}
-    if path.parent.name == "connect_data":
+    if path.parent.name == "events":
         assert not {name for name in imports(path) if name.startswith("connectors.postgres")}

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from connectors.connect_data.json_converter import schema_json, value_json
+from connectors.events.json_converter import schema_json, value_json
 from connectors.postgres import types as t
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.rows import RowColumn, RowMapper

@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from connectors.connect_data.json_converter import schema_json, value_json
+from connectors.events.json_converter import schema_json, value_json
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import table_columns
 from connectors.postgres.replication import ReplicationStream

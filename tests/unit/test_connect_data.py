@@ -1,4 +1,4 @@
-"""Kafka Connect schema model and JsonConverter encoding (connectors.connect_data)."""
+"""Kafka Connect schema model and JsonConverter encoding (connectors.events)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from connectors.connect_data import logical
-from connectors.connect_data import schema as s
-from connectors.connect_data.json_converter import (
+from connectors.events import logical
+from connectors.events import schema as s
+from connectors.events.json_converter import (
     envelope,
     java_double,
     java_float,
@@ -19,7 +19,7 @@ from connectors.connect_data.json_converter import (
     unscaled_bytes,
     value_json,
 )
-from connectors.connect_data.schema import SchemaError
+from connectors.events.schema import SchemaError
 
 
 def test_key_exactly_as_debezium_tutorial_prints_it():

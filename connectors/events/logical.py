@@ -3,7 +3,7 @@ Debezium's connectors write them)."""
 
 from __future__ import annotations
 
-from connectors.connect_data.schema import Schema, array, bytes_, int32, primitive, struct
+from connectors.events.schema import Schema, array, bytes_, int32, primitive, struct
 
 # Kafka Connect's own logical types
 DECIMAL = "org.apache.kafka.connect.data.Decimal"

@@ -22,8 +22,8 @@ import struct as binary
 from functools import lru_cache
 from typing import Any
 
-from connectors.connect_data.logical import DECIMAL
-from connectors.connect_data.schema import NO_DEFAULT, Schema, SchemaError
+from connectors.events.logical import DECIMAL
+from connectors.events.schema import NO_DEFAULT, Schema, SchemaError
 
 _string = json.JSONEncoder(ensure_ascii=False).encode
 _LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
