@@ -5,7 +5,9 @@ table is then read in that snapshot (`SET TRANSACTION SNAPSHOT`), from any numbe
 replication connection stays idle; streaming then starts on that same connection from the slot's consistent point.
 A change committed while the snapshot is read is after that point: it comes through the stream, never twice.
 
-Each table is one chunk (read whole with a server-side cursor, `snapshot.fetch.size` rows per round trip).
+Tables are read in primary-key ranges of about `snapshot.chunk.size` rows (chunks, planned in the same snapshot),
+`snapshot.max.threads` at a time, each thread in its own session that imported the snapshot; a table without a
+primary key is one chunk. Rows come through a server-side cursor, `snapshot.fetch.size` per round trip.
 An exported snapshot dies with its connection, so a snapshot interrupted by a crash cannot resume in it: it starts
 again (a new slot, a new snapshot), as Debezium's does; chunks committed before the crash are read again.
 """
@@ -75,6 +77,7 @@ class PgSnapshotReader:
         self._local = threading.local()
         self._connections: list = []
         self._lock = threading.Lock()
+        self._keys: dict[str, list[tuple[str, str]]] = {}
 
     # -- start and plan -----------------------------------------------------------------------------------------
 
@@ -92,10 +95,62 @@ class PgSnapshotReader:
             return [f"{schema}.{table}" for schema, table in cursor.fetchall() if captured(schema, table)]
 
     def plan(self, collection: str, chunk_size: int) -> Plan:
+        """Primary-key ranges of about `chunk_size` rows, found in the exported snapshot (one index scan); a table
+        without a primary key is one chunk. Boundaries are the key columns' text, compared as row values."""
         with self._connection().cursor() as cursor:
             cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", (_qualified(collection),))
             row = cursor.fetchone()
-        return Plan([None, None], max(0, int(row[0])) if row else 0, "whole table")
+            estimated = max(0, int(row[0])) if row else 0
+            key = self.key_columns(collection)
+            if not key:
+                return Plan([None, None], estimated, "whole table (no primary key)")
+            columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
+            # aliased: ORDER BY <name> would otherwise sort by the text output column of that name
+            texts = sql.SQL(", ").join(
+                sql.SQL("{}::text AS {}").format(sql.Identifier(name), sql.Identifier(f"cdc_k{i}"))
+                for i, (name, _) in enumerate(key))
+            table = _identifier(collection)
+            cursor.execute(sql.SQL(
+                "SELECT {texts} FROM (SELECT {columns}, row_number() OVER (ORDER BY {columns}) AS cdc_rn FROM {table})"
+                " s WHERE cdc_rn % {size} = 1 ORDER BY cdc_rn").format(
+                    texts=texts, columns=columns, table=table, size=sql.Literal(chunk_size)))
+            bounds = [list(r) for r in cursor.fetchall()]
+            if not bounds:
+                return Plan([], 0, "empty")
+            cursor.execute(sql.SQL("SELECT {texts} FROM {table} ORDER BY {desc} LIMIT 1").format(
+                texts=texts, table=table,
+                desc=sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(name)) for name, _ in key)))
+            bounds.append(list(cursor.fetchone()))
+        return Plan(bounds, estimated, "primary key ranges")
+
+    def key_columns(self, collection: str) -> list[tuple[str, str]]:
+        """(name, type as SQL) of the table's primary key columns, in key order."""
+        with self._lock:
+            known = self._keys.get(collection)
+        if known is not None:
+            return known
+        with self._connection().cursor() as cursor:
+            cursor.execute("""
+                SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+                FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+                WHERE i.indrelid = %s::regclass AND i.indisprimary
+                ORDER BY array_position(i.indkey::int2[], a.attnum)""", (_qualified(collection),))
+            key = [(name, type_sql) for name, type_sql in cursor.fetchall()]
+        with self._lock:
+            self._keys[collection] = key
+        return key
+
+    def _range(self, collection: str, chunk: Chunk) -> tuple[sql.Composable, list]:
+        """The chunk's WHERE clause (and parameters) and ORDER BY."""
+        if chunk.lower is None:
+            return sql.SQL(""), []
+        key = self.key_columns(collection)
+        columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
+        values = sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(type_sql)) for _, type_sql in key)
+        upper = sql.SQL("<=") if chunk.upper_inclusive else sql.SQL("<")
+        clause = sql.SQL(" WHERE ({c}) >= ({v}) AND ({c}) {op} ({v}) ORDER BY {c}").format(
+            c=columns, v=values, op=upper)
+        return clause, [*chunk.lower, *chunk.upper]
 
     # -- reading ------------------------------------------------------------------------------------------------
 
@@ -123,7 +178,8 @@ class PgSnapshotReader:
         if table is None:
             return [], 0
         columns = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.columns)
-        query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(schema), sql.Identifier(name))
+        where, params = self._range(chunk.namespace, chunk)
+        query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(schema), sql.Identifier(name)) + where
         messages: list[OutMessage] = []
         marker = "last" if mark_last else "true"
         cursor = conn.cursor(name=f"snap_{chunk.number}")
@@ -131,7 +187,7 @@ class PgSnapshotReader:
             cursor.adapters.register_loader(column.type.oid, TextLoader)
         try:
             cursor.itersize = self.config.snapshot_fetch_size
-            cursor.execute(query)
+            cursor.execute(query, params)
             rows = 0
             pending = None
             for row in cursor:
@@ -159,6 +215,11 @@ class PgSnapshotReader:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+
+
+def _identifier(namespace: str) -> sql.Composable:
+    schema, name = namespace.split(".", 1)
+    return sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(name))
 
 
 def _qualified(namespace: str) -> str:
