@@ -101,6 +101,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "gtid.source.excludes": ("gtid_source_excludes", (), values.parse_regex_list),
     "heartbeat.interval.ms": ("heartbeat_interval_ms", 0, _NON_NEGATIVE),
     "heartbeat.action.query": ("heartbeat_action_query", None, values.parse_str),
+    "topic.heartbeat.prefix": ("heartbeat_topics_prefix", "__debezium-heartbeat", values.parse_topic),
     "include.schema.changes": ("include_schema_changes", True, values.parse_bool),
     "provide.transaction.metadata": ("provide_transaction_metadata", False, values.parse_bool),
     "decimal.handling.mode": ("decimal_handling_mode", "precise", _choice(MODES["decimal.handling.mode"])),
@@ -131,6 +132,9 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "topic.creation.default.cleanup.policy": ("topic_creation_cleanup_policy", CleanupPolicy.DELETE,
                                               values.enum_parser(CleanupPolicy)),
 }
+# accepted by name, refused when set: what this connector does not do yet
+NOT_YET = {"provide.transaction.metadata": "provide_transaction_metadata",
+           "signal.data.collection": "signal_data_collection"}
 REQUIRED = ("name", "database.hostname", "database.user", "database.server.id", "topic.prefix")
 _MASK = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")
 _TRUNCATE = re.compile(r"^column\.truncate\.to\.(\d+)\.chars$")
@@ -167,6 +171,7 @@ class MySqlConfig:
     gtid_source_excludes: tuple[str, ...] = ()
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
+    heartbeat_topics_prefix: str = "__debezium-heartbeat"
     include_schema_changes: bool = True
     provide_transaction_metadata: bool = False
     decimal_handling_mode: str = "precise"
@@ -232,6 +237,10 @@ class MySqlConfig:
                                  ("gtid.source.includes", "gtid.source.excludes")):
             if PROPERTIES[include][0] in kwargs and PROPERTIES[exclude][0] in kwargs:
                 problems.append(Problem(exclude, f"{include} and {exclude} cannot both be set; keep one"))
+        for prop, attribute in NOT_YET.items():
+            if kwargs.get(attribute):
+                problems.append(Problem(prop, f"{prop} is not supported by the MySQL/MariaDB connector yet; "
+                                              "remove it (docs/mariadb.md lists what is left)"))
         if problems:
             raise ConfigError(problems)
         return cls(**kwargs, column_masks=masks, column_truncates=truncates)
@@ -278,6 +287,19 @@ class MySqlConfig:
         if self.column_include:
             return any(re.fullmatch(p, name) for p in self.column_include)
         return not any(re.fullmatch(p, name) for p in self.column_exclude)
+
+    @property
+    def heartbeat_topic_name(self) -> str:
+        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
+
+    def captures_gtid(self, gtid: str | None) -> bool:
+        """gtid.source.includes/excludes: the GTID's source (MySQL: the server UUID; MariaDB: `domain-server`)."""
+        if gtid is None or not (self.gtid_source_includes or self.gtid_source_excludes):
+            return True
+        source = gtid.rsplit(":", 1)[0] if ":" in gtid else gtid.rsplit("-", 1)[0]
+        if self.gtid_source_includes:
+            return any(re.fullmatch(p, source) for p in self.gtid_source_includes)
+        return not any(re.fullmatch(p, source) for p in self.gtid_source_excludes)
 
     def key_columns(self, database: str, table: str) -> tuple[str, ...] | None:
         name = f"{database}.{table}"

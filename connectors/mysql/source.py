@@ -23,6 +23,9 @@ from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
 from connectors.core.snapshot.progress import SnapshotProgress
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.events import json_converter
+from connectors.events import schema as s
+from connectors.kafka.sink import OutMessage
 from connectors.mysql import types
 from connectors.mysql.binlog import (
     BinlogPosition,
@@ -123,7 +126,8 @@ class MySqlEventBuilder:
     def build(self, change: Any):
         if type(change) is RowChange:
             schema = change.schema
-            if change.op in self._skipped or not self.config.captures_table(schema.database, schema.table):
+            if (change.op in self._skipped or not self.config.captures_table(schema.database, schema.table)
+                    or not self.config.captures_gtid(change.gtid)):
                 return None
             source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
                                 change.pos, change.row, "false", change.gtid, change.thread, change.query)
@@ -149,10 +153,26 @@ class MySqlEventBuilder:
         return []
 
     def heartbeat(self) -> list:
-        return []
+        """Debezium's heartbeat record on `__debezium-heartbeat.<prefix>`, after `heartbeat.action.query`."""
+        if self.config.heartbeat_action_query:
+            connection = connect(self.config.connection)
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(self.config.heartbeat_action_query)
+            finally:
+                connection.close()
+        key = json_converter.envelope(_HEARTBEAT_KEY, {"serverName": self.config.topic_prefix},
+                                      self.config.key_schemas_enable)
+        value = json_converter.envelope(_HEARTBEAT_VALUE, {"ts_ms": int(time.time() * 1000)},
+                                        self.config.value_schemas_enable)
+        return [OutMessage(self.config.heartbeat_topic_name, key.encode(), value.encode())]
 
     def transaction_state(self) -> dict | None:
         return None
+
+
+_HEARTBEAT_KEY = s.struct([("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
+_HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")
 
 
 class BinlogChangeReader(threading.Thread):

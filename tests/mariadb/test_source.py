@@ -227,6 +227,9 @@ def test_events_and_offset_layout(mariadb, mariadb_db):
     stored = json.loads(last.value)
     assert {"file", "pos", "gtids", "event", "row", "ts_sec", "server_id"} <= set(stored)
     assert stored["gtids"] == status(mariadb).gtids
+    beat = read_topic(BOOTSTRAP, f"__debezium-heartbeat.{props['topic.prefix']}")[0]
+    assert json.loads(beat.key)["payload"] == {"serverName": props["topic.prefix"]}
+    assert json.loads(beat.value)["schema"]["name"] == "io.debezium.connector.common.Heartbeat"
 
 
 def status(mariadb):
