@@ -1,0 +1,194 @@
+"""Benchmark of the PostgreSQL source against its ceilings, on the devstack PostgreSQL and Kafka.
+
+    python bench/postgres.py [--rows 200000] [--changes 50000] [--rate 200] [--seconds 10]
+
+1. snapshot: rows/s of an initial_only snapshot of one table (id, text, numeric, timestamptz, bool) into Kafka,
+   against `COPY … TO STDOUT` of the same table (the ceiling: the server's own fastest read);
+2. catch-up: events/s of the pipeline streaming `--changes` updates already in the slot, against a plain pgoutput
+   read of the same changes from a second slot (decoding only, no events, no Kafka);
+3. latency: p50/p99 from the source commit to the event being readable by a read_committed consumer, at a fixed
+   write rate (one row per transaction).
+Ratios are printed; the issue's target sizes are 1M rows and 100k changes (`--rows 1000000 --changes 100000`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg  # noqa: E402
+import psycopg2.extensions  # noqa: E402
+from confluent_kafka import Consumer  # noqa: E402
+
+from connectors.kafka import OffsetStore  # noqa: E402
+from connectors.postgres import pgoutput as p  # noqa: E402
+from connectors.postgres.config import PostgresConfig  # noqa: E402
+from connectors.postgres.replication import ReplicationStream  # noqa: E402
+from connectors.runner import ConnectorRunner  # noqa: E402
+from devstack import postgres as devstack_postgres  # noqa: E402
+from devstack import stack as devstack  # noqa: E402
+
+
+def config(db: str, dsn: str, name: str, **extra) -> PostgresConfig:
+    parts = psycopg2.extensions.parse_dsn(dsn)
+    return PostgresConfig.from_properties({
+        "name": name, "topic.prefix": name, "database.hostname": parts["host"], "database.port": parts["port"],
+        "database.user": parts["user"], "database.password": parts.get("password"), "database.dbname": db,
+        "slot.name": f"{db}_cdc", "publication.autocreate.mode": "filtered", "table.include.list": "public.bench",
+        "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50, "max.batch.size": 4096,
+        "snapshot.chunk.size": 20_000, "snapshot.max.threads": 2, **extra})
+
+
+def stored_lsn(store: OffsetStore, name: str) -> int:
+    value = store.read_value(json.dumps([name, {"server": name}], separators=(",", ":")).encode())[0]
+    return json.loads(value).get("lsn_proc", 0) if value else 0
+
+
+def run_until(runner_config, bootstrap: str, done) -> tuple[float, ConnectorRunner]:
+    stop = threading.Event()
+    runner = ConnectorRunner(runner_config, bootstrap, stop)
+    started = time.monotonic()
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    while thread.is_alive() and not done():
+        time.sleep(0.05)
+    elapsed = time.monotonic() - started
+    stop.set()
+    thread.join(60)
+    if runner.errors:
+        raise SystemExit(f"the pipeline failed: {runner.errors}")
+    return elapsed, runner
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--changes", type=int, default=50_000)
+    parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--seconds", type=float, default=10)
+    args = parser.parse_args()
+    devstack.up(["kafka", "postgres"], echo=lambda line: None)
+    bootstrap = devstack.endpoints().kafka_bootstrap
+    db = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
+    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
+    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    dsn = devstack_postgres.cdc_dsn(db)
+    conn = psycopg.connect(dsn, autocommit=True)
+    try:
+        conn.execute("CREATE TABLE bench (id int PRIMARY KEY, label text, amount numeric(12,2), "
+                     "created timestamptz, flag bool)")
+        conn.execute("INSERT INTO bench SELECT g, 'label ' || g, g * 1.25, now(), g %% 2 = 0 "
+                     "FROM generate_series(1, %s) g", (args.rows,))
+        conn.execute("VACUUM ANALYZE bench")
+
+        # 1. snapshot vs COPY
+        started = time.monotonic()
+        copied = 0
+        with conn.cursor() as cur, cur.copy("COPY bench TO STDOUT") as copy:
+            for data in copy:
+                copied += bytes(data).count(b"\n")
+        copy_s = time.monotonic() - started
+        name = "bench" + uuid.uuid4().hex[:6]
+        snap_config = config(db, dsn, name, **{"snapshot.mode": "initial_only"})
+        runner = ConnectorRunner(snap_config, bootstrap, threading.Event())
+        started = time.monotonic()
+        outcomes = runner.run()
+        snap_s = time.monotonic() - started
+        assert outcomes == {db: "snapshot-done"}, (outcomes, runner.errors)
+        print(f"snapshot   {args.rows} rows: COPY TO STDOUT {copied / copy_s:,.0f} rows/s; "
+              f"pipeline {args.rows / snap_s:,.0f} rows/s (Kafka committed); ratio {copy_s / snap_s:.2f}")
+
+        # 2. catch-up vs plain pgoutput read
+        name = "bench" + uuid.uuid4().hex[:6]
+        stream_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_cu"})
+        with ReplicationStream(dsn, stream_config.slot_name, ["dbz_publication"]) as made:
+            made.create_slot(export_snapshot=False)
+        plain_slot = f"{db}_plain"
+        with ReplicationStream(dsn, plain_slot, ["dbz_publication"]) as made:
+            made.create_slot(export_snapshot=False)
+        batch = 1000
+        for start in range(0, args.changes, batch):
+            conn.execute("UPDATE bench SET amount = amount + 1 WHERE id > %s AND id <= %s",
+                         (start % args.rows, start % args.rows + batch))
+        started = time.monotonic()
+        seen = 0
+        with ReplicationStream(dsn, plain_slot, ["dbz_publication"]) as plain:
+            plain.start(0)
+            commits = 0
+            while commits < args.changes // batch:
+                for wal in plain.read(timeout=1.0):
+                    if isinstance(wal.message, p.Update):
+                        seen += 1
+                    elif isinstance(wal.message, p.Commit):
+                        commits += 1
+                        last_commit_end = wal.message.end_lsn
+        plain_s = time.monotonic() - started
+        store = OffsetStore(bootstrap, stream_config.offset_storage_topic)
+        stream_s, _ = run_until(stream_config, bootstrap, lambda: stored_lsn(store, name) >= last_commit_end)
+        print(f"catch-up   {seen} changes: plain pgoutput read {seen / plain_s:,.0f} changes/s; "
+              f"pipeline {seen / stream_s:,.0f} events/s (incl. start-up); ratio {plain_s / stream_s:.2f}")
+
+        # 3. latency at a fixed rate
+        name = "bench" + uuid.uuid4().hex[:6]
+        lat_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_lat"})
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": name, "isolation.level": "read_committed",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([f"{name}.public.bench"])
+        stop = threading.Event()
+        runner = ConnectorRunner(lat_config, bootstrap, stop)
+        thread = threading.Thread(target=runner.run, daemon=True)
+        thread.start()
+        admin_cur = admin.cursor()
+        while not admin_cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
+                                    (lat_config.slot_name,)).fetchone():
+            time.sleep(0.1)
+        latencies: list[float] = []
+        writes = int(args.rate * args.seconds)
+
+        def write():
+            for i in range(writes):
+                conn.execute("UPDATE bench SET flag = NOT flag WHERE id = %s", (1 + i % args.rows,))
+                time.sleep(1 / args.rate)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        deadline = time.monotonic() + args.seconds + 60
+        while len(latencies) < writes and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() or message.value() is None:
+                continue
+            source_us = json.loads(message.value())["source"]["ts_us"]
+            latencies.append(time.time() * 1000 - source_us / 1000)
+        stop.set()
+        thread.join(60)
+        consumer.close()
+        latencies.sort()
+        if latencies:
+            p50 = statistics.median(latencies)
+            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+            print(f"latency    {len(latencies)}/{writes} events at {args.rate:.0f}/s: commit → read_committed "
+                  f"consumer p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+    finally:
+        conn.close()
+        for _ in range(100):
+            if not admin.execute("SELECT 1 FROM pg_replication_slots WHERE database = %s AND active",
+                                 (db,)).fetchone():
+                break
+            time.sleep(0.1)
+        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s",
+                      (db,))
+        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        admin.close()
+
+
+if __name__ == "__main__":
+    main()
