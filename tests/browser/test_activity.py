@@ -33,3 +33,37 @@ def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platfor
     for when in log.locator("time").all_inner_texts():
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", when), when
     screenshot(page, "activity-log")
+
+
+def test_a_failed_replica_set_stays_failed_on_the_pages_when_it_stops_reporting(session, platform, mongo_rs):
+    """Issue 13.2: the pages' live phase is the state model's: a failed pipeline without reports is failed (the
+    pages once said stale while Connect said FAILED), and a replica set that does not run is "not connected"."""
+    name = f"btfail{uuid.uuid4().hex[:6]}"
+    properties = {"name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,
+                  "database.include.list": name, "offset.storage.topic": f"{name}.offsets"}
+    platform.django(
+        "import datetime\n"
+        "from django.utils import timezone\n"
+        "from web.connectors import drafts, services\n"
+        "from web.connectors.models import ReplicaSetState\n"
+        f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system',"
+        " desired_state='paused')\n"
+        "report = {'final': False, 'metrics': {'phase': 'streaming', 'Connected': True, 'Members': ['db1:27017']}}\n"
+        f"services.report_observed({name!r}, 'rs0', worker='w1', phase='streaming', metrics=report)\n"
+        f"services.report_observed({name!r}, 'rs0', worker='w1', phase='failed', error='Kafka unreachable')\n"
+        "ReplicaSetState.objects.filter(connector__name="
+        f"{name!r}).update(heartbeat_at=timezone.now() - datetime.timedelta(seconds=60))\n"
+    )
+    _, page = session("viewer")
+    page.goto("/")
+    page.wait_for_function("() => window.cdcLive && window.cdcLive.state === 'live'", timeout=15_000)
+    row = page.locator(f'tr[data-connector="{name}"]')
+    page.wait_for_timeout(3000)  # the hello and a summary applied
+    assert "rs0: failed" in row.inner_text() and "stale" not in row.inner_text(), row.inner_text()
+    page.goto(f"/connectors/{name}/")
+    page.wait_for_function("() => window.cdcLive && window.cdcLive.state === 'live'", timeout=15_000)
+    page.wait_for_timeout(3000)
+    card = page.locator('[data-rs$="/rs0"]')
+    assert card.locator('[data-bind="phase"]').inner_text() == "failed"
+    assert card.locator('[data-bind="members"]').inner_text() == "not connected (failed)"
+    assert page.request.get(f"/connect/connectors/{name}/status").json()["tasks"][0]["state"] == "FAILED"

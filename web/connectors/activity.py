@@ -19,13 +19,12 @@ from web.connectors.models import (
     AuditEntry,
     Connector,
     ControlRequest,
-    Phase,
     RequestStatus,
     SnapshotRequest,
     SnapshotStatus,
 )
+from web.connectors.state import RUNNING_PHASES, STALE_AFTER_SECONDS
 
-STALE_AFTER_SECONDS = 15  # as web.dashboard.observed: no report for this long and the pipeline is not heard from
 KINDS = ("request", "outcome", "received", "state", "error", "config")
 
 
@@ -68,7 +67,7 @@ def _audit(connector: Connector, limit: int) -> list[dict[str, Any]]:
 def _stale(connector: Connector, now: datetime.datetime) -> list[dict[str, Any]]:
     lines = []
     for state in connector.replica_sets.all():
-        running = state.phase in (Phase.SNAPSHOT, Phase.STREAMING)
+        running = state.phase in RUNNING_PHASES
         if running and state.heartbeat_at and (now - state.heartbeat_at).total_seconds() > STALE_AFTER_SECONDS:
             at = state.heartbeat_at + datetime.timedelta(seconds=STALE_AFTER_SECONDS)
             lines.append(_line(at, "state", f"stale: no report from {state.worker or 'its worker'} for "

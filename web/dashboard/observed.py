@@ -14,10 +14,15 @@ from typing import Any
 
 from django.utils import timezone
 
-from web.connectors.models import Connector, DesiredState, Phase, ReplicaSetState
+from web.connectors.models import Connector, Phase, ReplicaSetState
 from web.connectors.offsets import timestamp_json, token_cluster_time
-
-STALE_AFTER_SECONDS = 15  # no report for this long: the pipeline's numbers are old (worker gone or stopped)
+from web.connectors.state import (  # noqa: F401 - the one state model, re-exported for the dashboard's modules
+    STALE_AFTER_SECONDS,
+    connector_status,
+    current_error,
+    is_stale,
+    live_phase,
+)
 
 
 def report_of(state: ReplicaSetState) -> dict[str, Any]:
@@ -29,51 +34,6 @@ def report_of(state: ReplicaSetState) -> dict[str, Any]:
         "sink": report.get("sink") or {},
         "snapshot": report.get("snapshot") or {},
     }
-
-
-def is_stale(state: ReplicaSetState, now: datetime.datetime | None = None) -> bool:
-    now = now or timezone.now()
-    return state.heartbeat_at is None or (now - state.heartbeat_at).total_seconds() > STALE_AFTER_SECONDS
-
-
-def current_error(state: ReplicaSetState) -> str:
-    """The stored last error while it still applies: not once the pipeline runs again in a phase it entered after
-    the error (a recovered connector shows no error; the Requests panel and the audit keep the history)."""
-    if not state.last_error:
-        return ""
-    recovered = (state.phase in (Phase.SNAPSHOT, Phase.STREAMING) and state.last_error_at is not None
-                 and state.since > state.last_error_at)
-    return "" if recovered else state.last_error
-
-
-def live_phase(state: ReplicaSetState, now: datetime.datetime | None = None) -> str:
-    """The phase to show: the stored phase, except that a running phase without recent reports is `stale`."""
-    if state.phase in (Phase.SNAPSHOT, Phase.STREAMING) and is_stale(state, now):
-        return "stale"
-    return state.phase
-
-
-def connector_status(desired: str, phases: list[str], running: bool | None = None) -> str:
-    """One word for a connector: running, snapshot, starting, failed, paused, pausing, stopped, stopping, stale.
-
-    `phases` are the live phases of its replica sets; `running` whether a pipeline holds a lease (None: unknown,
-    then the phases decide).
-    """
-    active = any(phase in (Phase.SNAPSHOT, Phase.STREAMING) for phase in phases)
-    busy = active if running is None else running
-    if desired == DesiredState.PAUSED:
-        return "pausing" if busy else "paused"
-    if desired == DesiredState.STOPPED:
-        return "stopping" if busy else "stopped"
-    if Phase.FAILED in phases:
-        return "failed"
-    if Phase.SNAPSHOT in phases:
-        return "snapshot"
-    if phases and all(phase == Phase.STREAMING for phase in phases):
-        return "running"
-    if "stale" in phases:
-        return "stale"
-    return "starting"
 
 
 def queue_fill(metrics: dict) -> float | None:
@@ -157,6 +117,9 @@ class ReplicaSetView:
 
     @property
     def members(self) -> list[dict]:
+        """Only a running pipeline sees the replica set's members (the page says "not connected" otherwise)."""
+        if self.phase not in (Phase.SNAPSHOT, Phase.STREAMING):
+            return []
         primary = self.metrics.get("Primary")
         return [{"host": host, "primary": host == primary} for host in self.metrics.get("Members") or []]
 

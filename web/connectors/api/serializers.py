@@ -13,6 +13,7 @@ from connectors.config_values import check_namespace, parse_json_query, split_li
 from connectors.secrets import redact_connection_string
 from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
+from web.connectors import state as connector_state
 from web.connectors.definitions import masked_config, parts_of
 from web.connectors.models import AuditEntry, Connector, ConnectorFilter, DesiredState, FilterKind, ReplicaSetState
 from web.connectors.offsets import RESET_MODES, parse_timestamp, resume_token_problem
@@ -294,23 +295,35 @@ class SnapshotAcceptedSerializer(serializers.Serializer):
 
 
 class ReplicaSetStateSerializer(serializers.ModelSerializer):
-    stale = serializers.SerializerMethodField(help_text="No report from the worker for a while.")
+    """One partition of the state model (web/connectors/state.py): observed phase with its timestamps, and what
+    the pages show from it."""
+
+    stale = serializers.SerializerMethodField(help_text="No report from the worker for 15 s.")
+    live_phase = serializers.SerializerMethodField(
+        help_text="The phase every surface shows: the observed phase, or stale for a running one without reports.")
+    current_error = serializers.SerializerMethodField(
+        help_text="The last error while it still applies (empty once the pipeline runs again after it).")
 
     class Meta:
         model = ReplicaSetState
-        fields = ["replica_set", "worker", "phase", "since", "last_error", "last_error_at", "heartbeat_at", "stale",
-                  "metrics"]
+        fields = ["replica_set", "worker", "phase", "live_phase", "since", "heartbeat_at", "stale", "current_error",
+                  "last_error", "last_error_at", "metrics"]
 
     def get_stale(self, state) -> bool:
-        from django.utils import timezone
+        return connector_state.is_stale(state)
 
-        limit = self.context.get("stale_after_seconds", 15)
-        return state.heartbeat_at is None or (timezone.now() - state.heartbeat_at).total_seconds() > limit
+    def get_live_phase(self, state) -> str:
+        return connector_state.live_phase(state)
+
+    def get_current_error(self, state) -> str:
+        return connector_state.current_error(state)
 
 
 class StatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     desired_state = serializers.CharField()
+    status = serializers.CharField(help_text="The connector's one word, as the dashboard shows it: running, "
+                                             "snapshot, starting, failed, stale, pausing, paused, stopping, stopped.")
     running = serializers.DictField(child=serializers.CharField(), allow_null=True,
                                     help_text="{replica set: worker} holding a pipeline lease now (null: unknown).")
     replica_sets = ReplicaSetStateSerializer(many=True)

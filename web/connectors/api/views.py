@@ -16,6 +16,7 @@ from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
 from web.connectors import activity as activity_log
 from web.connectors import offsets as offset_views
 from web.connectors import services, validation
+from web.connectors import state as connector_state
 from web.connectors.api import serializers as s
 from web.connectors.api.paging import StrictLimitOffsetPagination, check_query, whole_number
 from web.connectors.api.permissions import RolePermission
@@ -214,9 +215,13 @@ class ConnectorViewSet(viewsets.ModelViewSet):
             running = services.running_pipelines(connector)
         except services.Unavailable:
             running = None
-        states = s.ReplicaSetStateSerializer(connector.replica_sets.all(), many=True).data
-        return Response({"name": connector.name, "desired_state": connector.desired_state, "running": running,
-                         "replica_sets": states})
+        rows = list(connector.replica_sets.all())
+        status_word = connector_state.connector_status(
+            connector.desired_state, [connector_state.live_phase(row) for row in rows],
+            None if running is None else bool(running))
+        states = s.ReplicaSetStateSerializer(rows, many=True).data
+        return Response({"name": connector.name, "desired_state": connector.desired_state, "status": status_word,
+                         "running": running, "replica_sets": states})
 
     @extend_schema(summary="Committed position per replica set (read from Kafka)",
                    responses={200: s.OffsetsSerializer, 503: ERROR})

@@ -89,14 +89,29 @@
     }
   }
 
+  // The live phase of web/connectors/state.py: a running phase without recent reports is "stale"; a failed or
+  // stopped pipeline stays failed or stopped (it does not report either).
+  const RUNNING = ["streaming", "snapshot"];
   function phaseOf(report) {
-    if (report.stale) return "stale";
-    if (report.final) return report.phase && report.phase !== "streaming" ? report.phase : "stopped";
-    const p = (report.metrics || {}).phase;
-    return p === "starting" ? "streaming" : p === "snapshot-done" ? "stopped" : p || report.phase || "stopped";
+    let p;
+    if (report.final) p = report.phase && report.phase !== "streaming" ? report.phase : "stopped";
+    else {
+      const m = (report.metrics || {}).phase;
+      p = m === "starting" ? "streaming" : m === "snapshot-done" ? "stopped" : m || report.phase || "stopped";
+    }
+    if (!report.stale) return p;
+    // stale: the server's stored phase decides (its live phase is "stale" only for a running one)
+    const stored = report.phase;
+    if (stored && stored !== "stale" && !RUNNING.includes(stored)) return stored;
+    return RUNNING.includes(p) || stored === "stale" ? "stale" : p;
   }
 
-  function renderMembers(list, metrics) {
+  function renderMembers(list, metrics, phase) {
+    if (!RUNNING.includes(phase)) {
+      // a pipeline that does not run has no view of the replica set: say so instead of "unknown"
+      list.replaceChildren(el("li", { className: "muted" }, `not connected (${phase})`));
+      return;
+    }
     const members = metrics.Members || [];
     list.replaceChildren(...(members.length ? members.map((host) => {
       const primary = host === metrics.Primary;
@@ -176,7 +191,7 @@
           // a stopped, failed or stale pipeline has no open change stream, whatever its last report said
           bindValue(node, !!metrics.Connected && ["streaming", "snapshot"].includes(phaseOf(report)));
         }
-        else if (bind === "members") renderMembers(node, metrics);
+        else if (bind === "members") renderMembers(node, metrics, phaseOf(report));
         else if (bind === "snapshot") renderSnapshot(node, report.snapshot);
         else if (bind === "last_event") renderLastEvent(node, metrics);
         else if (bind === "queue" || bind === "queue_text") {
