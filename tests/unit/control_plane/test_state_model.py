@@ -89,3 +89,10 @@ def test_a_streaming_pipeline_lists_its_members(client, django_user_model):
     seen = everywhere(client, django_user_model)
     assert (seen["api"], seen["api_rs"], seen["connect_task"]) == ("running", "streaming", "RUNNING")
     assert "db1:27017" in seen["detail"]
+
+
+def test_a_quiet_replica_set_says_its_members_are_unknown(client, django_user_model):
+    create_connector("orders")
+    services.report_observed("orders", "rs0", worker="w1", phase="streaming", metrics=REPORT)
+    quiet_for(60)
+    assert "unknown (no recent report)" in everywhere(client, django_user_model)["detail"]

@@ -109,7 +109,8 @@
   function renderMembers(list, metrics, phase) {
     if (!RUNNING.includes(phase)) {
       // a pipeline that does not run has no view of the replica set: say so instead of "unknown"
-      list.replaceChildren(el("li", { className: "muted" }, `not connected (${phase})`));
+      list.replaceChildren(el("li", { className: "muted" },
+        phase === "stale" ? "unknown (no recent report)" : `not connected (${phase})`));
       return;
     }
     const members = metrics.Members || [];
