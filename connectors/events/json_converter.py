@@ -19,13 +19,14 @@ import json
 import math
 import re
 import struct as binary
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from connectors.events.logical import DECIMAL
 from connectors.events.schema import NO_DEFAULT, Schema, SchemaError
 
-_string = json.JSONEncoder(ensure_ascii=False).encode
+_string = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False).encode does for a str, minus its checks
 _LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
@@ -228,9 +229,90 @@ def schema_json(schema: Schema) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+def _compile(schema: Schema) -> Callable[[Any], str]:
+    """`value_json(schema, ·)` specialised to one schema (dispatch done once, not per value); errors are raised as
+    SchemaError or any exception, and `compiled` then asks `value_json` for its precise message."""
+    kind = schema.type
+    if schema.name == DECIMAL and kind == "bytes":
+        def encode(value):
+            return _base64(_decimal_bytes(schema, value))
+    elif kind in ("int8", "int16", "int32", "int64"):
+        def encode(value):
+            if type(value) is not int:
+                raise SchemaError(kind)
+            return str(value)
+    elif kind == "string":
+        seen: dict[str, str] = {}  # a column's repeated values (source block, enums) are written once
+
+        def encode(value):
+            text = seen.get(value)
+            if text is None:
+                if not isinstance(value, str):
+                    raise SchemaError(kind)
+                text = string_json(value)
+                if len(seen) < 256:
+                    seen[value] = text
+            return text
+    elif kind == "boolean":
+        def encode(value):
+            return "true" if value else "false"
+    elif kind in ("float64", "float32"):
+        writer = java_double if kind == "float64" else java_float
+
+        def encode(value):
+            return _floating(value, writer)
+    elif kind == "bytes":
+        def encode(value):
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise SchemaError(kind)
+            return _base64(bytes(value))
+    elif kind == "array":
+        item = _compile(schema.items)
+
+        def encode(value):
+            return "[" + ",".join(map(item, value)) + "]"
+    elif kind == "struct":
+        fields = [(("," if i else "") + string_json(f.name) + ":", f.name, _compile(f.schema))
+                  for i, f in enumerate(schema.fields)]
+        names = frozenset(schema.field_names)
+
+        def encode(value):
+            if not names.issuperset(value):
+                raise SchemaError("unknown fields")
+            get = value.get
+            return "{" + "".join([prefix + field(get(name)) for prefix, name, field in fields]) + "}"
+    else:
+        def encode(value):
+            return value_json(schema, value)
+    if schema.default is not NO_DEFAULT:
+        default_text = value_json(schema, schema.default)
+        return lambda value: default_text if value is None else encode(value)
+    if schema.optional:
+        return lambda value: "null" if value is None else encode(value)
+
+    def required(value):
+        if value is None:
+            raise SchemaError("null")
+        return encode(value)
+    return required
+
+
+@lru_cache(maxsize=4096)
+def compiled(schema: Schema) -> Callable[[Any], str]:
+    """A function writing values of `schema` exactly as `value_json` does, several times faster."""
+    encode = _compile(schema)
+
+    def checked(value: Any) -> str:
+        try:
+            return encode(value)
+        except Exception:  # noqa: BLE001 - value_json gives the error its path (or writes what encode could not)
+            return value_json(schema, value)
+    return checked
+
+
 def envelope(schema: Schema, value: Any, schemas_enable: bool = True) -> str:
     """What JsonConverter.fromConnectData writes (as text; encode to UTF-8 for Kafka)."""
-    payload = value_json(schema, value)
+    payload = compiled(schema)(value)
     if not schemas_enable:
         return payload
     return f'{{"schema":{schema_json(schema)},"payload":{payload}}}'
