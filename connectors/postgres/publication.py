@@ -77,10 +77,12 @@ def ensure_publication(cursor, name: str, mode: str, tables: Sequence[tuple[str,
     except PublicationError:
         raise
     except Exception as error:  # the driver's error: privileges, unknown tables
-        if not hasattr(error, "pgcode"):
+        if not (hasattr(error, "pgcode") or hasattr(error, "sqlstate")):  # psycopg2's, psycopg 3's
             raise
         action = "create" if current is None else "update"
-        raise PublicationError(f"cannot {action} publication {name!r} ({mode}): {str(error).strip()}") from None
+        hint = ("; create it as a superuser, or use publication.autocreate.mode=filtered (needs ownership of the "
+                "tables)") if mode == "all_tables" else ""
+        raise PublicationError(f"cannot {action} publication {name!r} ({mode}): {str(error).strip()}{hint}") from None
 
 
 @dataclass(frozen=True)

@@ -169,5 +169,7 @@ class WalReader:
                         if not self._put(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
                                                    begin.commit_ts_us)):
                             return
+                        # a reconnect replays this transaction from its start: what is queued is not queued again
+                        self._resume = Position(begin.final_lsn, wal.data_start, begin.xid, begin.commit_ts_us)
         finally:
             self._close()

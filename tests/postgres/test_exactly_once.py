@@ -134,3 +134,73 @@ def test_kill_minus_nine_under_load_gives_exactly_once(pg_db, stack, tmp_path, u
         assert seen[k] == list(range(1, writer.final[k] + 1)), (k, seen[k][:50], writer.final[k])
     assert writer.transactions > 50
     assert log_path.read_text().count("resuming after LSN") >= 4
+
+
+def test_replication_connection_killed_under_load_loses_and_repeats_nothing(pg_db, stack, unique_name):
+    """The server ends the walsender (pg_terminate_backend) three times while changes stream: the reader reconnects,
+    the slot replays from its confirmed flush position, and what was already queued or committed is dropped."""
+    from connectors.postgres.config import PostgresConfig
+    from connectors.runner import ConnectorRunner
+
+    bootstrap = stack.kafka_bootstrap
+    name = "pgrc" + unique_name.replace("-", "")[-10:]
+    pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
+    pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(0, %s) g", (ROWS - 1,))
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    config = PostgresConfig.from_properties({
+        "name": name, "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
+        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
+        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+        "max.batch.size": 16, "snapshot.mode": "no_data", "connect.backoff.initial.delay.ms": 100,
+        "publication.autocreate.mode": "filtered",
+        "connect.backoff.max.delay.ms": 1000})
+    stop = threading.Event()
+    runner = ConnectorRunner(config, bootstrap, stop)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    writer = Writer(pg_db, rate=80)
+    topic = f"{name}.public.counters"
+
+    def walsender() -> int | None:
+        rows = pg_db.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s AND active",
+                             (pg_db.name,))
+        return rows[0][0] if rows else None
+
+    try:
+        deadline = time.monotonic() + 30
+        while walsender() is None:
+            assert time.monotonic() < deadline and thread.is_alive(), runner.errors
+            time.sleep(0.1)
+        writer.start()
+        for _ in range(3):
+            time.sleep(1.5)
+            pid = walsender()
+            deadline = time.monotonic() + 30
+            while pid is None:  # reconnecting after the previous kill
+                assert time.monotonic() < deadline and thread.is_alive(), runner.errors
+                time.sleep(0.1)
+                pid = walsender()
+            pg_db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        time.sleep(1.5)
+        writer.halt.set()
+        writer.join(30)
+        expected = sum(writer.final.values())
+        deadline = time.monotonic() + 90
+        while True:
+            assert thread.is_alive(), runner.errors
+            records = read_topic(bootstrap, topic)
+            updates = [json.loads(r.value) for r in records if r.value]
+            if len(updates) >= expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        writer.halt.set()
+        stop.set()
+        thread.join(60)
+    assert not runner.errors
+    assert runner.pipelines[pg_db.name].metrics.disconnects >= 3  # the reader did reconnect each time
+    seen: dict[int, list[int]] = {k: [] for k in range(ROWS)}
+    for value in updates:
+        seen[value["after"]["id"]].append(value["after"]["seq"])
+    for k in range(ROWS):
+        assert seen[k] == list(range(1, writer.final[k] + 1)), (k, seen[k][:50], writer.final[k])
