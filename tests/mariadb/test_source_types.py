@@ -61,3 +61,39 @@ def test_snapshot_and_stream_agree_on_every_type(mariadb, mariadb_db):
             assert streamed["payload"]["after"][name] == value, name
     assert {**read_nulls["payload"]["after"], "id": 0} == {**streamed_nulls["payload"]["after"], "id": 0}
     assert read["payload"]["source"]["snapshot"] == "true" and read_nulls["payload"]["source"]["snapshot"] == "last"
+
+
+def test_fast_encoding_is_json_converters(mariadb, mariadb_db):
+    """The per-table encoders write exactly what the generic JsonConverter writes, for every type and for nulls."""
+    from connectors.events import json_converter
+    from connectors.mysql import catalog
+    from connectors.mysql.envelope import SourceInfo, TableEvents
+    from connectors.sources import engine_config
+
+    mariadb.execute(f"CREATE TABLE all_types ({COLUMNS})", database=mariadb_db)
+    insert(mariadb, mariadb_db, 1)
+    connection = connect(mariadb.admin.with_database(mariadb_db))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION time_zone = '+00:00'")
+        schema = catalog.table_schema(connection, mariadb_db, "all_types")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM all_types ORDER BY id")
+            rows = [{c.name: catalog.binlog_form(c, v) for c, v in zip(schema.columns, row, strict=True)}
+                    for row in cursor.fetchall()]
+    finally:
+        connection.close()
+    for modes in ({}, {"decimal.handling.mode": "string", "binary.handling.mode": "hex",
+                       "time.precision.mode": "connect", "bigint.unsigned.handling.mode": "precise"}):
+        _, config = engine_config(properties(mariadb, mariadb_db, **modes))
+        events = TableEvents(config, schema, frozenset({"js"}))
+        for full, empty in ((rows[0], rows[1]), (rows[1], rows[0])):
+            before, after = events.row(full), events.row(empty)
+            for source in (SourceInfo(mariadb_db, "all_types", 1, 2, "f", 3, 0, "true"),
+                           SourceInfo(mariadb_db, "all_types", 1, 2, "f", 3, 4, "false", "0-1-5", 7, "UPDATE 'é'")):
+                fast = events.encode_value("u", before, after, source, 123456789)
+                generic = json_converter.value_json(events.value_schema,
+                                                    events.value("u", before, after, source, 123456789))
+                assert fast == generic
+            key = json_converter.value_json(events.key_schema, {"id": before["id"]})
+            assert events.key(before) == key.encode()  # key.converter.schemas.enable=false in properties()

@@ -1,0 +1,228 @@
+"""MariaDB source benchmark: snapshot rows/s against a plain SELECT of the same table, streaming catch-up events/s
+against a plain binlog read (the same reader, no Kafka), and end-to-end p50/p99 latency at a fixed write rate.
+
+    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 200] [--seconds 10]
+
+Needs Kafka and MariaDB (`python -m devstack up kafka mariadb`, or MARIADB_DSN for an existing server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, TopicPartition
+
+from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
+from connectors.mysql.connection import ConnectionSettings, connect
+from connectors.mysql.status import show_binlog_status
+from connectors.runner import ConnectorRunner
+from connectors.sources import engine_config
+from devstack import settings
+
+PAYLOAD = "x" * 200
+
+
+def _admin() -> ConnectionSettings:
+    return ConnectionSettings.from_dsn(settings.mariadb_dsn())
+
+
+def _execute(admin: ConnectionSettings, *statements, database: str | None = None, params=None) -> list:
+    connection = connect(admin.with_database(database))
+    try:
+        with connection.cursor() as cursor:
+            rows: list = []
+            for statement in statements:
+                cursor.execute(statement, params)
+                rows = list(cursor.fetchall())
+            return rows
+    finally:
+        connection.close()
+
+
+def _properties(name: str, database: str, admin: ConnectionSettings, snapshot_mode: str) -> dict:
+    user, password = settings.MARIADB_CDC_USER
+    return {
+        "name": name, "connector.class": "mariadb", "database.hostname": admin.host, "database.port": admin.port,
+        "database.user": user, "database.password": password, "database.server.id": 100_000 + hash(name) % 100_000,
+        "topic.prefix": name, "database.include.list": database, "snapshot.mode": snapshot_mode,
+        "offset.storage.topic": f"{name}.offsets", "offset.storage.partitions": 1, "max.batch.size": 4096,
+        "max.queue.size": 16384, "poll.interval.ms": 100, "snapshot.chunk.size": 8192,
+        "value.converter.schemas.enable": "true",
+    }
+
+
+def _load(admin: ConnectionSettings, database: str, first: int, count: int) -> None:
+    connection = connect(admin.with_database(database), autocommit=False)
+    try:
+        with connection.cursor() as cursor:
+            for start in range(first, first + count, 1000):
+                rows = [(i, i, PAYLOAD, time.time_ns()) for i in range(start, min(first + count, start + 1000))]
+                cursor.executemany("INSERT INTO t VALUES (%s, %s, %s, %s)", rows)
+                connection.commit()
+    finally:
+        connection.close()
+
+
+def _wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                         "isolation.level": "read_committed"})
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
+            except Exception:  # noqa: BLE001 - the topic does not exist yet
+                high = 0
+            if high >= count:
+                return time.monotonic()
+            time.sleep(0.02)
+    finally:
+        consumer.close()
+    raise TimeoutError(f"{topic} did not reach {count} messages")
+
+
+def _run(props: dict, bootstrap: str) -> tuple[ConnectorRunner, threading.Event, threading.Thread]:
+    _, config = engine_config(props)
+    stop = threading.Event()
+    runner = ConnectorRunner(config, bootstrap, stop)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    return runner, stop, thread
+
+
+def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[float, float]:
+    """(connector rows/s, plain SELECT rows/s) for a table of `rows` rows."""
+    name = f"bm{uuid.uuid4().hex[:8]}"
+    _execute(admin, f"CREATE DATABASE {name}")
+    _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
+    _load(admin, name, 0, rows)
+    began = time.monotonic()
+    connection = connect(admin.with_database(name))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM t")
+        assert len(cursor.fetchall()) == rows
+    connection.close()
+    select_rate = rows / (time.monotonic() - began)
+    runner, stop, thread = _run(_properties(name, name, admin, "initial_only"), bootstrap)
+    began = time.monotonic()
+    done = _wait_committed(bootstrap, f"{name}.{name}.t", rows, 600)
+    stop.set()
+    thread.join()
+    _execute(admin, f"DROP DATABASE {name}")
+    return rows / (done - began), select_rate
+
+
+def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, float]:
+    """(connector events/s, plain binlog read events/s) over `changes` inserts already in the binlog."""
+    name = f"bm{uuid.uuid4().hex[:8]}"
+    _execute(admin, f"CREATE DATABASE {name}")
+    _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
+    connection = connect(admin)
+    with connection.cursor() as cursor:
+        start = show_binlog_status(cursor)
+    connection.close()
+    _load(admin, name, 0, changes)
+    began = time.monotonic()
+    seen = 0
+    reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=start.gtids),
+                          only_schemas=[name])
+    for item in reader:
+        seen += isinstance(item, RowChange)
+        if seen == changes:
+            break
+    reader.close()
+    plain = changes / (time.monotonic() - began)
+    props = {**_properties(name, name, admin, "never"), "heartbeat.interval.ms": 100}
+    runner, stop, thread = _run(props, bootstrap)  # streams from the end: its first heartbeat stores that position
+    _wait_committed(bootstrap, props["offset.storage.topic"], 1, 120)
+    stop.set()
+    thread.join()
+    _load(admin, name, changes, changes)  # what the restarted connector catches up on
+    runner, stop, thread = _run(props, bootstrap)
+    began = time.monotonic()
+    done = _wait_committed(bootstrap, f"{name}.{name}.t", changes, 600)
+    stop.set()
+    thread.join()
+    _execute(admin, f"DROP DATABASE {name}")
+    return changes / (done - began), plain
+
+
+def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: float) -> tuple[float, float]:
+    name = f"bm{uuid.uuid4().hex[:8]}"
+    _execute(admin, f"CREATE DATABASE {name}")
+    _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
+    runner, stop, thread = _run(_properties(name, name, admin, "initial"), bootstrap)
+    topic = f"{name}.{name}.t"
+    total = int(rate * seconds)
+    ready = threading.Event()
+    latencies: list[float] = []
+
+    def consume():
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                             "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + seconds + 120
+        while len(latencies) < total and time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is None or message.error() or not message.value():
+                continue
+            received = time.time_ns()
+            after = json.loads(message.value())["payload"]["after"]
+            if after["id"] < 0:
+                ready.set()
+                continue
+            latencies.append((received - after["sent"]) / 1e6)
+        consumer.close()
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    connection = connect(admin.with_database(name))
+    with connection.cursor() as cursor:
+        # the first change goes all the way through before measuring: topic creation and the group join are
+        # start-up costs, not latency
+        deadline = time.monotonic() + 120
+        while not ready.is_set():
+            cursor.execute("REPLACE INTO t VALUES (-1, 0, 'warm-up', 0)")
+            ready.wait(1)
+            assert time.monotonic() < deadline, "the warm-up change did not reach the consumer"
+        interval = 1 / rate
+        began = time.monotonic()
+        for i in range(total):
+            cursor.execute("INSERT INTO t VALUES (%s, %s, %s, %s)", (i, i, PAYLOAD, time.time_ns()))
+            time.sleep(max(0.0, began + (i + 1) * interval - time.monotonic()))
+    connection.close()
+    reader.join()
+    stop.set()
+    thread.join()
+    _execute(admin, f"DROP DATABASE {name}")
+    latencies.sort()
+    return statistics.median(latencies), latencies[max(0, int(len(latencies) * 0.99) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--changes", type=int, default=20_000)
+    parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    args = parser.parse_args()
+    admin = _admin()
+    connector, select = snapshot(admin, args.bootstrap_servers, args.rows)
+    print(f"snapshot: {connector:,.0f} rows/s through Kafka, plain SELECT {select:,.0f} rows/s "
+          f"(ratio {connector / select:.3f})")
+    connector, plain = catch_up(admin, args.bootstrap_servers, args.changes)
+    print(f"catch-up: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "
+          f"(ratio {connector / plain:.3f})")
+    p50, p99 = latency(admin, args.bootstrap_servers, args.rate, args.seconds)
+    print(f"latency at {args.rate:g} inserts/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
