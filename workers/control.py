@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 
@@ -64,8 +65,12 @@ def client() -> redis.Redis:
         return _clients[url]
 
 
-def notify(name: str, command: str, payload: dict | None = None, *, replica_set: str | None = None) -> bool:
-    """Tells the running pipelines of connector `name` to `command`. True when Redis took the message."""
+def notify(name: str, command: str, payload: dict | None = None, *, replica_set: str | None = None,
+           on_sent: Callable[[int | None], None] | None = None) -> bool:
+    """Tells the running pipelines of connector `name` to `command`. True when Redis took the message.
+
+    `on_sent(receivers)` learns how many pipelines were listening (None: Redis did not take it), for the activity
+    log; it must not raise (if it does, the error is logged)."""
     if command not in COMMANDS:
         raise ValueError(f"unknown control command {command!r}; use one of {', '.join(COMMANDS)}")
     message = {
@@ -79,9 +84,20 @@ def notify(name: str, command: str, payload: dict | None = None, *, replica_set:
         receivers = client().publish(control_channel(name), json.dumps(message, default=str))
     except redis.RedisError as error:
         log.warning("could not publish %s for connector %s: %s", command, name, error)
+        _tell(on_sent, None)
         return False
     log.info("sent %s to connector %s (%d listening)", command, name, receivers)
+    _tell(on_sent, receivers)
     return True
+
+
+def _tell(on_sent: Callable[[int | None], None] | None, receivers: int | None) -> None:
+    if on_sent is None:
+        return
+    try:
+        on_sent(receivers)
+    except Exception:  # noqa: BLE001 - recording that a message went out must never fail the sending
+        log.exception("on_sent callback failed")
 
 
 def running_pipelines(name: str) -> dict[str, str]:

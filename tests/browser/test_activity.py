@@ -29,6 +29,7 @@ def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platfor
     outcome.wait_for(timeout=30_000)
     assert "stopped after committing its position" in outcome.inner_text()
     log.locator('tr[data-kind="state"]', has_text="streaming → stopped").wait_for(timeout=15_000)
+    assert "pause sent to 1 listening pipeline" in log.locator('tr[data-kind="sent"]').first.inner_text()
     assert "bt-operator" in log.locator('tr[data-kind="request"]', has_text="pause requested").inner_text()
     for when in log.locator("time").all_inner_texts():
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", when), when

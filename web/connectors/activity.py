@@ -25,7 +25,7 @@ from web.connectors.models import (
 )
 from web.connectors.state import RUNNING_PHASES, STALE_AFTER_SECONDS
 
-KINDS = ("request", "outcome", "received", "state", "error", "config")
+KINDS = ("request", "sent", "outcome", "received", "state", "error", "config")
 
 
 def _line(at, kind: str, text: str, replica_set: str = "", by: str = "", status: str = "") -> dict[str, Any]:

@@ -162,6 +162,7 @@ class ControlRequest(models.Model):
 
 
 class ActivityKind(models.TextChoices):
+    SENT = "sent"  # a command published to the pipelines, with how many were listening
     RECEIVED = "received"  # a pipeline's control listener received a command
     STATE = "state"  # an observed phase changed
     ERROR = "error"  # a pipeline, snapshot or worker error

@@ -90,7 +90,19 @@ def _target(connector: Connector | str) -> str:
 
 
 def _notify_on_commit(name: str, command: str, payload: dict | None = None, replica_set: str | None = None) -> None:
-    transaction.on_commit(lambda: control.notify(name, command, payload, replica_set=replica_set))
+    def sent(receivers: int | None) -> None:
+        record_activity(name, replica_set or "", ActivityKind.SENT, sent_text(command, receivers))
+
+    transaction.on_commit(lambda: control.notify(name, command, payload, replica_set=replica_set, on_sent=sent))
+
+
+def sent_text(command: str, receivers: int | None) -> str:
+    """What the activity log says of a command sent to the pipelines (how many heard it)."""
+    if receivers is None:
+        return f"{command} not sent: Redis is unreachable; the supervisor applies the desired state when it can"
+    if receivers == 0:
+        return f"{command} sent, but no pipeline is listening now; the supervisor applies the desired state"
+    return f"{command} sent to {receivers} listening pipeline{'s' if receivers > 1 else ''}"
 
 
 def _user(user):

@@ -86,3 +86,20 @@ def test_activity_api(connector, django_user_model):
     assert len(api.get("/api/connectors/orders/activity/?limit=1").json()) == 1
     assert api.get("/api/connectors/orders/activity/?limit=abc").status_code == 400
     assert api.get("/api/connectors/orders/activity/?bogus=1").status_code == 400
+
+
+def test_a_command_sent_says_how_many_pipelines_listened(connector, monkeypatch, django_capture_on_commit_callbacks):
+    heard = iter([1, 0, None])
+    monkeypatch.setattr("workers.control.notify",
+                        lambda *a, on_sent=None, **k: on_sent(next(heard)) or True)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.request_state(connector, "paused", user=None, source="api")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.request_state(connector, "running", user=None, source="api")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.request_state(connector, "stopped", user=None, source="api")
+    assert texts(connector, "sent") == [
+        "stop not sent: Redis is unreachable; the supervisor applies the desired state when it can",
+        "resume sent, but no pipeline is listening now; the supervisor applies the desired state",
+        "pause sent to 1 listening pipeline",
+    ]

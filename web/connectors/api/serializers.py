@@ -207,9 +207,10 @@ class ActionResultSerializer(serializers.Serializer):
 
 class ActivitySerializer(serializers.Serializer):
     at = serializers.DateTimeField()
-    kind = serializers.ChoiceField(choices=["request", "outcome", "received", "state", "error", "config"],
-                                   help_text="request (asked), received (a pipeline took it up), outcome (how it "
-                                             "ended), state (a phase change, or stale), error, config (audit)")
+    kind = serializers.ChoiceField(choices=["request", "sent", "outcome", "received", "state", "error", "config"],
+                                   help_text="request (asked), sent (published to the pipelines, with how many "
+                                             "listened), received (a pipeline took it up), outcome (how it ended), "
+                                             "state (a phase change, or stale), error, config (audit)")
     replica_set = serializers.CharField(allow_blank=True)
     text = serializers.CharField()
     by = serializers.CharField(allow_blank=True, help_text="Who asked, or the worker that reported.")

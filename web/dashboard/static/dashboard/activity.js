@@ -10,7 +10,7 @@ document.addEventListener("DOMContentLoaded", function () {
     children.forEach((c) => node.append(c));
     return node;
   };
-  const LABELS = { request: "asked", received: "taken up", outcome: "ended", state: "state", error: "error",
+  const LABELS = { request: "asked", sent: "sent", received: "taken up", outcome: "ended", state: "state", error: "error",
                    config: "change" };
   let signature = "";
 
