@@ -53,7 +53,7 @@ def no_redis(monkeypatch):
     """Unit tests run without Redis: no pipeline holds a lease, notifications are recorded."""
     sent = []
     monkeypatch.setattr("workers.control.running_pipelines", lambda name: {})
-    monkeypatch.setattr("workers.control.notify", lambda *a, **k: sent.append((a, k)) or True)
+    monkeypatch.setattr("workers.control.notify", lambda *a, on_sent=None, **k: sent.append((a, k)) or True)
     return sent
 
 
