@@ -103,6 +103,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "heartbeat.action.query": ("heartbeat_action_query", None, values.parse_str),
     "topic.heartbeat.prefix": ("heartbeat_topics_prefix", "__debezium-heartbeat", values.parse_topic),
     "include.schema.changes": ("include_schema_changes", True, values.parse_bool),
+    "include.query": ("include_query", False, values.parse_bool),
     "provide.transaction.metadata": ("provide_transaction_metadata", False, values.parse_bool),
     "decimal.handling.mode": ("decimal_handling_mode", "precise", _choice(MODES["decimal.handling.mode"])),
     "time.precision.mode": ("time_precision_mode", "adaptive_time_microseconds",
@@ -173,6 +174,7 @@ class MySqlConfig:
     heartbeat_action_query: str | None = None
     heartbeat_topics_prefix: str = "__debezium-heartbeat"
     include_schema_changes: bool = True
+    include_query: bool = False
     provide_transaction_metadata: bool = False
     decimal_handling_mode: str = "precise"
     time_precision_mode: str = "adaptive_time_microseconds"

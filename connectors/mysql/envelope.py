@@ -121,6 +121,7 @@ class TableEvents:
         self._source_prefix = (f'{{"version":{string_json(VERSION)},"connector":"{connector}",'
                                f'"name":{string_json(config.topic_prefix)},')
         self._key_schema_json = json_converter.schema_json(self.key_schema) if self.key_schema else None
+        self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
 
     def row(self, values: dict | None) -> dict | None:
@@ -173,6 +174,12 @@ class TableEvents:
             return "null"
         return "{" + ",".join(prefix + encode(row[name]) for name, prefix, encode in self._encoders) + "}"
 
+    def _query_json(self, query: str | None) -> str:
+        """The statement of a transaction's rows is one (possibly large) string for all of them: encoded once."""
+        if query is not self._last_query:
+            self._last_query, self._last_query_json = query, _text_or_null(query)
+        return self._last_query_json
+
     def encode_value(self, op: str, before_row, after_row, source: SourceInfo, now_ns: int) -> str:
         ms = source.ts_ms
         text = _text_or_null
@@ -181,7 +188,7 @@ class TableEvents:
             f'"db":{string_json(source.database)},"sequence":null,"ts_us":{ms * 1000},"ts_ns":{ms * 1_000_000},'
             f'"table":{text(source.table)},"server_id":{source.server_id},"gtid":{text(source.gtid)},'
             f'"file":{string_json(source.file)},"pos":{source.pos},"row":{source.row},'
-            f'"thread":{"null" if source.thread is None else source.thread},"query":{text(source.query)}}}'
+            f'"thread":{"null" if source.thread is None else source.thread},"query":{self._query_json(source.query)}}}'
         )
         return (f'{{"before":{self._encode_row(before_row)},"after":{self._encode_row(after_row)},'
                 f'"source":{source_json},"op":{string_json(op)},"ts_ms":{now_ns // 1_000_000},'

@@ -130,7 +130,8 @@ class MySqlEventBuilder:
                     or not self.config.captures_gtid(change.gtid)):
                 return None
             source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
-                                change.pos, change.row, "false", change.gtid, change.thread, change.query)
+                                change.pos, change.row, "false", change.gtid, change.thread,
+                                change.query if self.config.include_query else None)
             return change.op, self.table_events(schema).messages(change.op, change.before, change.after, source)
         if type(change) is SchemaStatement:
             self.json_columns.forget(change.database)

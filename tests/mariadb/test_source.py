@@ -185,7 +185,7 @@ def test_events_and_offset_layout(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
     props = properties(mariadb, mariadb_db, **{"snapshot.mode": "no_data", "value.converter.schemas.enable": "true",
                                                "key.converter.schemas.enable": "true",
-                                               "heartbeat.interval.ms": "100"})
+                                               "heartbeat.interval.ms": "100", "include.query": "true"})
     runner = InProcess(props)
     try:
         topic = f"{props['topic.prefix']}.{mariadb_db}.t"
