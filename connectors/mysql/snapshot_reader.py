@@ -26,6 +26,7 @@ from connectors.mysql.binlog import BinlogPosition, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo
+from connectors.mysql.position import MySqlPosition
 from connectors.mysql.snapshot import SnapshotPosition, start_consistent_snapshot
 
 _CHUNKABLE = {FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG,
@@ -80,8 +81,6 @@ class MySqlSnapshotReader:
     # -- SnapshotReader ----------------------------------------------------------------------------------------
 
     def capture_start(self) -> SnapshotStart:
-        from connectors.mysql.source import MySqlPosition
-
         with self._lock:
             position = self._open()
         read_at = int(time.time() * 1000)

@@ -14,13 +14,12 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
-from connectors.core.snapshot.progress import SnapshotProgress
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
@@ -28,7 +27,6 @@ from connectors.events import schema as s
 from connectors.kafka.sink import OutMessage
 from connectors.mysql import types
 from connectors.mysql.binlog import (
-    BinlogPosition,
     BinlogReader,
     Heartbeat,
     RowChange,
@@ -39,33 +37,11 @@ from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo, TableEvents
+from connectors.mysql.position import MySqlPosition, MySqlSnapshotProgress
 from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MySqlPosition:
-    """The core's Position: equal when the binlog place is; `ts_sec` (the event's server time) goes along."""
-
-    binlog: BinlogPosition
-    ts_sec: int = field(default=0, compare=False)
-
-    @classmethod
-    def from_json(cls, value: dict) -> MySqlPosition:
-        return cls(BinlogPosition.from_offset(value), int(value.get("ts_sec") or 0))
-
-
-class MySqlSnapshotProgress(SnapshotProgress):
-    """Keeps the snapshot's binlog position (`file`, `pos`, `gtids`) and its time (`read_at`, ms)."""
-
-    def stream_position(self) -> MySqlPosition | None:
-        fields = self.start_fields
-        if not fields.get("file") and not fields.get("gtids"):
-            return None
-        return MySqlPosition(BinlogPosition(file=fields.get("file"), pos=fields.get("pos"),
-                                            gtids=fields.get("gtids") or None), int(fields.get("read_at", 0)) // 1000)
 
 
 @dataclass(frozen=True)
