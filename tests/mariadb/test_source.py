@@ -419,3 +419,35 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
     assert values[3]["tableChanges"][0]["table"]["primaryKeyColumnNames"] == ["k"]
     assert values[4]["tableChanges"][0]["table"] == values[3]["tableChanges"][0]["table"]  # as last known
     assert values[0]["source"]["gtid"] and values[0]["source"]["db"] == mariadb_db
+
+
+def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monkeypatch):
+    """Stopped once two of ten chunks are committed: the restart keeps the plan and the stream position, reads the
+    eight others only, and every row is read exactly once."""
+    from connectors.mysql.source import ServerSource
+
+    props = properties(mariadb, filled, **{"snapshot.chunk.size": "100"})
+    original = ServerSource.offset_record
+    stopped: list[str] = []
+
+    def offset_record(self, position, **kwargs):
+        snapshot = kwargs.get("snapshot")
+        if snapshot and snapshot["collections"] and snapshot["collections"][0]["done"].count("1") == 2:
+            stopped.append(snapshot["collections"][0]["done"])
+            runner.stop.set()
+        return original(self, position, **kwargs)
+
+    monkeypatch.setattr(ServerSource, "offset_record", offset_record)
+    runner = InProcess(props)
+    runner.thread.join(60)
+    runner.close()
+    monkeypatch.undo()
+    assert stopped and not runner.runner.errors
+    state, ops = replay(props, filled)
+    assert 0 < ops["r"] < 1000
+    runner = InProcess(props)
+    try:
+        ops = wait_caught_up(mariadb, props, filled)
+    finally:
+        runner.close()
+    assert ops == {"r": 1000}
