@@ -451,3 +451,36 @@ def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monke
     finally:
         runner.close()
     assert ops == {"r": 1000}
+
+
+def test_binlog_connection_killed_under_load(mariadb, filled, caplog):
+    """The server drops the connector's binlog connection (KILL of its dump thread) three times under write load:
+    the reader reopens from the last change it queued, and the topic still holds every change once, in order."""
+    user = f"rk{uuid.uuid4().hex[:6]}"
+    mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'",
+                    f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD, LOCK TABLES ON *.* TO '{user}'@'%'")
+    props = properties(mariadb, filled, **{"database.user": user, "database.password": "pw",
+                                           "max.batch.size": "64"})
+    writer = Writer(mariadb, filled, 1000, big=200, seed=3)
+    runner = InProcess(props)
+    try:
+        wait_caught_up(mariadb, props, filled)
+        writer.start()
+        killed = 0
+        deadline = time.monotonic() + 60
+        while killed < 3:
+            assert time.monotonic() < deadline, "no binlog dump thread of the connector to kill"
+            time.sleep(0.7)
+            dumps = [row[0] for row in mariadb.execute("SHOW PROCESSLIST")
+                     if row[1] == user and row[4] == "Binlog Dump"]
+            for thread_id in dumps:
+                mariadb.execute(f"KILL {thread_id}")
+                killed += 1
+        writer.finish()
+        wait_caught_up(mariadb, props, filled)
+    finally:
+        writer.stop.set()
+        runner.close()
+        mariadb.execute(f"DROP USER '{user}'@'%'")
+    assert not runner.runner.errors
+    assert "reopening the binlog" in caplog.text
