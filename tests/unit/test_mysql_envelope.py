@@ -1,0 +1,61 @@
+"""Debezium MySQL / MariaDB change events from a table map: the connector class names the source block, key and
+tombstone, column filters, masks and truncation, message.key.columns, schemas on and off."""
+
+from __future__ import annotations
+
+import json
+
+from pymysqlreplication.constants import FIELD_TYPE
+
+from connectors.mysql.binlog import ColumnInfo, TableSchema
+from connectors.mysql.config import MySqlConfig
+from connectors.mysql.envelope import SourceInfo, TableEvents
+
+BASE = {"name": "m1", "database.hostname": "db", "database.user": "cdc", "database.server.id": "5400",
+        "topic.prefix": "srv"}
+TABLE = TableSchema("shop", "users", (
+    ColumnInfo("id", FIELD_TYPE.LONG, False, primary=True),
+    ColumnInfo("email", FIELD_TYPE.VARCHAR, True, charset="utf8mb4"),
+    ColumnInfo("secret", FIELD_TYPE.VARCHAR, True, charset="utf8mb4"),
+    ColumnInfo("team", FIELD_TYPE.LONG, False),
+))
+ROW = {"id": 7, "email": "someone@example.com", "secret": "hunter2", "team": 3}
+SOURCE = SourceInfo("shop", "users", 1_700_000_000_000, 1, "mariadb-bin.000001", 400, 0, "false", "0-1-9", 12)
+
+
+def events(**props) -> TableEvents:
+    return TableEvents(MySqlConfig.from_properties({**BASE, **props}), TABLE)
+
+
+def test_mariadb_and_mysql_classes_name_their_source():
+    for connector_class, connector in (("io.debezium.connector.mariadb.MariaDbConnector", "mariadb"),
+                                       ("io.debezium.connector.mysql.MySqlConnector", "mysql")):
+        message = events(**{"connector.class": connector_class}).messages("c", None, ROW, SOURCE)[0]
+        value = json.loads(message.value)
+        assert value["schema"]["fields"][2]["name"] == f"io.debezium.connector.{connector}.Source"
+        assert value["payload"]["source"]["connector"] == connector
+        assert message.topic == "srv.shop.users"
+        assert json.loads(message.key) == {
+            "schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                       "optional": False, "name": "srv.shop.users.Key"},
+            "payload": {"id": 7}}
+
+
+def test_delete_tombstone_and_schemas_off():
+    delete, tombstone = events(**{"value.converter.schemas.enable": "false",
+                                  "key.converter.schemas.enable": "false"}).messages("d", ROW, None, SOURCE)
+    assert json.loads(delete.key) == {"id": 7} and tombstone.key == delete.key and tombstone.value is None
+    payload = json.loads(delete.value)
+    assert payload["op"] == "d" and payload["after"] is None and payload["before"]["email"] == "someone@example.com"
+    assert payload["source"]["gtid"] == "0-1-9" and payload["source"]["thread"] == 12
+    assert payload["source"]["ts_us"] == 1_700_000_000_000_000
+    assert len(events(**{"tombstones.on.delete": "false"}).messages("d", ROW, None, SOURCE)) == 1
+
+
+def test_columns_masks_truncation_and_key_columns():
+    built = events(**{"column.exclude.list": r"shop\.users\.team", "column.mask.with.4.chars": r"shop\.users\.secret",
+                      "column.truncate.to.4.chars": r"shop\.users\.email", "message.key.columns": r"shop\.users:email",
+                      "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"})
+    message = built.messages("c", None, ROW, SOURCE)[0]
+    assert json.loads(message.value)["after"] == {"id": 7, "email": "some", "secret": "****"}
+    assert json.loads(message.key) == {"email": "some"}
