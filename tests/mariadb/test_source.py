@@ -484,3 +484,24 @@ def test_binlog_connection_killed_under_load(mariadb, filled, caplog):
         mariadb.execute(f"DROP USER '{user}'@'%'")
     assert not runner.runner.errors
     assert "reopening the binlog" in caplog.text
+
+
+def test_snapshot_of_composite_text_keys_and_keyless_tables(mariadb, mariadb_db):
+    """Chunks over a (VARCHAR, INT) primary key in the server's collation order, and a table without a key read
+    whole: every row once."""
+    mariadb.execute("CREATE TABLE c (a VARCHAR(5), b INT, v INT, PRIMARY KEY (a, b))",
+                    "CREATE TABLE n (v INT)", database=mariadb_db)
+    rows = [(a, b) for a in ("a", "B", "c", "é", "F") for b in range(4)]
+    values = ", ".join(f"('{a}', {b}, {b})" for a, b in rows)
+    mariadb.execute(f"INSERT INTO c VALUES {values}", "INSERT INTO n VALUES (1), (1), (2)",  # noqa: S608
+                    database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"snapshot.chunk.size": "3", "snapshot.mode": "initial_only"})
+    runner = InProcess(props)
+    runner.thread.join(60)
+    runner.close()
+    assert not runner.runner.errors
+    keys = [tuple(json.loads(r.key).values()) for r in read_topic(BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.c")]
+    assert sorted(keys) == sorted(rows) and len(keys) == len(set(keys))
+    keyless = read_topic(BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.n")
+    assert sorted(json.loads(r.value)["after"]["v"] for r in keyless) == [1, 1, 2]
+    assert all(r.key is None for r in keyless)
