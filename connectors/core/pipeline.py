@@ -407,11 +407,11 @@ class Pipeline:
         progressed = self.incremental is not None and self.incremental.take_dirty()
         if messages or progressed:
             self._commit(messages, position)
-        elif idle and self._commits_idle and position is not None and position != self.committed:
-            self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, position, heartbeat=True)
+        elif idle and self._commits_idle and position is not None and position != self.committed:
+            self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
 
     def offset_record(self, position: Position | None, snapshot: dict | None = None, startup: dict | None = None):
         extra = {}

@@ -400,3 +400,24 @@ def test_every_type_reads_the_same_in_the_snapshot_and_in_the_stream(pg_db, stac
     assert (before.pop("id"), after.pop("id")) == (1, 2)
     assert len(before) > 50
     assert before == after
+
+
+def test_heartbeats_and_the_action_query(items, stack, unique_name):
+    """heartbeat.action.query writes to an unpublished table: its WAL moves the keepalive position, each heartbeat
+    commits it with a record on __debezium-heartbeat.<prefix>."""
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    items.execute("CREATE TABLE beats (at timestamptz DEFAULT now())")
+    config = pg_config(items, name, **{"snapshot.mode": "no_data", "table.include.list": "public.items",
+                                       "heartbeat.interval.ms": 300, "status.update.interval.ms": 1000,
+                                       "heartbeat.action.query": "INSERT INTO beats DEFAULT VALUES"})
+    running = Running(config, bootstrap)
+    try:
+        wait_active(items)
+        items.execute("INSERT INTO beats DEFAULT VALUES")  # WAL moves: the first keepalive, the first heartbeat
+        records = events(bootstrap, f"__debezium-heartbeat.{name}", 3)
+    finally:
+        running.stop()
+    assert json.loads(records[0].key) == {"serverName": name}
+    assert set(json.loads(records[0].value)) == {"ts_ms"}
+    assert items.execute("SELECT count(*) FROM beats")[0][0] >= 3  # the action query ran at each heartbeat
