@@ -29,7 +29,12 @@ from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder, TableFilter
 from connectors.postgres.pgoutput import Commit, Relation, lsn_from_text
 from connectors.postgres.position import Position
-from connectors.postgres.publication import PublicationError, ensure_publication, slot_status
+from connectors.postgres.publication import (
+    PublicationError,
+    ensure_publication,
+    slot_status,
+    tables_without_replica_identity,
+)
 from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated
 from connectors.postgres.snapshot import PgSnapshotProgress, PgSnapshotReader
 from connectors.postgres.stream import Acknowledger, WalChange, WalReader
@@ -115,6 +120,12 @@ class SlotSource:
             except PublicationError as error:
                 raise ConnectorError(str(error)) from None
             log.info("publication %s: %s", self.config.publication_name, outcome)
+            cursor.execute("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
+                           (self.config.publication_name,))
+            published = [(s, t) for s, t in cursor.fetchall() if captured(s, t)]
+            for schema, table, why in tables_without_replica_identity(cursor, published):
+                log.warning("table %s.%s is published with %s: PostgreSQL refuses its UPDATEs and DELETEs; give it "
+                            "a primary key or ALTER TABLE … REPLICA IDENTITY FULL", schema, table, why)
         metrics.record_connected()
 
     def close(self) -> None:

@@ -421,3 +421,18 @@ def test_heartbeats_and_the_action_query(items, stack, unique_name):
     assert json.loads(records[0].key) == {"serverName": name}
     assert set(json.loads(records[0].value)) == {"ts_ms"}
     assert items.execute("SELECT count(*) FROM beats")[0][0] >= 3  # the action query ran at each heartbeat
+
+
+def test_table_without_replica_identity_is_reported_at_start(pg_db, stack, unique_name, caplog):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    pg_db.execute("CREATE TABLE keyless (v int)")
+    config = pg_config(pg_db, name, **{"snapshot.mode": "no_data"})
+    caplog.set_level("WARNING", logger="connectors.postgres.source")
+    running = Running(config, bootstrap)
+    try:
+        wait_active(pg_db)
+    finally:
+        running.stop()
+    assert any("public.keyless is published with no primary key and REPLICA IDENTITY DEFAULT" in r.getMessage()
+               for r in caplog.records), caplog.text
