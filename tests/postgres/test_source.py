@@ -436,3 +436,15 @@ def test_table_without_replica_identity_is_reported_at_start(pg_db, stack, uniqu
         running.stop()
     assert any("public.keyless is published with no primary key and REPLICA IDENTITY DEFAULT" in r.getMessage()
                for r in caplog.records), caplog.text
+
+
+def test_slot_drop_on_stop(items, stack, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    running = Running(pg_config(items, name, **{"slot.drop.on.stop": "true"}), bootstrap)
+    try:
+        events(bootstrap, f"{name}.public.items", 5)
+        assert items.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (items.name,))
+    finally:
+        assert running.stop() == {items.name: "stopped"}
+    assert not items.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (items.name,))
