@@ -7,7 +7,6 @@ with `resume_token`, `cluster_time`, `snapshot`, `startup` and the core's other 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bson import Timestamp
@@ -17,14 +16,30 @@ from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, enco
 from connectors.mongodb.stream import OversizedSkipped, StartPosition
 
 
-@dataclass(frozen=True, slots=True)
 class MongoPosition:
-    """Equal positions are the same place in the stream: only the token counts."""
+    """A change stream position; immutable by convention (built once per change: a plain slotted class is the
+    cheapest). Equal positions are the same place in the stream: only the token counts."""
 
-    token: dict | None
-    cluster_time: Timestamp | None = field(default=None, compare=False)
-    invalidated: bool = field(default=False, compare=False)  # the stream ended: start after the token
-    start_at: Timestamp | None = field(default=None, compare=False)  # no token yet: start at this cluster time
+    __slots__ = ("cluster_time", "invalidated", "start_at", "token")
+
+    def __init__(self, token: dict | None, cluster_time: Timestamp | None = None, invalidated: bool = False,
+                 start_at: Timestamp | None = None):
+        self.token = token
+        self.cluster_time = cluster_time
+        self.invalidated = invalidated  # the stream ended: start after the token
+        self.start_at = start_at  # no token yet: start at this cluster time
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MongoPosition) and self.token == other.token
+
+    __hash__ = None  # tokens are documents
+
+    def __repr__(self) -> str:
+        return (f"MongoPosition({self.token!r}, {self.cluster_time!r}, invalidated={self.invalidated}, "
+                f"start_at={self.start_at!r})")
+
+    def with_token(self, token: dict) -> MongoPosition:
+        return MongoPosition(token, self.cluster_time, self.invalidated, self.start_at)
 
     def start(self) -> StartPosition:
         if self.token is not None:
@@ -44,11 +59,11 @@ def position_after(item: Any, previous: MongoPosition | None) -> MongoPosition |
             time = previous.cluster_time
         return MongoPosition(item["_id"], time, item.get("operationType") == "invalidate")
     if isinstance(item, OversizedSkipped):
-        return replace(previous, token=item.resume_token) if previous else MongoPosition(item.resume_token)
+        return previous.with_token(item.resume_token) if previous else MongoPosition(item.resume_token)
     token = getattr(item, "position", None)  # core.stream.Idle: the post-batch resume token
     if token is None:
         return previous
-    return replace(previous, token=token) if previous else MongoPosition(token)
+    return previous.with_token(token) if previous else MongoPosition(token)
 
 
 def offset_record(connector: str, replica_set: str, position: MongoPosition | None, *, snapshot: dict | None = None,
