@@ -27,6 +27,7 @@ from connectors.events import schema as s
 from connectors.kafka.sink import OutMessage
 from connectors.mysql import types
 from connectors.mysql.binlog import (
+    BinlogPosition,
     BinlogReader,
     Heartbeat,
     RowChange,
@@ -288,7 +289,20 @@ class ServerSource:
         return None
 
     def start_from_config(self) -> Start | None:
-        return None
+        """snapshot.mode=never: Debezium reads the binlog from its beginning (the oldest file the server has)."""
+        if self.config.snapshot_mode != "never":
+            return None
+        connection = connect(self.config.connection)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW BINARY LOGS")
+                first = cursor.fetchone()
+        finally:
+            connection.close()
+        if first is None:
+            return None
+        return Start(MySqlPosition(BinlogPosition(file=first[0], pos=4)),
+                     f"snapshot.mode=never: from the oldest binlog, {first[0]}")
 
     # -- streaming ----------------------------------------------------------------------------------------------
 

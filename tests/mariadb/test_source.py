@@ -505,3 +505,16 @@ def test_snapshot_of_composite_text_keys_and_keyless_tables(mariadb, mariadb_db)
     keyless = read_topic(BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.n")
     assert sorted(json.loads(r.value)["after"]["v"] for r in keyless) == [1, 1, 2]
     assert all(r.key is None for r in keyless)
+
+
+def test_snapshot_mode_never_reads_the_binlog_from_its_beginning(mariadb, filled):
+    """Debezium's never: no snapshot, the binlog from the oldest file the server keeps (the table's 1000 inserts and
+    later changes are streamed as c/u events)."""
+    props = properties(mariadb, filled, **{"snapshot.mode": "never"})
+    mariadb.execute("UPDATE t SET v = 1 WHERE id = 5", database=filled)
+    runner = InProcess(props)
+    try:
+        ops = wait_caught_up(mariadb, props, filled, timeout=180)
+    finally:
+        runner.close()
+    assert "r" not in ops and ops["c"] == 1000 and ops["u"] == 1
