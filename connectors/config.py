@@ -46,6 +46,7 @@ from connectors.config_types import (
     StartupMode,
     hashlib_name,
 )
+from connectors.core.config import DerivedTopicNames
 from connectors.secrets import MASK, Secret, redact_connection_string
 
 __all__ = [
@@ -100,7 +101,7 @@ def _prop(
 
 
 @dataclass(frozen=True, repr=False)
-class ConnectorConfig:
+class ConnectorConfig(DerivedTopicNames):
     # Identity and connection
     name: str | None = _prop(
         "name",
@@ -573,24 +574,8 @@ class ConnectorConfig:
     # --- values the engine derives from the properties --------------------------------------
 
     @property
-    def errors_topic_name(self) -> str:
-        return self.errors_topic or f"{self.topic_prefix}.errors"
-
-    @property
     def transaction_topic_name(self) -> str:
         return f"{self.topic_prefix}.{self.topic_transaction}"
-
-    @property
-    def heartbeat_topic_name(self) -> str:
-        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
-
-    @property
-    def key_schemas(self) -> bool:
-        return self.schemas_enable if self.key_schemas_enable is None else self.key_schemas_enable
-
-    @property
-    def value_schemas(self) -> bool:
-        return self.schemas_enable if self.value_schemas_enable is None else self.value_schemas_enable
 
     @property
     def full_document(self) -> str | None:

@@ -37,3 +37,24 @@ class EngineConfig(Protocol):
 
     def snapshot_filter(self, collection: str) -> Any:
         """The snapshot filter override of one data collection (None: all rows)."""
+
+
+class DerivedTopicNames:
+    """The names and converter settings every source's configuration derives the same way from its properties
+    (`topic.prefix`, `errors.topic`, `heartbeat.topics.prefix`, `[key|value].converter.schemas.enable`)."""
+
+    @property
+    def errors_topic_name(self) -> str:
+        return self.errors_topic or f"{self.topic_prefix}.errors"
+
+    @property
+    def heartbeat_topic_name(self) -> str:
+        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
+
+    @property
+    def key_schemas(self) -> bool:
+        return self.schemas_enable if self.key_schemas_enable is None else self.key_schemas_enable
+
+    @property
+    def value_schemas(self) -> bool:
+        return self.schemas_enable if self.value_schemas_enable is None else self.value_schemas_enable

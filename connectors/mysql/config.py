@@ -13,6 +13,7 @@ from typing import Any
 
 from connectors import config_values as values
 from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
+from connectors.core.config import DerivedTopicNames
 from connectors.mysql.connection import ConnectionSettings
 from connectors.mysql.snapshot import LOCKING_MODES
 from connectors.mysql.types import MODES, TypeOptions
@@ -144,7 +145,7 @@ _IGNORED = ("tasks.max", "key.converter", "value.converter", "transforms", "erro
 
 
 @dataclass
-class MySqlConfig:
+class MySqlConfig(DerivedTopicNames):
     name: str = ""
     connector_class: str = MARIADB_CLASS
     hostname: str = ""
@@ -254,10 +255,6 @@ class MySqlConfig:
         return self.connector_class == MARIADB_CLASS
 
     @property
-    def errors_topic_name(self) -> str:
-        return self.errors_topic or f"{self.topic_prefix}.errors"
-
-    @property
     def connection(self) -> ConnectionSettings:
         return ConnectionSettings(host=self.hostname, port=self.port, user=self.user, password=self.password)
 
@@ -289,10 +286,6 @@ class MySqlConfig:
         if self.column_include:
             return any(re.fullmatch(p, name) for p in self.column_include)
         return not any(re.fullmatch(p, name) for p in self.column_exclude)
-
-    @property
-    def heartbeat_topic_name(self) -> str:
-        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
 
     def captures_gtid(self, gtid: str | None) -> bool:
         """gtid.source.includes/excludes: the GTID's source (MySQL: the server UUID; MariaDB: `domain-server`)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from connectors import config_values as values
 from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
+from connectors.core.config import DerivedTopicNames
 from connectors.postgres.publication import AUTOCREATE_MODES
 from connectors.postgres.rows import DEFAULT_UNAVAILABLE_VALUE
 from connectors.postgres.types import TypeMappingError, TypeSettings
@@ -65,7 +66,7 @@ def _p(name: str, default: Any, parse: Callable[[Any], Any], doc: str) -> Any:
 
 
 @dataclass(frozen=True, repr=False)
-class PostgresConfig:
+class PostgresConfig(DerivedTopicNames):
     name: str | None = _p("name", None, values.parse_identifier, "Unique name of the connector.")
     topic_prefix: str | None = _p("topic.prefix", None, values.parse_identifier, "Prefix of every topic.")
     hostname: str | None = _p("database.hostname", None, values.parse_str, "PostgreSQL host.")
@@ -138,22 +139,6 @@ class PostgresConfig:
         return cls(**parsed)
 
     # -- what the engine derives --------------------------------------------------------------------------------
-
-    @property
-    def errors_topic_name(self) -> str:
-        return self.errors_topic or f"{self.topic_prefix}.errors"
-
-    @property
-    def heartbeat_topic_name(self) -> str:
-        return f"{self.heartbeat_topics_prefix}.{self.topic_prefix}"
-
-    @property
-    def key_schemas(self) -> bool:
-        return self.schemas_enable if self.key_schemas_enable is None else self.key_schemas_enable
-
-    @property
-    def value_schemas(self) -> bool:
-        return self.schemas_enable if self.value_schemas_enable is None else self.value_schemas_enable
 
     def snapshot_filter(self, collection: str) -> None:
         return None
