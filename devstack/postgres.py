@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -103,6 +104,18 @@ def _run_as() -> list[str]:
             f"as. Create one (adduser --system --group {OS_USER}) or run devstack as a regular user."
         ) from None
     return ["setpriv", f"--reuid={OS_USER}", f"--regid={OS_USER}", "--init-groups", "--"]
+
+
+def _let_server_user_reach(path: Path) -> None:
+    """As root, the server runs as another user, who must be able to pass through every parent directory of its
+    data (a checkout under a private temporary directory, mode 700, is not): add search permission (o+x) where it
+    is missing. Nothing is made readable."""
+    if os.geteuid() != 0:
+        return
+    for directory in [path.resolve(), *path.resolve().parents]:
+        mode = directory.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            directory.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
 
 
 def _chown_to_server_user(path: Path) -> None:
@@ -221,6 +234,7 @@ def up() -> str:
         )
     bindir = _bindir()
     HOME.mkdir(parents=True, exist_ok=True)
+    _let_server_user_reach(HOME)
     _initdb(bindir)
     _write_config()
     process.start([*_run_as(), f"{bindir}/postgres", "-D", str(DATA)], cwd=Path("/"))
