@@ -33,7 +33,7 @@ def since_ms(connector: Connector) -> int:
     return int(start.timestamp() * 1000)
 
 
-def active_topics(connector: Connector, timeout: float = 5.0) -> list[str]:
+def active_topics(connector: Connector, timeout: float = 15.0) -> list[str]:
     consumer = Consumer({"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "group.id": "cdc-connect-topics",
                          "enable.auto.commit": False, "socket.timeout.ms": 3000})
     try:
