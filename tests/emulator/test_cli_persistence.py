@@ -60,6 +60,10 @@ def test_done_when_three_member_rs0_as_devstack_runs_it(tmp_path):
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
         coll = client.shop.orders
         coll.insert_one({"_id": -1})
+        # pymongo monitors each member on its own thread: the write only proves the primary was discovered
+        discovery_deadline = time.monotonic() + 30
+        while len(client.secondaries) < 2 and time.monotonic() < discovery_deadline:
+            time.sleep(0.1)
         assert client.primary is not None and len(client.secondaries) == 2
         assert {client.primary, *client.secondaries} == {("127.0.0.1", p) for p in ports}
         old_primary = client.primary

@@ -82,7 +82,8 @@ def snapshot_ids(bootstrap: str, topic: str) -> list[int] | None:
     """The documents of a completed snapshot as a read_committed consumer sees them; None until it completed."""
     if not topic_exists(bootstrap, topic):
         return None
-    records = read_topic(bootstrap, topic)
+    # the killed worker's transaction stays open until the chunk's retry fences it: read what is committed so far
+    records = read_topic(bootstrap, topic, stable_only=True)
     values = [json.loads(r.value) for r in records if r.value is not None]
     if not any(v["source"]["snapshot"] == "last" for v in values):
         return None

@@ -17,11 +17,15 @@ class Record:
     headers: tuple
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 20) -> list[Record]:
+def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 20,
+               stable_only: bool = False) -> list[Record]:
+    """Reads to the end of every partition; with `stable_only`, only to the last stable offset, so a transaction
+    still open (say of a killed producer, until it is fenced or times out) does not hold the read up."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
-    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    ends_as = IsolationLevel.READ_COMMITTED if stable_only else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets(request, isolation_level=ends_as)
     ends = {tp.partition: future.result().offset for tp, future in futures.items()}
     pending = {p: end for p, end in ends.items() if end > 0}
     consumer = Consumer({
