@@ -6,9 +6,11 @@ pluggable). A class this engine knows but has not wired to the core yet is refus
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.config_types import ConfigError, Problem
 from connectors.core.errors import UnknownConnectorClass
 
 MONGODB = "mongodb"
@@ -99,3 +101,48 @@ def open_source(config, kind: str = MONGODB):
     from connectors.mongodb.source import MongoSource
 
     return MongoSource(config)
+
+
+def validate(properties: Any) -> list[Problem]:
+    """Every problem of a connector's properties, judged by its source's own validator."""
+    if not isinstance(properties, Mapping):
+        return [Problem("", f"the configuration must be an object of properties, got {type(properties).__name__}")]
+    try:
+        engine_config(properties)
+    except UnknownConnectorClass as error:
+        return [Problem("connector.class", str(error))]
+    except ConfigError as error:
+        return list(error.problems) or [Problem("", str(error))]
+    return []
+
+
+def preflight(properties: Mapping[str, Any], timeout_ms: int) -> list[Problem]:
+    """Why the source these (valid) properties name cannot be captured, found within about `timeout_ms` by
+    connecting to it; [] when it can. Invalid properties are the validator's business: [] here."""
+    try:
+        kind, config = engine_config(properties)
+    except (UnknownConnectorClass, ConfigError):
+        return []
+    if kind == POSTGRES:
+        from connectors.postgres.preflight import problems
+
+        return [Problem(prop, message) for prop, message in problems(config, timeout_ms)]
+    if kind in (MYSQL, MARIADB):
+        from connectors.mysql.checks import check_source, failures
+
+        settings = dataclasses.replace(config.connection, connect_timeout=max(1.0, timeout_ms / 1000))
+        return [Problem(_mysql_property(r.name, r.detail), r.message())
+                for r in failures(check_source(settings, config.snapshot_locking_mode))]
+    from connectors.mongodb.client import connection_problem
+
+    problem = connection_problem(config.mongo_client_options(), timeout_ms)
+    if problem is None:
+        return []
+    return [Problem("mongodb.connection.string" if properties.get("mongodb.connection.string") else "mongodb.hosts",
+                    problem)]
+
+
+def _mysql_property(check: str, detail: str) -> str:
+    if check != "connection":
+        return "database.user"  # grants and server variables: fixed by or for the connector's user
+    return "database.password" if "refused the login" in detail else "database.hostname"

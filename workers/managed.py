@@ -1,5 +1,6 @@
-"""One replica set's pipeline as a managed service: held under a Redis lease, told to stop through Redis within
-a second, and reporting its metrics once a second.
+"""One partition's pipeline (a MongoDB replica set, a PostgreSQL slot, a MySQL/MariaDB server) as a managed
+service: held under a Redis lease, told to stop through Redis within a second, and reporting its metrics once a
+second.
 
 The control listener must outlive anything a command does: each command is handled under its own try, a lost Redis
 connection is reopened, and while it listens it renews `cdc:listening:<connector>:<replica set>` (the supervisor
@@ -23,11 +24,11 @@ from dataclasses import dataclass, field
 
 import redis
 
-from connectors.config import ConnectorConfig
 from connectors.core.errors import ConnectorError
-from connectors.mongodb.pipeline import ReplicaSetPipeline
-from connectors.mongodb.snapshots import ChunkExecutorFactory
-from connectors.mongodb.topology import ReplicaSet
+from connectors.core.pipeline import Pipeline
+from connectors.core.snapshot.executors import ChunkExecutorFactory
+from connectors.core.source import Partition, Source
+from connectors.sources import open_source
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
 from workers.snapshot_requests import SnapshotTracker
@@ -48,8 +49,8 @@ class Outcome:
 
 @dataclass
 class ManagedPipeline:
-    config: ConnectorConfig
-    replica_set: ReplicaSet
+    config: object  # the source's configuration (connectors.sources.engine_config)
+    partition: Partition
     bootstrap_servers: str
     redis_client: redis.Redis
     worker: str
@@ -63,6 +64,7 @@ class ManagedPipeline:
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
     stop_requests: list[tuple[int, str]] = field(default_factory=list)  # (request id, command) answered at the end
+    source: Source | None = None  # default: the one the configuration names
 
     def request_stop(self, reason: str) -> None:
         if not self.stop.is_set():
@@ -70,16 +72,17 @@ class ManagedPipeline:
             self.stop.set()
 
     def run(self) -> Outcome:
-        lease = Lease(self.redis_client, lease_key(self.config.name, self.replica_set.name), self.worker,
+        lease = Lease(self.redis_client, lease_key(self.config.name, self.partition.name), self.worker,
                       self.lease_ttl_ms)
         if not lease.acquire():
             return Outcome("busy", "another worker holds the lease")
-        self._listening = listener_key(self.config.name, self.replica_set.name)
+        self._listening = listener_key(self.config.name, self.partition.name)
         self._mark_listening()  # before the supervisor can see the lease without it
         keeper = LeaseKeeper(lease, lambda: self.request_stop("lost-lease"))
         keeper.start()
-        pipeline = ReplicaSetPipeline(self.config, self.replica_set, self.bootstrap_servers, stop=self.stop,
-                                      chunk_executor=self.chunk_executor)
+        source = self.source if self.source is not None else open_source(self.config)
+        pipeline = Pipeline(self.config, source.open(self.partition), self.bootstrap_servers, stop=self.stop,
+                            chunk_executor=self.chunk_executor)
         self.pipeline = pipeline
         self.snapshots = SnapshotTracker()
         self._handled_snapshots: set[int] = set()
@@ -96,7 +99,7 @@ class ManagedPipeline:
         except ConnectorError as error:
             outcome = Outcome("failed", self.stop_reason, str(error))
         except Exception as error:  # a bug: report it, never leave the lease hanging
-            log.exception("pipeline %s/%s crashed", self.config.name, self.replica_set.name)
+            log.exception("pipeline %s/%s crashed", self.config.name, self.partition.name)
             outcome = Outcome("failed", self.stop_reason, f"{type(error).__name__}: {error}")
         finally:
             self.stop.set()
@@ -126,7 +129,7 @@ class ManagedPipeline:
                 self.stop.wait(delay)
             except Exception:  # a bug in the loop itself: keep listening
                 log.exception("control listener of %s/%s failed; listening again", self.config.name,
-                              self.replica_set.name)
+                              self.partition.name)
                 self.stop.wait(0.5)
 
     def _listen_once(self) -> None:
@@ -156,14 +159,14 @@ class ManagedPipeline:
             self._handle(command)
         except Exception as error:  # noqa: BLE001 - one bad command must never stop the listener
             log.exception("control command %s for %s/%s failed", command.get("command"), self.config.name,
-                          self.replica_set.name)
+                          self.partition.name)
             payload = command.get("payload") if isinstance(command.get("payload"), dict) else {}
             kind = "snapshot" if command.get("command") == "snapshot" else "control"
             self._ack(kind, payload.get("request_id"), "failed", _reason(error))
 
     def _handle(self, command: dict) -> None:
         name = command.get("command")
-        if command.get("replica_set") not in (None, self.replica_set.name):
+        if command.get("replica_set") not in (None, self.partition.name):
             return
         payload = command.get("payload") if isinstance(command.get("payload"), dict) else {}
         if name in STOPPING_COMMANDS:
@@ -193,12 +196,12 @@ class ManagedPipeline:
             self.pipeline.request_incremental_snapshot(collections, payload.get("filter"))
         except Exception as error:  # noqa: BLE001 - refused by the engine: say why, keep listening
             log.warning("snapshot request %s for %s/%s refused: %s", request_id, self.config.name,
-                        self.replica_set.name, error)
+                        self.partition.name, error)
             self._ack("snapshot", request_id, "failed", _reason(error))
             return
         if request_id is not None:
             self.snapshots.follow(request_id, collections, self.pipeline)
-        self._ack("snapshot", request_id, "running", f"taken up by {self.replica_set.name} on {self.worker}")
+        self._ack("snapshot", request_id, "running", f"taken up by {self.partition.name} on {self.worker}")
 
     def _ack(self, kind: str, request_id, status: str, reason: str) -> None:
         if not isinstance(request_id, int):
@@ -212,11 +215,11 @@ class ManagedPipeline:
         for request_id, command in self.stop_requests:
             if outcome is None or outcome.status == "failed":
                 error = outcome.error if outcome is not None else "the pipeline crashed"
-                self._ack("control", request_id, "failed", f"{self.replica_set.name} failed while stopping: {error}")
+                self._ack("control", request_id, "failed", f"{self.partition.name} failed while stopping: {error}")
             else:
                 then = " (the supervisor starts it again)" if command == "restart" else ""
                 self._ack("control", request_id, "done",
-                          f"{self.replica_set.name} stopped after committing its position{then}")
+                          f"{self.partition.name} stopped after committing its position{then}")
 
     def _mark_listening(self) -> None:
         try:
@@ -232,27 +235,27 @@ class ManagedPipeline:
 
     # -- reports ----------------------------------------------------------------------------------------------
 
-    def _report_loop(self, pipeline: ReplicaSetPipeline, listener: threading.Thread) -> None:
+    def _report_loop(self, pipeline: Pipeline, listener: threading.Thread) -> None:
         while not self.stop.wait(self.report_interval):
             if not listener.is_alive():
                 log.error("the control listener of %s/%s ended; stopping so that the supervisor restarts it",
-                          self.config.name, self.replica_set.name)
+                          self.config.name, self.partition.name)
                 self.request_stop(LISTENER_DIED)
             self._send_report(pipeline)
             self._check_snapshots(pipeline)
 
-    def _check_snapshots(self, pipeline: ReplicaSetPipeline) -> None:
+    def _check_snapshots(self, pipeline: Pipeline) -> None:
         try:
             streaming = pipeline.metrics.snapshot().get("phase") == "streaming"
             for request_id, status, reason in self.snapshots.check(pipeline, streaming):
                 self._ack("snapshot", request_id, status, reason)
         except Exception:  # noqa: BLE001 - following requests must never stop the data path
-            log.exception("following snapshot requests of %s/%s failed", self.config.name, self.replica_set.name)
+            log.exception("following snapshot requests of %s/%s failed", self.config.name, self.partition.name)
 
-    def _send_report(self, pipeline: ReplicaSetPipeline, final: bool = False) -> None:
+    def _send_report(self, pipeline: Pipeline, final: bool = False) -> None:
         state = {
             "connector": self.config.name,
-            "replica_set": self.replica_set.name,
+            "replica_set": self.partition.name,
             "worker": self.worker,
             "final": final,
             "metrics": pipeline.metrics.snapshot(),
@@ -264,7 +267,7 @@ class ManagedPipeline:
         try:
             self.report(state)
         except Exception:  # reporting must never stop the data path
-            log.exception("reporting metrics of %s/%s failed", self.config.name, self.replica_set.name)
+            log.exception("reporting metrics of %s/%s failed", self.config.name, self.partition.name)
 
 
 def _reason(error: BaseException) -> str:

@@ -1,4 +1,5 @@
-"""The long pipeline task on the `streaming` queue: one replica set of one stored connector.
+"""The long pipeline task on the `streaming` queue: one partition of one stored connector (a MongoDB replica set or
+shard, a PostgreSQL database's slot, a MySQL/MariaDB server).
 
 The message is acknowledged when the task starts (no broker redelivery for long tasks); if this worker dies, its
 lease expires and the supervisor dispatches the pipeline again, to whichever worker is free.
@@ -15,9 +16,9 @@ from django.db import close_old_connections
 from cdcplatform.celery import app
 from connectors.config import ConfigError
 from connectors.core.errors import ConnectorError
-from connectors.mongodb.topology import discover
+from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config
-from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
+from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus, SourceKind
 from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
 from workers.managed import ManagedPipeline
@@ -67,16 +68,26 @@ def _pending_snapshots(connector: Connector) -> list[dict]:
             for r in open_requests]
 
 
+def _chunk_executor(connector: Connector, worker: str):
+    """MongoDB snapshot chunks may go to the `snapshot` queue; the relational sources read theirs in threads of the
+    pipeline's worker (their chunk tasks are not on the queue yet: docs/postgres.md, docs/mariadb.md)."""
+    if connector.source != SourceKind.MONGODB:
+        return None
+    return chunk_executor_factory(connector.name, worker)
+
+
 @app.task(name="workers.streaming.run_pipeline", bind=True)
 def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> dict:
-    """Runs until paused/stopped/restarted; with no replica set given, discovers them and fans out."""
+    """Runs until paused/stopped/restarted; with no partition given (`replica_set`, the name it has always had in
+    task messages), discovers them and fans out."""
     worker = worker_name(self)
     connector = Connector.objects.filter(name=connector_name).first()
     if connector is None or connector.desired_state != DesiredState.RUNNING:
         return {"status": "not-wanted"}
     try:
         config = engine_config(connector)
-        replica_sets = discover(config.mongo_client_options()).replica_sets
+        source = open_source(config)
+        replica_sets = list(source.partitions())
     except (ConfigError, ConnectorError) as error:
         report_observed(connector_name, replica_set or "?", worker=worker, phase=Phase.FAILED, error=str(error))
         return {"status": "failed", "error": str(error)}
@@ -89,7 +100,7 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
     else:
         matches = [rs for rs in replica_sets if rs.name == replica_set]
         if not matches:
-            error = f"replica set {replica_set!r} is no longer part of the deployment"
+            error = f"{replica_set!r} is no longer a partition of the source (a replica set left the deployment?)"
             report_observed(connector_name, replica_set, worker=worker, phase=Phase.FAILED, error=error)
             return {"status": "failed", "error": error}
         target = matches[0]
@@ -98,8 +109,9 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
     close_old_connections()
     managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
                               report=_reporter(connector_name, target.name, worker),
-                              chunk_executor=chunk_executor_factory(connector_name, worker),
-                              acknowledge=_acknowledge, pending_snapshots=pending, config_version=version)
+                              chunk_executor=_chunk_executor(connector, worker),
+                              acknowledge=_acknowledge, pending_snapshots=pending, config_version=version,
+                              source=source)
     outcome = managed.run()
     if outcome.status != "busy":
         phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED

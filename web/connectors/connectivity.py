@@ -1,14 +1,16 @@
-"""Can the connector reach its MongoDB? Checked before a configuration is saved or reported valid (API, dashboard
+"""Can the connector reach its source? Checked before a configuration is saved or reported valid (API, dashboard
 form, Kafka Connect's create/validate), in bounded time (CDC_CONNECTIVITY_CHECK_MS, 0 turns it off), with the
-reason a person can act on: DNS, refused port, timeout, credentials, not a replica set (connectors.mongodb.client).
+reason a person can act on: DNS, refused port, timeout, credentials, and what the source needs (a MongoDB replica
+set; PostgreSQL's wal_level, REPLICATION and publication; MySQL/MariaDB's binlog settings and grants), by
+connectors.sources.preflight.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from connectors.config import ConfigError, ConnectorConfig, Problem
-from connectors.mongodb.client import connection_problem
+from connectors.config import Problem
+from connectors.sources import preflight
 from web.connectors import properties as props
 
 
@@ -17,16 +19,8 @@ def enabled() -> bool:
 
 
 def check(parts: props.Parts) -> list[Problem]:
-    """[] when the deployment answers as a replica set (or the check is off); else one problem naming the property
-    that says where to connect."""
+    """[] when the source answers as the connector needs (or the check is off); else the problems, each naming the
+    property to change."""
     if not enabled():
         return []
-    try:
-        config = ConnectorConfig.from_properties(props.join(parts))
-    except ConfigError:
-        return []  # invalid configurations are reported by the validator already
-    problem = connection_problem(config.mongo_client_options(), settings.CDC_CONNECTIVITY_CHECK_MS)
-    if problem is None:
-        return []
-    where = props.CONNECTION_STRING if parts.connection_string else "mongodb.hosts"
-    return [Problem(where, problem)]
+    return preflight(props.join(parts), settings.CDC_CONNECTIVITY_CHECK_MS)

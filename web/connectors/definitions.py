@@ -10,7 +10,9 @@ from typing import Any
 
 from django.db import transaction
 
-from connectors.config import ConnectorConfig
+from connectors import sources
+from connectors.config import ConfigError, Problem
+from connectors.core.errors import UnknownConnectorClass
 from web.connectors import properties as props
 from web.connectors.models import Connector, ConnectorFilter
 
@@ -45,9 +47,13 @@ def masked_config(connector: Connector) -> dict[str, Any]:
     return props.mask(flat_of(connector))
 
 
-def engine_config(connector: Connector) -> ConnectorConfig:
-    """The validated engine configuration of a stored connector (raises connectors.config.ConfigError)."""
-    return ConnectorConfig.from_properties(flat_of(connector))
+def engine_config(connector: Connector):
+    """The validated engine configuration of a stored connector, of its source's kind (ConnectorConfig for
+    MongoDB, PostgresConfig, MySqlConfig); raises connectors.config.ConfigError."""
+    try:
+        return sources.engine_config(flat_of(connector))[1]
+    except UnknownConnectorClass as error:
+        raise ConfigError([Problem(props.CONNECTOR_CLASS, str(error))]) from None
 
 
 def describe(connector: Connector) -> dict[str, Any]:
@@ -63,6 +69,7 @@ def describe(connector: Connector) -> dict[str, Any]:
 def save_parts(connector: Connector, parts: props.Parts, user=None) -> Connector:
     """Stores `parts` on `connector` (new or existing). Filter rows of an unchanged kind keep their ids."""
     connector.name = parts.name
+    connector.source = props.source_of(parts.properties)
     connector.topic_prefix = parts.topic_prefix
     connector.connection_string = parts.connection_string
     connector.password = parts.password

@@ -1,8 +1,9 @@
 """Connector definitions (desired state), their filter rows, observed per-replica-set state, and the audit log.
 
 A connector's engine configuration is the Debezium property map composed from: the identity fields (`name`,
-`topic.prefix`), the encrypted secrets (`mongodb.connection.string`, `mongodb.password`), the filter rows and
-`properties` (every other engine option as given). `web.connectors.properties` composes and splits it; every write
+`topic.prefix`), the encrypted secrets (`mongodb.connection.string`, `mongodb.password` or, for PostgreSQL and
+MySQL/MariaDB, `database.password`), the filter rows and `properties` (every other engine option as given, with
+`connector.class`; `source` records the kind it names). `web.connectors.properties` composes and splits it; every write
 is validated by the engine's own `connectors.config.validate`, so the API and the engine never disagree.
 """
 
@@ -20,11 +21,23 @@ class DesiredState(models.TextChoices):
     STOPPED = "stopped"
 
 
+class SourceKind(models.TextChoices):
+    """What a connector reads (from its connector.class; connectors.sources): each runs one pipeline per
+    partition, a MongoDB replica set or shard, a PostgreSQL database's slot, a MySQL/MariaDB server."""
+
+    MONGODB = "mongodb", "MongoDB"
+    POSTGRES = "postgres", "PostgreSQL"
+    MYSQL = "mysql", "MySQL"
+    MARIADB = "mariadb", "MariaDB"
+
+
 class Connector(models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text="Unique name; keys offsets and transactional ids.")
+    source = models.CharField(max_length=16, choices=SourceKind.choices, default=SourceKind.MONGODB,
+                              help_text="The source connector.class names (set from it on every save).")
     topic_prefix = models.CharField(max_length=200, help_text="topic.prefix: prefix of every topic written.")
     connection_string = EncryptedTextField(blank=True, help_text="mongodb.connection.string (encrypted at rest).")
-    password = EncryptedTextField(blank=True, help_text="mongodb.password (encrypted at rest).")
+    password = EncryptedTextField(blank=True, help_text="mongodb.password or database.password (encrypted at rest).")
     properties = models.JSONField(default=dict, blank=True, help_text="Every other engine option, by Debezium name.")
     desired_state = models.CharField(max_length=16, choices=DesiredState.choices, default=DesiredState.RUNNING)
     created_at = models.DateTimeField(auto_now_add=True)

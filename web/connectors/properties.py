@@ -19,13 +19,18 @@ from typing import Any
 
 from connectors.config_types import HASH_MASK_PREFIX, SNAPSHOT_FILTER_PREFIX
 from connectors.config_values import join_list, split_list
+from connectors.core.errors import UnknownConnectorClass
 from connectors.secrets import MASK, redact_connection_string
+from connectors.sources import MONGODB, source_kind
 
 NAME = "name"
 TOPIC_PREFIX = "topic.prefix"
 TOPIC_PREFIX_ALIAS = "mongodb.name"
 CONNECTION_STRING = "mongodb.connection.string"
 PASSWORD = "mongodb.password"  # noqa: S105 - a property name
+DATABASE_PASSWORD = "database.password"  # noqa: S105 - the relational sources' password property
+PASSWORDS = (PASSWORD, DATABASE_PASSWORD)
+CONNECTOR_CLASS = "connector.class"
 SNAPSHOT_OVERRIDES = "snapshot.collection.filter.overrides"
 
 # Filter kinds whose rows are the items of one list property, in the order properties are written.
@@ -100,7 +105,7 @@ def split(flat: dict[str, Any]) -> Parts:
             parts.topic_prefix = _text(raw)
         elif key == CONNECTION_STRING:
             parts.connection_string = _text(raw)
-        elif key == PASSWORD:
+        elif key in PASSWORDS:
             parts.password = raw.strip() if isinstance(raw, str) else _text(raw)
         elif key in FILTER_PROPERTIES and key != SNAPSHOT_OVERRIDES:
             kind = next(kind for kind, prop in LIST_KINDS.items() if prop == key)
@@ -138,10 +143,23 @@ def join(parts: Parts) -> dict[str, Any]:
     if parts.connection_string:
         flat[CONNECTION_STRING] = parts.connection_string
     if parts.password:
-        flat[PASSWORD] = parts.password
+        flat[password_property(parts.properties)] = parts.password
     flat.update(parts.properties)
     flat.update(filter_properties(parts.filters))
     return flat
+
+
+def source_of(properties: dict[str, Any]) -> str:
+    """The source kind the properties' connector.class names (mongodb when absent or unknown: the validator
+    reports an unknown class)."""
+    try:
+        return source_kind(properties)
+    except UnknownConnectorClass:
+        return MONGODB
+
+
+def password_property(properties: dict[str, Any]) -> str:
+    return PASSWORD if source_of(properties) == MONGODB else DATABASE_PASSWORD
 
 
 def filter_properties(rows: list[FilterRow]) -> dict[str, Any]:
@@ -173,7 +191,7 @@ def mask(flat: dict[str, Any]) -> dict[str, Any]:
     for key, value in flat.items():
         if key == CONNECTION_STRING and value:
             shown[key] = redact_connection_string(str(value))
-        elif key == PASSWORD and value:
+        elif key in PASSWORDS and value:
             shown[key] = MASK
         elif (match := HASH_PROPERTY.match(key)) is not None:
             masked = f"{HASH_MASK_PREFIX}{match.group('algorithm')}.with.salt.{MASK}"
@@ -198,7 +216,7 @@ def unmask(given: dict[str, Any], current: Parts | None) -> tuple[dict[str, Any]
                 result[key] = current.connection_string
             else:
                 problems.append((key, f"{key} contains the mask {MASK}; give the full connection string"))
-        elif key == PASSWORD and value == MASK:
+        elif key in PASSWORDS and value == MASK:
             if current.password:
                 result[key] = current.password
             else:

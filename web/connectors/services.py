@@ -39,6 +39,7 @@ from web.connectors.models import (
     RequestStatus,
     SnapshotRequest,
     SnapshotStatus,
+    SourceKind,
 )
 from workers import control
 
@@ -83,6 +84,12 @@ class PipelineRunning(ServiceError):
 
 class Unavailable(ServiceError):
     status_code = 503
+
+
+class NotForThisSource(ServiceError):
+    """An action this connector's source does not support (yet)."""
+
+    status_code = 409
 
 
 def _target(connector: Connector | str) -> str:
@@ -162,6 +169,8 @@ def delete_connector(connector: Connector, *, user, source: str, delete_offsets:
     then the pipeline is stopped first (its final commit) and a tombstone written for every replica set, so a
     connector created later under the same name starts as on a first run."""
     name = connector.name
+    if delete_offsets and (refusal := offsets_refusal(connector)) is not None:
+        raise NotForThisSource(refusal)
     if delete_offsets:
         ensure_stopped(connector, stop=True, user=user, source=source)
         current = read_offsets(connector)
@@ -278,6 +287,9 @@ def snapshot_refusal(connector: Connector) -> str | None:
     The same rules as the engine's (connectors.mongodb.snapshots.incremental): a signal collection the change
     stream sees.
     """
+    if connector.source != SourceKind.MONGODB:
+        return (f"ad-hoc incremental snapshots of {connector.get_source_display()} connectors are not available yet "
+                "(docs/postgres.md, docs/mariadb.md)")
     try:
         config = engine_config(connector)
     except ConfigError as error:
@@ -422,7 +434,18 @@ def running_pipelines(connector: Connector) -> dict[str, str]:
         raise Unavailable(f"cannot tell whether the pipeline runs: Redis is unreachable ({error})") from None
 
 
+def offsets_refusal(connector: Connector) -> str | None:
+    """Why the control plane cannot show or change this connector's offsets; None when it can."""
+    if connector.source == SourceKind.MONGODB:
+        return None
+    return (f"reading and resetting the offsets of {connector.get_source_display()} connectors from the control "
+            "plane is not available yet; the engine keeps them in the offsets topic (docs/postgres.md, "
+            "docs/mariadb.md)")
+
+
 def read_offsets(connector: Connector) -> dict[str, OffsetRecord]:
+    if connector.source != SourceKind.MONGODB:
+        return {}  # their keys have the source's own layout (offsets_refusal)
     try:
         return offset_views.store_for(connector).load(connector.name)
     except (OffsetStoreError, KafkaException) as error:
@@ -467,6 +490,8 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
 
     mode: latest | timestamp (needs `timestamp`) | token (needs `token`) | snapshot | initial (delete the offset).
     """
+    if (refusal := offsets_refusal(connector)) is not None:
+        raise NotForThisSource(refusal)
     if mode not in offset_views.RESET_MODES:
         raise ServiceError(f"unknown reset mode {mode!r}; use one of {', '.join(offset_views.RESET_MODES)}")
     if mode == "timestamp" and timestamp is None:
@@ -512,6 +537,8 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
 def alter_offsets(connector: Connector, records: list[OffsetRecord | OffsetTombstone], *, user,
                   source: str) -> None:
     """Writes the given offset records as they are (Kafka Connect PATCH/DELETE offsets)."""
+    if (refusal := offsets_refusal(connector)) is not None:
+        raise NotForThisSource(refusal)
     ensure_stopped(connector, stop=False, user=user, source=source)
     current = read_offsets(connector)
     store = offset_views.store_for(connector)

@@ -1,8 +1,8 @@
 """Validation of a connector's property map: the engine's validator plus the platform's own rules.
 
-The engine (`connectors.config.validate`) is the authority on every property; the platform adds only what its
-storage needs (the name is part of URLs, so a slug). Problems name the property; `api_errors` groups them by the
-field of the REST API that carries the property.
+The engine (`connectors.sources.validate`, by the connector.class) is the authority on every property; the
+platform adds only what its storage needs (the name is part of URLs, so a slug). Problems name the property;
+`api_errors` groups them by the field of the REST API that carries the property.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.config import Problem, validate
+from connectors.config import Problem
 from connectors.config_values import split_list
+from connectors.sources import validate
 from web.connectors import properties as props
 
 _SLUG = re.compile(r"^[-A-Za-z0-9_]+$")
@@ -26,6 +27,7 @@ API_FIELDS = {
     props.TOPIC_PREFIX_ALIAS: "topic_prefix",
     props.CONNECTION_STRING: "connection_string",
     props.PASSWORD: "password",
+    props.DATABASE_PASSWORD: "password",
 }
 
 

@@ -72,7 +72,7 @@ def test_a_refused_snapshot_does_not_stop_the_listener(stack, mongo_rs, redis_cl
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never")
     answers = Answers()
     managed, thread, outcome = start(config, stack, redis_client, answers)
-    assert redis_client.exists(control.listener_key(name, managed.replica_set.name))
+    assert redis_client.exists(control.listener_key(name, managed.partition.name))
 
     send(redis_client, name, "snapshot", {"request_id": 7, "collections": [f"{name}.docs"]})
     kind, request_id, status, reason = answers.next()
@@ -86,8 +86,8 @@ def test_a_refused_snapshot_does_not_stop_the_listener(stack, mongo_rs, redis_cl
     thread.join(10)
     assert not thread.is_alive(), "the pause was not heard"
     assert outcome["outcome"].status == "stopped" and outcome["outcome"].reason == "pause"
-    assert answers.next() == ("control", 8, "done", f"{managed.replica_set.name} stopped after committing its position")
-    assert not redis_client.exists(control.listener_key(name, managed.replica_set.name))
+    assert answers.next() == ("control", 8, "done", f"{managed.partition.name} stopped after committing its position")
+    assert not redis_client.exists(control.listener_key(name, managed.partition.name))
 
 
 def test_a_snapshot_request_ends_done_with_the_documents_read(stack, mongo_rs, redis_client, unique_name):

@@ -15,10 +15,18 @@ from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
 from web.connectors import state as connector_state
 from web.connectors.definitions import masked_config, parts_of
-from web.connectors.models import AuditEntry, Connector, ConnectorFilter, DesiredState, FilterKind, ReplicaSetState
+from web.connectors.models import (
+    AuditEntry,
+    Connector,
+    ConnectorFilter,
+    DesiredState,
+    FilterKind,
+    ReplicaSetState,
+    SourceKind,
+)
 from web.connectors.offsets import RESET_MODES, parse_timestamp, resume_token_problem
 
-TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.TOPIC_PREFIX_ALIAS, props.CONNECTION_STRING, props.PASSWORD)
+TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.TOPIC_PREFIX_ALIAS, props.CONNECTION_STRING, *props.PASSWORDS)
 
 
 class MaskedConnectionStringField(serializers.CharField):
@@ -110,9 +118,12 @@ class ConnectorSerializer(serializers.ModelSerializer):
     )
     password = serializers.CharField(
         write_only=True, required=False, allow_blank=True, trim_whitespace=False, style={"input_type": "password"},
-        help_text="mongodb.password (with mongodb.user in config); never returned. Omit on update to keep it.",
+        help_text="mongodb.password (with mongodb.user in config), or database.password for PostgreSQL and "
+        "MySQL/MariaDB; never returned. Omit on update to keep it.",
     )
     has_password = serializers.SerializerMethodField()
+    source = serializers.CharField(read_only=True, help_text="What it reads, from config['connector.class']: "
+                                   "mongodb, postgres, mysql or mariadb.")
     config = PropertiesField(
         required=False,
         help_text="Every other engine option by its Debezium property name (docs/configuration.md), filter lists "
@@ -126,7 +137,8 @@ class ConnectorSerializer(serializers.ModelSerializer):
     class Meta:
         model = Connector
         fields = [
-            "name", "topic_prefix", "connection_string", "password", "has_password", "config", "desired_state",
+            "name", "source", "topic_prefix", "connection_string", "password", "has_password", "config",
+            "desired_state",
             "filters", "created_at", "updated_at", "created_by", "updated_by",
         ]
         read_only_fields = ["created_at", "updated_at"]
@@ -143,8 +155,11 @@ class ConnectorSerializer(serializers.ModelSerializer):
         """The Debezium property map this request gives (top-level fields folded into `config`)."""
         config = dict(attrs.get("config") or {})
         errors: dict[str, list[str]] = {}
+        names_class = config if props.CONNECTOR_CLASS in config else (self.instance.properties if self.instance
+                                                                       else {})
+        password = props.password_property(names_class or {})  # mongodb.password or database.password
         for field, prop in (("name", props.NAME), ("topic_prefix", props.TOPIC_PREFIX),
-                            ("connection_string", props.CONNECTION_STRING), ("password", props.PASSWORD)):
+                            ("connection_string", props.CONNECTION_STRING), ("password", password)):
             if field not in attrs:
                 continue
             if prop in config and config[prop] != attrs[field]:
@@ -158,8 +173,8 @@ class ConnectorSerializer(serializers.ModelSerializer):
                 stored = parts_of(self.instance)
                 if props.CONNECTION_STRING not in config and stored.connection_string:
                     config[props.CONNECTION_STRING] = stored.connection_string
-                if props.PASSWORD not in config and stored.password:
-                    config[props.PASSWORD] = stored.password
+                if password not in config and stored.password:
+                    config[password] = stored.password
                 if props.TOPIC_PREFIX not in config and props.TOPIC_PREFIX_ALIAS not in config:
                     config[props.TOPIC_PREFIX] = stored.topic_prefix
         if errors:
@@ -262,9 +277,12 @@ class SnapshotRequestSerializer(serializers.Serializer):
         from connectors.mongodb.records import Namespace
         from web.connectors.definitions import engine_config
 
+        connector = self.context["connector"]
+        if connector.source != SourceKind.MONGODB:
+            return collections  # refused with its reason by services.snapshot_refusal (409)
         problems = []
         try:
-            namespaces = NamespaceFilter.from_config(engine_config(self.context["connector"]))
+            namespaces = NamespaceFilter.from_config(engine_config(connector))
         except ValueError:
             namespaces = None
         for name in collections:
