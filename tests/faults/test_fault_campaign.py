@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.faults import MAX_EXITS, CampaignAborted, Outcome, Seen, Session, account
+from bench.faults.sources import MongoSource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,8 +71,8 @@ def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path):
 def test_a_runner_that_keeps_exiting_aborts_the_scenario(tmp_path):
     """A runner that cannot run (here: an invalid property) is restarted a few times, then the scenario is aborted
     with the runner's last lines, its processes stopped."""
-    campaign = SimpleNamespace(dir=tmp_path, rate=10, rs=SimpleNamespace(uri="mongodb://127.0.0.1:9/?replicaSet=rs0"),
-                               kafka=SimpleNamespace(bootstrap="127.0.0.1:9"))
+    source = MongoSource(rs=SimpleNamespace(uri="mongodb://127.0.0.1:9/?replicaSet=rs0"))
+    campaign = SimpleNamespace(dir=tmp_path, rate=10, source=source, kafka=SimpleNamespace(bootstrap="127.0.0.1:9"))
     session = Session(campaign, "ab", **{"snapshot.mode": "sometimes"})
     with pytest.raises(CampaignAborted, match=r"exited 5 times(.|\n)*snapshot\.mode"), session:
         session.wait(120)

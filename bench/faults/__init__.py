@@ -1,0 +1,39 @@
+"""Fault campaign: exactly-once evidence under crashes, broker stalls, elections and source restarts.
+
+    python -m bench.faults [--source mongodb|postgres|mariadb] [--short] [--runs N] [--scenarios a,b,...]
+                           [--freeze 35] [--rate 150] [--seed N] [--json PATH] [--keep]
+
+Everything runs on a private stack so faults disturb nobody: its own Kafka broker (started with `python -m devstack
+up kafka` in a temporary DEVSTACK_HOME on free ports, so it can be SIGSTOPped) and its own database: an emulated
+replica set (`devstack.mongo.start_replica_set`, so the primary can be stepped down), or a PostgreSQL cluster /
+MariaDB server started with `python -m devstack up postgres|mariadb` in a temporary DEVSTACK_HOME on a free port
+(devstack/private_db.py, so it can be restarted). The connector is the real runner, `python -m connectors run
+cfg.json`, in its own process. An independent writer process inserts rows (documents) whose key is a sequence
+number, one autocommit write at a time, and records each acknowledged write; a read_committed consumer reads the
+topics while the faults happen. Per scenario it prints: faults injected (runs), writes checked, lost
+(acknowledged, never delivered), duplicated (delivered twice as the same kind of event), reordered (a streamed
+event after a later one), the recovery time (from the end of a fault to the next event a read_committed consumer
+receives), and rows re-snapshotted (read again by a PostgreSQL snapshot that started over after a crash, as
+Debezium's does: not counted as duplicated).
+
+Scenarios (all sources unless named):
+  kill-streaming  kill -9 of the runner while it streams, then a restart
+  kill-snapshot   kill -9 of the runner during an initial snapshot of 20,000 preloaded rows, then a restart
+                  (MongoDB: slowed chunk reads, held while it dies; PostgreSQL/MariaDB: 100-row chunks)
+  broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
+                  SIGCONT, at a random moment
+  broker-stop-commit    the same freeze, exactly as a streaming batch's commit_transaction goes out (the runner is
+                        started through `python -m bench.faults runner`, which hooks the sink's producer)
+  broker-stop-snapshot  the same freeze as a snapshot chunk's commit goes out
+  step-down       (mongodb) replSetStepDown of the primary under the write load
+  source-restart  (postgres, mariadb) a clean restart of the private server under the write load (PostgreSQL:
+                  fast shutdown, as `pg_ctl restart -m fast`; MariaDB: SIGTERM), then a start
+
+Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart for postgres
+and mariadb. Exit status 1 when anything was lost, duplicated or reordered.
+"""
+
+from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session
+from bench.faults.checker import Outcome, Seen, account, report
+
+__all__ = ["MAX_EXITS", "Campaign", "CampaignAborted", "Outcome", "Seen", "Session", "account", "report"]

@@ -1,0 +1,321 @@
+"""One connector under faults (Session) and the scenarios (Campaign), for any source in sources.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from bench.faults.checker import Checker, Outcome, account
+from bench.faults.hook import CommitHook
+from bench.faults.writer import TARGET_VARIABLE, WRITE_RATE, read_acks
+from devstack import settings
+from devstack.private_kafka import PrivateKafka
+
+PRELOAD = 20_000  # rows the kill-snapshot runs snapshot
+DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
+MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+
+
+class CampaignAborted(Exception):
+    """A scenario cannot go on (the runner keeps exiting); reported, and the campaign fails."""
+
+
+class Session:
+    """One connector (fresh name and database), its runner process, the writer and the checker."""
+
+    def __init__(self, campaign: Campaign, label: str, hooked: bool = False, **properties):
+        self.campaign = campaign
+        self.name = f"fc{label}{uuid.uuid4().hex[:8]}"
+        self.dir = campaign.dir / self.name
+        self.dir.mkdir(parents=True)
+        self.config_path = self.dir / "connector.json"
+        source = campaign.source
+        source.prepare(self.name)
+        self.config_path.write_text(json.dumps({
+            "name": self.name, "topic.prefix": self.name, **source.properties(self.name),
+            "offset.storage.topic": f"{self.name}.offsets", "poll.interval.ms": 50, "max.batch.size": 64,
+            **properties,
+        }))
+        self.config_path.chmod(0o600)  # it holds the (private, throwaway) server's password
+        self.acks_path = self.dir / "acks.txt"
+        self.checker = Checker(campaign.kafka.bootstrap, source.topics(self.name), source.parse)
+        self.runner: subprocess.Popen | None = None
+        self.writer: subprocess.Popen | None = None
+        self.runner_starts = 0
+        self.faults: list[tuple[float, float]] = []  # (start, end) of each fault, monotonic
+        self.preloaded = 0
+        self.commit_hook = CommitHook(self.dir / "hook") if hooked else None  # runner started with the hook
+        self.outcome = Outcome()
+
+    # processes
+    def start_runner(self) -> None:
+        argv = ["connectors", "run", str(self.config_path)]
+        if self.commit_hook is not None:
+            argv = ["bench.faults", "runner", str(self.config_path), "--freeze-dir", str(self.commit_hook.directory)]
+        with open(self.dir / "runner.log", "ab") as log:  # the child keeps its own copy of the descriptor
+            self.runner = subprocess.Popen(
+                [sys.executable, "-m", *argv, "--bootstrap-servers", self.campaign.kafka.bootstrap],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
+        self.runner_starts += 1
+
+    def kill_runner(self) -> None:
+        self.runner.send_signal(signal.SIGKILL)
+        self.runner.wait()
+
+    def supervise(self) -> None:
+        """Restarts a runner that exited on its own (as a supervisor would) and counts it."""
+        if self.runner is not None and self.runner.poll() is not None:
+            self.outcome.unplanned_exits += 1
+            self.outcome.notes.append(f"{self.name}: runner exited with status {self.runner.returncode}; "
+                                      f"restarted (log: {self.dir / 'runner.log'})")
+            if self.outcome.unplanned_exits >= MAX_EXITS:
+                tail = "\n    ".join(self.log_text().splitlines()[-15:])
+                raise CampaignAborted(f"{self.name}: the runner exited {MAX_EXITS} times; its last lines:\n    {tail}")
+            self.start_runner()
+
+    def start_writer(self) -> None:
+        source = self.campaign.source
+        with open(self.dir / "writer.log", "ab") as log:
+            self.writer = subprocess.Popen(
+                [sys.executable, "-m", "bench.faults", "writer", "--source", source.kind, self.name,
+                 str(self.acks_path), "--rate", str(self.campaign.rate)],
+                env={**os.environ, TARGET_VARIABLE: source.writer_target(self.name)},
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
+
+    def wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.supervise()
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def wait_for(self, condition, timeout: float, what: str) -> bool:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                self.outcome.notes.append(f"{self.name}: gave up after {timeout:.0f}s waiting for {what}")
+                return False
+            self.supervise()
+            time.sleep(0.05)
+        return True
+
+    def fault(self, started: float) -> None:
+        """A fault that began at `started` is over now."""
+        self.outcome.faults += 1
+        self.faults.append((started, time.monotonic()))
+
+    def log_text(self) -> str:
+        return (self.dir / "runner.log").read_text(errors="replace")
+
+    # the session
+    def __enter__(self) -> Session:
+        self.checker.start()
+        self.start_runner()
+        return self
+
+    def wait_streaming(self) -> None:
+        """The writer runs and its inserts come back as streamed events: the change stream is open."""
+        if self.writer is None:
+            self.start_writer()
+        self.wait_for(lambda: self.checker.count("events", "c") > 0, 120, "the first streamed event")
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:  # aborted: stop everything, check nothing
+            self._stop_processes()
+            return
+        try:
+            if self.writer is not None:
+                self.writer.send_signal(signal.SIGTERM)
+                self.writer.wait(30)
+            self._drain()
+        finally:
+            self._stop_processes()
+        self._check()
+
+    def _stop_processes(self) -> None:
+        for process in (self.writer, self.runner):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.checker.halt.set()
+        self.checker.join(10)
+
+    def _drain(self) -> None:
+        acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
+        preload = self.preloaded
+
+        def complete() -> bool:
+            seen = self.checker.snapshot()
+            events = {s.seq for s in seen if s.kind == "events"}
+            loaded = {s.seq for s in seen if s.kind == "preload"}
+            return events >= set(acks) and len(loaded) >= preload
+
+        self.wait_for(complete, DRAIN_S, "every acknowledged write to be delivered")
+
+    def _check(self) -> None:
+        acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
+        account(self.outcome, acks, self.checker.snapshot(), self.preloaded, self.faults)
+        if self.outcome.recovery.count(None):
+            self.outcome.notes.append(f"{self.name}: no event after a fault at all")
+        self.outcome.recovery = [r for r in self.outcome.recovery if r is not None]
+
+
+class Campaign:
+    def __init__(self, kafka: PrivateKafka, source, workdir: Path, rng: random.Random, freeze_s: float,
+                 rate: float = WRITE_RATE):
+        self.kafka, self.source, self.dir, self.rng = kafka, source, workdir, rng
+        self.freeze_s, self.rate = freeze_s, rate
+
+    def kill_streaming(self, runs: int) -> Outcome:
+        with Session(self, "ks") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                session.kill_runner()
+                session.start_runner()
+                session.fault(started)
+            session.wait(2)
+        return session.outcome
+
+    def kill_snapshot(self, runs: int) -> Outcome:
+        total = Outcome()
+        for _ in range(runs):
+            total.add(self._kill_one_snapshot())
+        return total
+
+    def _preloaded_session(self, label: str, hooked: bool = False) -> Session:
+        """A session whose connector starts with a snapshot of PRELOAD rows (MongoDB: chunk reads slowed by 100 ms)."""
+        chunk = self.source.chunk
+        properties = {"snapshot.chunk.size": chunk, "snapshot.fetch.size": chunk, "snapshot.max.threads": 2}
+        session = Session(self, label, hooked, **properties)
+        self.source.preload(session.name, PRELOAD)
+        session.preloaded = PRELOAD
+        self.source.slow_snapshot()
+        return session
+
+    def _kill_one_snapshot(self) -> Outcome:
+        session = self._preloaded_session("kn")
+        rows = session.checker.count
+        try:
+            with session:
+                session.start_writer()
+                chunk = self.source.chunk
+                at_least = self.rng.randint(4, PRELOAD // chunk // 2) * chunk
+                if session.wait_for(lambda: rows("preload") >= at_least, 120, f"{at_least} snapshot rows"):
+                    # hold every further chunk read (the final chunk's too) so the kill lands mid-snapshot
+                    self.source.hold_snapshot()
+                    started = time.monotonic()
+                    session.kill_runner()
+                    self.source.slow_snapshot()
+                    if " completed: " in session.log_text():
+                        session.outcome.notes.append(f"{session.name}: the snapshot ended before the kill")
+                    session.start_runner()
+                    session.fault(started)
+                session.wait_for(lambda: rows("preload") >= PRELOAD, 180, "the snapshot")
+                session.wait_streaming()
+        finally:
+            self.source.normal_reads()
+        return session.outcome
+
+    def broker_stop(self, runs: int) -> Outcome:
+        with Session(self, "bs") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                self.kafka.freeze()
+                try:
+                    session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
+                finally:
+                    self.kafka.thaw()
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 180, "events after the broker came back")
+            session.wait(2)
+        return session.outcome
+
+    def _freeze_at_commit(self, session: Session) -> bool:
+        """Arms the hook, freezes the broker as the next commit goes out, thaws it 35-45 s later."""
+        hook = session.commit_hook
+        hook.arm()
+        if not session.wait_for(hook.at_commit.exists, 60, "a commit to freeze the broker at"):
+            hook.disarm()
+            return False
+        started = time.monotonic()
+        self.kafka.freeze()
+        hook.frozen.touch()
+        try:
+            session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
+        finally:
+            self.kafka.thaw()
+            hook.disarm()
+        session.fault(started)
+        return True
+
+    def broker_stop_commit(self, runs: int) -> Outcome:
+        with Session(self, "bc", hooked=True) as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                if self._freeze_at_commit(session):
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     180, "events after the broker came back")
+            session.wait(2)
+        return session.outcome
+
+    def broker_stop_snapshot(self, runs: int) -> Outcome:
+        total = Outcome()
+        for _ in range(runs):
+            total.add(self._freeze_one_snapshot())
+        return total
+
+    def _freeze_one_snapshot(self) -> Outcome:
+        session = self._preloaded_session("bn", hooked=True)
+        rows = session.checker.count
+        try:
+            with session:
+                session.start_writer()
+                chunk = self.source.chunk
+                at_least = self.rng.randint(2, PRELOAD // chunk // 4) * chunk
+                if session.wait_for(lambda: rows("preload") >= at_least, 120, f"{at_least} snapshot rows"):
+                    self._freeze_at_commit(session)  # a chunk's commit: at least 20 chunks are left to read
+                session.wait_for(lambda: rows("preload") >= PRELOAD, 240, "the snapshot")
+                session.wait_streaming()
+        finally:
+            self.source.normal_reads()
+        return session.outcome
+
+    def step_down(self, runs: int) -> Outcome:
+        with Session(self, "sd") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                self.source.step_down()
+                session.fault(started)
+            session.wait(2)
+        return session.outcome
+
+    def source_restart(self, runs: int) -> Outcome:
+        with Session(self, "sr") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                self.source.restart()  # returns once the server accepts connections again
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 180, "events after the server came back")
+            session.wait(2)
+        return session.outcome

@@ -1,0 +1,103 @@
+"""`python -m bench.faults`: the command line (see the package's docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import bench.faults as package
+from bench.faults.campaign import Campaign, CampaignAborted
+from bench.faults.checker import Outcome, report
+from bench.faults.hook import runner_main
+from bench.faults.sources import SOURCES
+from bench.faults.writer import WRITE_RATE, writer_main
+from devstack.private_kafka import PrivateKafka
+
+SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
+              "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2}
+FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
+             "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5}
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["writer"]:
+        return writer_main(argv[1:])
+    if argv[:1] == ["runner"]:
+        return runner_main(argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m bench.faults", description=package.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--short", action="store_true", help="a few-minute version (fewer faults per scenario)")
+    parser.add_argument("--runs", type=int, help="faults per scenario (default: per scenario, fewer with --short)")
+    parser.add_argument("--source", choices=sorted(SOURCES), default="mongodb",
+                        help="the database under test, a private instance of it (default mongodb)")
+    parser.add_argument("--scenarios", help="comma-separated (default: all of the source's); mongodb: "
+                        f"{', '.join(SOURCES['mongodb'].scenarios)}; postgres, mariadb: "
+                        f"{', '.join(SOURCES['postgres'].scenarios)}")
+    parser.add_argument("--freeze", type=float, default=35.0,
+                        help="seconds the broker stays stopped at least (broker-stop; up to 10 s more)")
+    parser.add_argument("--rate", type=float, default=WRITE_RATE, help="the writer's inserts per second")
+    parser.add_argument("--seed", type=int, default=None, help="random seed of the fault timing")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, acks) afterwards")
+    args = parser.parse_args(argv)
+    source = SOURCES[args.source]()
+    scenarios = ([s.strip() for s in args.scenarios.split(",") if s.strip()] if args.scenarios
+                 else list(source.default_scenarios))
+    unknown = sorted(set(scenarios) - set(source.scenarios))
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown} for --source {args.source}; choose from "
+                     f"{', '.join(source.scenarios)}")
+    if args.runs is not None and args.runs < 1:
+        parser.error("--runs must be at least 1")
+    seed = args.seed if args.seed is not None else random.randrange(10**6)
+
+    signal.signal(signal.SIGTERM, _terminated)  # so that a stopped campaign still stops its broker and processes
+    workdir = Path(tempfile.mkdtemp(prefix="cdc-faults-"))
+    kafka = PrivateKafka(workdir / "stack")
+    source_started = False
+    results: dict[str, Outcome] = {}
+    try:
+        print(f"work directory {workdir} (seed {seed}); starting a private Kafka broker...", flush=True)
+        kafka.start()
+        source_started = True
+        described = source.start(workdir)
+        print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
+        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate)
+        for scenario in scenarios:
+            runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
+            started = time.monotonic()
+            print(f"{scenario}: {runs} fault(s)...", flush=True)
+            try:
+                results[scenario] = getattr(campaign, scenario.replace("-", "_"))(runs)
+            except CampaignAborted as error:
+                results[scenario] = Outcome(notes=[f"aborted: {error}"], aborted=True)
+            print(f"{scenario}: done in {time.monotonic() - started:.0f}s", flush=True)
+    finally:
+        if source_started:
+            source.stop()
+        kafka.stop()
+        if not args.keep and results and not any(o.failed for o in results.values()):
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"logs and acknowledged writes kept in {workdir}")
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps({s: {"runs": o.faults, "writes": o.writes, "lost": o.lost,
+                                             "duplicated": o.duplicated, "reordered": o.reordered,
+                                             "resnapshotted": o.resnapshotted,
+                                             "recovery_s": o.recovery, "runner_exits": o.unplanned_exits,
+                                             "aborted": o.aborted, "notes": o.notes}
+                                         for s, o in results.items()}, indent=2))
+    return 1 if any(o.failed for o in results.values()) else 0

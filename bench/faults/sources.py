@@ -1,0 +1,226 @@
+"""The databases the campaign runs against, each a private instance: what a connector's properties are, where its
+events go and how to read them back, how to preload a table, how the writer connects and how the server is faulted.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+PRELOAD_PAD = "x" * 100
+
+
+def _payload(event: dict) -> dict:
+    return event["payload"] if "payload" in event and "schema" in event else event
+
+
+def parse_mongo(event: dict) -> tuple[str, int, None] | None:
+    import json
+
+    document = json.loads(event["after"]) if event.get("after") else {}
+    return (event["op"], document["_id"], None) if isinstance(document.get("_id"), int) else None
+
+
+def parse_relational(event: dict) -> tuple[str, int, None] | None:
+    payload = _payload(event)
+    seq = (payload.get("after") or {}).get("id")
+    return (payload["op"], seq, None) if isinstance(seq, int) else None
+
+
+def parse_postgres(event: dict) -> tuple[str, int, str | None] | None:
+    """A snapshot row carries the LSN of the snapshot that read it: a snapshot interrupted by a crash starts again
+    from scratch (an exported snapshot dies with its connection), under a new LSN."""
+    parsed = parse_relational(event)
+    if parsed is None or parsed[0] != "r":
+        return parsed
+    return parsed[0], parsed[1], str(_payload(event)["source"].get("lsn"))
+
+
+class MongoSource:
+    """An emulated three-member replica set (`devstack.mongo.start_replica_set`) in the campaign's process."""
+
+    kind = "mongodb"
+    scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
+                 "step-down")
+    default_scenarios = scenarios
+    chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
+    parse = staticmethod(parse_mongo)
+
+    def __init__(self, rs=None):
+        self.rs = rs
+
+    def start(self, workdir: Path) -> str:
+        from devstack.mongo import start_replica_set
+
+        self.rs = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05,
+                                    noop_interval=0.5)
+        return f"replica set {self.rs.uri}"
+
+    def stop(self) -> None:
+        if self.rs is not None:
+            self.rs.stop()
+
+    def writer_target(self, name: str) -> str:
+        return self.rs.uri
+
+    def properties(self, name: str) -> dict:
+        return {"mongodb.connection.string": self.rs.uri, "database.include.list": name}
+
+    def topics(self, name: str) -> dict[str, str]:
+        return {kind: f"{name}.{name}.{kind}" for kind in ("events", "preload")}
+
+    def prepare(self, name: str) -> None:
+        """Nothing: MongoDB creates the database and collections on the first insert."""
+
+    def preload(self, name: str, rows: int) -> None:
+        import pymongo
+
+        database = pymongo.MongoClient(self.rs.uri)[name]
+        for start in range(0, rows, 5000):
+            database.preload.insert_many([{"_id": i, "pad": PRELOAD_PAD} for i in range(start, start + 5000)])
+
+    def slow_snapshot(self) -> None:
+        self.rs.set_delay(100, commands=["find"])  # slow chunk reads: the snapshot lasts seconds, not less
+
+    def hold_snapshot(self) -> None:
+        self.rs.set_delay(600_000, commands=["find"])  # every further chunk read (the final one's too) waits
+
+    def normal_reads(self) -> None:
+        self.rs.set_delay(0)
+
+    def step_down(self) -> None:
+        self.rs.step_down(seconds=1)  # returns once another member is primary
+
+
+class RelationalSource:
+    """A private server on a free port, set up by the devstack as the shared one is. Snapshot chunk reads cannot be
+    slowed or held here: chunks are small instead (the snapshot lasts seconds), and a kill that came too late is
+    reported in the notes."""
+
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "source-restart")
+    scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
+                 "source-restart")
+    chunk = 100
+    server = None
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+    def restart(self) -> None:
+        """A clean restart of the server under the write load; returns once it accepts connections again."""
+        self.server.restart()
+
+    def slow_snapshot(self) -> None:
+        pass
+
+    hold_snapshot = normal_reads = slow_snapshot
+
+    def topics(self, name: str) -> dict[str, str]:
+        return {kind: f"{name}.{self.schema(name)}.{kind}" for kind in ("events", "preload")}
+
+    def schema(self, name: str) -> str:
+        raise NotImplementedError
+
+
+class PostgresSource(RelationalSource):
+    kind = "postgres"
+    parse = staticmethod(parse_postgres)
+
+    def start(self, workdir: Path) -> str:
+        from devstack.private_db import PrivatePostgres
+
+        self.server = PrivatePostgres(workdir / "postgres")
+        self.server.start()
+        return f"PostgreSQL 127.0.0.1:{self.server.port} (pid {self.server.pid})"
+
+    def schema(self, name: str) -> str:
+        return "public"
+
+    def writer_target(self, name: str) -> str:
+        return self.server.cdc_dsn(name)
+
+    def properties(self, name: str) -> dict:
+        user, password = self.server.cdc_user
+        return {
+            "connector.class": "postgres", "database.hostname": "127.0.0.1", "database.port": self.server.port,
+            "database.user": user, "database.password": password, "database.dbname": name, "slot.name": name,
+            "publication.autocreate.mode": "filtered", "table.include.list": "public.events,public.preload",
+            "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
+        }
+
+    def prepare(self, name: str) -> None:
+        import psycopg
+
+        user, _ = self.server.cdc_user
+        with psycopg.connect(self.server.admin_dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}" OWNER "{user}"')
+        with psycopg.connect(self.server.cdc_dsn(name), autocommit=True) as conn:
+            conn.execute("CREATE TABLE events (id bigint PRIMARY KEY, seq bigint NOT NULL)")
+            conn.execute("CREATE TABLE preload (id int PRIMARY KEY, pad text NOT NULL)")
+
+    def preload(self, name: str, rows: int) -> None:
+        import psycopg
+
+        with psycopg.connect(self.server.cdc_dsn(name), autocommit=True) as conn:
+            conn.execute("INSERT INTO preload SELECT g, %s FROM generate_series(0, %s) g", (PRELOAD_PAD, rows - 1))
+
+
+class MariaDbSource(RelationalSource):
+    kind = "mariadb"
+    parse = staticmethod(parse_relational)
+
+    def start(self, workdir: Path) -> str:
+        from devstack.private_db import PrivateMariaDb
+
+        self.server = PrivateMariaDb(workdir / "mariadb")
+        self.server.start()
+        return f"MariaDB 127.0.0.1:{self.server.port} (pid {self.server.pid})"
+
+    def schema(self, name: str) -> str:
+        return name
+
+    def writer_target(self, name: str) -> str:
+        return self.server.admin_dsn
+
+    def properties(self, name: str) -> dict:
+        from devstack import settings
+
+        user, password = settings.MARIADB_CDC_USER
+        return {
+            "connector.class": "mariadb", "database.hostname": "127.0.0.1", "database.port": self.server.port,
+            "database.user": user, "database.password": password,
+            "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
+            "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
+        }
+
+    def _connect(self, name: str | None):
+        import pymysql
+
+        from connectors.mysql.connection import ConnectionSettings
+
+        settings = ConnectionSettings.from_dsn(self.server.admin_dsn).with_database(name)
+        return pymysql.connect(**settings.pymysql_kwargs(), autocommit=True)
+
+    def prepare(self, name: str) -> None:
+        connection = self._connect(None)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"CREATE DATABASE `{name}`")
+                cursor.execute(f"CREATE TABLE `{name}`.events (id BIGINT PRIMARY KEY, seq BIGINT NOT NULL)")
+                cursor.execute(f"CREATE TABLE `{name}`.preload (id INT PRIMARY KEY, pad VARCHAR(200) NOT NULL)")
+        finally:
+            connection.close()
+
+    def preload(self, name: str, rows: int) -> None:
+        connection = self._connect(name)
+        try:
+            with connection.cursor() as cursor:
+                for start in range(0, rows, 5000):
+                    cursor.executemany("INSERT INTO preload VALUES (%s, %s)",
+                                       [(i, PRELOAD_PAD) for i in range(start, min(rows, start + 5000))])
+        finally:
+            connection.close()
+
+
+SOURCES = {"mongodb": MongoSource, "postgres": PostgresSource, "mariadb": MariaDbSource}
