@@ -1,6 +1,7 @@
 """Can this PostgreSQL server and user feed a connector? Checked before a configuration is saved (API, dashboard
 form, Kafka Connect's create/validate), in bounded time, each finding naming what to fix: the login, the database,
-`wal_level`, the REPLICATION attribute, and the publication under `publication.autocreate.mode=disabled`."""
+`wal_level`, the REPLICATION attribute, and the publication: present under `publication.autocreate.mode=disabled`,
+creatable under `all_tables` (a superuser's right)."""
 
 from __future__ import annotations
 
@@ -61,10 +62,18 @@ def _role_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
 
 
 def _publication_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
-    if config.publication_autocreate_mode != "disabled":
+    mode = config.publication_autocreate_mode
+    if mode == "filtered" or publication_tables(cursor, config.publication_name) is not None:
         return []
-    if publication_tables(cursor, config.publication_name) is not None:
-        return []
+    if mode == "all_tables":
+        cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        row = cursor.fetchone()
+        if row and row[0]:
+            return []
+        return [("publication.autocreate.mode",
+                 f"publication {config.publication_name!r} does not exist, and creating it FOR ALL TABLES "
+                 f"(publication.autocreate.mode=all_tables, the default) needs a superuser; create it as one, or "
+                 "set publication.autocreate.mode=filtered (the connector's user must own the captured tables)")]
     return [("publication.name", f"publication {config.publication_name!r} does not exist and "
                                  "publication.autocreate.mode is disabled; create it (CREATE PUBLICATION … FOR "
                                  "TABLE …) or set publication.autocreate.mode to filtered or all_tables")]

@@ -8,6 +8,7 @@ from typing import Any
 
 from connectors.config import Problem
 from connectors.config_info import GROUPS, PROPERTIES, info_of
+from connectors.sources import MONGODB
 from web.connectors import properties as props
 from web.connectors.connect.shapes import as_string
 
@@ -36,17 +37,19 @@ def config_infos(plugin: str, config: dict[str, Any], problems: list[Problem]) -
         errors.setdefault(problem.property, []).append(problem.message)
     given = props.mask(config)  # hash mask names carry salts: the masked names are listed
     configs = []
-    for name, info in PROPERTIES.items():
+    # the property catalogue (connectors.config_info) is MongoDB's; other sources list what was given
+    catalogue = PROPERTIES if props.source_of(config) == MONGODB else {}
+    for name, info in catalogue.items():
         if name in given:
             value = HIDDEN if info.type == "PASSWORD" and given[name] else _string(given[name])
         else:
             value = info.default_value
         configs.append({"definition": info.definition(),
                         "value": _value(name, value, errors.get(name, []), info.recommended_values)})
-    extra = [name for name in dict.fromkeys([*given, *errors]) if name not in PROPERTIES]
+    extra = [name for name in dict.fromkeys([*given, *errors]) if name not in catalogue]
     next_order = {group: sum(1 for info in PROPERTIES.values() if info.group == group) + 1 for group in GROUPS}
     for name in extra:
-        info = info_of(name)
+        info = info_of(name) if catalogue else None
         group = info.group if info is not None else OTHER
         order = next_order.get(group, 1)
         next_order[group] = order + 1

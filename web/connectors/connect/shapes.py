@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
+from connectors.sources import DEBEZIUM_CLASSES
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector, DesiredState, Phase
 from web.dashboard.observed import is_stale
@@ -29,7 +30,7 @@ def as_string(value: Any) -> str:
 
 def config(connector: Connector) -> dict[str, str]:
     shown = {key: as_string(value) for key, value in masked_config(connector).items() if value is not None}
-    shown.setdefault("connector.class", DEBEZIUM_CONNECTOR_CLASS)
+    shown.setdefault("connector.class", DEBEZIUM_CLASSES.get(connector.source, DEBEZIUM_CONNECTOR_CLASS))
     return shown
 
 

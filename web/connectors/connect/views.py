@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cdcplatform.celery import app as celery_app
-from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
+from connectors.sources import DEBEZIUM_CLASSES
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
 from web.connectors import audit, connectivity, drafts, kafka_cluster, services
 from web.connectors.api.permissions import RolePermission
@@ -93,7 +93,13 @@ class RootView(ConnectView):
 
 class PluginsView(ConnectView):
     def get(self, request):
-        return Response([{"class": DEBEZIUM_CONNECTOR_CLASS, "type": "source", "version": "cdcplatform-0.1.0"}])
+        return Response([{"class": name, "type": "source", "version": "cdcplatform-0.1.0"}
+                         for name in DEBEZIUM_CLASSES.values()])
+
+
+def plugin_class(plugin: str) -> str | None:
+    """The connector class a plugin path names: its full class name or its simple name (PostgresConnector)."""
+    return next((name for name in DEBEZIUM_CLASSES.values() if plugin in (name, name.rsplit(".", 1)[-1])), None)
 
 
 class ValidateView(ConnectView):
@@ -103,6 +109,9 @@ class ValidateView(ConnectView):
 
     def put(self, request, plugin):
         config = config_body(request.data)
+        named = plugin_class(plugin)
+        if named is not None and not config.get("connector.class"):
+            config = {**config, "connector.class": named}  # the path names the plugin; Connect's body may not
         problems = drafts.check(config)
         if not problems:
             problems = connectivity.check(drafts.prepare(config))

@@ -1,0 +1,159 @@
+"""PostgreSQL connectors through the control plane, against the real server.
+
+- The REST API checks the server before saving (wrong password, unknown database, a publication missing under
+  `disabled` or that only a superuser could create under `all_tables`), stores `database.password` encrypted and
+  never returns it, records the source, and refuses what a PostgreSQL connector cannot do yet (ad-hoc snapshots,
+  offset resets) with a 409 that says why.
+- Kafka Connect's validate takes the plugin from its path.
+- A Celery worker, as deployed, runs the stored connector: rows inserted before and after a pause reach Kafka
+  exactly once, and the partition is reported under the database's name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psycopg2.extensions
+import pytest
+from django.db import connection
+
+from tests.api_support import admin_client, no_redis  # noqa: F401 - fixtures
+from tests.integration.kafka_reading import read_topic
+from tests.integration.pipeline_harness import topic_exists
+from tests.platform_processes import Platform
+
+pytestmark = [pytest.mark.integration]
+
+REDIS_DB = 8  # apart from a running demo (0) and the other process tests (9-15)
+PG_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+def pg_properties(pg_db, name: str) -> dict:
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    return {"connector.class": PG_CLASS, "database.hostname": dsn["host"], "database.port": int(dsn["port"]),
+            "database.user": dsn["user"], "database.dbname": pg_db.name, "slot.name": f"s_{name}",
+            "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+            "publication.autocreate.mode": "filtered"}
+
+
+@pytest.mark.django_db
+def test_the_api_checks_the_server_and_keeps_the_password_secret(pg_db, admin_client, settings):  # noqa: F811
+    settings.CDC_CONNECTIVITY_CHECK_MS = 5000
+    password = psycopg2.extensions.parse_dsn(pg_db.dsn)["password"]
+    config = pg_properties(pg_db, "pgapi")
+    body = {"name": "pgapi", "topic_prefix": "pgapi", "password": password, "config": config}
+
+    wrong = admin_client.post("/api/connectors/", {**body, "password": "not-it"}, format="json")
+    assert wrong.status_code == 400, wrong.json()
+    assert "refused the login" in wrong.json()["password"][0]
+    assert "not-it" not in json.dumps(wrong.json())
+
+    missing = admin_client.post("/api/connectors/", {**body, "config": {**config, "database.dbname": "nope"}},
+                                format="json")
+    assert missing.status_code == 400
+    port = config["database.port"]
+    assert missing.json()["config"]["database.dbname"] == [f"PostgreSQL at 127.0.0.1:{port} has no database 'nope'"]
+
+    unpublished = admin_client.post("/api/connectors/", {**body, "config": {
+        **config, "publication.autocreate.mode": "disabled", "publication.name": "absent"}}, format="json")
+    assert unpublished.status_code == 400
+    assert "publication 'absent' does not exist" in unpublished.json()["config"]["publication.name"][0]
+
+    everything = admin_client.post("/api/connectors/", {**body, "config": {
+        **config, "publication.autocreate.mode": "all_tables"}}, format="json")
+    assert everything.status_code == 400
+    assert "needs a superuser" in everything.json()["config"]["publication.autocreate.mode"][0]
+
+    created = admin_client.post("/api/connectors/", body, format="json")
+    assert created.status_code == 201, created.json()
+    shown = created.json()
+    assert shown["source"] == "postgres" and shown["has_password"] is True
+    assert password not in json.dumps(shown) and "database.password" not in shown["config"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT password, source FROM connectors_connector WHERE name = 'pgapi'")
+        stored, source = cursor.fetchone()
+    assert password not in stored and source == "postgres"  # encrypted at rest
+
+    for refused in (admin_client.post("/api/connectors/pgapi/snapshot/", {"collections": ["public.t"]},
+                                      format="json"),
+                    admin_client.post("/api/connectors/pgapi/offsets/reset/", {"mode": "latest"}, format="json")):
+        assert refused.status_code == 409, refused.content
+        assert "PostgreSQL connectors" in json.dumps(refused.json())
+
+    validated = admin_client.put("/connect/connector-plugins/PostgresConnector/config/validate",
+                                 {"name": "x", "topic.prefix": "x", **config, "database.password": "not-it"},
+                                 format="json").json()
+    assert validated["error_count"] == 1
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in validated["configs"] if c["value"]["errors"]}
+    assert list(errors) == ["database.password"] and "refused the login" in errors["database.password"][0]
+
+
+@pytest.fixture
+def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its database is dropped
+    processes = Platform(stack, tmp_path, REDIS_DB)
+    processes.migrate()
+    processes.start_worker("worker", queues="streaming,default", concurrency=2)
+    processes.start_beat()
+    yield processes
+    processes.stop()
+
+
+def wait_for(predicate, timeout: float, what: str, platform: Platform):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{platform.log('worker')[-4000:]}")
+
+
+def created_ids(bootstrap: str, topic: str) -> list[int]:
+    if not topic_exists(bootstrap, topic):
+        return []
+    values = [json.loads(r.value) for r in read_topic(bootstrap, topic, stable_only=True) if r.value]
+    return [v["payload"]["after"]["id"] if "payload" in v else v["after"]["id"] for v in values]
+
+
+def observed(platform: Platform, name: str) -> dict:
+    out = platform.django(
+        "import json\nfrom web.connectors.models import ReplicaSetState\n"
+        f"states = ReplicaSetState.objects.filter(connector__name={name!r})\n"
+        "print(json.dumps({s.replica_set: s.phase for s in states}))")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def set_state(platform: Platform, name: str, state: str) -> None:
+    platform.django("from web.connectors import services\nfrom web.connectors.models import Connector\n"
+                    f"services.request_state(Connector.objects.get(name={name!r}), {state!r}, user=None, "
+                    "source='system')")
+
+
+def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_pause(platform, pg_db, stack,
+                                                                                     unique_name):
+    name = "pgw" + unique_name.replace("-", "")[-10:]
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
+    pg_db.execute("INSERT INTO items SELECT g, 'before' FROM generate_series(1, 50) g")
+    properties = {"name": name, "topic.prefix": name, **pg_properties(pg_db, name),
+                  "database.password": psycopg2.extensions.parse_dsn(pg_db.dsn)["password"],
+                  "table.include.list": "public.items", "topic.creation.default.partitions": 1}
+    platform.django(
+        "from web.connectors import drafts, services\n"
+        f"parts = drafts.prepare({properties!r})\n"
+        "services.create_connector(parts, user=None, source='system', desired_state='running')\n")
+    topic = f"{name}.public.items"
+    bootstrap = stack.kafka_bootstrap
+    wait_for(lambda: len(created_ids(bootstrap, topic)) >= 50, 90, "the snapshot of 50 rows", platform)
+    assert observed(platform, name) == {pg_db.name: "streaming"}
+
+    pg_db.execute("INSERT INTO items SELECT g, 'streamed' FROM generate_series(51, 80) g")
+    wait_for(lambda: len(created_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows", platform)
+
+    set_state(platform, name, "paused")
+    wait_for(lambda: observed(platform, name) == {pg_db.name: "stopped"}, 60, "the pipeline to stop", platform)
+    pg_db.execute("INSERT INTO items SELECT g, 'while paused' FROM generate_series(81, 100) g")
+    set_state(platform, name, "running")
+    ids = wait_for(lambda: (found := created_ids(bootstrap, topic)) and len(found) >= 100 and found, 90,
+                   "the rows written while paused", platform)
+    assert sorted(ids) == list(range(1, 101)), "rows lost or duplicated"
