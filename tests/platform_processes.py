@@ -7,6 +7,7 @@ Used by tests/faults/test_celery_supervision.py and tests/browser/.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -94,6 +95,35 @@ class Platform:
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout
+
+    def observed_phases(self, connector: str) -> dict[str, str]:
+        """Each partition's observed phase, as the workers last reported it."""
+        out = self.django(
+            "import json\nfrom web.connectors.models import ReplicaSetState\n"
+            f"states = ReplicaSetState.objects.filter(connector__name={connector!r})\n"
+            "print(json.dumps({s.replica_set: s.phase for s in states}))")
+        return json.loads(out.strip().splitlines()[-1])
+
+    def request_state(self, connector: str, state: str) -> None:
+        """running, paused or stopped, as an operator asks for it."""
+        self.django("from web.connectors import services\nfrom web.connectors.models import Connector\n"
+                    f"services.request_state(Connector.objects.get(name={connector!r}), {state!r}, user=None, "
+                    "source='system')")
+
+    def create_connector(self, properties: dict) -> None:
+        self.django("from web.connectors import drafts, services\n"
+                    f"parts = drafts.prepare({properties!r})\n"
+                    "services.create_connector(parts, user=None, source='system', desired_state='running')\n")
+
+    def wait_for(self, predicate, timeout: float, what: str, log_label: str = "worker"):
+        """predicate()'s first truthy value within `timeout` seconds; else fails with the tail of a log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.3)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{self.log(log_label)[-4000:]}")
 
     def log(self, label: str) -> str:
         path = self.tmp_path / f"{label}.log"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -52,3 +53,13 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", ti
     finally:
         consumer.close()
     return records
+
+
+def committed_row_ids(bootstrap: str, topic: str, column: str = "id") -> list:
+    """`after[column]` of every row event a read_committed consumer sees now, in order (either converter shape;
+    [] while the topic does not exist). A relational connector's rows, for exactly-once checks."""
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return []
+    values = [json.loads(record.value) for record in read_topic(bootstrap, topic, stable_only=True) if record.value]
+    return [(value.get("payload", value))["after"][column] for value in values]

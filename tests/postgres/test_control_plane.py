@@ -12,15 +12,13 @@
 from __future__ import annotations
 
 import json
-import time
 
 import psycopg2.extensions
 import pytest
 from django.db import connection
 
 from tests.api_support import admin_client, no_redis  # noqa: F401 - fixtures
-from tests.integration.kafka_reading import read_topic
-from tests.integration.pipeline_harness import topic_exists
+from tests.integration.kafka_reading import committed_row_ids
 from tests.platform_processes import Platform
 
 pytestmark = [pytest.mark.integration]
@@ -99,37 +97,6 @@ def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its databas
     processes.stop()
 
 
-def wait_for(predicate, timeout: float, what: str, platform: Platform):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{platform.log('worker')[-4000:]}")
-
-
-def created_ids(bootstrap: str, topic: str) -> list[int]:
-    if not topic_exists(bootstrap, topic):
-        return []
-    values = [json.loads(r.value) for r in read_topic(bootstrap, topic, stable_only=True) if r.value]
-    return [v["payload"]["after"]["id"] if "payload" in v else v["after"]["id"] for v in values]
-
-
-def observed(platform: Platform, name: str) -> dict:
-    out = platform.django(
-        "import json\nfrom web.connectors.models import ReplicaSetState\n"
-        f"states = ReplicaSetState.objects.filter(connector__name={name!r})\n"
-        "print(json.dumps({s.replica_set: s.phase for s in states}))")
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def set_state(platform: Platform, name: str, state: str) -> None:
-    platform.django("from web.connectors import services\nfrom web.connectors.models import Connector\n"
-                    f"services.request_state(Connector.objects.get(name={name!r}), {state!r}, user=None, "
-                    "source='system')")
-
-
 def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_pause(platform, pg_db, stack,
                                                                                      unique_name):
     name = "pgw" + unique_name.replace("-", "")[-10:]
@@ -138,22 +105,19 @@ def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_
     properties = {"name": name, "topic.prefix": name, **pg_properties(pg_db, name),
                   "database.password": psycopg2.extensions.parse_dsn(pg_db.dsn)["password"],
                   "table.include.list": "public.items", "topic.creation.default.partitions": 1}
-    platform.django(
-        "from web.connectors import drafts, services\n"
-        f"parts = drafts.prepare({properties!r})\n"
-        "services.create_connector(parts, user=None, source='system', desired_state='running')\n")
+    platform.create_connector(properties)
     topic = f"{name}.public.items"
     bootstrap = stack.kafka_bootstrap
-    wait_for(lambda: len(created_ids(bootstrap, topic)) >= 50, 90, "the snapshot of 50 rows", platform)
-    assert observed(platform, name) == {pg_db.name: "streaming"}
+    platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 50, 90, "the snapshot of 50 rows")
+    assert platform.observed_phases(name) == {pg_db.name: "streaming"}
 
     pg_db.execute("INSERT INTO items SELECT g, 'streamed' FROM generate_series(51, 80) g")
-    wait_for(lambda: len(created_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows", platform)
+    platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows")
 
-    set_state(platform, name, "paused")
-    wait_for(lambda: observed(platform, name) == {pg_db.name: "stopped"}, 60, "the pipeline to stop", platform)
+    platform.request_state(name, "paused")
+    platform.wait_for(lambda: platform.observed_phases(name) == {pg_db.name: "stopped"}, 60, "the pipeline to stop")
     pg_db.execute("INSERT INTO items SELECT g, 'while paused' FROM generate_series(81, 100) g")
-    set_state(platform, name, "running")
-    ids = wait_for(lambda: (found := created_ids(bootstrap, topic)) and len(found) >= 100 and found, 90,
-                   "the rows written while paused", platform)
+    platform.request_state(name, "running")
+    ids = platform.wait_for(lambda: (found := committed_row_ids(bootstrap, topic)) and len(found) >= 100 and found, 90,
+                            "the rows written while paused")
     assert sorted(ids) == list(range(1, 101)), "rows lost or duplicated"

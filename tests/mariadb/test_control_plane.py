@@ -1,0 +1,96 @@
+"""MariaDB connectors through the control plane, against the real server.
+
+- The REST API checks the server before saving (a wrong password is reported on `password`), stores
+  `database.password` encrypted and never returns it, and records the source.
+- A Celery worker, as deployed, runs the stored connector: rows inserted before and after a pause reach Kafka
+  exactly once, and the partition is reported under the connector's topic prefix (the server).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import pytest
+from django.db import connection
+
+from tests.api_support import admin_client, no_redis  # noqa: F401 - fixtures
+from tests.integration.kafka_reading import committed_row_ids
+from tests.platform_processes import Platform
+
+pytestmark = [pytest.mark.integration]
+
+REDIS_DB = 7  # apart from a running demo (0) and the other process tests (8-15)
+
+
+def mariadb_properties(mariadb, database: str, name: str) -> dict:
+    return {"connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+            "database.hostname": mariadb.cdc.host, "database.port": mariadb.cdc.port,
+            "database.user": mariadb.cdc.user, "database.server.id": random.randint(10_000, 4_000_000),
+            "database.include.list": database, "offset.storage.topic": f"{name}.offsets",
+            "poll.interval.ms": 100}
+
+
+@pytest.mark.django_db
+def test_the_api_checks_the_server_and_keeps_the_password_secret(mariadb, mariadb_db, admin_client,  # noqa: F811
+                                                                 settings, request):
+    settings.CDC_CONNECTIVITY_CHECK_MS = 5000
+    user, password = f"cp{uuid.uuid4().hex[:6]}", f"Pw-{uuid.uuid4().hex}"  # a password found nowhere else
+    mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'",
+                    f"GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%'")
+    request.addfinalizer(lambda: mariadb.execute(f"DROP USER '{user}'@'%'"))
+    body = {"name": "mdbapi", "topic_prefix": "mdbapi", "password": password,
+            "config": {**mariadb_properties(mariadb, mariadb_db, "mdbapi"), "database.user": user}}
+
+    wrong = admin_client.post("/api/connectors/", {**body, "password": "not-it"}, format="json")
+    assert wrong.status_code == 400, wrong.json()
+    assert "refused the login" in wrong.json()["password"][0]
+    assert "not-it" not in json.dumps(wrong.json())
+
+    created = admin_client.post("/api/connectors/", body, format="json")
+    assert created.status_code == 201, created.json()
+    shown = created.json()
+    assert shown["source"] == "mariadb" and shown["has_password"] is True
+    assert password not in json.dumps(shown) and "database.password" not in shown["config"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT password FROM connectors_connector WHERE name = 'mdbapi'")
+        assert password not in cursor.fetchone()[0]  # encrypted at rest
+    connect_view = admin_client.get("/connect/connectors/mdbapi").json()
+    assert connect_view["config"]["connector.class"] == "io.debezium.connector.mariadb.MariaDbConnector"
+    assert connect_view["config"]["database.password"] != password
+
+
+@pytest.fixture
+def platform(mariadb, stack, tmp_path):
+    processes = Platform(stack, tmp_path, REDIS_DB)
+    processes.migrate()
+    processes.start_worker("worker", queues="streaming,default", concurrency=2)
+    processes.start_beat()
+    yield processes
+    processes.stop()
+
+
+def test_a_celery_worker_runs_a_stored_mariadb_connector_exactly_once_across_a_pause(platform, mariadb, mariadb_db,
+                                                                                    stack, unique_name):
+    name = "mdbw" + unique_name.replace("-", "")[-10:]
+    mariadb.execute("CREATE TABLE items (id int PRIMARY KEY, label varchar(20))",
+                    "INSERT INTO items SELECT seq, 'before' FROM seq_1_to_50", database=mariadb_db)
+    platform.create_connector({"name": name, "topic.prefix": name, **mariadb_properties(mariadb, mariadb_db, name),
+                               "database.password": mariadb.cdc.password,
+                               "topic.creation.default.partitions": 1})
+    topic = f"{name}.{mariadb_db}.items"
+    bootstrap = stack.kafka_bootstrap
+    platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 50, 90, "the snapshot of 50 rows")
+    assert platform.observed_phases(name) == {name: "streaming"}
+
+    mariadb.execute("INSERT INTO items SELECT seq, 'streamed' FROM seq_51_to_80", database=mariadb_db)
+    platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows")
+
+    platform.request_state(name, "paused")
+    platform.wait_for(lambda: platform.observed_phases(name) == {name: "stopped"}, 60, "the pipeline to stop")
+    mariadb.execute("INSERT INTO items SELECT seq, 'while paused' FROM seq_81_to_100", database=mariadb_db)
+    platform.request_state(name, "running")
+    ids = platform.wait_for(lambda: (found := committed_row_ids(bootstrap, topic)) and len(found) >= 100 and found,
+                            90, "the rows written while paused")
+    assert sorted(ids) == list(range(1, 101)), "rows lost or duplicated"
