@@ -1,12 +1,15 @@
-"""The demo connector: captures the `inventory` database the demo workload writes to."""
+"""The demo connectors: `demo` captures the MongoDB `inventory` database the demo workload writes to; `demo-pg`
+and `demo-mariadb` capture the `shop` schema the SQL workload writes to in PostgreSQL and MariaDB."""
 
 from __future__ import annotations
 
 import json
 
-from devstack import settings
+from devstack import demo_sql, settings
 
 DEMO_NAME = "demo"
+POSTGRES_DEMO = "demo-pg"
+MARIADB_DEMO = "demo-mariadb"
 
 
 def demo_properties() -> dict:
@@ -22,9 +25,23 @@ def demo_properties() -> dict:
     }
 
 
-def up(manage) -> str:
-    """Stores the demo connector in the control plane (idempotent); the supervisor starts it on a worker."""
-    path = settings.STATE_DIR / "demo-connector.json"
-    path.write_text(json.dumps({"name": DEMO_NAME, "config": demo_properties()}, indent=2))
-    manage("connector_create", str(path), "--update")
-    return f"connector '{DEMO_NAME}' streaming inventory.* into Kafka topics {DEMO_NAME}.inventory.*"
+def _store(manage, properties: dict) -> None:
+    path = settings.STATE_DIR / f"{properties['name']}-connector.json"
+    path.write_text(json.dumps({"name": properties["name"], "config": properties}, indent=2))
+    path.chmod(0o600)  # it holds the source's password until the control plane has it encrypted
+    try:
+        manage("connector_create", str(path), "--update")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def up(manage) -> list[str]:
+    """Stores the demo connectors in the control plane (idempotent); the supervisor starts them on a worker."""
+    _store(manage, demo_properties())
+    demo_sql.prepare_postgres()
+    _store(manage, demo_sql.postgres_properties(POSTGRES_DEMO))
+    demo_sql.prepare_mariadb()
+    _store(manage, demo_sql.mariadb_properties(MARIADB_DEMO))
+    return [f"connector '{DEMO_NAME}' streaming inventory.* into Kafka topics {DEMO_NAME}.inventory.*",
+            f"connector '{POSTGRES_DEMO}' streaming PostgreSQL shop.* into {POSTGRES_DEMO}.shop.*",
+            f"connector '{MARIADB_DEMO}' streaming MariaDB shop.* into {MARIADB_DEMO}.shop.*"]

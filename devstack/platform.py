@@ -1,5 +1,5 @@
 """The platform's own processes for the demo: database migrations, the admin user, a Celery worker and
-beat, the ASGI web server, the demo connector and its write workload."""
+beat, the ASGI web server, the demo connectors (MongoDB, PostgreSQL, MariaDB) and their write workloads."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ worker = ManagedProcess("worker")
 beat = ManagedProcess("beat")
 web = ManagedProcess("web")
 workload = ManagedProcess("workload")
-PROCESSES = [workload, web, beat, worker]
+sql_workload = ManagedProcess("sql-workload")
+PROCESSES = [sql_workload, workload, web, beat, worker]
 
 
 def _manage(*args: str) -> str:
@@ -45,6 +46,7 @@ def _start(process: ManagedProcess, argv: list[str]) -> str:
 
 def up(echo=print) -> None:
     stack.up(echo=echo)
+    stack.up(["mariadb"], echo=echo)  # not in a bare `up`: the demo's third source
     _manage("migrate", "--noinput")
     echo(_manage("ensure_admin").strip())
     echo(f"{'worker':<11} " + _start(worker, [
@@ -60,9 +62,11 @@ def up(echo=print) -> None:
     wait_until(_web_answers, 60, f"the web server on port {WEB_PORT}", web)
     from devstack import demo
 
-    echo(f"{'demo':<11} " + demo.up(_manage))
+    for line in demo.up(_manage):
+        echo(f"{'demo':<11} " + line)
     echo(f"{'workload':<11} " + _start(workload, [
         PYTHON, "-m", "devstack.workload", "--uri", settings.mongodb_uri(), "--rate", "5"]))
+    echo(f"{'sql-workload':<11} " + _start(sql_workload, [PYTHON, "-m", "devstack.sql_workload", "--rate", "2"]))
     echo(f"\nDashboard: http://127.0.0.1:{WEB_PORT}/   (stop everything with ./cdc down)")
 
 

@@ -1,0 +1,92 @@
+"""The relational half of the demo: a small `shop` schema (customers, orders) in PostgreSQL and in MariaDB, and
+the connectors that capture it. `prepare_*` creates what is missing and leaves existing data alone."""
+
+from __future__ import annotations
+
+import os
+
+import psycopg2
+import psycopg2.extensions
+
+from devstack import postgres, settings
+
+SHOP_TABLES = {
+    "customers": "id integer PRIMARY KEY, name varchar(80) NOT NULL, email varchar(120)",
+    "orders": "id integer PRIMARY KEY, customer_id integer NOT NULL, product varchar(40) NOT NULL, "
+              "quantity integer NOT NULL, total decimal(10, 2) NOT NULL, status varchar(16) NOT NULL",
+}
+DEMO_SERVER_ID = 184_054  # the MariaDB demo connector's replication client id
+
+
+def postgres_dsn() -> str:
+    """The connector user's DSN: POSTGRES_DSN for an existing server, else the devstack cluster's `cdc` role."""
+    return os.environ.get("POSTGRES_DSN") or postgres.cdc_dsn()
+
+
+def mariadb_cdc_dsn() -> str:
+    user, password = settings.MARIADB_CDC_USER
+    external = os.environ.get("MARIADB_CDC_DSN") or os.environ.get("MARIADB_DSN")
+    return external or f"mysql://{user}:{password}@127.0.0.1:{settings.MARIADB_PORT}/"
+
+
+def prepare_postgres() -> None:
+    """Schema `shop` owned by the connector's user, so a `filtered` publication can name its tables."""
+    connection = psycopg2.connect(postgres_dsn())
+    connection.autocommit = True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE SCHEMA IF NOT EXISTS shop")
+            for table, columns in SHOP_TABLES.items():
+                cursor.execute(f"CREATE TABLE IF NOT EXISTS shop.{table} ({columns})")
+    finally:
+        connection.close()
+
+
+def prepare_mariadb() -> None:
+    from connectors.mysql.connection import ConnectionSettings, connect
+
+    connection = connect(ConnectionSettings.from_dsn(settings.mariadb_dsn()))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE DATABASE IF NOT EXISTS shop CHARACTER SET utf8mb4")
+            for table, columns in SHOP_TABLES.items():
+                cursor.execute(f"CREATE TABLE IF NOT EXISTS shop.{table} ({columns})")
+    finally:
+        connection.close()
+
+
+def postgres_properties(name: str) -> dict:
+    dsn = psycopg2.extensions.parse_dsn(postgres_dsn())
+    return {
+        "name": name,
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "topic.prefix": name,
+        "database.hostname": dsn.get("host", "127.0.0.1"),
+        "database.port": int(dsn.get("port", 5432)),
+        "database.user": dsn.get("user", ""),
+        "database.password": dsn.get("password", ""),
+        "database.dbname": dsn.get("dbname", ""),
+        "slot.name": name.replace("-", "_"),
+        "publication.name": f"{name.replace('-', '_')}_publication",
+        "publication.autocreate.mode": "filtered",
+        "schema.include.list": "shop",
+        "heartbeat.interval.ms": 5000,
+    }
+
+
+def mariadb_properties(name: str) -> dict:
+    from connectors.mysql.connection import ConnectionSettings
+
+    where = ConnectionSettings.from_dsn(mariadb_cdc_dsn())
+    return {
+        "name": name,
+        "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "topic.prefix": name,
+        "database.hostname": where.host,
+        "database.port": where.port,
+        "database.user": where.user,
+        "database.password": where.password,
+        "database.server.id": DEMO_SERVER_ID,
+        "database.include.list": "shop",
+        "heartbeat.interval.ms": 5000,
+    }
