@@ -36,6 +36,7 @@ from workers.snapshot_requests import SnapshotTracker
 log = logging.getLogger(__name__)
 
 STOPPING_COMMANDS = {"pause", "stop", "restart", "delete"}
+SOURCE_STATUS_SECONDS = 10.0  # how often the source database is asked about the partition (a query each time)
 LISTENER_DIED = "control-listener-died"
 Acknowledge = Callable[[str, int, str, str], None]  # (kind "control" | "snapshot", request id, status, reason)
 
@@ -65,6 +66,8 @@ class ManagedPipeline:
     stop_reason: str = ""
     stop_requests: list[tuple[int, str]] = field(default_factory=list)  # (request id, command) answered at the end
     source: Source | None = None  # default: the one the configuration names
+    _status_at: float = field(default=float("-inf"), init=False, repr=False)
+    _last_status: dict | None = field(default=None, init=False, repr=False)
 
     def request_stop(self, reason: str) -> None:
         if not self.stop.is_set():
@@ -264,10 +267,29 @@ class ManagedPipeline:
         snapshot_metrics = getattr(pipeline, "snapshot_metrics", None)
         if snapshot_metrics is not None:
             state["snapshot"] = snapshot_metrics.snapshot()
+        source_status = self._source_status(pipeline, refresh=not final)
+        if source_status is not None:
+            state["source"] = source_status
         try:
             self.report(state)
         except Exception:  # reporting must never stop the data path
             log.exception("reporting metrics of %s/%s failed", self.config.name, self.partition.name)
+
+
+    def _source_status(self, pipeline: Pipeline, refresh: bool) -> dict | None:
+        """The partition's own state from its database (PartitionSource.status, e.g. a PostgreSQL slot's retained
+        WAL), asked at most every SOURCE_STATUS_SECONDS; the last answer otherwise."""
+        status_of = getattr(pipeline.source, "status", None)
+        if status_of is None:
+            return None
+        now = time.monotonic()
+        if refresh and now - self._status_at >= SOURCE_STATUS_SECONDS:
+            self._status_at = now
+            try:
+                self._last_status = status_of()
+            except ConnectorError as error:
+                self._last_status = {"error": str(error)}
+        return self._last_status
 
 
 def _reason(error: BaseException) -> str:

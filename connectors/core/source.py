@@ -175,6 +175,9 @@ class PartitionSource(Protocol):
     #     transaction), so the source can release history (a PostgreSQL slot's WAL) while nothing is captured
     # def on_committed(self, position: Position) -> None -- called (on the committing thread) once a batch with
     #     this position committed; must not block (e.g. a slot's flush LSN is acknowledged from it)
+    # def status(self) -> dict -- what the source database says about this partition (e.g. a PostgreSQL slot's
+    #     retained WAL), JSON data for reports; called from a reporting thread every few seconds, so it must use
+    #     its own connection and may raise ConnectorError
 
 
 class IncrementalSnapshotter(Protocol):

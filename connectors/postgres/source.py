@@ -72,6 +72,7 @@ class SlotSource:
         self.dsn = config.dsn()
         self.acks = Acknowledger()
         self._sql: psycopg.Connection | None = None
+        self._status_sql: psycopg.Connection | None = None  # status() runs on the reporting thread
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
         self._readers: list[PgSnapshotReader] = []
 
@@ -140,8 +141,27 @@ class SlotSource:
         if self._sql is not None:
             self._sql.close()
             self._sql = None
+        if self._status_sql is not None:
+            self._status_sql.close()
+            self._status_sql = None
 
     # -- the slot -----------------------------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        """The slot as the server sees it (for reports and /metrics), on a connection of the reporting thread's."""
+        try:
+            if self._status_sql is None or self._status_sql.closed:
+                self._status_sql = connect_sql(self.dsn)
+            slot = slot_status(self._status_sql.cursor(), self.config.slot_name)
+        except psycopg.Error as error:
+            if self._status_sql is not None:
+                self._status_sql.close()
+            raise ConnectorError(f"reading the state of slot {self.config.slot_name!r} failed: {error}") from None
+        if slot is None:
+            return {"slot": self.config.slot_name, "exists": False}
+        return {"slot": slot.slot_name, "exists": True, "active": slot.active,
+                "confirmed_flush_lsn": slot.confirmed_flush_lsn, "restart_lsn": slot.restart_lsn,
+                "retained_wal_bytes": slot.retained_wal_bytes, "wal_status": slot.wal_status}
 
     def _drop_slot(self, wait: float = 30) -> None:
         deadline = time.monotonic() + wait

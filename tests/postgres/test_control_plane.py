@@ -6,7 +6,7 @@
   offset resets) with a 409 that says why.
 - Kafka Connect's validate takes the plugin from its path.
 - A Celery worker, as deployed, runs the stored connector: rows inserted before and after a pause reach Kafka
-  exactly once, and the partition is reported under the database's name.
+  exactly once, the partition is reported under the database's name, and /metrics has its slot's retained WAL.
 """
 
 from __future__ import annotations
@@ -110,6 +110,10 @@ def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_
     bootstrap = stack.kafka_bootstrap
     platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 50, 90, "the snapshot of 50 rows")
     assert platform.observed_phases(name) == {pg_db.name: "streaming"}
+    scrape = "from web.dashboard.prometheus import exposition\nprint(exposition('')[0].decode())"
+    metrics = platform.wait_for(lambda: "cdc_postgres_slot_retained_wal_bytes{" in (out := platform.django(scrape))
+                                and out, 30, "the slot's retained WAL in /metrics")
+    assert f'connector="{name}",replica_set="{pg_db.name}",slot="s_{name}"' in metrics
 
     pg_db.execute("INSERT INTO items SELECT g, 'streamed' FROM generate_series(51, 80) g")
     platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows")

@@ -69,6 +69,12 @@ SNAPSHOT = [
     ("cdc_snapshot_estimated_seconds_remaining", "gauge", "Estimated time left.", "EstimatedSecondsRemaining"),
 ]
 
+SLOT = [  # (metric, type, help, key in SlotSource.status()): PostgreSQL partitions only
+    ("cdc_postgres_slot_retained_wal_bytes", "gauge", "WAL the server keeps for the connector's replication slot "
+     "(current WAL position - restart_lsn); it grows while the slot is not acknowledged.", "retained_wal_bytes"),
+    ("cdc_postgres_slot_active", "gauge", "1 while a walsender streams from the slot.", "active"),
+]
+
 
 def _number(value) -> float | None:
     if isinstance(value, bool):
@@ -128,6 +134,10 @@ def _replica_set(out: Families, rs_state, view: observed.ReplicaSetView) -> None
             labels, election / 1000 if election else None)
     for name, kind, help_text, key in SINK:
         out.add(name, kind, help_text, labels, view.sink.get(key))
+    source = (rs_state.metrics or {}).get("source") or {}
+    if source.get("slot"):
+        for name, kind, help_text, key in SLOT:
+            out.add(name, kind, help_text, {**labels, "slot": source["slot"]}, source.get(key))
     for name, kind, help_text, key in SNAPSHOT:
         out.add(name, kind, help_text, labels, view.snapshot.get(key))
     for collection in view.collections:
