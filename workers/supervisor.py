@@ -94,7 +94,7 @@ def reconcile_connector(connector: Connector) -> list[str]:
     known = [name for name in states if name != "?"]
     if not known:
         if not running and _dispatch(connector.name, None):
-            actions.append("start (discover replica sets)")
+            actions.append("start (discover partitions)")
         return actions
     recently = timezone.now() - FAILED_RETRY_AFTER
     for replica_set in known:
