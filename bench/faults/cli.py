@@ -19,6 +19,7 @@ from bench.faults.hook import runner_main
 from bench.faults.sources import SOURCES
 from bench.faults.writer import WRITE_RATE, writer_main
 from devstack.private_kafka import PrivateKafka
+from devstack.process import StackError
 
 SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
               "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2}
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{scenario}: {runs} fault(s)...", flush=True)
             try:
                 results[scenario] = getattr(campaign, scenario.replace("-", "_"))(runs)
-            except CampaignAborted as error:
+            except (CampaignAborted, StackError) as error:  # StackError: the private server did not restart
                 results[scenario] = Outcome(notes=[f"aborted: {error}"], aborted=True)
             print(f"{scenario}: done in {time.monotonic() - started:.0f}s", flush=True)
     finally:
