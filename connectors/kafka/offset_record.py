@@ -89,6 +89,16 @@ class OffsetTombstone:
         return None
 
 
+@dataclass(frozen=True)
+class KeyTombstone:
+    """Deletes the offset stored under `key`, whatever the source's key layout."""
+
+    key: bytes
+
+    def to_value(self) -> None:
+        return None
+
+
 def encode_key(connector: str, replica_set: str) -> bytes:
     return json.dumps([connector, {"rs": replica_set}], separators=(",", ":"), ensure_ascii=False).encode()
 

@@ -247,7 +247,12 @@ class OffsetStore:
 
     def write(self, record: OffsetRecord | OffsetTombstone) -> None:
         """Writes one offset record in its own transaction, fencing the pipeline's producer if it still runs."""
-        sink = TransactionalSink(self.bootstrap_servers, record.connector, record.replica_set,
+        self.write_partition(record.connector, record.replica_set, record)
+
+    def write_partition(self, connector: str, partition: str, record) -> None:
+        """Writes one record of any source's layout (`key` and `to_value()`, None deleting it) in its own
+        transaction under the partition pipeline's transactional id, fencing that pipeline if it still runs."""
+        sink = TransactionalSink(self.bootstrap_servers, connector, partition,
                                  offsets_topic=self.topic, producer_config=self.client_config,
                                  topic_admin=self._topics, timeout=self.timeout)
         with sink:

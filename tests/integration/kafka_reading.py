@@ -55,11 +55,16 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", ti
     return records
 
 
-def committed_row_ids(bootstrap: str, topic: str, column: str = "id") -> list:
-    """`after[column]` of every row event a read_committed consumer sees now, in order (either converter shape;
-    [] while the topic does not exist). A relational connector's rows, for exactly-once checks."""
+def committed_row_events(bootstrap: str, topic: str, column: str = "id") -> list[tuple[str, object]]:
+    """(op, after[column]) of every row event with an `after` a read_committed consumer sees now, in order (either
+    converter shape; [] while the topic does not exist). A relational connector's rows, for exactly-once checks."""
     metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return []
     values = [json.loads(record.value) for record in read_topic(bootstrap, topic, stable_only=True) if record.value]
-    return [(value.get("payload", value))["after"][column] for value in values]
+    envelopes = [value.get("payload", value) for value in values]
+    return [(envelope["op"], envelope["after"][column]) for envelope in envelopes if envelope.get("after")]
+
+
+def committed_row_ids(bootstrap: str, topic: str, column: str = "id") -> list:
+    return [row for _, row in committed_row_events(bootstrap, topic, column)]

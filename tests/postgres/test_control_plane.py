@@ -2,11 +2,12 @@
 
 - The REST API checks the server before saving (wrong password, unknown database, a publication missing under
   `disabled` or that only a superuser could create under `all_tables`), stores `database.password` encrypted and
-  never returns it, records the source, and refuses what a PostgreSQL connector cannot do yet (ad-hoc snapshots,
-  offset resets) with a 409 that says why.
+  never returns it, records the source, and refuses what a PostgreSQL connector cannot do (ad-hoc snapshots yet,
+  MongoDB's timestamp resets) with a 409 that says why.
 - Kafka Connect's validate takes the plugin from its path.
 - A Celery worker, as deployed, runs the stored connector: rows inserted before and after a pause reach Kafka
-  exactly once, the partition is reported under the database's name, and /metrics has its slot's retained WAL.
+  exactly once, the partition is reported under the database's name, /metrics has its slot's retained WAL, its
+  offset is shown, and a reset to `snapshot` takes a new snapshot of every row exactly once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from django.db import connection
 
 from tests.api_support import admin_client, no_redis  # noqa: F401 - fixtures
-from tests.integration.kafka_reading import committed_row_ids
+from tests.integration.kafka_reading import committed_row_events, committed_row_ids
 from tests.platform_processes import Platform
 
 pytestmark = [pytest.mark.integration]
@@ -73,11 +74,14 @@ def test_the_api_checks_the_server_and_keeps_the_password_secret(pg_db, admin_cl
         stored, source = cursor.fetchone()
     assert password not in stored and source == "postgres"  # encrypted at rest
 
-    for refused in (admin_client.post("/api/connectors/pgapi/snapshot/", {"collections": ["public.t"]},
-                                      format="json"),
-                    admin_client.post("/api/connectors/pgapi/offsets/reset/", {"mode": "latest"}, format="json")):
-        assert refused.status_code == 409, refused.content
-        assert "PostgreSQL connectors" in json.dumps(refused.json())
+    snapshot = admin_client.post("/api/connectors/pgapi/snapshot/", {"collections": ["public.t"]}, format="json")
+    assert snapshot.status_code == 409, snapshot.content
+    assert "incremental snapshots of PostgreSQL connectors are not available" in json.dumps(snapshot.json())
+    by_time = admin_client.post("/api/connectors/pgapi/offsets/reset/",
+                                {"mode": "timestamp", "timestamp": 1700000000000, "stop": True}, format="json")
+    assert by_time.status_code == 409, by_time.content
+    assert "a PostgreSQL connector resets to latest, snapshot, initial" in by_time.json()["detail"]
+    assert admin_client.get("/api/connectors/pgapi/offsets/").json()["offsets"] == []  # never ran
 
     validated = admin_client.put("/connect/connector-plugins/PostgresConnector/config/validate",
                                  {"name": "x", "topic.prefix": "x", **config, "database.password": "not-it"},
@@ -125,3 +129,19 @@ def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_
     ids = platform.wait_for(lambda: (found := committed_row_ids(bootstrap, topic)) and len(found) >= 100 and found, 90,
                             "the rows written while paused")
     assert sorted(ids) == list(range(1, 101)), "rows lost or duplicated"
+
+    shown = json.loads(platform.django(
+        "import json\nfrom web.connectors import services\nfrom web.connectors.offsets import describe\n"
+        "from web.connectors.models import Connector\n"
+        f"records = services.read_offsets(Connector.objects.get(name={name!r}))\n"
+        "print(json.dumps({p: describe(r) for p, r in records.items()}))").strip().splitlines()[-1])
+    assert set(shown) == {pg_db.name} and shown[pg_db.name]["position"]["lsn_proc"] > 0
+
+    platform.django("from web.connectors import services\nfrom web.connectors.models import Connector\n"
+                    f"services.reset_offsets(Connector.objects.get(name={name!r}), 'snapshot', user=None, "
+                    "source='system', stop=True)")
+    platform.request_state(name, "running")
+    reads = platform.wait_for(
+        lambda: (found := [row for op, row in committed_row_events(bootstrap, topic) if op == "r"])
+        and len(found) >= 150 and found, 90, "a new snapshot after the reset")
+    assert sorted(reads[50:]) == list(range(1, 101)), "the new snapshot lost or repeated rows"

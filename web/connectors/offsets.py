@@ -15,6 +15,7 @@ from connectors.config import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStore, offsets_topic_spec
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector
+from web.connectors.partition_offsets import PartitionOffset
 
 _JSON = RELAXED_JSON_OPTIONS.with_options(tz_aware=True, tzinfo=datetime.UTC)
 RESET_MODES = ("latest", "timestamp", "token", "snapshot", "initial")
@@ -27,7 +28,8 @@ def offsets_topic(connector: Connector) -> tuple[str, int, int]:
     except ConfigError:
         options = connector.properties or {}
         return str(options.get("offset.storage.topic") or "cdc.offsets"), 1, -1
-    return config.offset_storage_topic, config.offset_storage_partitions, config.offset_storage_replication_factor
+    replication = getattr(config, "offset_storage_replication_factor", -1)  # MongoDB's option only
+    return config.offset_storage_topic, config.offset_storage_partitions, replication
 
 
 def store_for(connector: Connector) -> OffsetStore:
@@ -82,8 +84,10 @@ def _plain(value: Any) -> Any:
     return json.loads(json_util.dumps(value, json_options=_JSON))
 
 
-def describe(record: OffsetRecord) -> dict[str, Any]:
-    """One replica set's position as JSON for the API and the admin page."""
+def describe(record: OffsetRecord | PartitionOffset) -> dict[str, Any]:
+    """One replica set's (or another source's partition's) position as JSON for the API and the admin page."""
+    if isinstance(record, PartitionOffset):
+        return record.describe()
     cluster_time = record.cluster_time or token_cluster_time(record.resume_token)
     startup = record.startup
     return {
@@ -104,8 +108,10 @@ def _pending(startup: dict | None) -> dict | None:
     return _plain(startup)
 
 
-def connect_partition(record: OffsetRecord) -> dict[str, Any]:
+def connect_partition(record: OffsetRecord | PartitionOffset) -> dict[str, Any]:
     """KIP-875 shape: {"partition": {"rs": …}, "offset": <the stored value>}."""
+    if isinstance(record, PartitionOffset):
+        return record.connect_partition()
     return {"partition": {"rs": record.replica_set}, "offset": json.loads(record.to_value())}
 
 

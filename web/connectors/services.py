@@ -23,7 +23,7 @@ from connectors.config import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace
-from web.connectors import audit, drafts
+from web.connectors import audit, drafts, partition_offsets
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
 from web.connectors.definitions import config_version, describe, engine_config, flat_of, parts_of, save_parts
@@ -41,6 +41,7 @@ from web.connectors.models import (
     SnapshotStatus,
     SourceKind,
 )
+from web.connectors.partition_offsets import PartitionOffset
 from workers import control
 
 log = logging.getLogger(__name__)
@@ -169,9 +170,9 @@ def delete_connector(connector: Connector, *, user, source: str, delete_offsets:
     then the pipeline is stopped first (its final commit) and a tombstone written for every replica set, so a
     connector created later under the same name starts as on a first run."""
     name = connector.name
-    if delete_offsets and (refusal := offsets_refusal(connector)) is not None:
-        raise NotForThisSource(refusal)
-    if delete_offsets:
+    if delete_offsets and connector.source != SourceKind.MONGODB:
+        reset_offsets(connector, "initial", user=user, source=source, stop=True)
+    elif delete_offsets:
         ensure_stopped(connector, stop=True, user=user, source=source)
         current = read_offsets(connector)
         tombstones = [OffsetTombstone(name, rs) for rs in known_replica_sets(connector, current)]
@@ -434,22 +435,25 @@ def running_pipelines(connector: Connector) -> dict[str, str]:
         raise Unavailable(f"cannot tell whether the pipeline runs: Redis is unreachable ({error})") from None
 
 
-def offsets_refusal(connector: Connector) -> str | None:
-    """Why the control plane cannot show or change this connector's offsets; None when it can."""
-    if connector.source == SourceKind.MONGODB:
-        return None
-    return (f"reading and resetting the offsets of {connector.get_source_display()} connectors from the control "
-            "plane is not available yet; the engine keeps them in the offsets topic (docs/postgres.md, "
-            "docs/mariadb.md)")
-
-
-def read_offsets(connector: Connector) -> dict[str, OffsetRecord]:
-    if connector.source != SourceKind.MONGODB:
-        return {}  # their keys have the source's own layout (offsets_refusal)
+def read_offsets(connector: Connector) -> dict[str, OffsetRecord | PartitionOffset]:
+    """The committed offset of each partition (MongoDB: OffsetRecord; other sources: PartitionOffset)."""
     try:
-        return offset_views.store_for(connector).load(connector.name)
+        store = offset_views.store_for(connector)
+        if connector.source != SourceKind.MONGODB:
+            return partition_offsets.read(store, engine_config(connector))
+        return store.load(connector.name)
+    except ConfigError as error:
+        raise ServiceError(f"the stored configuration is invalid: {error}") from None
     except (OffsetStoreError, KafkaException) as error:
         raise Unavailable(f"cannot read offsets from Kafka: {error}") from None
+
+
+def partition_names(connector: Connector) -> list[str]:
+    """The partitions a relational connector's configuration names (known without running it)."""
+    try:
+        return sorted(partition_offsets.partition_sources(engine_config(connector)))
+    except ConfigError as error:
+        raise ServiceError(f"the stored configuration is invalid: {error}") from None
 
 
 def known_replica_sets(connector: Connector, offsets: dict[str, Any]) -> list[str]:
@@ -490,8 +494,9 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
 
     mode: latest | timestamp (needs `timestamp`) | token (needs `token`) | snapshot | initial (delete the offset).
     """
-    if (refusal := offsets_refusal(connector)) is not None:
-        raise NotForThisSource(refusal)
+    if connector.source != SourceKind.MONGODB:
+        return _reset_partition_offsets(connector, mode, user=user, source=source, partitions=replica_sets,
+                                        stop=stop)
     if mode not in offset_views.RESET_MODES:
         raise ServiceError(f"unknown reset mode {mode!r}; use one of {', '.join(offset_views.RESET_MODES)}")
     if mode == "timestamp" and timestamp is None:
@@ -534,11 +539,35 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
     return written
 
 
+def _reset_partition_offsets(connector: Connector, mode: str, *, user, source: str, partitions: list[str] | None,
+                             stop: bool) -> list[PartitionOffset]:
+    if mode not in partition_offsets.RESET_MODES:
+        raise NotForThisSource(
+            f"offset reset mode {mode!r} applies to MongoDB connectors; a {connector.get_source_display()} "
+            f"connector resets to {', '.join(partition_offsets.RESET_MODES)} (docs/offsets.md)")
+    known = partition_names(connector)
+    unknown = sorted(set(partitions or ()) - set(known))
+    if unknown:
+        raise ServiceError(f"{connector.name} has no partition {', '.join(repr(p) for p in unknown)}; its "
+                           f"partitions: {', '.join(known)}")
+    ensure_stopped(connector, stop=stop, user=user, source=source)
+    current = read_offsets(connector)
+    requested_by = user.get_username() if getattr(user, "is_authenticated", False) else source
+    try:
+        written = partition_offsets.reset(offset_views.store_for(connector), engine_config(connector), mode,
+                                          list(partitions or known), requested_by)
+    except (OffsetStoreError, KafkaException) as error:
+        raise Unavailable(f"writing the reset to Kafka failed: {error}") from None
+    _audit_offsets(connector, f"offsets.reset.{mode}", current, written, user=user, source=source)
+    return written
+
+
 def alter_offsets(connector: Connector, records: list[OffsetRecord | OffsetTombstone], *, user,
                   source: str) -> None:
-    """Writes the given offset records as they are (Kafka Connect PATCH/DELETE offsets)."""
-    if (refusal := offsets_refusal(connector)) is not None:
-        raise NotForThisSource(refusal)
+    """Writes the given offset records as they are (Kafka Connect PATCH/DELETE offsets; MongoDB's layout)."""
+    if connector.source != SourceKind.MONGODB:
+        raise NotForThisSource(f"offsets of {connector.get_source_display()} connectors are changed with a reset "
+                               f"({', '.join(partition_offsets.RESET_MODES)}), not written as given")
     ensure_stopped(connector, stop=False, user=user, source=source)
     current = read_offsets(connector)
     store = offset_views.store_for(connector)
@@ -554,7 +583,8 @@ def _audit_offsets(connector, action, current, written, *, user, source) -> None
     touched = [record.replica_set for record in written]
     before = {rs: offset_views.describe(current[rs]) if rs in current else None for rs in touched}
     after = {
-        record.replica_set: offset_views.describe(record) if isinstance(record, OffsetRecord) else None
+        record.replica_set: offset_views.describe(record)
+        if isinstance(record, OffsetRecord) or getattr(record, "value", None) is not None else None
         for record in written
     }
     audit.record(user, source, action, _target(connector), before, after)

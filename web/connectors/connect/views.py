@@ -21,7 +21,7 @@ from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import active_topics, loggers, shapes
 from web.connectors.connect.config_infos import config_infos
 from web.connectors.connect.errors import ConnectError, connect_exception_handler
-from web.connectors.models import Connector, DesiredState, Phase
+from web.connectors.models import Connector, DesiredState, Phase, SourceKind
 from web.connectors.offsets import connect_partition, resume_token_problem
 from workers import loggers as worker_loggers
 
@@ -282,6 +282,8 @@ class OffsetsView(ConnectView):
 
     def patch(self, request, name):
         connector = self._stopped(name)
+        if connector.source != SourceKind.MONGODB:
+            self.call(services.alter_offsets, connector, [], user=request.user, source="connect")  # says why not
         entries = config_body(request.data).get("offsets")
         if not isinstance(entries, list) or not entries:
             raise ConnectError(400, "Partitions / offsets cannot be empty for an alter offsets request")
@@ -296,6 +298,9 @@ class OffsetsView(ConnectView):
 
     def delete(self, request, name):
         connector = self._stopped(name)
+        if connector.source != SourceKind.MONGODB:
+            self.call(services.reset_offsets, connector, "initial", user=request.user, source="connect")
+            return Response({"message": "The offsets for this connector have been reset successfully"})
         current = self.call(services.read_offsets, connector)
         records = [OffsetTombstone(name, rs) for rs in services.known_replica_sets(connector, current)]
         if records:
