@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from connectors.core.source import ChangeSummary
 from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
@@ -86,6 +88,17 @@ class PgEventBuilder:
         if self._catalog is not None:
             self._catalog.close()
 
+    def _read_catalog(self, read):
+        """read(cursor), on a catalog connection the server may have ended since its last use (a server restart, a
+        terminated backend): then it is opened again, once. The replication connection reconnects by itself, and
+        the Relation messages that follow must not fail on the old session."""
+        try:
+            return read(self.cursor)
+        except psycopg.OperationalError:
+            if self._catalog is None or not self._catalog.closed:
+                raise  # the connection is fine: the query itself failed
+            return read(self.cursor)  # `cursor` opens a new connection
+
     # -- tables -------------------------------------------------------------------------------------------------
 
     def table(self, relation_id: int, schema: str, name: str, columns: list[tuple[str, int, int]] | None = None,
@@ -95,16 +108,20 @@ class PgEventBuilder:
         if not self.captured(schema, name):
             self.tables[relation_id] = None
             return None
-        cursor = self.cursor
-        catalog = {c.name: c for c in table_columns(cursor, relation_id)}
-        if columns is None:
-            columns = [(c.name, c.type.oid, c.type.type_modifier) for c in catalog.values()]
-        row_columns = []
-        for column, oid, typmod in columns:
-            known = catalog.get(column)
-            column_type = known.type if known is not None and known.type.oid == oid else describe_type(
-                cursor, oid, typmod)
-            row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null)))
+
+        def read(cursor) -> tuple[dict, list[RowColumn]]:
+            catalog = {c.name: c for c in table_columns(cursor, relation_id)}
+            wanted = columns if columns is not None else [(c.name, c.type.oid, c.type.type_modifier)
+                                                          for c in catalog.values()]
+            row_columns = []
+            for column, oid, typmod in wanted:
+                known = catalog.get(column)
+                column_type = known.type if known is not None and known.type.oid == oid else describe_type(
+                    cursor, oid, typmod)
+                row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null)))
+            return catalog, row_columns
+
+        catalog, row_columns = self._read_catalog(read)
         topic = env.topic_name(self.config.topic_prefix, schema, name)
         rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder)
         keyed = sorted((c for c in catalog.values() if c.primary_key_position), key=lambda c: c.primary_key_position)
