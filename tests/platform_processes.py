@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from tests.integration.test_celery_roundtrip import wait_for_ready, with_database
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +46,15 @@ class Platform:
         self.env.pop("DJANGO_SETTINGS_MODULE", None)
         self.processes: dict[str, subprocess.Popen] = {}
         self.base_url = ""
+
+    @classmethod
+    def with_worker(cls, stack, tmp_path: Path, redis_db: int, **env: str) -> Platform:
+        """Migrated, with one worker on `streaming,default` and beat (the supervisor) running; call stop()."""
+        platform = cls(stack, tmp_path, redis_db, **env)
+        platform.migrate()
+        platform.start_worker("worker", queues="streaming,default", concurrency=2)
+        platform.start_beat()
+        return platform
 
     def migrate(self) -> None:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=self.env, check=True,
@@ -117,13 +127,7 @@ class Platform:
 
     def wait_for(self, predicate, timeout: float, what: str, log_label: str = "worker"):
         """predicate()'s first truthy value within `timeout` seconds; else fails with the tail of a log."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.3)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{self.log(log_label)[-4000:]}")
+        return wait_for(predicate, timeout, what, lambda: self.log(log_label)[-4000:], interval=0.3)
 
     def log(self, label: str) -> str:
         path = self.tmp_path / f"{label}.log"

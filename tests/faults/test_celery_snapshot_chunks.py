@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 
 import pymongo
 import pytest
 import redis
 
+from tests import waiting
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
 from tests.platform_processes import Platform
@@ -45,14 +45,8 @@ def platform(stack, tmp_path_factory):
 
 
 def wait_for(predicate, timeout: float, what: str, platform: Platform | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    tail = platform.log("streamer")[-4000:] if platform else ""
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{tail}")
+    return waiting.wait_for(predicate, timeout, what, lambda: platform.log("streamer")[-4000:] if platform else "",
+                            interval=0.3)
 
 
 def chunks_read(platform: Platform, label: str, connector: str) -> int:

@@ -63,10 +63,7 @@ def test_the_api_checks_the_server_and_keeps_the_password_secret(mariadb, mariad
 
 @pytest.fixture
 def platform(mariadb, stack, tmp_path):
-    processes = Platform(stack, tmp_path, REDIS_DB)
-    processes.migrate()
-    processes.start_worker("worker", queues="streaming,default", concurrency=2)
-    processes.start_beat()
+    processes = Platform.with_worker(stack, tmp_path, REDIS_DB)
     yield processes
     processes.stop()
 

@@ -93,10 +93,7 @@ def test_the_api_checks_the_server_and_keeps_the_password_secret(pg_db, admin_cl
 
 @pytest.fixture
 def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its database is dropped
-    processes = Platform(stack, tmp_path, REDIS_DB)
-    processes.migrate()
-    processes.start_worker("worker", queues="streaming,default", concurrency=2)
-    processes.start_beat()
+    processes = Platform.with_worker(stack, tmp_path, REDIS_DB)
     yield processes
     processes.stop()
 

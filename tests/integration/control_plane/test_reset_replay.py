@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
 from tests.platform_processes import Platform
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -45,16 +46,6 @@ class Api:
                 return response.status, json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"{}")
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
