@@ -44,6 +44,19 @@ def test_accounting_of_a_clean_run():
     assert (out.writes, out.lost, out.duplicated, out.reordered, out.recovery) == (4, 0, 0, 0, [])
 
 
+def test_accounting_tells_restarted_snapshots_apart():
+    """A PostgreSQL snapshot killed midway starts over under a new LSN: rows the first attempt read come again as
+    "r" (re-snapshotted, not duplicated); a row read twice by one attempt is still a duplicate."""
+    acks = {0: 0.0, 1: 0.1}
+    seen = [Seen("preload", "r", 0, 0, 1.0, "A"), Seen("preload", "r", 1, 0, 1.1, "A"),
+            Seen("events", "r", 0, 0, 1.2, "A"),
+            Seen("preload", "r", 0, 0, 2.0, "B"), Seen("preload", "r", 1, 0, 2.1, "B"),
+            Seen("preload", "r", 2, 0, 2.2, "B"), Seen("preload", "r", 2, 0, 2.3, "B"),
+            Seen("events", "r", 0, 0, 2.4, "B"), Seen("events", "c", 1, 0, 2.5)]
+    out = account(Outcome(), acks, seen, preloaded=3, faults=[])
+    assert (out.lost, out.duplicated, out.resnapshotted) == (0, 1, 3)  # preload 0, 1 and write 0 read again
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(300)
