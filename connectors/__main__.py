@@ -14,9 +14,9 @@ import signal
 import sys
 import threading
 
-from connectors.config import ConfigError, validate
+from connectors.config import ConfigError
 from connectors.core.errors import ConnectorError, UnknownConnectorClass
-from connectors.sources import MARIADB, MYSQL, POSTGRES, engine_config, require_wired, source_kind
+from connectors.sources import engine_config, validate
 
 
 def _load(path: str) -> dict:
@@ -34,23 +34,10 @@ def _load(path: str) -> dict:
 
 
 def _validate(args) -> int:
-    properties = _load(args.config)
-    try:
-        kind = source_kind(properties)
-        require_wired(kind, properties.get("connector.class"))
-    except UnknownConnectorClass as error:
-        print(f"connector.class: {error}")
-        return 1
-    if kind in (MYSQL, MARIADB, POSTGRES):
-        try:
-            engine_config(properties)
-            problems = []
-        except ConfigError as error:
-            problems = error.problems
-    else:
-        problems = validate(properties)
+    problems = validate(_load(args.config))
     for problem in problems:
-        print(f"{problem.property}: {problem.message}")
+        named = not problem.property or problem.message.startswith(problem.property)
+        print(problem.message if named else f"{problem.property}: {problem.message}")
     return 1 if problems else 0
 
 

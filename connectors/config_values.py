@@ -150,7 +150,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern, re.IGNORECASE)
     except re.error as error:
-        raise ValueError(f"{pattern!r} is not a valid regular expression ({error})") from None
+        raise ValueError(f"\"{pattern}\" is not a valid regular expression ({error})") from None  # as typed
 
 
 def parse_regex_list(raw: Any) -> tuple[str, ...]:
