@@ -65,8 +65,9 @@ class ConnectorForm(forms.ModelForm):
         help_text="mongodb.connection.string. Shown with the password masked; leave it as shown to keep it.",
     )
     password = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False),
-                               help_text="mongodb.password (with mongodb.user). Leave blank to keep the stored one.")
-    clear_password = forms.BooleanField(required=False, help_text="Remove the stored mongodb.password.")
+                               help_text="mongodb.password (with mongodb.user), or database.password for "
+                               "PostgreSQL and MySQL/MariaDB. Leave blank to keep the stored one.")
+    clear_password = forms.BooleanField(required=False, help_text="Remove the stored password.")
     config = forms.JSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 12, "cols": 90}),
                              help_text="Every other engine option by Debezium property name (docs/configuration.md). "
                                        "Filters are edited as filter rows below.")
@@ -98,10 +99,11 @@ class ConnectorForm(forms.ModelForm):
         if data.get("connection_string"):
             given[props.CONNECTION_STRING] = data["connection_string"]
         stored = parts_of(self.instance) if self.instance.pk else props.Parts()
+        password = props.password_property(given if props.CONNECTOR_CLASS in given else stored.properties)
         if data.get("password"):
-            given[props.PASSWORD] = data["password"]
+            given[password] = data["password"]
         elif stored.password and not data.get("clear_password"):
-            given[props.PASSWORD] = stored.password
+            given[password] = stored.password
         given.update(props.filter_properties(stored.filters))
         try:
             self.parts = drafts.prepare(given, self.instance if self.instance.pk else None)
@@ -113,7 +115,7 @@ class ConnectorForm(forms.ModelForm):
         return data
 
 
-_TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.CONNECTION_STRING, props.PASSWORD)
+_TOP_LEVEL = (props.NAME, props.TOPIC_PREFIX, props.CONNECTION_STRING, *props.PASSWORDS)
 
 
 class FilterInline(admin.TabularInline):

@@ -3,6 +3,7 @@ page, and the offsets page: positions decoded, resets behind a confirmation step
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -54,6 +55,23 @@ def test_add_and_change_a_connector(admin_browser):
     assert list(AuditEntry.objects.filter(source="admin").values_list("action", flat=True)) == [
         "connector.update", "connector.create"]
     assert SECRET not in admin_browser.get("/admin/connectors/auditentry/").content.decode()
+
+
+def test_a_postgres_connector_keeps_its_database_password_encrypted(admin_browser):
+    config = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector", "database.hostname": "pg1",
+              "database.user": "cdc", "database.dbname": "shop"}
+    form = {"name": "pgorders", "topic_prefix": "pgshop", "desired_state": "stopped", "password": SECRET,
+            "config": json.dumps(config)}
+    added = admin_browser.post("/admin/connectors/connector/add/", form)
+    assert added.status_code == 302, added.content.decode()[:2000]
+    connector = Connector.objects.get(name="pgorders")
+    assert (connector.source, connector.password, connector.properties) == ("postgres", SECRET, config)
+    page = admin_browser.get(f"/admin/connectors/connector/{connector.pk}/change/").content.decode()
+    assert SECRET not in page
+    kept = admin_browser.post(f"/admin/connectors/connector/{connector.pk}/change/", {**form, "password": ""})
+    assert kept.status_code == 302
+    connector.refresh_from_db()
+    assert connector.password == SECRET  # left blank: kept
 
 
 def test_offsets_page_and_confirmed_reset(admin_browser, stack):
