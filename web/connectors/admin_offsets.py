@@ -1,6 +1,7 @@
-"""The admin's offsets page of one connector: the committed position of each replica set (resume token decoded to
-cluster time, snapshot progress, pending reset) and resets behind a confirmation step. Writes go through
-services.reset_offsets (409 while the pipeline runs unless "stop first" is ticked; audited as source "admin")."""
+"""The admin's offsets page of one connector: the committed position of each partition (a MongoDB replica set's
+resume token decoded to cluster time; another source's Debezium offset as stored; snapshot progress, pending
+reset) and resets behind a confirmation step. Writes go through services.reset_offsets (409 while the pipeline
+runs unless "stop first" is ticked; audited as source "admin")."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from django.template.response import TemplateResponse
 from web.accounts.roles import ADMIN, has_role
 from web.connectors import offsets as offset_views
 from web.connectors import services
-from web.connectors.models import Connector
+from web.connectors.models import Connector, SourceKind
+from web.connectors.partition_offsets import RESET_MODES as PARTITION_MODES
 
 MODES = [
     ("latest", "Latest: stream from now, no snapshot"),
@@ -35,9 +37,14 @@ class ResetForm(forms.Form):
                                    help_text='JSON, e.g. {"_data": "8265…"}')
     stop = forms.BooleanField(required=False, help_text="Stop the running pipeline first.")
 
-    def __init__(self, *args, replica_sets=(), **kwargs):
+    def __init__(self, *args, replica_sets=(), mongodb: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["replica_sets"].choices = [(rs, rs) for rs in replica_sets]
+        if not mongodb:  # timestamps and resume tokens are MongoDB's (web.connectors.partition_offsets)
+            self.fields["mode"].choices = [(mode, label) for mode, label in MODES if mode in PARTITION_MODES]
+            del self.fields["timestamp"], self.fields["resume_token"]
+            self.fields["replica_sets"].label = "Partitions"
+            self.fields["replica_sets"].help_text = "None ticked: every partition listed."
 
     def clean(self):
         data = super().clean()
@@ -66,8 +73,9 @@ def offsets_view(model_admin, request, object_id):
         records = services.read_offsets(connector)
     except services.ServiceError as failure:
         records, error = {}, str(failure)
-    known = services.known_replica_sets(connector, records)
-    form = ResetForm(request.POST or None, replica_sets=known)
+    mongodb = connector.source == SourceKind.MONGODB
+    known = services.known_replica_sets(connector, records) if mongodb else services.partition_names(connector)
+    form = ResetForm(request.POST or None, replica_sets=known, mongodb=mongodb)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -78,6 +86,7 @@ def offsets_view(model_admin, request, object_id):
         "read_error": error,
         "form": form,
         "can_reset": has_role(request.user, ADMIN),
+        "mongodb": mongodb,
     }
     if request.method == "POST":
         if not context["can_reset"]:

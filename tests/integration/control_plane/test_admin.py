@@ -74,6 +74,20 @@ def test_a_postgres_connector_keeps_its_database_password_encrypted(admin_browse
     assert connector.password == SECRET  # left blank: kept
 
 
+def test_a_postgres_connectors_offsets_page_offers_its_own_resets(admin_browser, stack):
+    connector = Connector.objects.create(
+        name=f"pg{uuid.uuid4().hex[:8]}", topic_prefix="pgshop", source="postgres", desired_state="stopped",
+        properties={"connector.class": "postgres", "database.hostname": "pg1", "database.user": "cdc",
+                    "database.dbname": "shop", "offset.storage.topic": f"it.offsets.{uuid.uuid4().hex[:8]}"})
+    url = f"/admin/connectors/connector/{connector.pk}/offsets/"
+    page = admin_browser.get(url).content.decode()
+    assert "Committed position per partition" in page and "Resume token" not in page
+    assert 'value="shop"' in page  # the partition is the database
+    review = admin_browser.post(url, {"mode": "timestamp"})
+    assert "timestamp" in review.content.decode() and "is not one of the available choices" in \
+        review.content.decode()
+
+
 def test_offsets_page_and_confirmed_reset(admin_browser, stack):
     connector = create_connector("orders", state=DesiredState.RUNNING,
                                  **{"offset.storage.topic": f"cdc.offsets.test-{uuid.uuid4().hex[:10]}"})
