@@ -19,8 +19,12 @@ from connectors.postgres.position import OffsetError, Position, offset_key_json
 CORE_FIELDS = ("snapshot", "startup", "transaction", "incremental_snapshot")
 
 
-def before(lsn: int) -> Position:
-    return Position(lsn - 1, lsn, completed=True)
+def before(lsn: int, previous: Position | None = None) -> Position:
+    """The position of an idle stream at `lsn`; the last transaction's id and time stay in the offset, as in
+    Debezium's (a heartbeat moves the LSN, not `txId`)."""
+    if previous is None:
+        return Position(lsn - 1, lsn, completed=True)
+    return Position(lsn - 1, lsn, previous.tx_id, previous.ts_usec, completed=True)
 
 
 def acknowledgeable(position: Position) -> int:

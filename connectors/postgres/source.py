@@ -56,7 +56,7 @@ def position_after(item, previous: Position | None) -> Position | None:
             return previous
         return Position(item.commit_lsn, item.lsn, item.xid, item.commit_ts_us, False)
     if isinstance(item, Idle) and item.position:
-        return offsets.before(item.position)
+        return offsets.before(item.position, previous)
     return previous
 
 
@@ -73,6 +73,7 @@ class SlotSource:
         self.acks = Acknowledger()
         self._sql: psycopg.Connection | None = None
         self._status_sql: psycopg.Connection | None = None  # status() runs on the reporting thread
+        self._last_committed: Position | None = None
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
         self._readers: list[PgSnapshotReader] = []
 
@@ -89,9 +90,14 @@ class SlotSource:
         return offsets.offset_record(self.config.name, self.config.topic_prefix, position, snapshot=snapshot,
                                      startup=startup, extra=extra)
 
-    position_after = staticmethod(position_after)
+    def position_after(self, item, previous: Position | None) -> Position | None:
+        if previous is None and isinstance(item, Idle) and item.position:
+            # an idle-only batch starts with no position: the last transaction's id comes from what is committed
+            return offsets.before(item.position, self._last_committed)
+        return position_after(item, previous)
 
     def on_committed(self, position: Position) -> None:
+        self._last_committed = position
         self.acks.committed(position)
 
     # -- life cycle ---------------------------------------------------------------------------------------------
@@ -223,6 +229,7 @@ class SlotSource:
         return None
 
     def resume_start(self, position: Position) -> Start:
+        self._last_committed = position
         return Start(position, f"resuming after LSN {position.lsn_proc} (commit {position.lsn_commit})")
 
     def start_from_config(self) -> Start | None:
