@@ -9,7 +9,9 @@ matcher) is active when one of its partitions holds a record stamped at or after
 
 from __future__ import annotations
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from django.conf import settings
 
 from web.connectors import audit
@@ -17,6 +19,8 @@ from web.connectors.models import AuditEntry, Connector
 from web.dashboard.topics import topic_matcher
 
 RESET_ACTION = "connector.topics.reset"
+_NO_LEADER_YET = {KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
 class KafkaUnavailable(Exception):
@@ -34,8 +38,26 @@ def since_ms(connector: Connector) -> int:
 
 
 def active_topics(connector: Connector, timeout: float = 15.0) -> list[str]:
+    """Asks again, with fresh metadata, while Kafka answers with a retriable error (a topic created a moment ago
+    may have no partition leader yet); KafkaUnavailable once `timeout` is spent or on any other error."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _active_topics(connector, max(1.0, deadline - time.monotonic()))
+        except KafkaException as exception:
+            error = exception.args[0]
+            if not _retriable(error) or time.monotonic() >= deadline:
+                raise KafkaUnavailable(str(error)) from None
+            time.sleep(0.2)
+
+
+def _retriable(error) -> bool:
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _NO_LEADER_YET)
+
+
+def _active_topics(connector: Connector, timeout: float) -> list[str]:
     consumer = Consumer({"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "group.id": "cdc-connect-topics",
-                         "enable.auto.commit": False, "socket.timeout.ms": 3000})
+                         "enable.auto.commit": False, "socket.timeout.ms": 10000})
     try:
         metadata = consumer.list_topics(timeout=timeout)
         matches = topic_matcher(connector)
@@ -46,8 +68,6 @@ def active_topics(connector: Connector, timeout: float = 15.0) -> list[str]:
         if not wanted:
             return []
         found = consumer.offsets_for_times(wanted, timeout=timeout)
-    except KafkaException as error:
-        raise KafkaUnavailable(str(error.args[0])) from None
     finally:
         consumer.close()
     return sorted({tp.topic for tp in found if tp.offset >= 0 and tp.error is None})
