@@ -128,6 +128,11 @@ class ReplicaSetView:
         return queue_fill(self.metrics)
 
     @property
+    def source_status(self) -> dict:
+        """What the source database last said about the partition (a PostgreSQL slot: PartitionSource.status)."""
+        return (self.state.metrics or {}).get("source") or {}
+
+    @property
     def queue_percent(self) -> int | None:
         fill = self.queue_fill
         return None if fill is None else round(100 * fill)

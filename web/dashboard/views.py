@@ -18,11 +18,17 @@ from web.connectors import services
 from web.connectors.api.serializers import ConnectorSerializer, request_outcomes
 from web.connectors.api.views import problems_of
 from web.connectors.connect import shapes
-from web.connectors.models import AuditEntry, Connector, ReplicaSetState
+from web.connectors.models import AuditEntry, Connector, ReplicaSetState, SourceKind
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
+from web.connectors.partition_offsets import RESET_MODES as PARTITION_RESET_MODES
 from web.dashboard import health, history, observed, prometheus, topics
 from web.dashboard.auth import metrics_user
 from web.dashboard.forms import ConnectorForm
+from web.dashboard.relational_form import RelationalConnectorForm
+from web.dashboard.vocabulary import terms_for
+
+RELATIONAL = (SourceKind.POSTGRES, SourceKind.MYSQL, SourceKind.MARIADB)
+SOURCE_NAMES = dict(SourceKind.choices)
 
 SOURCE = "dashboard"  # AuditEntry.source of changes made through these pages
 
@@ -91,6 +97,7 @@ def connector_detail(request, name):
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
     return render(request, "dashboard/detail.html", {
         "c": view, "audit": audit, "snapshot_refusal": services.snapshot_refusal(connector),
+        "terms": terms_for(connector),
         "requests": request_outcomes(connector, limit=10), **_roles(request)})
 
 
@@ -110,7 +117,8 @@ def replica_set_card(request, name, replica_set):
                                                                        replica_set=replica_set).first()
     if state is None:
         return HttpResponse(status=204)  # not stored yet: the page asks again with the next report
-    return render(request, "dashboard/_replica_set.html", {"rs": observed.replica_set_view(state)})
+    return render(request, "dashboard/_replica_set.html", {"rs": observed.replica_set_view(state),
+                                                           "terms": terms_for(state.connector)})
 
 
 @require_safe
@@ -134,7 +142,7 @@ def connector_topics(request, name):
     return render(request, "dashboard/_topics.html", {"connector": connector, "topics": found, "error": error})
 
 
-def _save_connector(request, form: ConnectorForm, connector: Connector | None):
+def _save_connector(request, form: ConnectorForm | RelationalConnectorForm, connector: Connector | None):
     """Validates the form's API body with the API's serializer and saves it through the services."""
     serializer = ConnectorSerializer(connector, data=form.api_body())
     if not serializer.is_valid():
@@ -153,8 +161,24 @@ def _save_connector(request, form: ConnectorForm, connector: Connector | None):
     return None
 
 
+def _relational_form(request, connector: Connector | None, source: str):
+    """New or edit page of a PostgreSQL or MySQL/MariaDB connector (web.dashboard.relational_form)."""
+    form = RelationalConnectorForm(request.POST or None, connector=connector, source=source)
+    if request.method == "POST" and form.is_valid():
+        saved = _save_connector(request, form, connector)
+        if saved is not None:
+            messages.success(request, f"Connector {saved.name} {'saved' if connector else 'created'}.")
+            return redirect("dashboard:connector", name=saved.name)
+    return render(request, "dashboard/relational_form.html",
+                  {"form": form, "connector": connector, "source": source, "source_name": SOURCE_NAMES[source],
+                   **_roles(request)}, status=400 if form.errors else 200)
+
+
 @role_required(ADMIN)
 def connector_create(request):
+    source = request.POST.get("source") or request.GET.get("source") or SourceKind.MONGODB
+    if source in RELATIONAL:
+        return _relational_form(request, None, source)
     form = ConnectorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         saved = _save_connector(request, form, None)
@@ -169,6 +193,8 @@ def connector_create(request):
 @role_required(ADMIN)
 def connector_edit(request, name):
     connector = get_object_or_404(Connector, name=name)
+    if connector.source in RELATIONAL:
+        return _relational_form(request, connector, connector.source)
     form = ConnectorForm(request.POST or None, connector=connector)
     if request.method == "POST" and form.is_valid():
         saved = _save_connector(request, form, connector)
@@ -243,9 +269,11 @@ def connector_offsets(request, name):
         "connector": connector,
         "topic": offsets_topic(connector)[0],
         "offsets": [describe(records[rs]) for rs in sorted(records)],
-        "replica_sets": services.known_replica_sets(connector, records),
+        "replica_sets": (services.known_replica_sets(connector, records) if connector.source == SourceKind.MONGODB
+                         else services.partition_names(connector)),
         "running": running,
-        "modes": RESET_MODES,
+        "modes": RESET_MODES if connector.source == SourceKind.MONGODB else PARTITION_RESET_MODES,
+        "terms": terms_for(connector),
         "error": error,
         **_roles(request),
     })

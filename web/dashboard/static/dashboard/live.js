@@ -145,7 +145,9 @@
       tr.dataset.collection = ns;
       return tr;
     });
-    const head = el("tr", {}, ...["Collection", "Progress", "Documents", "Chunks"].map((h, i) =>
+    const labels = (box.closest("[data-rs]") || box).dataset;  // the source's words (web/dashboard/vocabulary.py)
+    const head = el("tr", {}, ...[labels.collectionLabel || "Collection", "Progress", labels.rowsLabel || "Documents",
+      "Chunks"].map((h, i) =>
       el("th", { scope: "col", className: i > 1 ? "num" : "" }, h)));
     box.replaceChildren(
       el("h3", {}, "Snapshot ", el("span", { className: "muted small" }, info)),
