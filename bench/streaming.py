@@ -1,7 +1,11 @@
 """Streaming benchmark: pipeline throughput catching up on a pre-filled oplog, end-to-end latency at a fixed
 write rate, and the raw confluent-kafka producer rate for the same messages as the ceiling.
 
-    python -m bench.streaming [--changes 50000] [--rate 500] [--seconds 10]
+    python -m bench.streaming [--changes 50000] [--rate 2000] [--seconds 10] [--latency-only]
+
+The latency run breaks each event's time down by stage (write acknowledged, change stream reply, taken from the
+queue, built, handed to the sink, produced, committed, seen by a read_committed consumer), from marks the pipeline's
+`trace` seam and a pymongo command listener set once per batch.
 
 Also prints the rate of pymongo's watch() alone reading the same changes, to tell a slow source from a slow pipeline.
 
@@ -11,6 +15,8 @@ Needs Kafka (`python -m devstack up kafka`); runs its own in-process MongoDB emu
 from __future__ import annotations
 
 import argparse
+import bisect
+import gc
 import json
 import os
 import statistics
@@ -21,6 +27,7 @@ import time
 import uuid
 
 import pymongo
+import pymongo.monitoring
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from connectors.config import ConnectorConfig
@@ -138,8 +145,109 @@ def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -
     return len(messages) / (time.monotonic() - began)
 
 
-def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[float, float]:
+class StageMarks:
+    """When each stage of the pipeline got how far: per stage, (time, highest event number reached) in order.
+
+    Every stage sees the events in write order, so an event's time at a stage is that of the first mark whose number
+    reaches it. Marks come once per batch (a getMore reply, a queue drain, a transaction), never once per event.
+    """
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[int]] = {}
+        self.numbers: dict[str, list[int]] = {}
+
+    def mark(self, stage: str, number: int | None, at_ns: int | None = None) -> None:
+        if number is None:
+            return
+        at_ns = at_ns if at_ns is not None else time.time_ns()
+        numbers = self.numbers.setdefault(stage, [])
+        self.times.setdefault(stage, []).append(at_ns)
+        numbers.append(max(number, numbers[-1]) if numbers else number)
+
+    def at(self, stage: str, number: int) -> int | None:
+        numbers = self.numbers.get(stage, [])
+        index = bisect.bisect_left(numbers, number)
+        return self.times[stage][index] if index < len(numbers) else None
+
+
+def _change_number(change) -> int | None:
+    document = change.get("fullDocument") if isinstance(change, dict) else None
+    number = document.get("n") if isinstance(document, dict) else None
+    return number if isinstance(number, int) else None
+
+
+def _message_number(message, topic: str) -> int | None:
+    if message.topic != topic or not message.value:
+        return None
+    number = json.loads(json.loads(message.value)["after"]).get("n")
+    return number if isinstance(number, int) else None
+
+
+def _last(items, number_of) -> int | None:
+    for item in reversed(items):
+        number = number_of(item)
+        if number is not None:
+            return number
+    return None
+
+
+class ChangeStreamReplies(pymongo.monitoring.CommandListener):
+    """Marks "read" when a change stream's reply (aggregate or getMore) on `database` reaches the reader."""
+
+    def __init__(self, database: str, marks: StageMarks) -> None:
+        self.database, self.marks = database, marks
+
+    def started(self, event) -> None:
+        pass
+
+    def succeeded(self, event) -> None:
+        if event.database_name != self.database or event.command_name not in ("getMore", "aggregate"):
+            return
+        cursor = event.reply.get("cursor") or {}
+        self.marks.mark("read", _last(cursor.get("nextBatch") or cursor.get("firstBatch") or [], _change_number))
+
+    def failed(self, event) -> None:
+        pass
+
+
+class GcPauses:
+    """The collector's pauses in this process (the pipeline's threads wait for them too)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.pauses.append((info["generation"], (time.perf_counter() - self._began) * 1000))
+
+
+# (label, from stage, to stage) of the breakdown, in the order an event goes through them
+STAGES = [
+    ("write: insert acknowledged", "sent", "acked"),
+    ("change stream reply (getMore)", "acked", "read"),
+    ("queued until the loop takes it", "read", "taken"),
+    ("built into Kafka messages", "taken", "built"),
+    ("waits for the previous commit", "built", "handed"),
+    ("produced and acknowledged", "handed", "flushed"),
+    ("transaction committed", "flushed", "committed"),
+    ("read_committed consumer sees it", "committed", "seen"),
+    ("end to end", "sent", "seen"),
+]
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    return values[max(0, int(len(values) * fraction + 0.5) - 1)]
+
+
+def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
+    """End-to-end latency at a fixed write rate, broken down by stage (see STAGES); returns the figures."""
     name = f"lat{uuid.uuid4().hex[:8]}"
+    topic = f"{name}.{name}.docs"
+    marks = StageMarks()
+    pymongo.monitoring.register(ChangeStreamReplies(name, marks))  # for the clients created from now on
     coll = pymongo.MongoClient(uri)[name].docs
     stop = threading.Event()
     runner = ConnectorRunner(_config(name, uri), bootstrap, stop)
@@ -147,10 +255,22 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[floa
     thread.start()
     while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
         time.sleep(0.05)
-    topic = f"{name}.{name}.docs"
+    pipeline = next(iter(runner.pipelines.values()))
+    handed = [None]
+
+    def trace(stage: str, batch: list) -> None:
+        at_ns = time.time_ns()
+        number = _last(batch, _change_number) if stage == "taken" else _last(batch, lambda m: _message_number(m, topic))
+        if stage == "handed":
+            handed[0] = number
+        marks.mark(stage, number, at_ns)
+
+    pipeline.trace = trace
+    pipeline.sink.before_commit = lambda: marks.mark("flushed", handed[0])  # commits are one at a time
+
     total = int(rate * seconds)
     consumer_ready = threading.Event()
-    latencies: list[float] = []
+    seen_ns: dict[int, int] = {}
 
     def consume():
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
@@ -158,7 +278,7 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[floa
                              "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
         consumer.subscribe([topic])
         deadline = time.monotonic() + seconds + 120
-        while len(latencies) < total and time.monotonic() < deadline:
+        while len(seen_ns) < total and time.monotonic() < deadline:
             # consume(n, timeout) waits for n messages or the whole timeout: it would add up to that to every
             # latency; poll() returns each message as soon as it is fetched.
             message = consumer.poll(0.1)
@@ -166,11 +286,10 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[floa
                 continue
             received_ns = time.time_ns()
             after = json.loads(json.loads(message.value())["after"])
-            if "sent_ns" not in after:  # the warm-up change: the topic exists and this consumer reads it
+            if "n" not in after:  # the warm-up change: the topic exists and this consumer reads it
                 consumer_ready.set()
                 continue
-            sent = after["sent_ns"]
-            latencies.append((received_ns - int(sent["$numberLong"] if isinstance(sent, dict) else sent)) / 1e6)
+            seen_ns[after["n"]] = received_ns
         consumer.close()
 
     reader = threading.Thread(target=consume, daemon=True)
@@ -180,23 +299,61 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> tuple[floa
     coll.insert_one({"_id": "warm-up"})
     if not consumer_ready.wait(120):
         raise TimeoutError("the warm-up change did not reach the consumer")
+    gc_pauses = GcPauses()
+    gc.callbacks.append(gc_pauses)
+    sent_ns, acked_ns = [0] * total, [0] * total
     interval = 1 / rate
     began = time.monotonic()
     for i in range(total):
-        coll.insert_one(_document(i))
+        document = _document(i)
+        sent_ns[i] = document["sent_ns"]
+        coll.insert_one(document)
+        acked_ns[i] = time.time_ns()
         time.sleep(max(0.0, began + (i + 1) * interval - time.monotonic()))
+    write_seconds = time.monotonic() - began
     reader.join()
+    gc.callbacks.remove(gc_pauses)
     stop.set()
     thread.join()
-    latencies.sort()
-    return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]
+
+    stages: dict[str, list[float]] = {label: [] for label, _, _ in STAGES}
+    for i in range(total):
+        at = {"sent": sent_ns[i], "acked": acked_ns[i], "seen": seen_ns.get(i)}
+        for stage in ("read", "taken", "built", "handed", "flushed", "committed"):
+            at[stage] = marks.at(stage, i)
+        for label, begin, end in STAGES:
+            if at[begin] is not None and at[end] is not None:
+                stages[label].append((at[end] - at[begin]) / 1e6)
+    figures = {label: sorted(values) for label, values in stages.items() if values}
+    return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
+            "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses}
+
+
+def print_latency(rate: float, result: dict) -> None:
+    end_to_end = result["stages"].get("end to end", [])
+    if end_to_end:
+        print(f"end-to-end latency at {rate:.0f} writes/s: p50 {statistics.median(end_to_end):.1f} ms, "
+              f"p99 {_percentile(end_to_end, 0.99):.1f} ms")
+    print(f"  {result['events']} of {result['total']} events seen; writes went at {result['write_rate']:,.0f}/s; "
+          f"{result['batches']} transactions")
+    print(f"  {'stage (ms)':<36}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}")
+    for label, _, _ in STAGES:
+        values = result["stages"].get(label)
+        if values:
+            print(f"  {label:<36}{statistics.median(values):>8.1f}{_percentile(values, 0.95):>8.1f}"
+                  f"{_percentile(values, 0.99):>8.1f}{values[-1]:>8.1f}")
+    pauses = result["gc"]
+    oldest = [ms for generation, ms in pauses if generation == 2]
+    print(f"  gc: {len(pauses)} collections, {sum(ms for _, ms in pauses):.1f} ms in all, longest "
+          f"{max((ms for _, ms in pauses), default=0):.1f} ms; {len(oldest)} of generation 2")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--changes", type=int, default=50_000)
-    parser.add_argument("--rate", type=float, default=500)
+    parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
     args = parser.parse_args()
     bootstrap = settings.kafka_bootstrap()
     emulator = None
@@ -207,19 +364,21 @@ def main() -> None:
                                      "--replset", "bench"], stdout=subprocess.PIPE, text=True)
         uri = emulator.stdout.readline().strip()
     try:
-        rate, read_rate, messages = catch_up(bootstrap, uri, args.changes)
-        ceiling = producer_ceiling(bootstrap, messages * max(1, args.changes // max(1, len(messages))))
-        p50, p99 = latency(bootstrap, uri, args.rate, args.seconds)
+        if not args.latency_only:
+            rate, read_rate, messages = catch_up(bootstrap, uri, args.changes)
+            ceiling = producer_ceiling(bootstrap, messages * max(1, args.changes // max(1, len(messages))))
+        result = latency(bootstrap, uri, args.rate, args.seconds)
     finally:
         if emulator:
             emulator.terminate()
             emulator.wait(30)
-    print(f"catch-up: {args.changes} changes of ~1 KB: {rate:,.0f} events/s")
-    print(f"ceiling (plain idempotent producer, same messages): {ceiling:,.0f} msg/s")
-    print(f"ours / ceiling: {rate / ceiling:.2f}")
-    print(f"source read (pymongo watch() alone, same changes): {read_rate:,.0f} events/s; ours / read: "
-          f"{rate / read_rate:.2f}")
-    print(f"end-to-end latency at {args.rate:.0f} writes/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    if not args.latency_only:
+        print(f"catch-up: {args.changes} changes of ~1 KB: {rate:,.0f} events/s")
+        print(f"ceiling (plain idempotent producer, same messages): {ceiling:,.0f} msg/s")
+        print(f"ours / ceiling: {rate / ceiling:.2f}")
+        print(f"source read (pymongo watch() alone, same changes): {read_rate:,.0f} events/s; ours / read: "
+              f"{rate / read_rate:.2f}")
+    print_latency(args.rate, result)
 
 
 if __name__ == "__main__":

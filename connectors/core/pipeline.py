@@ -130,6 +130,9 @@ class Pipeline:
         # acknowledged only then), and whether idle positions are committed without a heartbeat.
         self._on_committed = getattr(source, "on_committed", None)
         self._commits_idle = bool(getattr(source, "commits_idle_positions", False))
+        # Diagnostic seam (bench/streaming.py's latency breakdown): trace(stage, batch) once per streaming batch at
+        # "taken" (the queued items), "built", "handed" (to the sink) and "committed" (the messages). None: no cost.
+        self.trace: Callable[[str, list], None] | None = None
 
     @property
     def name(self) -> str:
@@ -342,6 +345,8 @@ class Pipeline:
                 if self.incremental is not None:
                     self.incremental.step()
                 items = self._drain(changes)
+                if self.trace is not None and items:
+                    self.trace("taken", items)
                 self._write(items)
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored position.
@@ -394,6 +399,8 @@ class Pipeline:
             if operation is not None:
                 seen.add(operation, item)
         seen.report(self.metrics, builder)
+        if self.trace is not None and messages:
+            self.trace("built", messages)
         if idle:
             messages.extend(builder.idle())
             self.metrics.record_caught_up()
@@ -430,8 +437,14 @@ class Pipeline:
         position = position if position is not None else self.committed
         offset = self.offset_record(position)
 
+        trace = self.trace
+
         def commit() -> None:
+            if trace is not None:
+                trace("handed", messages)
             self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+            if trace is not None:
+                trace("committed", messages)
             self.committed = position
             self._last_commit = time.monotonic()
             if self._on_committed is not None and position is not None:
