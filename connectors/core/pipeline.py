@@ -79,6 +79,24 @@ class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop c
     pass
 
 
+class PendingBatch:
+    """Changes taken from the queue and built, not handed to the sink yet (at most max.batch.size of them)."""
+
+    __slots__ = ("size", "messages", "position", "idle", "seen", "failure")
+
+    def __init__(self) -> None:
+        self.size = 0  # items taken, markers included
+        self.messages: list[OutMessage] = []
+        self.position: Position | None = None  # the position after its items (None: they moved nothing)
+        self.idle = False  # the reader reported that nothing more is to be read for now
+        self.seen = SeenEvents()
+        self.failure: BaseException | None = None  # the reader failed after these items
+
+    def complete(self, max_batch_size: int) -> bool:
+        """Handed over at once, even while a commit is in flight."""
+        return self.failure is not None or self.idle or self.size >= max_batch_size
+
+
 def _ends_batch(item) -> bool:
     return isinstance(item, ReaderFailed | Idle)
 
@@ -336,18 +354,26 @@ class Pipeline:
         reader.start()
         if self.incremental is not None:
             self.incremental.attach()
-        # Batch N's transaction commits on this thread while batch N+1 is transformed (Kafka's round trips release
-        # the GIL); N+1 is written only once N has committed, so transactions stay one at a time and in order.
+        # Batch N's transaction commits on this thread while the next batch is taken and built (Kafka's round trips
+        # release the GIL). The next batch is handed to the sink as soon as N has committed, with every change that
+        # came meanwhile (up to max.batch.size): a change waits for at most the commit in flight, not for N+1's too.
+        # Transactions stay one at a time and in order.
         self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"commit-{self.name}")
         try:
+            pending = PendingBatch()
             while not self.stop.is_set():
                 self._raise_commit_failure()
                 if self.incremental is not None:
                     self.incremental.step()
-                items = self._drain(changes)
-                if self.trace is not None and items:
-                    self.trace("taken", items)
-                self._write(items)
+                items = self._drain(changes, self.config.max_batch_size - pending.size)
+                if items:
+                    if self.trace is not None:
+                        self.trace("taken", items)
+                    self._build(pending, items)
+                if pending.complete(self.config.max_batch_size) or not self._committing():
+                    self._hand(pending)
+                    pending = PendingBatch()
+            self._hand(pending)  # stopping: what was built is committed, as it would have been a moment later
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored position.
             try:
@@ -361,30 +387,34 @@ class Pipeline:
                 reader_stop.set()
                 reader.join(5)
 
-    def _drain(self, changes: ChangeQueue) -> list:
-        """What is queued, up to max.batch.size; waits at most poll.interval.ms only when nothing is."""
-        items = changes.take(self.config.max_batch_size, self.config.poll_interval_ms / 1000, _ends_batch)
+    def _drain(self, changes: ChangeQueue, limit: int) -> list:
+        """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
+        completes ends the wait: the batch built meanwhile is then handed over)."""
+        items = changes.take(limit, self.config.poll_interval_ms / 1000, _ends_batch)
         self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
         return items
 
-    def _write(self, items: list) -> None:
-        messages: list[OutMessage] = []
-        position = None  # the position after this batch's items (None: they moved nothing)
-        idle = False
-        seen = SeenEvents()
-        builder = self.builder
-        build = builder.build
+    def _committing(self) -> bool:
+        return self._in_flight is not None and not self._in_flight.done()
+
+    def _build(self, pending: PendingBatch, items: list) -> None:
+        """Turns `items` into Kafka messages added to `pending`; a ReaderFailed ends it (and the batch)."""
+        messages = pending.messages
+        built_from = len(messages)
+        position = pending.position
+        seen = pending.seen
+        build = self.builder.build
         position_after = self.source.position_after
         incremental = self.incremental
         if incremental is not None and not (incremental.active or incremental.signal is not None):
             incremental = None
+        pending.size += len(items)
         for item in items:
             if isinstance(item, ReaderFailed):
-                seen.report(self.metrics, builder)
-                self._commit(messages, position)
-                raise item.error
+                pending.failure = item.error
+                break
             if isinstance(item, Idle):
-                idle = True
+                pending.idle = True
                 position = position_after(item, position)
                 continue
             position = position_after(item, position)
@@ -398,10 +428,19 @@ class Pipeline:
             messages.extend(out)
             if operation is not None:
                 seen.add(operation, item)
-        seen.report(self.metrics, builder)
-        if self.trace is not None and messages:
-            self.trace("built", messages)
-        if idle:
+        pending.position = position
+        if self.trace is not None and len(messages) > built_from:
+            self.trace("built", messages[built_from:])
+
+    def _hand(self, pending: PendingBatch) -> None:
+        """Commits what `pending` holds (changes, idle position, heartbeat or incremental snapshot progress)."""
+        builder = self.builder
+        messages, position = pending.messages, pending.position
+        pending.seen.report(self.metrics, builder)
+        if pending.failure is not None:
+            self._commit(messages, position)
+            raise pending.failure
+        if pending.idle:
             messages.extend(builder.idle())
             self.metrics.record_caught_up()
         heartbeat_due = (
@@ -417,7 +456,7 @@ class Pipeline:
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, position, heartbeat=True)
-        elif idle and self._commits_idle and position is not None and position != self.committed:
+        elif pending.idle and self._commits_idle and position is not None and position != self.committed:
             self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
 
     def offset_record(self, position: Position | None, snapshot: dict | None = None, startup: dict | None = None):
@@ -456,9 +495,9 @@ class Pipeline:
         else:
             self._in_flight = self._committer.submit(commit)
             if self._changes is not None:
-                # a failed commit wakes the loop at once instead of surfacing at the next batch or at stop
+                # the loop hands its next batch over at once (and a failure surfaces at once, not at stop)
                 changes = self._changes
-                self._in_flight.add_done_callback(lambda future: future.exception() and changes.wake())
+                self._in_flight.add_done_callback(lambda future: changes.wake())
 
     def _raise_commit_failure(self) -> None:
         """Raises the error of the batch in flight as soon as it failed (the pipeline then stops with it)."""

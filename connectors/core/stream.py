@@ -44,6 +44,7 @@ class ChangeQueue:
         self._not_empty = threading.Condition(lock)
         self._not_full = threading.Condition(lock)
         self._taker_waits = False  # notify() only when someone waits: it costs the reader a microsecond per change
+        self._woken = False  # a wake() not yet seen by a take()
 
     def qsize(self) -> int:
         return len(self._items)
@@ -59,8 +60,10 @@ class ChangeQueue:
                 self._not_empty.notify()
 
     def wake(self) -> None:
-        """Ends a waiting take() now (it returns what is queued, possibly nothing)."""
+        """Ends a waiting take() now, or the wait of the next one if none waits (it returns what is queued,
+        possibly nothing): a wake that comes just before the taker waits is not lost."""
         with self._not_empty:
+            self._woken = True
             self._not_empty.notify_all()
 
     def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
@@ -69,12 +72,13 @@ class ChangeQueue:
         items = self._items
         batch: list = []
         with self._not_empty:
-            if not items:
+            if not items and not self._woken:
                 self._taker_waits = True
                 try:
                     self._not_empty.wait(timeout)
                 finally:
                     self._taker_waits = False
+            self._woken = False
             while items and len(batch) < limit:
                 item = items.popleft()
                 batch.append(item)

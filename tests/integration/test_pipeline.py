@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pymongo
 import pytest
@@ -155,3 +156,44 @@ def list_topics(bootstrap):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+
+
+def test_changes_made_while_a_transaction_commits_go_into_the_next_one(stack, mongo_rs, mongo, unique_name):
+    """The loop builds what comes while a batch commits and hands it all over as soon as that commit is done: a
+    change waits for the transaction in flight, not for the one after it too."""
+    name = _name(unique_name)
+    topic = f"{name}.{name}.docs"
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never")
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming()
+    pipeline = running.pipeline()
+    handed: list[list[str]] = []
+    built: list[str] = []
+    progress = threading.Condition()
+    release = threading.Event()
+
+    def trace(stage: str, batch: list) -> None:
+        if stage in ("built", "handed"):
+            ids = [json.loads(m.key)["id"] for m in batch if m.topic == topic and m.value is not None]
+            with progress:
+                (built.extend if stage == "built" else handed.append)(ids)
+                progress.notify_all()
+
+    def hold_the_first_change() -> None:
+        if handed and handed[-1] == ["0"]:
+            assert release.wait(60), "the test never released the commit"
+
+    pipeline.trace = trace
+    pipeline.sink.before_commit = hold_the_first_change
+    mongo[name].docs.insert_one({"_id": 0})
+    with progress:
+        assert progress.wait_for(lambda: handed == [["0"]], 30), handed
+    for i in range(1, 6):  # five changes (five oplog entries) while the first one's transaction is held open
+        mongo[name].docs.insert_one({"_id": i})
+    with progress:
+        built_all = progress.wait_for(lambda: built[-5:] == ["1", "2", "3", "4", "5"], 30)
+    release.set()
+    assert built_all, f"the changes made during the commit were not built meanwhile: {built}"
+    wait_for_events(stack.kafka_bootstrap, topic, 6)
+    running.finish()
+    assert handed[:2] == [["0"], ["1", "2", "3", "4", "5"]]

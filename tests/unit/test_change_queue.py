@@ -59,3 +59,14 @@ def test_put_blocks_while_full_and_resumes_when_taken():
         done.wait(0.05)
     assert done.is_set()
     assert changes.take(10, 1.0, _is_marker) == [{"n": 1}, {"n": 2}]
+
+
+def test_a_wake_just_before_a_take_ends_its_wait():
+    changes = ChangeQueue(10)
+    changes.wake()  # e.g. a commit that completed while the pipeline was building
+    result: list = []
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, _is_marker)), daemon=True)
+    taker.start()
+    taker.join(60)
+    assert not taker.is_alive() and result == [[]]
+
