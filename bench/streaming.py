@@ -15,9 +15,11 @@ Needs Kafka (`python -m devstack up kafka`); runs its own in-process MongoDB emu
 from __future__ import annotations
 
 import argparse
+import array
 import bisect
 import gc
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -143,6 +145,33 @@ def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -
                 producer.poll(0.01)
     producer.flush(120)
     return len(messages) / (time.monotonic() - began)
+
+
+def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None:
+    """Inserts `total` documents at `rate` per second (a process of its own); sends back when each was sent and
+    acknowledged (ns) and how long the writes took (s)."""
+    coll = pymongo.MongoClient(uri)[database].docs
+    coll.find_one({"_id": "warm-up"})  # connected before the clock starts
+    sent_ns, acked_ns = array.array("q", bytes(8 * total)), array.array("q", bytes(8 * total))
+    began = time.monotonic()
+    written = 0
+    while written < total:
+        # Every document due by now, in one insert_many when a round trip took longer than the interval (one
+        # insert_one per document tops out near 1,000/s here): each is still a change of its own.
+        due = min(total, int((time.monotonic() - began) * rate) + 1)
+        if due <= written:
+            time.sleep(max(0.0, began + written / rate - time.monotonic()))
+            continue
+        documents = [_document(i) for i in range(written, due)]
+        coll.insert_many(documents)
+        acked = time.time_ns()
+        for i, document in enumerate(documents, written):
+            sent_ns[i], acked_ns[i] = document["sent_ns"], acked
+        written = due
+    out.send_bytes(sent_ns.tobytes())
+    out.send_bytes(acked_ns.tobytes())
+    out.send(time.monotonic() - began)
+    out.close()
 
 
 class StageMarks:
@@ -301,16 +330,18 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
         raise TimeoutError("the warm-up change did not reach the consumer")
     gc_pauses = GcPauses()
     gc.callbacks.append(gc_pauses)
-    sent_ns, acked_ns = [0] * total, [0] * total
-    interval = 1 / rate
-    began = time.monotonic()
-    for i in range(total):
-        document = _document(i)
-        sent_ns[i] = document["sent_ns"]
-        coll.insert_one(document)
-        acked_ns[i] = time.time_ns()
-        time.sleep(max(0.0, began + (i + 1) * interval - time.monotonic()))
-    write_seconds = time.monotonic() - began
+    # The application writing to MongoDB is another process: in this one it would take the interpreter lock from
+    # the pipeline (and fall behind the rate).
+    spawn = multiprocessing.get_context("spawn")
+    results, child_end = spawn.Pipe(duplex=False)
+    writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
+    writer.start()
+    child_end.close()
+    sent_ns, acked_ns = array.array("q"), array.array("q")
+    sent_ns.frombytes(results.recv_bytes())
+    acked_ns.frombytes(results.recv_bytes())
+    write_seconds = results.recv()
+    writer.join(30)
     reader.join()
     gc.callbacks.remove(gc_pauses)
     stop.set()
