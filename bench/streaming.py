@@ -174,6 +174,34 @@ def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None
     out.close()
 
 
+def consume(bootstrap: str, topic: str, total: int, timeout: float, ready, out) -> None:
+    """Reads `topic` read_committed (a process of its own) until events 0..total-1 came; sets `ready` at the
+    warm-up change and sends back when each event was received (ns, 0: never)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
+    consumer.subscribe([topic])
+    seen_ns = array.array("q", bytes(8 * total))
+    seen = 0
+    deadline = time.monotonic() + timeout
+    while seen < total and time.monotonic() < deadline:
+        # consume(n, timeout) waits for n messages or the whole timeout: it would add up to that to every
+        # latency; poll() returns each message as soon as it is fetched.
+        message = consumer.poll(0.1)
+        if message is None or message.error() or not message.value():
+            continue
+        received_ns = time.time_ns()
+        after = json.loads(json.loads(message.value())["after"])
+        if "n" not in after:  # the warm-up change: the topic exists and this consumer reads it
+            ready.set()
+            continue
+        seen += not seen_ns[after["n"]]
+        seen_ns[after["n"]] = received_ns
+    consumer.close()
+    out.send_bytes(seen_ns.tobytes())
+    out.close()
+
+
 class StageMarks:
     """When each stage of the pipeline got how far: per stage, (time, highest event number reached) in order.
 
@@ -298,31 +326,15 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
     pipeline.sink.before_commit = lambda: marks.mark("flushed", handed[0])  # commits are one at a time
 
     total = int(rate * seconds)
-    consumer_ready = threading.Event()
-    seen_ns: dict[int, int] = {}
-
-    def consume():
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                             "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + seconds + 120
-        while len(seen_ns) < total and time.monotonic() < deadline:
-            # consume(n, timeout) waits for n messages or the whole timeout: it would add up to that to every
-            # latency; poll() returns each message as soon as it is fetched.
-            message = consumer.poll(0.1)
-            if message is None or message.error() or not message.value():
-                continue
-            received_ns = time.time_ns()
-            after = json.loads(json.loads(message.value())["after"])
-            if "n" not in after:  # the warm-up change: the topic exists and this consumer reads it
-                consumer_ready.set()
-                continue
-            seen_ns[after["n"]] = received_ns
-        consumer.close()
-
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
+    # The application writing to MongoDB and the read_committed consumer are processes of their own: in this one
+    # they would take the interpreter lock from the pipeline (and the writer would fall behind the rate).
+    spawn = multiprocessing.get_context("spawn")
+    consumer_ready = spawn.Event()
+    seen_results, consumer_end = spawn.Pipe(duplex=False)
+    consumer = spawn.Process(target=consume, args=(bootstrap, topic, total, seconds + 120, consumer_ready,
+                                                   consumer_end))
+    consumer.start()
+    consumer_end.close()
     # Measured writes start once a first change went all the way through: the topic's creation and the consumer
     # group's join are start-up costs, not latency.
     coll.insert_one({"_id": "warm-up"})
@@ -330,9 +342,6 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
         raise TimeoutError("the warm-up change did not reach the consumer")
     gc_pauses = GcPauses()
     gc.callbacks.append(gc_pauses)
-    # The application writing to MongoDB is another process: in this one it would take the interpreter lock from
-    # the pipeline (and fall behind the rate).
-    spawn = multiprocessing.get_context("spawn")
     results, child_end = spawn.Pipe(duplex=False)
     writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
     writer.start()
@@ -342,7 +351,10 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
     acked_ns.frombytes(results.recv_bytes())
     write_seconds = results.recv()
     writer.join(30)
-    reader.join()
+    seen = array.array("q")
+    seen.frombytes(seen_results.recv_bytes())
+    consumer.join(30)
+    seen_ns = {i: at for i, at in enumerate(seen) if at}
     gc.callbacks.remove(gc_pauses)
     stop.set()
     thread.join()
