@@ -1,16 +1,20 @@
 """Can this PostgreSQL server and user feed a connector? Checked before a configuration is saved (API, dashboard
 form, Kafka Connect's create/validate), in bounded time, each finding naming what to fix: the login, the database,
-`wal_level`, the REPLICATION attribute, and the publication: present under `publication.autocreate.mode=disabled`,
-creatable under `all_tables` (a superuser's right)."""
+`wal_level`, the REPLICATION attribute, the publication (present under `publication.autocreate.mode=disabled`,
+creatable under `all_tables`: a superuser's right), and the tables it would publish without a replica identity
+(PostgreSQL refuses their UPDATEs and DELETEs once they are published: saving such a connector would break the
+application's writes, so it is refused until the table has a key or is left out)."""
 
 from __future__ import annotations
 
 import psycopg
 
 from connectors.postgres.config import PostgresConfig
-from connectors.postgres.publication import publication_tables
+from connectors.postgres.events import TableFilter
+from connectors.postgres.publication import publication_tables, tables_without_replica_identity, user_tables
 
 LOGIN_PROPERTIES = "database.hostname, database.port, database.user and database.password"
+NAMED_AT_MOST = 10  # tables named in one finding
 
 
 def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, str]]:
@@ -23,7 +27,7 @@ def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, 
         with connection.cursor() as cursor:
             cursor.execute(f"SET statement_timeout = {int(timeout_ms)}")
             return [*_server_problems(cursor), *_role_problems(cursor, config),
-                    *_publication_problems(cursor, config)]
+                    *_publication_problems(cursor, config), *_identity_problems(cursor, config)]
     except psycopg.Error as error:
         return [("database.user", f"reading the server's settings as {config.user!r} failed: "
                                   f"{_last_line(error)}")]
@@ -77,6 +81,35 @@ def _publication_problems(cursor, config: PostgresConfig) -> list[tuple[str, str
     return [("publication.name", f"publication {config.publication_name!r} does not exist and "
                                  "publication.autocreate.mode is disabled; create it (CREATE PUBLICATION … FOR "
                                  "TABLE …) or set publication.autocreate.mode to filtered or all_tables")]
+
+
+def _identity_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
+    captured = TableFilter(config)
+    mode = config.publication_autocreate_mode
+    existing = publication_tables(cursor, config.publication_name)
+    creates_for_all = mode == "all_tables" and existing is None
+    if creates_for_all:
+        tables = user_tables(cursor)  # FOR ALL TABLES publishes the tables the connector does not capture too
+    elif mode == "filtered":
+        tables = [table for table in user_tables(cursor) if captured(*table)]
+    elif existing is not None:
+        tables = [table for table in existing if captured(*table)]
+    else:
+        return []  # no publication under `disabled`: reported above
+    found = tables_without_replica_identity(cursor, tables)
+    if not found:
+        return []
+    named = "; ".join(f"{schema}.{table} ({why})" for schema, table, why in found[:NAMED_AT_MOST])
+    more = f" and {len(found) - NAMED_AT_MOST} more" if len(found) > NAMED_AT_MOST else ""
+    fix = ("give each a primary key or run ALTER TABLE … REPLICA IDENTITY FULL, or leave it out with "
+           "table.exclude.list")
+    if creates_for_all:
+        fix += (", and set publication.autocreate.mode=filtered: a publication FOR ALL TABLES also publishes "
+                "the tables the connector does not capture")
+    prop = "publication.autocreate.mode" if creates_for_all and not any(captured(s, t) for s, t, _ in found) \
+        else "table.include.list"
+    return [(prop, f"PostgreSQL refuses UPDATE and DELETE on published tables without a replica identity, so "
+                   f"publishing {named}{more} would break the application's writes: {fix}")]
 
 
 def _last_line(error: Exception) -> str:

@@ -111,30 +111,34 @@ def slot_status(cursor, slot_name: str) -> SlotStatus | None:
     return None if row is None else SlotStatus(*row)
 
 
+def user_tables(cursor) -> list[tuple[str, str]]:
+    """Every ordinary and partitioned table outside the system schemas, as (schema, table), sorted."""
+    cursor.execute("""SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                      AND n.nspname NOT LIKE 'pg_toast%%' ORDER BY 1, 2""")
+    return [tuple(row) for row in cursor.fetchall()]
+
+
 def tables_without_replica_identity(cursor, tables: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
     """(schema, table, why) for each table whose UPDATEs and DELETEs PostgreSQL refuses once it is published:
-    REPLICA IDENTITY NOTHING, or DEFAULT without a primary key, or USING INDEX on an index that is gone."""
-    problems = []
-    for schema, table in tables:
-        cursor.execute(
-            """
-            SELECT c.relreplident,
-                   EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
-                   EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = %s AND c.relname = %s
-            """,
-            (schema, table),
-        )
-        row = cursor.fetchone()
-        if row is None:
-            continue
-        identity, has_pk, has_identity_index = row
-        identity = identity.decode() if isinstance(identity, bytes) else identity
-        if identity == "n":
-            problems.append((schema, table, "REPLICA IDENTITY NOTHING"))
-        elif identity == "d" and not has_pk:
-            problems.append((schema, table, "no primary key and REPLICA IDENTITY DEFAULT"))
-        elif identity == "i" and not has_identity_index:
-            problems.append((schema, table, "REPLICA IDENTITY USING INDEX on an index that no longer exists"))
+    REPLICA IDENTITY NOTHING, or DEFAULT without a primary key, or USING INDEX on an index that is gone.
+    One catalog query, whatever the number of tables."""
+    if not tables:
+        return []
+    cursor.execute(
+        """
+        SELECT n.nspname, c.relname, c.relreplident
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p') AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (
+                  SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+              OR (c.relreplident = 'i' AND NOT EXISTS (
+                  SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)))
+        """
+    )
+    why = {"n": "REPLICA IDENTITY NOTHING", "d": "no primary key and REPLICA IDENTITY DEFAULT",
+           "i": "REPLICA IDENTITY USING INDEX on an index that no longer exists"}
+    lacking = {}
+    for schema, table, identity in cursor.fetchall():
+        lacking[(schema, table)] = why[identity.decode() if isinstance(identity, bytes) else identity]
+    problems = [(schema, table, lacking[(schema, table)]) for schema, table in tables if (schema, table) in lacking]
     return problems

@@ -34,6 +34,7 @@ from connectors.postgres.publication import (
     ensure_publication,
     slot_status,
     tables_without_replica_identity,
+    user_tables,
 )
 from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated
 from connectors.postgres.snapshot import PgSnapshotProgress, PgSnapshotReader
@@ -116,11 +117,7 @@ class SlotSource:
             captured = TableFilter(self.config)
             tables = []
             if self.config.publication_autocreate_mode == "filtered":
-                cursor.execute("""SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n
-                                  ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p')
-                                  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-                                  AND n.nspname NOT LIKE 'pg_toast%%' ORDER BY 1, 2""")
-                tables = [(s, t) for s, t in cursor.fetchall() if captured(s, t)]
+                tables = [(s, t) for s, t in user_tables(cursor) if captured(s, t)]
             try:
                 outcome = ensure_publication(cursor, self.config.publication_name,
                                              self.config.publication_autocreate_mode, tables)

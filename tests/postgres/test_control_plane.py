@@ -142,3 +142,48 @@ def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_
         lambda: (found := [row for op, row in committed_row_events(bootstrap, topic) if op == "r"])
         and len(found) >= 150 and found, 90, "a new snapshot after the reset")
     assert sorted(reads[50:]) == list(range(1, 101)), "the new snapshot lost or repeated rows"
+
+
+@pytest.mark.django_db
+def test_tables_without_a_replica_identity_are_refused_before_saving(pg_db, admin_client, settings):  # noqa: F811
+    settings.CDC_CONNECTIVITY_CHECK_MS = 5000
+    pg_db.execute("CREATE TABLE keyed (id int PRIMARY KEY, v text)")
+    pg_db.execute("CREATE TABLE keyless (v text)")
+    password = psycopg2.extensions.parse_dsn(pg_db.dsn)["password"]
+    config = pg_properties(pg_db, "pgident")
+    body = {"name": "pgident", "topic_prefix": "pgident", "password": password, "config": config}
+
+    refused = admin_client.post("/api/connectors/", body, format="json")
+    assert refused.status_code == 400, refused.json()
+    message = refused.json()["config"]["table.include.list"][0]
+    assert "public.keyless (no primary key and REPLICA IDENTITY DEFAULT)" in message, message
+    assert "keyed" not in message and "REPLICA IDENTITY FULL" in message and "table.exclude.list" in message
+    assert pg_db.execute("SELECT count(*) FROM pg_publication")[0][0] == 0  # nothing was made
+
+    left_out = admin_client.post("/api/connectors/", {**body, "config": {
+        **config, "table.exclude.list": "public.keyless"}}, format="json")
+    assert left_out.status_code == 201, left_out.json()
+
+    pg_db.execute("ALTER TABLE keyless REPLICA IDENTITY FULL")
+    full = admin_client.post("/api/connectors/", {**body, "name": "pgident2", "topic_prefix": "pgident2",
+                                                  "config": {**config, "slot.name": "s_pgident2"}}, format="json")
+    assert full.status_code == 201, full.json()
+
+
+def test_a_publication_for_all_tables_is_refused_when_it_would_publish_a_table_without_identity(postgres, pg_db):
+    from connectors.postgres.config import PostgresConfig
+    from connectors.postgres.preflight import problems
+
+    pg_db.execute("CREATE TABLE captured (id int PRIMARY KEY)")
+    pg_db.execute("CREATE TABLE app_log (line text) ")  # not captured, but FOR ALL TABLES would publish it
+    admin = psycopg2.extensions.parse_dsn(postgres.admin_dsn)
+    properties = {
+        "name": "pgall", "topic.prefix": "pgall", "connector.class": PG_CLASS, "database.hostname": admin["host"],
+        "database.port": int(admin["port"]), "database.user": admin["user"],
+        "database.password": admin.get("password", ""), "database.dbname": pg_db.name,
+        "table.include.list": "public.captured"}
+    found = problems(PostgresConfig.from_properties(properties))
+    assert [prop for prop, _ in found] == ["publication.autocreate.mode"], found
+    assert "public.app_log" in found[0][1] and "publication.autocreate.mode=filtered" in found[0][1]
+    filtered = {**properties, "publication.autocreate.mode": "filtered"}
+    assert problems(PostgresConfig.from_properties(filtered)) == []
