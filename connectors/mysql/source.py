@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pymysql
+
 from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
@@ -41,6 +43,7 @@ from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.position import MySqlPosition, MySqlSnapshotProgress
 from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
+from connectors.mysql.status import binlog_files, bytes_behind, show_binlog_status
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +228,7 @@ class ServerSource:
         self.partition = partition
         self.name = partition.name
         self.json_columns = JsonColumns(config)
+        self._last_committed: MySqlPosition | None = None
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -263,6 +267,29 @@ class ServerSource:
         if isinstance(item, Idle):
             return item.position if item.position is not None else previous
         return MySqlPosition(item.position, item.ts_sec)
+
+    def on_committed(self, position: MySqlPosition) -> None:
+        self._last_committed = position
+
+    def status(self) -> dict:
+        """The server's binlog end against what Kafka has (for reports and /metrics); one short connection, on
+        the reporting thread, every few seconds."""
+        connection = connect(self.config.connection)  # a ConnectorError that says what failed
+        try:
+            with connection.cursor() as cursor:
+                end = show_binlog_status(cursor)
+                files = binlog_files(cursor)
+        except pymysql.err.MySQLError as error:
+            raise ConnectorError(f"reading the binlog status failed: {error}") from None
+        finally:
+            connection.close()
+        captured = self._last_committed.binlog if self._last_committed is not None else None
+        return {"binlog_file": end.file, "binlog_position": end.position, "server_gtids": end.gtids or None,
+                "binlog_files": len(files), "binlog_bytes": sum(size for _, size in files),
+                "captured_file": captured.file if captured else None,
+                "captured_position": captured.pos if captured else None,
+                "captured_gtids": captured.gtids if captured else None,
+                "behind_bytes": bytes_behind(files, captured.file, captured.pos, end) if captured else None}
 
     # -- life cycle ---------------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Where the server's binlog ends now: `SHOW BINARY LOG STATUS` (MySQL 8.2+, the only form in 8.4) or
-`SHOW MASTER STATUS` (MariaDB, MySQL before 8.2), plus the GTID position in the flavour's own form."""
+`SHOW MASTER STATUS` (MariaDB, MySQL before 8.2), plus the GTID position in the flavour's own form; and how many
+binlog bytes lie between a captured position and that end (`SHOW BINARY LOGS`)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,25 @@ def show_binlog_status(cursor) -> BinlogStatus:
         cursor.execute("SELECT @@GLOBAL.gtid_binlog_pos")
         gtids = cursor.fetchone()[0] or ""
     return BinlogStatus(file=values["file"], position=int(values["position"]), gtids=gtids, statement=statement)
+
+
+def binlog_files(cursor) -> list[tuple[str, int]]:
+    """(file, size in bytes) of every binlog the server keeps, oldest first."""
+    cursor.execute("SHOW BINARY LOGS")
+    return [(row[0], int(row[1])) for row in cursor.fetchall()]
+
+
+def bytes_behind(files: list[tuple[str, int]], file: str | None, pos: int | None, end: BinlogStatus) -> int | None:
+    """Binlog bytes written after (`file`, `pos`) up to the server's end; None when `file` is no longer kept
+    (purged) or unknown."""
+    if not file or pos is None:
+        return None
+    if file == end.file:
+        return max(0, end.position - pos)
+    names = [name for name, _ in files]
+    if file not in names or end.file not in names:
+        return None
+    start, stop = names.index(file), names.index(end.file)
+    if start > stop:
+        return None
+    return (files[start][1] - pos) + sum(size for _, size in files[start + 1:stop]) + end.position

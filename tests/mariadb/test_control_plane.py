@@ -83,6 +83,16 @@ def test_a_celery_worker_runs_a_stored_mariadb_connector_exactly_once_across_a_p
 
     mariadb.execute("INSERT INTO items SELECT seq, 'streamed' FROM seq_51_to_80", database=mariadb_db)
     platform.wait_for(lambda: len(committed_row_ids(bootstrap, topic)) >= 80, 60, "30 streamed rows")
+    scrape = "from web.dashboard.prometheus import exposition\nprint(exposition('')[0].decode())"
+    metrics = platform.wait_for(lambda: "cdc_mysql_binlog_behind_bytes{" in (out := platform.django(scrape))
+                                and out, 30, "the binlog position against the server's in /metrics")
+    assert f'cdc_mysql_binlog_files{{connector="{name}",replica_set="{name}"}}' in metrics
+    page = platform.django(
+        "from django.test import Client\nfrom django.contrib.auth.models import Group, User\n"
+        "viewer, _ = User.objects.get_or_create(username='binlog-viewer')\n"
+        "viewer.groups.add(Group.objects.get_or_create(name='viewer')[0])\nclient = Client()\n"
+        f"client.force_login(viewer)\nprint(client.get('/connectors/{name}/', HTTP_HOST='127.0.0.1').content.decode())")
+    assert 'aria-label="Binlog"' in page and "Committed to Kafka" in page
 
     platform.request_state(name, "paused")
     platform.wait_for(lambda: platform.observed_phases(name) == {name: "stopped"}, 60, "the pipeline to stop")

@@ -8,7 +8,7 @@ import pytest
 
 from connectors.mysql.checks import SourceFacts, evaluate, failures, granted_privileges
 from connectors.mysql.gtid import GtidFormatError, MariaGtidPosition, MysqlGtidSet
-from connectors.mysql.status import BinlogDisabled, show_binlog_status
+from connectors.mysql.status import BinlogDisabled, BinlogStatus, bytes_behind, show_binlog_status
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 B = "4f4f4f4f-71ca-11e1-9e33-c80aa9429562"
@@ -143,3 +143,13 @@ def test_grant_parsing():
     assert privileges["BINLOG MONITOR"] == {"*.*"}
     facts = SourceFacts("10.11.6-MariaDB", GOOD_VARIABLES, grants, "u@%")
     assert {r.name for r in failures(evaluate(facts))} == set()  # SELECT on one table only: reported, not failed
+
+
+def test_binlog_bytes_behind_counts_across_files_and_knows_when_a_file_is_gone():
+    files = [("mysql-bin.000007", 1_000), ("mysql-bin.000008", 5_000), ("mysql-bin.000009", 700)]
+    end = BinlogStatus("mysql-bin.000009", 700, "", "SHOW MASTER STATUS")
+    assert bytes_behind(files, "mysql-bin.000009", 300, end) == 400
+    assert bytes_behind(files, "mysql-bin.000009", 700, end) == 0
+    assert bytes_behind(files, "mysql-bin.000007", 400, end) == 600 + 5_000 + 700
+    assert bytes_behind(files, "mysql-bin.000003", 4, end) is None  # purged: not a number to trust
+    assert bytes_behind(files, None, None, end) is None

@@ -75,6 +75,13 @@ SLOT = [  # (metric, type, help, key in SlotSource.status()): PostgreSQL partiti
     ("cdc_postgres_slot_active", "gauge", "1 while a walsender streams from the slot.", "active"),
 ]
 
+BINLOG = [  # (metric, type, help, key in ServerSource.status()): MySQL/MariaDB partitions only
+    ("cdc_mysql_binlog_behind_bytes", "gauge", "Binlog bytes the server wrote after the position committed to "
+     "Kafka (SHOW BINARY LOGS); absent when that file is no longer kept.", "behind_bytes"),
+    ("cdc_mysql_binlog_files", "gauge", "Binlog files the server keeps.", "binlog_files"),
+    ("cdc_mysql_binlog_size_bytes", "gauge", "Size of the binlog files the server keeps.", "binlog_bytes"),
+]
+
 
 def _number(value) -> float | None:
     if isinstance(value, bool):
@@ -138,6 +145,9 @@ def _replica_set(out: Families, rs_state, view: observed.ReplicaSetView) -> None
     if source.get("slot"):
         for name, kind, help_text, key in SLOT:
             out.add(name, kind, help_text, {**labels, "slot": source["slot"]}, source.get(key))
+    if source.get("binlog_file"):
+        for name, kind, help_text, key in BINLOG:
+            out.add(name, kind, help_text, labels, source.get(key))
     for name, kind, help_text, key in SNAPSHOT:
         out.add(name, kind, help_text, labels, view.snapshot.get(key))
     for collection in view.collections:
