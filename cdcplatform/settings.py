@@ -82,6 +82,10 @@ CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS = float(env_int("CDC_SNAPSHOT_CHUNK_HEARTBE
 # workers) is sent again; a duplicate finds the chunk's marker and writes nothing.
 CDC_SNAPSHOT_CHUNK_START_SECONDS = float(env_int("CDC_SNAPSHOT_CHUNK_START_SECONDS", 60))
 
+# Each pipeline runs in a process of its own (workers/pipeline_process.py), so pipelines use every core; off: in
+# the Celery task's thread, sharing the worker's interpreter.
+CDC_PIPELINE_PROCESSES = env_bool("CDC_PIPELINE_PROCESSES", True)
+
 # --- Spark jobs (docs/spark.md, "Launching jobs") ----------------------------------------------------------------
 # spark-submit's --master: local[*] runs inside the worker's machine; a spark:// or k8s:// URL runs on a cluster
 # (client deploy mode: the driver stays with the worker that follows it).

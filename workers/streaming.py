@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 
+from celery.signals import worker_shutting_down
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -22,6 +24,7 @@ from web.connectors.models import Connector, DesiredState, Phase, SnapshotReques
 from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
 from workers.managed import ManagedPipeline
+from workers.pipeline_process import run_in_process, stop_all
 from workers.publish import publish_metrics
 from workers.snapshots import chunk_executor_factory
 
@@ -79,10 +82,50 @@ def _chunk_executor(connector: Connector, worker: str):
 @app.task(name="workers.streaming.run_pipeline", bind=True)
 def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> dict:
     """Runs until paused/stopped/restarted; with no partition given (`replica_set`, the name it has always had in
-    task messages), discovers them and fans out."""
+    task messages), discovers them and fans out. The pipeline runs in a process of its own
+    (workers.pipeline_process) unless CDC_PIPELINE_PROCESSES is off, then in this thread."""
     worker = worker_name(self)
+    resolved = _resolve(connector_name, replica_set, worker, fan_out=replica_set is None)
+    if isinstance(resolved, dict):
+        return resolved
+    target = resolved[-1]
+    if settings.CDC_PIPELINE_PROCESSES:
+        return run_in_process(connector_name, target.name, worker)
+    return run_partition(connector_name, target.name, worker, resolved=resolved)
+
+
+def run_partition(connector_name: str, replica_set: str, worker: str, resolved: tuple | None = None,
+                  started: Callable[[ManagedPipeline], None] = lambda managed: None) -> dict:
+    """One partition's pipeline, here, until it ends; `started` gets the ManagedPipeline (to stop it)."""
+    if resolved is None:
+        resolved = _resolve(connector_name, replica_set, worker, fan_out=False)
+        if isinstance(resolved, dict):
+            return resolved
+    connector, config, source, target = resolved
+    pending = _pending_snapshots(connector)
+    version = config_version(connector)
+    close_old_connections()
+    managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
+                              report=_reporter(connector_name, target.name, worker),
+                              chunk_executor=_chunk_executor(connector, worker),
+                              acknowledge=_acknowledge, pending_snapshots=pending, config_version=version,
+                              source=source)
+    started(managed)
+    outcome = managed.run()
+    if outcome.status != "busy":
+        phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED
+        report_observed(connector_name, target.name, worker=worker, phase=phase, error=outcome.error)
+        close_old_connections()
+    log.info("pipeline %s/%s ended: %s %s", connector_name, target.name, outcome.status, outcome.error or "")
+    return {"status": outcome.status, "reason": outcome.reason, "error": outcome.error, "replica_set": target.name}
+
+
+def _resolve(connector_name: str, replica_set: str | None, worker: str, fan_out: bool) -> tuple | dict:
+    """(connector, config, source, partition) to run, or the task's result when there is none; with `fan_out`,
+    every other partition gets a task of its own."""
     connector = Connector.objects.filter(name=connector_name).first()
     if connector is None or connector.desired_state != DesiredState.RUNNING:
+        close_old_connections()
         return {"status": "not-wanted"}
     try:
         config = engine_config(connector)
@@ -94,28 +137,21 @@ def run_pipeline(self, connector_name: str, replica_set: str | None = None) -> d
     finally:
         close_old_connections()
     if replica_set is None:
-        for other in replica_sets[1:]:
-            run_pipeline.delay(connector_name, other.name)
-        target = replica_sets[0]
-    else:
-        matches = [rs for rs in replica_sets if rs.name == replica_set]
-        if not matches:
-            error = f"{replica_set!r} is no longer a partition of the source (a replica set left the deployment?)"
-            report_observed(connector_name, replica_set, worker=worker, phase=Phase.FAILED, error=error)
-            return {"status": "failed", "error": error}
-        target = matches[0]
-    pending = _pending_snapshots(connector)
-    version = config_version(connector)
-    close_old_connections()
-    managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
-                              report=_reporter(connector_name, target.name, worker),
-                              chunk_executor=_chunk_executor(connector, worker),
-                              acknowledge=_acknowledge, pending_snapshots=pending, config_version=version,
-                              source=source)
-    outcome = managed.run()
-    if outcome.status != "busy":
-        phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED
-        report_observed(connector_name, target.name, worker=worker, phase=phase, error=outcome.error)
+        if fan_out:
+            for other in replica_sets[1:]:
+                run_pipeline.delay(connector_name, other.name)
+        return connector, config, source, replica_sets[0]
+    matches = [rs for rs in replica_sets if rs.name == replica_set]
+    if not matches:
+        error = f"{replica_set!r} is no longer a partition of the source (a replica set left the deployment?)"
+        report_observed(connector_name, replica_set, worker=worker, phase=Phase.FAILED, error=error)
         close_old_connections()
-    log.info("pipeline %s/%s ended: %s %s", connector_name, target.name, outcome.status, outcome.error or "")
-    return {"status": outcome.status, "reason": outcome.reason, "error": outcome.error, "replica_set": target.name}
+        return {"status": "failed", "error": error}
+    return connector, config, source, matches[0]
+
+
+@worker_shutting_down.connect
+def _stop_pipeline_processes(**kwargs) -> None:
+    asked = stop_all()
+    if asked:
+        log.info("worker shutting down: asked %d pipeline process(es) to stop", asked)
