@@ -1,9 +1,10 @@
 """Can this PostgreSQL server and user feed a connector? Checked before a configuration is saved (API, dashboard
 form, Kafka Connect's create/validate), in bounded time, each finding naming what to fix: the login, the database,
-`wal_level`, the REPLICATION attribute, the publication (present under `publication.autocreate.mode=disabled`,
-creatable under `all_tables`: a superuser's right), and the tables it would publish without a replica identity
-(PostgreSQL refuses their UPDATEs and DELETEs once they are published: saving such a connector would break the
-application's writes, so it is refused until the table has a key or is left out)."""
+`wal_level`, the REPLICATION attribute, a `slot.name` taken by another database or plugin, the publication
+(present under `publication.autocreate.mode=disabled`, creatable under `all_tables`: a superuser's right), and the
+tables it would publish without a replica identity (PostgreSQL refuses their UPDATEs and DELETEs once they are
+published: saving such a connector would break the application's writes, so it is refused until the table has a
+key or is left out)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import psycopg
 
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import TableFilter
-from connectors.postgres.publication import publication_tables, tables_without_replica_identity, user_tables
+from connectors.postgres.publication import (
+    publication_tables,
+    slot_mismatch,
+    slot_status,
+    tables_without_replica_identity,
+    user_tables,
+)
 
 LOGIN_PROPERTIES = "database.hostname, database.port, database.user and database.password"
 NAMED_AT_MOST = 10  # tables named in one finding
@@ -27,7 +34,8 @@ def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, 
         with connection.cursor() as cursor:
             cursor.execute(f"SET statement_timeout = {int(timeout_ms)}")
             return [*_server_problems(cursor), *_role_problems(cursor, config),
-                    *_publication_problems(cursor, config), *_identity_problems(cursor, config)]
+                    *_publication_problems(cursor, config), *_identity_problems(cursor, config),
+                    *_slot_problems(cursor, config)]
     except psycopg.Error as error:
         return [("database.user", f"reading the server's settings as {config.user!r} failed: "
                                   f"{_last_line(error)}")]
@@ -81,6 +89,12 @@ def _publication_problems(cursor, config: PostgresConfig) -> list[tuple[str, str
     return [("publication.name", f"publication {config.publication_name!r} does not exist and "
                                  "publication.autocreate.mode is disabled; create it (CREATE PUBLICATION … FOR "
                                  "TABLE …) or set publication.autocreate.mode to filtered or all_tables")]
+
+
+def _slot_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
+    status = slot_status(cursor, config.slot_name)
+    mismatch = status and slot_mismatch(status, config.slot_name, config.dbname, config.plugin_name)
+    return [("slot.name", mismatch)] if mismatch else []
 
 
 def _identity_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:

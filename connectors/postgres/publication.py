@@ -111,6 +111,18 @@ def slot_status(cursor, slot_name: str) -> SlotStatus | None:
     return None if row is None else SlotStatus(*row)
 
 
+def slot_mismatch(status: SlotStatus, slot_name: str, dbname: str, plugin: str) -> str | None:
+    """Why an existing slot cannot serve this connector (another database's, another plugin's); None when it can.
+    Retrying never helps: the server refuses such a slot every time."""
+    if status.database != dbname:
+        return (f"replication slot {slot_name!r} belongs to database {status.database!r}, not {dbname!r} (a slot "
+                "serves one database): give this connector a slot.name of its own")
+    if status.plugin != plugin:
+        return (f"replication slot {slot_name!r} decodes with {status.plugin!r}, not {plugin!r}: give this "
+                "connector a slot.name of its own, or drop that slot if nothing else reads it")
+    return None
+
+
 def user_tables(cursor) -> list[tuple[str, str]]:
     """Every ordinary and partitioned table outside the system schemas, as (schema, table), sorted."""
     cursor.execute("""SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

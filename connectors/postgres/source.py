@@ -32,6 +32,7 @@ from connectors.postgres.position import Position
 from connectors.postgres.publication import (
     PublicationError,
     ensure_publication,
+    slot_mismatch,
     slot_status,
     tables_without_replica_identity,
     user_tables,
@@ -172,6 +173,9 @@ class SlotSource:
             status = slot_status(self.sql().cursor(), self.config.slot_name)
             if status is None:
                 return
+            mismatch = slot_mismatch(status, self.config.slot_name, self.config.dbname, self.config.plugin_name)
+            if mismatch:  # another database's or plugin's slot: never ours to drop
+                raise ConnectorError(mismatch)
             if not status.active:
                 self.sql().execute("SELECT pg_drop_replication_slot(%s)", (self.config.slot_name,))
                 log.info("dropped replication slot %s", self.config.slot_name)
@@ -212,6 +216,9 @@ class SlotSource:
                 f"replication slot {self.config.slot_name!r} does not exist, but the stored offset is at LSN "
                 f"{position.lsn_proc}: the changes since then are gone. Take a new snapshot: set snapshot.mode="
                 "when_needed (it re-snapshots by itself) or reset the connector's offset (re-snapshot)")
+        mismatch = slot_mismatch(status, self.config.slot_name, self.config.dbname, self.config.plugin_name)
+        if mismatch:
+            raise ConnectorError(mismatch)
         if position is not None and status.confirmed_flush_lsn:
             flushed = lsn_from_text(status.confirmed_flush_lsn)
             if flushed > offsets.acknowledgeable(position):

@@ -449,3 +449,27 @@ def test_slot_drop_on_stop(items, stack, unique_name):
     finally:
         assert running.stop() == {items.name: "stopped"}
     assert not items.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (items.name,))
+
+
+def test_a_slot_name_taken_in_another_database_fails_at_once_and_is_left_alone(items, postgres, stack, unique_name):
+    """A slot serves one database: the server refuses another database's slot on every try, so the pipeline fails
+    at once saying so (it used to retry for minutes), and never drops that slot to make its own."""
+    from connectors.postgres.preflight import problems
+
+    other = f"{items.name}_x"
+    postgres.execute(f'CREATE DATABASE "{other}"')
+    try:
+        postgres.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (items.name,), dbname=other)
+        name = "pg" + unique_name.replace("-", "")[-12:]
+        for mode in ("initial", "no_data"):
+            running = Running(pg_config(items, name, **{"snapshot.mode": mode}), stack.kafka_bootstrap)
+            running.thread.join(60)
+            assert running.outcomes == {items.name: "failed"}, mode
+            message = str(running.runner.errors[items.name])
+            assert f"belongs to database '{other}'" in message and "slot.name" in message, message
+        assert items.execute("SELECT database FROM pg_replication_slots WHERE slot_name = %s",
+                             (items.name,)) == [(other,)]
+        assert [prop for prop, _ in problems(pg_config(items, name))] == ["slot.name"]
+    finally:
+        postgres.execute("SELECT pg_drop_replication_slot(%s)", (items.name,))
+        postgres.execute(f'DROP DATABASE "{other}" WITH (FORCE)')
