@@ -15,6 +15,9 @@ SHOP_TABLES = {
     "orders": "id integer PRIMARY KEY, customer_id integer NOT NULL, product varchar(40) NOT NULL, "
               "quantity integer NOT NULL, total decimal(10, 2) NOT NULL, status varchar(16) NOT NULL",
 }
+# The devstack servers are shared with the test suite, which purges binlogs and drops slots: the demo connectors
+# take a new snapshot when their stored position is gone rather than stop with HistoryLost.
+RESNAPSHOT_WHEN_NEEDED = "when_needed"
 DEMO_SERVER_ID = 184_054  # the MariaDB demo connector's replication client id
 
 
@@ -71,6 +74,7 @@ def postgres_properties(name: str) -> dict:
         "publication.autocreate.mode": "filtered",
         "schema.include.list": "shop",
         "heartbeat.interval.ms": 5000,
+        "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }
 
 
@@ -89,4 +93,5 @@ def mariadb_properties(name: str) -> dict:
         "database.server.id": DEMO_SERVER_ID,
         "database.include.list": "shop",
         "heartbeat.interval.ms": 5000,
+        "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }
