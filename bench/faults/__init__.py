@@ -13,8 +13,8 @@ number, one autocommit write at a time, and records each acknowledged write; a r
 topics while the faults happen. Per scenario it prints: faults injected (runs), writes checked, lost
 (acknowledged, never delivered), duplicated (delivered twice as the same kind of event), reordered (a streamed
 event after a later one), the recovery time (from the end of a fault to the next event a read_committed consumer
-receives), and rows re-snapshotted (read again by a PostgreSQL snapshot that started over after a crash, as
-Debezium's does: not counted as duplicated).
+receives), and rows re-snapshotted (read again by a snapshot that started over with a new `source.lsn`: not
+counted as duplicated; PostgreSQL snapshots now resume their plan, so it stays 0).
 
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart

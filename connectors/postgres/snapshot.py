@@ -8,8 +8,12 @@ A change committed while the snapshot is read is after that point: it comes thro
 Tables are read in primary-key ranges of about `snapshot.chunk.size` rows (chunks, planned in the same snapshot),
 `snapshot.max.threads` at a time, each thread in its own session that imported the snapshot; a table without a
 primary key is one chunk. Rows come through a server-side cursor, `snapshot.fetch.size` per round trip.
-An exported snapshot dies with its connection, so a snapshot interrupted by a crash cannot resume in it: it starts
-again (a new slot, a new snapshot), as Debezium's does; chunks committed before the crash are read again.
+An exported snapshot dies with its connection, so a snapshot interrupted by a crash or a stop resumes in a new
+one: its plan, the chunks already committed and its slot (never acknowledged while the snapshot runs, so it still
+starts at the consistent point) are kept, and the chunks still to read are read in fresh REPEATABLE READ
+transactions. Rows changed between the two snapshots then come again from the stream, after the snapshot's
+events (the state converges, as with a resumed MariaDB or MongoDB snapshot); nothing is lost, and the committed
+chunks are not read again (Debezium starts such a snapshot over).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres.events import VERSION, PgEventBuilder, TableFilter
 from connectors.postgres.offsets import before
+from connectors.postgres.pgoutput import lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.replication import SESSION_SETTINGS
 
@@ -50,8 +55,8 @@ class PgSnapshotProgress(SnapshotProgress):
 
     @classmethod
     def start_from_json(cls, value: dict[str, Any]) -> dict | None:
-        if not value.get("lsn") or not value.get("completed"):
-            return None  # never resumed part-way: its exported snapshot is gone (see the module's docstring)
+        if not value.get("lsn"):
+            return None
         return {"lsn": int(value["lsn"]), "ts_usec": int(value.get("ts_usec") or 0)}
 
     def stream_position(self) -> Position:
@@ -155,17 +160,27 @@ class PgSnapshotReader:
     # -- reading ------------------------------------------------------------------------------------------------
 
     def _connection(self):
-        """This thread's connection, in a REPEATABLE READ transaction that imported the exported snapshot."""
+        """This thread's connection, in a REPEATABLE READ transaction that imported the exported snapshot (a fresh
+        one when the snapshot resumed after a restart: the exported one is gone)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = psycopg.connect(self.partition.dsn, options=session_options())
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             conn.read_only = True  # psycopg begins the transaction before the first statement: the import
-            conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(self.snapshot_name)))
+            if self.snapshot_name is not None:
+                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(self.snapshot_name)))
+            elif not self.lsn:
+                self.lsn = self._slot_start(conn)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+    def _slot_start(self, conn) -> int:
+        """A resumed snapshot's LSN (its events' `source.lsn`): where its slot still starts, unacknowledged."""
+        row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+                           (self.config.slot_name,)).fetchone()
+        return lsn_from_text(row[0]) if row and row[0] else 0
 
     def read_chunk(self, builder: PgEventBuilder, chunk: Chunk, read_at: Any, filter: Any,  # noqa: A002
                    mark_last: bool, stop: threading.Event | None) -> tuple[list[OutMessage], int]:

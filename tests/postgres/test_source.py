@@ -473,3 +473,57 @@ def test_a_slot_name_taken_in_another_database_fails_at_once_and_is_left_alone(i
     finally:
         postgres.execute("SELECT pg_drop_replication_slot(%s)", (items.name,))
         postgres.execute(f'DROP DATABASE "{other}" WITH (FORCE)')
+
+
+def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg_db, stack, unique_name, monkeypatch):
+    """Stopped once two of ten chunks are committed, with changes made while it is stopped: the restart keeps the
+    plan, the slot and the stream position, reads only the eight other chunks (in a new snapshot: the exported one
+    is gone), and the stream then brings every change since the first snapshot, so each row's last event is its
+    state now."""
+    from connectors.postgres.source import SlotSource
+
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    pg_db.execute("CREATE TABLE big (id int PRIMARY KEY, label text)")
+    pg_db.execute("INSERT INTO big SELECT g, 'r' || g FROM generate_series(1, 1000) g")
+    config = pg_config(pg_db, name, **{"snapshot.chunk.size": 100, "snapshot.max.threads": 1})
+    original = SlotSource.offset_record
+    stopped: list[str] = []
+
+    def offset_record(self, position, **kwargs):
+        snapshot = kwargs.get("snapshot")
+        if snapshot and snapshot["collections"] and snapshot["collections"][0]["done"].count("1") == 2:
+            stopped.append(snapshot["collections"][0]["done"])
+            running.stop_event.set()
+        return original(self, position, **kwargs)
+
+    monkeypatch.setattr(SlotSource, "offset_record", offset_record)
+    running = Running(config, bootstrap)
+    running.thread.join(60)
+    monkeypatch.undo()
+    assert stopped and not running.runner.errors
+    first = [v for v in payloads(read_topic(bootstrap, f"{name}.public.big")) if v]
+    assert len(first) == 200 and {v["op"] for v in first} == {"r"}
+    done_ids = {v["after"]["id"] for v in first}
+
+    unread = max(set(range(1, 1001)) - done_ids)
+    pg_db.execute("UPDATE big SET label = 'changed' WHERE id IN (%s, %s)", (min(done_ids), unread))
+    pg_db.execute("DELETE FROM big WHERE id = %s", (unread - 1,))
+    pg_db.execute("INSERT INTO big VALUES (1001, 'new')")
+
+    running = Running(config, bootstrap)
+    try:
+        # 200 + 799 reads (a row of an unread chunk was deleted; 1001 is past the plan's last key), u, u, d,
+        # the delete's tombstone, c
+        values = [v for v in payloads(events(bootstrap, f"{name}.public.big", 200 + 799 + 5)) if v]
+    finally:
+        running.stop()
+    reads = [v["after"]["id"] for v in values if v["op"] == "r"]
+    assert sorted(reads) == sorted(set(range(1, 1001)) - {unread - 1}), "a row read twice or never"
+    last = {}
+    for value in values:
+        key = (value["after"] or value["before"])["id"]
+        last[key] = value["after"]
+    assert last[min(done_ids)]["label"] == "changed" and last[unread]["label"] == "changed"
+    assert last[unread - 1] is None and last[1001]["label"] == "new"
+    assert all(last[i]["label"] == f"r{i}" for i in set(range(1, 1001)) - {min(done_ids), unread, unread - 1})
