@@ -23,7 +23,8 @@ unwrapped), ``id`` (the document id as the key holds it: relaxed Extended JSON, 
 ``{"$oid": "…"}``); ``format, op, is_tombstone``; ``before, after, patch, filter`` (documents as
 Extended JSON text; ``after`` is the whole document for the flattened format, envelope fields
 included); ``update_description`` (``removed_fields``, ``updated_fields`` as JSON text,
-``truncated_arrays``); the source block as ``connector_name, db, collection, rs, source_ts_ms, ord,
+``truncated_arrays``); the source block as ``connector_name, db, collection`` (a relational event's
+``schema.table`` or ``table``), ``rs, source_ts_ms, ord,
 snapshot, lsid, txn_number, wall_time_ms`` and ``source_ts`` (a timestamp of ``source_ts_ms``);
 ``ts_ms`` (when the connector built the event); ``transaction`` (``id, total_order,
 data_collection_order``); ``txn_status, txn_id, txn_event_count, txn_data_collections`` (transaction
@@ -71,6 +72,8 @@ SOURCE_SCHEMA = _struct(
     ("sequence", StringType()),
     ("rs", StringType()),
     ("collection", StringType()),
+    ("schema", StringType()),  # PostgreSQL
+    ("table", StringType()),  # PostgreSQL, MySQL/MariaDB
     ("ord", LongType()),
     ("lsid", StringType()),
     ("txnNumber", LongType()),
@@ -201,6 +204,10 @@ def parse_events(raw: DataFrame, *, flattened_prefix: str = "__") -> DataFrame:
         ),
     )
     after = F.when(is_change, F.col("_v.after")).when(is_flat, F.col("value"))
+    # a relational event's data collection: `schema.table` (PostgreSQL) or `table` (MySQL/MariaDB, `db` names
+    # the database), as Debezium names it in transaction metadata
+    relational_table = F.when(F.col("_v.source.table").isNotNull(),
+                              F.concat_ws(".", F.col("_v.source.schema"), F.col("_v.source.table")))
     before = F.when(F.col("format") == "debezium", F.col("_v.before"))
     return stage.select(
         "topic",
@@ -219,7 +226,8 @@ def parse_events(raw: DataFrame, *, flattened_prefix: str = "__") -> DataFrame:
         update_description.alias("update_description"),
         F.when(is_change, F.col("_v.source.name")).alias("connector_name"),
         F.when(is_change, F.col("_v.source.db")).when(is_flat, fcol("db")).alias("db"),
-        F.when(is_change, F.col("_v.source.collection")).when(is_flat, fcol("collection")).alias("collection"),
+        F.when(is_change, F.coalesce(F.col("_v.source.collection"), relational_table))
+        .when(is_flat, fcol("collection")).alias("collection"),
         F.when(is_change, F.col("_v.source.rs")).when(is_flat, fcol("rs")).alias("rs"),
         source_ts_ms.alias("source_ts_ms"),
         F.when(is_change, F.col("_v.source.ord")).when(is_flat, fcol("ord")).alias("ord"),
