@@ -26,7 +26,7 @@ LEGAL_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 SCOPES = ("key", "value", "headers")
 STARTS = ("newest", "offset", "timestamp")
 MAX_SCAN = 20_000  # messages read per partition for one page before giving up the search
-MAX_GROUPS = 100  # consumer groups asked for their offsets on one page
+MAX_GROUPS = 100  # consumer groups asked for their offsets at a time
 
 
 class KafkaUnavailable(Exception):
@@ -350,26 +350,34 @@ def _source(source) -> str:
     return name.removesuffix("_CONFIG").replace("_", " ").lower()
 
 
-def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) -> list[GroupLag]:
-    """Groups with committed offsets on the topic, with lag = log end − committed offset per partition."""
+def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) -> tuple[list[GroupLag], int]:
+    """Groups with committed offsets on the topic, with lag = log end − committed offset per partition, and how many
+    groups were left unasked when `timeout` ran out. Every group is asked (Kafka cannot list a topic's groups),
+    MAX_GROUPS requests at a time."""
     admin = _admin()
+    deadline = time.monotonic() + timeout
     try:
         listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 1)
-        groups = sorted(listed.valid, key=lambda g: g.group_id)[:MAX_GROUPS]
-        requests = {g.group_id: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g.group_id)],
-                                                                  request_timeout=timeout)
-                    for g in groups}
+        groups = sorted(listed.valid, key=lambda g: g.group_id)
         ends = {p.id: p.high for p in parts}
         found = []
-        for listing in groups:
-            result = requests[listing.group_id][listing.group_id].result(timeout + 1)
-            rows = [(tp.partition, tp.offset, ends.get(tp.partition, tp.offset),
-                     max(0, ends.get(tp.partition, tp.offset) - tp.offset))
-                    for tp in result.topic_partitions or () if tp.topic == topic and tp.offset >= 0]
-            if rows:
-                state = getattr(listing.state, "name", str(listing.state)).lower()
-                found.append(GroupLag(listing.group_id, state, sorted(rows)))
-        return found
+        for start in range(0, len(groups), MAX_GROUPS):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return found, len(groups) - start
+            batch = groups[start:start + MAX_GROUPS]
+            requests = {g.group_id: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g.group_id)],
+                                                                      request_timeout=left)
+                        for g in batch}
+            for listing in batch:
+                result = requests[listing.group_id][listing.group_id].result(left + 1)
+                rows = [(tp.partition, tp.offset, ends.get(tp.partition, tp.offset),
+                         max(0, ends.get(tp.partition, tp.offset) - tp.offset))
+                        for tp in result.topic_partitions or () if tp.topic == topic and tp.offset >= 0]
+                if rows:
+                    state = getattr(listing.state, "name", str(listing.state)).lower()
+                    found.append(GroupLag(listing.group_id, state, sorted(rows)))
+        return found, 0
     except (KafkaException, FutureTimeout) as error:
         raise KafkaUnavailable(str(error)) from None
 

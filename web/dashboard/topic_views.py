@@ -74,7 +74,7 @@ def render_topic(request, topic: str, connector):
         context["page"] = kafka.browse(topic, parts, query)
         kafka.exact_counts(topic, parts)
         context["config"] = kafka.config(topic)
-        context["groups"] = kafka.consumer_groups(topic, parts)
+        context["groups"], context["groups_unasked"] = kafka.consumer_groups(topic, parts)
     except kafka.KafkaUnavailable as problem:
         context["error"] = str(problem)
     context["total"] = sum(p.count or 0 for p in parts)
