@@ -574,10 +574,6 @@ class ConnectorConfig(DerivedTopicNames):
     # --- values the engine derives from the properties --------------------------------------
 
     @property
-    def transaction_topic_name(self) -> str:
-        return f"{self.topic_prefix}.{self.topic_transaction}"
-
-    @property
     def full_document(self) -> str | None:
         """``full_document`` for watch(); None leaves the server default (updates carry no document)."""
         if not self.capture_mode.full_update:

@@ -41,7 +41,12 @@ class EngineConfig(Protocol):
 
 class DerivedTopicNames:
     """The names and converter settings every source's configuration derives the same way from its properties
-    (`topic.prefix`, `errors.topic`, `heartbeat.topics.prefix`, `[key|value].converter.schemas.enable`)."""
+    (`topic.prefix`, `errors.topic`, `heartbeat.topics.prefix`, `topic.transaction`,
+    `[key|value].converter.schemas.enable`)."""
+
+    @property
+    def transaction_topic_name(self) -> str:
+        return f"{self.topic_prefix}.{self.topic_transaction}"
 
     @property
     def errors_topic_name(self) -> str:

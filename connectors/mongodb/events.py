@@ -22,10 +22,10 @@ from typing import Any
 import orjson
 
 from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
+from connectors.core.transactions import TransactionBoundary
 from connectors.mongodb import connect_schemas as schemas
 from connectors.mongodb import envelopes, extjson
 from connectors.mongodb.records import ChangeRecord, Namespace, Operation
-from connectors.mongodb.transactions import TransactionBoundary
 
 MAX_TOPIC_LENGTH = 249
 _INVALID_TOPIC_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")

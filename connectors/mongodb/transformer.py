@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connectors.config import ConnectorConfig
+from connectors.core.transactions import TransactionTracker
 from connectors.mongodb.events import EventBuilder, KafkaMessage
 from connectors.mongodb.field_rules import DocumentTransform, FieldRules
 from connectors.mongodb.filters import EventFilter
 from connectors.mongodb.records import ChangeRecord
-from connectors.mongodb.transactions import TransactionTracker
 
 
 class Transformer:
@@ -55,7 +55,7 @@ class Transformer:
         if self.transactions is not None and not record.is_snapshot:
             data_collection = self.events.data_collection(record)
             event_time = record.cluster_time.time * 1000 if record.cluster_time is not None else ts_ms
-            boundaries, block = self.transactions.on_event(shaped, data_collection, event_time)
+            boundaries, block = self.transactions.on_event(shaped.transaction_id, data_collection, event_time)
             messages.extend(self.events.transaction_message(boundary) for boundary in boundaries)
         document_filter = rules.document(record.document_key)
         messages.extend(self.events.change_messages(shaped, block, document_filter=document_filter, ts_ms=ts_ms))

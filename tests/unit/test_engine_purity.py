@@ -21,7 +21,7 @@ PURE_MODULES = [
     "mongodb/filters",
     "mongodb/records",
     "secrets",
-    "mongodb/transactions",
+    "core/transactions",
     "mongodb/transformer",
 ]
 # What a pure module may import from outside the standard library: BSON types, pymongo's URI parser and a JSON

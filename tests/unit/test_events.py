@@ -12,6 +12,7 @@ from bson.binary import Binary
 from bson.codec_options import CodecOptions, DatetimeConversion
 
 from connectors.config import ConnectorConfig
+from connectors.core.transactions import TransactionBoundary
 from connectors.mongodb import extjson
 from connectors.mongodb.envelopes import apply_update
 from connectors.mongodb.events import MAX_TOPIC_LENGTH, EventBuilder, KafkaMessage, sanitize_topic, topic_name
@@ -23,7 +24,6 @@ from connectors.mongodb.records import (
     TruncatedArray,
     UpdateDescription,
 )
-from connectors.mongodb.transactions import TransactionBoundary
 
 BASE = {"name": "inventory-cdc", "topic.prefix": "fulfillment", "mongodb.connection.string": "mongodb://h1"}
 NOW = 1558965515.240

@@ -1,13 +1,14 @@
 """Transaction metadata (``provide.transaction.metadata``), as Debezium's TransactionMonitor does it.
 
-MongoDB's change stream marks each change of a multi-document transaction with ``lsid`` and
-``txnNumber`` but sends no commit marker: the events of one transaction arrive together, and the
-transaction is over when an event of another transaction, an event outside any transaction, or an
-idle stream arrives. The tracker turns that into BEGIN and END boundaries and the ``transaction``
-block of each change event (``id``, ``total_order``, ``data_collection_order``).
+A source hands the tracker each captured change event with its transaction's id (None outside one). The
+tracker turns that into BEGIN and END boundaries and the ``transaction`` block of each change event
+(``id``, ``total_order``, ``data_collection_order``): BEGIN comes before the transaction's first captured
+event; END when an event of another transaction or outside any arrives, or when the source says the
+transaction is over (`end`: MongoDB's idle stream, a PostgreSQL Commit, a binlog XID/COMMIT).
 
 Its state is small and JSON-ready, so the pipeline stores it in the offset record: after a crash the
-resumed stream continues the open transaction instead of beginning it twice.
+resumed stream continues the open transaction instead of beginning it twice, and its END counts every
+event, also those committed to Kafka before the crash.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from connectors.mongodb.records import ChangeRecord
 
 BEGIN = "BEGIN"
 END = "END"
@@ -67,11 +66,10 @@ class TransactionTracker:
         return {"id": self._open.id, "total": self._open.total, "per_collection": dict(self._open.per_collection)}
 
     def on_event(
-        self, record: ChangeRecord, data_collection: str, ts_ms: int
+        self, transaction_id: str | None, data_collection: str, ts_ms: int
     ) -> tuple[list[TransactionBoundary], dict[str, Any] | None]:
         """Boundaries to emit before this event, and the event's ``transaction`` block (None outside one)."""
         boundaries: list[TransactionBoundary] = []
-        transaction_id = record.transaction_id
         if self._open is not None and self._open.id != transaction_id:
             boundaries.append(self._end(ts_ms))
         if transaction_id is None:
@@ -86,7 +84,7 @@ class TransactionTracker:
         return boundaries, block
 
     def end(self, ts_ms: int) -> TransactionBoundary | None:
-        """Close the open transaction (idle stream, heartbeat, shutdown); None if none is open."""
+        """Close the open transaction (its end, idle stream, heartbeat); None if none is open."""
         return self._end(ts_ms) if self._open is not None else None
 
     def _end(self, ts_ms: int) -> TransactionBoundary:
