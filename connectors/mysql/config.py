@@ -106,6 +106,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "include.schema.changes": ("include_schema_changes", True, values.parse_bool),
     "include.query": ("include_query", False, values.parse_bool),
     "provide.transaction.metadata": ("provide_transaction_metadata", False, values.parse_bool),
+    "topic.transaction": ("topic_transaction", "transaction", values.parse_topic),
     "decimal.handling.mode": ("decimal_handling_mode", "precise", _choice(MODES["decimal.handling.mode"])),
     "time.precision.mode": ("time_precision_mode", "adaptive_time_microseconds",
                             _choice(MODES["time.precision.mode"])),
@@ -135,8 +136,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
                                               values.enum_parser(CleanupPolicy)),
 }
 # accepted by name, refused when set: what this connector does not do yet
-NOT_YET = {"provide.transaction.metadata": "provide_transaction_metadata",
-           "signal.data.collection": "signal_data_collection"}
+NOT_YET = {"signal.data.collection": "signal_data_collection"}
 REQUIRED = ("name", "database.hostname", "database.user", "database.server.id", "topic.prefix")
 _MASK = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")
 _TRUNCATE = re.compile(r"^column\.truncate\.to\.(\d+)\.chars$")
@@ -177,6 +177,7 @@ class MySqlConfig(DerivedTopicNames):
     include_schema_changes: bool = True
     include_query: bool = False
     provide_transaction_metadata: bool = False
+    topic_transaction: str = "transaction"
     decimal_handling_mode: str = "precise"
     time_precision_mode: str = "adaptive_time_microseconds"
     bigint_unsigned_handling_mode: str = "long"

@@ -141,11 +141,7 @@ class TableEvents:
                  transaction: dict | None = None) -> list[OutMessage]:
         before_row, after_row = self.row(before), self.row(after)
         now_ns = time.time_ns()
-        if transaction is None:
-            payload = self.encode_value(op, before_row, after_row, source, now_ns)
-        else:
-            payload = json_converter.value_json(self.value_schema,
-                                                self.value(op, before_row, after_row, source, now_ns, transaction))
+        payload = self.encode_value(op, before_row, after_row, source, now_ns, transaction)
         if self.config.value_schemas_enable:
             payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
         key = self.key(after_row if after_row is not None else before_row)
@@ -180,7 +176,8 @@ class TableEvents:
             self._last_query, self._last_query_json = query, _text_or_null(query)
         return self._last_query_json
 
-    def encode_value(self, op: str, before_row, after_row, source: SourceInfo, now_ns: int) -> str:
+    def encode_value(self, op: str, before_row, after_row, source: SourceInfo, now_ns: int,
+                     transaction: dict | None = None) -> str:
         ms = source.ts_ms
         text = _text_or_null
         source_json = (
@@ -192,10 +189,17 @@ class TableEvents:
         )
         return (f'{{"before":{self._encode_row(before_row)},"after":{self._encode_row(after_row)},'
                 f'"source":{source_json},"op":{string_json(op)},"ts_ms":{now_ns // 1_000_000},'
-                f'"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":null}}')
+                f'"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":{_block_json(transaction)}}}')
 
 
 _INTS = ("int8", "int16", "int32", "int64")
+
+
+def _block_json(block: dict | None) -> str:
+    if block is None:
+        return "null"
+    return (f'{{"id":{string_json(block["id"])},"total_order":{int(block["total_order"])},'
+            f'"data_collection_order":{int(block["data_collection_order"])}}}')
 
 
 def _text_or_null(value: str | None) -> str:

@@ -26,6 +26,7 @@ from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
 from connectors.events import schema as s
+from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
 from connectors.mysql import types
 from connectors.mysql.binlog import (
@@ -35,6 +36,7 @@ from connectors.mysql.binlog import (
     RowChange,
     SchemaStatement,
     TableSchema,
+    TransactionCommit,
 )
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
@@ -89,9 +91,12 @@ class JsonColumns:
 class MySqlEventBuilder:
     """Binlog changes (and snapshot rows) → Debezium MySQL/MariaDB events. One per thread."""
 
-    def __init__(self, config: MySqlConfig, json_columns: JsonColumns):
+    def __init__(self, config: MySqlConfig, json_columns: JsonColumns, transaction_state: dict | None = None):
         self.config = config
         self.json_columns = json_columns
+        self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas_enable,
+                                                 config.value_schemas_enable, transaction_state)
+                             if config.provide_transaction_metadata else None)
         self._tables: dict[TableSchema, TableEvents] = {}
         self._skipped = frozenset(config.skipped_operations)
         self.schema_changes = SchemaChanges(config) if config.include_schema_changes else None
@@ -112,14 +117,23 @@ class MySqlEventBuilder:
             source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
                                 change.pos, change.row, "false", change.gtid, change.thread,
                                 change.query if self.config.include_query else None)
-            return change.op, self.table_events(schema).messages(change.op, change.before, change.after, source)
+            if self.transactions is None:
+                return change.op, self.table_events(schema).messages(change.op, change.before, change.after, source)
+            # Debezium's id: the GTID, or where the transaction starts in the binlog when GTIDs are off
+            start = change.position
+            block = self.transactions.block(change.gtid or f"{start.file}:{start.pos}",
+                                            f"{schema.database}.{schema.table}", change.ts_sec * 1000)
+            return change.op, [*self.transactions.take(), *self.table_events(schema).messages(
+                change.op, change.before, change.after, source, block)]
         if type(change) is SchemaStatement:
             self.json_columns.forget(change.database)
             self._tables.clear()
             if self.schema_changes is None:
                 return None, []
             return None, self.schema_changes.messages(change)
-        return None, []  # a transaction's commit: moves the position only
+        if type(change) is TransactionCommit and self.transactions is not None:
+            return None, self.transactions.end(change.ts_sec * 1000)
+        return None, []  # a transaction's commit (or a heartbeat): moves the position only
 
     def describe(self, change: Any) -> ChangeSummary:
         position = change.position.to_offset()
@@ -149,7 +163,7 @@ class MySqlEventBuilder:
         return [OutMessage(self.config.heartbeat_topic_name, key.encode(), value.encode())]
 
     def transaction_state(self) -> dict | None:
-        return None
+        return self.transactions.state() if self.transactions is not None else None
 
 
 _HEARTBEAT_KEY = s.struct([("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
@@ -334,7 +348,7 @@ class ServerSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> MySqlEventBuilder:
-        return MySqlEventBuilder(self.config, self.json_columns)
+        return MySqlEventBuilder(self.config, self.json_columns, transaction_state)
 
     def open_reader(self, position: MySqlPosition | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> BinlogChangeReader:

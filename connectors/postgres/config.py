@@ -28,7 +28,7 @@ CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 TYPE_PROPERTIES = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode", "interval.handling.mode",
                    "hstore.handling.mode", "money.fraction.digits", "include.unknown.datatypes")
 # Debezium PostgreSQL properties this source does not implement yet: refused by name rather than ignored.
-NOT_YET = ("column.include.list", "column.exclude.list", "message.key.columns", "provide.transaction.metadata",
+NOT_YET = ("column.include.list", "column.exclude.list", "message.key.columns",
            "signal.data.collection", "snapshot.select.statement.overrides", "snapshot.include.collection.list")
 NOT_YET_PREFIXES = ("column.mask.", "column.truncate.to.")
 
@@ -101,6 +101,10 @@ class PostgresConfig(DerivedTopicNames):
                                       "Heartbeat topic prefix.")
     tombstones_on_delete: bool = _p("tombstones.on.delete", True, values.parse_bool, "Tombstone after a delete.")
     skipped_operations: tuple[str, ...] = _p("skipped.operations", ("t",), _skipped, "Operations not emitted.")
+    provide_transaction_metadata: bool = _p("provide.transaction.metadata", False, values.parse_bool,
+                                            "BEGIN/END records and a transaction block in change events.")
+    topic_transaction: str = _p("topic.transaction", "transaction", values.parse_topic,
+                                "Suffix of the transaction metadata topic <topic.prefix>.<topic.transaction>.")
     unavailable_value_placeholder: str = _p("unavailable.value.placeholder", DEFAULT_UNAVAILABLE_VALUE,
                                             values.parse_str, "Unchanged TOASTed values.")
     schemas_enable: bool = _p("schemas.enable", False, values.parse_bool, '{"schema","payload"} form.')

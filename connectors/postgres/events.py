@@ -22,6 +22,7 @@ from connectors.core.source import ChangeSummary
 from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
 from connectors.events.schema import Field, Schema
+from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
@@ -70,13 +71,17 @@ class Table:
 
 
 class PgEventBuilder:
-    def __init__(self, config: PostgresConfig, connect_catalog, captured: TableFilter | None = None):
+    def __init__(self, config: PostgresConfig, connect_catalog, captured: TableFilter | None = None,
+                 transaction_state: dict | None = None):
         self.config = config
         self._connect_catalog = connect_catalog  # () -> an autocommit DB-API connection, opened when first needed
         self._catalog = None
         self.captured = captured or TableFilter(config)
         self.tables: dict[int, Table | None] = {}  # relation id → table (None: not captured)
         self.skipped = set(config.skipped_operations)
+        self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas,
+                                                 config.value_schemas, transaction_state)
+                             if config.provide_transaction_metadata else None)
 
     @property
     def cursor(self):
@@ -149,7 +154,7 @@ class PgEventBuilder:
 
     def _event(self, table: Table, op: str, before: dict | None, after: dict | None, source: env.SourceInfo,
                key_row: dict | None) -> OutMessage:
-        value = env.envelope_value(op, before, after, source, now_ns())
+        value = env.envelope_value(op, before, after, source, now_ns(), self._block(source))
         key = self._key(table, key_row) if key_row is not None else None
         return OutMessage(table.topic, key, encode(table.value_schema, value, self.config.value_schemas).encode())
 
@@ -162,7 +167,23 @@ class PgEventBuilder:
         row = table.rows.value(values)
         return self._event(table, "r", None, row, source, row)
 
+    def _block(self, source: env.SourceInfo) -> dict | None:
+        """The event's `transaction` block: `<txId>:<commit LSN>` (snapshot reads have none)."""
+        if self.transactions is None or source.snapshot != "false":
+            return None
+        return self.transactions.block(f"{source.tx_id}:{source.lsn_commit}", f"{source.schema}.{source.table}",
+                                       source.commit_ts_us // 1000)
+
     def build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
+        built = self._build(change)
+        if self.transactions is None:
+            return built
+        if type(change.message) is p.Commit:
+            return None, self.transactions.end(change.commit_ts_us // 1000)
+        begun = self.transactions.take()  # the BEGIN goes before the transaction's first event
+        return (built[0], [*begun, *built[1]]) if begun else built
+
+    def _build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
         message = change.message
         kind = type(message)
         if kind is p.Relation:
@@ -177,7 +198,8 @@ class PgEventBuilder:
             for relation_id in message.relation_ids:
                 table = self.tables.get(relation_id)
                 if table is not None:
-                    value = env.envelope_value("t", None, None, self._source(table, change), now_ns())
+                    source = self._source(table, change)
+                    value = env.envelope_value("t", None, None, source, now_ns(), self._block(source))
                     out.append(OutMessage(table.topic, None,
                                           encode(table.value_schema, value, self.config.value_schemas).encode()))
             return ("t", out) if out else None
@@ -244,7 +266,7 @@ class PgEventBuilder:
         return [OutMessage(self.config.heartbeat_topic_name, key_text.encode(), value_text.encode())]
 
     def transaction_state(self) -> dict | None:
-        return None
+        return self.transactions.state() if self.transactions is not None else None
 
 
 _HEARTBEAT_KEY = s.struct([Field("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")

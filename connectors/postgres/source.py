@@ -242,7 +242,7 @@ class SlotSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> PgEventBuilder:
-        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn))
+        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn), transaction_state=transaction_state)
 
     def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> WalReader:

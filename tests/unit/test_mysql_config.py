@@ -32,7 +32,7 @@ def test_defaults_are_debeziums():
     ("bigint.unsigned.handling.mode", "big"), ("binary.handling.mode", "raw"), ("skipped.operations", "x"),
     ("tombstones.on.delete", "maybe"), ("max.batch.size", "0"), ("table.include.list", "a[("),
     ("message.key.columns", "db.t"), ("heartbeat.interval.ms", "-1"), ("topic.prefix", "bad topic"),
-    ("provide.transaction.metadata", "true"), ("no.such.property", "1"),
+    ("provide.transaction.metadata", "maybe"), ("topic.transaction", "bad topic"), ("no.such.property", "1"),
 ])
 def test_invalid_values_name_their_property(prop, value):
     found = problems(**{prop: value})

@@ -59,3 +59,14 @@ def test_columns_masks_truncation_and_key_columns():
     message = built.messages("c", None, ROW, SOURCE)[0]
     assert json.loads(message.value)["after"] == {"id": 7, "email": "some", "secret": "****"}
     assert json.loads(message.key) == {"email": "some"}
+
+
+def test_transaction_block_is_written_as_json_converter_writes_it():
+    from connectors.events import json_converter
+
+    built = events()
+    block = {"id": "0-1-9", "total_order": 3, "data_collection_order": 2}
+    row = built.row(ROW)
+    fast = built.encode_value("u", row, row, SOURCE, 123456789, block)
+    assert fast == json_converter.value_json(built.value_schema, built.value("u", row, row, SOURCE, 123456789, block))
+    assert json.loads(built.messages("c", None, ROW, SOURCE, block)[0].value)["payload"]["transaction"] == block
