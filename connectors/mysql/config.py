@@ -13,6 +13,7 @@ from typing import Any
 
 from connectors import config_values as values
 from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
+from connectors.core import columns
 from connectors.core.config import DerivedTopicNames
 from connectors.mysql.connection import ConnectionSettings
 from connectors.mysql.snapshot import LOCKING_MODES
@@ -56,22 +57,6 @@ def _ops(raw: Any) -> tuple[str, ...]:
     return items
 
 
-def _key_columns(raw: Any) -> dict[str, tuple[str, ...]]:
-    """`message.key.columns`: `<db>.<table>:<col>,<col>;<db>.<table>:<col>` (table part a regex)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for part in str(raw).split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        table, sep, columns = part.partition(":")
-        names = tuple(c.strip() for c in columns.split(",") if c.strip())
-        if not sep or not table.strip() or not names:
-            raise ValueError(f"expected <database>.<table>:<column>,<column>;…, got {part!r}")
-        values.compile_pattern(table.strip())
-        out[table.strip()] = names
-    return out
-
-
 _POSITIVE = values.int_at_least(1)
 _NON_NEGATIVE = values.int_at_least(0)
 
@@ -91,7 +76,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "table.exclude.list": ("table_exclude", (), values.parse_regex_list),
     "column.include.list": ("column_include", (), values.parse_regex_list),
     "column.exclude.list": ("column_exclude", (), values.parse_regex_list),
-    "message.key.columns": ("message_key_columns", {}, _key_columns),
+    "message.key.columns": ("message_key_columns", {}, columns.parse_key_columns),
     "snapshot.mode": ("snapshot_mode", "initial", _choice(SNAPSHOT_MODES)),
     "snapshot.locking.mode": ("snapshot_locking_mode", "minimal", _choice(LOCKING_MODES)),
     "snapshot.max.threads": ("snapshot_max_threads", 1, _POSITIVE),
@@ -138,8 +123,6 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
 # accepted by name, refused when set: what this connector does not do yet
 NOT_YET = {"signal.data.collection": "signal_data_collection"}
 REQUIRED = ("name", "database.hostname", "database.user", "database.server.id", "topic.prefix")
-_MASK = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")
-_TRUNCATE = re.compile(r"^column\.truncate\.to\.(\d+)\.chars$")
 # accepted and passed over: Kafka Connect's own keys
 _IGNORED = ("tasks.max", "key.converter", "value.converter", "transforms", "errors.", "producer.", "consumer.")
 
@@ -218,16 +201,17 @@ class MySqlConfig(DerivedTopicNames):
                     shown = "***" if prop == "database.password" else raw
                     problems.append(Problem(prop, f"{prop}={shown!r}: {error}"))
                 continue
-            special = _MASK.match(prop) or _TRUNCATE.match(prop)
+            special = columns.length_rule(prop)
             if special:
                 try:
                     patterns = values.parse_regex_list(raw)
                 except ValueError as error:
                     problems.append(Problem(prop, f"{prop}: {error}"))
                     continue
-                target = masks if prop.startswith("column.mask") else truncates
+                kind, length = special
+                target = masks if kind == "mask" else truncates
                 for pattern in patterns:
-                    target[pattern] = int(special.group(1))
+                    target[pattern] = length
                 continue
             if prop.startswith(_IGNORED):
                 continue
@@ -282,11 +266,13 @@ class MySqlConfig(DerivedTopicNames):
             return any(re.fullmatch(p, name) for p in self.table_include)
         return not any(re.fullmatch(p, name) for p in self.table_exclude)
 
+    @property
+    def column_rules(self) -> columns.ColumnRules:
+        return columns.ColumnRules(self.column_include, self.column_exclude, self.column_masks, self.column_truncates,
+                                   self.message_key_columns)
+
     def captures_column(self, database: str, table: str, column: str) -> bool:
-        name = f"{database}.{table}.{column}"
-        if self.column_include:
-            return any(re.fullmatch(p, name) for p in self.column_include)
-        return not any(re.fullmatch(p, name) for p in self.column_exclude)
+        return self.column_rules.captures(f"{database}.{table}.{column}")
 
     def captures_gtid(self, gtid: str | None) -> bool:
         """gtid.source.includes/excludes: the GTID's source (MySQL: the server UUID; MariaDB: `domain-server`)."""
@@ -298,8 +284,4 @@ class MySqlConfig(DerivedTopicNames):
         return not any(re.fullmatch(p, source) for p in self.gtid_source_excludes)
 
     def key_columns(self, database: str, table: str) -> tuple[str, ...] | None:
-        name = f"{database}.{table}"
-        for pattern, columns in self.message_key_columns.items():
-            if re.fullmatch(pattern, name):
-                return columns
-        return None
+        return self.column_rules.key_for(f"{database}.{table}")

@@ -7,7 +7,6 @@ Topic `<prefix>.<database>.<table>`; key struct `….Key` of the primary key (or
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -82,27 +81,26 @@ class TableEvents:
             mapping(c, options, declared_json=c.name in json_columns)
             for c in table.columns if config.captures_column(table.database, table.table, c.name)
         ]
-        masks = _per_column(config.column_masks, table)
-        truncates = _per_column(config.column_truncates, table)
+        rules = config.column_rules
         fields = []
         self.converters = []
         for m in self.columns:
             field_schema = s.primitive(m.schema.type, optional=m.schema.optional, name=m.schema.name,
                                        version=m.schema.version, parameters=m.schema.parameters or None)
             convert = m.value
-            if m.column.name in masks and m.schema.type == "string":
-                field_schema = s.string(optional=m.schema.optional)
-                convert = _masker(masks[m.column.name])
-            elif m.column.name in truncates and m.schema.type == "string":
-                convert = _truncater(m.value, truncates[m.column.name])
+            if m.schema.type == "string":
+                qualified = f"{table.database}.{table.table}.{m.column.name}"
+                if rules.mask_length(qualified) is not None:
+                    field_schema = s.string(optional=m.schema.optional)
+                convert = rules.string_converter(qualified, convert)
             fields.append(Field(m.column.name, field_schema))
             self.converters.append((m.column.name, convert))
-        key_names = config.key_columns(table.database, table.table) or table.primary_key
+        key_names = rules.key_of(f"{table.database}.{table.table}", [f.name for f in fields]) or table.primary_key
         by_name = {f.name: f for f in fields}
         missing = [k for k in key_names if k not in by_name]
         if missing:
-            raise ConnectorError(f"message.key.columns names {missing} in {table.database}.{table.table}, which has "
-                                 "no such captured column")
+            raise ConnectorError(f"the primary key of {table.database}.{table.table} has {', '.join(missing)}, which "
+                                 "column.include/exclude.list leave out: capture it or set message.key.columns")
         self.key_names = tuple(key_names)
         self.key_schema = (s.struct([Field(k, by_name[k].schema.as_required()) for k in key_names],
                                     name=f"{self.topic}.Key") if key_names else None)
@@ -225,24 +223,3 @@ def _encoder(schema: Schema):
             return json_converter.value_json(schema, value)
         return text
     return lambda value: json_converter.value_json(schema, value)
-
-
-def _per_column(patterns: dict[str, int], table: TableSchema) -> dict[str, int]:
-    out = {}
-    for column in table.columns:
-        name = f"{table.database}.{table.table}.{column.name}"
-        for pattern, n in patterns.items():
-            if re.fullmatch(pattern, name):
-                out[column.name] = n
-    return out
-
-
-def _masker(n: int):
-    return lambda raw: None if raw is None else "*" * n
-
-
-def _truncater(convert, n: int):
-    def truncate(raw):
-        value = convert(raw)
-        return value[:n] if isinstance(value, str) else value
-    return truncate

@@ -103,7 +103,8 @@ class MySqlSnapshotReader:
         return schema
 
     def _key(self, schema: TableSchema) -> tuple[str, ...]:
-        key = self.config.key_columns(schema.database, schema.table) or schema.primary_key
+        named = self.config.column_rules.key_of(f"{schema.database}.{schema.table}", [c.name for c in schema.columns])
+        key = named or schema.primary_key
         by_name = {c.name: c for c in schema.columns}
         if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
             return ()

@@ -16,6 +16,7 @@ from typing import Any
 
 from connectors import config_values as values
 from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
+from connectors.core import columns
 from connectors.core.config import DerivedTopicNames
 from connectors.postgres.publication import AUTOCREATE_MODES
 from connectors.postgres.rows import DEFAULT_UNAVAILABLE_VALUE
@@ -28,9 +29,8 @@ CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 TYPE_PROPERTIES = ("decimal.handling.mode", "time.precision.mode", "binary.handling.mode", "interval.handling.mode",
                    "hstore.handling.mode", "money.fraction.digits", "include.unknown.datatypes")
 # Debezium PostgreSQL properties this source does not implement yet: refused by name rather than ignored.
-NOT_YET = ("column.include.list", "column.exclude.list", "message.key.columns",
-           "signal.data.collection", "snapshot.select.statement.overrides", "snapshot.include.collection.list")
-NOT_YET_PREFIXES = ("column.mask.", "column.truncate.to.")
+NOT_YET = ("signal.data.collection", "snapshot.select.statement.overrides", "snapshot.include.collection.list")
+NOT_YET_PREFIXES = ("column.mask.hash.",)
 
 
 def _choice(*allowed: str) -> Callable[[Any], str]:
@@ -88,6 +88,14 @@ class PostgresConfig(DerivedTopicNames):
                                              "<schema>.<table> regexes.")
     table_exclude_list: tuple[str, ...] = _p("table.exclude.list", (), values.parse_regex_list,
                                              "<schema>.<table> regexes.")
+    column_include_list: tuple[str, ...] = _p("column.include.list", (), values.parse_regex_list,
+                                              "<schema>.<table>.<column> regexes of the columns captured.")
+    column_exclude_list: tuple[str, ...] = _p("column.exclude.list", (), values.parse_regex_list,
+                                              "<schema>.<table>.<column> regexes of the columns left out.")
+    message_key_columns: dict | None = _p("message.key.columns", None, columns.parse_key_columns,
+                                   "<schema>.<table regex>:<column>,…;… the key's columns, instead of the primary key.")
+    column_masks: dict = field(default_factory=dict, metadata={"property": None})  # column regex -> '*' count
+    column_truncates: dict = field(default_factory=dict, metadata={"property": None})  # column regex -> length
     snapshot_mode: SnapshotMode = _p("snapshot.mode", SnapshotMode.INITIAL, _snapshot_mode,
                                      "initial, initial_only, no_data/never, when_needed, always.")
     snapshot_max_threads: int = _p("snapshot.max.threads", 1, _POSITIVE, "Threads reading snapshot chunks.")
@@ -143,6 +151,11 @@ class PostgresConfig(DerivedTopicNames):
         return cls(**parsed)
 
     # -- what the engine derives --------------------------------------------------------------------------------
+
+    @property
+    def column_rules(self) -> columns.ColumnRules:
+        return columns.ColumnRules(self.column_include_list, self.column_exclude_list, self.column_masks,
+                                   self.column_truncates, self.message_key_columns or {})
 
     def snapshot_filter(self, collection: str) -> None:
         return None
@@ -203,6 +216,17 @@ def _parse(props: Any) -> tuple[dict[str, Any], list[Problem]]:
             problems.append(Problem(key, f"{key}: not supported by this PostgreSQL source yet (docs/postgres.md); "
                                          "remove it"))
             continue
+        length_rule = columns.length_rule(key)
+        if length_rule is not None:
+            kind, length = length_rule
+            try:
+                patterns = values.parse_regex_list(raw)
+            except ValueError as error:
+                problems.append(Problem(key, f"{key}: {error}"))
+                continue
+            target = parsed.setdefault("column_masks" if kind == "mask" else "column_truncates", {})
+            target.update(dict.fromkeys(patterns, length))
+            continue
         spec = _FIELDS.get(key)
         if spec is None:
             close = difflib.get_close_matches(key, KNOWN_PROPERTIES, n=1, cutoff=0.75)
@@ -222,4 +246,7 @@ def _parse(props: Any) -> tuple[dict[str, Any], list[Problem]]:
     for name in REQUIRED:
         if _FIELDS[name].name not in parsed:
             problems.append(Problem(name, f"{name} is required"))
+    if "column_include_list" in parsed and "column_exclude_list" in parsed:
+        problems.append(Problem("column.exclude.list", "column.include.list and column.exclude.list cannot both be "
+                                                       "set; keep one"))
     return parsed, problems

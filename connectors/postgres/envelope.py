@@ -53,8 +53,10 @@ def transaction_block_schema() -> Schema:
     )
 
 
-def key_schema(prefix: str, schema: str, table: str, key_fields: Sequence[Field]) -> Schema:
-    return s.struct([Field(f.name, f.schema.as_required()) for f in key_fields],
+def key_schema(prefix: str, schema: str, table: str, key_fields: Sequence[Field], required: bool = True) -> Schema:
+    """A primary key's fields are required; `required=False` keeps the fields' own optionality (the columns of
+    message.key.columns, which may be nullable, as Debezium's key schema says)."""
+    return s.struct([Field(f.name, f.schema.as_required() if required else f.schema) for f in key_fields],
                     name=f"{topic_name(prefix, schema, table)}.Key")
 
 

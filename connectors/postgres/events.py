@@ -128,12 +128,19 @@ class PgEventBuilder:
 
         catalog, row_columns = self._read_catalog(read)
         topic = env.topic_name(self.config.topic_prefix, schema, name)
-        rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder)
-        keyed = sorted((c for c in catalog.values() if c.primary_key_position), key=lambda c: c.primary_key_position)
+        rules = self.config.column_rules
+        rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder,
+                         rules, f"{schema}.{name}")
         fields = {f.name: f for f in rows.schema.fields}
-        key_names = [c.name for c in keyed if c.name in fields]
-        key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names])
-                      if key_names else None)
+        chosen = rules.key_of(f"{schema}.{name}", list(fields))
+        if chosen is not None:
+            key_names = list(chosen)
+        else:
+            keyed = sorted((c for c in catalog.values() if c.primary_key_position),
+                           key=lambda c: c.primary_key_position)
+            key_names = [c.name for c in keyed if c.name in fields]
+        key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names],
+                                     required=chosen is None) if key_names else None)
         zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
         table = Table(schema, name, topic, rows, key_names, key_schema,

@@ -1,9 +1,10 @@
-"""A table's row schema and the conversion of a pgoutput tuple into that row's Connect value.
-
-`RowMapper(schema_name, columns, settings)` takes the columns in table order (name, type, optional) and leaves out
-those Debezium leaves out (no mapping); `value(tuple)` converts one Insert/Update/Delete tuple. An unchanged TOASTed
-value (not sent by the server) becomes `unavailable.value.placeholder`: the placeholder text for string columns, its
-UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list for arrays of those.
+"""A table's row schema and the conversion of a pgoutput tuple into that row's Connect value. `RowMapper(schema_name,
+columns, settings)` takes the columns in table order (name, type, optional) and leaves out those Debezium leaves out
+(no mapping) and those `column.include/exclude.list` leave out, masking and truncating string columns as
+`column.mask.with.N.chars` / `column.truncate.to.N.chars` say; `value(tuple)` converts one Insert/Update/Delete
+tuple. An unchanged TOASTed value (not sent by the server) becomes `unavailable.value.placeholder`: the placeholder
+text for string columns, its UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list
+for arrays of those.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from connectors.core.columns import ColumnRules
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
@@ -33,23 +35,44 @@ class RowMapper:
         columns: Sequence[RowColumn],
         settings: TypeSettings,
         unavailable_value: str = DEFAULT_UNAVAILABLE_VALUE,
+        column_rules: ColumnRules | None = None,
+        table: str = "",
     ):
+        """`column_rules` (column.include/exclude.list, masks, truncation) apply to `<table>.<column>`."""
         self._mappings: list[tuple[int, str, ColumnMapping]] = []
+        masks: dict[str, str] = {}
         for position, column in enumerate(columns):
+            qualified = f"{table}.{column.name}"
+            if column_rules is not None and not column_rules.captures(qualified):
+                continue
             mapping = column_mapping(column.type, settings, column.optional, column.name)
-            if mapping is not None:
-                self._mappings.append((position, column.name, mapping))
+            if mapping is None:
+                continue
+            if column_rules is not None and mapping.schema.type == "string":
+                schema = mapping.schema
+                masked = column_rules.mask_length(qualified)
+                if masked is not None:
+                    schema = s.string(optional=schema.optional)  # a mask's value is no longer the logical type's
+                    masks[column.name] = "*" * masked
+                mapping = ColumnMapping(schema, column_rules.string_converter(qualified, mapping.convert))
+            self._mappings.append((position, column.name, mapping))
         self.column_count = len(columns)
         self.schema: Schema = s.struct(
             [(name, mapping.schema) for _, name, mapping in self._mappings], name=schema_name, optional=True
         )
-        self._placeholders = {
-            name: _placeholder(mapping.schema, unavailable_value) for _, name, mapping in self._mappings
-        }
+        # a masked column shows its mask even when the server did not send the value (nothing to hide, but the
+        # column always reads masked); a truncated one keeps the whole placeholder, which a cut one would not be
+        self._placeholders = {name: masks.get(name, _placeholder(mapping.schema, unavailable_value))
+                              for _, name, mapping in self._mappings}
 
     @property
     def column_names(self) -> list[str]:
         return [name for _, name, _ in self._mappings]
+
+    @property
+    def positions(self) -> frozenset[int]:
+        """The positions (in `columns`) whose values make the row: the others are never looked at."""
+        return frozenset(position for position, _, _ in self._mappings)
 
     def value(self, values: Sequence) -> dict:
         if len(values) != self.column_count:

@@ -192,7 +192,9 @@ class PgSnapshotReader:
         table = builder.table(relation_id, schema, name)
         if table is None:
             return [], 0
-        columns = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.columns)
+        read = table.rows.positions  # a column left out (column.exclude.list, unmapped type) is not read
+        columns = sql.SQL(", ").join(sql.Identifier(c.name) if i in read else sql.SQL("NULL")
+                                     for i, c in enumerate(table.columns))
         where, params = self._range(chunk.namespace, chunk)
         query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(schema), sql.Identifier(name)) + where
         messages: list[OutMessage] = []

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from pymysqlreplication.constants import FIELD_TYPE
 
+from connectors.core.errors import ConnectorError
 from connectors.mysql.binlog import ColumnInfo, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import SourceInfo, TableEvents
@@ -70,3 +72,16 @@ def test_transaction_block_is_written_as_json_converter_writes_it():
     fast = built.encode_value("u", row, row, SOURCE, 123456789, block)
     assert fast == json_converter.value_json(built.value_schema, built.value("u", row, row, SOURCE, 123456789, block))
     assert json.loads(built.messages("c", None, ROW, SOURCE, block)[0].value)["payload"]["transaction"] == block
+
+
+def test_column_rules_are_case_insensitive_and_key_columns_are_checked():
+    """The rules shared with PostgreSQL (connectors/core/columns.py): whole-name case-insensitive regexes."""
+    built = events(**{"column.exclude.list": r"SHOP\.users\.TEAM", "message.key.columns": r"shop\.USERS:Email,ID",
+                      "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"})
+    message = built.messages("c", None, ROW, SOURCE)[0]
+    assert json.loads(message.value)["after"] == {"id": 7, "email": "someone@example.com", "secret": "hunter2"}
+    assert json.loads(message.key) == {"email": "someone@example.com", "id": 7}
+    with pytest.raises(ConnectorError, match="message.key.columns names nickname for shop.users"):
+        events(**{"message.key.columns": r"shop\.users:nickname"})
+    with pytest.raises(ConnectorError, match="primary key of shop.users has id"):
+        events(**{"column.exclude.list": r"shop\.users\.id"})
