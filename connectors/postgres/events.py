@@ -45,9 +45,12 @@ class TableFilter:
         self.schema_exclude = [re.compile(x) for x in config.schema_exclude_list]
         self.table_include = [re.compile(x) for x in config.table_include_list]
         self.table_exclude = [re.compile(x) for x in config.table_exclude_list]
+        self.signal = config.signal_data_collection  # published for its signals and watermarks, never captured
 
     def __call__(self, schema: str, table: str) -> bool:
         name = f"{schema}.{table}"
+        if name == self.signal:
+            return False
         if self.schema_include and not any(r.fullmatch(schema) for r in self.schema_include):
             return False
         if any(r.fullmatch(schema) for r in self.schema_exclude):

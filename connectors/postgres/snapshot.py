@@ -100,33 +100,9 @@ class PgSnapshotReader:
             return [f"{schema}.{table}" for schema, table in cursor.fetchall() if captured(schema, table)]
 
     def plan(self, collection: str, chunk_size: int) -> Plan:
-        """Primary-key ranges of about `chunk_size` rows, found in the exported snapshot (one index scan); a table
-        without a primary key is one chunk. Boundaries are the key columns' text, compared as row values."""
+        """Primary-key ranges of about `chunk_size` rows, found in the exported snapshot (plan_table)."""
         with self._connection().cursor() as cursor:
-            cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", (_qualified(collection),))
-            row = cursor.fetchone()
-            estimated = max(0, int(row[0])) if row else 0
-            key = self.key_columns(collection)
-            if not key:
-                return Plan([None, None], estimated, "whole table (no primary key)")
-            columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
-            # aliased: ORDER BY <name> would otherwise sort by the text output column of that name
-            texts = sql.SQL(", ").join(
-                sql.SQL("{}::text AS {}").format(sql.Identifier(name), sql.Identifier(f"cdc_k{i}"))
-                for i, (name, _) in enumerate(key))
-            table = _identifier(collection)
-            cursor.execute(sql.SQL(
-                "SELECT {texts} FROM (SELECT {columns}, row_number() OVER (ORDER BY {columns}) AS cdc_rn FROM {table})"
-                " s WHERE cdc_rn % {size} = 1 ORDER BY cdc_rn").format(
-                    texts=texts, columns=columns, table=table, size=sql.Literal(chunk_size)))
-            bounds = [list(r) for r in cursor.fetchall()]
-            if not bounds:
-                return Plan([], 0, "empty")
-            cursor.execute(sql.SQL("SELECT {texts} FROM {table} ORDER BY {desc} LIMIT 1").format(
-                texts=texts, table=table,
-                desc=sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(name)) for name, _ in key)))
-            bounds.append(list(cursor.fetchone()))
-        return Plan(bounds, estimated, "primary key ranges")
+            return plan_table(cursor, collection, chunk_size, self.key_columns(collection))
 
     def key_columns(self, collection: str) -> list[tuple[str, str]]:
         """(name, type as SQL) of the table's primary key columns, in key order."""
@@ -135,27 +111,13 @@ class PgSnapshotReader:
         if known is not None:
             return known
         with self._connection().cursor() as cursor:
-            cursor.execute("""
-                SELECT a.attname, format_type(a.atttypid, a.atttypmod)
-                FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
-                WHERE i.indrelid = %s::regclass AND i.indisprimary
-                ORDER BY array_position(i.indkey::int2[], a.attnum)""", (_qualified(collection),))
-            key = [(name, type_sql) for name, type_sql in cursor.fetchall()]
+            key = primary_key(cursor, collection)
         with self._lock:
             self._keys[collection] = key
         return key
 
     def _range(self, collection: str, chunk: Chunk) -> tuple[sql.Composable, list]:
-        """The chunk's WHERE clause (and parameters) and ORDER BY."""
-        if chunk.lower is None:
-            return sql.SQL(""), []
-        key = self.key_columns(collection)
-        columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
-        values = sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(type_sql)) for _, type_sql in key)
-        upper = sql.SQL("<=") if chunk.upper_inclusive else sql.SQL("<")
-        clause = sql.SQL(" WHERE ({c}) >= ({v}) AND ({c}) {op} ({v}) ORDER BY {c}").format(
-            c=columns, v=values, op=upper)
-        return clause, [*chunk.lower, *chunk.upper]
+        return range_clause(self.key_columns(collection), chunk)
 
     # -- reading ------------------------------------------------------------------------------------------------
 
@@ -232,6 +194,59 @@ class PgSnapshotReader:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+
+
+def plan_table(cursor, collection: str, chunk_size: int, key: list[tuple[str, str]]) -> Plan:
+    """Ranges of `key` (primary_key) of about `chunk_size` rows (one index scan); a table without a primary key is
+    one chunk. Boundaries are the key columns' text, compared as row values (range_clause)."""
+    cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", (_qualified(collection),))
+    row = cursor.fetchone()
+    estimated = max(0, int(row[0])) if row else 0
+    if not key:
+        return Plan([None, None], estimated, "whole table (no primary key)")
+    columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
+    # aliased: ORDER BY <name> would otherwise sort by the text output column of that name
+    texts = sql.SQL(", ").join(
+        sql.SQL("{}::text AS {}").format(sql.Identifier(name), sql.Identifier(f"cdc_k{i}"))
+        for i, (name, _) in enumerate(key))
+    table = _identifier(collection)
+    cursor.execute(sql.SQL(
+        "SELECT {texts} FROM (SELECT {columns}, row_number() OVER (ORDER BY {columns}) AS cdc_rn FROM {table})"
+        " s WHERE cdc_rn % {size} = 1 ORDER BY cdc_rn").format(
+            texts=texts, columns=columns, table=table, size=sql.Literal(chunk_size)))
+    bounds = [list(r) for r in cursor.fetchall()]
+    if not bounds:
+        return Plan([], 0, "empty")
+    cursor.execute(sql.SQL("SELECT {texts} FROM {table} ORDER BY {desc} LIMIT 1").format(
+        texts=texts, table=table,
+        desc=sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(name)) for name, _ in key)))
+    bounds.append(list(cursor.fetchone()))
+    return Plan(bounds, estimated, "primary key ranges")
+
+
+def primary_key(cursor, collection: str) -> list[tuple[str, str]]:
+    """(name, type as SQL) of the table's primary key columns, in key order (empty: none)."""
+    cursor.execute("""
+        SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+        FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+        WHERE i.indrelid = %s::regclass AND i.indisprimary
+        ORDER BY array_position(i.indkey::int2[], a.attnum)""", (_qualified(collection),))
+    return [(name, type_sql) for name, type_sql in cursor.fetchall()]
+
+
+def range_clause(key: list[tuple[str, str]], chunk: Chunk, condition: sql.Composable | None = None,
+                 ) -> tuple[sql.Composable, list]:
+    """A chunk's WHERE clause (and parameters) and ORDER BY, with `condition` ANDed; a whole table (no key) has no
+    range."""
+    extra = sql.SQL(" AND ({})").format(condition) if condition is not None else sql.SQL("")
+    if chunk.lower is None:
+        return (sql.SQL(" WHERE ({})").format(condition) if condition is not None else sql.SQL("")), []
+    columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in key)
+    values = sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(type_sql)) for _, type_sql in key)
+    upper = sql.SQL("<=") if chunk.upper_inclusive else sql.SQL("<")
+    clause = sql.SQL(" WHERE ({c}) >= ({v}) AND ({c}) {op} ({v}){extra} ORDER BY {c}").format(
+        c=columns, v=values, op=upper, extra=extra)
+    return clause, [*chunk.lower, *chunk.upper]
 
 
 def _identifier(namespace: str) -> sql.Composable:

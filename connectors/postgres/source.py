@@ -21,12 +21,14 @@ import psycopg
 from connectors.core.errors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
+from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle
 from connectors.postgres import offsets
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder, TableFilter
+from connectors.postgres.incremental import PgWatermarks, signal_table_problem
 from connectors.postgres.pgoutput import Commit, Relation, lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.publication import (
@@ -78,6 +80,7 @@ class SlotSource:
         self._last_committed: Position | None = None
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
         self._readers: list[PgSnapshotReader] = []
+        self._watermarks: PgWatermarks | None = None
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -118,7 +121,8 @@ class SlotSource:
             captured = TableFilter(self.config)
             tables = []
             if self.config.publication_autocreate_mode == "filtered":
-                tables = [(s, t) for s, t in user_tables(cursor) if captured(s, t)]
+                signal = self.config.signal_data_collection
+                tables = [(s, t) for s, t in user_tables(cursor) if captured(s, t) or f"{s}.{t}" == signal]
             try:
                 outcome = ensure_publication(cursor, self.config.publication_name,
                                              self.config.publication_autocreate_mode, tables)
@@ -131,12 +135,18 @@ class SlotSource:
             for schema, table, why in tables_without_replica_identity(cursor, published):
                 log.warning("table %s.%s is published with %s: PostgreSQL refuses its UPDATEs and DELETEs; give it "
                             "a primary key or ALTER TABLE … REPLICA IDENTITY FULL", schema, table, why)
+            if self.config.signal_data_collection:
+                problem = signal_table_problem(cursor, self.config)
+                if problem:
+                    raise ConnectorError(problem)
         metrics.record_connected()
 
     def close(self) -> None:
         for reader in self._readers:
             reader.close()
         self._readers.clear()
+        if self._watermarks is not None:
+            self._watermarks.close()
         if self._replication is not None:
             self._replication.close()
             self._replication = None
@@ -267,8 +277,10 @@ class SlotSource:
         raise ConnectorError("a PostgreSQL snapshot is read in this process (its exported snapshot cannot be "
                              "handed to other workers)")
 
-    def incremental(self, pipeline, metrics: SnapshotMetrics) -> None:
-        return None
+    def incremental(self, pipeline, metrics: SnapshotMetrics) -> IncrementalSnapshots:
+        self._watermarks = PgWatermarks(self.config, lambda: connect_sql(self.dsn), pipeline)
+        return IncrementalSnapshots(pipeline, self._watermarks, metrics, self.config.name, self.name,
+                                    self.config.incremental_snapshot_chunk_size)
 
 
 def connect_sql(dsn: str) -> psycopg.Connection:

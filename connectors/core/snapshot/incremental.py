@@ -59,6 +59,12 @@ class StreamEvent:
     key: Any = None  # ROW: the row's key as the change has it; watermarks: the window id; SIGNAL: its id
     namespace: str | None = None  # ROW: its data collection
     signal: dict | None = None  # SIGNAL: the signal ({"id", "type", "data"})
+    old_key: Any = None  # ROW: the key the row had before a change that moved it (else None)
+
+
+# A ROW event's key when the change may touch any row of its collection (a truncate, a row of a table without a
+# key, a schema change): the rows read are no longer trustworthy, so the window's chunk is read again.
+EVERY_ROW = object()
 
 
 WATERMARK_OPEN = "open"
@@ -300,10 +306,16 @@ class IncrementalSnapshots:
         kind = event.kind
         window = self._window
         if kind == ROW:
-            if window is not None and window.opened and event.key is not None \
-                    and event.namespace == window.chunk.namespace \
-                    and window.rows.pop(self.source.row_key(event.namespace, event.key), None) is not None:
-                window.dropped += 1
+            if window is None or not window.opened or event.namespace != window.chunk.namespace:
+                return []
+            if event.key is EVERY_ROW:
+                log.debug("incremental snapshot: chunk %s changed as a whole during its window; reading it again",
+                          window.chunk.label)
+                self._window = None  # its close event no longer matches: step() opens a new window
+                return []
+            for key in (event.key, event.old_key):
+                if key is not None and window.rows.pop(self.source.row_key(event.namespace, key), None) is not None:
+                    window.dropped += 1
             return []
         if kind == WATERMARK_OPEN:
             if window is not None and event.key == window.id:
@@ -359,7 +371,7 @@ class IncrementalSnapshots:
                     per_collection[condition["data-collection"]] = self.source.parse_filter(condition.get("filter"))
                 if not collections:
                     raise ValueError("data-collections is empty")
-                self._execute([str(c) for c in collections], common, per_collection, f"signal {document.get('_id')}")
+                self._execute([str(c) for c in collections], common, per_collection, f"signal {document.get('id')}")
             elif kind == SIGNAL_STOP:
                 self._stop([str(c) for c in collections] or None)
             elif kind == SIGNAL_PAUSE:
