@@ -78,7 +78,7 @@ class SnapshotTracker:
             elif streaming and time.monotonic() - tracked.since > GRACE_SECONDS:
                 ended.append((tracked.request_id, "failed",
                                f"the pipeline did not take it up: no existing captured collection matches "
-                               f"{', '.join(tracked.collections)} (does it exist in MongoDB?)"))
+                               f"{', '.join(tracked.collections)} (does it exist in the source?)"))
         for request_id, _, _ in ended:
             self.tracked.pop(request_id, None)
         return ended

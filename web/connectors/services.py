@@ -282,22 +282,40 @@ def request_restart(connector: Connector, *, user, source: str, replica_set: str
     return ControlRequest.objects.get(pk=payload["request_id"])
 
 
+INCREMENTAL_SOURCES = (SourceKind.MONGODB, SourceKind.POSTGRES)  # sources whose pipelines take ad-hoc snapshots
+
+
 def snapshot_refusal(connector: Connector) -> str | None:
     """Why the connector's pipeline cannot take an ad-hoc incremental snapshot now; None when it can.
 
-    The same rules as the engine's (connectors.mongodb.snapshots.incremental): a signal collection the change
-    stream sees.
+    The same rules as the engine's (connectors.mongodb.snapshots.incremental, connectors.postgres.incremental): a
+    signal collection (table) the change stream sees; the engine checks a signal table itself when it takes the
+    request (and when the pipeline starts).
     """
-    if connector.source != SourceKind.MONGODB:
+    if connector.source not in INCREMENTAL_SOURCES:
         return (f"ad-hoc incremental snapshots of {connector.get_source_display()} connectors are not available yet "
-                "(docs/postgres.md, docs/mariadb.md)")
+                "(docs/mariadb.md)")
     try:
         config = engine_config(connector)
     except ConfigError as error:
         return f"the stored configuration is invalid: {error}"
     if not config.signal_data_collection:
+        if connector.source != SourceKind.MONGODB:
+            return ("incremental snapshots need signal.data.collection: a signal table (<schema>.<table> with "
+                    "columns id, type, data, in the publication) the connector writes its watermarks to; set it "
+                    "in the connector's configuration")
         return ("incremental snapshots need signal.data.collection (a <database>.<collection> the connector may "
                 "write its watermarks to); set it in the connector's configuration")
+    if connector.source == SourceKind.MONGODB:
+        unseen = _unwatched_signal_collection(config)
+        if unseen:
+            return unseen
+    if connector.desired_state != DesiredState.RUNNING:
+        return f"{connector.name} is {connector.desired_state}: a snapshot runs inside a running pipeline; resume it"
+    return None
+
+
+def _unwatched_signal_collection(config) -> str | None:
     signal = Namespace.parse(config.signal_data_collection)
     target = watch_target(config)
     if (target.scope is CaptureScope.DATABASE and target.database != signal.db) or (
@@ -306,8 +324,6 @@ def snapshot_refusal(connector: Connector) -> str | None:
         watched = target.database + (f".{target.collection}" if target.collection else "")
         return (f"incremental snapshots need the change stream to see {signal} (its watermarks come back through "
                 f"it), but the connector watches only {watched}")
-    if connector.desired_state != DesiredState.RUNNING:
-        return f"{connector.name} is {connector.desired_state}: a snapshot runs inside a running pipeline; resume it"
     return None
 
 

@@ -16,12 +16,15 @@ class Terms:
     collection: str  # "Collection"
     rows: str  # "Documents"
     mongodb: bool  # replica-set figures, cluster times and resume tokens apply
+    names: str = "<db>.<collection>"  # how a snapshot request names what it reads
+    example: str = "inventory.orders, inventory.customers"
 
 
 MONGODB_TERMS = Terms("Replica set", "Replica sets", "Collection", "Documents", True)
 TERMS = {
     SourceKind.MONGODB: MONGODB_TERMS,
-    SourceKind.POSTGRES: Terms("Database", "Databases", "Table", "Rows", False),
+    SourceKind.POSTGRES: Terms("Database", "Databases", "Table", "Rows", False, "<schema>.<table>",
+                               "public.orders, public.customers"),
     SourceKind.MYSQL: Terms("Server", "Servers", "Table", "Rows", False),
     SourceKind.MARIADB: Terms("Server", "Servers", "Table", "Rows", False),
 }

@@ -3,18 +3,21 @@ web.connectors.drafts (the engine's validator) and every problem is reported und
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from connectors.config_types import SKIPPABLE_OPERATIONS
+from connectors.config_types import SKIPPABLE_OPERATIONS, ConfigError
 from connectors.config_values import check_namespace, parse_json_query, split_list
+from connectors.postgres.events import TableFilter
+from connectors.postgres.incremental import parse_filter as parse_sql_condition
 from connectors.secrets import redact_connection_string
 from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
 from web.connectors import state as connector_state
-from web.connectors.definitions import masked_config, parts_of
+from web.connectors.definitions import engine_config, masked_config, parts_of
 from web.connectors.models import (
     AuditEntry,
     Connector,
@@ -268,9 +271,13 @@ class RestartSerializer(serializers.Serializer):
 
 class SnapshotRequestSerializer(serializers.Serializer):
     collections = serializers.ListField(child=serializers.CharField(), min_length=1,
-                                        help_text="<database>.<collection> names captured by the connector.")
-    filter = serializers.JSONField(required=False, allow_null=True,
-                                   help_text='Optional MongoDB query (object or extended JSON text), e.g. {"a": 1}.')
+                                        help_text="<database>.<collection> names captured by the connector "
+                                                  "(PostgreSQL: <schema>.<table>, or regexes of them).")
+    filter = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text='Optional. MongoDB: a query (object or extended JSON text), e.g. {"a": 1}; '
+                  "PostgreSQL: an SQL condition on the table's columns, e.g. "
+                  "\"status = 'A'\" (Debezium's additional-conditions filter).")
 
     def validate_collections(self, collections):
         from connectors.mongodb.filters import NamespaceFilter
@@ -278,6 +285,8 @@ class SnapshotRequestSerializer(serializers.Serializer):
         from web.connectors.definitions import engine_config
 
         connector = self.context["connector"]
+        if connector.source == SourceKind.POSTGRES:
+            return _captured_tables(connector, collections)
         if connector.source != SourceKind.MONGODB:
             return collections  # refused with its reason by services.snapshot_refusal (409)
         problems = []
@@ -300,10 +309,39 @@ class SnapshotRequestSerializer(serializers.Serializer):
     def validate_filter(self, value):
         if value in (None, "", {}):
             return ""
+        if self.context["connector"].source == SourceKind.POSTGRES:
+            try:
+                return parse_sql_condition(value)
+            except ValueError as error:
+                raise serializers.ValidationError(str(error)) from None
         try:
             return parse_json_query(value)
         except ValueError as error:
             raise serializers.ValidationError(f"the filter {error}") from None
+
+
+def _captured_tables(connector, tables: list[str]) -> list[str]:
+    """`tables` (<schema>.<table>, or regexes of them as Debezium's data-collections) when each may be captured."""
+    try:
+        captured = TableFilter(engine_config(connector))
+    except ConfigError:
+        return tables  # refused with its reason by services.snapshot_refusal (409)
+    problems = []
+    for name in tables:
+        schema, dot, table = name.partition(".")
+        if not dot or not schema or not table:
+            problems.append(f"{name!r} is not <schema>.<table>")
+            continue
+        try:
+            re.compile(name)
+        except re.error as error:
+            problems.append(f"{name!r} is not a regular expression: {error}")
+            continue
+        if re.escape(name) == name and not captured(schema, table):
+            problems.append(f"{name!r} is not captured by this connector (see its include/exclude lists)")
+    if problems:
+        raise serializers.ValidationError(problems)
+    return list(dict.fromkeys(tables))
 
 
 class SnapshotAcceptedSerializer(serializers.Serializer):
