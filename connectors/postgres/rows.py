@@ -1,7 +1,7 @@
 """A table's row schema and the conversion of a pgoutput tuple into that row's Connect value. `RowMapper(schema_name,
 columns, settings)` takes the columns in table order (name, type, optional) and leaves out those Debezium leaves out
-(no mapping) and those `column.include/exclude.list` leave out, masking and truncating string columns as
-`column.mask.with.N.chars` / `column.truncate.to.N.chars` say; `value(tuple)` converts one Insert/Update/Delete
+(no mapping) and those `column.include/exclude.list` leave out, masking string columns and truncating character
+ones as `column.mask.with.N.chars` / `column.truncate.to.N.chars` say; `value(tuple)` converts one Insert/Update/Delete
 tuple. An unchanged TOASTed value (not sent by the server) becomes `unavailable.value.placeholder`: the placeholder
 text for string columns, its UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list
 for arrays of those.
@@ -12,11 +12,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.core.columns import ColumnRules
+from connectors.core.columns import ColumnRules, masker, truncater
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
-from connectors.postgres.types import ColumnMapping, ColumnType, TypeMappingError, TypeSettings, column_mapping
+from connectors.postgres.types import (
+    BPCHAR,
+    CHAR,
+    NAME,
+    TEXT,
+    VARCHAR,
+    XML,
+    ColumnMapping,
+    ColumnType,
+    TypeMappingError,
+    TypeSettings,
+    column_mapping,
+)
 
 DEFAULT_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 
@@ -49,12 +61,14 @@ class RowMapper:
             if mapping is None:
                 continue
             if column_rules is not None and mapping.schema.type == "string":
-                schema = mapping.schema
                 masked = column_rules.mask_length(qualified)
-                if masked is not None:
-                    schema = s.string(optional=schema.optional)  # a mask's value is no longer the logical type's
+                length = column_rules.truncate_length(qualified)
+                if masked is not None:  # any string value (json, uuid… too): what a mask names is never sent
+                    # a mask's value is no longer the logical type's
+                    mapping = ColumnMapping(s.string(optional=mapping.schema.optional), masker(masked))
                     masks[column.name] = "*" * masked
-                mapping = ColumnMapping(schema, column_rules.string_converter(qualified, mapping.convert))
+                elif length is not None and _character(column.type):  # as Debezium's: json, uuid… stay whole
+                    mapping = ColumnMapping(mapping.schema, truncater(mapping.convert, length))
             self._mappings.append((position, column.name, mapping))
         self.column_count = len(columns)
         self.schema: Schema = s.struct(
@@ -92,6 +106,16 @@ class RowMapper:
                 except (ValueError, ArithmeticError, IndexError) as error:
                     raise TypeMappingError(f"{self.schema.name}.{name}: cannot convert {raw[:80]!r}: {error}") from None
         return row
+
+
+# the character types (JDBC CHAR, VARCHAR, SQLXML) Debezium's column.truncate.to.N.chars applies to
+_CHARACTER_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME, XML})
+
+
+def _character(column_type: ColumnType) -> bool:
+    while column_type.kind == "d" and column_type.base is not None:  # a domain: its base type
+        column_type = column_type.base
+    return column_type.oid in _CHARACTER_TYPES
 
 
 def _placeholder(schema: Schema, text: str):
