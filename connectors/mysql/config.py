@@ -47,6 +47,14 @@ def _server_id(raw: Any) -> int:
     return value
 
 
+def _database_table(raw: Any) -> str:
+    text = values.parse_str(raw).strip()
+    database, dot, table = text.partition(".")
+    if not dot or not database or not table:
+        raise ValueError(f"{text!r} is not <database>.<table>")
+    return text
+
+
 def _ops(raw: Any) -> tuple[str, ...]:
     items = tuple(i.strip().lower() for i in values.split_list(raw))
     if items == ("none",):
@@ -98,7 +106,8 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "bigint.unsigned.handling.mode": ("bigint_unsigned_handling_mode", "long",
                                       _choice(MODES["bigint.unsigned.handling.mode"])),
     "binary.handling.mode": ("binary_handling_mode", "bytes", _choice(MODES["binary.handling.mode"])),
-    "signal.data.collection": ("signal_data_collection", None, values.parse_str),
+    "signal.data.collection": ("signal_data_collection", None, _database_table),
+    "incremental.snapshot.chunk.size": ("incremental_snapshot_chunk_size", 1024, _POSITIVE),
     "skipped.operations": ("skipped_operations", ("t",), _ops),
     "tombstones.on.delete": ("tombstones_on_delete", True, values.parse_bool),
     "key.converter.schemas.enable": ("key_schemas_enable", True, values.parse_bool),
@@ -121,7 +130,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
                                               values.enum_parser(CleanupPolicy)),
 }
 # accepted by name, refused when set: what this connector does not do yet
-NOT_YET = {"signal.data.collection": "signal_data_collection"}
+NOT_YET: dict[str, str] = {}
 REQUIRED = ("name", "database.hostname", "database.user", "database.server.id", "topic.prefix")
 # accepted and passed over: Kafka Connect's own keys
 _IGNORED = ("tasks.max", "key.converter", "value.converter", "transforms", "errors.", "producer.", "consumer.")
@@ -166,6 +175,7 @@ class MySqlConfig(DerivedTopicNames):
     bigint_unsigned_handling_mode: str = "long"
     binary_handling_mode: str = "bytes"
     signal_data_collection: str | None = None
+    incremental_snapshot_chunk_size: int = 1024
     skipped_operations: tuple[str, ...] = ("t",)
     tombstones_on_delete: bool = True
     key_schemas_enable: bool = True

@@ -44,6 +44,67 @@ def _close(connection) -> None:
         pass
 
 
+def chunk_key(config: MySqlConfig, schema: TableSchema, named_keys: bool = True) -> tuple[str, ...]:
+    """The columns a table's chunks are ranges of (message.key.columns unless not `named_keys`, else the primary
+    key); () when none can be: the table is then one chunk."""
+    named = config.column_rules.key_of(f"{schema.database}.{schema.table}", [c.name for c in schema.columns]) \
+        if named_keys else None
+    key = named or schema.primary_key
+    by_name = {c.name: c for c in schema.columns}
+    if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
+        return ()
+    return key
+
+
+def plan_table(cursor, schema: TableSchema, key: tuple[str, ...], chunk_size: int) -> Plan:
+    """Ranges of `key` of `chunk_size` rows (boundaries found by index seeks); no key: the whole table."""
+    table = f"{quote(schema.database)}.{quote(schema.table)}"
+    cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 - quoted identifiers
+    count = cursor.fetchone()[0]
+    if not count:
+        return Plan([], 0, "empty")
+    if not key:
+        return Plan([None, None], count, "whole table (no chunkable primary key)")
+    columns = ", ".join(quote(k) for k in key)
+    cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {columns} LIMIT 1")  # noqa: S608
+    bounds = [list(cursor.fetchone())]
+    tuple_sql = f"({columns})"
+    marks = "(" + ", ".join(["%s"] * len(key)) + ")"
+    while True:
+        cursor.execute(f"SELECT {columns} FROM {table} WHERE {tuple_sql} > {marks} "  # noqa: S608
+                       f"ORDER BY {columns} LIMIT 1 OFFSET {chunk_size - 1}", bounds[-1])
+        row = cursor.fetchone()
+        if row is None:
+            break
+        bounds.append(list(row))
+    order = ", ".join(f"{quote(k)} DESC" for k in key)
+    cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {order} LIMIT 1")  # noqa: S608
+    bounds.append(list(cursor.fetchone()))
+    return Plan(bounds, count, f"primary key ({', '.join(key)}) ranges")
+
+
+def chunk_select(schema: TableSchema, key: tuple[str, ...], chunk: Chunk, condition: str | None = None,
+                 extra: tuple[str, ...] = ()) -> tuple[str, list]:
+    """The SELECT of a chunk's rows (every column, then `extra` expressions), ANDed with `condition`."""
+    table = f"{quote(schema.database)}.{quote(schema.table)}"
+    names = [quote(c.name) for c in schema.columns]
+    sql = f"SELECT {', '.join([*names, *extra])} FROM {table}"  # noqa: S608
+    params: list = []
+    where = []
+    if key:
+        columns = "(" + ", ".join(quote(k) for k in key) + ")"
+        marks = "(" + ", ".join(["%s"] * len(key)) + ")"
+        where.append(f"{columns} >= {marks} AND {columns} {'<=' if chunk.upper_inclusive else '<'} {marks}")
+        params = [*chunk.lower, *chunk.upper]
+    if condition:
+        where.append(f"({condition})")
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    if key:
+        sql += " ORDER BY " + ", ".join(quote(k) for k in key)
+    return sql, params
+
+
 class MySqlSnapshotReader:
     def __init__(self, config: MySqlConfig):
         self.config = config
@@ -103,56 +164,19 @@ class MySqlSnapshotReader:
         return schema
 
     def _key(self, schema: TableSchema) -> tuple[str, ...]:
-        named = self.config.column_rules.key_of(f"{schema.database}.{schema.table}", [c.name for c in schema.columns])
-        key = named or schema.primary_key
-        by_name = {c.name: c for c in schema.columns}
-        if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
-            return ()
-        return key
+        return chunk_key(self.config, schema)
 
     def plan(self, collection: str, chunk_size: int) -> Plan:
         with self._lock:
             schema = self._schema(collection)
-            key = self._key(schema)
-            table = f"{quote(schema.database)}.{quote(schema.table)}"
             with self._view().cursor() as cursor:
-                cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 - quoted identifiers
-                count = cursor.fetchone()[0]
-                if not count:
-                    return Plan([], 0, "empty")
-                if not key:
-                    return Plan([None, None], count, "whole table (no chunkable primary key)")
-                columns = ", ".join(quote(k) for k in key)
-                cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {columns} LIMIT 1")  # noqa: S608
-                bounds = [list(cursor.fetchone())]
-                tuple_sql = f"({columns})"
-                marks = "(" + ", ".join(["%s"] * len(key)) + ")"
-                while True:
-                    cursor.execute(f"SELECT {columns} FROM {table} WHERE {tuple_sql} > {marks} "  # noqa: S608
-                                   f"ORDER BY {columns} LIMIT 1 OFFSET {chunk_size - 1}", bounds[-1])
-                    row = cursor.fetchone()
-                    if row is None:
-                        break
-                    bounds.append(list(row))
-                order = ", ".join(f"{quote(k)} DESC" for k in key)
-                cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {order} LIMIT 1")  # noqa: S608
-                bounds.append(list(cursor.fetchone()))
-        return Plan(bounds, count, f"primary key ({', '.join(key)}) ranges")
+                return plan_table(cursor, schema, self._key(schema), chunk_size)
 
     def read_chunk(self, builder, chunk: Chunk, read_at, filter, mark_last: bool, stop):  # noqa: A002
         with self._lock:
             schema = self._schema(chunk.namespace)
             key = self._key(schema) if chunk.lower is not None else ()
-            table = f"{quote(schema.database)}.{quote(schema.table)}"
-            names = [c.name for c in schema.columns]
-            sql = f"SELECT {', '.join(quote(n) for n in names)} FROM {table}"  # noqa: S608
-            params: list = []
-            if key:
-                columns = "(" + ", ".join(quote(k) for k in key) + ")"
-                marks = "(" + ", ".join(["%s"] * len(key)) + ")"
-                sql += f" WHERE {columns} >= {marks} AND {columns} {'<=' if chunk.upper_inclusive else '<'} {marks}"
-                sql += " ORDER BY " + ", ".join(quote(k) for k in key)
-                params = [*chunk.lower, *chunk.upper]
+            sql, params = chunk_select(schema, key, chunk)
             connection = self._view()
             position = self._position
             with connection.cursor() as cursor:

@@ -22,6 +22,7 @@ import pymysql
 from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
+from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
@@ -42,6 +43,7 @@ from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo, TableEvents
+from connectors.mysql.incremental import MySqlWatermarks, signal_table_problem
 from connectors.mysql.position import MySqlPosition, MySqlSnapshotProgress
 from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
@@ -243,6 +245,7 @@ class ServerSource:
         self.name = partition.name
         self.json_columns = JsonColumns(config)
         self._last_committed: MySqlPosition | None = None
+        self._watermarks: MySqlWatermarks | None = None
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -313,10 +316,20 @@ class ServerSource:
         if problems:
             raise ConnectorError(f"{self.config.name}: MySQL/MariaDB at {self.config.connection.describe()} is not "
                                  "ready for change capture: " + "; ".join(p.message() for p in problems))
+        if self.config.signal_data_collection:
+            connection = connect(self.config.connection)
+            try:
+                with connection.cursor() as cursor:
+                    problem = signal_table_problem(cursor, self.config)
+            finally:
+                connection.close()
+            if problem:
+                raise ConnectorError(f"{self.config.name}: {problem}")
         metrics.record_connected()
 
     def close(self) -> None:
-        pass
+        if self._watermarks is not None:
+            self._watermarks.close()
 
     # -- where to start -----------------------------------------------------------------------------------------
 
@@ -367,8 +380,10 @@ class ServerSource:
         raise ConnectorError(f"{self.config.name}: MySQL/MariaDB snapshot chunks are read by the pipeline's own "
                              "threads (one consistent read view); they are not handed to other workers")
 
-    def incremental(self, pipeline, metrics):
-        return None
+    def incremental(self, pipeline, metrics) -> IncrementalSnapshots:
+        self._watermarks = MySqlWatermarks(self.config, pipeline)
+        return IncrementalSnapshots(pipeline, self._watermarks, metrics, self.config.name, self.name,
+                                    self.config.incremental_snapshot_chunk_size)
 
 
 class MySqlSource:
