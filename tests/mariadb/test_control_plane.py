@@ -4,19 +4,23 @@
   `database.password` encrypted and never returns it, and records the source.
 - A Celery worker, as deployed, runs the stored connector: rows inserted before and after a pause reach Kafka
   exactly once, and the partition is reported under the connector's topic prefix (the server).
+- Ad-hoc incremental snapshots: refused with a 409 without `signal.data.collection`, 400 for a table that is not
+  `<database>.<table>`; a request through the REST API is taken up by the worker's pipeline and ends `done` with
+  the filtered rows read once; the dashboard's form asks for tables.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import urllib.request
 import uuid
 
 import pytest
 from django.db import connection
 
 from tests.api_support import admin_client, no_redis  # noqa: F401 - fixtures
-from tests.integration.kafka_reading import committed_row_ids
+from tests.integration.kafka_reading import committed_row_events, committed_row_ids
 from tests.platform_processes import Platform
 
 pytestmark = [pytest.mark.integration]
@@ -56,6 +60,12 @@ def test_the_api_checks_the_server_and_keeps_the_password_secret(mariadb, mariad
     with connection.cursor() as cursor:
         cursor.execute("SELECT password FROM connectors_connector WHERE name = 'mdbapi'")
         assert password not in cursor.fetchone()[0]  # encrypted at rest
+    snapshot = admin_client.post("/api/connectors/mdbapi/snapshot/", {"collections": [f"{mariadb_db}.t"]},
+                                 format="json")
+    assert snapshot.status_code == 409, snapshot.content
+    assert "need signal.data.collection: a signal table (<database>.<table>" in snapshot.json()["detail"]
+    bad = admin_client.post("/api/connectors/mdbapi/snapshot/", {"collections": ["t"]}, format="json")
+    assert bad.status_code == 400 and "is not <database>.<table>" in json.dumps(bad.json()), bad.content
     connect_view = admin_client.get("/connect/connectors/mdbapi").json()
     assert connect_view["config"]["connector.class"] == "io.debezium.connector.mariadb.MariaDbConnector"
     assert connect_view["config"]["database.password"] != password
@@ -101,3 +111,54 @@ def test_a_celery_worker_runs_a_stored_mariadb_connector_exactly_once_across_a_p
     ids = platform.wait_for(lambda: (found := committed_row_ids(bootstrap, topic)) and len(found) >= 100 and found,
                             90, "the rows written while paused")
     assert sorted(ids) == list(range(1, 101)), "rows lost or duplicated"
+
+
+def test_an_ad_hoc_snapshot_through_the_rest_api(platform, mariadb, mariadb_db, stack, unique_name):
+    name = "mdbs" + unique_name.replace("-", "")[-10:]
+    mariadb.execute("CREATE TABLE items (id int PRIMARY KEY, label varchar(20))",
+                    "INSERT INTO items SELECT seq, 'before' FROM seq_1_to_300",
+                    "CREATE TABLE signals (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",
+                    f"GRANT INSERT, DELETE ON `{mariadb_db}`.`signals` TO '{mariadb.cdc.user}'@'%'",
+                    database=mariadb_db)
+    platform.create_connector({"name": name, "topic.prefix": name, **mariadb_properties(mariadb, mariadb_db, name),
+                               "database.password": mariadb.cdc.password, "snapshot.mode": "no_data",
+                               "signal.data.collection": f"{mariadb_db}.signals",
+                               "incremental.snapshot.chunk.size": 100, "topic.creation.default.partitions": 1})
+    platform.wait_for(lambda: platform.observed_phases(name) == {name: "streaming"}, 90, "streaming")
+    token = platform.django(
+        "from django.contrib.auth.models import Group, User\n"
+        "from rest_framework.authtoken.models import Token\n"
+        "user = User.objects.create_user('snap-operator')\n"
+        "user.groups.add(Group.objects.get(name='operator'))\n"
+        "print(Token.objects.create(user=user).key)\n").strip().splitlines()[-1]
+    base = platform.start_web()
+
+    def api(method, path, body=None):
+        request = urllib.request.Request(  # noqa: S310 - our daphne, over http
+            base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+            return response.status, json.loads(response.read())
+
+    page = platform.django(
+        "from django.test import Client\nfrom django.contrib.auth.models import User\nclient = Client()\n"
+        "client.force_login(User.objects.get(username='snap-operator'))\n"
+        f"print(client.get('/connectors/{name}/', HTTP_HOST='127.0.0.1').content.decode())")
+    assert "Snapshot tables" in page and "&lt;database&gt;.&lt;table&gt; names" in page
+    assert 'id="snapshot-refusal"' not in page
+
+    status, accepted = api("POST", f"/api/connectors/{name}/snapshot/",
+                           {"collections": [f"{mariadb_db}.items"], "filter": "id > 100"})
+    assert status == 202 and accepted["status"] == "requested", accepted
+
+    def done():
+        _, rows = api("GET", f"/api/connectors/{name}/requests/")
+        mine = [r for r in rows if r["kind"] == "snapshot" and r["id"] == accepted["request"]]
+        return mine and mine[0]["status"] in ("done", "failed") and mine[0]
+
+    ended = platform.wait_for(done, 90, "the snapshot request to end")
+    assert ended["status"] == "done", ended
+    topic, bootstrap = f"{name}.{mariadb_db}.items", stack.kafka_bootstrap
+    reads = platform.wait_for(lambda: (found := [row for op, row in committed_row_events(bootstrap, topic)
+                                                 if op == "r"]) and len(found) >= 200 and found, 60, "200 reads")
+    assert sorted(reads) == list(range(101, 301)), "rows lost or read twice"

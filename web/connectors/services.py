@@ -282,28 +282,33 @@ def request_restart(connector: Connector, *, user, source: str, replica_set: str
     return ControlRequest.objects.get(pk=payload["request_id"])
 
 
-INCREMENTAL_SOURCES = (SourceKind.MONGODB, SourceKind.POSTGRES)  # sources whose pipelines take ad-hoc snapshots
+# sources whose pipelines take ad-hoc snapshots
+INCREMENTAL_SOURCES = (SourceKind.MONGODB, SourceKind.POSTGRES, SourceKind.MYSQL, SourceKind.MARIADB)
 
 
 def snapshot_refusal(connector: Connector) -> str | None:
     """Why the connector's pipeline cannot take an ad-hoc incremental snapshot now; None when it can.
 
-    The same rules as the engine's (connectors.mongodb.snapshots.incremental, connectors.postgres.incremental): a
+    The same rules as the engine's (connectors.mongodb.snapshots.incremental, connectors.postgres.incremental,
+    connectors.mysql.incremental): a
     signal collection (table) the change stream sees; the engine checks a signal table itself when it takes the
     request (and when the pipeline starts).
     """
     if connector.source not in INCREMENTAL_SOURCES:
-        return (f"ad-hoc incremental snapshots of {connector.get_source_display()} connectors are not available yet "
-                "(docs/mariadb.md)")
+        return f"ad-hoc incremental snapshots of {connector.get_source_display()} connectors are not available"
     try:
         config = engine_config(connector)
     except ConfigError as error:
         return f"the stored configuration is invalid: {error}"
     if not config.signal_data_collection:
-        if connector.source != SourceKind.MONGODB:
+        if connector.source == SourceKind.POSTGRES:
             return ("incremental snapshots need signal.data.collection: a signal table (<schema>.<table> with "
                     "columns id, type, data, in the publication) the connector writes its watermarks to; set it "
                     "in the connector's configuration")
+        if connector.source != SourceKind.MONGODB:
+            return ("incremental snapshots need signal.data.collection: a signal table (<database>.<table> with "
+                    "columns id, type, data) the connector may INSERT its watermarks into; set it in the "
+                    "connector's configuration")
         return ("incremental snapshots need signal.data.collection (a <database>.<collection> the connector may "
                 "write its watermarks to); set it in the connector's configuration")
     if connector.source == SourceKind.MONGODB:

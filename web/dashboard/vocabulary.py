@@ -25,8 +25,10 @@ TERMS = {
     SourceKind.MONGODB: MONGODB_TERMS,
     SourceKind.POSTGRES: Terms("Database", "Databases", "Table", "Rows", False, "<schema>.<table>",
                                "public.orders, public.customers"),
-    SourceKind.MYSQL: Terms("Server", "Servers", "Table", "Rows", False),
-    SourceKind.MARIADB: Terms("Server", "Servers", "Table", "Rows", False),
+    SourceKind.MYSQL: Terms("Server", "Servers", "Table", "Rows", False, "<database>.<table>",
+                            "inventory.orders, inventory.customers"),
+    SourceKind.MARIADB: Terms("Server", "Servers", "Table", "Rows", False, "<database>.<table>",
+                              "inventory.orders, inventory.customers"),
 }
 
 

@@ -272,11 +272,12 @@ class RestartSerializer(serializers.Serializer):
 class SnapshotRequestSerializer(serializers.Serializer):
     collections = serializers.ListField(child=serializers.CharField(), min_length=1,
                                         help_text="<database>.<collection> names captured by the connector "
-                                                  "(PostgreSQL: <schema>.<table>, or regexes of them).")
+                                                  "(PostgreSQL: <schema>.<table>, MySQL/MariaDB: "
+                                                  "<database>.<table>, or regexes of them).")
     filter = serializers.JSONField(
         required=False, allow_null=True,
         help_text='Optional. MongoDB: a query (object or extended JSON text), e.g. {"a": 1}; '
-                  "PostgreSQL: an SQL condition on the table's columns, e.g. "
+                  "PostgreSQL, MySQL/MariaDB: an SQL condition on the table's columns, e.g. "
                   "\"status = 'A'\" (Debezium's additional-conditions filter).")
 
     def validate_collections(self, collections):
@@ -285,7 +286,7 @@ class SnapshotRequestSerializer(serializers.Serializer):
         from web.connectors.definitions import engine_config
 
         connector = self.context["connector"]
-        if connector.source == SourceKind.POSTGRES:
+        if connector.source in (SourceKind.POSTGRES, SourceKind.MYSQL, SourceKind.MARIADB):
             return _captured_tables(connector, collections)
         if connector.source != SourceKind.MONGODB:
             return collections  # refused with its reason by services.snapshot_refusal (409)
@@ -309,7 +310,7 @@ class SnapshotRequestSerializer(serializers.Serializer):
     def validate_filter(self, value):
         if value in (None, "", {}):
             return ""
-        if self.context["connector"].source == SourceKind.POSTGRES:
+        if self.context["connector"].source in (SourceKind.POSTGRES, SourceKind.MYSQL, SourceKind.MARIADB):
             try:
                 return parse_sql_condition(value)
             except ValueError as error:
@@ -321,16 +322,19 @@ class SnapshotRequestSerializer(serializers.Serializer):
 
 
 def _captured_tables(connector, tables: list[str]) -> list[str]:
-    """`tables` (<schema>.<table>, or regexes of them as Debezium's data-collections) when each may be captured."""
+    """`tables` (<schema>.<table> for PostgreSQL, <database>.<table> for MySQL/MariaDB, or regexes of them as
+    Debezium's data-collections) when each may be captured."""
     try:
-        captured = TableFilter(engine_config(connector))
+        config = engine_config(connector)
     except ConfigError:
         return tables  # refused with its reason by services.snapshot_refusal (409)
+    captured = TableFilter(config) if connector.source == SourceKind.POSTGRES else config.captures_table
+    what = "<schema>.<table>" if connector.source == SourceKind.POSTGRES else "<database>.<table>"
     problems = []
     for name in tables:
         schema, dot, table = name.partition(".")
         if not dot or not schema or not table:
-            problems.append(f"{name!r} is not <schema>.<table>")
+            problems.append(f"{name!r} is not {what}")
             continue
         try:
             re.compile(name)
