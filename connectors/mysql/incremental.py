@@ -132,6 +132,7 @@ class MySqlWatermarks:
         kind = type(change)
         if kind is SchemaStatement:
             reading = self._reading
+            self._schemas.clear()  # the next read takes the tables as they are now
             if reading is not None and (not change.database or reading.split(".", 1)[0] == change.database):
                 return StreamEvent(ROW, EVERY_ROW, reading)  # DDL (a truncate, a new column) on its database
             return None
@@ -195,7 +196,7 @@ class MySqlWatermarks:
         return int(row[0] or 0) if row else None
 
     def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan:
-        schema = self._schema(collection, fresh=True)
+        schema = self._schema(collection, fresh=True)  # the table as it is now
         key = chunk_key(self.config, schema, named_keys=False)
         with self.sql().cursor() as cursor:
             plan = plan_table(cursor, schema, key, chunk_size)
@@ -206,7 +207,7 @@ class MySqlWatermarks:
     def read_window(self, window_id: str, chunk: Chunk, filter: Any, snapshot_id: str,  # noqa: A002
                     read: Callable[[dict], None]) -> None:
         self.delete_stale_watermarks(window_id[:-32])  # the windows before this one (its id ends in 32 hex digits)
-        schema = self._schema(chunk.namespace, fresh=chunk.index == 0)
+        schema = self._schema(chunk.namespace)
         key = chunk_key(self.config, schema, named_keys=False) if chunk.lower is not None else ()
         identity = schema.primary_key
         chunk_id = uuid.uuid4().hex
