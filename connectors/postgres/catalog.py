@@ -4,8 +4,11 @@ psycopg 3)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from connectors.core.columns import ColumnRules
+from connectors.core.errors import ConnectorError
 from connectors.postgres.types import BUILTIN_ARRAYS, BUILTIN_NAMES, ColumnType, builtin
 
 _TYPE = """
@@ -56,3 +59,27 @@ def table_columns(cursor, relation_id: int) -> list[TableColumn]:
         TableColumn(name, describe_type(cursor, type_oid, typmod), not_null, None if pk is None else pk + 1)
         for name, type_oid, typmod, not_null, pk in rows
     ]
+
+
+_COLUMN_NAMES = """
+SELECT a.attname FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+
+
+def key_column_problems(cursor, rules: ColumnRules, tables: Iterable[tuple[str, str]]) -> list[str]:
+    """What is wrong with `message.key.columns` for these (schema, table): a named column the table does not have,
+    or does not capture (column.include/exclude.list). Found at start-up rather than at the table's first change."""
+    problems = []
+    for schema, table in tables:
+        if rules.key_for(f"{schema}.{table}") is None:
+            continue
+        cursor.execute(_COLUMN_NAMES, (schema, table))
+        captured = [name for (name,) in cursor.fetchall() if rules.captures(f"{schema}.{table}.{name}")]
+        try:
+            rules.key_of(f"{schema}.{table}", captured)
+        except ConnectorError as error:
+            problems.append(str(error))
+    return problems

@@ -4,12 +4,13 @@ form, Kafka Connect's create/validate), in bounded time, each finding naming wha
 (present under `publication.autocreate.mode=disabled`, creatable under `all_tables`: a superuser's right), and the
 tables it would publish without a replica identity (PostgreSQL refuses their UPDATEs and DELETEs once they are
 published: saving such a connector would break the application's writes, so it is refused until the table has a
-key or is left out)."""
+key or is left out), and `message.key.columns` naming a column a captured table does not have or capture."""
 
 from __future__ import annotations
 
 import psycopg
 
+from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import TableFilter
 from connectors.postgres.publication import (
@@ -35,7 +36,7 @@ def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, 
             cursor.execute(f"SET statement_timeout = {int(timeout_ms)}")
             return [*_server_problems(cursor), *_role_problems(cursor, config),
                     *_publication_problems(cursor, config), *_identity_problems(cursor, config),
-                    *_slot_problems(cursor, config)]
+                    *_slot_problems(cursor, config), *_key_column_problems(cursor, config)]
     except psycopg.Error as error:
         return [("database.user", f"reading the server's settings as {config.user!r} failed: "
                                   f"{_last_line(error)}")]
@@ -124,6 +125,15 @@ def _identity_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
         else "table.include.list"
     return [(prop, f"PostgreSQL refuses UPDATE and DELETE on published tables without a replica identity, so "
                    f"publishing {named}{more} would break the application's writes: {fix}")]
+
+
+def _key_column_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
+    if not config.message_key_columns:
+        return []
+    captured = TableFilter(config)
+    tables = [table for table in user_tables(cursor) if captured(*table)]
+    found = key_column_problems(cursor, config.column_rules, tables)
+    return [("message.key.columns", "; ".join(found))] if found else []
 
 
 def _last_line(error: Exception) -> str:

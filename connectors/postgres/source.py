@@ -26,6 +26,7 @@ from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle
 from connectors.postgres import offsets
+from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder, TableFilter
 from connectors.postgres.incremental import PgWatermarks, signal_table_problem
@@ -135,6 +136,9 @@ class SlotSource:
             for schema, table, why in tables_without_replica_identity(cursor, published):
                 log.warning("table %s.%s is published with %s: PostgreSQL refuses its UPDATEs and DELETEs; give it "
                             "a primary key or ALTER TABLE … REPLICA IDENTITY FULL", schema, table, why)
+            key_problems = key_column_problems(cursor, self.config.column_rules, published)
+            if key_problems:
+                raise ConnectorError("; ".join(key_problems))
             if self.config.signal_data_collection:
                 problem = signal_table_problem(cursor, self.config)
                 if problem:
