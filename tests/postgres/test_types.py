@@ -270,3 +270,24 @@ def test_row_mapper_skips_unmapped_columns_and_fills_unchanged_toast():
     assert json.loads(text)["blob"] == b64(b"__debezium_unavailable_value")
     with pytest.raises(TypeMappingError, match="p.public.t.Value.id: cannot convert 'x'"):
         rows.value(("x", None, None, None, None))
+
+
+def test_row_mapper_applies_the_column_rules():
+    from connectors.core.columns import ColumnRules
+
+    domain = ColumnType(90001, name="label", kind="d", base=builtin(t.TEXT))
+    columns = [RowColumn("id", builtin(t.INT4), False), RowColumn("secret", builtin(t.TEXT)),
+               RowColumn("body", builtin(t.TEXT)), RowColumn("doc", builtin(t.JSON)),
+               RowColumn("title", builtin(t.VARCHAR)), RowColumn("tag", domain), RowColumn("ref", builtin(t.UUID))]
+    rules = ColumnRules(exclude=(r"public\.t\.secret",), masks={r"public\.t\.(body|ref)": 3},
+                        truncates={r"public\.t\..*": 2})
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT, column_rules=rules, table="public.t")
+    assert rows.column_names == ["id", "body", "doc", "title", "tag", "ref"] and rows.positions == {0, 2, 3, 4, 5, 6}
+    fields = {f.name: f.schema for f in rows.schema.fields}
+    assert (fields["ref"].name, fields["doc"].name) == (None, "io.debezium.data.Json")  # a mask's schema is plain
+    uuid = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+    assert rows.value(("1", "s", "text", '{"a": 1}', "title", "tagged", uuid)) == {
+        "id": 1, "body": "***", "doc": '{"a": 1}', "title": "ti", "tag": "ta", "ref": "***"}
+    toast = rows.value(("1", None, UNCHANGED_TOAST, UNCHANGED_TOAST, UNCHANGED_TOAST, None, None))
+    assert toast == {"id": 1, "body": "***", "doc": "__debezium_unavailable_value",
+                     "title": "__debezium_unavailable_value", "tag": None, "ref": None}
