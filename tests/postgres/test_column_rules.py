@@ -222,9 +222,12 @@ def test_message_key_columns_naming_a_column_not_captured_fails_clearly(pg_db, s
     config = pg_config(pg_db, f"{name}b", **{"message.key.columns": r"public\.people:code,secret",
                                              "snapshot.mode": "no_data", "slot.name": slot})
     running = Running(config, bootstrap)
-    deadline = time.monotonic() + 60
-    while not pg_db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active", (slot,)):
-        assert time.monotonic() < deadline, "slot never became active"
+    # the slot shows (active) while it is being created, before its consistent point: a change committed then is
+    # never decoded; confirmed_flush_lsn is set once the point is reached, so what follows is streamed
+    deadline = time.monotonic() + 120
+    while not pg_db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND confirmed_flush_lsn IS NOT "
+                            "NULL", (slot,)):
+        assert time.monotonic() < deadline, "the slot never reached its consistent point"
         time.sleep(0.1)
     pg_db.execute("ALTER TABLE people DROP COLUMN secret")
     pg_db.execute("INSERT INTO people VALUES (2, 'B2')")

@@ -213,8 +213,12 @@ def test_slot_dropped_while_stopped_fails_clearly_or_resnapshots(items, stack, u
 
 
 def wait_active(db, timeout=30.0):
+    """The slot is in use and past its consistent point: a change committed from now on is streamed. (A slot being
+    created is already listed active, but what commits before its consistent point is never decoded; its
+    confirmed_flush_lsn is set once that point is reached.)"""
     deadline = time.monotonic() + timeout
-    while not db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active", (db.name,)):
+    while not db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active "
+                         "AND confirmed_flush_lsn IS NOT NULL", (db.name,)):
         assert time.monotonic() < deadline, "slot never became active"
         time.sleep(0.1)
 
