@@ -4,8 +4,9 @@
 Regexes match a whole qualified name, case-insensitively (as Debezium's): column regexes `<schema>.<table>.<column>`
 (PostgreSQL) or `<database>.<table>.<column>` (MySQL/MariaDB); `message.key.columns` is
 `<table regex>:<column>,<column>;…`, the table part matched against `<schema>.<table>` (`<database>.<table>`). A
-masked string column keeps its string schema and every value becomes N `*`; a truncated one keeps at most N
-characters. Both apply to string columns only, as Debezium's do.
+masked column's every value becomes N `*` under a plain string schema; a truncated one keeps at most N characters.
+Which columns a source masks or truncates is its own call (string-valued ones; PostgreSQL truncates only the
+character types, as Debezium does).
 """
 
 from __future__ import annotations
