@@ -377,36 +377,6 @@ def test_snapshot_in_primary_key_chunks_across_threads(pg_db, stack, unique_name
     assert markers.count("last") == 1 and set(markers) == {"true", "last"}
 
 
-def test_every_type_reads_the_same_in_the_snapshot_and_in_the_stream(pg_db, stack, unique_name):
-    """The snapshot reads rows with SELECT (text output in the same session settings as the walsender's), the stream
-    decodes pgoutput: a row of every type must give the same event schema and the same values both ways."""
-    from tests.postgres.test_types_live import DDL, ROW_1
-
-    bootstrap = stack.kafka_bootstrap
-    name = "pg" + unique_name.replace("-", "")[-12:]
-    pg_db.execute(DDL)
-    pg_db.execute(ROW_1)
-    columns = [c for (c,) in pg_db.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'all_types' ORDER BY ordinal_position")
-        if c != "id"]
-    config = pg_config(pg_db, name, **{"publication.name": "pub", "publication.autocreate.mode": "disabled",
-                                       "schemas.enable": "true"})
-    running = Running(config, bootstrap)
-    try:
-        events(bootstrap, f"{name}.public.all_types", 1)
-        listed = ", ".join(f'"{c}"' for c in columns)
-        pg_db.execute(f"INSERT INTO all_types (id, {listed}) SELECT 2, {listed} FROM all_types WHERE id = 1")  # noqa: S608
-        snapshot, streamed = payloads(events(bootstrap, f"{name}.public.all_types", 2))[:2]
-    finally:
-        running.stop()
-    assert snapshot["payload"]["op"] == "r" and streamed["payload"]["op"] == "c"
-    assert snapshot["schema"] == streamed["schema"]
-    before, after = dict(snapshot["payload"]["after"]), dict(streamed["payload"]["after"])
-    assert (before.pop("id"), after.pop("id")) == (1, 2)
-    assert len(before) > 50
-    assert before == after
-
-
 def test_heartbeats_and_the_action_query(items, stack, unique_name):
     """heartbeat.action.query writes to an unpublished table: its WAL moves the keepalive position, each heartbeat
     commits it with a record on __debezium-heartbeat.<prefix>."""
