@@ -1,12 +1,21 @@
 """Debezium's column rules of the relational sources: `column.include.list` / `column.exclude.list`,
-`column.mask.with.<N>.chars`, `column.truncate.to.<N>.chars` and `message.key.columns`.
+`column.mask.with.<N>.chars`, `column.mask.hash.[v2.]<algorithm>.with.salt.<salt>`, `column.truncate.to.<N>.chars`
+and `message.key.columns`.
 
 Regexes match a whole qualified name, case-insensitively (as Debezium's): column regexes `<schema>.<table>.<column>`
 (PostgreSQL) or `<database>.<table>.<column>` (MySQL/MariaDB); `message.key.columns` is
 `<table regex>:<column>,<column>;…`, the table part matched against `<schema>.<table>` (`<database>.<table>`). A
 masked column's every value becomes N `*` under a plain string schema; a truncated one keeps at most N characters.
 Which columns a source masks or truncates is its own call (string-valued ones; PostgreSQL truncates only the
-character types, as Debezium does).
+character types, as Debezium does). A hashed column's value becomes the lowercase hex of digest(salt + value) (v1: the
+value as Java serializes a String, v2: its UTF-8; `connectors/core/hashing.py`), cut to the column's declared length
+when it has one; only character columns are hashed (CHAR/VARCHAR/TEXT-like, as Debezium's `MaskStrings`), others
+pass unchanged. The salt is a `Secret`.
+
+A column several rules name gets one of them, the one that hides most: a `*` mask, else a hash, else a truncation.
+(Debezium applies the first rule of the list truncate, mask, hash v1, hash v2 that names the column, so there a
+broad truncation rule would leave a column a hash or mask names in clear.) Among hash rules v1's come first, then
+in the order given, as Debezium's.
 """
 
 from __future__ import annotations
@@ -16,10 +25,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.core import hashing
 from connectors.core.errors import ConnectorError
+from connectors.secrets import MASK, Secret
 
 MASK_PROPERTY = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")
 TRUNCATE_PROPERTY = re.compile(r"^column\.truncate\.to\.(\d+)\.chars$")
+HASH_PREFIX = "column.mask.hash."
+HASH_PROPERTY = re.compile(
+    r"^column\.mask\.hash\.(?P<v2>v2\.)?(?P<algorithm>[^.]+)\.with\.salt\.(?P<salt>.+)$", re.DOTALL)
 
 
 def parse_key_columns(raw: Any) -> dict[str, tuple[str, ...]]:
@@ -52,12 +66,59 @@ def length_rule(prop: str) -> tuple[str, int] | None:
 
 
 @dataclass(frozen=True)
+class ColumnHash:
+    """One `column.mask.hash[.v2].<algorithm>.with.salt.<salt>` property: its columns' values are hashed."""
+
+    algorithm: str  # Java's MessageDigest name, as given
+    salt: Secret
+    version: int  # 1 or 2
+    columns: tuple[str, ...]  # column regexes
+
+    def property_name(self, *, redact: bool = True) -> str:
+        salt = MASK if redact else self.salt.reveal()
+        return f"{HASH_PREFIX}{'v2.' if self.version == 2 else ''}{self.algorithm}.with.salt.{salt}"
+
+    def hasher(self) -> Callable[[str], str]:
+        return hashing.string_hasher(self.algorithm, self.salt.reveal(), self.version)
+
+
+def is_hash_property(prop: str) -> bool:
+    return prop.startswith(HASH_PREFIX)
+
+
+def shown_hash_property(prop: str) -> str:
+    """The property's name with its salt masked (a malformed name: masked after the prefix), for problems and logs."""
+    match = HASH_PROPERTY.match(prop)
+    if match is None:
+        return HASH_PREFIX + MASK
+    return f"{HASH_PREFIX}{match.group('v2') or ''}{match.group('algorithm')}.with.salt.{MASK}"
+
+
+def hash_rule(prop: str, patterns: tuple[str, ...]) -> ColumnHash:
+    """A `column.mask.hash.*` property (`is_hash_property`) with its column regexes (parsed by the caller); ValueError
+    when the name or the algorithm is wrong. Messages never hold the salt: the caller prefixes them with
+    `shown_hash_property(prop)`."""
+    match = HASH_PROPERTY.match(prop)
+    if match is None:
+        raise ValueError("expected column.mask.hash.<algorithm>.with.salt.<salt> or "
+                         "column.mask.hash.v2.<algorithm>.with.salt.<salt>")
+    algorithm = match.group("algorithm")
+    if hashing.digest_name(algorithm) is None:
+        raise ValueError(f"unknown hash algorithm {algorithm!r}; use a Java MessageDigest name such as SHA-256, "
+                         "SHA-512, SHA3-256 or MD5")
+    if not patterns:
+        raise ValueError("list at least one column regex to hash")
+    return ColumnHash(algorithm, Secret(match.group("salt")), 2 if match.group("v2") else 1, tuple(patterns))
+
+
+@dataclass(frozen=True)
 class ColumnRules:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     masks: Mapping[str, int] = field(default_factory=dict)  # column regex -> number of '*'
     truncates: Mapping[str, int] = field(default_factory=dict)  # column regex -> length
     key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # table regex -> columns
+    hashes: Sequence[ColumnHash] = ()
 
     def captures(self, qualified_column: str) -> bool:
         if self.include:
@@ -69,6 +130,12 @@ class ColumnRules:
 
     def truncate_length(self, qualified_column: str) -> int | None:
         return _last_match(self.truncates, qualified_column)
+
+    def hash_for(self, qualified_column: str) -> ColumnHash | None:
+        for rule in sorted(self.hashes, key=lambda rule: rule.version):  # stable: config order within a version
+            if any(_matches(p, qualified_column) for p in rule.columns):
+                return rule
+        return None
 
     def key_for(self, qualified_table: str) -> tuple[str, ...] | None:
         for pattern, columns in self.key_columns.items():
@@ -96,11 +163,16 @@ class ColumnRules:
                                  "such captured column (check the name and column.include/exclude.list)")
         return tuple(chosen)
 
-    def string_converter(self, qualified_column: str, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """`convert` with the column's mask or truncation applied (a string column's converter)."""
+    def string_converter(self, qualified_column: str, convert: Callable[[Any], Any], *, character: bool = False,
+                         length: int | None = None) -> Callable[[Any], Any]:
+        """`convert` with the column's mask, hash or truncation applied (a string column's converter). A hash applies
+        only to a `character` column and is cut to its declared `length` (None: none declared)."""
         masked = self.mask_length(qualified_column)
         if masked is not None:
             return masker(masked)
+        rule = self.hash_for(qualified_column) if character else None
+        if rule is not None:
+            return hasher(rule, convert, length)
         length = self.truncate_length(qualified_column)
         if length is not None:
             return truncater(convert, length)
@@ -129,3 +201,16 @@ def truncater(convert: Callable[[Any], Any], n: int) -> Callable[[Any], Any]:
         value = convert(raw)
         return value[:n] if isinstance(value, str) else value
     return truncate
+
+
+def hasher(rule: ColumnHash, convert: Callable[[Any], Any], length: int | None) -> Callable[[Any], Any]:
+    """`convert`, then the hash of its (string) value cut to `length` characters (None or 0: the whole hex)."""
+    hash_text = rule.hasher()
+
+    def hashed(raw):
+        value = convert(raw)
+        if not isinstance(value, str):
+            return value
+        text = hash_text(value)
+        return text[:length] if length else text
+    return hashed

@@ -17,7 +17,6 @@ the key identifies the document for partitioning and compaction.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 from bson.binary import Binary
 
 from connectors.config import ConnectorConfig, HashMask
+from connectors.core.hashing import salted_hex
 from connectors.mongodb import extjson
 from connectors.mongodb.records import Namespace, TruncatedArray, UpdateDescription
 
@@ -65,10 +65,7 @@ def hash_masker(algorithm: str, salt: str) -> Callable[[Any], Any]:
     def mask(value: Any) -> Any:
         if value is None:
             return None
-        digest = hashlib.new(algorithm)
-        digest.update(salt_bytes)
-        digest.update(_bytes_of(value))
-        return digest.hexdigest()
+        return salted_hex(algorithm, salt_bytes, _bytes_of(value))
 
     return mask
 

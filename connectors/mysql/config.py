@@ -155,6 +155,7 @@ class MySqlConfig(DerivedTopicNames):
     message_key_columns: dict = field(default_factory=dict)
     column_masks: dict = field(default_factory=dict)  # regex of <db>.<table>.<column> -> number of '*'
     column_truncates: dict = field(default_factory=dict)  # regex -> length
+    column_hashes: tuple[columns.ColumnHash, ...] = ()  # column.mask.hash.*: salts are Secrets
     snapshot_mode: str = "initial"
     snapshot_locking_mode: str = "minimal"
     snapshot_max_threads: int = 1
@@ -200,6 +201,7 @@ class MySqlConfig(DerivedTopicNames):
         kwargs: dict[str, Any] = {}
         masks: dict[str, int] = {}
         truncates: dict[str, int] = {}
+        hashes: list[columns.ColumnHash] = []
         for prop, raw in properties.items():
             if prop in PROPERTIES:
                 attribute, _, parse = PROPERTIES[prop]
@@ -210,6 +212,13 @@ class MySqlConfig(DerivedTopicNames):
                 except ValueError as error:
                     shown = "***" if prop == "database.password" else raw
                     problems.append(Problem(prop, f"{prop}={shown!r}: {error}"))
+                continue
+            if columns.is_hash_property(prop):
+                shown = columns.shown_hash_property(prop)  # the salt is a secret, even in a problem
+                try:
+                    hashes.append(columns.hash_rule(prop, values.parse_regex_list(raw)))
+                except ValueError as error:
+                    problems.append(Problem(shown, f"{shown}: {error}"))
                 continue
             special = columns.length_rule(prop)
             if special:
@@ -241,7 +250,7 @@ class MySqlConfig(DerivedTopicNames):
                                               "remove it (docs/mariadb.md lists what is left)"))
         if problems:
             raise ConfigError(problems)
-        return cls(**kwargs, column_masks=masks, column_truncates=truncates)
+        return cls(**kwargs, column_masks=masks, column_truncates=truncates, column_hashes=tuple(hashes))
 
     # -- what the engine and the source derive ------------------------------------------------------------------
 
@@ -279,7 +288,7 @@ class MySqlConfig(DerivedTopicNames):
     @property
     def column_rules(self) -> columns.ColumnRules:
         return columns.ColumnRules(self.column_include, self.column_exclude, self.column_masks, self.column_truncates,
-                                   self.message_key_columns)
+                                   self.message_key_columns, self.column_hashes)
 
     def captures_column(self, database: str, table: str, column: str) -> bool:
         return self.column_rules.captures(f"{database}.{table}.{column}")

@@ -19,7 +19,7 @@ from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.types import ColumnMapping, mapping
+from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping
 
 VERSION = "3.0.8.Final"
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
@@ -92,7 +92,9 @@ class TableEvents:
                 qualified = f"{table.database}.{table.table}.{m.column.name}"
                 if rules.mask_length(qualified) is not None:
                     field_schema = s.string(optional=m.schema.optional)
-                convert = rules.string_converter(qualified, convert)
+                character = m.schema.name is None and is_character(m.column)  # not enums, sets, JSON
+                convert = rules.string_converter(qualified, convert, character=character,
+                                                 length=declared_length(m.column))
             fields.append(Field(m.column.name, field_schema))
             self.converters.append((m.column.name, convert))
         key_names = rules.key_of(f"{table.database}.{table.table}", [f.name for f in fields]) or table.primary_key

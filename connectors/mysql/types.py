@@ -177,6 +177,25 @@ def _is_binary(column: ColumnInfo) -> bool:
     return column.charset == "binary"
 
 
+# the most bytes a character takes, by character set (others: one), to turn CHAR/VARCHAR byte lengths into n
+_BYTES_PER_CHARACTER = {"utf8mb4": 4, "utf8mb3": 3, "utf8": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4,
+                        "big5": 2, "gbk": 2, "gb2312": 2, "gb18030": 4, "sjis": 2, "cp932": 2, "ujis": 3,
+                        "eucjpms": 3, "euckr": 2}
+
+
+def is_character(column: ColumnInfo) -> bool:
+    """CHAR, VARCHAR and the TEXT types (not their binary forms): what Debezium's column.mask.hash hashes."""
+    return column.type_code in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB) \
+        and not _is_binary(column)
+
+
+def declared_length(column: ColumnInfo) -> int | None:
+    """CHAR(n) / VARCHAR(n): n (the binlog and information_schema give bytes); TEXT types: None."""
+    if column.type_code == FIELD_TYPE.BLOB or not column.max_length:
+        return None
+    return column.max_length // _BYTES_PER_CHARACTER.get((column.charset or "").lower(), 1)
+
+
 def json_columns(connection, database: str, table: str) -> set[str]:
     """Columns of a MariaDB table declared JSON (LONGTEXT with a json_valid(column) check)."""
     with connection.cursor() as cursor:

@@ -3,7 +3,7 @@
 `PostgresConfig.from_properties(props)` returns the typed configuration or raises `ConfigError` listing every
 problem at once, each naming its property; `validate(props)` returns those problems. Unknown properties, and
 Debezium properties this source does not implement yet, are refused by name (never silently ignored).
-The password is a `Secret`: `repr()` and `redacted()` never show it.
+The password and the salts of `column.mask.hash.*` are `Secret`s: `repr()` and `redacted()` never show them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ TYPE_PROPERTIES = ("decimal.handling.mode", "time.precision.mode", "binary.handl
                    "hstore.handling.mode", "money.fraction.digits", "include.unknown.datatypes")
 # Debezium PostgreSQL properties this source does not implement yet: refused by name rather than ignored.
 NOT_YET = ("snapshot.select.statement.overrides", "snapshot.include.collection.list")
-NOT_YET_PREFIXES = ("column.mask.hash.",)
 
 
 def _choice(*allowed: str) -> Callable[[Any], str]:
@@ -104,6 +103,7 @@ class PostgresConfig(DerivedTopicNames):
                                    "<schema>.<table regex>:<column>,…;… the key's columns, instead of the primary key.")
     column_masks: dict = field(default_factory=dict, metadata={"property": None})  # column regex -> '*' count
     column_truncates: dict = field(default_factory=dict, metadata={"property": None})  # column regex -> length
+    column_hashes: tuple[columns.ColumnHash, ...] = field(default=(), metadata={"property": None})
     snapshot_mode: SnapshotMode = _p("snapshot.mode", SnapshotMode.INITIAL, _snapshot_mode,
                                      "initial, initial_only, no_data/never, when_needed, always.")
     snapshot_max_threads: int = _p("snapshot.max.threads", 1, _POSITIVE, "Threads reading snapshot chunks.")
@@ -168,7 +168,7 @@ class PostgresConfig(DerivedTopicNames):
     @property
     def column_rules(self) -> columns.ColumnRules:
         return columns.ColumnRules(self.column_include_list, self.column_exclude_list, self.column_masks,
-                                   self.column_truncates, self.message_key_columns or {})
+                                   self.column_truncates, self.message_key_columns or {}, self.column_hashes)
 
     def snapshot_filter(self, collection: str) -> None:
         return None
@@ -189,6 +189,8 @@ class PostgresConfig(DerivedTopicNames):
                 continue
             value = getattr(self, spec.name)
             out[name] = MASK if isinstance(value, Secret) else getattr(value, "value", value)
+        for rule in self.column_hashes:
+            out[rule.property_name(redact=True)] = ",".join(rule.columns)
         return out
 
     def __repr__(self) -> str:
@@ -225,9 +227,18 @@ def _parse(props: Any) -> tuple[dict[str, Any], list[Problem]]:
         if key in TYPE_PROPERTIES:
             type_props[key] = raw
             continue
-        if key in NOT_YET or key.startswith(NOT_YET_PREFIXES):
+        if key in NOT_YET:
             problems.append(Problem(key, f"{key}: not supported by this PostgreSQL source yet (docs/postgres.md); "
                                          "remove it"))
+            continue
+        if columns.is_hash_property(key):
+            shown = columns.shown_hash_property(key)  # the salt is a secret, even in a problem
+            try:
+                rule = columns.hash_rule(key, values.parse_regex_list(raw))
+            except ValueError as error:
+                problems.append(Problem(shown, f"{shown}: {error}"))
+                continue
+            parsed["column_hashes"] = (*parsed.get("column_hashes", ()), rule)
             continue
         length_rule = columns.length_rule(key)
         if length_rule is not None:

@@ -1,10 +1,11 @@
 """A table's row schema and the conversion of a pgoutput tuple into that row's Connect value. `RowMapper(schema_name,
 columns, settings)` takes the columns in table order (name, type, optional) and leaves out those Debezium leaves out
-(no mapping) and those `column.include/exclude.list` leave out, masking string columns and truncating character
-ones as `column.mask.with.N.chars` / `column.truncate.to.N.chars` say; `value(tuple)` converts one Insert/Update/Delete
-tuple. An unchanged TOASTed value (not sent by the server) becomes `unavailable.value.placeholder`: the placeholder
-text for string columns, its UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list
-for arrays of those.
+(no mapping) and those `column.include/exclude.list` leave out, masking string columns, hashing character ones
+(cut to their declared length) and truncating character ones as `column.mask.with.N.chars` / `column.mask.hash.*`
+/ `column.truncate.to.N.chars` say (one rule a column, in that order); `value(tuple)` converts one
+Insert/Update/Delete tuple. An unchanged TOASTed value (not sent by the server) becomes
+`unavailable.value.placeholder`: the placeholder text for string columns (masked or hashed as the column is), its
+UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list for arrays of those.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.core.columns import ColumnRules, masker, truncater
+from connectors.core.columns import ColumnRules, hasher, masker, truncater
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
@@ -50,9 +51,9 @@ class RowMapper:
         column_rules: ColumnRules | None = None,
         table: str = "",
     ):
-        """`column_rules` (column.include/exclude.list, masks, truncation) apply to `<table>.<column>`."""
+        """`column_rules` (column.include/exclude.list, masks, hashes, truncation) apply to `<table>.<column>`."""
         self._mappings: list[tuple[int, str, ColumnMapping]] = []
-        masks: dict[str, str] = {}
+        masks: dict[str, str] = {}  # column -> what it shows for an unchanged TOASTed value
         for position, column in enumerate(columns):
             qualified = f"{table}.{column.name}"
             if column_rules is not None and not column_rules.captures(qualified):
@@ -62,11 +63,17 @@ class RowMapper:
                 continue
             if column_rules is not None and mapping.schema.type == "string":
                 masked = column_rules.mask_length(qualified)
+                hashed = column_rules.hash_for(qualified) if _hashable(column.type) else None
                 length = column_rules.truncate_length(qualified)
                 if masked is not None:  # any string value (json, uuid… too): what a mask names is never sent
                     # a mask's value is no longer the logical type's
                     mapping = ColumnMapping(s.string(optional=mapping.schema.optional), masker(masked))
                     masks[column.name] = "*" * masked
+                elif hashed is not None:
+                    hashing = hasher(hashed, mapping.convert, _declared_length(column.type))
+                    mapping = ColumnMapping(mapping.schema, hashing)
+                    # as Debezium's: the placeholder goes through the hash too (a cut or clear one would read as data)
+                    masks[column.name] = mapping.convert(unavailable_value)
                 elif length is not None and _character(column.type):  # as Debezium's: json, uuid… stay whole
                     mapping = ColumnMapping(mapping.schema, truncater(mapping.convert, length))
             self._mappings.append((position, column.name, mapping))
@@ -113,9 +120,31 @@ _CHARACTER_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME, XML})
 
 
 def _character(column_type: ColumnType) -> bool:
+    return _underlying(column_type).oid in _CHARACTER_TYPES
+
+
+# the types Debezium's column.mask.hash applies to (JDBC CHAR and VARCHAR; not SQLXML)
+_HASHED_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME})
+
+
+def _hashable(column_type: ColumnType) -> bool:
+    return _underlying(column_type).oid in _HASHED_TYPES
+
+
+def _declared_length(column_type: ColumnType) -> int | None:
+    """varchar(n) / char(n) (also through a domain): n; "char": 1; others none."""
+    column_type = _underlying(column_type)
+    if column_type.oid == CHAR:
+        return 1
+    if column_type.oid in (VARCHAR, BPCHAR) and column_type.type_modifier >= 4:
+        return column_type.type_modifier - 4  # the typmod counts the 4-byte varlena header
+    return None
+
+
+def _underlying(column_type: ColumnType) -> ColumnType:
     while column_type.kind == "d" and column_type.base is not None:  # a domain: its base type
         column_type = column_type.base
-    return column_type.oid in _CHARACTER_TYPES
+    return column_type
 
 
 def _placeholder(schema: Schema, text: str):

@@ -245,12 +245,12 @@ def test_column_rule_properties_are_checked_by_name():
     base = {"name": "x", "topic.prefix": "x", "database.hostname": "h", "database.user": "u", "database.dbname": "d"}
     problems = {p.property: p.message for p in validate({
         **base, "column.include.list": "a.b.c", "column.exclude.list": "a.b.d", "column.mask.with.3.chars": "(",
-        "message.key.columns": "public.t", "column.mask.hash.SHA-256.with.salt.x": "a.b.c"})}
+        "message.key.columns": "public.t", "column.mask.hash.SHA-257.with.salt.x": "a.b.c"})}
     assert set(problems) == {"column.exclude.list", "column.mask.with.3.chars", "message.key.columns",
-                             "column.mask.hash.SHA-256.with.salt.x"}, problems
+                             "column.mask.hash.SHA-257.with.salt.********"}, problems
     assert "cannot both be set" in problems["column.exclude.list"]
     assert "not a valid regular expression" in problems["column.mask.with.3.chars"]
     assert "<table>:<column>" in problems["message.key.columns"]
-    assert "not supported by this PostgreSQL source yet" in problems["column.mask.hash.SHA-256.with.salt.x"]
+    assert "unknown hash algorithm 'SHA-257'" in problems["column.mask.hash.SHA-257.with.salt.********"]
     assert validate({**base, "column.truncate.to.10.chars": r"public\.t\.c", "message.key.columns": "public.t:c",
                      "column.exclude.list": r"public\.t\.x"}) == []
