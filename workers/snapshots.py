@@ -2,9 +2,9 @@
 
 The pipeline's snapshot coordinator (connectors.core.snapshot) hands chunks to a `PolledChunkExecutor` whose `send`
 enqueues `workers.snapshot.read_chunk`. The task loads the connector's engine configuration (credentials
-decrypted in memory, never logged), finds the replica set and runs `run_chunk_task_json`: the chunk's events and
-its marker are committed in one transaction of the chunk's own transactional id, so a duplicate attempt is
-fenced or finds the marker and writes nothing.
+decrypted in memory, never logged) and runs its source's chunk task (workers/snapshot_sources.py: MongoDB and
+PostgreSQL): the chunk's events and its marker are committed in one transaction of the chunk's own transactional
+id, so a duplicate attempt is fenced or finds the marker and writes nothing.
 
 Messages are acknowledged when a task starts (cdcplatform/celery.py), so a worker killed mid-chunk leaves a task
 that never reports back (its result stays STARTED or PENDING). The task therefore renews a Redis heartbeat while
@@ -18,7 +18,6 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import dataclass
 
 import redis
 from celery.result import AsyncResult
@@ -32,16 +31,11 @@ from connectors.core.snapshot.executors import (
     ChunkExecutorFactory,
     ChunkTaskFailed,
     PolledChunkExecutor,
+    SnapshotContext,
     ThreadPoolChunkExecutor,
 )
-from connectors.kafka.topics import TopicAdmin
-from connectors.mongodb.client import open_client
-from connectors.mongodb.snapshots.executors import SnapshotContext, run_chunk_task_json
-from connectors.mongodb.snapshots.reader import chunk_error_retriable
-from connectors.mongodb.topology import ReplicaSet, discover
-from web.connectors.definitions import engine_config
-from web.connectors.models import Connector
 from workers import control
+from workers.snapshot_sources import chunk_source, error_retriable, forget
 
 log = logging.getLogger(__name__)
 
@@ -86,69 +80,22 @@ class Heartbeat(threading.Thread):
             pass  # it expires on its own
 
 
-@dataclass
-class _Source:
-    """What chunk tasks of one connector version and replica set share in this worker process."""
-
-    config: object
-    replica_set: ReplicaSet
-    client: object  # pymongo client, thread-safe
-    topic_admin: TopicAdmin
-
-
-_sources: dict[tuple, _Source] = {}
-_sources_lock = threading.Lock()
-
-
-def _source(connector_name: str, replica_set: str) -> tuple[tuple, _Source]:
-    connector = Connector.objects.filter(name=connector_name).first()
-    if connector is None:
-        raise ChunkTaskFailed(f"connector {connector_name!r} no longer exists", retriable=False)
-    key = (connector_name, connector.updated_at.isoformat(), replica_set)
-    with _sources_lock:
-        cached = _sources.get(key)
-    if cached is not None:
-        return key, cached
-    config = engine_config(connector)
-    matches = [rs for rs in discover(config.mongo_client_options()).replica_sets if rs.name == replica_set]
-    if not matches:
-        raise ChunkTaskFailed(f"replica set {replica_set!r} is no longer part of the deployment", retriable=False)
-    source = _Source(config, matches[0], open_client(matches[0].client_options),
-                     TopicAdmin(settings.KAFKA_BOOTSTRAP_SERVERS))
-    with _sources_lock:
-        stale = [k for k in _sources if k[0] == connector_name and k[2] == replica_set and k != key]
-        for old in stale:
-            _sources.pop(old).client.close()
-        if key in _sources:  # another thread got there first
-            source.client.close()
-            return key, _sources[key]
-        _sources[key] = source
-    return key, source
-
-
-def _forget(key: tuple | None) -> None:
-    with _sources_lock:
-        source = _sources.pop(key, None) if key is not None else None
-    if source is not None:
-        source.client.close()
-
-
 @app.task(name="workers.snapshot.read_chunk", bind=True)
 def read_chunk(self, connector_name: str, replica_set: str, task_json: str) -> dict:
-    """Reads and commits one chunk; errors come back as {"failed", "error", "retriable"} for the coordinator."""
+    """Reads and commits one chunk of the connector's partition (`replica_set`, the name it has always had in task
+    messages); errors come back as {"failed", "error", "retriable"} for the coordinator."""
     worker = self.request.hostname or socket.gethostname()
     beat = Heartbeat(control.client(), heartbeat_key(self.request.id or "eager"), worker,
                      settings.CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS)
     beat.start()
-    key = None
+    key, source = None, None
     try:
-        key, source = _source(connector_name, replica_set)
-        value = run_chunk_task_json(source.config, source.replica_set, settings.KAFKA_BOOTSTRAP_SERVERS, task_json,
-                                    client=source.client, topic_admin=source.topic_admin)
+        key, source = chunk_source(connector_name, replica_set)
+        value = source.run(task_json)
     except Exception as error:  # noqa: BLE001 - classified here, where the real exception type is known
-        retriable = chunk_error_retriable(error, remote=True)
+        retriable = error_retriable(source, error)
         if retriable:
-            _forget(key)  # a connection problem: the next task opens a new client
+            forget(key)  # a connection problem: the next task opens new connections
         message = f"{type(error).__name__}: {error}"
         log.warning("snapshot chunk task of %s/%s failed on %s (%s): %s", connector_name, replica_set, worker,
                     "will be retried" if retriable else "fatal", message)
@@ -156,8 +103,8 @@ def read_chunk(self, connector_name: str, replica_set: str, task_json: str) -> d
     finally:
         beat.stop()
         close_old_connections()
-    log.info("snapshot chunk of %s/%s: %d documents on %s%s", connector_name, replica_set, value["rows"], worker,
-             " (already committed)" if value["already_committed"] else "")
+    log.info("snapshot chunk of %s/%s: %d %s on %s%s", connector_name, replica_set, value["rows"], source.unit,
+             worker, " (already committed)" if value["already_committed"] else "")
     return {**value, "worker": worker}
 
 
@@ -240,7 +187,7 @@ def chunk_executor_factory(connector_name: str, worker: str | None) -> ChunkExec
     def factory(context: SnapshotContext) -> ChunkExecutor:
         mode = settings.CDC_SNAPSHOT_DISPATCH
         workers = snapshot_workers(worker) if mode != "threads" else []
-        name = f"{connector_name}/{context.replica_set.name}"
+        name = f"{connector_name}/{context.partition.name}"
         if mode == "threads" or (mode == "auto" and not workers):
             log.info("snapshot chunks of %s read by %d thread(s) of %s", name, context.config.snapshot_max_threads,
                      worker)
@@ -252,7 +199,7 @@ def chunk_executor_factory(connector_name: str, worker: str | None) -> ChunkExec
         heartbeat = settings.CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS
 
         def send(task_json: str) -> CeleryChunkHandle:
-            result = read_chunk.apply_async(args=[connector_name, context.replica_set.name, task_json], queue=QUEUE)
+            result = read_chunk.apply_async(args=[connector_name, context.partition.name, task_json], queue=QUEUE)
             return CeleryChunkHandle(result, redis_client, start_timeout=settings.CDC_SNAPSHOT_CHUNK_START_SECONDS,
                                      lost_after=heartbeat * LOST_AFTER_BEATS)
 

@@ -20,12 +20,13 @@ from connectors.config import ConfigError
 from connectors.core.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config
-from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus, SourceKind
+from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
 from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
 from workers.managed import ManagedPipeline
 from workers.pipeline_process import run_in_process, stop_all
 from workers.publish import publish_metrics
+from workers.snapshot_sources import CHUNK_SOURCES
 from workers.snapshots import chunk_executor_factory
 
 log = logging.getLogger(__name__)
@@ -72,9 +73,9 @@ def _pending_snapshots(connector: Connector) -> list[dict]:
 
 
 def _chunk_executor(connector: Connector, worker: str):
-    """MongoDB snapshot chunks may go to the `snapshot` queue; the relational sources read theirs in threads of the
-    pipeline's worker (their chunk tasks are not on the queue yet: docs/postgres.md, docs/mariadb.md)."""
-    if connector.source != SourceKind.MONGODB:
+    """MongoDB and PostgreSQL snapshot chunks may go to the `snapshot` queue (CDC_SNAPSHOT_DISPATCH decides when the
+    snapshot starts); MySQL/MariaDB read theirs in threads of the pipeline's worker (docs/mariadb.md)."""
+    if connector.source not in CHUNK_SOURCES:
         return None
     return chunk_executor_factory(connector.name, worker)
 

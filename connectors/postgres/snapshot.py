@@ -18,6 +18,7 @@ chunks are not read again (Debezium starts such a snapshot over).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.snapshot.executors import ChunkInterrupted
+from connectors.core.snapshot.executors import ChunkInterrupted, ChunkTask
 from connectors.core.snapshot.progress import SnapshotProgress, SnapshotStart
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
@@ -39,16 +41,39 @@ from connectors.postgres.position import Position
 from connectors.postgres.replication import SESSION_SETTINGS
 
 
+@dataclass(frozen=True)
+class ReadPoint:
+    """What every chunk of a snapshot is read at, besides its bounds (a chunk task's `read_at`): the snapshot's
+    time (`source.ts_ms` of its events), the slot's consistent point (their `source.lsn`) and the name of the
+    exported snapshot the chunks are read in, None when the snapshot resumed after its exporting connection was
+    gone (its chunks are then read in fresh REPEATABLE READ transactions)."""
+
+    ts_usec: int
+    lsn: int
+    snapshot: str | None = None
+
+    def to_json(self) -> dict:
+        return {"ts_usec": self.ts_usec, "lsn": self.lsn, "snapshot": self.snapshot}
+
+    @classmethod
+    def from_json(cls, value: dict) -> ReadPoint:
+        return cls(int(value["ts_usec"]), int(value["lsn"]), value.get("snapshot"))
+
+
 @dataclass
 class PgSnapshotProgress(SnapshotProgress):
-    """Keeps the slot's consistent point (`lsn`) and the snapshot's time (`ts_usec`) as its start."""
+    """Keeps the slot's consistent point (`lsn`) and the snapshot's time (`ts_usec`) as its start. The exported
+    snapshot's name lives only in the run that created it (never in the offset): a plan loaded from the offset is
+    a resumed snapshot, whose exported snapshot died with its connection."""
 
     lsn: int = 0
     ts_usec: int = 0
+    exported_snapshot: str | None = None
 
     def set_start(self, start: SnapshotStart) -> None:
         self.lsn = start.position.lsn_proc
-        self.ts_usec = start.read_at
+        self.ts_usec = start.read_at.ts_usec
+        self.exported_snapshot = start.read_at.snapshot
 
     def start_json(self) -> dict:
         return {"lsn": self.lsn, "ts_usec": self.ts_usec}
@@ -63,8 +88,31 @@ class PgSnapshotProgress(SnapshotProgress):
         return before(self.lsn)
 
     @property
-    def read_at(self) -> int:
-        return self.ts_usec
+    def read_at(self) -> ReadPoint:
+        return ReadPoint(self.ts_usec, self.lsn, self.exported_snapshot)
+
+
+def _task_dumps(value: dict) -> str:
+    return json.dumps({**value, "read_at": value["read_at"].to_json()})
+
+
+def _task_loads(text: str) -> dict:
+    value = json.loads(text)
+    return {**value, "read_at": ReadPoint.from_json(value["read_at"])}
+
+
+@dataclass(frozen=True)
+class PgChunkTask(ChunkTask):
+    """A chunk of a PostgreSQL snapshot; its `read_at` (a ReadPoint) names the exported snapshot to import."""
+
+    dumps = staticmethod(_task_dumps)
+    loads = staticmethod(_task_loads)
+
+
+class ExportedSnapshotGone(ConnectorError):
+    """The snapshot's exported snapshot can no longer be imported: the connection that exported it is gone (the
+    pipeline stopped, died or lost its replication connection). Not retriable by the task: only the pipeline may
+    decide to read the chunks left in a new snapshot (it resumes its plan when it starts again)."""
 
 
 def session_options() -> str:
@@ -89,7 +137,8 @@ class PgSnapshotReader:
     def capture_start(self) -> SnapshotStart:
         created = self.partition.create_slot_with_snapshot()
         self.snapshot_name, self.lsn = created.snapshot_name, created.consistent_point
-        return SnapshotStart(before(created.consistent_point), time.time_ns() // 1000)
+        read_at = ReadPoint(time.time_ns() // 1000, created.consistent_point, created.snapshot_name)
+        return SnapshotStart(before(created.consistent_point), read_at)
 
     def collections(self) -> list[str]:
         captured = TableFilter(self.config)
@@ -130,7 +179,7 @@ class PgSnapshotReader:
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             conn.read_only = True  # psycopg begins the transaction before the first statement: the import
             if self.snapshot_name is not None:
-                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(self.snapshot_name)))
+                import_snapshot(conn, self.snapshot_name)
             elif not self.lsn:
                 self.lsn = self._slot_start(conn)
             self._local.conn = conn
@@ -144,7 +193,7 @@ class PgSnapshotReader:
                            (self.config.slot_name,)).fetchone()
         return lsn_from_text(row[0]) if row and row[0] else 0
 
-    def read_chunk(self, builder: PgEventBuilder, chunk: Chunk, read_at: Any, filter: Any,  # noqa: A002
+    def read_chunk(self, builder: PgEventBuilder, chunk: Chunk, read_at: ReadPoint, filter: Any,  # noqa: A002
                    mark_last: bool, stop: threading.Event | None) -> tuple[list[OutMessage], int]:
         conn = self._connection()
         schema, name = chunk.namespace.split(".", 1)
@@ -173,11 +222,11 @@ class PgSnapshotReader:
                 if stop is not None and rows % 1024 == 0 and stop.is_set():
                     raise ChunkInterrupted(chunk.label)
                 if pending is not None:
-                    messages.append(builder.snapshot_row(table, pending, self._source(table, read_at, "true")))
+                    messages.append(builder.snapshot_row(table, pending, self._source(table, read_at.ts_usec, "true")))
                 pending = row
                 rows += 1
             if pending is not None:
-                messages.append(builder.snapshot_row(table, pending, self._source(table, read_at, marker)))
+                messages.append(builder.snapshot_row(table, pending, self._source(table, read_at.ts_usec, marker)))
         finally:
             cursor.close()
         return messages, rows
@@ -187,13 +236,31 @@ class PgSnapshotReader:
                               read_at, marker, None, self.lsn, None)
 
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
-        return error  # the exported snapshot cannot be re-imported after a failed session: fail (and start again)
+        """A chunk task that failed for a passing reason (its worker lost a connection, its task was lost) is sent
+        again: it imports the exported snapshot anew. Anything else fails the snapshot, so does every failure of a
+        thread (whose session cannot be replaced after a failure); the pipeline then starts again and resumes the
+        plan in a new snapshot."""
+        if remote and getattr(error, "retriable", False):
+            return None
+        return error
 
     def close(self) -> None:
         with self._lock:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+
+
+def import_snapshot(conn, name: str) -> None:
+    """Makes `conn`'s REPEATABLE READ transaction read in the exported snapshot `name`; ExportedSnapshotGone when
+    its exporting connection is gone (PostgreSQL: "invalid snapshot identifier")."""
+    try:
+        conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(name)))
+    except psycopg.errors.InvalidParameterValue as error:
+        raise ExportedSnapshotGone(
+            f"the exported snapshot {name} of this snapshot is gone ({str(error).strip()}): the connection that "
+            "exported it was closed; the pipeline resumes the snapshot's plan in a new snapshot when it starts "
+            "again") from None
 
 
 def plan_table(cursor, collection: str, chunk_size: int, key: list[tuple[str, str]]) -> Plan:

@@ -20,12 +20,12 @@ import psycopg
 
 from connectors.core.errors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
+from connectors.core.snapshot.executors import SnapshotContext
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle
-from connectors.postgres import offsets
+from connectors.postgres import chunk_tasks, offsets
 from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder, TableFilter
@@ -41,7 +41,7 @@ from connectors.postgres.publication import (
     user_tables,
 )
 from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated
-from connectors.postgres.snapshot import PgSnapshotProgress, PgSnapshotReader
+from connectors.postgres.snapshot import PgChunkTask, PgSnapshotProgress, PgSnapshotReader
 from connectors.postgres.stream import Acknowledger, WalChange, WalReader
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def position_after(item, previous: Position | None) -> Position | None:
 
 class SlotSource:
     progress_type = PgSnapshotProgress
-    chunk_task_type = ChunkTask
+    chunk_task_type = PgChunkTask
     commits_idle_positions = True
 
     def __init__(self, config: PostgresConfig, database: Database):
@@ -278,8 +278,7 @@ class SlotSource:
         return SnapshotContext(config, self.database, bootstrap_servers, reader, stop, metrics, self.event_builder)
 
     def self_committing_executor(self, context: SnapshotContext):
-        raise ConnectorError("a PostgreSQL snapshot is read in this process (its exported snapshot cannot be "
-                             "handed to other workers)")
+        return chunk_tasks.self_committing_executor(context)
 
     def incremental(self, pipeline, metrics: SnapshotMetrics) -> IncrementalSnapshots:
         self._watermarks = PgWatermarks(self.config, lambda: connect_sql(self.dsn), pipeline)

@@ -14,7 +14,6 @@ import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -23,12 +22,12 @@ from bson import json_util
 from bson.json_util import CANONICAL_JSON_OPTIONS
 
 from connectors.config import ConnectorConfig
-from connectors.core.snapshot.executors import ChunkInterrupted, ChunkResult, ThreadPoolChunkExecutor, result_from_json
+from connectors.core.snapshot.executors import ChunkInterrupted, ChunkResult, result_from_json
 from connectors.core.snapshot.executors import ChunkTask as CoreChunkTask
 from connectors.core.snapshot.executors import SnapshotContext as CoreContext
-from connectors.core.snapshot.markers import COMPLETED, ChunkMarkers
-from connectors.kafka.sink import TransactionalSink
-from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
+from connectors.core.snapshot.self_committing import SelfCommittingThreadExecutor as CoreSelfCommittingThreadExecutor
+from connectors.core.snapshot.self_committing import commit_chunk_once, result_json
+from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk
@@ -117,45 +116,21 @@ def log_read(task: ChunkTask, rows: int, seconds: float, where: str) -> None:
              task.chunk.label, rows, seconds, where)
 
 
-class SelfCommittingThreadExecutor(ThreadPoolChunkExecutor):
-    """Threads of the pipeline's process that commit like remote workers (own transactional id + chunk marker).
-
-    Used when resuming a snapshot whose earlier run dispatched chunks to other workers: a task of that run may
-    still be alive, and only a chunk's own transactional id fences it.
-    """
-
-    commits_itself = True
+class SelfCommittingThreadExecutor(CoreSelfCommittingThreadExecutor):
+    """The core's self-committing threads running MongoDB's chunk task on the pipeline's client."""
 
     def __init__(self, context: SnapshotContext, threads: int | None = None):
-        super().__init__(context, threads)
-        self._topic_admin = TopicAdmin(context.bootstrap_servers)
+        topic_admin = TopicAdmin(context.bootstrap_servers)
 
-    def _run(self, task: ChunkTask) -> ChunkResult:
-        if self.context.stop.is_set():
-            raise ChunkInterrupted(task.chunk.label)
-        result = run_chunk_task(self.context.config, self.context.replica_set, self.context.bootstrap_servers, task,
-                                client=self.context.client, transformer=self.builder().transformer,
-                                stop=self.context.stop,
-                                topic_admin=self._topic_admin)
-        if self.context.metrics is not None and not result.already_committed:
-            self.context.metrics.record_chunk_read()
-        return result
+        def run(task: ChunkTask, builder) -> ChunkResult:
+            return run_chunk_task(context.config, context.replica_set, context.bootstrap_servers, task,
+                                  client=context.client, transformer=builder.transformer, stop=context.stop,
+                                  topic_admin=topic_admin)
+
+        super().__init__(context, run, threads)
 
 
 # -- as a separate task ------------------------------------------------------------------------------------------
-
-
-def topic_spec_for(config: ConnectorConfig) -> Callable[[str], TopicSpec]:
-    def spec(name: str) -> TopicSpec:
-        settings = {"cleanup.policy": config.topic_creation_cleanup_policy.value}
-        return TopicSpec(name, config.topic_creation_partitions, config.topic_creation_replication_factor, settings)
-
-    return spec
-
-
-# A fresh transactional id per chunk means a fresh producer per chunk: with librdkafka's default backoffs its
-# init_transactions() often waits ~500 ms for the coordinator; short backoffs bring that to ~20-50 ms.
-CHUNK_PRODUCER_CONFIG = {"retry.backoff.ms": 20, "reconnect.backoff.ms": 10}
 
 
 def run_chunk_task(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_servers: str, task: ChunkTask, *,
@@ -169,52 +144,26 @@ def run_chunk_task(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_s
     events exactly once.
     """
     started = time.monotonic()
-    markers = ChunkMarkers(bootstrap_servers, config.offset_storage_topic)
-    topic_admin = topic_admin or TopicAdmin(bootstrap_servers)
-    topic_admin.ensure([markers.spec])
     own_client = client is None
     client = client or open_client(replica_set.client_options)
     transformer = transformer or Transformer(config, replica_set.name)
-    new_topic = topic_spec_for(config)
-    sink = TransactionalSink(
-        bootstrap_servers, config.name, f"{replica_set.name}.chunk-{task.chunk.number}",
-        offsets_topic=offsets_topic_spec(config.offset_storage_topic, config.offset_storage_partitions),
-        errors_topic=config.errors_topic_name,
-        new_topic=lambda name: markers.spec if name == markers.topic else new_topic(name),
-        too_large=config.message_too_large_policy.value,
-        producer_config=CHUNK_PRODUCER_CONFIG,
-        topic_admin=topic_admin,
-    )
-    # After a commit with an unknown outcome the sink fences its producer, then the chunk's marker tells.
-    sink.commit_check = lambda _batch: task.chunk.number in markers.load(config.name, replica_set.name,
-                                                                         task.snapshot_id)
+
+    def read() -> tuple[list, int]:
+        messages, rows = read_chunk(client, transformer, task, fetch_size=config.snapshot_fetch_size, stop=stop)
+        log_read(task, rows, time.monotonic() - started, f" (worker {multiprocessing.current_process().name})")
+        return messages, rows
+
     try:
-        with sink:  # open() fences any earlier attempt at this chunk
-            found = markers.load(config.name, replica_set.name, task.snapshot_id)
-            existing = found.get(task.chunk.number)
-            if existing is None and COMPLETED in found:
-                existing = {"rows": 0}  # a late duplicate: the snapshot completed long ago
-            if existing is not None:
-                log.info("snapshot %s: chunk %d (%s) was already committed", task.snapshot_id, task.chunk.number,
-                         task.chunk.label)
-                return ChunkResult(task, int(existing.get("rows") or 0), None, committed=True, already_committed=True,
-                                   seconds=time.monotonic() - started)
-            messages, rows = read_chunk(client, transformer, task, fetch_size=config.snapshot_fetch_size, stop=stop)
-            log_read(task, rows, time.monotonic() - started, f" (worker {multiprocessing.current_process().name})")
-            messages.append(markers.message(config.name, replica_set.name, task.snapshot_id, task.chunk.number,
-                                            rows))
-            sink.write_batch(messages)
+        return commit_chunk_once(config, replica_set.name, bootstrap_servers, task, read, topic_admin=topic_admin)
     finally:
         if own_client:
             client.close()
-    return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started)
 
 
 def run_chunk_task_json(config: ConnectorConfig, replica_set: ReplicaSet, bootstrap_servers: str, task_json: str,
                         **kwargs) -> dict:
     """`run_chunk_task` with JSON in and out: the body of a Celery chunk task."""
-    result = run_chunk_task(config, replica_set, bootstrap_servers, ChunkTask.from_json(task_json), **kwargs)
-    return {"rows": result.rows, "already_committed": result.already_committed, "seconds": result.seconds}
+    return result_json(run_chunk_task(config, replica_set, bootstrap_servers, ChunkTask.from_json(task_json), **kwargs))
 
 
 @dataclass
