@@ -1,15 +1,17 @@
 """Debezium's column rules on the PostgreSQL source, each through a real connector run (real PostgreSQL, real Kafka):
-column.include.list, column.exclude.list, column.mask.with.N.chars, column.truncate.to.N.chars and
+column.include.list, column.exclude.list, column.mask.with.N.chars, column.mask.hash.*, column.truncate.to.N.chars and
 message.key.columns apply alike to snapshot rows (op r) and streamed changes (c/u/d, before and after, unchanged
 TOASTed values), and to the key and value schemas."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 
 import pytest
 
+from connectors.core.hashing import java_serialized
 from tests.postgres.test_source import Running, events, payloads, pg_config
 
 pytestmark = [pytest.mark.integration]
@@ -155,6 +157,57 @@ def test_column_truncate_to_n_chars(pg_db, stack, unique_name):
     assert dflt[0]["payload"]["after"] == {"id": 1, "big": BIG[:5], "n": 0}
     # an unchanged TOASTed value keeps the whole placeholder: a cut one would read as data
     assert dflt[1]["payload"]["after"] == {"id": 1, "big": PLACEHOLDER, "n": 1}
+
+
+def test_column_mask_hash(pg_db, stack, unique_name):
+    bootstrap, name = stack.kafka_bootstrap, connector_name(unique_name)
+    salt1, salt2 = "s.a.l.t-ß", "other salt"
+    pg_db.execute("CREATE DOMAIN tag12 AS varchar(12)")
+    pg_db.execute("CREATE TABLE secrets (code varchar(10) PRIMARY KEY, body text, pin char(6), tag tag12, doc json, "
+                  "n int, note text, big text)")
+    pg_db.execute("ALTER TABLE secrets ALTER COLUMN big SET STORAGE EXTERNAL")
+    pg_db.execute("""INSERT INTO secrets VALUES ('A-1', 'first body', 'ab', 'tagged', '{"k": 1}', 1, 'clear', %s)""",
+                  (BIG,))
+    # v1 on the key column, a char(n), a domain over varchar(n) and (passed unchanged) a json and an int column;
+    # v2 on text columns; the truncation also names every column, but a hash wins over it
+    config = pg_config(pg_db, name, **{
+        f"column.mask.hash.SHA-256.with.salt.{salt1}": r"public\.secrets\.(CODE|pin|tag|doc|n)",
+        f"column.mask.hash.v2.SHA-512.with.salt.{salt2}": r"public\.secrets\.(body|big)",
+        "column.truncate.to.3.chars": r"public\.secrets\..*", "schemas.enable": "true"})
+    assert salt1 not in repr(config) and salt1 not in json.dumps(config.redacted())
+    running = Running(config, bootstrap)
+    try:
+        events(bootstrap, f"{name}.public.secrets", 1)  # the snapshot is read: what follows is streamed
+        pg_db.execute("INSERT INTO secrets VALUES ('B-2', 'second body', 'cd', NULL, NULL, 2, 'other', 'tiny')")
+        pg_db.execute("UPDATE secrets SET n = 5 WHERE code = 'A-1'")  # DEFAULT identity: `big` is not sent (TOASTed)
+        pg_db.execute("DELETE FROM secrets WHERE code = 'B-2'")
+        records = events(bootstrap, f"{name}.public.secrets", 5)
+    finally:
+        running.stop()
+
+    def v1(text, length):
+        return hashlib.sha256(salt1.encode() + java_serialized(text)).hexdigest()[:length]
+
+    def v2(text):
+        return hashlib.sha512(salt2.encode() + text.encode()).hexdigest()
+
+    values = payloads(records)
+    assert [v and v["payload"]["op"] for v in values] == ["r", "c", "u", "d", None]
+    first = {"code": v1("A-1", 10), "body": v2("first body"), "pin": v1("ab    ", 6), "tag": v1("tagged", 12),
+             "doc": '{"k": 1}', "n": 1, "note": "cle", "big": v2(BIG)}
+    assert values[0]["payload"]["after"] == first
+    assert values[1]["payload"]["after"] == {"code": v1("B-2", 10), "body": v2("second body"), "pin": v1("cd    ", 6),
+                                             "tag": None, "doc": None, "n": 2, "note": "oth", "big": v2("tiny")}
+    # the unchanged TOASTed value: the placeholder, hashed as Debezium's
+    assert values[2]["payload"]["after"] == {**first, "n": 5, "big": v2(PLACEHOLDER)}
+    assert values[3]["payload"]["before"]["code"] == v1("B-2", 10)
+    assert len(first["body"]) == 128 and len(first["big"]) == 128  # text: the whole hex
+    keys = [json.loads(r.key)["payload"] for r in records]
+    assert keys == [{"code": v1("A-1", 10)}, {"code": v1("B-2", 10)}, {"code": v1("A-1", 10)},
+                    {"code": v1("B-2", 10)}, {"code": v1("B-2", 10)}]
+    fields = row_fields(values[0])
+    assert fields["code"]["type"] == "string" and fields["doc"]["name"] == "io.debezium.data.Json"
+    assert not any(salt.encode() in (r.value or b"") + r.key for r in records for salt in (salt1, salt2))
 
 
 def test_message_key_columns(pg_db, stack, unique_name):
