@@ -274,3 +274,103 @@ def test_a_connector_whose_signal_table_is_missing_fails_at_start(pg_db, stack, 
     assert running.outcomes and set(running.outcomes.values()) == {"failed"}
     assert isinstance(next(iter(errors.values())), ConnectorError)
     assert "public.dbz_signal does not exist" in str(next(iter(errors.values())))
+
+
+def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, stack, unique_name, tmp_path):
+    """`python -m connectors run` kill -9'd three times while the incremental snapshot runs, with a writer updating
+    rows 1-500 all along: every row read at most once, each row's last event is its state in the table, and every
+    row the writer never touched is read. Each kill is gated: the test holds an ACCESS EXCLUSIVE lock on the table
+    and kills the runner once the server shows it waiting for that lock, i.e. inside a chunk's window (its low
+    watermark written, its rows not yet read), with chunks left."""
+    import os
+    import signal as signals
+    import subprocess
+    import sys
+
+    bootstrap = stack.kafka_bootstrap
+    name = _name(unique_name)
+    tables.execute("INSERT INTO big SELECT g, 'r' || g FROM generate_series(1001, 4000) g")
+    dsn = psycopg.conninfo.conninfo_to_dict(tables.dsn)
+    config = {"name": name, "connector.class": "postgres", "topic.prefix": name, "database.hostname": dsn["host"],
+              "database.port": dsn["port"], "database.user": dsn["user"], "database.password": dsn.get("password"),
+              "database.dbname": tables.name, "slot.name": tables.name, "publication.autocreate.mode": "filtered",
+              "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 100, "snapshot.mode": "no_data",
+              "signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 20}  # 200 chunks
+    config_path = tmp_path / "pg.json"
+    config_path.write_text(json.dumps(config))
+    log_path = tmp_path / "runner.log"
+
+    def start():
+        log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
+        return subprocess.Popen([sys.executable, "-m", "connectors", "run", str(config_path), "--bootstrap-servers",
+                                 bootstrap], stdout=log, stderr=subprocess.STDOUT)
+
+    store = OffsetStore(bootstrap, f"{name}.offsets")
+    key = json.dumps([name, {"server": name}], separators=(",", ":")).encode()
+
+    def stored() -> dict | None:
+        value = store.read_value(key)[0]
+        return json.loads(value) if value else None
+
+    def chunk_committed() -> int | None:
+        progress = (stored() or {}).get("incremental_snapshot")
+        return progress["collections"][0]["chunk"] if progress and progress["collections"] else None
+
+    def wait(predicate, what, runner, timeout=120):
+        deadline = time.monotonic() + timeout
+        while not (found := predicate()):
+            assert runner.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"{what}: {log_path.read_text()[-3000:]}"
+            time.sleep(0.1)
+        return found
+
+    def waiting_for(lock_holder) -> bool:
+        return tables.execute("SELECT count(*) FROM pg_locks WHERE relation = 'big'::regclass AND NOT granted "
+                              "AND pid <> %s", (lock_holder,))[0][0] > 0
+
+    stop_writer = threading.Event()
+
+    def writer():
+        with psycopg.connect(tables.dsn, autocommit=True) as conn:
+            i = 0
+            while not stop_writer.is_set():
+                i += 1
+                conn.execute("UPDATE big SET label = 'k' || %s WHERE id = %s", (i, (i * 37) % 500 + 1))
+                time.sleep(0.002)
+
+    runner = start()
+    thread = threading.Thread(target=writer, daemon=True)
+    killed_at: list[int] = []
+    try:
+        wait(stored, "a first offset", runner)
+        thread.start()
+        tables.execute("INSERT INTO dbz_signal (id, type, data) VALUES ('k-1', 'execute-snapshot', %s)",
+                       (json.dumps({"data-collections": ["public.big"]}),))
+        for _ in range(3):
+            after = killed_at[-1] if killed_at else -1
+            wait(lambda after=after: (chunk_committed() or -1) > after + 3, "the snapshot moving on", runner)
+            with psycopg.connect(tables.dsn) as locker:
+                locker.execute("LOCK TABLE big IN ACCESS EXCLUSIVE MODE")
+                committed = chunk_committed()
+                assert committed is not None and committed < 190, f"no chunk left to kill in: {committed}"
+                holder = locker.execute("SELECT pg_backend_pid()").fetchone()[0]
+                wait(lambda holder=holder: waiting_for(holder), "the runner waiting for the table", runner)
+                os.kill(runner.pid, signals.SIGKILL)
+                runner.wait()
+                killed_at.append(committed)
+            runner = start()
+        wait(lambda: (value := stored()) is not None and value.get("incremental_snapshot") is None
+             and "lsn_proc" in value, "the snapshot done", runner, timeout=300)
+        stop_writer.set()
+        thread.join(10)
+        tables.execute("INSERT INTO big VALUES (77777, 'the end')")
+        topic = f"{name}.public.big"
+        wait(lambda: any(v and v["after"] and v["after"]["id"] == 77777 for v in _events(bootstrap, topic)),
+             "last insert", runner)
+    finally:
+        stop_writer.set()
+        runner.send_signal(signals.SIGTERM)
+        runner.wait(60)
+    reads = _check_against_table(tables, _events(bootstrap, topic))
+    untouched = set(range(501, 4001))  # the writer updates rows 1-500 only: a row it touches in its window is
+    assert untouched <= set(reads), sorted(untouched - set(reads))[:10]  # left to the stream, the others are read
