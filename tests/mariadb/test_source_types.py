@@ -1,5 +1,7 @@
-"""Every type through the whole source: rows read by the snapshot (SELECT) and the same rows streamed from the binlog
-give the same Kafka Connect schema and the same values, the Debezium values of test_types_real."""
+"""Every type through the whole MariaDB connector into the real Kafka: rows read by the initial snapshot (SELECT) and
+the same rows inserted afterwards, streamed from the binlog, consumed read_committed with key and value schemas on,
+each column's schema and value compared with the Debezium values of tests/mariadb/all_types.py (those
+test_types_real checks through the binlog reader alone), under the default modes and the others."""
 
 from __future__ import annotations
 
@@ -10,57 +12,87 @@ import pytest
 
 from connectors.mysql.connection import connect
 from tests.integration.kafka_reading import read_topic
+from tests.mariadb.all_types import (
+    COLUMNS,
+    DEFAULTS,
+    DOUBLE_EXPECTED,
+    EXPECTED,
+    NOT_NULL,
+    OTHER_MODES,
+    OTHER_MODES_EXPECTED,
+    OUT_OF_RANGE_UNDER_OTHER_MODES,
+    insert_rows,
+)
 from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
-from tests.mariadb.test_types_real import COLUMNS, EXPECTED, LITERAL, ROW
 
 pytestmark = pytest.mark.integration
 
-
-def insert(mariadb, database: str, first_id: int) -> None:
-    connection = connect(mariadb.admin.with_database(database))
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")
-            row = {**ROW, "id": first_id}
-            names = list(row)
-            values = ", ".join(str(row[n]) if n in LITERAL else "%s" for n in names)
-            cursor.execute(f"INSERT INTO all_types ({', '.join(names)}) VALUES ({values})",  # noqa: S608
-                           [row[n] for n in names if n not in LITERAL])
-            cursor.execute("INSERT INTO all_types (id) VALUES (%s)", (first_id + 1,))
-    finally:
-        connection.close()
+# mode -> (connector properties, columns whose (type, name, parameters, value) differ, columns not compared)
+MODES = {
+    "default": ({}, {}, set()),
+    "other": (OTHER_MODES, OTHER_MODES_EXPECTED, OUT_OF_RANGE_UNDER_OTHER_MODES),
+    "double": ({"decimal.handling.mode": "double"}, DOUBLE_EXPECTED, set()),
+}
+JSON_TYPES = {"float32": "float", "float64": "double"}  # JsonConverter's names of Connect's float types
 
 
-def test_snapshot_and_stream_agree_on_every_type(mariadb, mariadb_db):
+def records_once_at_least(topic: str, count: int, timeout: float = 60.0):
+    """The topic's read_committed records once it holds `count` or more."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            records = read_topic(BOOTSTRAP, topic)
+        except KeyError:  # not created yet
+            records = []
+        if len(records) >= count:
+            return records
+        assert time.monotonic() < deadline, f"{topic}: {len(records)} records, wanted {count}"
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_every_type_through_the_snapshot_and_the_stream(mariadb, mariadb_db, mode):
+    modes, changed, skipped = MODES[mode]
     mariadb.execute(f"CREATE TABLE all_types ({COLUMNS})", database=mariadb_db)
-    insert(mariadb, mariadb_db, 1)  # read by the snapshot
-    props = properties(mariadb, mariadb_db, **{"value.converter.schemas.enable": "true"})
+    insert_rows(mariadb, mariadb_db, 1)  # ids 1 and 2, read by the snapshot
+    props = properties(mariadb, mariadb_db, **{"value.converter.schemas.enable": "true",
+                                               "key.converter.schemas.enable": "true", **modes})
     runner = InProcess(props)
     topic = f"{props['topic.prefix']}.{mariadb_db}.all_types"
     try:
-        deadline = time.monotonic() + 60
-        while len(read_topic(BOOTSTRAP, topic)) < 2:  # the snapshot is in Kafka: what follows is streamed
-            assert time.monotonic() < deadline
-            time.sleep(0.3)
-        insert(mariadb, mariadb_db, 11)
-        while len(records := read_topic(BOOTSTRAP, topic)) < 4:
-            assert time.monotonic() < deadline
-            time.sleep(0.3)
+        records_once_at_least(topic, 2)  # the snapshot is in Kafka: the next rows can only come from the binlog
+        insert_rows(mariadb, mariadb_db, 11)
+        records = records_once_at_least(topic, 4)
     finally:
         runner.close()
+    assert len(records) == 4
     events = [json.loads(r.value) for r in records]
     assert [e["payload"]["op"] for e in events] == ["r", "r", "c", "c"]
-    read, read_nulls, streamed, streamed_nulls = events
-    assert read["schema"] == streamed["schema"]
-    fields = {f["field"]: f for f in read["schema"]["fields"][1]["fields"]}
-    for name, (type_, logical, parameters, value) in EXPECTED.items():
-        assert fields[name]["type"] == {"float32": "float", "float64": "double"}.get(type_, type_), name
-        assert fields[name].get("name") == logical and fields[name].get("parameters", {}) == parameters, name
-        if name != "id":
-            assert read["payload"]["after"][name] == value, name
-            assert streamed["payload"]["after"][name] == value, name
-    assert {**read_nulls["payload"]["after"], "id": 0} == {**streamed_nulls["payload"]["after"], "id": 0}
-    assert read["payload"]["source"]["snapshot"] == "true" and read_nulls["payload"]["source"]["snapshot"] == "last"
+    assert [e["payload"]["source"]["snapshot"] for e in events] == ["true", "last", "false", "false"]
+    key_schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                  "optional": False, "name": f"{props['topic.prefix']}.{mariadb_db}.all_types.Key"}
+    keys = [json.loads(r.key) for r in records]
+    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 11, 12)]
+
+    schema = events[0]["schema"]
+    assert all(e["schema"] == schema for e in events), "the snapshot's and the stream's value schemas differ"
+    after = next(f for f in schema["fields"] if f["field"] == "after")
+    fields = {f["field"]: f for f in after["fields"]}
+    expected = {**EXPECTED, **changed}
+    assert list(fields) == list(EXPECTED)  # every column, in the table's order
+    read, read_nulls, streamed, streamed_nulls = (e["payload"]["after"] for e in events)
+    for name, (type_, logical, parameters, value) in expected.items():  # one by one, so a failure names the column
+        field = fields[name]
+        assert (field["type"], field.get("name"), field.get("parameters", {})) == (
+            JSON_TYPES.get(type_, type_), logical, parameters), name
+        assert field["optional"] is (name not in NOT_NULL), name
+        assert field.get("version") == (1 if logical else None), name
+        if name != "id" and name not in skipped:
+            assert read[name] == value, ("snapshot", name)
+            assert streamed[name] == value, ("stream", name)
+    assert {**read, "id": 0} == {**streamed, "id": 0}  # the columns left out above too
+    for how, nulls, row_id in (("snapshot", read_nulls, 2), ("stream", streamed_nulls, 12)):
+        assert nulls == {name: row_id if name == "id" else DEFAULTS.get(name) for name in EXPECTED}, how
 
 
 def test_fast_encoding_is_json_converters(mariadb, mariadb_db):
@@ -71,7 +103,7 @@ def test_fast_encoding_is_json_converters(mariadb, mariadb_db):
     from connectors.sources import engine_config
 
     mariadb.execute(f"CREATE TABLE all_types ({COLUMNS})", database=mariadb_db)
-    insert(mariadb, mariadb_db, 1)
+    insert_rows(mariadb, mariadb_db, 1)
     connection = connect(mariadb.admin.with_database(mariadb_db))
     try:
         with connection.cursor() as cursor:
@@ -83,8 +115,7 @@ def test_fast_encoding_is_json_converters(mariadb, mariadb_db):
                     for row in cursor.fetchall()]
     finally:
         connection.close()
-    for modes in ({}, {"decimal.handling.mode": "string", "binary.handling.mode": "hex",
-                       "time.precision.mode": "connect", "bigint.unsigned.handling.mode": "precise"}):
+    for modes in ({}, OTHER_MODES):
         _, config = engine_config(properties(mariadb, mariadb_db, **modes))
         events = TableEvents(config, schema, frozenset({"js"}))
         for full, empty in ((rows[0], rows[1]), (rows[1], rows[0])):
