@@ -78,6 +78,7 @@ class ColumnInfo:
     nullable: bool
     unsigned: bool = False
     charset: str | None = None  # None for numbers and temporals; "binary" for BINARY/VARBINARY/BLOB
+    collation: str | None = None  # from the binlog (whose `charset` is a Python codec, utf8 for utf8mb3 and utf8mb4)
     max_length: int | None = None  # bytes, for CHAR/VARCHAR
     precision: int | None = None  # DECIMAL
     scale: int | None = None  # DECIMAL
@@ -414,6 +415,7 @@ def _schema(event, nullable: tuple[bool, ...]) -> TableSchema:
             nullable=nullable[i] if i < len(nullable) else True,
             unsigned=bool(getattr(column, "unsigned", False)),
             charset=getattr(column, "character_set_name", None),
+            collation=getattr(column, "collation_name", None),
             max_length=getattr(column, "max_length", None),
             precision=getattr(column, "precision", None),
             scale=getattr(column, "decimals", None),

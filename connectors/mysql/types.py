@@ -193,7 +193,9 @@ def declared_length(column: ColumnInfo) -> int | None:
     """CHAR(n) / VARCHAR(n): n (the binlog and information_schema give bytes); TEXT types: None."""
     if column.type_code == FIELD_TYPE.BLOB or not column.max_length:
         return None
-    return column.max_length // _BYTES_PER_CHARACTER.get((column.charset or "").lower(), 1)
+    # the binlog's collation names the character set (utf8mb4_general_ci); information_schema gives it by name
+    charset = column.collation.partition("_")[0] if column.collation else column.charset
+    return column.max_length // _BYTES_PER_CHARACTER.get((charset or "").lower(), 1)
 
 
 def json_columns(connection, database: str, table: str) -> set[str]:
