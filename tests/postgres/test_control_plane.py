@@ -239,3 +239,54 @@ def test_an_ad_hoc_snapshot_through_the_rest_api(platform, pg_db, stack, unique_
     reads = platform.wait_for(lambda: (found := [row for op, row in committed_row_events(bootstrap, topic)
                                                  if op == "r"]) and len(found) >= 200 and found, 60, "200 reads")
     assert sorted(reads) == list(range(101, 301)), "rows lost or read twice"
+
+
+@pytest.mark.django_db
+def test_column_hash_salts_are_stored_encrypted_and_never_shown(pg_db, admin_client, settings):  # noqa: F811
+    from web.connectors.definitions import engine_config
+    from web.connectors.models import Connector
+
+    settings.CDC_CONNECTIVITY_CHECK_MS = 5000
+    salt = "pep.per-XYZ"  # ASCII: JSON escapes no character of it
+    password = psycopg2.extensions.parse_dsn(pg_db.dsn)["password"]
+    config = {**pg_properties(pg_db, "pghash"), f"column.mask.hash.SHA-256.with.salt.{salt}": r"public\.t\.email",
+              f"column.mask.hash.v2.MD5.with.salt.{salt}2": r"public\.t\.note"}
+    body = {"name": "pghash", "topic_prefix": "pghash", "password": password, "config": config}
+
+    refused = admin_client.post("/api/connectors/", {**body, "config": {
+        **config, f"column.mask.hash.SHA-257.with.salt.{salt}": "a"}}, format="json")
+    assert refused.status_code == 400, refused.json()
+    assert salt not in json.dumps(refused.json())
+    assert "unknown hash algorithm 'SHA-257'" in json.dumps(refused.json())
+
+    created = admin_client.post("/api/connectors/", body, format="json")
+    assert created.status_code == 201, created.json()
+    shown = created.json()["config"]
+    assert shown["column.mask.hash.SHA-256.with.salt.********"] == r"public\.t\.email"
+    assert shown["column.mask.hash.v2.MD5.with.salt.********"] == r"public\.t\.note"
+    for response in (admin_client.get("/api/connectors/pghash/"), admin_client.get("/connect/connectors/pghash/config"),
+                     admin_client.get("/connect/connectors/pghash")):
+        assert response.status_code == 200, response.content
+        assert salt not in response.content.decode(), response.content
+    assert salt not in created.content.decode()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT properties FROM connectors_connector WHERE name = 'pghash'")
+        (properties,) = cursor.fetchone()
+        cursor.execute("SELECT f.kind, f.argument, f.salt FROM connectors_connectorfilter f "
+                       "JOIN connectors_connector c ON c.id = f.connector_id WHERE c.name = 'pghash' "
+                       "ORDER BY f.argument")
+        rows = cursor.fetchall()
+        cursor.execute("SELECT before, after FROM connectors_auditentry WHERE target LIKE %s", ["%pghash%"])
+        audits = cursor.fetchall()
+    assert salt not in str(properties) and audits and salt not in str(audits)
+    assert [(kind, argument) for kind, argument, _ in rows] == [("column_mask_hash", "SHA-256"),
+                                                              ("column_mask_hash", "v2.MD5")]
+    assert not any(salt in stored for _, _, stored in rows)  # encrypted at rest
+
+    # a client sends back what it was shown: the masked salts mean "keep the stored ones"
+    put = admin_client.put("/api/connectors/pghash/", {"name": "pghash", "topic_prefix": "pghash",
+                                                       "config": {**shown, "max.batch.size": 7}}, format="json")
+    assert put.status_code == 200, put.json()
+    rules = engine_config(Connector.objects.get(name="pghash")).column_rules
+    assert rules.hash_for("public.t.email").salt.reveal() == salt
+    assert rules.hash_for("public.t.note").salt.reveal() == salt + "2" and rules.hash_for("public.t.note").version == 2

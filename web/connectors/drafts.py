@@ -50,8 +50,9 @@ def check(given: Any, current: Connector | None = None, *, merge: bool = False) 
 
 def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
-    if any(props.HASH_PROPERTY.match(key) for key in changes):
-        merged = {key: value for key, value in merged.items() if not props.HASH_PROPERTY.match(key)}
+    for kind in props.HASH_PREFIXES:  # each kind's hash properties are replaced as a group
+        if any((props.hash_match(key) or ("",))[0] == kind for key in changes):
+            merged = {key: value for key, value in merged.items() if (props.hash_match(key) or ("",))[0] != kind}
     if props.SNAPSHOT_OVERRIDES in changes:
         merged = {key: value for key, value in merged.items()
                   if not key.startswith(props.SNAPSHOT_OVERRIDES + ".")}

@@ -66,6 +66,7 @@ class FilterKind(models.TextChoices):
     FIELD_EXCLUDE = "field_exclude", "field.exclude.list"
     FIELD_RENAME = "field_rename", "field.renames"
     FIELD_MASK_HASH = "field_mask_hash", "field.mask.hash.<algorithm>.with.salt.<salt>"
+    COLUMN_MASK_HASH = "column_mask_hash", "column.mask.hash[.v2].<algorithm>.with.salt.<salt>"
     FIELD_MASK_REDACT = "field_mask_redact", "field.mask.redact"
     SKIPPED_OPERATION = "skipped_operation", "skipped.operations"
     SNAPSHOT_INCLUDE = "snapshot_include", "snapshot.include.collection.list"
@@ -80,7 +81,8 @@ class ConnectorFilter(models.Model):
         blank=True,
         help_text="New name (rename), algorithm (hash mask) or query (snapshot filter override).",
     )
-    salt = EncryptedTextField(blank=True, help_text="field_mask_hash: the salt (encrypted at rest, never shown).")
+    salt = EncryptedTextField(blank=True, help_text="field_mask_hash, column_mask_hash: the salt (encrypted at rest, "
+                                                    "never shown).")
     position = models.PositiveIntegerField(default=0)
 
     class Meta:

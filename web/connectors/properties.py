@@ -7,7 +7,9 @@ CLI share one translation:
                               ◀──join───        filters=[FilterRow…], properties={every other option})
 
 Filter rows are the items of Debezium's list properties (one row per regex, field, operation or collection);
-`join(split(p))` is equivalent to `p` for any valid `p`.
+`join(split(p))` is equivalent to `p` for any valid `p`. The salts of `field.mask.hash.*` (MongoDB) and
+`column.mask.hash.*` (PostgreSQL, MySQL/MariaDB) are secrets: they live in their rows (encrypted at rest) and `mask`
+shows the property names with `********` instead.
 """
 
 from __future__ import annotations
@@ -46,10 +48,16 @@ LIST_KINDS = {
     "snapshot_include": "snapshot.include.collection.list",
 }
 HASH_KIND = "field_mask_hash"
+COLUMN_HASH_KIND = "column_mask_hash"
 OVERRIDE_KIND = "snapshot_filter_override"
-FILTER_KINDS = (*LIST_KINDS, HASH_KIND, OVERRIDE_KIND)
+FILTER_KINDS = (*LIST_KINDS, HASH_KIND, COLUMN_HASH_KIND, OVERRIDE_KIND)
 FILTER_PROPERTIES = frozenset({*LIST_KINDS.values(), SNAPSHOT_OVERRIDES})
 HASH_PROPERTY = re.compile(r"^field\.mask\.hash\.(?P<algorithm>.+?)\.with\.salt\.(?P<salt>.+)$", re.DOTALL)
+COLUMN_HASH_PREFIX = "column.mask.hash."
+# the algorithm group keeps v2's "v2." (column.mask.hash.v2.<algorithm>.with.salt.<salt>)
+COLUMN_HASH_PROPERTY = re.compile(r"^column\.mask\.hash\.(?P<algorithm>(?:v2\.)?[^.]+)\.with\.salt\.(?P<salt>.+)$",
+                                  re.DOTALL)
+HASH_PREFIXES = {HASH_KIND: HASH_MASK_PREFIX, COLUMN_HASH_KIND: COLUMN_HASH_PREFIX}
 
 
 @dataclass
@@ -71,13 +79,26 @@ class Parts:
 
 
 def is_filter_property(key: str) -> bool:
-    return key in FILTER_PROPERTIES or key.startswith(HASH_MASK_PREFIX) or key.startswith(SNAPSHOT_FILTER_PREFIX)
+    return key in FILTER_PROPERTIES or key.startswith((HASH_MASK_PREFIX, COLUMN_HASH_PREFIX, SNAPSHOT_FILTER_PREFIX))
+
+
+def hash_match(key: str) -> tuple[str, re.Match[str]] | None:
+    """(hash kind, match with `algorithm` and `salt`) for a `field.mask.hash.*` / `column.mask.hash.*` name."""
+    for kind, pattern in ((HASH_KIND, HASH_PROPERTY), (COLUMN_HASH_KIND, COLUMN_HASH_PROPERTY)):
+        match = pattern.match(key)
+        if match is not None:
+            return kind, match
+    return None
+
+
+def hash_property(kind: str, algorithm: str, salt: str) -> str:
+    return f"{HASH_PREFIXES[kind]}{algorithm}.with.salt.{salt}"
 
 
 def property_of(row: FilterRow) -> str:
     """The Debezium property a row contributes to (hash masks: with the salt masked)."""
-    if row.kind == HASH_KIND:
-        return f"{HASH_MASK_PREFIX}{row.argument}.with.salt.{MASK}"
+    if row.kind in HASH_PREFIXES:
+        return hash_property(row.kind, row.argument, MASK)
     if row.kind == OVERRIDE_KIND:
         return SNAPSHOT_OVERRIDES
     return LIST_KINDS[row.kind]
@@ -119,9 +140,10 @@ def split(flat: dict[str, Any]) -> Parts:
             rows[OVERRIDE_KIND].extend(FilterRow(OVERRIDE_KIND, item) for item in split_list(raw))
         elif key.startswith(SNAPSHOT_FILTER_PREFIX):
             queries[key[len(SNAPSHOT_FILTER_PREFIX):]] = _text(raw)
-        elif (match := HASH_PROPERTY.match(key)) is not None:
-            rows[HASH_KIND].extend(
-                FilterRow(HASH_KIND, item, match.group("algorithm"), match.group("salt")) for item in split_list(raw)
+        elif (hashed := hash_match(key)) is not None:
+            kind, match = hashed
+            rows[kind].extend(
+                FilterRow(kind, item, match.group("algorithm"), match.group("salt")) for item in split_list(raw)
             )
         else:
             parts.properties[key] = raw
@@ -171,11 +193,12 @@ def filter_properties(rows: list[FilterRow]) -> dict[str, Any]:
         if by_kind.get(kind):
             items = [f"{r.value}:{r.argument}" if kind == "field_rename" else r.value for r in by_kind[kind]]
             flat[prop] = join_list(items)
-    hashes: dict[tuple[str, str], list[str]] = {}
-    for row in by_kind.get(HASH_KIND, []):
-        hashes.setdefault((row.argument, row.salt), []).append(row.value)
-    for (algorithm, salt), fields in hashes.items():
-        flat[f"{HASH_MASK_PREFIX}{algorithm}.with.salt.{salt}"] = join_list(fields)
+    hashes: dict[tuple[str, str, str], list[str]] = {}
+    for kind in HASH_PREFIXES:
+        for row in by_kind.get(kind, []):
+            hashes.setdefault((kind, row.argument, row.salt), []).append(row.value)
+    for (kind, algorithm, salt), items in hashes.items():
+        flat[hash_property(kind, algorithm, salt)] = join_list(items)
     overrides = by_kind.get(OVERRIDE_KIND, [])
     if overrides:
         flat[SNAPSHOT_OVERRIDES] = join_list(row.value for row in overrides)
@@ -193,9 +216,11 @@ def mask(flat: dict[str, Any]) -> dict[str, Any]:
             shown[key] = redact_connection_string(str(value))
         elif key in PASSWORDS and value:
             shown[key] = MASK
-        elif (match := HASH_PROPERTY.match(key)) is not None:
-            masked = f"{HASH_MASK_PREFIX}{match.group('algorithm')}.with.salt.{MASK}"
+        elif (hashed := hash_match(key)) is not None:
+            masked = hash_property(hashed[0], hashed[1].group("algorithm"), MASK)
             shown[masked] = f"{shown[masked]},{value}" if masked in shown else value
+        elif key.startswith(COLUMN_HASH_PREFIX):  # malformed (refused by validation): its tail may hold a salt
+            shown[COLUMN_HASH_PREFIX + MASK] = value
         else:
             shown[key] = value
     return shown
@@ -221,15 +246,15 @@ def unmask(given: dict[str, Any], current: Parts | None) -> tuple[dict[str, Any]
                 result[key] = current.password
             else:
                 problems.append((key, f"{key} is the mask {MASK} but no password is stored; give the password"))
-        elif (match := HASH_PROPERTY.match(key)) is not None and match.group("salt") == MASK:
-            _unmask_hash(key, match.group("algorithm"), value, current, result, problems)
+        elif (hashed := hash_match(key)) is not None and hashed[1].group("salt") == MASK:
+            _unmask_hash(key, hashed[0], hashed[1].group("algorithm"), value, current, result, problems)
         else:
             result[key] = value
     return result, problems
 
 
-def _unmask_hash(key, algorithm, value, current: Parts, result: dict, problems: list) -> None:
-    stored = [row for row in current.filters if row.kind == HASH_KIND and row.argument == algorithm]
+def _unmask_hash(key, kind, algorithm, value, current: Parts, result: dict, problems: list) -> None:
+    stored = [row for row in current.filters if row.kind == kind and row.argument == algorithm]
     salts = {row.salt for row in stored}
     try:
         fields = split_list(value)
@@ -243,7 +268,7 @@ def _unmask_hash(key, algorithm, value, current: Parts, result: dict, problems: 
         if salt is None:
             problems.append((key, f"{key}: no stored salt for {algorithm} and {item!r}; give the salt"))
             continue
-        real = f"{HASH_MASK_PREFIX}{algorithm}.with.salt.{salt}"
+        real = hash_property(kind, algorithm, salt)
         result[real] = join_list([*split_list(result[real]), item]) if real in result else item
 
 

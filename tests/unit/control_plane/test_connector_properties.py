@@ -97,3 +97,31 @@ def test_uri_has_password():
     assert props.uri_has_password("mongodb://u:p@h")
     assert not props.uri_has_password("mongodb://u@h")
     assert not props.uri_has_password("mongodb://h:27017")
+
+
+RELATIONAL = {
+    "name": "pg", "connector.class": "io.debezium.connector.postgresql.PostgresConnector", "topic.prefix": "pg",
+    "database.password": "dbpw",
+    "column.mask.hash.SHA-256.with.salt.pep.per": "public\\.t\\.a,public\\.t\\.b{1,2}",
+    "column.mask.hash.v2.SHA-512.with.salt.other": "public\\.u\\.c",
+}
+
+
+def test_column_hash_salts_go_to_rows_and_are_masked_like_the_password():
+    parts = props.split(RELATIONAL)
+    rows = [(r.kind, r.value, r.argument, r.salt) for r in parts.filters]
+    assert rows == [("column_mask_hash", "public\\.t\\.a", "SHA-256", "pep.per"),
+                    ("column_mask_hash", "public\\.t\\.b{1,2}", "SHA-256", "pep.per"),
+                    ("column_mask_hash", "public\\.u\\.c", "v2.SHA-512", "other")]
+    assert not any(key.startswith("column.mask.hash") for key in parts.properties)  # not stored in clear
+    assert props.join(parts) == RELATIONAL
+    shown = props.mask(props.join(parts))
+    assert "pep.per" not in repr(shown) and "other" not in repr(shown) and shown["database.password"] == "********"
+    assert shown["column.mask.hash.SHA-256.with.salt.********"] == "public\\.t\\.a,public\\.t\\.b{1,2}"
+    assert shown["column.mask.hash.v2.SHA-512.with.salt.********"] == "public\\.u\\.c"
+    assert [props.property_of(r) for r in parts.filters][-1] == "column.mask.hash.v2.SHA-512.with.salt.********"
+    restored, problems = props.unmask(shown, parts)
+    assert problems == [] and restored == RELATIONAL
+    _, problems = props.unmask({"column.mask.hash.MD5.with.salt.********": "a"}, parts)
+    assert [prop for prop, _ in problems] == ["column.mask.hash.MD5.with.salt.********"]
+    assert props.mask({"column.mask.hash.SHA-256.salt.secret": "a"}) == {"column.mask.hash.********": "a"}

@@ -48,7 +48,7 @@ class PropertiesField(serializers.DictField):
 class FilterSerializer(serializers.ModelSerializer):
     salt = serializers.CharField(
         write_only=True, required=False, allow_blank=True, trim_whitespace=False,
-        help_text="field_mask_hash only: the salt (never returned).",
+        help_text="field_mask_hash and column_mask_hash only: the salt (never returned).",
     )
     property = serializers.SerializerMethodField(help_text="The Debezium property this row is an item of.")
 
@@ -80,7 +80,8 @@ class FilterSerializer(serializers.ModelSerializer):
             errors["value"] = [f"use one of {', '.join(SKIPPABLE_OPERATIONS)} or none"]
         if kind == FilterKind.FIELD_RENAME and not argument:
             errors["argument"] = ["give the new field name"]
-        if kind == FilterKind.FIELD_MASK_HASH:
+        hashed = kind in (FilterKind.FIELD_MASK_HASH, FilterKind.COLUMN_MASK_HASH)
+        if hashed:
             if not argument:
                 errors["argument"] = ["give the hash algorithm, e.g. SHA-256"]
             if not salt:
@@ -92,7 +93,7 @@ class FilterSerializer(serializers.ModelSerializer):
                 errors["argument"] = [f"the query {error}"]
         if errors:
             raise serializers.ValidationError(errors)
-        candidate = props.FilterRow(kind, value, argument, salt if kind == FilterKind.FIELD_MASK_HASH else "")
+        candidate = props.FilterRow(kind, value, argument, salt if hashed else "")
         self._check_composed(connector, row, candidate)
         attrs.update(kind=kind, value=value, argument=argument, salt=candidate.salt)
         return attrs
