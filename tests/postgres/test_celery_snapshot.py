@@ -8,6 +8,8 @@ workers/snapshots.py), against the real server, Kafka and Celery workers (tests/
 - A chunk task whose exported snapshot is gone reads and writes nothing and fails for good
   (ExportedSnapshotGone); a chunk already committed is still reported as such; a resumed plan's task reads a fresh
   snapshot while its slot is at the plan's LSN and refuses once the slot moved (in process, real server and Kafka).
+- A plan whose chunks went to self-committing tasks, stopped and resumed with threads: the threads commit like
+  tasks, in a new snapshot, each row once.
 - The pipeline's worker killed (-9) while its chunk tasks wait in the queue: those tasks find the snapshot gone and
   write nothing; the restarted pipeline resumes the plan, its tasks read the chunks in a new snapshot, and every
   row is read once.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import threading
 import time
 
 import psycopg2.extensions
@@ -31,6 +34,7 @@ from connectors.postgres.config import PostgresConfig
 from connectors.postgres.replication import ReplicationStream
 from connectors.postgres.snapshot import ExportedSnapshotGone, PgChunkTask, ReadPoint
 from connectors.postgres.source import Database, SlotSource
+from connectors.runner import ConnectorRunner
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
 from tests.platform_processes import Platform
@@ -230,3 +234,50 @@ def test_a_chunk_task_reads_only_in_its_snapshot(pg_db, stack, unique_name):
     assert reader.chunk_failure(ChunkTaskFailed("OperationalError: x", True), chunk, remote=True) is None
     fatal = ChunkTaskFailed(f"ExportedSnapshotGone: {gone.value}", False)
     assert reader.chunk_failure(fatal, chunk, remote=True) is fatal
+
+
+def test_a_resumed_plan_whose_chunks_went_to_tasks_is_read_by_self_committing_threads(pg_db, stack, unique_name,
+                                                                                      monkeypatch):
+    """Chunks committed by self-committing tasks (in process here: `chunk_tasks.self_committing_executor`, what a
+    Celery task runs) until the run stops after two; rows changed while stopped; the restart reads the rest in
+    threads, which must commit like tasks (a task of the first run may still be alive): in a new snapshot, each row
+    once, and the stream brings the state up to date."""
+    name = "pgr" + unique_name.replace("-", "")[-10:]
+    seed(pg_db)
+    config = PostgresConfig.from_properties({**properties(pg_db, name), "snapshot.max.threads": 1})
+    bootstrap, topic = stack.kafka_bootstrap, f"{name}.public.items"
+    original = SlotSource.offset_record
+    stop = threading.Event()
+
+    def offset_record(self, position, **kwargs):
+        snapshot = kwargs.get("snapshot")
+        if snapshot and snapshot["collections"] and snapshot["collections"][0]["done"].count("1") == 2:
+            stop.set()
+        return original(self, position, **kwargs)
+
+    monkeypatch.setattr(SlotSource, "offset_record", offset_record)
+    first = ConnectorRunner(config, bootstrap, stop, chunk_executor=chunk_tasks.self_committing_executor)
+    assert first.run() == {pg_db.name: "stopped"}
+    monkeypatch.undo()
+    before = events(bootstrap, topic)
+    assert 2 * CHUNK <= len(before) < ROWS and {e["source"]["snapshot"] for e in before} == {"true"}
+    assert {e["after"]["v"] for e in before} == {0}
+    write_after_the_consistent_point(pg_db)
+
+    stop = threading.Event()
+    second = ConnectorRunner(config, bootstrap, stop)  # threads: the coordinator makes them self-committing
+    thread = threading.Thread(target=second.run, daemon=True)
+    thread.start()
+    try:
+        expected = table_state(pg_db)
+        envelopes = wait_for(lambda: (found := events(bootstrap, topic)) and replayed(found) == expected and found,
+                             120, "the resumed snapshot and the stream")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not second.errors, second.errors
+    read_ids = [e["after"]["id"] for e in envelopes if e["op"] == "r"]
+    assert len(read_ids) == len(set(read_ids)), "a row read twice"
+    assert set(range(1, ROWS + 1)) - {5, 1500} <= set(read_ids), "rows lost"
+    resumed = [e for e in envelopes[len(before):] if e["op"] == "r"]
+    assert any(e["after"]["v"] == 1 for e in resumed), "the resumed chunks were not read in a new snapshot"
