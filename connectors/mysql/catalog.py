@@ -70,8 +70,9 @@ def binlog_form(column: ColumnInfo, value):
     if value is None:
         return None
     code = column.type_code
-    if isinstance(value, str) and value.startswith("0000-00-00") and code in (
-            FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2):
+    if isinstance(value, str) and code in (FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2):
+        # pymysql returns a date it cannot build as its text: the zero date, and dates with a zero part
+        # ('2020-00-00', allowed without NO_ZERO_IN_DATE), which the binlog reader decodes as the zero date too
         return ZERO_DATE
     if code == FIELD_TYPE.BIT:
         return format(int.from_bytes(value, "big"), f"0{column.bits or 1}b")

@@ -16,7 +16,8 @@ COLUMNS = """
   ch CHAR(3), vc VARCHAR(20), tx TEXT, bn BINARY(4), vb VARBINARY(10), bl BLOB,
   d DATE, dn DATE NOT NULL DEFAULT '2000-01-01', t0 TIME, t6 TIME(6), dt0 DATETIME, dt3 DATETIME(3), dt6 DATETIME(6),
   dtz DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00', ts0 TIMESTAMP NULL, ts3 TIMESTAMP(3) NULL,
-  tsz TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00', y YEAR, en ENUM('x','y'), st SET('a','b','c'), js JSON
+  tsz TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00', y YEAR, en ENUM('x','y'), st SET('a','b','c'), js JSON,
+  dp DATE, dtp DATETIME(2)
 """
 
 ROW = {
@@ -28,6 +29,7 @@ ROW = {
     "dt0": "1969-12-31 23:59:59", "dt3": "2020-01-02 03:04:05.120", "dt6": "2020-01-02 03:04:05.000001",
     "dtz": "0000-00-00 00:00:00", "ts0": "2020-01-02 03:04:05", "ts3": "2020-01-02 03:04:05.100",
     "tsz": "0000-00-00 00:00:00", "y": 2155, "en": "y", "st": "c,a", "js": '{"b": [1, 2.5], "a": null}',
+    "dp": "2020-00-00", "dtp": "2020-01-00 10:00:00.50",  # zero parts: allowed without NO_ZERO_IN_DATE
 }
 LITERAL = {"b1", "b12"}  # written as SQL literals, not strings
 
@@ -72,6 +74,9 @@ EXPECTED = {
     "en": ("string", "io.debezium.data.Enum", {"allowed": "x,y"}, "y"),
     "st": ("string", "io.debezium.data.EnumSet", {"allowed": "a,b,c"}, "a,c"),
     "js": ("string", "io.debezium.data.Json", {}, '{"b": [1, 2.5], "a": null}'),
+    # a date with a zero part is a zero date: null where the column allows it
+    "dp": ("int32", "io.debezium.time.Date", {}, None),
+    "dtp": ("int64", "io.debezium.time.Timestamp", {}, None),
 }
 NOT_NULL = {"id", "dn", "dtz", "tsz"}
 # the row inserted with only its id: NULL wherever a column allows it, the declared defaults elsewhere (written with
@@ -97,6 +102,8 @@ OTHER_MODES_EXPECTED = {
     "dt3": ("int64", "org.apache.kafka.connect.data.Timestamp", {}, 1577934245120),
     "dt6": ("int64", "org.apache.kafka.connect.data.Timestamp", {}, 1577934245000),
     "dtz": ("int64", "org.apache.kafka.connect.data.Timestamp", {}, 0),
+    "dp": ("int32", "org.apache.kafka.connect.data.Date", {}, None),
+    "dtp": ("int64", "org.apache.kafka.connect.data.Timestamp", {}, None),
 }
 OUT_OF_RANGE_UNDER_OTHER_MODES = {"t6"}
 DOUBLE_EXPECTED = {"de": ("float64", None, {}, -1234567.891)}

@@ -36,10 +36,11 @@ MODES = {
 JSON_TYPES = {"float32": "float", "float64": "double"}  # JsonConverter's names of Connect's float types
 
 
-def records_once_at_least(topic: str, count: int, timeout: float = 60.0):
-    """The topic's read_committed records once it holds `count` or more."""
+def records_once_at_least(runner: InProcess, topic: str, count: int, timeout: float = 60.0):
+    """The topic's read_committed records once it holds `count` or more (fails at once if the pipeline failed)."""
     deadline = time.monotonic() + timeout
     while True:
+        assert not runner.runner.errors, runner.runner.errors
         try:
             records = read_topic(BOOTSTRAP, topic)
         except KeyError:  # not created yet
@@ -60,9 +61,9 @@ def test_every_type_through_the_snapshot_and_the_stream(mariadb, mariadb_db, mod
     runner = InProcess(props)
     topic = f"{props['topic.prefix']}.{mariadb_db}.all_types"
     try:
-        records_once_at_least(topic, 2)  # the snapshot is in Kafka: the next rows can only come from the binlog
+        records_once_at_least(runner, topic, 2)  # the snapshot is in Kafka: the next rows can only come from the binlog
         insert_rows(mariadb, mariadb_db, 11)
-        records = records_once_at_least(topic, 4)
+        records = records_once_at_least(runner, topic, 4)
     finally:
         runner.close()
     assert len(records) == 4
