@@ -78,7 +78,9 @@ class ColumnInfo:
     nullable: bool
     unsigned: bool = False
     charset: str | None = None  # None for numbers and temporals; "binary" for BINARY/VARBINARY/BLOB
-    collation: str | None = None  # from the binlog (whose `charset` is a Python codec, utf8 for utf8mb3 and utf8mb4)
+    # its prefix names the character set; the binlog's `charset` is a Python codec (utf8 for utf8mb3 and utf8mb4), and
+    # None there when the reader does not know the collation's id
+    collation: str | None = None
     max_length: int | None = None  # bytes, for CHAR/VARCHAR
     precision: int | None = None  # DECIMAL
     scale: int | None = None  # DECIMAL

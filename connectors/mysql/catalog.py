@@ -37,14 +37,16 @@ def table_schema(connection, database: str, table: str) -> TableSchema:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH, "
-            "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY FROM information_schema.COLUMNS "
+            "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY, COLLATION_NAME "
+            "FROM information_schema.COLUMNS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table),
         )
         rows = cursor.fetchall()
     return TableSchema(database, table, tuple(_column(*row) for row in rows))
 
 
-def _column(name, data_type, column_type, nullable, charset, octets, precision, scale, fsp, key) -> ColumnInfo:
+def _column(name, data_type, column_type, nullable, charset, octets, precision, scale, fsp, key,
+            collation) -> ColumnInfo:
     data_type = data_type.lower()
     code = _TYPES.get(data_type)
     length_size = None
@@ -56,7 +58,7 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
         if data_type in ("enum", "set") else ()
     return ColumnInfo(
         name=name, type_code=code, nullable=nullable == "YES", unsigned="unsigned" in column_type.lower(),
-        charset="binary" if data_type in _BINARY else charset, max_length=octets,
+        charset="binary" if data_type in _BINARY else charset, collation=collation, max_length=octets,
         precision=precision if data_type == "decimal" else None, scale=scale if data_type == "decimal" else None,
         fsp=fsp if data_type in ("time", "datetime", "timestamp") else None,
         bits=precision if data_type == "bit" else None, length_size=length_size,

@@ -193,9 +193,11 @@ def declared_length(column: ColumnInfo) -> int | None:
     """CHAR(n) / VARCHAR(n): n (the binlog and information_schema give bytes); TEXT types: None."""
     if column.type_code == FIELD_TYPE.BLOB or not column.max_length:
         return None
-    # the binlog's collation names the character set (utf8mb4_general_ci); information_schema gives it by name
-    charset = column.collation.partition("_")[0] if column.collation else column.charset
-    return column.max_length // _BYTES_PER_CHARACTER.get((charset or "").lower(), 1)
+    if column.collation:  # utf8mb4_general_ci: utf8mb4
+        width = _BYTES_PER_CHARACTER.get(column.collation.partition("_")[0].lower(), 1)
+    else:  # a binlog collation the reader does not know (MariaDB 11's uca1400 ones): the codec; utf8 is most likely
+        width = 4 if column.charset == "utf8" else _BYTES_PER_CHARACTER.get((column.charset or "").lower(), 1)
+    return column.max_length // width
 
 
 def json_columns(connection, database: str, table: str) -> set[str]:

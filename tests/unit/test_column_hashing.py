@@ -145,3 +145,23 @@ def test_a_column_gets_the_rule_that_hides_most_mask_then_hash_then_truncation()
     assert rules.string_converter("s.t.h", same, character=False)("value") == "val"  # not a character column
     assert rules.string_converter("s.t.other", same, character=True)("value") == "val"
     assert rules.string_converter("s.t.h", same, character=True)(None) is None
+
+
+def test_mysql_declared_lengths_come_from_bytes_and_the_character_set():
+    from pymysqlreplication.constants import FIELD_TYPE
+
+    from connectors.mysql.binlog import ColumnInfo
+    from connectors.mysql.types import declared_length, is_character
+
+    def column(code=FIELD_TYPE.VARCHAR, **kwargs):
+        return ColumnInfo("c", code, True, **kwargs)
+
+    assert declared_length(column(max_length=40, charset="utf8", collation="utf8mb4_general_ci")) == 10  # binlog
+    assert declared_length(column(max_length=40, charset="utf8mb4", collation="utf8mb4_uca1400_ai_ci")) == 10
+    assert declared_length(column(max_length=30, charset="utf8", collation="utf8_general_ci")) == 10  # MySQL 5.7
+    assert declared_length(column(FIELD_TYPE.STRING, max_length=8, charset="cp1252",
+                                  collation="latin1_swedish_ci")) == 8
+    assert declared_length(column(max_length=40, charset="utf8")) == 10  # a collation the binlog reader does not know
+    assert declared_length(column(FIELD_TYPE.BLOB, charset="utf8mb4", length_size=2)) is None  # TEXT
+    assert is_character(column(charset="utf8mb4")) and not is_character(column(charset="binary"))
+    assert not is_character(column(FIELD_TYPE.ENUM, charset="utf8mb4"))
