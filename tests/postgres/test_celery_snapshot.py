@@ -25,6 +25,7 @@ import time
 
 import psycopg2.extensions
 import pytest
+import redis
 
 from connectors.core.snapshot.chunks import Chunk
 from connectors.core.snapshot.executors import ChunkTaskFailed, ChunkTaskLost
@@ -148,8 +149,9 @@ def test_a_killed_pipeline_leaves_chunk_tasks_that_write_nothing_and_its_success
     name = "pgk" + unique_name.replace("-", "")[-10:]
     seed(pg_db)
     platform.create_connector(properties(pg_db, name))
-    platform.wait_for(lambda: f"snapshot chunks of {name}/{pg_db.name} sent to the 'snapshot' queue"
-                      in platform.log("streamer"), 90, "chunk tasks on the snapshot queue", "streamer")
+    broker = redis.Redis.from_url(platform.env["REDIS_URL"])
+    platform.wait_for(lambda: broker.llen("snapshot") == 2, 90, "both chunk tasks in the broker's snapshot queue",
+                      "streamer")  # capacity: snapshot.max.threads x 1 (no snapshot worker seen)
     write_after_the_consistent_point(pg_db)
     streamer = platform.processes["streamer"]
     streamer.send_signal(signal.SIGKILL)  # its pipeline process dies with it, and the exported snapshot with that
@@ -161,7 +163,7 @@ def test_a_killed_pipeline_leaves_chunk_tasks_that_write_nothing_and_its_success
     gone = platform.wait_for(
         lambda: len(found := re.findall(r"failed on \S+ \(fatal\): ExportedSnapshotGone", platform.log("snap"))) >= 2
         and found, 60, "the dead pipeline's chunk tasks to find its snapshot gone", "snap")
-    assert len(gone) == 2  # capacity: snapshot.max.threads x 1 worker, sent before the kill
+    assert len(gone) == 2
     topic = f"{name}.public.items"
     assert not [e for e in events(stack.kafka_bootstrap, topic) if e["op"] == "r"], "a task of the dead pipeline wrote"
 
