@@ -123,9 +123,15 @@ def _floating(value: Any, writer) -> str:
     return writer(value)
 
 
+# Decimal operations in the default context round to 28 digits; NUMERIC and DECIMAL values have up to 147,455
+# (PostgreSQL) or 65 (MySQL), and Debezium writes them exactly. Exact operations (scaleb, quantize, normalize) cost no
+# more under this context.
+EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
     """BigInteger.toByteArray() of the unscaled value: minimal big-endian two's complement."""
-    unscaled = int(value.scaleb(scale))
+    unscaled = int(value.scaleb(scale, EXACT))
     length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
     return unscaled.to_bytes(length, "big", signed=True)
 

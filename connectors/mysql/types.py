@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors.core.errors import ConnectorError
+from connectors.events.json_converter import unscaled_bytes
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
 
 MODES = {
@@ -102,7 +103,7 @@ def to_json(schema: FieldSchema, value):
         return None
     if schema.type == "bytes":
         if isinstance(value, decimal.Decimal):
-            value = _unscaled_bytes(value, int(schema.parameters["scale"]))
+            value = unscaled_bytes(value, int(schema.parameters["scale"]))
         return base64.b64encode(value).decode("ascii")
     return value
 
@@ -249,13 +250,6 @@ def _decimal(column, options, of):
         return of("string", lambda v: format(v, "f"))
     return of("bytes", lambda v: v, "org.apache.kafka.connect.data.Decimal",
               {"scale": str(scale), "connect.decimal.precision": str(column.precision)})
-
-
-def _unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """Kafka Connect's Decimal: the unscaled value as big-endian two's complement, minimal length."""
-    unscaled = int(value.scaleb(scale).to_integral_value())
-    length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
-    return unscaled.to_bytes(length, "big", signed=True)
 
 
 def _binary(options, of, pad: int | None):

@@ -22,7 +22,7 @@ from typing import Any
 
 from connectors.events import logical
 from connectors.events import schema as s
-from connectors.events.json_converter import unscaled_bytes
+from connectors.events.json_converter import EXACT, unscaled_bytes
 from connectors.events.schema import Schema
 from connectors.postgres import temporal
 
@@ -215,12 +215,12 @@ def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
         if mode == "string":
             return format(value, "f")
         if scale is None:  # io.debezium.data.VariableScaleDecimal
-            value = value.normalize()
+            value = value.normalize(EXACT)
             if value.as_tuple().exponent > 0:
-                value = value.quantize(decimal.Decimal(1))
+                value = value.quantize(decimal.Decimal(1), context=EXACT)
             exponent = -value.as_tuple().exponent
             return {"scale": exponent, "value": unscaled_bytes(value, exponent)}
-        return value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+        return value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=EXACT)
 
     return convert
 
@@ -233,7 +233,7 @@ def _money(mode: str, digits: int) -> Callable[[str], Any]:
         negative = text.startswith("-") or text.startswith("(")
         value = decimal.Decimal(_MONEY_JUNK.sub("", text).lstrip("-") or "0")
         value = -value if negative else value
-        value = value.quantize(decimal.Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP)
+        value = value.quantize(decimal.Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP, context=EXACT)
         if mode == "double":
             return float(value)
         if mode == "string":

@@ -8,11 +8,14 @@ import base64
 
 from connectors.mysql.connection import connect
 
+WIDE = "12345678901234567890123456789012345.123456789012345678901234567890"
+WIDE_UNSCALED = int(WIDE.replace(".", ""))
+
 COLUMNS = """
   id INT NOT NULL PRIMARY KEY,
   ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED, mi MEDIUMINT, miu MEDIUMINT UNSIGNED,
   i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED, bo BOOLEAN,
-  de DECIMAL(10,3), fl FLOAT, db DOUBLE, b1 BIT(1), b12 BIT(12),
+  de DECIMAL(10,3), dw DECIMAL(65,30), fl FLOAT, db DOUBLE, b1 BIT(1), b12 BIT(12),
   ch CHAR(3), vc VARCHAR(20), tx TEXT, bn BINARY(4), vb VARBINARY(10), bl BLOB,
   d DATE, dn DATE NOT NULL DEFAULT '2000-01-01', t0 TIME, t6 TIME(6), dt0 DATETIME, dt3 DATETIME(3), dt6 DATETIME(6),
   dtz DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00', ts0 TIMESTAMP NULL, ts3 TIMESTAMP(3) NULL,
@@ -23,7 +26,7 @@ COLUMNS = """
 ROW = {
     "id": 1, "ti": -128, "tiu": 255, "si": -32768, "siu": 65535, "mi": -8388608, "miu": 16777215,
     "i": -2147483648, "iu": 4294967295, "bi": -9223372036854775808, "biu": 18446744073709551615, "bo": 1,
-    "de": "-1234567.891", "fl": 1.1, "db": 2.5e-300, "b1": "b'1'", "b12": "b'100000000011'",
+    "de": "-1234567.891", "dw": WIDE, "fl": 1.1, "db": 2.5e-300, "b1": "b'1'", "b12": "b'100000000011'",
     "ch": "é", "vc": "héllo 😀", "tx": "text", "bn": "ab", "vb": "x\x00y", "bl": "blob",
     "d": "2024-02-29", "dn": "0000-00-00", "t0": "-00:00:01", "t6": "-838:59:59.000001",
     "dt0": "1969-12-31 23:59:59", "dt3": "2020-01-02 03:04:05.120", "dt6": "2020-01-02 03:04:05.000001",
@@ -49,6 +52,9 @@ EXPECTED = {
     "bo": ("int16", None, {}, 1),
     "de": ("bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "3", "connect.decimal.precision": "10"},
            base64.b64encode((-1234567891).to_bytes(4, "big", signed=True)).decode()),
+    # more digits than Python's default decimal context keeps (28)
+    "dw": ("bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "30", "connect.decimal.precision": "65"},
+           base64.b64encode(WIDE_UNSCALED.to_bytes(WIDE_UNSCALED.bit_length() // 8 + 1, "big")).decode()),
     "fl": ("float32", None, {}, 1.1),
     "db": ("float64", None, {}, 2.5e-300),
     "b1": ("boolean", None, {}, True),
@@ -90,6 +96,7 @@ OTHER_MODES_EXPECTED = {
     "biu": ("bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "0", "connect.decimal.precision": "20"},
             base64.b64encode((18446744073709551615).to_bytes(9, "big", signed=True)).decode()),
     "de": ("string", None, {}, "-1234567.891"),
+    "dw": ("string", None, {}, WIDE),
     "bn": ("string", None, {}, "61620000"),
     "vb": ("string", None, {}, "780079"),
     "bl": ("string", None, {}, "626c6f62"),
@@ -106,7 +113,7 @@ OTHER_MODES_EXPECTED = {
     "dtp": ("int64", "org.apache.kafka.connect.data.Timestamp", {}, None),
 }
 OUT_OF_RANGE_UNDER_OTHER_MODES = {"t6"}
-DOUBLE_EXPECTED = {"de": ("float64", None, {}, -1234567.891)}
+DOUBLE_EXPECTED = {"de": ("float64", None, {}, -1234567.891), "dw": ("float64", None, {}, float(WIDE))}
 
 
 def insert_rows(mariadb, database: str, first_id: int) -> None:

@@ -19,6 +19,7 @@ CREATE TABLE all_types (
   id int PRIMARY KEY,
   c_bool boolean, c_int2 smallint, c_int4 integer, c_int8 bigint, c_oid oid, c_float4 real, c_float8 double precision,
   c_numeric numeric, c_numeric_p numeric(10,2), c_numeric_p0 numeric(5), c_money money,
+  c_numeric_big numeric, c_numeric_wide numeric(40,5),
   c_char char(3), c_varchar varchar(10), c_text text, c_name name, c_qchar "char", c_bytea bytea,
   c_date date, c_time time, c_time3 time(3), c_timetz timetz, c_timestamp timestamp, c_timestamp3 timestamp(3),
   c_timestamptz timestamptz, c_timestamptz0 timestamptz(0), c_interval interval,
@@ -40,6 +41,7 @@ FULL_ROW = """
 INSERT INTO all_types VALUES (
   {id}, true, -32768, 2147483647, -9223372036854775808, 4294967295, 1.5, 1e-7,
   12345.6700, 1234.5, 42, -1234.56,
+  1e40, 12345678901234567890123456789012345.6789,
   'ab', 'héllo', E'line\\nbreak', 'pg_class', 'x', '\\x00ff10',
   '2024-02-29', '13:14:15.123456', '13:14:15.123', '13:14:15.5+02', '2018-06-20 15:13:16.945104',
   '2018-06-20 15:13:16.945', '2018-06-20 15:13:16.945104+02', '2018-06-20 15:13:16+02',
@@ -90,6 +92,9 @@ EXPECTED_DEFAULT = {
     "c_oid": 4294967295, "c_float4": 1.5, "c_float8": 1e-07,
     "c_numeric": {"scale": 2, "value": unscaled(1234567)}, "c_numeric_p": unscaled(123450),
     "c_numeric_p0": unscaled(42), "c_money": unscaled(-123456),
+    # more digits than Python's default decimal context keeps (28)
+    "c_numeric_big": {"scale": 0, "value": unscaled(10**40)},
+    "c_numeric_wide": unscaled(1234567890123456789012345678901234567890),
     "c_char": "ab ", "c_varchar": "héllo", "c_text": "line\nbreak", "c_name": "pg_class", "c_qchar": "x",
     "c_bytea": b64(b"\x00\xff\x10"),
     "c_date": days(date(2024, 2, 29)), "c_time": 47655123456, "c_time3": 47655123, "c_timetz": "11:14:15.5Z",
@@ -132,6 +137,7 @@ OTHER_MODES_SETTINGS = {
 OTHER_MODES_CHANGED = {
     "c_numeric": "12345.6700", "c_numeric_p": "1234.50", "c_numeric_p0": "42", "c_money": "-1234.56",
     "c_price": "12.500", "c_numeric_arr": ["1.50", "2.00"],
+    "c_numeric_big": "1" + "0" * 40, "c_numeric_wide": "12345678901234567890123456789012345.67890",
     "c_time": 47655123, "c_time3": 47655123, "c_timestamp": 1529507596945, "c_timestamp3": 1529507596945,
     "c_bytea": "00ff10", "c_bytea_arr": ["01ff"], "c_interval": "P1Y2M3DT4H5M6.78S",
     "c_hstore": {"a": "1", "b": None},
@@ -140,7 +146,7 @@ OTHER_MODES_CHANGED = {
 # decimal.handling.mode=double
 DOUBLE_CHANGED = {
     "c_numeric": 12345.67, "c_numeric_p": 1234.5, "c_numeric_p0": 42.0, "c_money": -1234.56, "c_price": 12.5,
-    "c_numeric_arr": [1.5, 2.0],
+    "c_numeric_arr": [1.5, 2.0], "c_numeric_big": 1e40, "c_numeric_wide": 1.2345678901234568e34,
 }
 
 
@@ -170,6 +176,10 @@ def named(type_: str, name: str, **parameters) -> dict:
     return connect_schema(type_, name, parameters or None)
 
 
+VARIABLE_SCALE_DECIMAL = connect_schema(
+    "struct", "io.debezium.data.VariableScaleDecimal", doc="Variable scaled decimal",
+    fields=[{"type": "int32", "optional": False, "field": "scale"},
+            {"type": "bytes", "optional": False, "field": "value"}])
 MOOD = {"allowed": "sad,meh,ok,happy"}  # enumsortorder, not alphabetical
 # the Value schema's field of each column under the default modes (JsonConverter's form, without "field")
 EXPECTED_SCHEMAS = {
@@ -177,11 +187,9 @@ EXPECTED_SCHEMAS = {
     "c_bool": connect_schema("boolean"), "c_int2": connect_schema("int16"), "c_int4": connect_schema("int32"),
     "c_int8": connect_schema("int64"), "c_oid": connect_schema("int64"), "c_float4": connect_schema("float"),
     "c_float8": connect_schema("double"),
-    "c_numeric": connect_schema(
-        "struct", "io.debezium.data.VariableScaleDecimal", doc="Variable scaled decimal",
-        fields=[{"type": "int32", "optional": False, "field": "scale"},
-                {"type": "bytes", "optional": False, "field": "value"}]),
+    "c_numeric": VARIABLE_SCALE_DECIMAL,
     "c_numeric_p": decimal(2, 10), "c_numeric_p0": decimal(0, 5), "c_money": decimal(2),
+    "c_numeric_big": VARIABLE_SCALE_DECIMAL, "c_numeric_wide": decimal(5, 40),
     "c_char": connect_schema("string"), "c_varchar": connect_schema("string"), "c_text": connect_schema("string"),
     "c_name": connect_schema("string"), "c_qchar": connect_schema("string"), "c_bytea": connect_schema("bytes"),
     "c_date": named("int32", "io.debezium.time.Date"), "c_time": named("int64", "io.debezium.time.MicroTime"),
@@ -215,6 +223,7 @@ EXPECTED_SCHEMAS = {
 }
 OTHER_MODES_SCHEMAS = {
     **{name: connect_schema("string") for name in ("c_numeric", "c_numeric_p", "c_numeric_p0", "c_money", "c_price",
+                                                    "c_numeric_big", "c_numeric_wide",
                                                     "c_bytea", "c_point", "c_lsn")},
     "c_date": named("int32", "org.apache.kafka.connect.data.Date"),
     "c_time": named("int32", "org.apache.kafka.connect.data.Time"),
@@ -229,6 +238,7 @@ OTHER_MODES_SCHEMAS = {
     "c_bytea_arr": array_of(connect_schema("string")),
 }
 DOUBLE_SCHEMAS = {
-    **{name: connect_schema("double") for name in ("c_numeric", "c_numeric_p", "c_numeric_p0", "c_money", "c_price")},
+    **{name: connect_schema("double") for name in ("c_numeric", "c_numeric_p", "c_numeric_p0", "c_money", "c_price",
+                                                    "c_numeric_big", "c_numeric_wide")},
     "c_numeric_arr": array_of(connect_schema("double")),
 }

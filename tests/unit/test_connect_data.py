@@ -107,6 +107,16 @@ def test_decimal_bytes_are_minimal_twos_complement_in_base64():
         value_json(field, Decimal("1.5"))
 
 
+def test_decimals_longer_than_the_default_context_are_exact():
+    """Python's default decimal context keeps 28 digits; DECIMAL(65,30) and NUMERIC values have more."""
+    wide = "12345678901234567890123456789012345.123456789012345678901234567890"
+    unscaled = int(wide.replace(".", ""))
+    assert int.from_bytes(unscaled_bytes(Decimal(wide), 30), "big", signed=True) == unscaled
+    assert int.from_bytes(unscaled_bytes(Decimal(f"-{wide}"), 30), "big", signed=True) == -unscaled
+    assert value_json(logical.decimal(30, 65), Decimal(wide)) == json.dumps(
+        base64.b64encode(unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)).decode())
+
+
 def test_bytes_strings_and_control_characters():
     assert value_json(s.bytes_(), b"\x00\xff") == '"AP8="'
     assert value_json(s.string(), "é\u2028/") == '"é\u2028/"'
