@@ -10,7 +10,8 @@ The coordinator (`coordinator.InitialSnapshot`) hands out `ChunkTask`s through a
   events and a chunk marker in one transaction of its own transactional id `<connector>.<partition>.chunk-<n>`,
   after fencing any earlier attempt at the same chunk and checking that none committed (markers.py). The
   coordinator only records the chunk as done. `PolledChunkExecutor` adapts any task queue to that (a source
-  provides the task body: MongoDB's is `connectors.mongodb.snapshots.executors.run_chunk_task`).
+  provides the task body around the core's `self_committing.commit_chunk_once`: MongoDB's is
+  `connectors.mongodb.snapshots.executors.run_chunk_task`, PostgreSQL's `connectors.postgres.chunk_tasks`).
 """
 
 from __future__ import annotations
