@@ -61,6 +61,41 @@ def table_columns(cursor, relation_id: int) -> list[TableColumn]:
     ]
 
 
+_ATTRIBUTES = """
+SELECT a.attname, a.attgenerated <> '' FROM pg_attribute a
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+_COLUMN_LIST = """
+SELECT pr.prattrs::int2[] IS NOT NULL, ARRAY(SELECT a.attname FROM pg_attribute a
+                                            WHERE a.attrelid = pr.prrelid AND a.attnum = ANY (pr.prattrs::int2[]))
+FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+WHERE p.pubname = %s AND pr.prrelid = %s
+"""
+
+
+def published_columns(cursor, publication: str, relation_id: int) -> list[str]:
+    """The columns pgoutput sends for a table, in the table's order, so that snapshot rows have the stream's shape:
+    the publication's column list when it has one (PostgreSQL 15+), else every column but the generated ones
+    (PostgreSQL 18 sends those too when the publication has publish_generated_columns = stored)."""
+    cursor.execute("SELECT current_setting('server_version_num')::int")
+    version = cursor.fetchone()[0]
+    cursor.execute(_ATTRIBUTES, (relation_id,))
+    columns = cursor.fetchall()
+    if version >= 150000:
+        cursor.execute(_COLUMN_LIST, (publication, relation_id))
+        row = cursor.fetchone()
+        if row is not None and row[0]:
+            listed = set(row[1])
+            return [name for name, _ in columns if name in listed]
+    generated_published = False
+    if version >= 180000:
+        cursor.execute("SELECT pubgencols = 's' FROM pg_publication WHERE pubname = %s", (publication,))
+        row = cursor.fetchone()
+        generated_published = bool(row and row[0])
+    return [name for name, generated in columns if generated_published or not generated]
+
+
 _COLUMN_NAMES = """
 SELECT a.attname FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -26,7 +26,7 @@ from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
-from connectors.postgres.catalog import describe_type, table_columns
+from connectors.postgres.catalog import describe_type, published_columns, table_columns
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.rows import RowColumn, RowMapper
 
@@ -112,15 +112,19 @@ class PgEventBuilder:
     def table(self, relation_id: int, schema: str, name: str, columns: list[tuple[str, int, int]] | None = None,
               ) -> Table | None:
         """Builds a table's schemas from the catalog (`columns`: the Relation message's name, type OID, typmod —
-        they win over the catalog's, which may have moved on since the change was written)."""
+        they win over the catalog's, which may have moved on since the change was written). Without them (snapshots)
+        the columns are those the publication sends, as a Relation message would list them."""
         if not self.captured(schema, name):
             self.tables[relation_id] = None
             return None
 
         def read(cursor) -> tuple[dict, list[RowColumn]]:
             catalog = {c.name: c for c in table_columns(cursor, relation_id)}
-            wanted = columns if columns is not None else [(c.name, c.type.oid, c.type.type_modifier)
-                                                          for c in catalog.values()]
+            if columns is not None:
+                wanted = columns
+            else:
+                published = set(published_columns(cursor, self.config.publication_name, relation_id))
+                wanted = [(c.name, c.type.oid, c.type.type_modifier) for c in catalog.values() if c.name in published]
             row_columns = []
             for column, oid, typmod in wanted:
                 known = catalog.get(column)
