@@ -7,9 +7,11 @@ under the default modes and the others."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from tests.integration.kafka_reading import read_topic
 from tests.postgres.all_types import (
     DDL,
     DOUBLE_CHANGED,
@@ -23,7 +25,7 @@ from tests.postgres.all_types import (
     full_row,
     null_row,
 )
-from tests.postgres.test_source import Running, events, pg_config
+from tests.postgres.test_source import Running, pg_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -33,6 +35,22 @@ MODES = {
     "other": (OTHER_MODES, OTHER_MODES_CHANGED, OTHER_MODES_SCHEMAS),
     "double": ({"decimal.handling.mode": "double"}, DOUBLE_CHANGED, DOUBLE_SCHEMAS),
 }
+
+
+def events(running: Running, bootstrap: str, topic: str, count: int, timeout: float = 60.0):
+    """The topic's read_committed records once it holds `count` or more; fails at once if the pipeline failed (a value
+    it cannot map), naming the error."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert not running.runner.errors, running.runner.errors
+        try:
+            records = read_topic(bootstrap, topic)
+        except KeyError:  # not created yet
+            records = []
+        if len(records) >= count:
+            return records
+        assert time.monotonic() < deadline, f"{topic}: {len(records)} records, wanted {count}"
+        time.sleep(0.3)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -48,10 +66,10 @@ def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_nam
                                        "schemas.enable": "true", **properties})
     running = Running(config, bootstrap)
     try:
-        events(bootstrap, topic, 2)  # the snapshot's rows are in Kafka: the next two can only come from the stream
+        events(running, bootstrap, topic, 2)  # the snapshot's rows are in Kafka: the next two can only be streamed
         pg_db.execute(full_row(3))
         pg_db.execute(null_row(4))
-        records = events(bootstrap, topic, 4)  # read_committed
+        records = events(running, bootstrap, topic, 4)  # read_committed
     finally:
         running.stop()
     assert len(records) == 4
@@ -102,11 +120,11 @@ def test_the_snapshot_reads_the_columns_the_stream_sends(pg_db, stack, unique_na
                                        "schemas.enable": "true"})
     running = Running(config, bootstrap)
     try:
-        events(bootstrap, f"{name}.public.gen", 1)
-        events(bootstrap, f"{name}.public.listed", 1)
+        events(running, bootstrap, f"{name}.public.gen", 1)
+        events(running, bootstrap, f"{name}.public.listed", 1)
         pg_db.execute("INSERT INTO gen (id, a, b) VALUES (2, 5, 'x'); INSERT INTO listed VALUES (2, 5, 'no')")
-        gen = [json.loads(r.value) for r in events(bootstrap, f"{name}.public.gen", 2)]
-        listed = [json.loads(r.value) for r in events(bootstrap, f"{name}.public.listed", 2)]
+        gen = [json.loads(r.value) for r in events(running, bootstrap, f"{name}.public.gen", 2)]
+        listed = [json.loads(r.value) for r in events(running, bootstrap, f"{name}.public.listed", 2)]
     finally:
         running.stop()
     for values, row in ((gen, {"a": 5, "b": "x"}), (listed, {"a": 5})):
