@@ -242,3 +242,16 @@ DOUBLE_SCHEMAS = {
                                                     "c_numeric_big", "c_numeric_wide")},
     "c_numeric_arr": array_of(connect_schema("double")),
 }
+# binary.handling.mode=base64-url-safe, time.precision.mode=adaptive_time_microseconds, money.fraction.digits=3
+MICROSECOND_MODES = {"binary.handling.mode": "base64-url-safe", "time.precision.mode": "adaptive_time_microseconds",
+                     "money.fraction.digits": "3"}
+MICROSECOND_CHANGED = {
+    "c_bytea": "AP8Q", "c_bytea_arr": ["Af8="],  # as base64: no '+' or '/' to tell them apart
+    "c_time3": 47655123000,  # every time column is a MicroTime
+    "c_money": unscaled(-1234560),
+}
+MICROSECOND_SCHEMAS = {
+    "c_bytea": connect_schema("string"), "c_bytea_arr": array_of(connect_schema("string")),
+    "c_time3": named("int64", "io.debezium.time.MicroTime"),
+    "c_money": decimal(3),
+}

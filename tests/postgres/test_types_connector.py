@@ -18,6 +18,9 @@ from tests.postgres.all_types import (
     DOUBLE_SCHEMAS,
     EXPECTED_DEFAULT,
     EXPECTED_SCHEMAS,
+    MICROSECOND_CHANGED,
+    MICROSECOND_MODES,
+    MICROSECOND_SCHEMAS,
     OTHER_MODES,
     OTHER_MODES_CHANGED,
     OTHER_MODES_SCHEMAS,
@@ -34,6 +37,7 @@ MODES = {
     "default": ({}, {}, {}),
     "other": (OTHER_MODES, OTHER_MODES_CHANGED, OTHER_MODES_SCHEMAS),
     "double": ({"decimal.handling.mode": "double"}, DOUBLE_CHANGED, DOUBLE_SCHEMAS),
+    "microseconds": (MICROSECOND_MODES, MICROSECOND_CHANGED, MICROSECOND_SCHEMAS),
 }
 
 
