@@ -16,6 +16,11 @@ A column several rules name gets one of them, the one that hides most: a `*` mas
 (Debezium applies the first rule of the list truncate, mask, hash v1, hash v2 that names the column, so there a
 broad truncation rule would leave a column a hash or mask names in clear.) Among hash rules v1's come first, then
 in the order given, as Debezium's.
+
+The rule applied also marks the field's schema, as Debezium's column mappers do: parameter `masked` = `true` for a
+mask or hash, `truncateLength` = N for a truncation when the column's declared length is unknown or longer than N
+(`StringRule.parameters`, added after the schema's own). Only the rule whose value change is applied marks it: a
+column a rule names but does not change (a hash rule on a non-character column) has no parameter.
 """
 
 from __future__ import annotations
@@ -111,6 +116,20 @@ def hash_rule(prop: str, patterns: tuple[str, ...]) -> ColumnHash:
     return ColumnHash(algorithm, Secret(match.group("salt")), 2 if match.group("v2") else 1, tuple(patterns))
 
 
+MASKED_PARAMETERS = (("masked", "true"),)
+
+
+@dataclass(frozen=True)
+class StringRule:
+    """What one column rule does to a string column: its values' converter and the parameters it adds to the field's
+    schema (Debezium's `ColumnMapper.alterFieldSchema`: `masked` for a mask or a hash, `truncateLength` for a
+    truncation that can cut). A mask also makes the schema a plain string (the source's call)."""
+
+    kind: str  # "mask", "hash" or "truncate"
+    convert: Callable[[Any], Any]
+    parameters: tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True)
 class ColumnRules:
     include: tuple[str, ...] = ()
@@ -163,20 +182,32 @@ class ColumnRules:
                                  "such captured column (check the name and column.include/exclude.list)")
         return tuple(chosen)
 
-    def string_converter(self, qualified_column: str, convert: Callable[[Any], Any], *, character: bool = False,
-                         length: int | None = None) -> Callable[[Any], Any]:
-        """`convert` with the column's mask, hash or truncation applied (a string column's converter). A hash applies
-        only to a `character` column and is cut to its declared `length` (None: none declared)."""
+    def string_rule(self, qualified_column: str, convert: Callable[[Any], Any], *, hashable: bool = False,
+                    truncatable: bool = True, length: int | None = None) -> StringRule | None:
+        """The rule a string column gets (None: none names it), `convert` being its converter so far. A hash applies
+        only to a `hashable` (character) column and is cut to its declared `length` (None: none declared); a
+        truncation only to a `truncatable` one, and marks the schema only when it can cut (`length` unknown or
+        longer), as Debezium's TruncateStrings."""
         masked = self.mask_length(qualified_column)
         if masked is not None:
-            return masker(masked)
-        rule = self.hash_for(qualified_column) if character else None
+            return StringRule("mask", masker(masked), MASKED_PARAMETERS)
+        rule = self.hash_for(qualified_column) if hashable else None
         if rule is not None:
-            return hasher(rule, convert, length)
-        length = self.truncate_length(qualified_column)
-        if length is not None:
-            return truncater(convert, length)
-        return convert
+            return StringRule("hash", hasher(rule, convert, length), MASKED_PARAMETERS)
+        limit = self.truncate_length(qualified_column) if truncatable else None
+        if limit is not None:
+            can_cut = length is None or length > limit
+            return StringRule("truncate", truncater(convert, limit),
+                              (("truncateLength", str(limit)),) if can_cut else ())
+        return None
+
+    def string_converter(self, qualified_column: str, convert: Callable[[Any], Any], *, character: bool = False,
+                         length: int | None = None) -> Callable[[Any], Any]:
+        """`convert` with the column's mask, hash or truncation applied (`string_rule`'s converter, any string column
+        truncatable)."""
+        rule = self.string_rule(qualified_column, convert, hashable=character, length=length)
+        return convert if rule is None else rule.convert
+
 
 
 def _matches(pattern: str, name: str) -> bool:

@@ -70,6 +70,15 @@ class Schema:
     def with_default(self, default: Any) -> Schema:
         return replace(self, default=default)
 
+    def with_parameters(self, parameters: Iterable[tuple[str, str]]) -> Schema:
+        """These parameters after the schema's own, as Kafka Connect's SchemaBuilder.parameter adds them (a
+        LinkedHashMap: a name already there keeps its place and takes the new value); none: the schema itself."""
+        merged = dict(self.parameters or ())
+        merged.update(parameters)
+        if merged == dict(self.parameters or ()):
+            return self
+        return replace(self, parameters=tuple(merged.items()))
+
     def with_name(self, name: str | None, version: int | None = None) -> Schema:
         return replace(self, name=name, version=version)
 

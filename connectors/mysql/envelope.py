@@ -90,11 +90,14 @@ class TableEvents:
             convert = m.value
             if m.schema.type == "string":
                 qualified = f"{table.database}.{table.table}.{m.column.name}"
-                if rules.mask_length(qualified) is not None:
-                    field_schema = s.string(optional=m.schema.optional)
                 character = m.schema.name is None and is_character(m.column)  # not enums, sets, JSON
-                convert = rules.string_converter(qualified, convert, character=character,
-                                                 length=declared_length(m.column))
+                rule = rules.string_rule(qualified, convert, hashable=character,
+                                         length=declared_length(m.column) if character else None)
+                if rule is not None:
+                    if rule.kind == "mask":  # a mask's value is no longer the logical type's
+                        field_schema = s.string(optional=m.schema.optional)
+                    field_schema = field_schema.with_parameters(rule.parameters)
+                    convert = rule.convert
             fields.append(Field(m.column.name, field_schema))
             self.converters.append((m.column.name, convert))
         key_names = rules.key_of(f"{table.database}.{table.table}", [f.name for f in fields]) or table.primary_key

@@ -5,7 +5,9 @@ columns, settings)` takes the columns in table order (name, type, optional) and 
 / `column.truncate.to.N.chars` say (one rule a column, in that order); `value(tuple)` converts one
 Insert/Update/Delete tuple. An unchanged TOASTed value (not sent by the server) becomes
 `unavailable.value.placeholder`: the placeholder text for string columns (masked or hashed as the column is), its
-UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list for arrays of those.
+UTF-8 bytes for bytes columns (written per binary.handling.mode), a one-element list for arrays of those. A masked or
+hashed column's field schema has the parameter `masked`, a truncated one `truncateLength` when its declared length is
+unknown or longer (`ColumnRules.string_rule`); the key schema takes the row schema's fields, parameters included.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.core.columns import ColumnRules, hasher, masker, truncater
+from connectors.core.columns import ColumnRules
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
@@ -62,20 +64,19 @@ class RowMapper:
             if mapping is None:
                 continue
             if column_rules is not None and mapping.schema.type == "string":
-                masked = column_rules.mask_length(qualified)
-                hashed = column_rules.hash_for(qualified) if _hashable(column.type) else None
-                length = column_rules.truncate_length(qualified)
-                if masked is not None:  # any string value (json, uuid… too): what a mask names is never sent
+                # a mask: any string value (json, uuid… too), what it names is never sent; a hash: the character
+                # types; a truncation: those and xml (as Debezium's: json, uuid… stay whole)
+                rule = column_rules.string_rule(qualified, mapping.convert, hashable=_hashable(column.type),
+                                                truncatable=_character(column.type),
+                                                length=_declared_length(column.type))
+                if rule is not None:
                     # a mask's value is no longer the logical type's
-                    mapping = ColumnMapping(s.string(optional=mapping.schema.optional), masker(masked))
-                    masks[column.name] = "*" * masked
-                elif hashed is not None:
-                    hashing = hasher(hashed, mapping.convert, _declared_length(column.type))
-                    mapping = ColumnMapping(mapping.schema, hashing)
-                    # as Debezium's: the placeholder goes through the hash too (a cut or clear one would read as data)
-                    masks[column.name] = mapping.convert(unavailable_value)
-                elif length is not None and _character(column.type):  # as Debezium's: json, uuid… stay whole
-                    mapping = ColumnMapping(mapping.schema, truncater(mapping.convert, length))
+                    schema = s.string(optional=mapping.schema.optional) if rule.kind == "mask" else mapping.schema
+                    mapping = ColumnMapping(schema.with_parameters(rule.parameters), rule.convert)
+                    if rule.kind != "truncate":
+                        # as Debezium's: the placeholder goes through the mask or hash too (a cut or clear one
+                        # would read as data)
+                        masks[column.name] = rule.convert(unavailable_value)
             self._mappings.append((position, column.name, mapping))
         self.column_count = len(columns)
         self.schema: Schema = s.struct(

@@ -291,3 +291,31 @@ def test_row_mapper_applies_the_column_rules():
     toast = rows.value(("1", None, UNCHANGED_TOAST, UNCHANGED_TOAST, UNCHANGED_TOAST, None, None))
     assert toast == {"id": 1, "body": "***", "doc": "__debezium_unavailable_value",
                      "title": "__debezium_unavailable_value", "tag": None, "ref": None}
+
+
+def test_row_mapper_marks_the_schemas_of_the_columns_a_rule_changes():
+    """Debezium's column mappers' parameters: `masked` for a mask or hash, `truncateLength` for a truncation that can
+    cut (the declared length unknown or longer), for the rule whose value change is applied here; the key schema takes
+    the row's fields."""
+    from connectors.core.columns import ColumnHash, ColumnRules
+    from connectors.secrets import Secret
+
+    mood = ColumnType(90002, name="mood", kind="e", enum_labels=("ok", "sad"))
+    columns = [RowColumn("id", builtin(t.VARCHAR, 10 + 4), False), RowColumn("body", builtin(t.TEXT)),
+               RowColumn("code", builtin(t.VARCHAR, 3 + 4)), RowColumn("name", builtin(t.VARCHAR, 8 + 4)),
+               RowColumn("doc", builtin(t.JSON)), RowColumn("mood", mood), RowColumn("n", builtin(t.INT4)),
+               RowColumn("hashed", builtin(t.BPCHAR, 6 + 4)), RowColumn("xml", builtin(t.XML))]
+    rules = ColumnRules(masks={r"public\.t\.(id|mood)": 3}, truncates={r"public\.t\..*": 3},
+                        hashes=(ColumnHash("SHA-256", Secret("s"), 1, (r"public\.t\.(hashed|n|doc)",)),))
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT, column_rules=rules, table="public.t")
+    params = {f.name: f.schema.params for f in rows.schema.fields}
+    assert params == {"id": {"masked": "true"}, "body": {"truncateLength": "3"}, "code": {},
+                      "name": {"truncateLength": "3"}, "doc": {}, "mood": {"masked": "true"}, "n": {},
+                      "hashed": {"masked": "true"}, "xml": {"truncateLength": "3"}}
+    fields = {f.name: f.schema for f in rows.schema.fields}
+    assert fields["mood"].name is None  # a masked enum is a plain string, no longer io.debezium.data.Enum
+    assert json.loads(schema_json(rows.schema))["fields"][0] == {
+        "type": "string", "optional": False, "parameters": {"masked": "true"}, "field": "id"}
+    value = rows.value(("k", "text", "abc", "abcdefgh", '{"a": 1}', "ok", "5", "abc   ", "<a/>"))
+    assert value["id"] == "***" and value["body"] == "tex" and value["doc"] == '{"a": 1}' and value["n"] == 5
+    assert len(value["hashed"]) == 6 and value["xml"] == "<a/"

@@ -85,3 +85,37 @@ def test_column_rules_are_case_insensitive_and_key_columns_are_checked():
         events(**{"message.key.columns": r"shop\.users:nickname"})
     with pytest.raises(ConnectorError, match="primary key of shop.users has id"):
         events(**{"column.exclude.list": r"shop\.users\.id"})
+
+
+def test_masked_hashed_and_truncated_columns_mark_their_schemas():
+    """Debezium's column mappers' parameters, for the rule whose value change is applied: `masked` (a mask or hash),
+    `truncateLength` when a value can be cut (VARCHAR(n) longer than N, TEXT, ENUM), after the type's own (an enum's
+    `allowed`); the key schema's fields are the row's."""
+    table = TableSchema("shop", "users", (
+        ColumnInfo("id", FIELD_TYPE.VARCHAR, False, charset="utf8mb4", collation="utf8mb4_general_ci", max_length=40,
+                   primary=True),
+        ColumnInfo("code", FIELD_TYPE.VARCHAR, True, charset="utf8mb4", collation="utf8mb4_general_ci", max_length=12),
+        ColumnInfo("bio", FIELD_TYPE.BLOB, True, charset="utf8mb4", collation="utf8mb4_general_ci", length_size=2),
+        ColumnInfo("mood", FIELD_TYPE.ENUM, True, enum_values=("happy", "sad")),
+        ColumnInfo("pin", FIELD_TYPE.STRING, True, charset="latin1", collation="latin1_swedish_ci", max_length=8),
+        ColumnInfo("team", FIELD_TYPE.LONG, True),
+    ))
+    config = MySqlConfig.from_properties({**BASE, "column.truncate.to.3.chars": r"shop\.users\..*",
+                                          "column.mask.hash.SHA-256.with.salt.s": r"shop\.users\.(id|team)",
+                                          "column.mask.with.2.chars": r"shop\.users\.pin"})
+    built = TableEvents(config, table)
+    params = {f.name: f.schema.params for f in built.row_schema.fields}
+    assert params == {"id": {"masked": "true"}, "code": {}, "bio": {"truncateLength": "3"},
+                      "mood": {"allowed": "happy,sad", "truncateLength": "3"}, "pin": {"masked": "true"},
+                      "team": {}}
+    row = {"id": "alice", "code": "abc", "bio": "a long text", "mood": "happy", "pin": "1234", "team": 3}
+    message = built.messages("c", None, row, SOURCE)[0]
+    key, value = json.loads(message.key), json.loads(message.value)
+    assert key["schema"]["fields"] == [{"type": "string", "optional": False, "parameters": {"masked": "true"},
+                                        "field": "id"}]
+    assert len(key["payload"]["id"]) == 10  # the hash, cut to VARCHAR(10)
+    after = {f["field"]: f for f in value["schema"]["fields"][1]["fields"]}
+    assert list(after["mood"]["parameters"].items()) == [("allowed", "happy,sad"), ("truncateLength", "3")]
+    assert after["pin"] == {"type": "string", "optional": True, "parameters": {"masked": "true"}, "field": "pin"}
+    assert value["payload"]["after"] == {"id": key["payload"]["id"], "code": "abc", "bio": "a l", "mood": "hap",
+                                         "pin": "**", "team": 3}
