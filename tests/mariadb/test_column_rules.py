@@ -1,5 +1,6 @@
 """Debezium's column rules on the MariaDB source through a real connector run (real MariaDB, real Kafka):
-column.mask.hash.* on snapshot rows and streamed changes, keys included."""
+column.mask.hash.*, column.mask.with.N.chars and column.truncate.to.N.chars on snapshot rows and streamed changes,
+keys included, and the parameters they put in the field schemas (`masked`, `truncateLength`), schemas enabled."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def test_column_mask_hash(mariadb, mariadb_db):
     props = properties(mariadb, mariadb_db, **{
         f"column.mask.hash.SHA-256.with.salt.{salt1}": rf"{mariadb_db}\.secrets\.(CODE|pin|latin|kind|doc|n|raw)",
         f"column.mask.hash.v2.SHA-512.with.salt.{salt2}": rf"{mariadb_db}\.secrets\.body",
-        "column.truncate.to.3.chars": rf"{mariadb_db}\.secrets\.(code|body|pin|note)"})
+        "column.truncate.to.3.chars": rf"{mariadb_db}\.secrets\.(code|body|pin|note)",
+        "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"})
     topic = f"{props['topic.prefix']}.{mariadb_db}.secrets"
     runner = InProcess(props)
     try:
@@ -63,7 +65,7 @@ def test_column_mask_hash(mariadb, mariadb_db):
     def v2(text):
         return hashlib.sha512(salt2.encode() + text.encode()).hexdigest()
 
-    values = [None if r.value is None else json.loads(r.value) for r in records]
+    values = [None if r.value is None else json.loads(r.value)["payload"] for r in records]
     assert [v and v["op"] for v in values] == ["r", "c", "u", "d", None]
     first = {"code": v1("A-1", 10), "body": v2("first body"), "pin": v1("ab", 6), "latin": v1("été", 8), "kind": "a",
              "doc": '{"k": 1}', "n": 1, "note": "cle", "raw": "eHk="}
@@ -73,7 +75,62 @@ def test_column_mask_hash(mariadb, mariadb_db):
     assert values[2]["before"] == first and values[2]["after"] == {**first, "n": 5}
     assert values[3]["before"] == values[1]["after"]
     assert len(first["body"]) == 128  # text: the whole hex
-    keys = [json.loads(r.key) for r in records]
+    keys = [json.loads(r.key)["payload"] for r in records]
     assert keys == [{"code": v1("A-1", 10)}, {"code": v1("B-2", 10)}, {"code": v1("A-1", 10)},
                     {"code": v1("B-2", 10)}, {"code": v1("B-2", 10)}]
     assert not any(salt.encode() in (r.value or b"") + r.key for r in records for salt in (salt1, salt2))
+    masked = {"masked": "true"}
+    for record in records[:4]:  # snapshot and binlog: a hashed field's schema says so; enum, JSON, int, binary: not
+        assert field_parameters(record) == {"code": masked, "body": masked, "pin": masked, "latin": masked,
+                                            "kind": {"allowed": "a,b"}, "doc": None, "n": None,
+                                            "note": {"truncateLength": "3"}, "raw": None}
+    # the hashed key's schema too (Debezium's key is in clear, its schema unmarked: here the key is hashed)
+    assert all(json.loads(r.key)["schema"]["fields"] == [
+        {"type": "string", "optional": False, "parameters": masked, "field": "code"}] for r in records)
+
+
+def field_parameters(record) -> dict:
+    """The `after` (else `before`) struct's field parameters of a schemas-enabled record, by field."""
+    value = json.loads(record.value)
+    row = next(f for f in value["schema"]["fields"] if f["field"] == "after")
+    return {f["field"]: f.get("parameters") for f in row["fields"]}
+
+
+def test_masked_and_truncated_columns_mark_their_schemas(mariadb, mariadb_db):
+    mariadb.execute(
+        "CREATE TABLE people (login VARCHAR(12) PRIMARY KEY, bio TEXT, nick VARCHAR(4), mood ENUM('happy', 'sad'), "
+        "card CHAR(16), n INT)",
+        "INSERT INTO people VALUES ('ann', 'a long biography', 'an', 'happy', '4111111111111111', 1)",
+        database=mariadb_db)
+    # a * mask on the key column and a char(16) (and an int, which no mask changes); a truncation to 4 that can cut
+    # TEXT and the ENUM (marked after its own `allowed`), not VARCHAR(4)
+    props = properties(mariadb, mariadb_db, **{
+        "column.mask.with.3.chars": rf"{mariadb_db}\.people\.(LOGIN|card|n)",
+        "column.truncate.to.4.chars": rf"{mariadb_db}\.people\..*",
+        "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"})
+    topic = f"{props['topic.prefix']}.{mariadb_db}.people"
+    runner = InProcess(props)
+    try:
+        records_of(topic, 1)  # the snapshot is read: what follows is streamed
+        mariadb.execute("INSERT INTO people VALUES ('bob', 'short', 'bobb', 'sad', NULL, 2)",
+                        "UPDATE people SET n = 3 WHERE login = 'ann'", database=mariadb_db)
+        records = records_of(topic, 3)
+    finally:
+        runner.close()
+    values = [json.loads(r.value)["payload"] for r in records]
+    assert [v["op"] for v in values] == ["r", "c", "u"]
+    assert values[0]["after"] == {"login": "***", "bio": "a lo", "nick": "an", "mood": "happ", "card": "***", "n": 1}
+    assert values[1]["after"] == {"login": "***", "bio": "shor", "nick": "bobb", "mood": "sad", "card": None, "n": 2}
+    cut = {"truncateLength": "4"}
+    for record in records:
+        assert field_parameters(record) == {"login": {"masked": "true"}, "bio": cut, "nick": None,
+                                            "mood": {"allowed": "happy,sad", **cut}, "card": {"masked": "true"},
+                                            "n": None}
+        value_schema = json.loads(record.value)["schema"]
+        row = next(f for f in value_schema["fields"] if f["field"] == "after")
+        mood = next(f for f in row["fields"] if f["field"] == "mood")
+        assert list(mood["parameters"]) == ["allowed", "truncateLength"]  # Kafka Connect's insertion order
+        key = json.loads(record.key)
+        assert key["payload"] == {"login": "***"}
+        assert key["schema"]["fields"] == [{"type": "string", "optional": False, "parameters": {"masked": "true"},
+                                            "field": "login"}]

@@ -110,10 +110,13 @@ def test_column_mask_with_n_chars(pg_db, stack, unique_name):
     assert values[1]["payload"]["after"] == {"id": 2, **masked, "note": "****", "n": 8}
     # the unchanged TOASTed value reads masked too (not the placeholder)
     assert values[2]["payload"]["after"] == {"id": 1, **masked, "note": None, "n": 9}
-    for value in values:
+    for value in values:  # snapshot and stream: a masked field's schema says so (Debezium's MaskStrings)
         fields = row_fields(value)
-        assert fields["doc"] == {"type": "string", "optional": True, "field": "doc"}  # no longer io.debezium.data.Json
-        assert fields["holder"]["type"] == "string" and fields["n"]["type"] == "int32"
+        # no longer io.debezium.data.Json
+        assert fields["doc"] == {"type": "string", "optional": True, "parameters": {"masked": "true"}, "field": "doc"}
+        assert fields["holder"] == {"type": "string", "optional": True, "parameters": {"masked": "true"},
+                                    "field": "holder"}
+        assert fields["n"] == {"type": "int32", "optional": True, "field": "n"}  # not changed: not marked
 
 
 def test_column_truncate_to_n_chars(pg_db, stack, unique_name):
@@ -125,10 +128,11 @@ def test_column_truncate_to_n_chars(pg_db, stack, unique_name):
     pg_db.execute("ALTER TABLE notes REPLICA IDENTITY FULL")
     pg_db.execute("INSERT INTO notes VALUES (1, 'a long title', 'ab', 123456, %s, 'ABCDEFGH', 'a domain value', "
                   """'{"k": "value"}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')""", (BIG,))
-    pg_db.execute("CREATE TABLE dflt (id int PRIMARY KEY, big text, n int)")
+    pg_db.execute("CREATE TABLE dflt (id int PRIMARY KEY, big text, n int, short varchar(5))")
     pg_db.execute("ALTER TABLE dflt ALTER COLUMN big SET STORAGE EXTERNAL")
-    pg_db.execute("INSERT INTO dflt VALUES (1, %s, 0)", (BIG,))
-    truncated = r"public\.notes\..*,public\.dflt\.big"  # json, uuid (and int) columns are not character ones
+    pg_db.execute("INSERT INTO dflt VALUES (1, %s, 0, 'abcde')", (BIG,))
+    # json, uuid (and int) columns are not character ones; dflt.short's varchar(5) is never cut
+    truncated = r"public\.notes\..*,public\.dflt\.(big|short)"
     config = pg_config(pg_db, name, **{"column.truncate.to.5.chars": truncated, "schemas.enable": "true"})
     running = Running(config, bootstrap)
     try:
@@ -151,12 +155,19 @@ def test_column_truncate_to_n_chars(pg_db, stack, unique_name):
     assert notes[2]["payload"]["before"] == notes[1]["payload"]["after"]
     assert notes[2]["payload"]["after"] == {"id": 2, "title": "chang", "body": "abcde", "n": 7, "big": "tiny", **unset}
     assert notes[3]["payload"]["before"] == first
-    fields = row_fields(notes[0])
-    assert fields["title"]["type"] == "string" and fields["n"]["type"] == "int32"
-    assert fields["doc"]["name"] == "io.debezium.data.Json" and fields["ref"]["name"] == "io.debezium.data.Uuid"
-    assert dflt[0]["payload"]["after"] == {"id": 1, "big": BIG[:5], "n": 0}
+    for value in notes[:4]:  # snapshot and stream: a field a truncation can cut says so (Debezium's TruncateStrings)
+        fields = row_fields(value)
+        assert {f: fields[f].get("parameters") for f in fields} == {
+            "id": None, "title": {"truncateLength": "5"}, "body": {"truncateLength": "5"}, "n": None,
+            "big": {"truncateLength": "5"}, "code": {"truncateLength": "5"}, "tag": {"truncateLength": "5"},
+            "doc": None, "ref": None}
+        assert fields["doc"]["name"] == "io.debezium.data.Json" and fields["ref"]["name"] == "io.debezium.data.Uuid"
+    assert dflt[0]["payload"]["after"] == {"id": 1, "big": BIG[:5], "n": 0, "short": "abcde"}
     # an unchanged TOASTed value keeps the whole placeholder: a cut one would read as data
-    assert dflt[1]["payload"]["after"] == {"id": 1, "big": PLACEHOLDER, "n": 1}
+    assert dflt[1]["payload"]["after"] == {"id": 1, "big": PLACEHOLDER, "n": 1, "short": "abcde"}
+    for value in dflt:  # varchar(5) is never longer than 5: no truncateLength, as Debezium's
+        assert {f: s.get("parameters") for f, s in row_fields(value).items()} == {
+            "id": None, "big": {"truncateLength": "5"}, "n": None, "short": None}
 
 
 def test_column_mask_hash(pg_db, stack, unique_name):
@@ -205,8 +216,17 @@ def test_column_mask_hash(pg_db, stack, unique_name):
     keys = [json.loads(r.key)["payload"] for r in records]
     assert keys == [{"code": v1("A-1", 10)}, {"code": v1("B-2", 10)}, {"code": v1("A-1", 10)},
                     {"code": v1("B-2", 10)}, {"code": v1("B-2", 10)}]
-    fields = row_fields(values[0])
-    assert fields["code"]["type"] == "string" and fields["doc"]["name"] == "io.debezium.data.Json"
+    masked, cut = {"masked": "true"}, {"truncateLength": "3"}
+    for value in values[:4]:  # snapshot and stream: the rule applied marks the field (a hash: masked)
+        fields = row_fields(value)
+        assert {f: fields[f].get("parameters") for f in fields} == {
+            "code": masked, "body": masked, "pin": masked, "tag": masked, "doc": None, "n": None, "note": cut,
+            "big": masked}  # json and int: named by the hash (and the truncation) but unchanged, so not marked
+        assert fields["doc"]["name"] == "io.debezium.data.Json"
+    # the hashed key's schema too (Debezium's key is in clear, its schema unmarked: here the key is hashed)
+    key_schemas = [json.loads(r.key)["schema"] for r in records]
+    assert all(k == {"type": "struct", "optional": False, "name": f"{name}.public.secrets.Key", "fields": [
+        {"type": "string", "optional": False, "parameters": masked, "field": "code"}]} for k in key_schemas)
     assert not any(salt.encode() in (r.value or b"") + r.key for r in records for salt in (salt1, salt2))
 
 
