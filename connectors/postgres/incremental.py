@@ -260,7 +260,7 @@ class PgWatermarks:
                 with conn.transaction():  # one statement: sees everything committed before the low watermark
                     with conn.cursor(name=f"incr_{chunk_id}") as cursor:
                         for column in table.columns:
-                            cursor.adapters.register_loader(column.type.oid, TextLoader)
+                            cursor.adapters.register_loader(column.type.result_oid, TextLoader)
                         cursor.itersize = self.config.snapshot_fetch_size
                         cursor.execute(query, params)
                         for index, row in enumerate(cursor):

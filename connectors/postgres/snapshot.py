@@ -212,7 +212,7 @@ class PgSnapshotReader:
         marker = "last" if mark_last else "true"
         cursor = conn.cursor(name=f"snap_{chunk.number}")
         for column in table.columns:
-            cursor.adapters.register_loader(column.type.oid, TextLoader)
+            cursor.adapters.register_loader(column.type.result_oid, TextLoader)
         try:
             cursor.itersize = self.config.snapshot_fetch_size
             cursor.execute(query, params)

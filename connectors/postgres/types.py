@@ -99,6 +99,11 @@ class ColumnType:
     element: ColumnType | None = None  # for arrays
     base: ColumnType | None = field(default=None)  # for domains: the type it constrains, with the domain's typmod
 
+    @property
+    def result_oid(self) -> int:
+        """The OID a query's row description gives a column of this type: a domain's is its base type's."""
+        return self.base.result_oid if self.kind == "d" and self.base is not None else self.oid
+
 
 @dataclass(frozen=True)
 class ColumnMapping:

@@ -168,6 +168,14 @@ def test_enum_domain_and_extension_types():
     assert mapped(ColumnType(16800, -1, "ltree"), "Top.Science")[0]["name"] == "io.debezium.data.Ltree"
 
 
+def test_result_oid_is_a_domains_base_type():
+    """What a query's row description reports, for which snapshots register their text loader."""
+    price = ColumnType(16500, -1, "price", "d", base=builtin(t.NUMERIC, numeric_typmod(8, 3)))
+    nested = ColumnType(16501, -1, "nested", "d", base=price)
+    assert (price.result_oid, nested.result_oid) == (t.NUMERIC, t.NUMERIC)
+    assert builtin(t.DATE).result_oid == t.DATE and ColumnType(16400, -1, "mood", "e").result_oid == 16400
+
+
 def test_arrays():
     schema, value = mapped(builtin(1007), "{1,NULL,3}")
     assert schema == {"type": "array", "items": {"type": "int32", "optional": True}, "optional": True}
