@@ -87,7 +87,7 @@ def _escaped_class() -> str:
 
 _ESCAPED_CLASS = _escaped_class()
 # What orjson would write differently from the driver (it escapes only quotes, backslashes and C0 controls).
-_JAVA_ONLY = re.compile(f"[{_ESCAPED_CLASS}]")
+JAVA_ONLY = re.compile(f"[{_ESCAPED_CLASS}]")
 _ALL_ESCAPED = re.compile(f'[\x00-\x1f"\\\\{_ESCAPED_CLASS}]')
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -181,13 +181,13 @@ def _structure(value: Any, raw: type, relaxed: bool, bare: bool, names: bool) ->
     if kind is dict:
         if names:
             for key in value:
-                if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and _JAVA_ONLY.search(key):
+                if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and JAVA_ONLY.search(key):
                     raise _Fallback
         return {key: _structure(item, raw, relaxed, bare, names) for key, item in value.items()}
     if kind is str:
         if names and value[:1] == ":":
             raise _Fallback
-        if (not value.isascii() or "\x7f" in value) and _JAVA_ONLY.search(value):
+        if (not value.isascii() or "\x7f" in value) and JAVA_ONLY.search(value):
             return raw(java_string(value))
         return value
     if kind is bool or value is None:
@@ -215,13 +215,13 @@ def _strict_fast(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         for key in value:
-            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and _JAVA_ONLY.search(key):
+            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and JAVA_ONLY.search(key):
                 raise _Fallback
         return {key: _strict_fast(item) for key, item in value.items()}
     if kind is str:
         if value[:1] == ":":
             raise _Fallback
-        if (not value.isascii() or "\x7f" in value) and _JAVA_ONLY.search(value):
+        if (not value.isascii() or "\x7f" in value) and JAVA_ONLY.search(value):
             return orjson.Fragment(java_string(value))
         return value
     if kind is bool or value is None:
@@ -242,13 +242,13 @@ def _relaxed_fast(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         for key in value:
-            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and _JAVA_ONLY.search(key):
+            if key[:1] == ":" or (not key.isascii() or "\x7f" in key) and JAVA_ONLY.search(key):
                 raise _Fallback
         return {key: _relaxed_fast(item) for key, item in value.items()}
     if kind is str:
         if value[:1] == ":":
             raise _Fallback
-        if (not value.isascii() or "\x7f" in value) and _JAVA_ONLY.search(value):
+        if (not value.isascii() or "\x7f" in value) and JAVA_ONLY.search(value):
             return orjson.Fragment(java_string(value))
         return value
     if kind is int or kind is bool or value is None:

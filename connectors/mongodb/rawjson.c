@@ -1,0 +1,537 @@
+/* Raw BSON documents to the strict Extended JSON text of connectors/mongodb/extjson.py `document_json`.
+
+   document_json(data, bare_non_finite) takes the bytes of one BSON document and returns the text, or None when the
+   document holds something this code does not write itself (decimal128, code, DBPointer, binary subtype 2, a
+   DBRef-shaped sub-document, invalid UTF-8, malformed BSON, very deep nesting): the caller then decodes it and uses
+   the Python writer, which stays the reference. set_escape_table(bits) must be called first with a bitmap of the
+   BMP code points the Java driver escapes (built from extjson's own rule, so both paths agree).
+
+   Strict mode, compact: `{"name": value,"next": value}`; int64 as {"$numberLong": "n"}, dates as {"$date": millis},
+   doubles as Java's Double.toString. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 200
+
+static unsigned char escape_bits[0x10000 / 8];
+static int escape_table_set = 0;
+
+typedef struct {
+    char *data;
+    size_t length;
+    size_t capacity;
+} Buffer;
+
+/* Why a document cannot be written here (the caller falls back to Python). */
+typedef enum { WRITTEN = 0, UNSUPPORTED = 1, NO_MEMORY = 2 } Outcome;
+
+static int grow(Buffer *out, size_t more) {
+    if (out->length + more <= out->capacity) return 0;
+    size_t capacity = out->capacity ? out->capacity : 256;
+    while (capacity < out->length + more) capacity *= 2;
+    char *data = PyMem_RawRealloc(out->data, capacity);
+    if (data == NULL) return -1;
+    out->data = data;
+    out->capacity = capacity;
+    return 0;
+}
+
+static int put(Buffer *out, const char *text, size_t length) {
+    if (grow(out, length) < 0) return -1;
+    memcpy(out->data + out->length, text, length);
+    out->length += length;
+    return 0;
+}
+
+#define PUT_LITERAL(out, text) put((out), (text), sizeof(text) - 1)
+
+static int put_char(Buffer *out, char c) {
+    if (grow(out, 1) < 0) return -1;
+    out->data[out->length++] = c;
+    return 0;
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+static int put_unit(Buffer *out, unsigned unit) {
+    char text[6] = {'\\', 'u', HEX[(unit >> 12) & 15], HEX[(unit >> 8) & 15], HEX[(unit >> 4) & 15], HEX[unit & 15]};
+    return put(out, text, 6);
+}
+
+/* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
+static Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
+    if (put_char(out, '"') < 0) return NO_MEMORY;
+    size_t i = 0;
+    while (i < length) {
+        size_t run = i;
+        while (run < length && text[run] >= 0x20 && text[run] < 0x7F && text[run] != '"' && text[run] != '\\') run++;
+        if (run > i && put(out, (const char *)text + i, run - i) < 0) return NO_MEMORY;
+        i = run;
+        if (i >= length) break;
+        unsigned char c = text[i];
+        if (c < 0x80) {
+            int failed;
+            switch (c) {
+                case '"': failed = PUT_LITERAL(out, "\\\""); break;
+                case '\\': failed = PUT_LITERAL(out, "\\\\"); break;
+                case '\b': failed = PUT_LITERAL(out, "\\b"); break;
+                case '\f': failed = PUT_LITERAL(out, "\\f"); break;
+                case '\n': failed = PUT_LITERAL(out, "\\n"); break;
+                case '\r': failed = PUT_LITERAL(out, "\\r"); break;
+                case '\t': failed = PUT_LITERAL(out, "\\t"); break;
+                default: failed = put_unit(out, c);  /* other C0 controls and DEL */
+            }
+            if (failed) return NO_MEMORY;
+            i++;
+            continue;
+        }
+        uint32_t code;
+        size_t size;
+        if ((c & 0xE0) == 0xC0) {
+            size = 2;
+            code = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            size = 3;
+            code = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            size = 4;
+            code = c & 0x07;
+        } else {
+            return UNSUPPORTED;
+        }
+        if (i + size > length) return UNSUPPORTED;
+        for (size_t k = 1; k < size; k++) {
+            if ((text[i + k] & 0xC0) != 0x80) return UNSUPPORTED;
+            code = (code << 6) | (text[i + k] & 0x3F);
+        }
+        if ((size == 2 && code < 0x80) || (size == 3 && code < 0x800) || (size == 4 && code < 0x10000) ||
+            code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+            return UNSUPPORTED;
+        int failed;
+        if (code >= 0x10000) {
+            uint32_t rest = code - 0x10000;
+            failed = put_unit(out, 0xD800 + (rest >> 10)) < 0 || put_unit(out, 0xDC00 + (rest & 0x3FF)) < 0;
+        } else if (escape_bits[code >> 3] & (1 << (code & 7))) {
+            failed = put_unit(out, code) < 0;
+        } else {
+            failed = put(out, (const char *)text + i, size) < 0;
+        }
+        if (failed) return NO_MEMORY;
+        i += size;
+    }
+    return put_char(out, '"') < 0 ? NO_MEMORY : WRITTEN;
+}
+
+/* The shortest decimal digits that read back as `value` (> 0, finite), as Python's repr picks them: `digits`
+   without trailing zeros, the value being 0.d1d2... x 10^(exponent + 1). */
+static void shortest_digits(double value, char *digits, int *exponent) {
+    char text[40];
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(text, sizeof text, "%.*e", precision - 1, value);
+        if (strtod(text, NULL) == value) break;
+        /* Near a power of two the interval of values that read back is lopsided: the nearest `precision`-digit
+           decimal may miss it while its neighbour above does not (Python's repr then takes the neighbour). */
+        int exp = atoi(strchr(text, 'e') + 1);
+        char candidate[40];
+        long long scaled = 0;
+        int n = 0;
+        for (const char *p = text; *p && *p != 'e'; p++)
+            if (*p >= '0' && *p <= '9') {
+                scaled = scaled * 10 + (*p - '0');
+                n++;
+            }
+        snprintf(candidate, sizeof candidate, "%lld", scaled + 1);
+        int grown = (int)strlen(candidate) > n;
+        char formatted[48];
+        snprintf(formatted, sizeof formatted, "%c.%se%d", candidate[0], candidate + 1, exp + grown);
+        if (strtod(formatted, NULL) == value) {
+            strcpy(text, formatted);
+            break;
+        }
+    }
+    /* text: d.ddde[+-]x */
+    char *e = strchr(text, 'e');
+    *exponent = atoi(e + 1);
+    int n = 0;
+    for (char *p = text; p < e; p++)
+        if (*p >= '0' && *p <= '9') digits[n++] = *p;
+    while (n > 1 && digits[n - 1] == '0') n--;
+    digits[n] = '\0';
+}
+
+/* Java's Double.toString of a finite value (extjson.java_double). */
+static int put_double(Buffer *out, double value) {
+    char text[64];
+    if (value == 0) {
+        return signbit(value) ? PUT_LITERAL(out, "-0.0") : PUT_LITERAL(out, "0.0");
+    }
+    double magnitude = fabs(value);
+    char digits[24];
+    int exponent;
+    shortest_digits(magnitude, digits, &exponent);
+    int length = (int)strlen(digits);
+    char *p = text;
+    if (value < 0) *p++ = '-';
+    if (magnitude >= 1e-3 && magnitude < 1e7) {
+        if (exponent >= 0) {
+            for (int k = 0; k <= exponent; k++) *p++ = k < length ? digits[k] : '0';
+            *p++ = '.';
+            if (length > exponent + 1) {
+                for (int k = exponent + 1; k < length; k++) *p++ = digits[k];
+            } else {
+                *p++ = '0';
+            }
+        } else {
+            *p++ = '0';
+            *p++ = '.';
+            for (int k = 0; k < -exponent - 1; k++) *p++ = '0';
+            for (int k = 0; k < length; k++) *p++ = digits[k];
+        }
+        return put(out, text, p - text);
+    }
+    if (length == 1) {
+        /* Where one digit would do, Java picks the two-digit decimal closest to the value (5e-324 -> 4.9E-324). */
+        char two[32];
+        snprintf(two, sizeof two, "%.1e", magnitude);
+        digits[0] = two[0];
+        digits[1] = two[2];
+        digits[2] = '\0';
+        length = digits[1] == '0' ? 1 : 2;
+        exponent = atoi(strchr(two, 'e') + 1);
+    }
+    *p++ = digits[0];
+    *p++ = '.';
+    if (length > 1) {
+        for (int k = 1; k < length; k++) *p++ = digits[k];
+    } else {
+        *p++ = '0';
+    }
+    p += snprintf(p, text + sizeof text - p, "E%d", exponent);
+    return put(out, text, p - text);
+}
+
+static int put_int64(Buffer *out, long long value) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%lld", value);
+    return put(out, text, n);
+}
+
+static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int put_base64(Buffer *out, const unsigned char *data, size_t length) {
+    if (grow(out, (length + 2) / 3 * 4) < 0) return -1;
+    char *p = out->data + out->length;
+    size_t i = 0;
+    for (; i + 3 <= length; i += 3) {
+        uint32_t bits = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+        *p++ = BASE64[bits >> 18];
+        *p++ = BASE64[(bits >> 12) & 63];
+        *p++ = BASE64[(bits >> 6) & 63];
+        *p++ = BASE64[bits & 63];
+    }
+    if (length - i == 1) {
+        uint32_t bits = data[i] << 16;
+        *p++ = BASE64[bits >> 18];
+        *p++ = BASE64[(bits >> 12) & 63];
+        *p++ = '=';
+        *p++ = '=';
+    } else if (length - i == 2) {
+        uint32_t bits = (data[i] << 16) | (data[i + 1] << 8);
+        *p++ = BASE64[bits >> 18];
+        *p++ = BASE64[(bits >> 12) & 63];
+        *p++ = BASE64[(bits >> 6) & 63];
+        *p++ = '=';
+    }
+    out->length = p - out->data;
+    return 0;
+}
+
+static int32_t read_int32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+}
+
+static int64_t read_int64(const unsigned char *p) {
+    uint64_t low = (uint32_t)read_int32(p), high = (uint32_t)read_int32(p + 4);
+    return (int64_t)(low | (high << 32));
+}
+
+static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int bare, int depth);
+
+/* One element's value starting at data[*at] (of BSON type `type`), moving *at past it. */
+static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *data, size_t length, size_t *at,
+                         int bare, int depth) {
+    size_t i = *at;
+    size_t left = length - i;
+    switch (type) {
+        case 0x01: { /* double */
+            if (left < 8) return UNSUPPORTED;
+            int64_t bits = read_int64(data + i);
+            double value;
+            memcpy(&value, &bits, 8);
+            *at = i + 8;
+            if (isfinite(value)) return put_double(out, value) < 0 ? NO_MEMORY : WRITTEN;
+            const char *name = isnan(value) ? "NaN" : (value > 0 ? "Infinity" : "-Infinity");
+            int failed = bare ? put(out, name, strlen(name)) < 0
+                              : PUT_LITERAL(out, "{\"$numberDouble\": \"") < 0 || put(out, name, strlen(name)) < 0 ||
+                                    PUT_LITERAL(out, "\"}") < 0;
+            return failed ? NO_MEMORY : WRITTEN;
+        }
+        case 0x02:   /* string */
+        case 0x0E: { /* symbol (decoded as a str) */
+            if (left < 5) return UNSUPPORTED;
+            int32_t size = read_int32(data + i);
+            if (size < 1 || (size_t)size > left - 4 || data[i + 4 + size - 1] != 0) return UNSUPPORTED;
+            *at = i + 4 + size;
+            return put_string(out, data + i + 4, size - 1);
+        }
+        case 0x03:   /* document */
+        case 0x04: { /* array */
+            if (left < 5) return UNSUPPORTED;
+            int32_t size = read_int32(data + i);
+            if (size < 5 || (size_t)size > left || data[i + size - 1] != 0) return UNSUPPORTED;
+            *at = i + size;
+            if (depth >= MAX_DEPTH) return UNSUPPORTED;
+            return put_container(out, data + i, size, type == 0x04, bare, depth + 1);
+        }
+        case 0x05: { /* binary */
+            if (left < 5) return UNSUPPORTED;
+            int32_t size = read_int32(data + i);
+            if (size < 0 || (size_t)size > left - 5) return UNSUPPORTED;
+            unsigned char subtype = data[i + 4];
+            if (subtype == 2) return UNSUPPORTED; /* the old binary subtype: pymongo drops its inner length */
+            *at = i + 5 + size;
+            char tail[32];
+            snprintf(tail, sizeof tail, "\",\"$type\": \"%02X\"}", subtype);
+            int failed = PUT_LITERAL(out, "{\"$binary\": \"") < 0 || put_base64(out, data + i + 5, size) < 0 ||
+                         put(out, tail, strlen(tail)) < 0;
+            return failed ? NO_MEMORY : WRITTEN;
+        }
+        case 0x06: /* undefined (decoded as None) */
+        case 0x0A: /* null */
+            return PUT_LITERAL(out, "null") < 0 ? NO_MEMORY : WRITTEN;
+        case 0x07: { /* ObjectId */
+            if (left < 12) return UNSUPPORTED;
+            char text[40] = "{\"$oid\": \"";
+            char *p = text + strlen(text);
+            for (int k = 0; k < 12; k++) {
+                *p++ = HEX[data[i + k] >> 4];
+                *p++ = HEX[data[i + k] & 15];
+            }
+            *p++ = '"';
+            *p++ = '}';
+            *at = i + 12;
+            return put(out, text, p - text) < 0 ? NO_MEMORY : WRITTEN;
+        }
+        case 0x08: /* boolean */
+            if (left < 1 || data[i] > 1) return UNSUPPORTED;
+            *at = i + 1;
+            return (data[i] ? PUT_LITERAL(out, "true") : PUT_LITERAL(out, "false")) < 0 ? NO_MEMORY : WRITTEN;
+        case 0x09: /* UTC datetime */
+            if (left < 8) return UNSUPPORTED;
+            *at = i + 8;
+            return PUT_LITERAL(out, "{\"$date\": ") < 0 || put_int64(out, read_int64(data + i)) < 0 ||
+                           put_char(out, '}') < 0
+                       ? NO_MEMORY
+                       : WRITTEN;
+        case 0x0B: { /* regular expression: pymongo keeps the flags it knows, written back in this order */
+            const unsigned char *pattern = data + i;
+            const unsigned char *pattern_end = memchr(pattern, 0, left);
+            if (pattern_end == NULL) return UNSUPPORTED;
+            const unsigned char *flags = pattern_end + 1;
+            const unsigned char *flags_end = memchr(flags, 0, data + length - flags);
+            if (flags_end == NULL) return UNSUPPORTED;
+            *at = (flags_end + 1) - data;
+            char options[8];
+            int n = 0;
+            for (const char *known = "ilmsux"; *known; known++)
+                if (memchr(flags, *known, flags_end - flags) != NULL) options[n++] = *known;
+            Outcome outcome;
+            if (PUT_LITERAL(out, "{\"$regex\": ") < 0) return NO_MEMORY;
+            if ((outcome = put_string(out, pattern, pattern_end - pattern)) != WRITTEN) return outcome;
+            if (PUT_LITERAL(out, ",\"$options\": \"") < 0 || put(out, options, n) < 0 || PUT_LITERAL(out, "\"}") < 0)
+                return NO_MEMORY;
+            return WRITTEN;
+        }
+        case 0x10: /* int32 */
+            if (left < 4) return UNSUPPORTED;
+            *at = i + 4;
+            return put_int64(out, read_int32(data + i)) < 0 ? NO_MEMORY : WRITTEN;
+        case 0x11: { /* timestamp: increment, then time */
+            if (left < 8) return UNSUPPORTED;
+            char text[64];
+            int n = snprintf(text, sizeof text, "{\"$timestamp\": {\"t\": %u,\"i\": %u}}",
+                             (unsigned)read_int32(data + i + 4), (unsigned)read_int32(data + i));
+            *at = i + 8;
+            return put(out, text, n) < 0 ? NO_MEMORY : WRITTEN;
+        }
+        case 0x12: /* int64 */
+            if (left < 8) return UNSUPPORTED;
+            *at = i + 8;
+            return PUT_LITERAL(out, "{\"$numberLong\": \"") < 0 || put_int64(out, read_int64(data + i)) < 0 ||
+                           PUT_LITERAL(out, "\"}") < 0
+                       ? NO_MEMORY
+                       : WRITTEN;
+        case 0xFF:
+            return PUT_LITERAL(out, "{\"$minKey\": 1}") < 0 ? NO_MEMORY : WRITTEN;
+        case 0x7F:
+            return PUT_LITERAL(out, "{\"$maxKey\": 1}") < 0 ? NO_MEMORY : WRITTEN;
+        default: /* decimal128, code, code with scope, DBPointer, anything unknown */
+            return UNSUPPORTED;
+    }
+}
+
+typedef struct {
+    const unsigned char *text;
+    size_t length;
+} Name;
+
+static int compare_names(const void *left, const void *right) {
+    const Name *a = left, *b = right;
+    if (a->length != b->length) return a->length < b->length ? -1 : 1;
+    return memcmp(a->text, b->text, a->length);
+}
+
+/* Whether a document repeats a name (pymongo keeps the last value at the first one's place). */
+static int has_duplicates(Name *names, size_t count) {
+    if (count <= 16) {
+        for (size_t a = 1; a < count; a++)
+            for (size_t b = 0; b < a; b++)
+                if (compare_names(names + a, names + b) == 0) return 1;
+        return 0;
+    }
+    qsort(names, count, sizeof(Name), compare_names);
+    for (size_t a = 1; a < count; a++)
+        if (compare_names(names + a, names + a - 1) == 0) return 1;
+    return 0;
+}
+
+/* A document or array: data[0..length) is the whole BSON container (its int32 size through its final 0). */
+static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int bare, int depth) {
+    if (put_char(out, is_array ? '[' : '{') < 0) return NO_MEMORY;
+    Name local[32];
+    Name *names = local;
+    size_t count = 0, capacity = 32;
+    Outcome outcome = WRITTEN;
+    size_t at = 4;
+    while (at < length - 1) {
+        unsigned char type = data[at++];
+        const unsigned char *name = data + at;
+        const unsigned char *name_end = memchr(name, 0, length - at);
+        if (name_end == NULL) {
+            outcome = UNSUPPORTED;
+            break;
+        }
+        size_t name_length = name_end - name;
+        /* pymongo decodes a document with $ref and $id as a DBRef: left to the Python path. */
+        if (!is_array && name_length == 4 && memcmp(name, "$ref", 4) == 0) {
+            outcome = UNSUPPORTED;
+            break;
+        }
+        at += name_length + 1;
+        if (at >= length) {
+            outcome = UNSUPPORTED;
+            break;
+        }
+        if (count && put_char(out, ',') < 0) {
+            outcome = NO_MEMORY;
+            break;
+        }
+        if (!is_array) {
+            if (count == capacity) {
+                Name *grown = PyMem_RawMalloc(2 * capacity * sizeof(Name));
+                if (grown == NULL) {
+                    outcome = NO_MEMORY;
+                    break;
+                }
+                memcpy(grown, names, count * sizeof(Name));
+                if (names != local) PyMem_RawFree(names);
+                names = grown;
+                capacity *= 2;
+            }
+            names[count].text = name;
+            names[count].length = name_length;
+            if ((outcome = put_string(out, name, name_length)) != WRITTEN) break;
+            if (PUT_LITERAL(out, ": ") < 0) {
+                outcome = NO_MEMORY;
+                break;
+            }
+        }
+        count++;
+        if ((outcome = put_value(out, type, data, length - 1, &at, bare, depth)) != WRITTEN) break;
+    }
+    if (outcome == WRITTEN && at != length - 1) outcome = UNSUPPORTED;
+    if (outcome == WRITTEN && !is_array && has_duplicates(names, count)) outcome = UNSUPPORTED;
+    if (names != local) PyMem_RawFree(names);
+    if (outcome != WRITTEN) return outcome;
+    return put_char(out, is_array ? ']' : '}') < 0 ? NO_MEMORY : WRITTEN;
+}
+
+static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "document_json(data, bare_non_finite) takes 2 arguments");
+        return NULL;
+    }
+    if (!escape_table_set) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return NULL;
+    }
+    int bare = PyObject_IsTrue(args[1]);
+    if (bare < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    PyObject *result = NULL;
+    Buffer out = {NULL, 0, 0};
+    Outcome outcome = UNSUPPORTED;
+    if (length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        outcome = put_container(&out, data, length, 0, bare, 0);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    if (outcome == WRITTEN) {
+        result = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
+    } else if (outcome == NO_MEMORY) {
+        PyErr_NoMemory();
+    } else {
+        result = Py_NewRef(Py_None);
+    }
+    PyMem_RawFree(out.data);
+    return result;
+}
+
+static PyObject *set_escape_table(PyObject *module, PyObject *bits) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(bits, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len != sizeof escape_bits) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError, "the escape table must be %d bytes", (int)sizeof escape_bits);
+        return NULL;
+    }
+    memcpy(escape_bits, view.buf, sizeof escape_bits);
+    PyBuffer_Release(&view);
+    escape_table_set = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"document_json", (PyCFunction)(void (*)(void))document_json, METH_FASTCALL,
+     "document_json(data, bare_non_finite) -> str | None: a raw BSON document as strict Extended JSON; None when "
+     "the Python writer must do it."},
+    {"set_escape_table", set_escape_table, METH_O,
+     "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "_rawjson", "Raw BSON to Debezium's strict Extended JSON.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__rawjson(void) { return PyModule_Create(&module_definition); }
