@@ -182,6 +182,19 @@ def _read_time2(self, column) -> datetime.timedelta:
 
 RowsEvent._RowsEvent__read_time2 = _read_time2  # see _read_time2
 
+# MySQL's utf16, utf32 and ucs2 are big-endian without a byte order mark; the library decodes a column with the Python
+# codec of the same name, which reads them little-endian (utf16, utf32: wrong text, or a failure) or does not exist
+# (ucs2: the raw bytes came through)
+_CODECS = {"utf16": "utf-16-be", "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le"}
+_library_codec = RowsEvent.charset_to_encoding
+
+
+def _codec(charset_name: str) -> str:
+    return _CODECS.get(charset_name) or _library_codec(charset_name)
+
+
+RowsEvent.charset_to_encoding = staticmethod(_codec)
+
 
 @dataclass
 class _Transaction:

@@ -20,7 +20,9 @@ COLUMNS = """
   d DATE, dn DATE NOT NULL DEFAULT '2000-01-01', t0 TIME, t6 TIME(6), dt0 DATETIME, dt3 DATETIME(3), dt6 DATETIME(6),
   dtz DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00', ts0 TIMESTAMP NULL, ts3 TIMESTAMP(3) NULL,
   tsz TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00', y YEAR, en ENUM('x','y'), st SET('a','b','c'), js JSON,
-  dp DATE, dtp DATETIME(2)
+  dp DATE, dtp DATETIME(2),
+  u16 VARCHAR(5) CHARACTER SET utf16, u32 VARCHAR(5) CHARACTER SET utf32, ucs VARCHAR(5) CHARACTER SET ucs2,
+  l1 VARCHAR(5) CHARACTER SET latin1
 """
 
 ROW = {
@@ -33,6 +35,7 @@ ROW = {
     "dtz": "0000-00-00 00:00:00", "ts0": "2020-01-02 03:04:05", "ts3": "2020-01-02 03:04:05.100",
     "tsz": "0000-00-00 00:00:00", "y": 2155, "en": "y", "st": "c,a", "js": '{"b": [1, 2.5], "a": null}',
     "dp": "2020-00-00", "dtp": "2020-01-00 10:00:00.50",  # zero parts: allowed without NO_ZERO_IN_DATE
+    "u16": "😀é", "u32": "😀é", "ucs": "é€", "l1": "€‚ƒ",  # MySQL's latin1 is cp1252
 }
 LITERAL = {"b1", "b12"}  # written as SQL literals, not strings
 
@@ -83,6 +86,11 @@ EXPECTED = {
     # a date with a zero part is a zero date: null where the column allows it
     "dp": ("int32", "io.debezium.time.Date", {}, None),
     "dtp": ("int64", "io.debezium.time.Timestamp", {}, None),
+    # other character sets (the binlog holds their bytes; utf16, utf32 and ucs2 are big-endian)
+    "u16": ("string", None, {}, "😀é"),
+    "u32": ("string", None, {}, "😀é"),
+    "ucs": ("string", None, {}, "é€"),
+    "l1": ("string", None, {}, "€‚ƒ"),
 }
 NOT_NULL = {"id", "dn", "dtz", "tsz"}
 # the row inserted with only its id: NULL wherever a column allows it, the declared defaults elsewhere (written with
