@@ -12,6 +12,7 @@ from the last position it stored.
 
 from __future__ import annotations
 
+import codecs
 import datetime
 import logging
 from collections.abc import Iterator
@@ -184,8 +185,18 @@ RowsEvent._RowsEvent__read_time2 = _read_time2  # see _read_time2
 
 # MySQL's utf16, utf32 and ucs2 are big-endian without a byte order mark; the library decodes a column with the Python
 # codec of the same name, which reads them little-endian (utf16, utf32: wrong text, or a failure) or does not exist
-# (ucs2: the raw bytes came through)
-_CODECS = {"utf16": "utf-16-be", "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le"}
+# (ucs2: the raw bytes came through). Its latin1 is cp1252, whose five unassigned bytes MySQL's latin1 maps to the C1
+# controls of the same number (the library's cp1252 failed on them).
+_MYSQL_LATIN1 = "".join(bytes([b]).decode("cp1252", "ignore") or chr(b) for b in range(256))
+_MYSQL_LATIN1_CODEC = codecs.CodecInfo(
+    name="mysql-latin1",
+    encode=lambda text, errors="strict": codecs.charmap_encode(text, errors, codecs.charmap_build(_MYSQL_LATIN1)),
+    decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, _MYSQL_LATIN1),
+)
+codecs.register(lambda name: _MYSQL_LATIN1_CODEC if name == "mysql_latin1" else None)
+# (the library names latin1 columns by its codec, cp1252: MySQL has no cp1252 of its own)
+_CODECS = {"utf16": "utf-16-be", "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le",
+           "latin1": "mysql-latin1", "cp1252": "mysql-latin1"}
 _library_codec = RowsEvent.charset_to_encoding
 
 

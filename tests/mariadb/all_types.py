@@ -35,7 +35,7 @@ ROW = {
     "dtz": "0000-00-00 00:00:00", "ts0": "2020-01-02 03:04:05", "ts3": "2020-01-02 03:04:05.100",
     "tsz": "0000-00-00 00:00:00", "y": 2155, "en": "y", "st": "c,a", "js": '{"b": [1, 2.5], "a": null}',
     "dp": "2020-00-00", "dtp": "2020-01-00 10:00:00.50",  # zero parts: allowed without NO_ZERO_IN_DATE
-    "u16": "😀é", "u32": "😀é", "ucs": "é€", "l1": "€‚ƒ",  # MySQL's latin1 is cp1252
+    "u16": "😀é", "u32": "😀é", "ucs": "é€", "l1": "€‚ƒ\x81",  # MySQL's latin1: cp1252, 0x81 a C1 control
 }
 LITERAL = {"b1", "b12"}  # written as SQL literals, not strings
 
@@ -90,7 +90,7 @@ EXPECTED = {
     "u16": ("string", None, {}, "😀é"),
     "u32": ("string", None, {}, "😀é"),
     "ucs": ("string", None, {}, "é€"),
-    "l1": ("string", None, {}, "€‚ƒ"),
+    "l1": ("string", None, {}, "€‚ƒ\x81"),
 }
 NOT_NULL = {"id", "dn", "dtz", "tsz"}
 # the row inserted with only its id: NULL wherever a column allows it, the declared defaults elsewhere (written with
