@@ -129,10 +129,15 @@ def preflight(properties: Mapping[str, Any], timeout_ms: int) -> list[Problem]:
         return [Problem(prop, message) for prop, message in problems(config, timeout_ms)]
     if kind in (MYSQL, MARIADB):
         from connectors.mysql.checks import check_source, failures
+        from connectors.mysql.incremental import check_signal_table
 
         settings = dataclasses.replace(config.connection, connect_timeout=max(1.0, timeout_ms / 1000))
-        return [Problem(_mysql_property(r.name, r.detail), r.message())
-                for r in failures(check_source(settings, config.snapshot_locking_mode))]
+        found = [Problem(_mysql_property(r.name, r.detail), r.message())
+                 for r in failures(check_source(settings, config.snapshot_locking_mode))]
+        if not found:
+            signal_problem = check_signal_table(config, settings)
+            found += [Problem("signal.data.collection", signal_problem)] if signal_problem else []
+        return found
     from connectors.mongodb.client import connection_problem
 
     problem = connection_problem(config.mongo_client_options(), timeout_ms)

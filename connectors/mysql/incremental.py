@@ -37,7 +37,7 @@ from connectors.core.snapshot.incremental import (
 from connectors.mysql import catalog
 from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.connection import connect
+from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.envelope import SourceInfo
 from connectors.mysql.snapshot_reader import chunk_key, chunk_select, plan_table, quote
 
@@ -65,6 +65,19 @@ def signal_table_problem(cursor, config: MySqlConfig) -> str | None:
     if missing:
         return f"signal.data.collection {name} lacks column(s) {', '.join(missing)} (it needs id, type and data)"
     return None
+
+
+def check_signal_table(config: MySqlConfig, settings: ConnectionSettings | None = None) -> str | None:
+    """`signal_table_problem` on a connection of its own, with `settings` (default: the config's) (None when there
+    is no signal table to check)."""
+    if not config.signal_data_collection:
+        return None
+    connection = connect(settings or config.connection)
+    try:
+        with connection.cursor() as cursor:
+            return signal_table_problem(cursor, config)
+    finally:
+        connection.close()
 
 
 def parse_filter(value: Any) -> str | None:

@@ -43,7 +43,7 @@ from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo, TableEvents
-from connectors.mysql.incremental import MySqlWatermarks, signal_table_problem
+from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
 from connectors.mysql.position import MySqlPosition, MySqlSnapshotProgress
 from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
@@ -316,15 +316,9 @@ class ServerSource:
         if problems:
             raise ConnectorError(f"{self.config.name}: MySQL/MariaDB at {self.config.connection.describe()} is not "
                                  "ready for change capture: " + "; ".join(p.message() for p in problems))
-        if self.config.signal_data_collection:
-            connection = connect(self.config.connection)
-            try:
-                with connection.cursor() as cursor:
-                    problem = signal_table_problem(cursor, self.config)
-            finally:
-                connection.close()
-            if problem:
-                raise ConnectorError(f"{self.config.name}: {problem}")
+        problem = check_signal_table(self.config)
+        if problem:
+            raise ConnectorError(f"{self.config.name}: {problem}")
         metrics.record_connected()
 
     def close(self) -> None:

@@ -54,8 +54,10 @@ WINDOW_CLOSE = "snapshot-window-close"
 SIGNAL_COLUMNS = ("id", "type", "data")
 
 
-def signal_table_problem(cursor, config: PostgresConfig) -> str | None:
-    """What keeps `signal.data.collection` from carrying signals and watermarks (None: nothing)."""
+def signal_table_problem(cursor, config: PostgresConfig, *, require_published: bool = True) -> str | None:
+    """What keeps `signal.data.collection` from carrying signals and watermarks (None: nothing). Before a
+    configuration is saved the table may not be published yet (`require_published=False`): a `filtered` or
+    `all_tables` publication gets it when the connector starts."""
     name = config.signal_data_collection
     if not name:
         return ("incremental snapshots need signal.data.collection: the connector writes its watermarks there "
@@ -74,7 +76,7 @@ def signal_table_problem(cursor, config: PostgresConfig) -> str | None:
         return f"signal.data.collection {name} lacks column(s) {', '.join(missing)} (it needs id, type and data)"
     cursor.execute("SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
                    (config.publication_name, schema, table))
-    if cursor.fetchone() is None:
+    if require_published and cursor.fetchone() is None:
         return (f"signal.data.collection {name} is not in publication {config.publication_name}: its watermarks "
                 f"must come back through the slot (ALTER PUBLICATION {config.publication_name} ADD TABLE {name}, "
                 "or publication.autocreate.mode=filtered/all_tables)")

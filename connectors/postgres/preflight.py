@@ -4,7 +4,9 @@ form, Kafka Connect's create/validate), in bounded time, each finding naming wha
 (present under `publication.autocreate.mode=disabled`, creatable under `all_tables`: a superuser's right), and the
 tables it would publish without a replica identity (PostgreSQL refuses their UPDATEs and DELETEs once they are
 published: saving such a connector would break the application's writes, so it is refused until the table has a
-key or is left out), and `message.key.columns` naming a column a captured table does not have or capture."""
+key or is left out), `message.key.columns` naming a column a captured table does not have or capture, and a
+`signal.data.collection` that is missing, lacks a column, is not writable by the user or (publication
+`disabled`) not published."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import psycopg
 from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import TableFilter
+from connectors.postgres.incremental import signal_table_problem
 from connectors.postgres.publication import (
     publication_tables,
     slot_mismatch,
@@ -36,7 +39,8 @@ def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, 
             cursor.execute(f"SET statement_timeout = {int(timeout_ms)}")
             return [*_server_problems(cursor), *_role_problems(cursor, config),
                     *_publication_problems(cursor, config), *_identity_problems(cursor, config),
-                    *_slot_problems(cursor, config), *_key_column_problems(cursor, config)]
+                    *_slot_problems(cursor, config), *_key_column_problems(cursor, config),
+                    *_signal_problems(cursor, config)]
     except psycopg.Error as error:
         return [("database.user", f"reading the server's settings as {config.user!r} failed: "
                                   f"{_last_line(error)}")]
@@ -134,6 +138,16 @@ def _key_column_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]
     tables = [table for table in user_tables(cursor) if captured(*table)]
     found = key_column_problems(cursor, config.column_rules, tables)
     return [("message.key.columns", "; ".join(found))] if found else []
+
+
+def _signal_problems(cursor, config: PostgresConfig) -> list[tuple[str, str]]:
+    if not config.signal_data_collection:
+        return []
+    disabled = config.publication_autocreate_mode == "disabled"
+    if disabled and publication_tables(cursor, config.publication_name) is None:
+        return []  # the missing publication is reported on its own
+    problem = signal_table_problem(cursor, config, require_published=disabled)
+    return [("signal.data.collection", problem)] if problem else []
 
 
 def _last_line(error: Exception) -> str:

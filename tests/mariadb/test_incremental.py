@@ -277,3 +277,17 @@ def test_a_connector_whose_signal_table_is_missing_fails_at_start_and_one_that_m
     running.thread.join(60)
     errors = list(running.runner.errors.values())
     assert len(errors) == 1 and "may not" in str(errors[0]) and "GRANT INSERT, DELETE" in str(errors[0]), errors
+
+
+def test_the_signal_table_is_checked_before_saving(mariadb, mariadb_db):
+    from connectors.sources import preflight
+
+    def signal_findings():
+        found = preflight(_props(mariadb, mariadb_db), 5000)
+        return [p.message for p in found if p.property == "signal.data.collection"]
+
+    assert f"{mariadb_db}.dbz_signal does not exist" in " ".join(signal_findings())
+    mariadb.execute("CREATE TABLE dbz_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32))", database=mariadb_db)
+    assert "lacks column(s) data" in " ".join(signal_findings())
+    mariadb.execute("ALTER TABLE dbz_signal ADD COLUMN data TEXT", database=mariadb_db)
+    assert signal_findings() == []

@@ -374,3 +374,23 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
     reads = _check_against_table(tables, _events(bootstrap, topic))
     untouched = set(range(501, 4001))  # the writer updates rows 1-500 only: a row it touches in its window is
     assert untouched <= set(reads), sorted(untouched - set(reads))[:10]  # left to the stream, the others are read
+
+
+def test_the_signal_table_is_checked_before_saving(pg_db, stack, unique_name):
+    from connectors.postgres.preflight import problems
+
+    def signal_findings(**extra):
+        found = problems(_config(pg_db, _name(unique_name), **extra))
+        return [message for prop, message in found if prop == "signal.data.collection"]
+
+    pg_db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    assert "public.dbz_signal does not exist; create it" in " ".join(signal_findings())
+    pg_db.execute("CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL)")
+    assert "lacks column(s) data" in " ".join(signal_findings())
+    pg_db.execute("ALTER TABLE dbz_signal ADD COLUMN data text")
+    assert signal_findings() == []  # filtered: the connector publishes it when it starts
+    pg_db.execute("CREATE PUBLICATION dbz_publication FOR TABLE t")
+    assert "is not in publication dbz_publication" in " ".join(
+        signal_findings(**{"publication.autocreate.mode": "disabled"}))
+    pg_db.execute("ALTER PUBLICATION dbz_publication ADD TABLE dbz_signal")
+    assert signal_findings(**{"publication.autocreate.mode": "disabled"}) == []
