@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import datetime
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import pymysql
@@ -228,6 +228,9 @@ class BinlogReader:
     only_tables: list[str] | None = None
     heartbeat_seconds: float | None = None
     blocking: bool = True
+    # (database, table) -> whether its rows are wanted; the others' rows are never decoded, so a table the
+    # connector does not capture cannot fail it (a value its decoder does not know) nor cost it CPU
+    wanted: Callable[[str, str], bool] | None = None
     _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
     _tables: dict[int, tuple[bool, ...]] = field(default_factory=dict, init=False, repr=False)
 
@@ -286,7 +289,7 @@ class BinlogReader:
                 if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
                     index = txn.events_done
                     txn.events_done += 1
-                    if index < skip_events:
+                    if index < skip_events or (self.wanted is not None and not self.wanted(event.schema, event.table)):
                         continue
                     yield from self._rows(event, txn, index, skip_rows if index == skip_events else 0)
         except pymysql.err.OperationalError as error:

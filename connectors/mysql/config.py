@@ -275,6 +275,10 @@ class MySqlConfig(DerivedTopicNames):
             return any(re.fullmatch(p, database) for p in self.database_include)
         return not any(re.fullmatch(p, database) for p in self.database_exclude)
 
+    def reads_rows_of(self, database: str, table: str) -> bool:
+        """Whether the stream needs this table's rows: a captured table's, or the signal table's."""
+        return f"{database}.{table}" == self.signal_data_collection or self.captures_table(database, table)
+
     def captures_table(self, database: str, table: str) -> bool:
         if not self.captures_database(database):
             return False
