@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 
 import pymongo
 import pymongo.monitoring
@@ -229,7 +230,7 @@ class StageMarks:
 
 def _change_number(change) -> int | None:
     document = change.get("fullDocument") if isinstance(change, dict) else None
-    number = document.get("n") if isinstance(document, dict) else None
+    number = document.get("n") if isinstance(document, Mapping) else None  # a dict, or RawBSONDocument
     return number if isinstance(number, int) else None
 
 

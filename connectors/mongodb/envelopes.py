@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bson.datetime_ms import DatetimeMS
+from bson.raw_bson import RawBSONDocument
 
 from connectors.config_types import ENVELOPE_FIELDS
-from connectors.mongodb import extjson
+from connectors.mongodb import extjson, rawjson
 from connectors.mongodb.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
 
 CONNECTOR_VERSION = "0.1.0"
@@ -145,6 +146,8 @@ def legacy_source_block(record: ChangeRecord, context: SourceContext) -> dict[st
 def _json_or_none(document: Mapping[str, Any] | None, context: SourceContext) -> str | None:
     if document is None:
         return None
+    if type(document) is RawBSONDocument:  # a full document of a change stream read raw (stream.py)
+        return rawjson.document_json(document.raw, bare_non_finite=context.bare_non_finite)
     return extjson.document_json(document, bare_non_finite=context.bare_non_finite)
 
 
@@ -182,7 +185,7 @@ def legacy_patch(record: ChangeRecord) -> dict[str, Any] | None:
         return None
     description = record.update_description
     if record.source_operation == "replace" or description is None:
-        return dict(record.full_document) if record.full_document is not None else None
+        return dict(rawjson.decoded(record.full_document)) if record.full_document is not None else None
     patch: dict[str, Any] = {}
     if description.updated_fields:
         patch["$set"] = dict(description.updated_fields)
@@ -217,14 +220,14 @@ def legacy_value(
 
 def flattened_document(record: ChangeRecord) -> dict[str, Any]:
     """The document's state after the change, as completely as the event allows."""
+    before = rawjson.decoded(record.full_document_before_change)
     if record.operation is Operation.DELETE:
-        before = record.full_document_before_change
         return dict(before) if before is not None else {"_id": record.document_id}
     if record.full_document is not None:
-        return dict(record.full_document)
+        return dict(rawjson.decoded(record.full_document))
     description = record.update_description or UpdateDescription()
-    if record.full_document_before_change is not None:
-        return apply_update(record.full_document_before_change, description)
+    if before is not None:
+        return apply_update(before, description)
     # Without any image, Debezium's partial document: _id plus the changed paths as written.
     document: dict[str, Any] = {"_id": record.document_id}
     document.update(description.updated_fields)

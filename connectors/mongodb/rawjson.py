@@ -9,6 +9,7 @@ when the module is not built. Both paths write the same bytes (tests/unit/test_r
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
@@ -45,9 +46,40 @@ def python_document_json(data: bytes | memoryview, *, bare_non_finite: bool = Tr
 
 
 def document_json(data: bytes | memoryview, *, bare_non_finite: bool = True) -> str:
-    """`extjson.document_json` of the document whose BSON bytes are ``data``."""
+    """`extjson.document_json` of the document whose BSON bytes are ``data`` (``RawBSONDocument.raw``)."""
     if compiled is not None:
         text = compiled.document_json(data, bare_non_finite)
         if text is not None:
             return text
     return python_document_json(data, bare_non_finite=bare_non_finite)
+
+
+# --- change events read raw ----------------------------------------------------------------------------------------
+
+# The documents of a change event written as they came (never decoded when nothing needs their values).
+RAW_DOCUMENT_FIELDS = frozenset({"fullDocument", "fullDocumentBeforeChange"})
+
+
+def raw_stream_options(client_options: CodecOptions) -> CodecOptions | None:
+    """The codec options a change stream reads with to keep its documents raw; None (decode as the client does)
+    without the compiled writer, or when the client decodes differently from DECODE_OPTIONS (its own UUID or date
+    handling), since `decoded` and the writers assume those."""
+    if compiled is None or client_options != DECODE_OPTIONS:
+        return None
+    return RAW_OPTIONS
+
+
+def decoded(document: Any) -> Any:
+    """A raw document (or list) decoded as the client decodes; anything else as it is."""
+    kind = type(document)
+    if kind is RawBSONDocument:
+        return bson.decode(document.raw, DECODE_OPTIONS)
+    if kind is list:
+        return [decoded(item) for item in document]
+    return document
+
+
+def event_with_raw_documents(event: RawBSONDocument) -> dict[str, Any]:
+    """A change event read with RAW_OPTIONS as the dict a decoding stream returns, but for its full documents, which
+    stay RawBSONDocument (`document_json` writes them from their bytes)."""
+    return {name: value if name in RAW_DOCUMENT_FIELDS else decoded(value) for name, value in event.items()}

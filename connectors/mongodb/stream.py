@@ -27,6 +27,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
+from connectors.mongodb.rawjson import event_with_raw_documents, raw_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,10 @@ class ChangeStreamReader:
         self._backoff = backoff
         self._stop = stop
         self._on_connected = on_connected
+        # Full documents stay raw BSON, written to JSON without being decoded (rawjson); a deployment-wide stream has
+        # no codec options of its own (pymongo opens it on the client), so it decodes as the client does.
+        deployment = scope.scope is CaptureScope.DEPLOYMENT
+        self._raw_options = None if deployment else raw_stream_options(client.codec_options)
         self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)
 
     def start(self) -> None:
@@ -109,10 +114,18 @@ class ChangeStreamReader:
 
     def _watch_target(self):
         if self._scope.scope is CaptureScope.COLLECTION:
-            return self._client[self._scope.database][self._scope.collection]
-        if self._scope.scope is CaptureScope.DATABASE:
-            return self._client[self._scope.database]
-        return self._client
+            target = self._client[self._scope.database][self._scope.collection]
+        elif self._scope.scope is CaptureScope.DATABASE:
+            target = self._client[self._scope.database]
+        else:
+            return self._client
+        return target.with_options(codec_options=self._raw_options) if self._raw_options is not None else target
+
+    def _next(self, stream):
+        change = stream.try_next()
+        if change is not None and self._raw_options is not None:
+            return event_with_raw_documents(change)
+        return change
 
     def _open(self, start: StartPosition, pipeline: list[dict] | None = None):
         kwargs = {
@@ -153,7 +166,7 @@ class ChangeStreamReader:
                         self._on_connected()
                     last_idle_token = None
                     while not self._stop.is_set():
-                        change = stream.try_next()
+                        change = self._next(stream)
                         if change is not None:
                             if not self._put(change):
                                 return
@@ -212,7 +225,7 @@ class ChangeStreamReader:
             with self._open(start, [*self._pipeline, _WITHOUT_DOCUMENTS]) as probe:
                 event = None
                 for _ in range(20):
-                    event = probe.try_next()
+                    event = self._next(probe)
                     if event is not None or self._stop.is_set():
                         break
         except PyMongoError as probe_error:

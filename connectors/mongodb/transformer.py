@@ -21,6 +21,7 @@ from connectors.core.transactions import TransactionTracker
 from connectors.mongodb.events import EventBuilder, KafkaMessage
 from connectors.mongodb.field_rules import DocumentTransform, FieldRules
 from connectors.mongodb.filters import EventFilter
+from connectors.mongodb.rawjson import decoded
 from connectors.mongodb.records import ChangeRecord
 
 
@@ -81,7 +82,7 @@ def apply_field_rules(record: ChangeRecord, rules: DocumentTransform) -> ChangeR
         return record
     return dataclasses.replace(
         record,
-        full_document=rules.document(record.full_document),
-        full_document_before_change=rules.document(record.full_document_before_change),
+        full_document=rules.document(decoded(record.full_document)),
+        full_document_before_change=rules.document(decoded(record.full_document_before_change)),
         update_description=rules.update_description(record.update_description),
     )

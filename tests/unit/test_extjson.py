@@ -16,7 +16,8 @@ from bson.binary import Binary, UuidRepresentation
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.datetime_ms import DatetimeMS
 
-from connectors.mongodb import extjson
+from connectors.mongodb import extjson, rawjson
+from tests.unit.document_writers import PATHS, document_writer, require_compiled
 
 # What a source decodes with: pymongo's defaults, plus dates outside Python's range kept as DatetimeMS.
 SOURCE_CODEC = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
@@ -85,38 +86,45 @@ VALUES = {
 }
 
 
-def round_trip_bytes(document: dict) -> tuple[bytes, bytes]:
+def round_trip_bytes(document: dict, path: str) -> tuple[bytes, bytes]:
     original = bson.encode(document)
-    decoded = bson.decode(original, codec_options=SOURCE_CODEC)
-    text = extjson.document_json(decoded)
+    if path == "compiled":  # from the bytes themselves
+        require_compiled()
+        text = rawjson.document_json(original)
+    else:
+        text = extjson.document_json(bson.decode(original, codec_options=SOURCE_CODEC))
     json.loads(text)  # always valid JSON
     parsed = extjson.parse(text)
     return original, bson.encode(parsed)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", list(VALUES))
-def test_every_bson_type_round_trips_losslessly(name):
-    original, again = round_trip_bytes({"_id": 1, "value": VALUES[name]})
+def test_every_bson_type_round_trips_losslessly(name, path):
+    original, again = round_trip_bytes({"_id": 1, "value": VALUES[name]}, path)
     assert again == original
 
 
-def test_the_whole_document_round_trips():
-    original, again = round_trip_bytes({"_id": OID, **VALUES})
+@pytest.mark.parametrize("path", PATHS)
+def test_the_whole_document_round_trips(path):
+    original, again = round_trip_bytes({"_id": OID, **VALUES}, path)
     assert again == original
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(
     "identifier",
     [OID, 1004, Int64(1004), "1004", 12.34, Decimal128("1.5"), {"hi": "kafka", "nums": [10.0, 100.0]}, [1, 2]],
 )
-def test_compound_and_scalar_ids_round_trip_in_documents(identifier):
-    original, again = round_trip_bytes({"_id": identifier, "x": 1})
+def test_compound_and_scalar_ids_round_trip_in_documents(identifier, path):
+    original, again = round_trip_bytes({"_id": identifier, "x": 1}, path)
     assert again == original
 
 
-def test_strict_dialect_matches_debezium_output():
+@pytest.mark.parametrize("path", PATHS)
+def test_strict_dialect_matches_debezium_output(path):
     document = {"_id": Int64(1004), "first_name": "Anne", "email": "annek@noanswer.org"}
-    assert extjson.document_json(document) == (
+    assert document_writer(path)(document) == (
         '{"_id": {"$numberLong": "1004"},"first_name": "Anne","email": "annek@noanswer.org"}'
     )
 
@@ -153,8 +161,9 @@ def test_strict_dialect_matches_debezium_output():
         ("日本", '"日本"'),
     ],
 )
-def test_strict_representation_of_each_type(value, expected):
-    assert extjson.document_json({"v": value}) == '{"v": ' + expected + "}"
+@pytest.mark.parametrize("path", PATHS)
+def test_strict_representation_of_each_type(value, expected, path):
+    assert document_writer(path)({"v": value}) == '{"v": ' + expected + "}"
 
 
 @pytest.mark.parametrize(
@@ -181,9 +190,10 @@ def test_key_ids_use_relaxed_extended_json(identifier, expected):
     assert extjson.key_json(identifier) == expected
 
 
-def test_strict_json_option_writes_non_finite_doubles_as_extended_json():
+@pytest.mark.parametrize("path", PATHS)
+def test_strict_json_option_writes_non_finite_doubles_as_extended_json(path):
     document = {"n": float("nan"), "i": [float("inf"), float("-inf")], "f": 1e-4}
-    text = extjson.document_json(document, bare_non_finite=False)
+    text = document_writer(path)(document, bare_non_finite=False)
     assert text == (
         '{"n": {"$numberDouble": "NaN"},"i": [{"$numberDouble": "Infinity"},{"$numberDouble": "-Infinity"}],'
         '"f": 1.0E-4}'
@@ -192,18 +202,20 @@ def test_strict_json_option_writes_non_finite_doubles_as_extended_json():
     assert math.isnan(extjson.parse(extjson.document_json(document))["n"])
 
 
-def test_native_uuids_are_written_as_standard_binary():
+@pytest.mark.parametrize("path", PATHS)
+def test_native_uuids_are_written_as_standard_binary(path):
     value = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
-    text = extjson.document_json({"u": value})
+    text = document_writer(path)({"u": value})
     assert text == '{"u": {"$binary": "ABEiM0RVZneImaq7zN3u/w==","$type": "04"}}'
     stored = bson.encode({"u": value}, codec_options=CodecOptions(uuid_representation=UuidRepresentation.STANDARD))
     assert bson.encode(extjson.parse(text)) == stored
 
 
-def test_output_is_stable_and_keeps_field_order():
+@pytest.mark.parametrize("path", PATHS)
+def test_output_is_stable_and_keeps_field_order(path):
     document = {"z": 1, "a": {"y": Int64(2), "b": [3, {"x": OID}]}, "m": None}
-    first = extjson.document_json(document)
-    assert first == extjson.document_json(dict(document))
+    first = document_writer(path)(document)
+    assert first == document_writer(path)(dict(document))
     assert [key for key in json.loads(first)] == ["z", "a", "m"]
 
 

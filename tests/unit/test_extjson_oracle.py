@@ -19,8 +19,9 @@ from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectI
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.datetime_ms import DatetimeMS
 
-from connectors.mongodb import extjson
+from connectors.mongodb import extjson, rawjson
 from tests.oracle.java_json import KEY, RELAXED, STRICT, JavaJson, OracleUnavailable
+from tests.unit.document_writers import PATHS, require_compiled
 
 DECODE = CodecOptions(tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 VALUES_PER_RUN = 100_000
@@ -157,7 +158,10 @@ def rng_prefix(rng: random.Random) -> str:
     return rng.choice(["", "", "", ":", "$", "a.", "_"])
 
 
-def test_extended_json_is_the_java_drivers_byte_for_byte(java):
+@pytest.mark.parametrize("path", PATHS)
+def test_extended_json_is_the_java_drivers_byte_for_byte(java, path):
+    if path == "compiled":  # the strict text written from the raw BSON by connectors/mongodb/_rawjson
+        require_compiled()
     seed = random.SystemRandom().randrange(2**32)  # a new sample each run; a failure names its seed
     values = Values(seed)
     seed_note = f"Values(seed={seed})"
@@ -172,7 +176,8 @@ def test_extended_json_is_the_java_drivers_byte_for_byte(java):
         decoded = bson.decode(data, DECODE)
         strict, relaxed, key = expected[3 * position: 3 * position + 3]
         key = key[len('{"_id": '):-1]
-        ours = (extjson.document_json(decoded), extjson.updated_fields_json(decoded), extjson.key_json(decoded["_id"]))
+        strict_text = rawjson.document_json(data) if path == "compiled" else extjson.document_json(decoded)
+        ours = (strict_text, extjson.updated_fields_json(decoded), extjson.key_json(decoded["_id"]))
         for mode, theirs, mine in zip("strict relaxed key".split(), (strict, relaxed, key), ours, strict=True):
             if theirs != mine:
                 differences.append(f"{mode}: {decoded!r}\n java: {theirs}\n ours: {mine}")

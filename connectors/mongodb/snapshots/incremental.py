@@ -38,6 +38,7 @@ from connectors.core.snapshot.incremental import (
     StreamEvent,
 )
 from connectors.mongodb.filters import NamespaceFilter, watch_target
+from connectors.mongodb.rawjson import decoded
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk as MongoChunk
 from connectors.mongodb.snapshots.chunks import plan_collection
@@ -117,7 +118,7 @@ class MongoWatermarks:
             if operation == "insert":
                 if isinstance(key, str) and key.startswith(WATERMARK_PREFIX):
                     return StreamEvent(WATERMARK_OPEN, key)
-                document = change.get("fullDocument") or {}
+                document = decoded(change.get("fullDocument")) or {}
                 return StreamEvent(SIGNAL, key, signal={"id": document.get("_id", key), "type": document.get("type"),
                                                         "data": document.get("data")})
             if operation == "delete":

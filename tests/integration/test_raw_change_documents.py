@@ -1,0 +1,101 @@
+"""The change stream reads its full documents as raw BSON (rawjson) and writes them without decoding: every field the
+pipeline reads comes out as a decoding stream gives it, and every event format, with and without field rules, gives
+the same Kafka messages as the decoded documents."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import bson
+import pytest
+from bson import Decimal128, Int64
+from bson.raw_bson import RawBSONDocument
+
+from connectors.config import ConnectorConfig
+from connectors.config_types import CaptureScope
+from connectors.core.metrics import StreamingMetrics
+from connectors.core.stream import Backoff
+from connectors.mongodb import rawjson
+from connectors.mongodb.client import open_client
+from connectors.mongodb.filters import WatchTarget
+from connectors.mongodb.records import ChangeRecord
+from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions, next_cluster_time
+from connectors.mongodb.transformer import Transformer
+from tests.unit.document_writers import require_compiled
+from tests.unit.test_extjson import VALUES
+
+pytestmark = pytest.mark.integration
+
+BASE = {"topic.prefix": "raw", "mongodb.connection.string": "mongodb://h1"}
+CONFIGS = {
+    "debezium": {},
+    "strict-json": {"json.non.finite.doubles": "extended"},
+    "legacy": {"event.format": "legacy"},
+    "flattened": {"event.format": "flattened"},
+    "field-rules": {"field.exclude.list": "*.docs.string", "field.renames": "*.docs.int32:renamed"},
+}
+
+
+def _changes(uri: str, database: str) -> tuple[list[dict], list[dict]]:
+    """The same changes read by the pipeline's reader (raw documents) and by a plain decoding watch()."""
+    client = open_client({"host": uri, "serverSelectionTimeoutMS": 10_000})
+    coll = client[database].docs
+    start = client[database].command("ping")["operationTime"]
+    documents = [{"_id": Int64(i), **VALUES, "i": i} for i in range(3)]
+    documents.append({"_id": "rare", "d": Decimal128("1.5"), "nested": {"deep": [{"x": VALUES["dbref"]}]}})
+    coll.insert_many(documents)
+    coll.update_one({"_id": Int64(0)}, {"$set": {"double": 2.5, "array.1": Int64(9)}, "$unset": {"null": 1}})
+    coll.replace_one({"_id": Int64(1)}, {"replaced": True, "when": VALUES["date"]})
+    coll.delete_one({"_id": Int64(2)})
+    total = len(documents) + 3
+    options = StreamOptions(full_document="updateLookup")
+    out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    reader = ChangeStreamReader(
+        client, WatchTarget(CaptureScope.COLLECTION, database, "docs"), [], options,
+        StartPosition(start_at_operation_time=next_cluster_time(start)), out, StreamingMetrics(database, "rs0"),
+        Backoff(initial_ms=1000, max_attempts=3), stop,
+    )
+    raw: list[dict] = []
+    try:
+        reader.start()
+        while len(raw) < total:
+            item = out.get(timeout=30)
+            if isinstance(item, dict):
+                raw.append(item)
+    finally:
+        stop.set()
+        reader.join(10)
+    decoded = []
+    with coll.watch(full_document="updateLookup", start_at_operation_time=next_cluster_time(start)) as stream:
+        while len(decoded) < total:
+            change = stream.try_next()
+            if change is not None:
+                decoded.append(change)
+    client.close()
+    return raw, decoded
+
+
+def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo_rs, unique_name):
+    require_compiled()
+    raw, decoded = _changes(mongo_rs.uri, "r" + unique_name.replace("-", "")[-12:])
+    assert [type(change) for change in raw] == [dict] * len(decoded)
+    assert any(type(change.get("fullDocument")) is RawBSONDocument for change in raw)
+    for mine, theirs in zip(raw, decoded, strict=True):
+        assert {k: v for k, v in mine.items() if k not in rawjson.RAW_DOCUMENT_FIELDS} == {
+            k: v for k, v in theirs.items() if k not in rawjson.RAW_DOCUMENT_FIELDS
+        }
+        for name in rawjson.RAW_DOCUMENT_FIELDS:  # compared as BSON: NaN is not equal to itself
+            document = rawjson.decoded(mine.get(name))
+            assert (bson.encode(document) if document is not None else None) == (
+                bson.encode(theirs[name]) if theirs.get(name) is not None else None
+            )
+    for name, properties in CONFIGS.items():
+        config = ConnectorConfig.from_properties({**BASE, "name": name, **properties})
+        for mine, theirs in zip(raw, decoded, strict=True):
+            messages = [
+                Transformer(config, "rs0", clock=lambda: 1700000000.5).transform(ChangeRecord.from_change_event(event))
+                for event in (mine, theirs)
+            ]
+            assert messages[0] == messages[1], f"{name}: {theirs.get('operationType')} {theirs['documentKey']}"
