@@ -5,6 +5,7 @@ cached per connector version and partition in the worker process, plus how that 
 - MongoDB: the replica set (discovered again, so no host list travels through the broker) and its client.
 - PostgreSQL: the configuration; each task opens its own sessions (it imports the snapshot's exported snapshot,
   connectors/postgres/chunk_tasks.py).
+- MySQL/MariaDB: the configuration; each task opens its own read view (connectors/mysql/chunk_tasks.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from connectors.mongodb.client import open_client
 from connectors.mongodb.snapshots.executors import run_chunk_task_json as run_mongo_chunk
 from connectors.mongodb.snapshots.reader import chunk_error_retriable as mongo_error_retriable
 from connectors.mongodb.topology import discover
+from connectors.mysql import chunk_tasks as mysql_chunks
+from connectors.mysql.source import ServerPartition, ServerSource
 from connectors.postgres import chunk_tasks as pg_chunks
 from connectors.postgres.source import Database, SlotSource
 from web.connectors.definitions import engine_config
@@ -80,7 +83,30 @@ class PostgresChunkSource:
         pass  # every task closes its own sessions
 
 
-CHUNK_SOURCES = {SourceKind.MONGODB: MongoChunkSource, SourceKind.POSTGRES: PostgresChunkSource}
+class MySqlChunkSource:
+    unit = "rows"
+
+    def __init__(self, config, partition: str):
+        if partition != config.topic_prefix:
+            raise ChunkTaskFailed(f"the connector's server is now named {config.topic_prefix!r}, not {partition!r}",
+                                  retriable=False)
+        self.config = config
+        self.new_builder = ServerSource(config, ServerPartition(partition)).event_builder
+        self.topic_admin = TopicAdmin(settings.KAFKA_BOOTSTRAP_SERVERS)
+
+    def run(self, task_json: str) -> dict:
+        return mysql_chunks.run_chunk_task_json(self.config, settings.KAFKA_BOOTSTRAP_SERVERS, task_json,
+                                                self.new_builder, topic_admin=self.topic_admin)
+
+    def retriable(self, error: BaseException) -> bool:
+        return mysql_chunks.chunk_error_retriable(error)
+
+    def close(self) -> None:
+        pass  # every task closes its own read view
+
+
+CHUNK_SOURCES = {SourceKind.MONGODB: MongoChunkSource, SourceKind.POSTGRES: PostgresChunkSource,
+                 SourceKind.MYSQL: MySqlChunkSource, SourceKind.MARIADB: MySqlChunkSource}
 
 _sources: dict[tuple, ChunkSource] = {}
 _sources_lock = threading.Lock()

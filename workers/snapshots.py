@@ -2,9 +2,9 @@
 
 The pipeline's snapshot coordinator (connectors.core.snapshot) hands chunks to a `PolledChunkExecutor` whose `send`
 enqueues `workers.snapshot.read_chunk`. The task loads the connector's engine configuration (credentials
-decrypted in memory, never logged) and runs its source's chunk task (workers/snapshot_sources.py: MongoDB and
-PostgreSQL): the chunk's events and its marker are committed in one transaction of the chunk's own transactional
-id, so a duplicate attempt is fenced or finds the marker and writes nothing.
+decrypted in memory, never logged) and runs its source's chunk task (workers/snapshot_sources.py: MongoDB,
+PostgreSQL, MySQL/MariaDB): the chunk's events and its marker are committed in one transaction of the chunk's own
+transactional id, so a duplicate attempt is fenced or finds the marker and writes nothing.
 
 Messages are acknowledged when a task starts (cdcplatform/celery.py), so a worker killed mid-chunk leaves a task
 that never reports back (its result stays STARTED or PENDING). The task therefore renews a Redis heartbeat while
@@ -203,6 +203,8 @@ def chunk_executor_factory(connector_name: str, worker: str | None) -> ChunkExec
             return CeleryChunkHandle(result, redis_client, start_timeout=settings.CDC_SNAPSHOT_CHUNK_START_SECONDS,
                                      lost_after=heartbeat * LOST_AFTER_BEATS)
 
-        return PolledChunkExecutor(context, send, capacity, poll_interval=0.25)
+        executor = PolledChunkExecutor(context, send, capacity, poll_interval=0.25)
+        # MySQL/MariaDB hand tasks only the chunks their stream can filter (connectors/mysql/chunk_tasks.py)
+        return context.adapt_remote(context, executor) if context.adapt_remote is not None else executor
 
     return factory

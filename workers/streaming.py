@@ -73,8 +73,8 @@ def _pending_snapshots(connector: Connector) -> list[dict]:
 
 
 def _chunk_executor(connector: Connector, worker: str):
-    """MongoDB and PostgreSQL snapshot chunks may go to the `snapshot` queue (CDC_SNAPSHOT_DISPATCH decides when the
-    snapshot starts); MySQL/MariaDB read theirs in threads of the pipeline's worker (docs/mariadb.md)."""
+    """Snapshot chunks may go to the `snapshot` queue (CDC_SNAPSHOT_DISPATCH decides when the snapshot starts;
+    MySQL/MariaDB send only chunks of integer keys, docs/mariadb.md)."""
     if connector.source not in CHUNK_SOURCES:
         return None
     return chunk_executor_factory(connector.name, worker)

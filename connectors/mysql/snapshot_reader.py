@@ -5,8 +5,10 @@ binlog position, tables split into primary-key ranges.
 (connectors.mysql.snapshot); the plan and every chunk are read in that same transaction, so the rows are the
 tables' state exactly at that position and streaming from it adds every later change once: no gap, no
 duplicate. A view lives in one connection, so chunks are read one at a time on it (`snapshot.max.threads` gains
-nothing here), and not by other workers. A snapshot resumed after a restart opens a new view for the chunks
-still to read; rows changed between the two views then come again from the stream (the state still converges).
+nothing here). Chunks of integer keys may instead be read by chunk tasks, each in a view of its own
+(connectors/mysql/chunk_tasks.py; the stream then drops what they hold, connectors/mysql/overlap.py). A snapshot
+resumed after a restart opens a new view for the chunks the pipeline still reads; rows changed between the two
+views then come again from the stream (the state still converges).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from connectors.mysql.envelope import SourceInfo
 from connectors.mysql.position import MySqlPosition
 from connectors.mysql.snapshot import SnapshotPosition, start_consistent_snapshot
 
-_CHUNKABLE = {FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG,
-              FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING}
+_INTEGERS = {FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG}
+_CHUNKABLE = {*_INTEGERS, FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING}
 
 
 def quote(name: str) -> str:
@@ -54,6 +56,16 @@ def chunk_key(config: MySqlConfig, schema: TableSchema, named_keys: bool = True)
     if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
         return ()
     return key
+
+
+def comparable_key(config: MySqlConfig, schema: TableSchema) -> tuple[str, ...]:
+    """The chunk key when Python orders its values exactly as the server does (integer columns, NOT NULL), else
+    (): only such chunks may be read in views of their own (connectors/mysql/overlap.py)."""
+    key = chunk_key(config, schema)
+    by_name = {c.name: c for c in schema.columns}
+    if key and all(by_name[k].type_code in _INTEGERS and not by_name[k].nullable for k in key):
+        return key
+    return ()
 
 
 def plan_table(cursor, schema: TableSchema, key: tuple[str, ...], chunk_size: int) -> Plan:
@@ -132,6 +144,16 @@ class MySqlSnapshotReader:
         if self._connection is None:
             self._open()
         return self._connection
+
+    @property
+    def view_position(self) -> SnapshotPosition | None:
+        """The binlog position of the read view open now (None before one is)."""
+        return self._position if self._connection is not None else None
+
+    def comparable_key(self, collection: str) -> tuple[str, ...]:
+        """`comparable_key` of a table as this reader's view sees it."""
+        with self._lock:
+            return comparable_key(self.config, self._schema(collection))
 
     def close(self) -> None:
         with self._lock:

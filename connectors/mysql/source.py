@@ -29,7 +29,7 @@ from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
-from connectors.mysql import types
+from connectors.mysql import chunk_tasks, types
 from connectors.mysql.binlog import (
     BinlogPosition,
     BinlogReader,
@@ -44,7 +44,8 @@ from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
-from connectors.mysql.position import MySqlPosition, MySqlSnapshotProgress
+from connectors.mysql.overlap import ActiveOverlap
+from connectors.mysql.position import OVERLAP_FIELD, MySqlPosition, MySqlSnapshotProgress
 from connectors.mysql.schema_changes import SchemaChanges
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from connectors.mysql.status import binlog_files, bytes_behind, show_binlog_status
@@ -93,9 +94,11 @@ class JsonColumns:
 class MySqlEventBuilder:
     """Binlog changes (and snapshot rows) → Debezium MySQL/MariaDB events. One per thread."""
 
-    def __init__(self, config: MySqlConfig, json_columns: JsonColumns, transaction_state: dict | None = None):
+    def __init__(self, config: MySqlConfig, json_columns: JsonColumns, transaction_state: dict | None = None,
+                 overlap: ActiveOverlap | None = None):
         self.config = config
         self.json_columns = json_columns
+        self.overlap = overlap or ActiveOverlap()  # what chunks read in views of their own already hold
         self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas_enable,
                                                  config.value_schemas_enable, transaction_state)
                              if config.provide_transaction_metadata else None)
@@ -112,6 +115,9 @@ class MySqlEventBuilder:
 
     def build(self, change: Any):
         if type(change) is RowChange:
+            change = self.overlap.apply(change)
+            if change is None:
+                return None
             schema = change.schema
             if (change.op in self._skipped or not self.config.captures_table(schema.database, schema.table)
                     or not self.config.captures_gtid(change.gtid)):
@@ -244,6 +250,7 @@ class ServerSource:
         self.partition = partition
         self.name = partition.name
         self.json_columns = JsonColumns(config)
+        self.overlap = ActiveOverlap()
         self._last_committed: MySqlPosition | None = None
         self._watermarks: MySqlWatermarks | None = None
 
@@ -272,6 +279,12 @@ class ServerSource:
             document.update(position.binlog.to_offset())
             document["ts_sec"] = position.ts_sec
             document["server_id"] = self.config.server_id
+            binlog = position.binlog
+            overlap = position.overlap
+            overlap = (overlap if overlap is not None and not overlap.passed(binlog.file, binlog.pos)
+                       else self.overlap.kept_at(binlog.file, binlog.pos))
+            if overlap is not None:
+                document[OVERLAP_FIELD] = overlap.to_json()
         if snapshot is not None:
             document["snapshot"] = snapshot
         if startup is not None:
@@ -355,10 +368,15 @@ class ServerSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> MySqlEventBuilder:
-        return MySqlEventBuilder(self.config, self.json_columns, transaction_state)
+        return MySqlEventBuilder(self.config, self.json_columns, transaction_state, self.overlap)
 
     def open_reader(self, position: MySqlPosition | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> BinlogChangeReader:
+        self.overlap.current = position.overlap if position is not None else None
+        if self.overlap.current is not None:
+            until = self.overlap.current.until
+            log.info("%s: streaming from %s:%s drops the changes that snapshot chunks read later (up to %s:%s) hold",
+                     self.config.name, position.binlog.file, position.binlog.pos, until.file, until.pos)
         return BinlogChangeReader(self.config, position, queue, metrics, backoff, stop)
 
     # -- snapshots ----------------------------------------------------------------------------------------------
@@ -368,11 +386,11 @@ class ServerSource:
 
     def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
                          metrics) -> SnapshotContext:
-        return SnapshotContext(config, self.partition, bootstrap_servers, reader, stop, metrics, self.event_builder)
+        return SnapshotContext(config, self.partition, bootstrap_servers, reader, stop, metrics, self.event_builder,
+                               adapt_remote=chunk_tasks.routed_executor)
 
     def self_committing_executor(self, context: SnapshotContext):
-        raise ConnectorError(f"{self.config.name}: MySQL/MariaDB snapshot chunks are read by the pipeline's own "
-                             "threads (one consistent read view); they are not handed to other workers")
+        return chunk_tasks.self_committing_executor(context)
 
     def incremental(self, pipeline, metrics) -> IncrementalSnapshots:
         self._watermarks = MySqlWatermarks(self.config, pipeline)

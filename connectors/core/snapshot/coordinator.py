@@ -217,7 +217,7 @@ class InitialSnapshot:
 
     def _record(self, result: ChunkResult) -> None:
         chunk = result.task.chunk
-        self.progress.mark_done(chunk, result.rows)
+        self.progress.mark_done(chunk, result.rows, result.read)
         if result.messages is not None:
             self._commit(result.messages)
         else:
@@ -257,7 +257,7 @@ class InitialSnapshot:
         chunks = self.progress.chunks()
         for number, marker in found.items():
             if 0 <= number < len(chunks):
-                self.progress.mark_done(chunks[number], int(marker.get("rows") or 0))
+                self.progress.mark_done(chunks[number], int(marker.get("rows") or 0), marker.get("read"))
                 self._marked.add(number)
 
     def _start_metrics(self) -> None:

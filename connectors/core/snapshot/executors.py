@@ -108,6 +108,7 @@ class ChunkResult:
     committed: bool = False  # events (and chunk marker) already committed by the executor
     already_committed: bool = False  # an earlier attempt had committed it; nothing was read or written again
     seconds: float = 0.0
+    read: dict | None = None  # where a self-committed chunk was read, as its marker keeps it (source-defined)
 
 
 @dataclass
@@ -121,6 +122,9 @@ class SnapshotContext:
     stop: threading.Event
     metrics: SnapshotMetrics = field(default=None)  # type: ignore[assignment]
     new_builder: Callable[[], EventBuilder] | None = None  # an EventBuilder for one reading thread
+    # how the source narrows an executor of other workers' tasks to the chunks it may hand them (MySQL: chunks
+    # whose key its stream can compare; the others stay in the pipeline's read view); None: every chunk
+    adapt_remote: Callable[[SnapshotContext, ChunkExecutor], ChunkExecutor] | None = None
 
 
 class ChunkExecutor(Protocol):
@@ -183,7 +187,8 @@ class ThreadPoolChunkExecutor:
 
 def result_from_json(task: ChunkTask, value: dict) -> ChunkResult:
     return ChunkResult(task, int(value["rows"]), None, committed=True,
-                       already_committed=bool(value.get("already_committed")), seconds=float(value.get("seconds", 0)))
+                       already_committed=bool(value.get("already_committed")), seconds=float(value.get("seconds", 0)),
+                       read=value.get("read"))
 
 
 class PolledChunkExecutor:

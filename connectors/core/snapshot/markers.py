@@ -63,8 +63,13 @@ class ChunkMarkers:
     def ensure_topic(self) -> None:
         ensure_topics(self.bootstrap_servers, [self.spec])
 
-    def message(self, connector: str, partition: str, snapshot_id: str, number: int, rows: int) -> OutMessage:
-        value = json.dumps({"rows": rows, "committed_ms": int(time.time() * 1000)}).encode()
+    def message(self, connector: str, partition: str, snapshot_id: str, number: int, rows: int,
+                read: dict | None = None) -> OutMessage:
+        """`read`: what the source says about where the chunk was read (MySQL: its own binlog position)."""
+        fields = {"rows": rows, "committed_ms": int(time.time() * 1000)}
+        if read is not None:
+            fields["read"] = read
+        value = json.dumps(fields).encode()
         return OutMessage(self.topic, marker_key(connector, partition, snapshot_id, number), value)
 
     def tombstone(self, connector: str, partition: str, snapshot_id: str, number: int) -> OutMessage:

@@ -41,6 +41,7 @@ class CollectionProgress:
     rows: int = 0
     estimated: int = 0
     method: str = ""
+    reads: dict[int, dict] = field(default_factory=dict)  # chunk index -> where a self-committed chunk was read
 
     @property
     def chunk_count(self) -> int:
@@ -51,7 +52,7 @@ class CollectionProgress:
         return sum(self.done)
 
     def to_json(self) -> dict:
-        return {
+        value = {
             "ns": self.namespace,
             "bounds": self.bounds,
             "done": "".join("1" if d else "0" for d in self.done),
@@ -59,6 +60,9 @@ class CollectionProgress:
             "estimated": self.estimated,
             "method": self.method,
         }
+        if self.reads:
+            value["reads"] = {str(index): read for index, read in sorted(self.reads.items())}
+        return value
 
     @classmethod
     def from_json(cls, value: dict) -> CollectionProgress:
@@ -66,8 +70,9 @@ class CollectionProgress:
         done = [c == "1" for c in str(value.get("done") or "")]
         count = len(bounds) - 1 if bounds else 0
         done = (done + [False] * count)[:count]
+        reads = {int(index): read for index, read in (value.get("reads") or {}).items() if isinstance(read, dict)}
         return cls(value["ns"], bounds, done, int(value.get("rows") or 0), int(value.get("estimated") or 0),
-                   str(value.get("method") or ""))
+                   str(value.get("method") or ""), reads)
 
 
 @dataclass
@@ -126,11 +131,14 @@ class SnapshotProgress:
     def is_done(self, chunk: Chunk) -> bool:
         return self.collection(chunk.namespace).done[chunk.index]
 
-    def mark_done(self, chunk: Chunk, rows: int) -> None:
+    def mark_done(self, chunk: Chunk, rows: int, read: dict | None = None) -> None:
+        """`read`: where a self-committed chunk was read (its marker's), kept for the source's stream."""
         collection = self.collection(chunk.namespace)
         if not collection.done[chunk.index]:
             collection.done[chunk.index] = True
             collection.rows += rows
+            if read is not None:
+                collection.reads[chunk.index] = read
 
     def final_chunk(self) -> Chunk | None:
         """The chunk read last, on its own, whose last row is marked as the snapshot's last (`snapshot: "last"`)."""

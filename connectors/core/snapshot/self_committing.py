@@ -2,8 +2,9 @@
 whose earlier run dispatched chunks): the chunk's events and its marker in one transaction of the chunk's own
 transactional id `<connector>.<partition>.chunk-<n>` (markers.py has the exactly-once argument).
 
-Every source shares the protocol; a source gives only the read (`read() -> (messages, rows)`), run after the
-earlier attempts are fenced and only when none of them committed.
+Every source shares the protocol; a source gives only the read (`read() -> (messages, rows)`, or
+`(messages, rows, read_details)` when the chunk's marker must keep where it was read, as MySQL's own-view chunks
+do), run after the earlier attempts are fenced and only when none of them committed.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def topic_spec_for(config: Any) -> Callable[[str], TopicSpec]:
 
 
 def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task: ChunkTask,
-                      read: Callable[[], tuple[list, int]], *, topic_admin: TopicAdmin | None = None) -> ChunkResult:
+                      read: Callable[[], tuple], *, topic_admin: TopicAdmin | None = None) -> ChunkResult:
     """Fences earlier attempts at `task`'s chunk, returns `already_committed` when one of them committed it (or the
     snapshot completed), else commits `read()`'s messages with the chunk's marker in one transaction.
 
@@ -74,16 +75,20 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
             log.info("snapshot %s: chunk %d (%s) was already committed", task.snapshot_id, task.chunk.number,
                      task.chunk.label)
             return ChunkResult(task, int(existing.get("rows") or 0), None, committed=True, already_committed=True,
-                               seconds=time.monotonic() - started)
-        messages, rows = read()
-        messages.append(markers.message(config.name, partition, task.snapshot_id, task.chunk.number, rows))
+                               seconds=time.monotonic() - started, read=existing.get("read"))
+        messages, rows, *details = read()
+        details = details[0] if details else None
+        messages.append(markers.message(config.name, partition, task.snapshot_id, task.chunk.number, rows, details))
         sink.write_batch(messages)
-    return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started)
+    return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started, read=details)
 
 
 def result_json(result: ChunkResult) -> dict:
     """A self-committed chunk's result as a task queue carries it back (executors.result_from_json reads it)."""
-    return {"rows": result.rows, "already_committed": result.already_committed, "seconds": result.seconds}
+    value = {"rows": result.rows, "already_committed": result.already_committed, "seconds": result.seconds}
+    if result.read is not None:
+        value["read"] = result.read
+    return value
 
 
 class SelfCommittingThreadExecutor(ThreadPoolChunkExecutor):

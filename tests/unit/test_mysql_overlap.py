@@ -1,0 +1,119 @@
+"""The stream's filter after a MySQL/MariaDB snapshot whose chunks were read in views of their own
+(connectors/mysql/overlap.py): which changes a chunk read later holds (key ranges, positions across a binlog
+rotation, GTIDs when the file is unknown), key changes split in halves, expiry, the offset record."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.progress import CollectionProgress
+from connectors.mysql.binlog import BinlogPosition, ColumnInfo, RowChange, TableSchema
+from connectors.mysql.config import MySqlConfig
+from connectors.mysql.overlap import ActiveOverlap, BinlogPlace, ReadPoint, SnapshotOverlap, overlap_of
+from connectors.mysql.position import OVERLAP_FIELD, MySqlPosition, MySqlSnapshotProgress
+from connectors.mysql.source import ServerPartition, ServerSource
+
+SCHEMA = TableSchema("shop", "items", (ColumnInfo("id", 3, False, primary=True), ColumnInfo("v", 3, False)))
+OTHER = TableSchema("shop", "other", SCHEMA.columns)
+START = ReadPoint("bin.000009", 900, "0-1-10")
+
+
+def change(op: str, before_id: int | None, after_id: int | None, file: str | None, pos: int,
+           gtid: str | None = None, schema: TableSchema = SCHEMA) -> RowChange:
+    before = {"id": before_id, "v": 1} if before_id is not None else None
+    after = {"id": after_id, "v": 2} if after_id is not None else None
+    return RowChange(op, schema, before, after, gtid, file or "", pos, 0, 1, 0, None, None,
+                     BinlogPosition(file=file, pos=pos if file else None, gtids=None))
+
+
+def progress() -> list[CollectionProgress]:
+    """shop.items: chunks [1,100) read at bin.000010:500, [100,200) at the stream's start (nothing to drop),
+    [200,300] at bin.000011:40 (after a rotation)."""
+    items = CollectionProgress("shop.items", [[1], [100], [200], [300]], [True, True, True])
+    items.reads = {0: {"file": "bin.000010", "pos": 500, "gtids": "0-1-20", "key": ["id"]},
+                   1: {"file": "bin.000009", "pos": 900, "gtids": "0-1-10", "key": ["id"]},
+                   2: {"file": "bin.000011", "pos": 40, "gtids": "0-1-30", "key": ["id"]}}
+    return [items, CollectionProgress("shop.other", [[1], [50]], [True])]
+
+
+def test_positions_order_across_a_rotation():
+    assert BinlogPlace.of("bin.000009", 999_999) < BinlogPlace.of("bin.000010", 4)
+    assert BinlogPlace.of("bin.000010", 4) < BinlogPlace.of("bin.000010", 5)
+    with pytest.raises(ConnectorError):
+        BinlogPlace.of("nonumber", 4)
+
+
+def test_a_change_a_later_chunk_holds_is_dropped_and_every_other_passes():
+    overlap = overlap_of(START, progress())
+    assert set(overlap.tables) == {"shop.items"} and overlap.until == ReadPoint("bin.000011", 40, "0-1-30")
+    assert len(overlap.tables["shop.items"].ranges) == 2  # the chunk read at the start needs no filter
+    dropped = [change("u", 5, 5, "bin.000009", 950), change("u", 99, 99, "bin.000010", 499),
+               change("d", 50, None, "bin.000010", 100), change("c", None, 60, "bin.000010", 100),
+               change("u", 300, 300, "bin.000010", 9000), change("c", None, 250, "bin.000011", 39)]
+    for c in dropped:
+        assert overlap.apply(c) is None, c
+    passing = [change("u", 5, 5, "bin.000010", 500),  # at P_k: after the chunk's view
+               change("u", 100, 100, "bin.000009", 950),  # in the chunk read at the start
+               change("u", 150, 150, "bin.000010", 100),
+               change("u", 301, 301, "bin.000009", 950),  # beyond the last chunk (upper 300 included)
+               change("c", None, 0, "bin.000009", 950),  # before the first
+               change("u", 250, 250, "bin.000011", 40),
+               change("u", 5, 5, "bin.000009", 950, schema=OTHER)]
+    for c in passing:
+        assert overlap.apply(c) is c, c
+
+
+def test_a_key_change_keeps_the_half_no_chunk_holds():
+    overlap = overlap_of(START, progress())
+    moved_out = overlap.apply(change("u", 5, 150, "bin.000009", 950))  # old key in a later chunk, new one not
+    assert moved_out.op == "c" and moved_out.before is None and moved_out.after["id"] == 150
+    moved_in = overlap.apply(change("u", 150, 5, "bin.000009", 950))
+    assert moved_in.op == "d" and moved_in.after is None and moved_in.before["id"] == 150
+    assert overlap.apply(change("u", 5, 250, "bin.000009", 950)) is None
+
+
+def test_without_a_binlog_file_the_gtid_places_the_change():
+    overlap = overlap_of(START, progress())
+    assert overlap.apply(change("u", 5, 5, None, 0, gtid="0-1-20")) is None  # in the view at 0-1-20
+    kept = change("u", 5, 5, None, 0, gtid="0-1-21")
+    assert overlap.apply(kept) is kept
+    with pytest.raises(ConnectorError):
+        overlap.apply(change("u", 5, 5, None, 0))
+
+
+def test_the_filter_expires_once_the_stream_passes_the_last_chunk_and_survives_json():
+    overlap = overlap_of(START, progress())
+    assert SnapshotOverlap.from_json(overlap.to_json()) == overlap
+    assert not overlap.passed("bin.000011", 39) and overlap.passed("bin.000011", 40)
+    active = ActiveOverlap()
+    active.current = overlap
+    assert active.apply(change("u", 250, 250, "bin.000011", 39)) is None
+    assert active.kept_at("bin.000011", 39) is overlap
+    late = change("u", 250, 250, "bin.000011", 41)
+    assert active.apply(late) is late
+    assert active.kept_at("bin.000011", 39) is overlap, "an earlier offset still being committed keeps the filter"
+    assert active.kept_at("bin.000011", 41) is None
+
+
+def test_the_offset_record_keeps_the_filter_until_its_position_passes_it():
+    snapshot = MySqlSnapshotProgress(collections=progress(),
+                                     start_fields={"file": "bin.000009", "pos": 900, "gtids": "0-1-10"})
+    position = snapshot.stream_position()
+    assert position.overlap == overlap_of(START, progress())
+    source = ServerSource(MySqlConfig(name="c", topic_prefix="c"), ServerPartition("c"))
+    document = source.offset_record(position).document
+    assert MySqlPosition.from_json(document).overlap == position.overlap
+    source.overlap.current = position.overlap  # the stream opened there
+    before = MySqlPosition(BinlogPosition("bin.000010", 7, "0-1-15"))
+    after = MySqlPosition(BinlogPosition("bin.000011", 40, "0-1-30"))
+    assert OVERLAP_FIELD in source.offset_record(before).document
+    assert OVERLAP_FIELD not in source.offset_record(after).document
+    assert MySqlPosition.from_json(source.offset_record(after).document).overlap is None
+
+
+def test_no_chunk_read_later_means_no_filter():
+    items = CollectionProgress("shop.items", [[1], [100]], [True])
+    assert overlap_of(START, [items]) is None
+    items.reads = {0: {"file": "bin.000009", "pos": 900, "gtids": "", "key": ["id"]}}
+    assert overlap_of(START, [items]) is None
