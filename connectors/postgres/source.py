@@ -40,7 +40,7 @@ from connectors.postgres.publication import (
     tables_without_replica_identity,
     user_tables,
 )
-from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated
+from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated, with_session_settings
 from connectors.postgres.snapshot import PgChunkTask, PgSnapshotProgress, PgSnapshotReader
 from connectors.postgres.stream import Acknowledger, WalChange, WalReader
 
@@ -281,7 +281,8 @@ class SlotSource:
         return chunk_tasks.self_committing_executor(context)
 
     def incremental(self, pipeline, metrics: SnapshotMetrics) -> IncrementalSnapshots:
-        self._watermarks = PgWatermarks(self.config, lambda: connect_sql(self.dsn), pipeline)
+        # its chunks are read as text in the walsender's output settings, as the initial snapshot's
+        self._watermarks = PgWatermarks(self.config, lambda: connect_sql(with_session_settings(self.dsn)), pipeline)
         return IncrementalSnapshots(pipeline, self._watermarks, metrics, self.config.name, self.name,
                                     self.config.incremental_snapshot_chunk_size)
 

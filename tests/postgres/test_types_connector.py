@@ -167,12 +167,16 @@ def domains_row(row_id: int) -> str:
 def test_domains_over_other_types_through_every_path(pg_db, stack, unique_name):
     """A query reports a domain column as its base type: snapshot reads (initial and incremental) must load it as
     text too, also with no other column of that base type (before, they got a Python date, Decimal, datetime… and
-    the pipeline failed)."""
+    the pipeline failed). The database's own DateStyle, IntervalStyle and bytea_output differ from the text forms the
+    mapping reads: every path's session sets those."""
     bootstrap = stack.kafka_bootstrap
     name = "pg" + unique_name.replace("-", "")[-12:]
     topic = f"{name}.public.domains"
     pg_db.execute(DOMAINS)
     pg_db.execute(domains_row(1))
+    # the database's own output settings, unlike the connector's sessions' (which every path must set alike)
+    for setting in ("DateStyle = 'SQL, DMY'", "IntervalStyle = 'sql_standard'", "bytea_output = 'escape'"):
+        pg_db.execute(f'ALTER DATABASE "{pg_db.name}" SET {setting}')
     config = pg_config(pg_db, name, **{"signal.data.collection": "public.dbz_signal"})
     running = Running(config, bootstrap)
     try:
