@@ -68,18 +68,23 @@ def _wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> f
     raise TimeoutError(f"{topic} did not reach {count} messages")
 
 
-def watch_rate(coll, token, changes: int) -> float:
-    """pymongo alone reading the same changes from the same position (decoded as the pipeline's reader does)."""
-    began = time.monotonic()
+def watch_rate(coll, token, changes: int) -> tuple[float, float]:
+    """pymongo alone reading the same changes from the same position, decoded: events/s and CPU µs per event."""
+    began, cpu = time.monotonic(), time.process_time()
     seen = 0
     with coll.watch(resume_after=token, batch_size=4096, max_await_time_ms=100) as stream:
         while seen < changes:
             if stream.try_next() is not None:
                 seen += 1
-    return changes / (time.monotonic() - began)
+    return changes / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / changes
 
 
-def catch_up(bootstrap: str, uri: str, changes: int) -> tuple[float, float, list[tuple[str, bytes, bytes]]]:
+Messages = list[tuple[str, bytes, bytes]]
+
+
+def catch_up(bootstrap: str, uri: str, changes: int) -> tuple[float, float, Messages, float, float]:
+    """Events/s of the pipeline and of watch() alone, messages for the ceiling, and the CPU µs per event of each (this
+    process's CPU time: the pipeline's threads and librdkafka's; the emulator runs in its own process)."""
     name = f"bench{uuid.uuid4().hex[:8]}"
     client = pymongo.MongoClient(uri)
     coll = client[name].docs
@@ -102,16 +107,17 @@ def catch_up(bootstrap: str, uri: str, changes: int) -> tuple[float, float, list
     stop = threading.Event()
     runner = ConnectorRunner(_config(name, uri), bootstrap, stop)
     thread = threading.Thread(target=runner.run, daemon=True)
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()
     thread.start()
     done = _wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
+    cpu_us = (time.process_time() - cpu) * 1e6 / changes
     stop.set()
     thread.join()
     rate = changes / (done - began)
-    read_rate = watch_rate(coll, token, changes)
+    read_rate, read_cpu_us = watch_rate(coll, token, changes)
     messages = _read_messages(bootstrap, f"{name}.{name}.docs", 20_000)
     client.drop_database(name)
-    return rate, read_rate, messages
+    return rate, read_rate, messages, cpu_us, read_cpu_us
 
 
 def _read_messages(bootstrap: str, topic: str, limit: int) -> list[tuple[str, bytes, bytes]]:
@@ -128,7 +134,8 @@ def _read_messages(bootstrap: str, topic: str, limit: int) -> list[tuple[str, by
     return out[:limit]
 
 
-def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -> float:
+def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -> tuple[float, float]:
+    """A plain idempotent producer sending the pipeline's messages: msg/s and CPU µs per message."""
     topic = f"bench-ceiling-{uuid.uuid4().hex[:8]}"
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -136,7 +143,7 @@ def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "compression.type": "lz4", "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()
     for _, key, value in messages:
         while True:
             try:
@@ -145,7 +152,7 @@ def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -
             except BufferError:
                 producer.poll(0.01)
     producer.flush(120)
-    return len(messages) / (time.monotonic() - began)
+    return len(messages) / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / len(messages)
 
 
 def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None:
@@ -409,8 +416,9 @@ def main() -> None:
         uri = emulator.stdout.readline().strip()
     try:
         if not args.latency_only:
-            rate, read_rate, messages = catch_up(bootstrap, uri, args.changes)
-            ceiling = producer_ceiling(bootstrap, messages * max(1, args.changes // max(1, len(messages))))
+            rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes)
+            repeated = messages * max(1, args.changes // max(1, len(messages)))
+            ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
         result = latency(bootstrap, uri, args.rate, args.seconds)
     finally:
         if emulator:
@@ -422,6 +430,8 @@ def main() -> None:
         print(f"ours / ceiling: {rate / ceiling:.2f}")
         print(f"source read (pymongo watch() alone, same changes): {read_rate:,.0f} events/s; ours / read: "
               f"{rate / read_rate:.2f}")
+        print(f"CPU per event: ours {cpu_us:.1f} µs, watch() alone {read_cpu_us:.1f} µs, plain producer "
+              f"{ceiling_cpu_us:.1f} µs; ours / (watch + producer): {cpu_us / (read_cpu_us + ceiling_cpu_us):.2f}")
     print_latency(args.rate, result)
 
 

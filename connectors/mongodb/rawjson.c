@@ -128,41 +128,38 @@ static Outcome put_string(Buffer *out, const unsigned char *text, size_t length)
     return put_char(out, '"') < 0 ? NO_MEMORY : WRITTEN;
 }
 
-/* The shortest decimal digits that read back as `value` (> 0, finite), as Python's repr picks them: `digits`
-   without trailing zeros, the value being 0.d1d2... x 10^(exponent + 1). */
-static void shortest_digits(double value, char *digits, int *exponent) {
-    char text[40];
-    for (int precision = 1; precision <= 17; precision++) {
-        snprintf(text, sizeof text, "%.*e", precision - 1, value);
-        if (strtod(text, NULL) == value) break;
-        /* Near a power of two the interval of values that read back is lopsided: the nearest `precision`-digit
-           decimal may miss it while its neighbour above does not (Python's repr then takes the neighbour). */
-        int exp = atoi(strchr(text, 'e') + 1);
-        char candidate[40];
-        long long scaled = 0;
-        int n = 0;
-        for (const char *p = text; *p && *p != 'e'; p++)
-            if (*p >= '0' && *p <= '9') {
-                scaled = scaled * 10 + (*p - '0');
-                n++;
-            }
-        snprintf(candidate, sizeof candidate, "%lld", scaled + 1);
-        int grown = (int)strlen(candidate) > n;
-        char formatted[48];
-        snprintf(formatted, sizeof formatted, "%c.%se%d", candidate[0], candidate + 1, exp + grown);
-        if (strtod(formatted, NULL) == value) {
-            strcpy(text, formatted);
-            break;
+/* The shortest decimal digits that read back as `value` (> 0, finite), those of Python's repr: `digits` without
+   trailing zeros, the value being d1.d2d3... x 10^exponent. -1 when out of memory. */
+static int shortest_digits(double value, char *digits, int *exponent) {
+    char *text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) return -1;
+    int n = 0, point = -1, leading_zeros = 0, seen_nonzero = 0, integer_digits = 0;
+    char *p = text;
+    for (; *p && *p != 'e'; p++) {
+        if (*p == '.') {
+            point = n;
+            continue;
         }
+        if (*p < '0' || *p > '9') continue;
+        if (point < 0) integer_digits++;
+        if (!seen_nonzero && *p == '0') {
+            leading_zeros++;
+            continue;
+        }
+        seen_nonzero = 1;
+        digits[n++] = *p;
     }
-    /* text: d.ddde[+-]x */
-    char *e = strchr(text, 'e');
-    *exponent = atoi(e + 1);
-    int n = 0;
-    for (char *p = text; p < e; p++)
-        if (*p >= '0' && *p <= '9') digits[n++] = *p;
+    if (*p == 'e') {
+        *exponent = atoi(p + 1); /* d.ddd form: one integer digit, never zero */
+    } else if (integer_digits > leading_zeros) {
+        *exponent = integer_digits - 1; /* ddd.ddd */
+    } else {
+        *exponent = -(leading_zeros - integer_digits) - 1; /* 0.000ddd */
+    }
+    PyMem_Free(text);
     while (n > 1 && digits[n - 1] == '0') n--;
     digits[n] = '\0';
+    return 0;
 }
 
 /* Java's Double.toString of a finite value (extjson.java_double). */
@@ -172,9 +169,9 @@ static int put_double(Buffer *out, double value) {
         return signbit(value) ? PUT_LITERAL(out, "-0.0") : PUT_LITERAL(out, "0.0");
     }
     double magnitude = fabs(value);
-    char digits[24];
+    char digits[32];
     int exponent;
-    shortest_digits(magnitude, digits, &exponent);
+    if (shortest_digits(magnitude, digits, &exponent) < 0) return -1;
     int length = (int)strlen(digits);
     char *p = text;
     if (value < 0) *p++ = '-';
@@ -491,9 +488,7 @@ static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize
     Buffer out = {NULL, 0, 0};
     Outcome outcome = UNSUPPORTED;
     if (length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0) {
-        Py_BEGIN_ALLOW_THREADS
         outcome = put_container(&out, data, length, 0, bare, 0);
-        Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&view);
     if (outcome == WRITTEN) {
@@ -505,6 +500,122 @@ static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize
     }
     PyMem_RawFree(out.data);
     return result;
+}
+
+/* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
+   and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
+   None for malformed input. */
+static PyObject *split_event(PyObject *module, PyObject *argument) {
+    static const char *const NAMES[2] = {"fullDocument", "fullDocumentBeforeChange"};
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    size_t starts[2] = {0, 0}, ends[2] = {0, 0}; /* element start (type byte) and end, 0 when absent */
+    size_t value_starts[2] = {0, 0};
+    int valid = length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0;
+    size_t at = 4;
+    while (valid && at < length - 1) {
+        size_t element = at;
+        unsigned char type = data[at++];
+        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
+        if (name_end == NULL) {
+            valid = 0;
+            break;
+        }
+        size_t name_length = name_end - (data + at);
+        int which = -1;
+        for (int k = 0; k < 2; k++)
+            if (name_length == strlen(NAMES[k]) && memcmp(data + at, NAMES[k], name_length) == 0) which = k;
+        at += name_length + 1;
+        if (which >= 0 && type == 0x03) {
+            if (at + 4 > length - 1) {
+                valid = 0;
+                break;
+            }
+            int32_t size = read_int32(data + at);
+            if (size < 5 || (size_t)size > length - 1 - at) {
+                valid = 0;
+                break;
+            }
+            starts[which] = element;
+            value_starts[which] = at;
+            at += size;
+            ends[which] = at;
+            continue;
+        }
+        /* Any other element: skip it by its type's size. */
+        size_t left = length - 1 - at;
+        size_t size;
+        switch (type) {
+            case 0x01: case 0x09: case 0x11: case 0x12: size = 8; break;
+            case 0x10: size = 4; break;
+            case 0x07: size = 12; break;
+            case 0x08: size = 1; break;
+            case 0x13: size = 16; break;
+            case 0x06: case 0x0A: case 0x7F: case 0xFF: size = 0; break;
+            case 0x02: case 0x0D: case 0x0E:
+                size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
+                break;
+            case 0x03: case 0x04: case 0x0F:
+                size = left >= 4 ? (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
+                break;
+            case 0x05:
+                size = left >= 4 ? 5 + (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
+                break;
+            case 0x0C:
+                size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(data + at) + 12 : (size_t)-1;
+                break;
+            case 0x0B: {
+                const unsigned char *first = memchr(data + at, 0, left);
+                const unsigned char *second = first ? memchr(first + 1, 0, data + length - 1 - (first + 1)) : NULL;
+                size = second ? (size_t)(second + 1 - (data + at)) : (size_t)-1;
+                break;
+            }
+            default: size = (size_t)-1;
+        }
+        if (size == (size_t)-1 || size > left) {
+            valid = 0;
+            break;
+        }
+        at += size;
+    }
+    if (!valid || at != length - 1) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    size_t removed = (ends[0] - starts[0]) + (ends[1] - starts[1]);
+    PyObject *rest = PyBytes_FromStringAndSize(NULL, length - removed);
+    PyObject *documents[2] = {NULL, NULL};
+    if (rest == NULL) goto failed;
+    char *out = PyBytes_AS_STRING(rest);
+    size_t copied = 0, from = 0;
+    int order[2] = {0, 1};
+    if (ends[0] && ends[1] && starts[1] < starts[0]) order[0] = 1, order[1] = 0;
+    for (int n = 0; n < 2; n++) {
+        int k = order[n];
+        if (!ends[k]) continue;
+        memcpy(out + copied, data + from, starts[k] - from);
+        copied += starts[k] - from;
+        from = ends[k];
+    }
+    memcpy(out + copied, data + from, length - from);
+    copied += length - from;
+    uint32_t total = (uint32_t)copied;
+    out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+    for (int k = 0; k < 2; k++) {
+        documents[k] = ends[k] ? PyBytes_FromStringAndSize((const char *)data + value_starts[k], ends[k] - value_starts[k])
+                               : Py_NewRef(Py_None);
+        if (documents[k] == NULL) goto failed;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(NNN)", rest, documents[0], documents[1]);
+failed:
+    PyBuffer_Release(&view);
+    Py_XDECREF(rest);
+    Py_XDECREF(documents[0]);
+    Py_XDECREF(documents[1]);
+    return NULL;
 }
 
 static PyObject *set_escape_table(PyObject *module, PyObject *bits) {
@@ -525,6 +636,9 @@ static PyMethodDef methods[] = {
     {"document_json", (PyCFunction)(void (*)(void))document_json, METH_FASTCALL,
      "document_json(data, bare_non_finite) -> str | None: a raw BSON document as strict Extended JSON; None when "
      "the Python writer must do it."},
+    {"split_event", split_event, METH_O,
+     "split_event(data) -> (rest, full_document, full_document_before_change) | None: a change event's BSON without "
+     "its two full documents, and those as BSON bytes."},
     {"set_escape_table", set_escape_table, METH_O,
      "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
     {NULL, NULL, 0, NULL},

@@ -57,29 +57,75 @@ def document_json(data: bytes | memoryview, *, bare_non_finite: bool = True) -> 
 # --- change events read raw ----------------------------------------------------------------------------------------
 
 # The documents of a change event written as they came (never decoded when nothing needs their values).
-RAW_DOCUMENT_FIELDS = frozenset({"fullDocument", "fullDocumentBeforeChange"})
+RAW_DOCUMENT_FIELDS = ("fullDocument", "fullDocumentBeforeChange")
+
+
+class RawChangeEvent(RawBSONDocument):
+    """The document class of a change stream that keeps its full documents raw.
+
+    pymongo builds one for each document of a reply (the reply, its cursor, each event) and reads the event's ``_id``.
+    A document holding fullDocument or fullDocumentBeforeChange (an event) is cut in C: its other fields are decoded
+    as the client decodes, its full documents stay RawBSONDocument; RawBSONDocument's own field access would build a
+    RawBSONDocument of every sub-document, which costs more than decoding them. Any other document behaves as a
+    RawBSONDocument. ``event`` is the dict a decoding stream returns, but for the raw full documents.
+    """
+
+    __slots__ = ("_split",)
+
+    def __init__(self, bson_bytes: bytes, codec_options: CodecOptions | None = None) -> None:
+        super().__init__(bson_bytes, codec_options)
+        self._split: dict[str, Any] | bool | None = None  # None: not yet cut; False: nothing to cut
+
+    def _with_raw_documents(self) -> dict[str, Any] | None:
+        if self._split is None:
+            parts = compiled.split_event(self.raw)
+            if parts is None or (parts[1] is None and parts[2] is None):
+                self._split = False
+            else:
+                rest, full_document, before = parts
+                event = bson.decode(rest, DECODE_OPTIONS)
+                if full_document is not None:
+                    event["fullDocument"] = RawBSONDocument(full_document, RAW_OPTIONS)
+                if before is not None:
+                    event["fullDocumentBeforeChange"] = RawBSONDocument(before, RAW_OPTIONS)
+                self._split = event
+        return self._split or None
+
+    @property
+    def event(self) -> dict[str, Any]:
+        return self._with_raw_documents() or bson.decode(self.raw, DECODE_OPTIONS)
+
+    def __getitem__(self, key: str) -> Any:
+        event = self._with_raw_documents()
+        return event[key] if event is not None else super().__getitem__(key)
+
+    def __iter__(self):
+        event = self._with_raw_documents()
+        return iter(event) if event is not None else super().__iter__()
+
+    def __len__(self) -> int:
+        event = self._with_raw_documents()
+        return len(event) if event is not None else super().__len__()
+
+    def items(self):
+        event = self._with_raw_documents()
+        return event.items() if event is not None else super().items()
+
+
+RAW_EVENT_OPTIONS = DECODE_OPTIONS.with_options(document_class=RawChangeEvent)
 
 
 def raw_stream_options(client_options: CodecOptions) -> CodecOptions | None:
-    """The codec options a change stream reads with to keep its documents raw; None (decode as the client does)
-    without the compiled writer, or when the client decodes differently from DECODE_OPTIONS (its own UUID or date
-    handling), since `decoded` and the writers assume those."""
+    """The codec options a change stream reads with to keep its documents raw (its items are `RawChangeEvent`);
+    None (decode as the client does) without the compiled writer, or when the client decodes differently from
+    DECODE_OPTIONS (its own UUID or date handling), since `decoded` and the writers assume those."""
     if compiled is None or client_options != DECODE_OPTIONS:
         return None
-    return RAW_OPTIONS
+    return RAW_EVENT_OPTIONS
 
 
 def decoded(document: Any) -> Any:
-    """A raw document (or list) decoded as the client decodes; anything else as it is."""
-    kind = type(document)
-    if kind is RawBSONDocument:
+    """A raw document decoded as the client decodes; anything else as it is."""
+    if isinstance(document, RawBSONDocument):
         return bson.decode(document.raw, DECODE_OPTIONS)
-    if kind is list:
-        return [decoded(item) for item in document]
     return document
-
-
-def event_with_raw_documents(event: RawBSONDocument) -> dict[str, Any]:
-    """A change event read with RAW_OPTIONS as the dict a decoding stream returns, but for its full documents, which
-    stay RawBSONDocument (`document_json` writes them from their bytes)."""
-    return {name: value if name in RAW_DOCUMENT_FIELDS else decoded(value) for name, value in event.items()}

@@ -27,7 +27,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
-from connectors.mongodb.rawjson import event_with_raw_documents, raw_stream_options
+from connectors.mongodb.rawjson import RawChangeEvent, raw_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +123,7 @@ class ChangeStreamReader:
 
     def _next(self, stream):
         change = stream.try_next()
-        if change is not None and self._raw_options is not None:
-            return event_with_raw_documents(change)
-        return change
+        return change.event if type(change) is RawChangeEvent else change
 
     def _open(self, start: StartPosition, pipeline: list[dict] | None = None):
         kwargs = {

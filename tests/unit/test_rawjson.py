@@ -14,6 +14,7 @@ import pytest
 from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.datetime_ms import DatetimeMS
 from bson.errors import InvalidBSON
+from bson.raw_bson import RawBSONDocument
 
 from connectors.mongodb import extjson, rawjson
 from tests.unit.document_writers import compiled_document_json, require_compiled
@@ -241,3 +242,33 @@ def test_malformed_bson_is_the_python_paths_error():
         truncated = data[:cut]
         assert compiled_document_json(truncated) is None
         assert compiled_outcome(truncated, True).startswith("InvalidBSON")
+
+
+def _sorted_bson(document: dict) -> bytes:
+    return bson.encode(dict(sorted(document.items())))
+
+
+def test_change_events_are_cut_into_decoded_fields_and_raw_full_documents():
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    for _ in range(2000):
+        fields = random_document(rng, 2)
+        for name in rawjson.RAW_DOCUMENT_FIELDS:
+            roll = rng.random()
+            if roll < 0.6:
+                fields[name] = random_document(rng, 2)
+            elif roll < 0.7:
+                fields[name] = None
+        fields["operationType"] = "update"
+        order = list(fields.items())
+        rng.shuffle(order)
+        data = bson.encode(dict(order))
+        event = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS).event
+        expected = bson.decode(data, rawjson.DECODE_OPTIONS)
+        for name in rawjson.RAW_DOCUMENT_FIELDS:
+            if isinstance(expected.get(name), dict):
+                assert type(event[name]) is RawBSONDocument, seed
+        assert _sorted_bson({name: rawjson.decoded(value) for name, value in event.items()}) == _sorted_bson(
+            expected
+        ), seed
