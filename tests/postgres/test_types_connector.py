@@ -1,8 +1,9 @@
 """Every type through the whole PostgreSQL connector into the real Kafka: rows of the all-types table read by the
-initial snapshot (SELECT in the exported snapshot, connectors/postgres/snapshot.py) and rows inserted afterwards read
-by the stream (pgoutput), consumed read_committed with schemas on, each compared with the values and schemas
-Debezium documents (tests/postgres/all_types.py, the expectations test_types_live checks through the slot alone),
-under the default modes and the others."""
+initial snapshot (SELECT in the exported snapshot, connectors/postgres/snapshot.py), rows inserted afterwards read
+by the stream (pgoutput), then all of them read again by an incremental snapshot (connectors/postgres/incremental.py),
+consumed read_committed with schemas on, each compared with the values and schemas Debezium documents
+(tests/postgres/all_types.py, the expectations test_types_live checks through the slot alone), under the default
+modes and the others."""
 
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ MODES = {
 }
 
 
+SIGNAL_TABLE = "CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)"
+
+
+def incremental_snapshot_of(table: str) -> str:
+    """The signal-table row that asks for an incremental snapshot of `table`."""
+    data = json.dumps({"data-collections": [table], "type": "incremental"})
+    return f"INSERT INTO dbz_signal VALUES ('types-{table}', 'execute-snapshot', '{data}')"  # noqa: S608
+
+
 def events(running: Running, bootstrap: str, topic: str, count: int, timeout: float = 60.0):
     """The topic's read_committed records once it holds `count` or more; fails at once if the pipeline failed (a value
     it cannot map), naming the error."""
@@ -68,29 +78,35 @@ def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_nam
     name = "pg" + unique_name.replace("-", "")[-12:]
     topic = f"{name}.public.all_types"
     pg_db.execute(DDL)
+    pg_db.execute(SIGNAL_TABLE + "; ALTER PUBLICATION pub ADD TABLE dbz_signal")
     pg_db.execute(full_row(1))
     pg_db.execute(null_row(2))
     config = pg_config(pg_db, name, **{"publication.name": "pub", "publication.autocreate.mode": "disabled",
-                                       "schemas.enable": "true", **properties})
+                                       "schemas.enable": "true", "signal.data.collection": "public.dbz_signal",
+                                       **properties})
     running = Running(config, bootstrap)
     try:
         events(running, bootstrap, topic, 2)  # the snapshot's rows are in Kafka: the next two can only be streamed
         pg_db.execute(full_row(3))
         pg_db.execute(null_row(4))
-        records = events(running, bootstrap, topic, 4)  # read_committed
+        events(running, bootstrap, topic, 4)
+        pg_db.execute(incremental_snapshot_of("public.all_types"))  # the four rows once more
+        records = events(running, bootstrap, topic, 8)  # read_committed
     finally:
         running.stop()
-    assert len(records) == 4
+    assert len(records) == 8
     values = [json.loads(r.value) for r in records]
-    assert [v["payload"]["op"] for v in values] == ["r", "r", "c", "c"]
-    assert [v["payload"]["source"]["snapshot"] for v in values] == ["true", "last", "false", "false"]
+    assert [v["payload"]["op"] for v in values] == ["r", "r", "c", "c"] + ["r"] * 4
+    assert [v["payload"]["source"]["snapshot"] for v in values] == ["true", "last", "false", "false"] + [
+        "incremental"] * 4
 
     key_schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
                   "optional": False, "name": f"{name}.public.all_types.Key"}
-    assert [json.loads(r.key) for r in records] == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 3, 4)]
+    keys = [json.loads(r.key) for r in records]
+    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 3, 4, 1, 2, 3, 4)]
 
     schema = values[0]["schema"]
-    assert all(v["schema"] == schema for v in values), "the snapshot's and the stream's value schemas differ"
+    assert all(v["schema"] == schema for v in values), "the snapshots' and the stream's value schemas differ"
     after = next(f for f in schema["fields"] if f["field"] == "after")
     assert after["name"] == f"{name}.public.all_types.Value"
     fields = {f["field"]: {k: v for k, v in f.items() if k != "field"} for f in after["fields"]}
@@ -101,9 +117,12 @@ def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_nam
         assert fields[column] == expected, column
 
     expected = {**EXPECTED_DEFAULT, **changed}
-    snapshot_full, snapshot_nulls, streamed_full, streamed_nulls = (v["payload"]["after"] for v in values)
+    afters = [v["payload"]["after"] for v in values]
+    snapshot_full, snapshot_nulls, streamed_full, streamed_nulls = afters[:4]
     for how, full, nulls, ids in (("snapshot", snapshot_full, snapshot_nulls, (1, 2)),
-                                  ("stream", streamed_full, streamed_nulls, (3, 4))):
+                                  ("stream", streamed_full, streamed_nulls, (3, 4)),
+                                  ("incremental", afters[4], afters[5], (1, 2)),
+                                  ("incremental", afters[6], afters[7], (3, 4))):
         assert set(full) == set(expected), how
         for column, value in expected.items():
             assert full[column] == (ids[0] if column == "id" else value), (how, column)
@@ -155,7 +174,6 @@ CREATE DOMAIN ints AS int[];
 CREATE DOMAIN nested AS price;
 CREATE TABLE domains (id int PRIMARY KEY, p price, dy day, m moment, f flag, j doc, w whole, s stamp, b blob, sp span,
                       ia ints, n nested);
-CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text);
 """
 
 
@@ -172,7 +190,7 @@ def test_domains_over_other_types_through_every_path(pg_db, stack, unique_name):
     bootstrap = stack.kafka_bootstrap
     name = "pg" + unique_name.replace("-", "")[-12:]
     topic = f"{name}.public.domains"
-    pg_db.execute(DOMAINS)
+    pg_db.execute(DOMAINS + SIGNAL_TABLE)
     pg_db.execute(domains_row(1))
     # the database's own output settings, unlike the connector's sessions' (which every path must set alike)
     for setting in ("DateStyle = 'SQL, DMY'", "IntervalStyle = 'sql_standard'", "bytea_output = 'escape'"):
@@ -183,8 +201,7 @@ def test_domains_over_other_types_through_every_path(pg_db, stack, unique_name):
         events(running, bootstrap, topic, 1)  # the initial snapshot's row
         pg_db.execute(domains_row(2))
         events(running, bootstrap, topic, 2)  # streamed
-        pg_db.execute("INSERT INTO dbz_signal VALUES ('types-1', 'execute-snapshot', "
-                      "'{\"data-collections\": [\"public.domains\"], \"type\": \"incremental\"}')")
+        pg_db.execute(incremental_snapshot_of("public.domains"))
         values = [json.loads(r.value) for r in events(running, bootstrap, topic, 4)]  # rows 1 and 2 again
     finally:
         running.stop()
