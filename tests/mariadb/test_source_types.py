@@ -1,7 +1,8 @@
-"""Every type through the whole MariaDB connector into the real Kafka: rows read by the initial snapshot (SELECT) and
-the same rows inserted afterwards, streamed from the binlog, consumed read_committed with key and value schemas on,
-each column's schema and value compared with the Debezium values of tests/mariadb/all_types.py (those
-test_types_real checks through the binlog reader alone), under the default modes and the others."""
+"""Every type through the whole MariaDB connector into the real Kafka: rows read by the initial snapshot (SELECT), the
+same rows inserted afterwards, streamed from the binlog, then all read again by an incremental snapshot, consumed
+read_committed with key and value schemas on, each column's schema and value compared with the Debezium values of
+tests/mariadb/all_types.py (those test_types_real checks through the binlog reader alone), under the default modes
+and the others."""
 
 from __future__ import annotations
 
@@ -54,34 +55,43 @@ def records_once_at_least(runner: InProcess, topic: str, count: int, timeout: fl
 @pytest.mark.parametrize("mode", list(MODES))
 def test_every_type_through_the_snapshot_and_the_stream(mariadb, mariadb_db, mode):
     modes, changed, skipped = MODES[mode]
-    mariadb.execute(f"CREATE TABLE all_types ({COLUMNS})", database=mariadb_db)
+    mariadb.execute(f"CREATE TABLE all_types ({COLUMNS})",
+                    "CREATE TABLE dbz_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",
+                    f"GRANT INSERT, DELETE ON `{mariadb_db}`.`dbz_signal` TO '{mariadb.cdc.user}'@'%'",
+                    database=mariadb_db)
     insert_rows(mariadb, mariadb_db, 1)  # ids 1 and 2, read by the snapshot
     props = properties(mariadb, mariadb_db, **{"value.converter.schemas.enable": "true",
-                                               "key.converter.schemas.enable": "true", **modes})
+                                               "key.converter.schemas.enable": "true",
+                                               "signal.data.collection": f"{mariadb_db}.dbz_signal", **modes})
     runner = InProcess(props)
     topic = f"{props['topic.prefix']}.{mariadb_db}.all_types"
     try:
         records_once_at_least(runner, topic, 2)  # the snapshot is in Kafka: the next rows can only come from the binlog
         insert_rows(mariadb, mariadb_db, 11)
-        records = records_once_at_least(runner, topic, 4)
+        records_once_at_least(runner, topic, 4)
+        request = json.dumps({"data-collections": [f"{mariadb_db}.all_types"], "type": "incremental"})
+        mariadb.execute(f"INSERT INTO dbz_signal VALUES ('types-1', 'execute-snapshot', '{request}')",  # noqa: S608
+                        database=mariadb_db)
+        records = records_once_at_least(runner, topic, 8)  # the four rows again, by an incremental snapshot
     finally:
         runner.close()
-    assert len(records) == 4
+    assert len(records) == 8
     events = [json.loads(r.value) for r in records]
-    assert [e["payload"]["op"] for e in events] == ["r", "r", "c", "c"]
-    assert [e["payload"]["source"]["snapshot"] for e in events] == ["true", "last", "false", "false"]
+    assert [e["payload"]["op"] for e in events] == ["r", "r", "c", "c"] + ["r"] * 4
+    assert [e["payload"]["source"]["snapshot"] for e in events] == ["true", "last", "false", "false"] + [
+        "incremental"] * 4
     key_schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
                   "optional": False, "name": f"{props['topic.prefix']}.{mariadb_db}.all_types.Key"}
     keys = [json.loads(r.key) for r in records]
-    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 11, 12)]
+    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 11, 12, 1, 2, 11, 12)]
 
     schema = events[0]["schema"]
-    assert all(e["schema"] == schema for e in events), "the snapshot's and the stream's value schemas differ"
+    assert all(e["schema"] == schema for e in events), "the snapshots' and the stream's value schemas differ"
     after = next(f for f in schema["fields"] if f["field"] == "after")
     fields = {f["field"]: f for f in after["fields"]}
     expected = {**EXPECTED, **changed}
     assert list(fields) == list(EXPECTED)  # every column, in the table's order
-    read, read_nulls, streamed, streamed_nulls = (e["payload"]["after"] for e in events)
+    read, read_nulls, streamed, streamed_nulls, *incremental = (e["payload"]["after"] for e in events)
     for name, (type_, logical, parameters, value) in expected.items():  # one by one, so a failure names the column
         field = fields[name]
         assert (field["type"], field.get("name"), field.get("parameters", {})) == (
@@ -91,8 +101,10 @@ def test_every_type_through_the_snapshot_and_the_stream(mariadb, mariadb_db, mod
         if name != "id" and name not in skipped:
             assert read[name] == value, ("snapshot", name)
             assert streamed[name] == value, ("stream", name)
-    assert {**read, "id": 0} == {**streamed, "id": 0}  # the columns left out above too
-    for how, nulls, row_id in (("snapshot", read_nulls, 2), ("stream", streamed_nulls, 12)):
+    for row in (streamed, incremental[0], incremental[2]):  # the columns left out above too
+        assert {**read, "id": 0} == {**row, "id": 0}
+    for how, nulls, row_id in (("snapshot", read_nulls, 2), ("stream", streamed_nulls, 12),
+                               ("incremental", incremental[1], 2), ("incremental", incremental[3], 12)):
         assert nulls == {name: row_id if name == "id" else DEFAULTS.get(name) for name in EXPECTED}, how
 
 
