@@ -207,15 +207,17 @@ def test_a_killed_pipeline_with_chunk_tasks_queued_is_resumed_with_every_key_in_
     seed(mariadb, mariadb_db)
     platform.create_connector(properties(mariadb, mariadb_db, name))
     broker = redis.Redis.from_url(platform.env["REDIS_URL"])
-    platform.wait_for(lambda: broker.llen("snapshot") == 2, 90, "both chunk tasks in the broker's snapshot queue",
-                      "streamer")  # capacity: snapshot.max.threads x 1 (no snapshot worker seen)
+    # in flight: snapshot.max.threads x 1 (no snapshot worker seen) + 1 (the thread reading in the pipeline's view),
+    # all integer-key chunks at first: three tasks
+    platform.wait_for(lambda: broker.llen("snapshot") == 3, 90, "three chunk tasks in the broker's snapshot queue",
+                      "streamer")
     write_before_the_chunks_are_read(mariadb, mariadb_db, tags=False)
     streamer = platform.processes["streamer"]
     streamer.send_signal(signal.SIGKILL)  # its pipeline process (and read view) dies with it
     streamer.wait()
 
     platform.start_worker("snap", queues="snapshot", concurrency=2)
-    platform.wait_for(lambda: chunks_read(platform, "snap", name) >= 2, 60, "the dead pipeline's chunk tasks", "snap")
+    platform.wait_for(lambda: chunks_read(platform, "snap", name) >= 3, 60, "the dead pipeline's chunk tasks", "snap")
     writer = Writer(mariadb, mariadb_db)
     writer.start()
     platform.start_worker("streamer-2", queues="streaming,default", concurrency=2)
