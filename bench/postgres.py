@@ -151,6 +151,13 @@ def main() -> None:
         while not admin_cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
                                     (lat_config.slot_name,)).fetchone():
             time.sleep(0.1)
+        # warm-up: the topic is created and the consumer assigned before the clock starts
+        conn.execute("UPDATE bench SET flag = NOT flag WHERE id = 1")
+        warm_until = time.monotonic() + 120
+        while time.monotonic() < warm_until:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error() and message.value() is not None:
+                break
         latencies: list[float] = []
         writes = int(args.rate * args.seconds)
 

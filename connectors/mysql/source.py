@@ -201,7 +201,7 @@ class BinlogChangeReader(threading.Thread):
         attempt = 0
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
-                                  heartbeat_seconds=1.0)
+                                  heartbeat_seconds=1.0, wanted=self.config.reads_rows_of)
             try:
                 for item in reader:
                     attempt = 0

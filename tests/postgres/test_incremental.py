@@ -312,8 +312,11 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
         value = store.read_value(key)[0]
         return json.loads(value) if value else None
 
-    def chunk_committed() -> int | None:
-        progress = (stored() or {}).get("incremental_snapshot")
+    def chunk_committed(runner) -> int | None:
+        """The chunk of the stored progress; None once the snapshot is over. The record, once written, is always
+        there: an empty answer is the offsets topic not answering yet, asked again."""
+        value = wait(stored, "the stored offset", runner)
+        progress = value.get("incremental_snapshot")
         return progress["collections"][0]["chunk"] if progress and progress["collections"] else None
 
     def wait(predicate, what, runner, timeout=120):
@@ -348,10 +351,11 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
                        (json.dumps({"data-collections": ["public.big"]}),))
         for _ in range(3):
             after = killed_at[-1] if killed_at else -1
-            wait(lambda after=after: (chunk_committed() or -1) > after + 3, "the snapshot moving on", runner)
+            moved_on = lambda after=after, runner=runner: (chunk_committed(runner) or -1) > after + 3  # noqa: E731
+            wait(moved_on, "the snapshot moving on", runner)
             with psycopg.connect(tables.dsn) as locker:
                 locker.execute("LOCK TABLE big IN ACCESS EXCLUSIVE MODE")
-                committed = chunk_committed()
+                committed = chunk_committed(runner)
                 assert committed is not None and committed < 190, f"no chunk left to kill in: {committed}"
                 holder = locker.execute("SELECT pg_backend_pid()").fetchone()[0]
                 wait(lambda holder=holder: waiting_for(holder), "the runner waiting for the table", runner)
