@@ -103,6 +103,7 @@ def write_before_the_chunks_are_read(mariadb, database: str, tags: bool = True) 
         "DELETE FROM items WHERE id IN (6, 1500, 3998)",
         "INSERT INTO items SELECT seq, 1 FROM seq_1_to_4000 WHERE seq % 50 = 1",
         "INSERT INTO items SELECT seq, 1 FROM seq_4001_to_4050",
+        "FLUSH BINARY LOGS",  # the chunks' positions are in a later binlog file than the stream's start
         "UPDATE items SET v = v + 1 WHERE id % 3 = 0",
         "UPDATE items SET id = 4100, v = v + 1 WHERE id = 10",  # out of the ranges
         "UPDATE items SET id = 11, v = v + 1 WHERE id = 3000",  # into another chunk's range
@@ -187,6 +188,8 @@ def test_chunk_tasks_read_in_views_of_their_own_and_the_stream_keeps_every_key_i
     assert {e["after"]["id"] for e in envelopes if e["op"] == "c"} >= {1, *range(4001, 4051), 4100}  # outside the plan
     positions = {(e["source"]["file"], e["source"]["pos"]) for e in reads}
     assert len(positions) > 1, "every chunk was read at one position: the test did not read in views of their own"
+    start_file = events(bootstrap, tags_topic)[0]["source"]["file"]  # read in the pipeline's view at P0
+    assert all(file > start_file for file, _ in positions), "a rotation between P0 and the chunks' positions"
 
     planned = int(re.search(rf"{mariadb_db}\.items planned as (\d+) chunks", platform.log("streamer")).group(1))
     assert planned == len(SEEDED) // CHUNK and chunks_read(platform, "snap", name) == planned
