@@ -64,13 +64,20 @@ static int put_unit(Buffer *out, unsigned unit) {
     return put(out, text, 6);
 }
 
+/* The bytes written as they are: printable ASCII but the quote and the backslash. */
+static unsigned char PLAIN[256];
+
+static void init_plain(void) {
+    for (int c = 0x20; c < 0x7F; c++) PLAIN[c] = c != '"' && c != '\\';
+}
+
 /* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
 static Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
     if (put_char(out, '"') < 0) return NO_MEMORY;
     size_t i = 0;
     while (i < length) {
         size_t run = i;
-        while (run < length && text[run] >= 0x20 && text[run] < 0x7F && text[run] != '"' && text[run] != '\\') run++;
+        while (run < length && PLAIN[text[run]]) run++;
         if (run > i && put(out, (const char *)text + i, run - i) < 0) return NO_MEMORY;
         i = run;
         if (i >= length) break;
@@ -488,7 +495,8 @@ static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize
     Buffer out = {NULL, 0, 0};
     Outcome outcome = UNSUPPORTED;
     if (length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0) {
-        outcome = put_container(&out, data, length, 0, bare, 0);
+        /* The text is about as long as the BSON: one allocation mostly suffices. */
+        outcome = grow(&out, length + length / 2 + 64) < 0 ? NO_MEMORY : put_container(&out, data, length, 0, bare, 0);
     }
     PyBuffer_Release(&view);
     if (outcome == WRITTEN) {
@@ -648,4 +656,7 @@ static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT, "_rawjson", "Raw BSON to Debezium's strict Extended JSON.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__rawjson(void) { return PyModule_Create(&module_definition); }
+PyMODINIT_FUNC PyInit__rawjson(void) {
+    init_plain();
+    return PyModule_Create(&module_definition);
+}
