@@ -510,6 +510,75 @@ static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+/* The size of a value of BSON type `type` at `value` (at most `left` bytes there); (size_t)-1 when malformed. */
+static size_t value_size(unsigned char type, const unsigned char *value, size_t left) {
+    size_t size;
+    switch (type) {
+        case 0x01: case 0x09: case 0x11: case 0x12: size = 8; break;
+        case 0x10: size = 4; break;
+        case 0x07: size = 12; break;
+        case 0x08: size = 1; break;
+        case 0x13: size = 16; break;
+        case 0x06: case 0x0A: case 0x7F: case 0xFF: size = 0; break;
+        case 0x02: case 0x0D: case 0x0E:
+            size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(value) : (size_t)-1;
+            break;
+        case 0x03: case 0x04: case 0x0F:
+            size = left >= 4 ? (size_t)(uint32_t)read_int32(value) : (size_t)-1;
+            break;
+        case 0x05:
+            size = left >= 4 ? 5 + (size_t)(uint32_t)read_int32(value) : (size_t)-1;
+            break;
+        case 0x0C:
+            size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(value) + 12 : (size_t)-1;
+            break;
+        case 0x0B: {
+            const unsigned char *first = memchr(value, 0, left);
+            const unsigned char *second = first ? memchr(first + 1, 0, value + left - (first + 1)) : NULL;
+            size = second ? (size_t)(second + 1 - value) : (size_t)-1;
+            break;
+        }
+        default: size = (size_t)-1;
+    }
+    return size != (size_t)-1 && size <= left ? size : (size_t)-1;
+}
+
+/* id_document(data): a BSON document holding only the _id element of the document `data`; None when it has none or
+   is malformed. */
+static PyObject *id_document(PyObject *module, PyObject *argument) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    PyObject *result = NULL;
+    int valid = length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0;
+    size_t at = 4;
+    while (valid && at < length - 1) {
+        size_t element = at;
+        unsigned char type = data[at++];
+        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
+        if (name_end == NULL) break;
+        int is_id = name_end - (data + at) == 3 && memcmp(data + at, "_id", 3) == 0;
+        at = name_end + 1 - data;
+        size_t size = value_size(type, data + at, length - 1 - at);
+        if (size == (size_t)-1) break;
+        at += size;
+        if (is_id) {
+            size_t total = 4 + (at - element) + 1;
+            result = PyBytes_FromStringAndSize(NULL, total);
+            if (result == NULL) break;
+            char *out = PyBytes_AS_STRING(result);
+            out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+            memcpy(out + 4, data + element, at - element);
+            out[total - 1] = 0;
+            break;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
+    return result;
+}
+
 /* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
    and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
    None for malformed input. */
@@ -552,37 +621,9 @@ static PyObject *split_event(PyObject *module, PyObject *argument) {
             ends[which] = at;
             continue;
         }
-        /* Any other element: skip it by its type's size. */
-        size_t left = length - 1 - at;
-        size_t size;
-        switch (type) {
-            case 0x01: case 0x09: case 0x11: case 0x12: size = 8; break;
-            case 0x10: size = 4; break;
-            case 0x07: size = 12; break;
-            case 0x08: size = 1; break;
-            case 0x13: size = 16; break;
-            case 0x06: case 0x0A: case 0x7F: case 0xFF: size = 0; break;
-            case 0x02: case 0x0D: case 0x0E:
-                size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
-                break;
-            case 0x03: case 0x04: case 0x0F:
-                size = left >= 4 ? (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
-                break;
-            case 0x05:
-                size = left >= 4 ? 5 + (size_t)(uint32_t)read_int32(data + at) : (size_t)-1;
-                break;
-            case 0x0C:
-                size = left >= 4 ? 4 + (size_t)(uint32_t)read_int32(data + at) + 12 : (size_t)-1;
-                break;
-            case 0x0B: {
-                const unsigned char *first = memchr(data + at, 0, left);
-                const unsigned char *second = first ? memchr(first + 1, 0, data + length - 1 - (first + 1)) : NULL;
-                size = second ? (size_t)(second + 1 - (data + at)) : (size_t)-1;
-                break;
-            }
-            default: size = (size_t)-1;
-        }
-        if (size == (size_t)-1 || size > left) {
+        /* Any other element: skip it. */
+        size_t size = value_size(type, data + at, length - 1 - at);
+        if (size == (size_t)-1) {
             valid = 0;
             break;
         }
@@ -644,6 +685,8 @@ static PyMethodDef methods[] = {
     {"document_json", (PyCFunction)(void (*)(void))document_json, METH_FASTCALL,
      "document_json(data, bare_non_finite) -> str | None: a raw BSON document as strict Extended JSON; None when "
      "the Python writer must do it."},
+    {"id_document", id_document, METH_O,
+     "id_document(data) -> bytes | None: a BSON document of the _id element of the document data alone."},
     {"split_event", split_event, METH_O,
      "split_event(data) -> (rest, full_document, full_document_before_change) | None: a change event's BSON without "
      "its two full documents, and those as BSON bytes."},

@@ -129,3 +129,24 @@ def decoded(document: Any) -> Any:
     if isinstance(document, RawBSONDocument):
         return bson.decode(document.raw, DECODE_OPTIONS)
     return document
+
+
+# --- snapshot documents read raw -----------------------------------------------------------------------------------
+
+
+def raw_snapshot_options(client_options: CodecOptions) -> CodecOptions | None:
+    """The codec options a snapshot reads documents with to keep them raw (RawBSONDocument); None (decode as the
+    client does) as for `raw_stream_options`."""
+    if compiled is None or client_options != DECODE_OPTIONS:
+        return None
+    return RAW_OPTIONS
+
+
+def document_key(document: Any) -> dict[str, Any]:
+    """``{"_id": …}`` of a document, decoded as the client decodes (without decoding a raw document's other fields)."""
+    if type(document) is RawBSONDocument:
+        key = compiled.id_document(document.raw)
+        if key is not None:
+            return bson.decode(key, DECODE_OPTIONS)
+        return {"_id": decoded(document)["_id"]}
+    return {"_id": document["_id"]}

@@ -20,7 +20,7 @@ from typing import Any
 
 from bson.timestamp import Timestamp
 
-from connectors.mongodb import extjson
+from connectors.mongodb import extjson, rawjson
 
 
 class Operation(StrEnum):
@@ -190,7 +190,7 @@ class ChangeRecord:
         return cls(
             operation=Operation.READ,
             namespace=namespace,
-            document_key={"_id": document["_id"]},
+            document_key=rawjson.document_key(document),
             full_document=document,
             cluster_time=cluster_time,
             resume_token=resume_token,

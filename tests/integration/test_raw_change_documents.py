@@ -1,6 +1,6 @@
 """The change stream reads its full documents as raw BSON (rawjson) and writes them without decoding: every field the
 pipeline reads comes out as a decoding stream gives it, and every event format, with and without field rules, gives
-the same Kafka messages as the decoded documents."""
+the same Kafka messages as the decoded documents. Snapshot chunks read raw give the messages of decoded ones."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 import bson
 import pytest
-from bson import Decimal128, Int64
+from bson import Decimal128, Int64, MaxKey, MinKey
 from bson.raw_bson import RawBSONDocument
 
 from connectors.config import ConnectorConfig
@@ -20,6 +20,8 @@ from connectors.mongodb import rawjson
 from connectors.mongodb.client import open_client
 from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.records import ChangeRecord
+from connectors.mongodb.snapshots.chunks import Chunk
+from connectors.mongodb.snapshots.executors import read_range
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions, next_cluster_time
 from connectors.mongodb.transformer import Transformer
 from tests.unit.document_writers import require_compiled
@@ -99,3 +101,31 @@ def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo
                 for event in (mine, theirs)
             ]
             assert messages[0] == messages[1], f"{name}: {theirs.get('operationType')} {theirs['documentKey']}"
+
+
+def test_snapshot_chunks_read_raw_give_the_messages_of_decoded_ones(stack, mongo_rs, unique_name):
+    require_compiled()
+    database = "s" + unique_name.replace("-", "")[-12:]
+    raw_client = open_client({"host": mongo_rs.uri, "serverSelectionTimeoutMS": 10_000})
+    # A client with UUID settings of its own decodes (rawjson.raw_snapshot_options); standard writes the same text.
+    decoding_client = open_client({"host": mongo_rs.uri, "uuidRepresentation": "standard"})
+    assert rawjson.raw_snapshot_options(raw_client.codec_options) is not None
+    assert rawjson.raw_snapshot_options(decoding_client.codec_options) is None
+    raw_client[database].docs.insert_many(
+        [{"_id": Int64(i), **VALUES, "i": i} for i in range(3)]
+        + [{"n": 1, "_id": "not first"}, {"_id": {"compound": [1, 2.5]}, "d": Decimal128("1.5")}]
+    )
+    chunk = Chunk(f"{database}.docs", 0, 0, MinKey(), MaxKey(), True)
+    try:
+        for name, properties in CONFIGS.items():
+            config = ConnectorConfig.from_properties({**BASE, "name": name, **properties})
+            results = [
+                read_range(client, Transformer(config, "rs0", clock=lambda: 1700000000.5), chunk, None, None, True)
+                for client in (raw_client, decoding_client)
+            ]
+            assert results[0][1] == 5
+            assert results[0] == results[1], name
+    finally:
+        raw_client.drop_database(database)
+        raw_client.close()
+        decoding_client.close()

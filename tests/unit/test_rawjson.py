@@ -272,3 +272,15 @@ def test_change_events_are_cut_into_decoded_fields_and_raw_full_documents():
         assert _sorted_bson({name: rawjson.decoded(value) for name, value in event.items()}) == _sorted_bson(
             expected
         ), seed
+
+
+def test_document_keys_of_raw_documents_are_those_of_decoded_ones():
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    for _ in range(2000):
+        fields = list(random_document(rng, 2).items())
+        fields.insert(rng.randint(0, len(fields)), ("_id", random_value(rng, 2)))
+        data = bson.encode(dict(fields))
+        key = rawjson.document_key(RawBSONDocument(data, rawjson.RAW_OPTIONS))
+        assert bson.encode(key) == bson.encode({"_id": bson.decode(data, rawjson.DECODE_OPTIONS)["_id"]}), seed

@@ -29,6 +29,7 @@ from connectors.core.snapshot.self_committing import SelfCommittingThreadExecuto
 from connectors.core.snapshot.self_committing import commit_chunk_once, result_json
 from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
+from connectors.mongodb.rawjson import raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk
 from connectors.mongodb.topology import ReplicaSet
@@ -91,6 +92,9 @@ def read_range(client, transformer: Transformer, chunk: Chunk, cluster_time, fil
     namespace = Namespace.parse(chunk.namespace)
     marker = SnapshotMarker(marker)
     collection = client[namespace.db][namespace.collection]
+    raw = raw_snapshot_options(client.codec_options)  # documents kept raw, written without decoding (rawjson)
+    if raw is not None:
+        collection = collection.with_options(codec_options=raw)
     cursor = collection.find(chunk.query(filter), batch_size=fetch_size)
     messages: list = []
     rows = 0
