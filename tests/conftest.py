@@ -1,7 +1,8 @@
 """Shared fixtures: the real local stack (Redis, Kafka, the MongoDB emulator or MONGODB_URI).
 
 `stack` starts what is not running yet and, at the end of the session, stops only what it started,
-so a developer's running stack is left alone and CI leaves no process behind.
+so a developer's running stack is left alone and CI leaves no process behind; when it started Kafka, the topics the
+session created are deleted first (tests/topic_cleanup.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import uuid
 import pytest
 
 from devstack import stack as devstack
+from tests.topic_cleanup import delete_new_topics, topic_names
 
 pytest_plugins = ("tests.run_summary",)  # prints what the run ran against and the counts per suite
 
@@ -22,8 +24,12 @@ def stack():
     endpoints = devstack.endpoints()
     os.environ.setdefault("REDIS_URL", endpoints.redis_url)
     os.environ.setdefault("KAFKA_BOOTSTRAP_SERVERS", endpoints.kafka_bootstrap)
+    keep = bool(os.environ.get("DEVSTACK_KEEP"))
+    topics_before = topic_names(endpoints.kafka_bootstrap) if "kafka" in started and not keep else None
     yield endpoints
-    if started and not os.environ.get("DEVSTACK_KEEP"):
+    if topics_before is not None:
+        delete_new_topics(endpoints.kafka_bootstrap, topics_before)
+    if started and not keep:
         devstack.down(started, echo=lambda line: None)
 
 
