@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import array
 import bisect
+import datetime
 import gc
 import json
 import multiprocessing
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 
 import pymongo
 import pymongo.monitoring
+from bson import Int64
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from connectors.config import ConnectorConfig
@@ -40,6 +42,20 @@ from devstack import settings
 
 def _document(i: int) -> dict:
     return {"_id": i, "payload": "x" * 960, "n": i, "sent_ns": time.time_ns()}
+
+
+def _typed_document(i: int) -> dict:
+    """About 1 KB of the field types of a typical application document (strings, numbers, dates, nesting)."""
+    return {
+        "_id": i, "n": i, "sent_ns": time.time_ns(), "name": f"customer {i}", "email": f"c{i}@example.org",
+        "score": i / 7, "balance": Int64(i * 1000), "created": datetime.datetime(2021, 5, 6, 7, 8, 9),
+        "active": i % 2 == 0, "note": None, "tags": ["a", "b", "c", "d"],
+        "address": {"street": f"{i} Main St", "city": "Springfield", "zip": "12345", "geo": [12.5, -45.25]},
+        "items": [{"sku": f"S{k}", "qty": k, "price": k * 1.25 + i / 100} for k in range(14)],
+    }
+
+
+DOCUMENTS = {"string": _document, "typed": _typed_document}
 
 
 def _config(name: str, uri: str) -> ConnectorConfig:
@@ -82,7 +98,7 @@ def watch_rate(coll, token, changes: int) -> tuple[float, float]:
 Messages = list[tuple[str, bytes, bytes]]
 
 
-def catch_up(bootstrap: str, uri: str, changes: int) -> tuple[float, float, Messages, float, float]:
+def catch_up(bootstrap: str, uri: str, changes: int, document=_document) -> tuple[float, float, Messages, float, float]:
     """Events/s of the pipeline and of watch() alone, messages for the ceiling, and the CPU µs per event of each (this
     process's CPU time: the pipeline's threads and librdkafka's; the emulator runs in its own process)."""
     name = f"bench{uuid.uuid4().hex[:8]}"
@@ -103,7 +119,7 @@ def catch_up(bootstrap: str, uri: str, changes: int) -> tuple[float, float, Mess
     with coll.watch() as stream:
         token = stream.resume_token
     for start in range(0, changes, 1000):
-        coll.insert_many([_document(i) for i in range(start, min(changes, start + 1000))], ordered=False)
+        coll.insert_many([document(i) for i in range(start, min(changes, start + 1000))], ordered=False)
     stop = threading.Event()
     runner = ConnectorRunner(_config(name, uri), bootstrap, stop)
     thread = threading.Thread(target=runner.run, daemon=True)
@@ -405,6 +421,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
+    parser.add_argument("--document", choices=sorted(DOCUMENTS), default="string",
+                        help="the catch-up's documents: one 960-character string, or ~1 KB of typed fields")
     args = parser.parse_args()
     bootstrap = settings.kafka_bootstrap()
     emulator = None
@@ -416,7 +434,8 @@ def main() -> None:
         uri = emulator.stdout.readline().strip()
     try:
         if not args.latency_only:
-            rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes)
+            document = DOCUMENTS[args.document]
+            rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document)
             repeated = messages * max(1, args.changes // max(1, len(messages)))
             ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
         result = latency(bootstrap, uri, args.rate, args.seconds)
@@ -425,7 +444,7 @@ def main() -> None:
             emulator.terminate()
             emulator.wait(30)
     if not args.latency_only:
-        print(f"catch-up: {args.changes} changes of ~1 KB: {rate:,.0f} events/s")
+        print(f"catch-up: {args.changes} changes of ~1 KB ({args.document}): {rate:,.0f} events/s")
         print(f"ceiling (plain idempotent producer, same messages): {ceiling:,.0f} msg/s")
         print(f"ours / ceiling: {rate / ceiling:.2f}")
         print(f"source read (pymongo watch() alone, same changes): {read_rate:,.0f} events/s; ours / read: "
