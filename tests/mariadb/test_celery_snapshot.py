@@ -8,7 +8,9 @@ inside the chunks' ranges and beyond the last one, key changes into and out of t
 tasks read: for every key the events' `after` states only move forward (no regress, nothing twice), every row is
 read once, the topic converges on the table, the stream goes on and its filter leaves the offset record. A
 string-keyed table is read in the pipeline's own view. The pipeline killed (-9) with its chunk tasks queued: the
-tasks commit their chunks (marker and read position), the restarted pipeline resumes the plan with them.
+tasks commit their chunks (marker and read position), the restarted pipeline resumes the plan with them. In
+process: the filter is stored with the snapshot's position, and a pipeline started again before its stream
+passed the chunks' positions filters the same way (its whole window is replayed after the restart).
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ import random
 import re
 import signal
 import threading
+import uuid
 
 import pytest
 import redis
 
+from connectors.mysql import chunk_tasks
 from connectors.mysql.position import OVERLAP_FIELD
+from connectors.runner import ConnectorRunner
+from connectors.sources import engine_config
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
 from tests.platform_processes import Platform
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -238,3 +245,41 @@ def test_a_killed_pipeline_with_chunk_tasks_queued_is_resumed_with_every_key_in_
     assert sorted(read_ids) == sorted(k for k in expected if 2 <= k <= 4000), "rows lost or read twice"
     assert "resumed" in platform.log("streamer-2")
     assert replayed(events(bootstrap, tags_topic), key="name") == table_state(mariadb, mariadb_db, "tags", "name")
+
+
+def test_the_filter_is_stored_with_the_position_and_a_restart_in_its_window_keeps_every_key_in_order(
+        mariadb, mariadb_db, stack):
+    name = "mdr" + uuid.uuid4().hex[:10]
+    seed(mariadb, mariadb_db)
+    props = properties(mariadb, mariadb_db, name)
+    _, config = engine_config({**props, "snapshot.mode": "initial_only"})  # stops before the stream starts
+
+    def own_views(context):
+        # called once P0 and the plan are committed, before any chunk is read: every chunk is read after these
+        write_before_the_chunks_are_read(mariadb, mariadb_db)
+        return chunk_tasks.self_committing_executor(context)
+
+    bootstrap = stack.kafka_bootstrap
+    assert ConnectorRunner(config, bootstrap, threading.Event(), chunk_executor=own_views).run() == {
+        name: "snapshot-done"}
+    assert OVERLAP_FIELD in stored_offset(bootstrap, name), "the completed snapshot's position lacks its filter"
+    mariadb.execute("UPDATE items SET v = v + 1 WHERE id % 5 = 0", database=mariadb_db)  # after every chunk
+
+    _, config = engine_config({**props, "snapshot.mode": "initial"})
+    stop = threading.Event()
+    runner = ConnectorRunner(config, bootstrap, stop)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    topic = f"{name}.{mariadb_db}.items"
+    try:
+        expected = table_state(mariadb, mariadb_db)
+        envelopes = wait_for(lambda: (found := events(bootstrap, topic)) and replayed(found) == expected and found,
+                             90, "the restarted stream to converge on the table")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not runner.errors
+    assert regressions(envelopes) == [], "a key's state went back or came twice"
+    read_ids = [e["after"]["id"] for e in envelopes if e["op"] == "r"]
+    assert sorted(read_ids) == sorted(k for k in expected if 2 <= k <= 4000), "rows lost or read twice"
+    assert OVERLAP_FIELD not in stored_offset(bootstrap, name), "the filter outlived the chunks' positions"
