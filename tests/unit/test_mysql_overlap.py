@@ -1,13 +1,20 @@
 """The stream's filter after a MySQL/MariaDB snapshot whose chunks were read in views of their own
 (connectors/mysql/overlap.py): which changes a chunk read later holds (key ranges, positions across a binlog
-rotation, GTIDs when the file is unknown), key changes split in halves, expiry, the offset record."""
+rotation, GTIDs when the file is unknown), key changes split in halves, expiry, the offset record; where a chunk
+was read kept by the core (progress JSON, chunk marker, a task's result)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk
+from connectors.core.snapshot.executors import ChunkResult, ChunkTask, result_from_json
+from connectors.core.snapshot.markers import ChunkMarkers
 from connectors.core.snapshot.progress import CollectionProgress
+from connectors.core.snapshot.self_committing import result_json
 from connectors.mysql.binlog import BinlogPosition, ColumnInfo, RowChange, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.overlap import ActiveOverlap, BinlogPlace, ReadPoint, SnapshotOverlap, overlap_of
@@ -117,3 +124,14 @@ def test_no_chunk_read_later_means_no_filter():
     assert overlap_of(START, [items]) is None
     items.reads = {0: {"file": "bin.000009", "pos": 900, "gtids": "", "key": ["id"]}}
     assert overlap_of(START, [items]) is None
+
+
+def test_where_chunks_were_read_survives_the_progress_json_and_rides_in_the_marker():
+    items = progress()[0]
+    assert CollectionProgress.from_json(json.loads(json.dumps(items.to_json()))) == items
+    assert "reads" not in progress()[1].to_json()
+    marker = ChunkMarkers("unused:9092", "c.offsets").message("c", "c", "s1", 3, 10, items.reads[0])
+    assert json.loads(marker.value)["read"] == items.reads[0]
+    task = ChunkTask("c", "c", "s1", Chunk("shop.items", 0, 3, [1], [100], False), 0)
+    result = ChunkResult(task, 10, None, committed=True, read=items.reads[0])
+    assert result_from_json(task, result_json(result)).read == items.reads[0]
