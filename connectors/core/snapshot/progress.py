@@ -9,7 +9,8 @@
 
 The start fields say where streaming resumes once the snapshot is done (MongoDB: `resume_token` and
 `cluster_time`); each source keeps them in its subclass of `SnapshotProgress`. `bounds` are the planned chunk
-boundaries (see `chunks.py`), `done` has one character per chunk (`1` = its events are committed). The plan is
+boundaries (see `chunks.py`), `done` has one character per chunk (`1` = its events are committed), `reads` (only
+when a source's self-committed chunks say where they were read: MySQL's own read views) chunk index -> that. The plan is
 written before the first chunk is read, so a restart reuses the same stream position, the same chunks and the
 same chunk numbers; only chunks still `0` are read again.
 """
