@@ -19,6 +19,7 @@ PURE_MODULES = [
     "mongodb/extjson",
     "mongodb/field_rules",
     "mongodb/filters",
+    "mongodb/rawjson",
     "mongodb/records",
     "secrets",
     "core/transactions",
