@@ -49,6 +49,8 @@ def build() -> int:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
+        TARGET.unlink(missing_ok=True)  # a module of an older source must not stay in use
+        STAMP.unlink(missing_ok=True)
         sys.stderr.write(result.stderr or result.stdout)
         return 1
     os.replace(partial, TARGET)  # a process that loaded the old module keeps its mapping

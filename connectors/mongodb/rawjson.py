@@ -36,7 +36,11 @@ try:
     from connectors.mongodb import _rawjson as compiled
 except ImportError:
     compiled = None
-else:
+if compiled is not None and not all(
+    hasattr(compiled, name) for name in ("document_json", "split_event", "id_document", "set_escape_table")
+):
+    compiled = None  # built from an older rawjson.c: scripts/build_rawjson.py rebuilds it
+if compiled is not None:
     compiled.set_escape_table(escape_table(extjson.JAVA_ONLY))
 
 
