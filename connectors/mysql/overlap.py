@@ -14,6 +14,7 @@ P_k is ordered right; a change whose binlog file is unknown is placed by its GTI
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -88,7 +89,17 @@ class ChunkRange:
 @dataclass(frozen=True)
 class TableRanges:
     key: tuple[str, ...]
-    ranges: tuple[ChunkRange, ...]
+    ranges: tuple[ChunkRange, ...]  # disjoint, in key order (the plan's)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_lowers", [r.lower for r in self.ranges])
+
+    def range_of(self, key: tuple) -> ChunkRange | None:
+        """The range holding `key` (found by bisection: a plan can have thousands of chunks)."""
+        index = bisect_right(self._lowers, key) - 1
+        if index >= 0 and self.ranges[index].holds(key):
+            return self.ranges[index]
+        return None
 
     def key_of(self, row: dict | None) -> tuple | None:
         if row is None:
@@ -99,9 +110,8 @@ class TableRanges:
     def read_later(self, row: dict | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
         """Whether a chunk read after this change holds `row`'s key (the change is then in the chunk already)."""
         key = self.key_of(row)
-        if key is None:
-            return False
-        return any(r.holds(key) and r.read.includes(file, pos, gtid) for r in self.ranges)
+        found = self.range_of(key) if key is not None else None
+        return found is not None and found.read.includes(file, pos, gtid)
 
 
 @dataclass(frozen=True)
