@@ -22,8 +22,12 @@ import pymysql
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.executors import ChunkExecutor, ChunkResult, ChunkTask, SnapshotContext, log_read
-from connectors.core.snapshot.self_committing import SelfCommittingThreadExecutor, commit_chunk_once, result_json
-from connectors.kafka.errors import SinkFencedError
+from connectors.core.snapshot.self_committing import (
+    SelfCommittingThreadExecutor,
+    commit_chunk_once,
+    driver_chunk_error_retriable,
+    result_json,
+)
 from connectors.kafka.topics import TopicAdmin
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
@@ -73,15 +77,7 @@ def run_chunk_task_json(config: MySqlConfig, bootstrap_servers: str, task_json: 
 
 def chunk_error_retriable(error: BaseException) -> bool:
     """Whether sending a failed chunk task again can succeed."""
-    if isinstance(error, SinkFencedError):
-        return True  # another attempt at the same chunk took over; the next one checks its marker
-    if isinstance(error, ConnectorError):
-        return error.retriable
-    if isinstance(error, pymysql.err.OperationalError):
-        return True  # a connection lost or refused
-    if isinstance(error, pymysql.err.MySQLError):
-        return False  # a refused query will be refused again
-    return True  # Kafka, a worker that died: reading a chunk again is harmless
+    return driver_chunk_error_retriable(error, pymysql.err.OperationalError, pymysql.err.MySQLError)
 
 
 class RoutedChunkExecutor:

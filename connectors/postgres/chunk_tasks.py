@@ -29,8 +29,12 @@ import psycopg
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.executors import ChunkResult, SnapshotContext, log_read
-from connectors.core.snapshot.self_committing import SelfCommittingThreadExecutor, commit_chunk_once, result_json
-from connectors.kafka.errors import SinkFencedError
+from connectors.core.snapshot.self_committing import (
+    SelfCommittingThreadExecutor,
+    commit_chunk_once,
+    driver_chunk_error_retriable,
+    result_json,
+)
 from connectors.kafka.topics import TopicAdmin
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder
@@ -105,16 +109,9 @@ def run_chunk_task_json(config: PostgresConfig, bootstrap_servers: str, task_jso
 
 
 def chunk_error_retriable(error: BaseException) -> bool:
-    """Whether sending a failed chunk task again can succeed."""
-    if isinstance(error, SinkFencedError):
-        return True  # another attempt at the same chunk took over; the next one checks its marker
-    if isinstance(error, ConnectorError):
-        return error.retriable  # ExportedSnapshotGone and SnapshotSuperseded are not
-    if isinstance(error, psycopg.OperationalError):
-        return True  # a connection lost or refused: the exported snapshot, if any, is still there to import
-    if isinstance(error, psycopg.Error):
-        return False  # a refused query will be refused again
-    return True  # Kafka, a worker that died: reading a chunk again is harmless
+    """Whether sending a failed chunk task again can succeed (ExportedSnapshotGone and SnapshotSuperseded are not
+    retriable; a lost connection is: the exported snapshot, if any, is still there to import)."""
+    return driver_chunk_error_retriable(error, psycopg.OperationalError, psycopg.Error)
 
 
 def self_committing_executor(context: SnapshotContext) -> SelfCommittingThreadExecutor:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.executors import (
     ChunkInterrupted,
     ChunkResult,
@@ -23,6 +24,7 @@ from connectors.core.snapshot.executors import (
 )
 from connectors.core.snapshot.markers import COMPLETED, ChunkMarkers
 from connectors.core.source import EventBuilder
+from connectors.kafka.errors import SinkFencedError
 from connectors.kafka.sink import TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
@@ -81,6 +83,20 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
         messages.append(markers.message(config.name, partition, task.snapshot_id, task.chunk.number, rows, details))
         sink.write_batch(messages)
     return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started, read=details)
+
+
+def driver_chunk_error_retriable(error: BaseException, lost_connection: type[BaseException],
+                                 driver_error: type[BaseException]) -> bool:
+    """Whether sending a failed chunk task of a SQL source again can succeed, given its driver's error classes."""
+    if isinstance(error, SinkFencedError):
+        return True  # another attempt at the same chunk took over; the next one checks its marker
+    if isinstance(error, ConnectorError):
+        return error.retriable
+    if isinstance(error, lost_connection):
+        return True  # a connection lost or refused
+    if isinstance(error, driver_error):
+        return False  # a refused query will be refused again
+    return True  # Kafka, a worker that died: reading a chunk again is harmless
 
 
 def result_json(result: ChunkResult) -> dict:
