@@ -1,4 +1,4 @@
-"""Builds connectors/mongodb/rawjson.c in place as connectors/mongodb/_rawjson<EXT_SUFFIX> with the C compiler and
+"""Builds connectors/mongodb/csrc/*.c in place as connectors/mongodb/_rawjson<EXT_SUFFIX> with the C compiler and
 headers of the running interpreter; skipped when the module already built is of this source (hash stamp).
 
 Exit status 0 when the module is there afterwards, 1 (with the compiler's message) when it could not be built: the
@@ -16,14 +16,15 @@ import sysconfig
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "connectors" / "mongodb"
-SOURCE = PACKAGE / "rawjson.c"
+SOURCES = sorted((PACKAGE / "csrc").glob("*.[ch]"))
 TARGET = PACKAGE / f"_rawjson{sysconfig.get_config_var('EXT_SUFFIX')}"
 STAMP = TARGET.with_name(TARGET.name + ".sha256")
 
 
 def source_hash() -> str:
     compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    return hashlib.sha256(SOURCE.read_bytes() + compiler.encode() + sys.version.encode()).hexdigest()
+    text = b"".join(source.name.encode() + source.read_bytes() for source in SOURCES)
+    return hashlib.sha256(text + compiler.encode() + sys.version.encode()).hexdigest()
 
 
 def build() -> int:
@@ -40,8 +41,9 @@ def build() -> int:
         "-std=c11",
         "-Wall",
         "-Werror",
+        "-fvisibility=hidden",  # only PyInit__rawjson is exported: the helpers' short names stay inside the module
         f"-I{sysconfig.get_paths()['include']}",
-        str(SOURCE),
+        *(str(source) for source in SOURCES if source.suffix == ".c"),
         "-o",
         str(partial),
         "-lm",

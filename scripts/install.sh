@@ -57,7 +57,7 @@ if [ -f package.json ]; then
   fi
 fi
 
-# The compiled writer of MongoDB documents (connectors/mongodb/rawjson.c), built in place; skipped when built from this
+# The compiled writer of MongoDB documents (connectors/mongodb/csrc/*.c), built in place; skipped when built from this
 # source already. Without it the connector writes the same text in Python, more slowly.
 if ! "$PYTHON" scripts/build_rawjson.py; then
   echo "warning: could not build connectors/mongodb/_rawjson (needs gcc and the Python headers); MongoDB documents" \

@@ -13,6 +13,7 @@ from bson import Timestamp
 
 from connectors.core.source import StoredOffset
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, encode_key, timestamp_from_json
+from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.mongodb.stream import OversizedSkipped, StartPosition
 
 
@@ -53,6 +54,11 @@ class MongoPosition:
 
 def position_after(item: Any, previous: MongoPosition | None) -> MongoPosition | None:
     """The position once `item` (a change event, an Idle marker's token, a skipped event) is committed."""
+    if type(item) is RawChangeEvent:
+        time = item.cluster_time
+        if time is None and previous is not None:
+            time = previous.cluster_time
+        return MongoPosition(item.resume_token, time, item.operation_type == "invalidate")
     if type(item) is dict:
         time = item.get("clusterTime")
         if time is None and previous is not None:

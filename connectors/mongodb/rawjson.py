@@ -1,6 +1,6 @@
 """Raw BSON documents to Debezium's strict Extended JSON (`extjson.document_json`) without decoding them to dicts.
 
-The compiled module ``_rawjson`` (rawjson.c, built by scripts/install.sh) writes the text straight from the BSON
+The compiled module ``_rawjson`` (csrc/*.c, built by scripts/install.sh) writes the text straight from the BSON
 bytes; what it does not write itself (decimal128, code, DBPointer, binary subtype 2, DBRef-shaped documents, repeated
 names, invalid UTF-8) it hands back, and the document is decoded and written by `extjson`, as it is for every document
 when the module is not built. Both paths write the same bytes (tests/unit/test_rawjson.py).
@@ -14,6 +14,7 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
+from bson.timestamp import Timestamp
 
 from connectors.mongodb import extjson
 
@@ -37,9 +38,10 @@ try:
 except ImportError:
     compiled = None
 if compiled is not None and not all(
-    hasattr(compiled, name) for name in ("document_json", "split_event", "id_document", "set_escape_table")
+    hasattr(compiled, name)
+    for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "set_escape_table")
 ):
-    compiled = None  # built from an older rawjson.c: scripts/build_rawjson.py rebuilds it
+    compiled = None  # built from older sources: scripts/build_rawjson.py rebuilds it
 if compiled is not None:
     compiled.set_escape_table(escape_table(extjson.JAVA_ONLY))
 
@@ -67,18 +69,51 @@ RAW_DOCUMENT_FIELDS = ("fullDocument", "fullDocumentBeforeChange")
 class RawChangeEvent(RawBSONDocument):
     """The document class of a change stream that keeps its full documents raw.
 
-    pymongo builds one for each document of a reply (the reply, its cursor, each event) and reads the event's ``_id``.
-    A document holding fullDocument or fullDocumentBeforeChange (an event) is cut in C: its other fields are decoded
-    as the client decodes, its full documents stay RawBSONDocument; RawBSONDocument's own field access would build a
-    RawBSONDocument of every sub-document, which costs more than decoding them. Any other document behaves as a
-    RawBSONDocument. ``event`` is the dict a decoding stream returns, but for the raw full documents.
+    pymongo builds one for each document of a reply (the reply, its cursor, each event) and reads the event's ``_id``,
+    which `head` gives without decoding the rest. The change stream reader queues the event itself: the pipeline
+    places it by its `head` and `raw_events` writes its Kafka messages from the raw bytes. Where a field is read
+    otherwise, a document holding fullDocument or fullDocumentBeforeChange (an event) is cut in C: its other fields
+    are decoded as the client decodes, its full documents stay RawBSONDocument; RawBSONDocument's own field access
+    would build a RawBSONDocument of every sub-document, which costs more than decoding them. Any other document
+    behaves as a RawBSONDocument. ``event`` is the dict a decoding stream returns, but for the raw full documents.
     """
 
-    __slots__ = ("_split",)
+    # Defaults on the class, set on the instance when first computed: pymongo builds one per event, and an __init__
+    # of our own would cost a Python call each.
+    _split: dict[str, Any] | bool | None = None  # None: not yet cut; False: nothing to cut
+    _head: tuple | bool | None = None  # None: not yet read; False: unreadable (malformed)
+    _token: Any = None
 
-    def __init__(self, bson_bytes: bytes, codec_options: CodecOptions | None = None) -> None:
-        super().__init__(bson_bytes, codec_options)
-        self._split: dict[str, Any] | bool | None = None  # None: not yet cut; False: nothing to cut
+    @property
+    def head(self) -> tuple | None:
+        """``(operationType, db, coll, _id as BSON, (time, increment), updateDescription as BSON)`` read from the raw
+        bytes (None where absent); None when they cannot be read so (then `event` has them)."""
+        if self._head is None:
+            self._head = compiled.event_head(self.raw) or False
+        return self._head or None
+
+    @property
+    def resume_token(self) -> Any:
+        """The event's ``_id`` (its resume token), decoded as a decoding stream gives it."""
+        if self._token is None:
+            head = self.head
+            if head is None or head[3] is None:
+                self._token = self.event.get("_id")
+            else:
+                self._token = bson.decode(head[3], DECODE_OPTIONS)
+        return self._token
+
+    @property
+    def cluster_time(self) -> Timestamp | None:
+        head = self.head
+        if head is None:
+            return self.event.get("clusterTime")
+        return Timestamp(*head[4]) if head[4] is not None else None
+
+    @property
+    def operation_type(self) -> str | None:
+        head = self.head
+        return self.event.get("operationType") if head is None else head[0]
 
     def _with_raw_documents(self) -> dict[str, Any] | None:
         if self._split is None:
@@ -100,6 +135,8 @@ class RawChangeEvent(RawBSONDocument):
         return self._with_raw_documents() or bson.decode(self.raw, DECODE_OPTIONS)
 
     def __getitem__(self, key: str) -> Any:
+        if key == "_id" and self._split is None:
+            return self.resume_token  # what pymongo reads of every event
         event = self._with_raw_documents()
         return event[key] if event is not None else super().__getitem__(key)
 

@@ -78,7 +78,7 @@ class Namespace:
 _NAMESPACES: dict[tuple[str, str], Namespace] = {}
 
 
-def _namespace(db: str, collection: str) -> Namespace:
+def shared_namespace(db: str, collection: str) -> Namespace:
     """One Namespace object per collection: the per-collection caches downstream then find it by identity."""
     namespace = _NAMESPACES.get((db, collection))
     if namespace is None:
@@ -163,7 +163,7 @@ class ChangeRecord:
         txn_number = event.get("txnNumber")
         return cls(
             operation=operation,
-            namespace=_namespace(ns["db"], ns["coll"]),
+            namespace=shared_namespace(ns["db"], ns["coll"]),
             document_key=event["documentKey"],
             full_document=event.get("fullDocument"),
             full_document_before_change=event.get("fullDocumentBeforeChange"),

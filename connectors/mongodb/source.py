@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bson import Timestamp, json_util
@@ -27,6 +27,8 @@ from connectors.mongodb.client import check_connection, open_client
 from connectors.mongodb.elections import ElectionWatcher
 from connectors.mongodb.filters import change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
+from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
+from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.mongodb.records import ChangeRecord, UnsupportedChangeEvent
 from connectors.mongodb.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
 from connectors.mongodb.snapshots.incremental import MongoWatermarks
@@ -53,16 +55,24 @@ def now_ms() -> int:
 class MongoEventBuilder:
     """The core's EventBuilder over the Transformer (change stream event → Debezium MongoDB events)."""
 
-    def __init__(self, config: ConnectorConfig, replica_set: str, transaction_state: dict | None = None):
+    def __init__(self, config: ConnectorConfig, replica_set: str, transaction_state: dict | None = None, *,
+                 clock: Callable[[], float] = time.time):
         self.config = config
         self.replica_set = replica_set
-        self.transformer = Transformer(config, replica_set, transaction_state=transaction_state)
+        self.transformer = Transformer(config, replica_set, clock=clock, transaction_state=transaction_state)
         self.transform = self.transformer.transform
         self.idle = self.transformer.idle
         self.heartbeat = self.transformer.heartbeat
         self.transaction_state = self.transformer.transaction_state
+        self.raw_writer = RawEventWriter.for_transformer(self.transformer)
 
     def build(self, change: Any) -> tuple[str | None, list] | None:
+        if type(change) is RawChangeEvent:
+            if self.raw_writer is not None:
+                built = self.raw_writer.build(change)
+                if built is not NOT_WRITTEN:
+                    return built
+            change = change.event
         if type(change) is not dict:
             if isinstance(change, OversizedSkipped):
                 return None, [self._oversized_record(change)]
@@ -76,7 +86,9 @@ class MongoEventBuilder:
             return None
         return record.operation.value, messages
 
-    def describe(self, change: dict) -> ChangeSummary:
+    def describe(self, change: dict | RawChangeEvent) -> ChangeSummary:
+        if type(change) is RawChangeEvent:
+            change = change.event
         record = ChangeRecord.from_change_event(change)
         # wallTime (MongoDB 6+) has milliseconds; the cluster time only whole seconds (a 0-1,000 ms sawtooth)
         if record.wall_time is not None:

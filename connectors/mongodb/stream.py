@@ -27,7 +27,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
-from connectors.mongodb.rawjson import RawChangeEvent, raw_stream_options
+from connectors.mongodb.rawjson import raw_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,9 @@ class ChangeStreamReader:
         self._backoff = backoff
         self._stop = stop
         self._on_connected = on_connected
-        # Full documents stay raw BSON, written to JSON without being decoded (rawjson); a deployment-wide stream has
-        # no codec options of its own (pymongo opens it on the client), so it decodes as the client does.
+        # Events stay raw BSON (rawjson.RawChangeEvent), queued as they are and written to JSON without being decoded;
+        # a deployment-wide stream has no codec options of its own (pymongo opens it on the client), so it decodes as
+        # the client does and queues dicts.
         deployment = scope.scope is CaptureScope.DEPLOYMENT
         self._raw_options = None if deployment else raw_stream_options(client.codec_options)
         self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)
@@ -120,10 +121,6 @@ class ChangeStreamReader:
         else:
             return self._client
         return target.with_options(codec_options=self._raw_options) if self._raw_options is not None else target
-
-    def _next(self, stream):
-        change = stream.try_next()
-        return change.event if type(change) is RawChangeEvent else change
 
     def _open(self, start: StartPosition, pipeline: list[dict] | None = None):
         kwargs = {
@@ -164,7 +161,7 @@ class ChangeStreamReader:
                         self._on_connected()
                     last_idle_token = None
                     while not self._stop.is_set():
-                        change = self._next(stream)
+                        change = stream.try_next()
                         if change is not None:
                             if not self._put(change):
                                 return
@@ -223,7 +220,7 @@ class ChangeStreamReader:
             with self._open(start, [*self._pipeline, _WITHOUT_DOCUMENTS]) as probe:
                 event = None
                 for _ in range(20):
-                    event = self._next(probe)
+                    event = probe.try_next()
                     if event is not None or self._stop.is_set():
                         break
         except PyMongoError as probe_error:

@@ -1,6 +1,7 @@
 """The change stream reads its full documents as raw BSON (rawjson) and writes them without decoding: every field the
 pipeline reads comes out as a decoding stream gives it, and every event format, with and without field rules, gives
-the same Kafka messages as the decoded documents. Snapshot chunks read raw give the messages of decoded ones."""
+the same Kafka messages as the decoded documents, whether the raw event is written by the compiled module or not.
+Snapshot chunks read raw give the messages of decoded ones."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.records import ChangeRecord
 from connectors.mongodb.snapshots.chunks import Chunk
 from connectors.mongodb.snapshots.executors import read_range
+from connectors.mongodb.source import MongoEventBuilder
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions, next_cluster_time
 from connectors.mongodb.transformer import Transformer
 from tests.unit.document_writers import require_compiled
@@ -39,8 +41,8 @@ CONFIGS = {
 }
 
 
-def _changes(uri: str, database: str) -> tuple[list[dict], list[dict]]:
-    """The same changes read by the pipeline's reader (raw documents) and by a plain decoding watch()."""
+def _changes(uri: str, database: str) -> tuple[list[rawjson.RawChangeEvent], list[dict]]:
+    """The same changes read by the pipeline's reader (raw events) and by a plain decoding watch()."""
     client = open_client({"host": uri, "serverSelectionTimeoutMS": 10_000})
     coll = client[database].docs
     start = client[database].command("ping")["operationTime"]
@@ -59,12 +61,12 @@ def _changes(uri: str, database: str) -> tuple[list[dict], list[dict]]:
         StartPosition(start_at_operation_time=next_cluster_time(start)), out, StreamingMetrics(database, "rs0"),
         Backoff(initial_ms=1000, max_attempts=3), stop,
     )
-    raw: list[dict] = []
+    raw: list[rawjson.RawChangeEvent] = []
     try:
         reader.start()
         while len(raw) < total:
             item = out.get(timeout=30)
-            if isinstance(item, dict):
+            if isinstance(item, rawjson.RawChangeEvent):
                 raw.append(item)
     finally:
         stop.set()
@@ -81,7 +83,8 @@ def _changes(uri: str, database: str) -> tuple[list[dict], list[dict]]:
 
 def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo_rs, unique_name):
     require_compiled()
-    raw, decoded = _changes(mongo_rs.uri, "r" + unique_name.replace("-", "")[-12:])
+    raw_events, decoded = _changes(mongo_rs.uri, "r" + unique_name.replace("-", "")[-12:])
+    raw = [event.event for event in raw_events]
     assert [type(change) for change in raw] == [dict] * len(decoded)
     assert any(type(change.get("fullDocument")) is RawBSONDocument for change in raw)
     for mine, theirs in zip(raw, decoded, strict=True):
@@ -101,6 +104,11 @@ def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo
                 for event in (mine, theirs)
             ]
             assert messages[0] == messages[1], f"{name}: {theirs.get('operationType')} {theirs['documentKey']}"
+        # The raw events themselves, as the pipeline builds them (written in C where raw_events serves the config).
+        for event, theirs in zip(raw_events, decoded, strict=True):
+            built = [MongoEventBuilder(config, "rs0", clock=lambda: 1700000000.5).build(change)
+                     for change in (event, theirs)]
+            assert built[0] == built[1], f"{name}: {theirs.get('operationType')} {theirs['documentKey']}"
 
 
 def test_snapshot_chunks_read_raw_give_the_messages_of_decoded_ones(stack, mongo_rs, unique_name):

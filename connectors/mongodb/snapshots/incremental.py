@@ -38,7 +38,7 @@ from connectors.core.snapshot.incremental import (
     StreamEvent,
 )
 from connectors.mongodb.filters import NamespaceFilter, watch_target
-from connectors.mongodb.rawjson import decoded
+from connectors.mongodb.rawjson import RawChangeEvent, decoded
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk as MongoChunk
 from connectors.mongodb.snapshots.chunks import plan_collection
@@ -105,6 +105,8 @@ class MongoWatermarks:
     row_key = staticmethod(row_key)
 
     def classify(self, change: Any) -> StreamEvent | None:
+        if type(change) is RawChangeEvent:
+            change = change.event
         if type(change) is not dict:
             return None  # a marker of the reader (a skipped oversized event)
         ns = change.get("ns") or {}

@@ -1,18 +1,17 @@
-/* Raw BSON documents to the strict Extended JSON text of connectors/mongodb/extjson.py `document_json`.
+/* The JSON text writer: raw BSON documents to the strict Extended JSON text of connectors/mongodb/extjson.py
+   `document_json`.
 
-   document_json(data, bare_non_finite) takes the bytes of one BSON document and returns the text, or None when the
-   document holds something this code does not write itself (decimal128, code, DBPointer, binary subtype 2, a
+   put_document writes one BSON document, or says UNSUPPORTED when it holds something this code does not write itself (decimal128, code, DBPointer, binary subtype 2, a
    DBRef-shaped sub-document, invalid UTF-8, malformed BSON, very deep nesting): the caller then decodes it and uses
-   the Python writer, which stays the reference. set_escape_table(bits) must be called first with a bitmap of the
-   BMP code points the Java driver escapes (built from extjson's own rule, so both paths agree).
+   the Python writer, which stays the reference. set_escape_bits must be called first with a bitmap of the BMP code
+   points the Java driver escapes (built from extjson's own rule, so both paths agree).
 
    Strict mode, compact: `{"name": value,"next": value}`; int64 as {"$numberLong": "n"}, dates as {"$date": millis},
    doubles as Java's Double.toString. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "writer.h"
+
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +21,7 @@
 static unsigned char escape_bits[0x10000 / 8];
 static int escape_table_set = 0;
 
-typedef struct {
-    char *data;
-    size_t length;
-    size_t capacity;
-} Buffer;
-
-/* Why a document cannot be written here (the caller falls back to Python). */
-typedef enum { WRITTEN = 0, UNSUPPORTED = 1, NO_MEMORY = 2 } Outcome;
-
-static int grow(Buffer *out, size_t more) {
+int grow(Buffer *out, size_t more) {
     if (out->length + more <= out->capacity) return 0;
     size_t capacity = out->capacity ? out->capacity : 256;
     while (capacity < out->length + more) capacity *= 2;
@@ -42,16 +32,14 @@ static int grow(Buffer *out, size_t more) {
     return 0;
 }
 
-static int put(Buffer *out, const char *text, size_t length) {
+int put(Buffer *out, const char *text, size_t length) {
     if (grow(out, length) < 0) return -1;
     memcpy(out->data + out->length, text, length);
     out->length += length;
     return 0;
 }
 
-#define PUT_LITERAL(out, text) put((out), (text), sizeof(text) - 1)
-
-static int put_char(Buffer *out, char c) {
+int put_char(Buffer *out, char c) {
     if (grow(out, 1) < 0) return -1;
     out->data[out->length++] = c;
     return 0;
@@ -67,12 +55,13 @@ static int put_unit(Buffer *out, unsigned unit) {
 /* The bytes written as they are: printable ASCII but the quote and the backslash. */
 static unsigned char PLAIN[256];
 
-static void init_plain(void) {
+void writer_init(void) {
     for (int c = 0x20; c < 0x7F; c++) PLAIN[c] = c != '"' && c != '\\';
 }
 
 /* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
-static Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
+
+Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
     if (put_char(out, '"') < 0) return NO_MEMORY;
     size_t i = 0;
     while (i < length) {
@@ -220,7 +209,7 @@ static int put_double(Buffer *out, double value) {
     return put(out, text, p - text);
 }
 
-static int put_int64(Buffer *out, long long value) {
+int put_int64(Buffer *out, long long value) {
     char text[32];
     int n = snprintf(text, sizeof text, "%lld", value);
     return put(out, text, n);
@@ -256,11 +245,11 @@ static int put_base64(Buffer *out, const unsigned char *data, size_t length) {
     return 0;
 }
 
-static int32_t read_int32(const unsigned char *p) {
+int32_t read_int32(const unsigned char *p) {
     return (int32_t)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
 }
 
-static int64_t read_int64(const unsigned char *p) {
+int64_t read_int64(const unsigned char *p) {
     uint64_t low = (uint32_t)read_int32(p), high = (uint32_t)read_int32(p + 4);
     return (int64_t)(low | (high << 32));
 }
@@ -476,42 +465,26 @@ static Outcome put_container(Buffer *out, const unsigned char *data, size_t leng
     return put_char(out, is_array ? ']' : '}') < 0 ? NO_MEMORY : WRITTEN;
 }
 
-static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "document_json(data, bare_non_finite) takes 2 arguments");
-        return NULL;
-    }
-    if (!escape_table_set) {
-        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
-        return NULL;
-    }
-    int bare = PyObject_IsTrue(args[1]);
-    if (bare < 0) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    size_t length = (size_t)view.len;
-    PyObject *result = NULL;
-    Buffer out = {NULL, 0, 0};
-    Outcome outcome = UNSUPPORTED;
-    if (length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0) {
-        /* The text is about as long as the BSON: one allocation mostly suffices. */
-        outcome = grow(&out, length + length / 2 + 64) < 0 ? NO_MEMORY : put_container(&out, data, length, 0, bare, 0);
-    }
-    PyBuffer_Release(&view);
-    if (outcome == WRITTEN) {
-        result = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
-    } else if (outcome == NO_MEMORY) {
-        PyErr_NoMemory();
-    } else {
-        result = Py_NewRef(Py_None);
-    }
-    PyMem_RawFree(out.data);
-    return result;
+
+int is_document(const unsigned char *data, size_t length) {
+    return length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0;
 }
 
-/* The size of a value of BSON type `type` at `value` (at most `left` bytes there); (size_t)-1 when malformed. */
-static size_t value_size(unsigned char type, const unsigned char *value, size_t left) {
+Outcome put_document(Buffer *out, const unsigned char *data, size_t length, int bare) {
+    if (!is_document(data, length)) return UNSUPPORTED;
+    return put_container(out, data, length, 0, bare, 0);
+}
+
+int set_escape_bits(const unsigned char *bits, size_t length) {
+    if (length != sizeof escape_bits) return -1;
+    memcpy(escape_bits, bits, sizeof escape_bits);
+    escape_table_set = 1;
+    return 0;
+}
+
+int writer_ready(void) { return escape_table_set; }
+
+size_t value_size(unsigned char type, const unsigned char *value, size_t left) {
     size_t size;
     switch (type) {
         case 0x01: case 0x09: case 0x11: case 0x12: size = 8; break;
@@ -541,165 +514,4 @@ static size_t value_size(unsigned char type, const unsigned char *value, size_t 
         default: size = (size_t)-1;
     }
     return size != (size_t)-1 && size <= left ? size : (size_t)-1;
-}
-
-/* id_document(data): a BSON document holding only the _id element of the document `data`; None when it has none or
-   is malformed. */
-static PyObject *id_document(PyObject *module, PyObject *argument) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    size_t length = (size_t)view.len;
-    PyObject *result = NULL;
-    int valid = length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0;
-    size_t at = 4;
-    while (valid && at < length - 1) {
-        size_t element = at;
-        unsigned char type = data[at++];
-        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
-        if (name_end == NULL) break;
-        int is_id = name_end - (data + at) == 3 && memcmp(data + at, "_id", 3) == 0;
-        at = name_end + 1 - data;
-        size_t size = value_size(type, data + at, length - 1 - at);
-        if (size == (size_t)-1) break;
-        at += size;
-        if (is_id) {
-            size_t total = 4 + (at - element) + 1;
-            result = PyBytes_FromStringAndSize(NULL, total);
-            if (result == NULL) break;
-            char *out = PyBytes_AS_STRING(result);
-            out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
-            memcpy(out + 4, data + element, at - element);
-            out[total - 1] = 0;
-            break;
-        }
-    }
-    PyBuffer_Release(&view);
-    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
-    return result;
-}
-
-/* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
-   and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
-   None for malformed input. */
-static PyObject *split_event(PyObject *module, PyObject *argument) {
-    static const char *const NAMES[2] = {"fullDocument", "fullDocumentBeforeChange"};
-    Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    size_t length = (size_t)view.len;
-    size_t starts[2] = {0, 0}, ends[2] = {0, 0}; /* element start (type byte) and end, 0 when absent */
-    size_t value_starts[2] = {0, 0};
-    int valid = length >= 5 && (size_t)read_int32(data) == length && data[length - 1] == 0;
-    size_t at = 4;
-    while (valid && at < length - 1) {
-        size_t element = at;
-        unsigned char type = data[at++];
-        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
-        if (name_end == NULL) {
-            valid = 0;
-            break;
-        }
-        size_t name_length = name_end - (data + at);
-        int which = -1;
-        for (int k = 0; k < 2; k++)
-            if (name_length == strlen(NAMES[k]) && memcmp(data + at, NAMES[k], name_length) == 0) which = k;
-        at += name_length + 1;
-        if (which >= 0 && type == 0x03) {
-            if (at + 4 > length - 1) {
-                valid = 0;
-                break;
-            }
-            int32_t size = read_int32(data + at);
-            if (size < 5 || (size_t)size > length - 1 - at) {
-                valid = 0;
-                break;
-            }
-            starts[which] = element;
-            value_starts[which] = at;
-            at += size;
-            ends[which] = at;
-            continue;
-        }
-        /* Any other element: skip it. */
-        size_t size = value_size(type, data + at, length - 1 - at);
-        if (size == (size_t)-1) {
-            valid = 0;
-            break;
-        }
-        at += size;
-    }
-    if (!valid || at != length - 1) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
-    size_t removed = (ends[0] - starts[0]) + (ends[1] - starts[1]);
-    PyObject *rest = PyBytes_FromStringAndSize(NULL, length - removed);
-    PyObject *documents[2] = {NULL, NULL};
-    if (rest == NULL) goto failed;
-    char *out = PyBytes_AS_STRING(rest);
-    size_t copied = 0, from = 0;
-    int order[2] = {0, 1};
-    if (ends[0] && ends[1] && starts[1] < starts[0]) order[0] = 1, order[1] = 0;
-    for (int n = 0; n < 2; n++) {
-        int k = order[n];
-        if (!ends[k]) continue;
-        memcpy(out + copied, data + from, starts[k] - from);
-        copied += starts[k] - from;
-        from = ends[k];
-    }
-    memcpy(out + copied, data + from, length - from);
-    copied += length - from;
-    uint32_t total = (uint32_t)copied;
-    out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
-    for (int k = 0; k < 2; k++) {
-        documents[k] = ends[k] ? PyBytes_FromStringAndSize((const char *)data + value_starts[k], ends[k] - value_starts[k])
-                               : Py_NewRef(Py_None);
-        if (documents[k] == NULL) goto failed;
-    }
-    PyBuffer_Release(&view);
-    return Py_BuildValue("(NNN)", rest, documents[0], documents[1]);
-failed:
-    PyBuffer_Release(&view);
-    Py_XDECREF(rest);
-    Py_XDECREF(documents[0]);
-    Py_XDECREF(documents[1]);
-    return NULL;
-}
-
-static PyObject *set_escape_table(PyObject *module, PyObject *bits) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(bits, &view, PyBUF_SIMPLE) < 0) return NULL;
-    if (view.len != sizeof escape_bits) {
-        PyBuffer_Release(&view);
-        PyErr_Format(PyExc_ValueError, "the escape table must be %d bytes", (int)sizeof escape_bits);
-        return NULL;
-    }
-    memcpy(escape_bits, view.buf, sizeof escape_bits);
-    PyBuffer_Release(&view);
-    escape_table_set = 1;
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef methods[] = {
-    {"document_json", (PyCFunction)(void (*)(void))document_json, METH_FASTCALL,
-     "document_json(data, bare_non_finite) -> str | None: a raw BSON document as strict Extended JSON; None when "
-     "the Python writer must do it."},
-    {"id_document", id_document, METH_O,
-     "id_document(data) -> bytes | None: a BSON document of the _id element of the document data alone."},
-    {"split_event", split_event, METH_O,
-     "split_event(data) -> (rest, full_document, full_document_before_change) | None: a change event's BSON without "
-     "its two full documents, and those as BSON bytes."},
-    {"set_escape_table", set_escape_table, METH_O,
-     "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module_definition = {
-    PyModuleDef_HEAD_INIT, "_rawjson", "Raw BSON to Debezium's strict Extended JSON.", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__rawjson(void) {
-    init_plain();
-    return PyModule_Create(&module_definition);
 }

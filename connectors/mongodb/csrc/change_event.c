@@ -1,0 +1,543 @@
+/* Change stream events read from their raw BSON: the parts the pipeline needs to place an event (event_head), the
+   event split from its full documents (split_event, id_document), and Debezium's change event value written whole
+   (change_value), the same bytes as connectors/mongodb/envelopes.py `debezium_value` encoded by events.py. */
+
+#include "change_event.h"
+
+#include <string.h>
+
+#include "writer.h"
+
+/* id_document(data): a BSON document holding only the _id element of the document `data`; None when it has none or
+   is malformed. */
+PyObject *id_document(PyObject *module, PyObject *argument) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    PyObject *result = NULL;
+    int valid = is_document(data, length);
+    size_t at = 4;
+    while (valid && at < length - 1) {
+        size_t element = at;
+        unsigned char type = data[at++];
+        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
+        if (name_end == NULL) break;
+        int is_id = name_end - (data + at) == 3 && memcmp(data + at, "_id", 3) == 0;
+        at = name_end + 1 - data;
+        size_t size = value_size(type, data + at, length - 1 - at);
+        if (size == (size_t)-1) break;
+        at += size;
+        if (is_id) {
+            size_t total = 4 + (at - element) + 1;
+            result = PyBytes_FromStringAndSize(NULL, total);
+            if (result == NULL) break;
+            char *out = PyBytes_AS_STRING(result);
+            out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+            memcpy(out + 4, data + element, at - element);
+            out[total - 1] = 0;
+            break;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
+    return result;
+}
+
+/* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
+   and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
+   None for malformed input. */
+PyObject *split_event(PyObject *module, PyObject *argument) {
+    static const char *const NAMES[2] = {"fullDocument", "fullDocumentBeforeChange"};
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    size_t starts[2] = {0, 0}, ends[2] = {0, 0}; /* element start (type byte) and end, 0 when absent */
+    size_t value_starts[2] = {0, 0};
+    int valid = is_document(data, length);
+    size_t at = 4;
+    while (valid && at < length - 1) {
+        size_t element = at;
+        unsigned char type = data[at++];
+        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
+        if (name_end == NULL) {
+            valid = 0;
+            break;
+        }
+        size_t name_length = name_end - (data + at);
+        int which = -1;
+        for (int k = 0; k < 2; k++)
+            if (name_length == strlen(NAMES[k]) && memcmp(data + at, NAMES[k], name_length) == 0) which = k;
+        at += name_length + 1;
+        if (which >= 0 && type == 0x03) {
+            if (at + 4 > length - 1) {
+                valid = 0;
+                break;
+            }
+            int32_t size = read_int32(data + at);
+            if (size < 5 || (size_t)size > length - 1 - at) {
+                valid = 0;
+                break;
+            }
+            starts[which] = element;
+            value_starts[which] = at;
+            at += size;
+            ends[which] = at;
+            continue;
+        }
+        /* Any other element: skip it. */
+        size_t size = value_size(type, data + at, length - 1 - at);
+        if (size == (size_t)-1) {
+            valid = 0;
+            break;
+        }
+        at += size;
+    }
+    if (!valid || at != length - 1) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    size_t removed = (ends[0] - starts[0]) + (ends[1] - starts[1]);
+    PyObject *rest = PyBytes_FromStringAndSize(NULL, length - removed);
+    PyObject *documents[2] = {NULL, NULL};
+    if (rest == NULL) goto failed;
+    char *out = PyBytes_AS_STRING(rest);
+    size_t copied = 0, from = 0;
+    int order[2] = {0, 1};
+    if (ends[0] && ends[1] && starts[1] < starts[0]) order[0] = 1, order[1] = 0;
+    for (int n = 0; n < 2; n++) {
+        int k = order[n];
+        if (!ends[k]) continue;
+        memcpy(out + copied, data + from, starts[k] - from);
+        copied += starts[k] - from;
+        from = ends[k];
+    }
+    memcpy(out + copied, data + from, length - from);
+    copied += length - from;
+    uint32_t total = (uint32_t)copied;
+    out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+    for (int k = 0; k < 2; k++) {
+        documents[k] = ends[k] ? PyBytes_FromStringAndSize((const char *)data + value_starts[k], ends[k] - value_starts[k])
+                               : Py_NewRef(Py_None);
+        if (documents[k] == NULL) goto failed;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(NNN)", rest, documents[0], documents[1]);
+failed:
+    PyBuffer_Release(&view);
+    Py_XDECREF(rest);
+    Py_XDECREF(documents[0]);
+    Py_XDECREF(documents[1]);
+    return NULL;
+}
+
+
+/* One element of a document: its BSON type and where its value lies (type 0: absent). */
+typedef struct {
+    unsigned char type;
+    const unsigned char *value;
+    size_t size;
+} Element;
+
+/* The fields of a change event this module reads. */
+typedef struct {
+    Element id, operation_type, cluster_time, wall_time, ns, document_key, full_document, before, update_description,
+        lsid, txn_number;
+} EventFields;
+
+static const struct {
+    const char *name;
+    size_t offset;
+} EVENT_FIELDS[] = {
+    {"_id", offsetof(EventFields, id)},
+    {"operationType", offsetof(EventFields, operation_type)},
+    {"clusterTime", offsetof(EventFields, cluster_time)},
+    {"wallTime", offsetof(EventFields, wall_time)},
+    {"ns", offsetof(EventFields, ns)},
+    {"documentKey", offsetof(EventFields, document_key)},
+    {"fullDocument", offsetof(EventFields, full_document)},
+    {"fullDocumentBeforeChange", offsetof(EventFields, before)},
+    {"updateDescription", offsetof(EventFields, update_description)},
+    {"lsid", offsetof(EventFields, lsid)},
+    {"txnNumber", offsetof(EventFields, txn_number)},
+};
+
+/* Calls `found` for each element of the document data[0..length); -1 when it is malformed, else 0. */
+typedef int (*OnElement)(void *state, const unsigned char *name, size_t name_length, const Element *element);
+
+static int each_element(const unsigned char *data, size_t length, OnElement found, void *state) {
+    if (!is_document(data, length)) return -1;
+    size_t at = 4;
+    while (at < length - 1) {
+        unsigned char type = data[at++];
+        const unsigned char *name = data + at;
+        const unsigned char *name_end = memchr(name, 0, length - 1 - at);
+        if (name_end == NULL) return -1;
+        at = name_end + 1 - data;
+        size_t size = value_size(type, data + at, length - 1 - at);
+        if (size == (size_t)-1) return -1;
+        Element element = {type, data + at, size};
+        if (found(state, name, name_end - name, &element) < 0) return -1;
+        at += size;
+    }
+    return at == length - 1 ? 0 : -1;
+}
+
+static int take_event_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    for (size_t k = 0; k < sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]; k++) {
+        if (strlen(EVENT_FIELDS[k].name) == name_length && memcmp(EVENT_FIELDS[k].name, name, name_length) == 0) {
+            Element *field = (Element *)((char *)state + EVENT_FIELDS[k].offset);
+            if (field->type) return -1; /* a repeated field: left to the Python path */
+            *field = *element;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static int read_event(const unsigned char *data, size_t length, EventFields *fields) {
+    memset(fields, 0, sizeof *fields);
+    return each_element(data, length, take_event_field, fields);
+}
+
+/* The db and coll strings of an event's ns (text without its terminating 0; NULL where absent). */
+typedef struct {
+    const unsigned char *db, *coll;
+    size_t db_length, coll_length;
+} Namespace;
+
+static int take_namespace_part(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    Namespace *ns = state;
+    int is_db = name_length == 2 && memcmp(name, "db", 2) == 0;
+    int is_coll = name_length == 4 && memcmp(name, "coll", 4) == 0;
+    if (!is_db && !is_coll) return 0;
+    if (element->type != 0x02 || element->size < 5 || element->value[element->size - 1] != 0) return -1;
+    const unsigned char **text = is_db ? &ns->db : &ns->coll;
+    if (*text != NULL) return -1;
+    *text = element->value + 4;
+    *(is_db ? &ns->db_length : &ns->coll_length) = element->size - 5;
+    return 0;
+}
+
+static int read_namespace(const Element *ns_element, Namespace *ns) {
+    memset(ns, 0, sizeof *ns);
+    if (ns_element->type != 0x03) return -1;
+    if (each_element(ns_element->value, ns_element->size, take_namespace_part, ns) < 0) return -1;
+    return ns->db != NULL && ns->coll != NULL ? 0 : -1;
+}
+
+static int is_string(const Element *element) {
+    return element->type == 0x02 && element->size >= 5 && element->value[element->size - 1] == 0 &&
+           (size_t)read_int32(element->value) == element->size - 4;
+}
+
+static int string_is(const Element *element, const char *text) {
+    size_t length = strlen(text);
+    return is_string(element) && element->size - 5 == length && memcmp(element->value + 4, text, length) == 0;
+}
+
+static PyObject *string_or_none(const unsigned char *text, size_t length) {
+    if (text == NULL) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8((const char *)text, length, "strict");
+}
+
+/* event_head(data): (operationType, db, coll, _id as BSON bytes, (time, increment) of clusterTime,
+   updateDescription as BSON bytes), each None where the event has none of it; None for malformed input or text that
+   is not UTF-8. */
+PyObject *event_head(PyObject *module, PyObject *argument) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    EventFields fields;
+    Namespace ns = {NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    if (read_event(view.buf, (size_t)view.len, &fields) < 0 || (fields.ns.type && read_namespace(&fields.ns, &ns) < 0) ||
+        (fields.operation_type.type && !is_string(&fields.operation_type))) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *items[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    items[0] = fields.operation_type.type ? string_or_none(fields.operation_type.value + 4, fields.operation_type.size - 5)
+                                          : Py_NewRef(Py_None);
+    items[1] = string_or_none(ns.db, ns.db_length);
+    items[2] = string_or_none(ns.coll, ns.coll_length);
+    items[3] = fields.id.type == 0x03 ? PyBytes_FromStringAndSize((const char *)fields.id.value, fields.id.size)
+                                      : Py_NewRef(Py_None);
+    items[4] = fields.cluster_time.type == 0x11
+                   ? Py_BuildValue("(kk)", (unsigned long)(uint32_t)read_int32(fields.cluster_time.value + 4),
+                                   (unsigned long)(uint32_t)read_int32(fields.cluster_time.value))
+                   : Py_NewRef(Py_None);
+    items[5] = fields.update_description.type == 0x03
+                   ? PyBytes_FromStringAndSize((const char *)fields.update_description.value,
+                                               fields.update_description.size)
+                   : Py_NewRef(Py_None);
+    PyBuffer_Release(&view);
+    for (int k = 0; k < 6; k++) {
+        if (items[k] == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+            }
+            for (int j = 0; j < 6; j++) Py_XDECREF(items[j]);
+            return result;
+        }
+    }
+    return Py_BuildValue("(NNNNNN)", items[0], items[1], items[2], items[3], items[4], items[5]);
+}
+
+/* --- Debezium's value ------------------------------------------------------------------------------------------ */
+
+/* Whether text[0..length) is valid UTF-8 (what Python could have decoded). */
+static int valid_utf8(const unsigned char *text, size_t length) {
+    size_t i = 0;
+    while (i < length) {
+        unsigned char c = text[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t size;
+        uint32_t code;
+        if ((c & 0xE0) == 0xC0) size = 2, code = c & 0x1F;
+        else if ((c & 0xF0) == 0xE0) size = 3, code = c & 0x0F;
+        else if ((c & 0xF8) == 0xF0) size = 4, code = c & 0x07;
+        else return 0;
+        if (i + size > length) return 0;
+        for (size_t k = 1; k < size; k++) {
+            if ((text[i + k] & 0xC0) != 0x80) return 0;
+            code = (code << 6) | (text[i + k] & 0x3F);
+        }
+        if ((size == 2 && code < 0x80) || (size == 3 && code < 0x800) || (size == 4 && code < 0x10000) ||
+            code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+            return 0;
+        i += size;
+    }
+    return 1;
+}
+
+/* A quoted JSON string as orjson (and json.dumps with ensure_ascii=False) writes valid UTF-8 text. */
+static int put_json_string(Buffer *out, const unsigned char *text, size_t length) {
+    static const char HEX[] = "0123456789abcdef";
+    if (put_char(out, '"') < 0) return -1;
+    size_t i = 0;
+    while (i < length) {
+        size_t run = i;
+        while (run < length && text[run] >= 0x20 && text[run] != '"' && text[run] != '\\') run++;
+        if (run > i && put(out, (const char *)text + i, run - i) < 0) return -1;
+        if (run >= length) break;
+        unsigned char c = text[run];
+        int failed;
+        switch (c) {
+            case '"': failed = PUT_LITERAL(out, "\\\""); break;
+            case '\\': failed = PUT_LITERAL(out, "\\\\"); break;
+            case '\b': failed = PUT_LITERAL(out, "\\b"); break;
+            case '\f': failed = PUT_LITERAL(out, "\\f"); break;
+            case '\n': failed = PUT_LITERAL(out, "\\n"); break;
+            case '\r': failed = PUT_LITERAL(out, "\\r"); break;
+            case '\t': failed = PUT_LITERAL(out, "\\t"); break;
+            default: {
+                char unit[6] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15]};
+                failed = put(out, unit, 6);
+            }
+        }
+        if (failed) return -1;
+        i = run + 1;
+    }
+    return put_char(out, '"');
+}
+
+/* `null`, or the strict Extended JSON text of a document as a JSON string (what envelopes._json_or_none gives). */
+static Outcome put_document_string(Buffer *out, Buffer *scratch, const Element *element, int bare) {
+    if (element->type == 0 || element->type == 0x0A) return PUT_LITERAL(out, "null") < 0 ? NO_MEMORY : WRITTEN;
+    if (element->type != 0x03) return UNSUPPORTED;
+    scratch->length = 0;
+    Outcome outcome = put_document(scratch, element->value, element->size, bare);
+    if (outcome != WRITTEN) return outcome;
+    return put_json_string(out, (const unsigned char *)scratch->data, scratch->length) < 0 ? NO_MEMORY : WRITTEN;
+}
+
+static int take_id(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    if (name_length == 3 && memcmp(name, "_id", 3) == 0) {
+        Element *id = state;
+        if (id->type) return -1;
+        *id = *element;
+    }
+    return 0;
+}
+
+/* The key {"id": <extjson.key_json of the _id>} of the common _id types; UNSUPPORTED for the others. */
+static Outcome put_key(Buffer *out, Buffer *scratch, const Element *document_key) {
+    Element id = {0, NULL, 0};
+    if (document_key->type != 0x03 || each_element(document_key->value, document_key->size, take_id, &id) < 0)
+        return UNSUPPORTED;
+    scratch->length = 0;
+    int failed;
+    switch (id.type) {
+        case 0x10: failed = put_int64(scratch, read_int32(id.value)); break;
+        case 0x12: failed = put_int64(scratch, read_int64(id.value)); break;
+        case 0x02: {
+            if (!is_string(&id)) return UNSUPPORTED;
+            Outcome outcome = put_string(scratch, id.value + 4, id.size - 5);
+            if (outcome != WRITTEN) return outcome;
+            failed = 0;
+            break;
+        }
+        case 0x07: {
+            static const char HEX[] = "0123456789abcdef";
+            char text[40] = "{\"$oid\": \"";
+            char *p = text + strlen(text);
+            for (int k = 0; k < 12; k++) {
+                *p++ = HEX[id.value[k] >> 4];
+                *p++ = HEX[id.value[k] & 15];
+            }
+            *p++ = '"';
+            *p++ = '}';
+            failed = put(scratch, text, p - text);
+            break;
+        }
+        default: return UNSUPPORTED;
+    }
+    if (failed || PUT_LITERAL(out, "{\"id\":") < 0 ||
+        put_json_string(out, (const unsigned char *)scratch->data, scratch->length) < 0 || put_char(out, '}') < 0)
+        return NO_MEMORY;
+    return WRITTEN;
+}
+
+/* Milliseconds to microseconds and nanoseconds stay within int64 (Python's ints would not overflow). */
+#define MAX_EXACT_MILLIS 9000000000000LL
+
+static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields, const Namespace *ns,
+                         const char *source_prefix, size_t prefix_length, int bare, long long ts_ms,
+                         const char *description, size_t description_length) {
+    char op;
+    if (string_is(&fields->operation_type, "insert")) op = 'c';
+    else if (string_is(&fields->operation_type, "update") || string_is(&fields->operation_type, "replace")) op = 'u';
+    else if (string_is(&fields->operation_type, "delete")) op = 'd';
+    else return UNSUPPORTED;
+    if (fields->update_description.type && op == 'u' && description == NULL) return UNSUPPORTED;
+    if (!valid_utf8(ns->db, ns->db_length) || !valid_utf8(ns->coll, ns->coll_length)) return UNSUPPORTED;
+
+    long long when = 0, order = 0, wall = 0;
+    int has_wall = fields->wall_time.type == 0x09, has_time = fields->cluster_time.type == 0x11;
+    if (fields->wall_time.type && !has_wall && fields->wall_time.type != 0x0A) return UNSUPPORTED;
+    if (fields->cluster_time.type && !has_time && fields->cluster_time.type != 0x0A) return UNSUPPORTED;
+    long long increment = has_time ? (uint32_t)read_int32(fields->cluster_time.value) : 0;
+    if (has_wall) {
+        wall = read_int64(fields->wall_time.value);
+        when = wall;
+        order = increment;
+    } else if (has_time) {
+        when = 1000LL * (uint32_t)read_int32(fields->cluster_time.value + 4);
+        order = increment;
+    }
+    if (when > MAX_EXACT_MILLIS || when < -MAX_EXACT_MILLIS) return UNSUPPORTED;
+
+    Outcome outcome;
+    if (PUT_LITERAL(out, "{\"before\":") < 0) return NO_MEMORY;
+    if (op != 'c' && fields->before.type) {
+        if ((outcome = put_document_string(out, scratch, &fields->before, bare)) != WRITTEN) return outcome;
+    } else if (fields->before.type && fields->before.type != 0x03 && fields->before.type != 0x0A) {
+        return UNSUPPORTED;
+    } else if (PUT_LITERAL(out, "null") < 0) {
+        return NO_MEMORY;
+    }
+    if (PUT_LITERAL(out, ",\"after\":") < 0) return NO_MEMORY;
+    if (op != 'd') {
+        if ((outcome = put_document_string(out, scratch, &fields->full_document, bare)) != WRITTEN) return outcome;
+    } else if (fields->full_document.type && fields->full_document.type != 0x03 && fields->full_document.type != 0x0A) {
+        return UNSUPPORTED;
+    } else if (PUT_LITERAL(out, "null") < 0) {
+        return NO_MEMORY;
+    }
+    if (PUT_LITERAL(out, ",\"updateDescription\":") < 0) return NO_MEMORY;
+    if (op == 'u' && fields->update_description.type ? put(out, description, description_length) < 0
+                                                       : PUT_LITERAL(out, "null") < 0)
+        return NO_MEMORY;
+    if (PUT_LITERAL(out, ",\"source\":") < 0 || put(out, source_prefix, prefix_length) < 0 || put_int64(out, when) < 0 ||
+        PUT_LITERAL(out, ",\"snapshot\":\"false\",\"db\":") < 0 || put_json_string(out, ns->db, ns->db_length) < 0 ||
+        PUT_LITERAL(out, ",\"sequence\":null,\"ts_us\":") < 0 || put_int64(out, when * 1000) < 0 ||
+        PUT_LITERAL(out, ",\"ts_ns\":") < 0 || put_int64(out, when * 1000000) < 0 ||
+        PUT_LITERAL(out, ",\"collection\":") < 0 || put_json_string(out, ns->coll, ns->coll_length) < 0 ||
+        PUT_LITERAL(out, ",\"ord\":") < 0 || put_int64(out, order) < 0 || PUT_LITERAL(out, ",\"lsid\":") < 0)
+        return NO_MEMORY;
+    if (fields->lsid.type && fields->lsid.type != 0x0A) {
+        if ((outcome = put_document_string(out, scratch, &fields->lsid, bare)) != WRITTEN) return outcome;
+    } else if (PUT_LITERAL(out, "null") < 0) {
+        return NO_MEMORY;
+    }
+    if (PUT_LITERAL(out, ",\"txnNumber\":") < 0) return NO_MEMORY;
+    int failed;
+    switch (fields->txn_number.type) {
+        case 0: case 0x0A: failed = PUT_LITERAL(out, "null"); break;
+        case 0x10: failed = put_int64(out, read_int32(fields->txn_number.value)); break;
+        case 0x12: failed = put_int64(out, read_int64(fields->txn_number.value)); break;
+        default: return UNSUPPORTED;
+    }
+    if (failed || PUT_LITERAL(out, ",\"wallTime\":") < 0 ||
+        (has_wall ? put_int64(out, wall) : PUT_LITERAL(out, "null")) < 0 || PUT_LITERAL(out, "},\"op\":\"") < 0 ||
+        put_char(out, op) < 0 || PUT_LITERAL(out, "\",\"ts_ms\":") < 0 || put_int64(out, ts_ms) < 0 ||
+        PUT_LITERAL(out, ",\"transaction\":null}") < 0)
+        return NO_MEMORY;
+    return WRITTEN;
+}
+
+/* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description): (value, key) of a change event's
+   raw BSON, as Debezium 3.x's MongoDB connector writes them without schemas; key None for an _id of a type other
+   than int, string and ObjectId. `source_prefix` is the source block's text up to its ts_ms value; update_description
+   is the JSON text of the updateDescription block (required when the event has one). None when this code does not
+   write the event (an operation other than insert, update, replace and delete; a document the writer leaves to
+   Python; malformed input): the Python path does. */
+PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "change_value(data, source_prefix, bare_non_finite, ts_ms, "
+                                         "update_description) takes 5 arguments");
+        return NULL;
+    }
+    if (!writer_ready()) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return NULL;
+    }
+    int bare = PyObject_IsTrue(args[2]);
+    if (bare < 0) return NULL;
+    long long ts_ms = PyLong_AsLongLong(args[3]);
+    if (ts_ms == -1 && PyErr_Occurred()) return NULL;
+    char *prefix, *description = NULL;
+    Py_ssize_t prefix_length, description_length = 0;
+    if (PyBytes_AsStringAndSize(args[1], &prefix, &prefix_length) < 0) return NULL;
+    if (args[4] != Py_None && PyBytes_AsStringAndSize(args[4], &description, &description_length) < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    EventFields fields;
+    Namespace ns;
+    Buffer value = {NULL, 0, 0}, key = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
+    if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
+        if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
+            outcome = NO_MEMORY;
+        } else {
+            outcome = put_value(&value, &scratch, &fields, &ns, prefix, prefix_length, bare, ts_ms, description,
+                                description_length);
+            if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (outcome != WRITTEN) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *key_bytes = key_outcome == WRITTEN ? PyBytes_FromStringAndSize(key.data, key.length)
+                                                     : Py_NewRef(Py_None);
+        PyObject *value_bytes = key_bytes ? PyBytes_FromStringAndSize(value.data, value.length) : NULL;
+        if (value_bytes != NULL) {
+            result = PyTuple_Pack(2, value_bytes, key_bytes);
+        }
+        Py_XDECREF(value_bytes);
+        Py_XDECREF(key_bytes);
+    }
+    PyMem_RawFree(value.data);
+    PyMem_RawFree(key.data);
+    PyMem_RawFree(scratch.data);
+    return result;
+}

@@ -1,0 +1,43 @@
+/* The JSON text writer shared by the compiled module's functions (writer.c), and BSON reading helpers. */
+
+#ifndef CDC_RAWJSON_WRITER_H
+#define CDC_RAWJSON_WRITER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char *data;
+    size_t length;
+    size_t capacity;
+} Buffer;
+
+/* Why a document cannot be written here (the caller falls back to Python). */
+typedef enum { WRITTEN = 0, UNSUPPORTED = 1, NO_MEMORY = 2 } Outcome;
+
+int grow(Buffer *out, size_t more);
+int put(Buffer *out, const char *text, size_t length);
+int put_char(Buffer *out, char c);
+int put_int64(Buffer *out, long long value);
+#define PUT_LITERAL(out, text) put((out), (text), sizeof(text) - 1)
+
+int32_t read_int32(const unsigned char *p);
+int64_t read_int64(const unsigned char *p);
+/* The size of a value of BSON type `type` at `value` (at most `left` bytes there); (size_t)-1 when malformed. */
+size_t value_size(unsigned char type, const unsigned char *value, size_t left);
+/* Whether data[0..length) is framed as one BSON document (its int32 size and its final 0). */
+int is_document(const unsigned char *data, size_t length);
+
+/* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
+Outcome put_string(Buffer *out, const unsigned char *text, size_t length);
+/* The strict Extended JSON of one whole BSON document (extjson.document_json). */
+Outcome put_document(Buffer *out, const unsigned char *data, size_t length, int bare);
+
+/* The BMP code points the Java driver escapes, one bit each; writer_ready() is 0 until they are set. */
+int set_escape_bits(const unsigned char *bits, size_t length);
+int writer_ready(void);
+void writer_init(void);
+
+#endif

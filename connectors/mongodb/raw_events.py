@@ -1,0 +1,117 @@
+"""Kafka messages of change stream events read raw (`rawjson.RawChangeEvent`), written by the compiled module without
+decoding the event or building a ChangeRecord.
+
+It serves the configurations where an event's message is Debezium 3.x's envelope of one document change:
+``event.format=debezium`` with the 3.x source block, no transaction metadata, and no field rules on the collection.
+Everything else, and any event the compiled module leaves to Python (another operation, a value type it does not
+write), goes through the Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bson
+import orjson
+
+from connectors.config import DebeziumCompatibility, EventFormat
+from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
+from connectors.mongodb.events import TOMBSTONE, KafkaMessage, encode_envelope
+from connectors.mongodb.records import Operation, UpdateDescription, shared_namespace
+from connectors.mongodb.transformer import Transformer
+
+_OPERATIONS = {"insert": Operation.CREATE, "update": Operation.UPDATE, "replace": Operation.UPDATE,
+               "delete": Operation.DELETE}
+
+NOT_WRITTEN = object()  # `RawEventWriter.build`'s answer for an event the Transformer must build
+
+
+@dataclass(frozen=True, slots=True)
+class _Collection:
+    """What the writer needs to know of one collection, decided once."""
+
+    captured: bool
+    plain: bool  # no field rules: the documents are written as they are
+    topic: str
+    key_schema: bytes | None  # `{"schema":<key schema>,"payload":` with key schemas on
+    value_schema: bytes | None
+
+
+class RawEventWriter:
+    def __init__(self, transformer: Transformer) -> None:
+        config = transformer.config
+        self._transformer = transformer
+        self._events = transformer.events
+        self._skipped = transformer.filter.skipped
+        self._bare = transformer.events.context.bare_non_finite
+        self._tombstones = config.tombstones_on_delete
+        self._key_schemas = config.key_schemas
+        self._value_schemas = config.value_schemas
+        context = transformer.events.context
+        head = {"version": context.version, "connector": envelopes.CONNECTOR_TYPE, "name": context.name}
+        self._source_prefix = orjson.dumps(head)[:-1] + b',"ts_ms":'  # the rest of the block is the event's
+        self._collections: dict[tuple[str, str], _Collection] = {}
+
+    @classmethod
+    def for_transformer(cls, transformer: Transformer) -> RawEventWriter | None:
+        """A writer when the configuration's messages are ones it writes (and the compiled module is built)."""
+        config = transformer.config
+        if (
+            rawjson.compiled is None
+            or config.event_format is not EventFormat.DEBEZIUM
+            or config.debezium_compatibility is DebeziumCompatibility.V2
+            or transformer.transactions is not None
+        ):
+            return None
+        return cls(transformer)
+
+    def _collection(self, db: str, coll: str) -> _Collection:
+        collection = self._collections.get((db, coll))
+        if collection is None:
+            namespace = shared_namespace(db, coll)
+            topic = self._events.topic_for(namespace)
+            key_schema = value_schema = None
+            if self._key_schemas:
+                key_schema = b'{"schema":' + orjson.dumps(connect_schemas.key_schema(topic)) + b',"payload":'
+            if self._value_schemas:
+                value_schema = b'{"schema":' + orjson.dumps(self._events.value_schema(topic)) + b',"payload":'
+            collection = self._collections[(db, coll)] = _Collection(
+                self._transformer.filter.namespaces.includes(namespace),
+                self._transformer.field_rules.for_namespace(namespace).is_identity,
+                topic, key_schema, value_schema,
+            )
+        return collection
+
+    def build(self, event: rawjson.RawChangeEvent) -> tuple[str, list[KafkaMessage]] | None | object:
+        """What `MongoEventBuilder.build` returns for ``event`` (None: filtered out), or NOT_WRITTEN."""
+        head = event.head
+        if head is None:
+            return NOT_WRITTEN
+        operation_type, db, coll, _token, _time, description = head
+        operation = _OPERATIONS.get(operation_type)
+        if operation is None or db is None or coll is None:
+            return NOT_WRITTEN
+        collection = self._collection(db, coll)
+        if not collection.captured or operation in self._skipped:
+            return None
+        if not collection.plain:
+            return NOT_WRITTEN
+        description_json = None
+        if description is not None and operation is Operation.UPDATE:
+            update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
+            description_json = encode_envelope(envelopes.update_description_block(update))
+        written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, self._events.now_ms(),
+                                                description_json)
+        if written is None:
+            return NOT_WRITTEN
+        value, key = written
+        if key is None:  # an _id of a type the compiled module leaves to Python
+            key = encode_envelope({"id": extjson.key_json(event["documentKey"]["_id"])})
+        if collection.key_schema is not None:
+            key = collection.key_schema + key + b"}"
+        if collection.value_schema is not None:
+            value = collection.value_schema + value + b"}"
+        messages = [KafkaMessage(collection.topic, key, value)]
+        if operation is Operation.DELETE and self._tombstones:
+            messages.append(KafkaMessage(collection.topic, key, None, kind=TOMBSTONE))
+        return operation.value, messages

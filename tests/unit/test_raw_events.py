@@ -1,0 +1,117 @@
+"""Change events written from their raw BSON by the compiled module (connectors/mongodb/raw_events.py) against the
+Transformer's messages of the same events decoded: the same Kafka messages for a large random corpus of change events
+under the configurations the writer serves and those it hands to the Transformer."""
+
+from __future__ import annotations
+
+import datetime
+import random
+
+import bson
+import pytest
+from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
+from bson.datetime_ms import DatetimeMS
+
+from connectors.config import ConnectorConfig
+from connectors.mongodb import rawjson
+from connectors.mongodb.raw_events import NOT_WRITTEN
+from connectors.mongodb.source import MongoEventBuilder
+from tests.unit.document_writers import require_compiled
+from tests.unit.test_rawjson import random_document, random_text, random_value
+
+BASE = {"name": "raw", "topic.prefix": "raw", "mongodb.connection.string": "mongodb://h1"}
+CONFIGS = {
+    "default": {},
+    "schemas": {"key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"},
+    "strict-json": {"json.non.finite.doubles": "extended"},
+    "no-tombstones": {"tombstones.on.delete": "false"},
+    "skip-updates": {"skipped.operations": "u"},
+    "some-collections": {"collection.exclude.list": "db1\\..*"},
+    "field-rules": {"field.exclude.list": "db0.*.a"},
+    "transactions": {"provide.transaction.metadata": "true"},
+    "legacy": {"event.format": "legacy"},
+    "debezium-2": {"debezium.compatibility": "2"},
+}
+OPERATIONS = ["insert"] * 4 + ["update"] * 3 + ["replace", "delete", "delete", "drop", "invalidate"]
+
+
+def _document_id(rng: random.Random):
+    return rng.choice([
+        rng.randint(-(2**31), 2**31 - 1), Int64(rng.randint(-(2**63), 2**63 - 1)), random_text(rng, 10),
+        ObjectId(rng.randbytes(12)), {"a": rng.randint(0, 9), "b": random_text(rng, 3)}, rng.random(),
+        Decimal128("2.5"), datetime.datetime(2020, 1, 2, 3, 4, 5, 6000), Binary(rng.randbytes(4), 4),
+    ])
+
+
+def _namespace(rng: random.Random) -> dict:
+    coll = rng.choice(["c", "docs", "with space", 'quote"d', "back\\slash", "ctl\x01\x1f", "ünï☃", "e\U0001F600"])
+    return {"db": rng.choice(["db0", "db1", "db-2"]), "coll": coll}
+
+
+def random_event(rng: random.Random) -> bytes:
+    operation = rng.choice(OPERATIONS)
+    document_id = _document_id(rng)
+    event: dict = {"_id": {"_data": rng.randbytes(20).hex().upper()}, "operationType": operation}
+    if rng.random() < 0.95:
+        event["clusterTime"] = Timestamp(rng.randint(0, 2**32 - 1), rng.randint(0, 2**32 - 1))
+    wall = rng.random()
+    if wall < 0.6:
+        event["wallTime"] = datetime.datetime(2026, 11, 27) + datetime.timedelta(milliseconds=rng.randint(0, 10**10))
+    elif wall < 0.7:
+        event["wallTime"] = DatetimeMS(rng.choice([2**62, -(2**62), 253402300800000, 9_000_000_000_001]))
+    elif wall < 0.75:
+        event["wallTime"] = None
+    if operation in ("drop", "invalidate"):
+        return bson.encode(event)
+    event["ns"] = _namespace(rng)
+    event["documentKey"] = {"_id": document_id}
+    if operation != "delete" and rng.random() < 0.9:
+        event["fullDocument"] = {"_id": document_id, **random_document(rng, 2)} if rng.random() < 0.9 else None
+    if operation in ("update", "replace", "delete") and rng.random() < 0.4:
+        event["fullDocumentBeforeChange"] = {"_id": document_id, **random_document(rng, 2)}
+    if operation == "update":
+        event["updateDescription"] = {
+            "updatedFields": {f"a.{i}": random_value(rng, 1) for i in range(rng.randint(0, 3))},
+            "removedFields": [random_text(rng, 4) for _ in range(rng.randint(0, 2))],
+            "truncatedArrays": [{"field": "arr", "newSize": rng.randint(0, 5)}] if rng.random() < 0.2 else [],
+        }
+    if rng.random() < 0.2:
+        event["lsid"] = {"id": Binary(rng.randbytes(16), 4), "uid": Binary(rng.randbytes(32), 0)}
+        event["txnNumber"] = Int64(rng.randint(0, 2**40))
+    order = list(event.items())
+    rng.shuffle(order)
+    return bson.encode(dict(order))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_raw_events_give_the_messages_of_decoded_ones(name):
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    config = ConnectorConfig.from_properties({**BASE, **CONFIGS[name]})
+    raw_builder, decoded_builder = (MongoEventBuilder(config, "rs0", clock=lambda: 1700000000.5) for _ in range(2))
+    written = 0
+    for _ in range(1500):
+        data = random_event(rng)
+        raw = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
+        if raw_builder.raw_writer is not None and raw_builder.raw_writer.build(raw) is not NOT_WRITTEN:
+            written += 1
+        raw = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
+        assert raw_builder.build(raw) == decoded_builder.build(bson.decode(data, rawjson.DECODE_OPTIONS)), (seed, data)
+    # The configurations it serves are mostly written by it; the others never.
+    if name not in ("transactions", "legacy", "debezium-2"):
+        assert written > 600, (seed, written)
+    else:
+        assert raw_builder.raw_writer is None
+
+
+def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding():
+    require_compiled()
+    rng = random.Random(5)
+    for _ in range(300):
+        data = random_event(rng)
+        event = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
+        expected = bson.decode(data, rawjson.DECODE_OPTIONS)
+        assert event["_id"] == expected["_id"]
+        assert event.head is not None and event._split is None  # noqa: SLF001 - nothing decoded but the token
+        assert (event.cluster_time, event.operation_type) == (expected.get("clusterTime"), expected["operationType"])
