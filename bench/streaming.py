@@ -252,7 +252,7 @@ class StageMarks:
 
 
 def _change_number(change) -> int | None:
-    document = change.get("fullDocument") if isinstance(change, dict) else None
+    document = change.get("fullDocument") if isinstance(change, Mapping) else None  # a dict, or RawChangeEvent
     number = document.get("n") if isinstance(document, Mapping) else None  # a dict, or RawBSONDocument
     return number if isinstance(number, int) else None
 
