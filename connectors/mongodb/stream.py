@@ -100,9 +100,9 @@ class ChangeStreamReader:
         self._backoff = backoff
         self._stop = stop
         self._on_connected = on_connected
-        # Events stay raw BSON (rawjson.RawChangeEvent), queued as they are and written to JSON without being decoded;
-        # a deployment-wide stream has no codec options of its own (pymongo opens it on the client), so it decodes as
-        # the client does and queues dicts.
+        # Events stay raw BSON (rawjson.RawChangeEvent), queued as they are and written to JSON without being decoded.
+        # A deployment-wide stream has no codec options of its own (pymongo opens it on the client): it reads raw when
+        # the client does (ReplicaSetSource gives it a client of its own), else it decodes and queues dicts.
         deployment = scope.scope is CaptureScope.DEPLOYMENT
         self._raw_options = None if deployment else raw_stream_options(client.codec_options)
         self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)

@@ -19,11 +19,12 @@ from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff
 from connectors.mongodb import rawjson
 from connectors.mongodb.client import open_client
-from connectors.mongodb.filters import WatchTarget
+from connectors.mongodb.filters import WatchTarget, watch_target
+from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.records import ChangeRecord
 from connectors.mongodb.snapshots.chunks import Chunk
 from connectors.mongodb.snapshots.executors import read_range
-from connectors.mongodb.source import MongoEventBuilder
+from connectors.mongodb.source import MongoEventBuilder, MongoSource
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions, next_cluster_time
 from connectors.mongodb.transformer import Transformer
 from tests.unit.document_writers import require_compiled
@@ -137,3 +138,35 @@ def test_snapshot_chunks_read_raw_give_the_messages_of_decoded_ones(stack, mongo
         raw_client.drop_database(database)
         raw_client.close()
         decoding_client.close()
+
+
+def test_a_deployment_wide_stream_reads_raw_events_on_a_client_of_its_own(stack, mongo_rs, unique_name):
+    require_compiled()
+    database = "d" + unique_name.replace("-", "")[-12:]
+    config = ConnectorConfig.from_properties({**BASE, "name": database, "mongodb.connection.string": mongo_rs.uri})
+    assert watch_target(config).scope is CaptureScope.DEPLOYMENT
+    (replica_set,) = MongoSource(config).partitions()
+    source = MongoSource(config).open(replica_set)
+    source.connect(StreamingMetrics(database, replica_set.name))
+    out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    try:
+        assert source.stream_client is not source.client
+        start = source.client[database].command("ping")["operationTime"]
+        reader = source.open_reader(MongoPosition(None, start_at=next_cluster_time(start)), out,
+                                    StreamingMetrics(database, replica_set.name), Backoff(initial_ms=1000), stop)
+        reader.start()
+        source.client[database].docs.insert_one({"_id": 1, "when": VALUES["date"], "n": Int64(5)})
+        item = out.get(timeout=30)
+        while not isinstance(item, rawjson.RawChangeEvent):  # Idle markers before the change
+            item = out.get(timeout=30)
+        decoded = item.event
+        assert decoded["ns"] == {"db": database, "coll": "docs"}
+        builders = [MongoEventBuilder(config, replica_set.name, clock=lambda: 1700000000.5) for _ in range(2)]
+        assert builders[0].raw_writer is not None
+        assert builders[0].build(item) == builders[1].build(
+            {**decoded, "fullDocument": rawjson.decoded(decoded["fullDocument"])}
+        )
+    finally:
+        stop.set()
+        source.close()
