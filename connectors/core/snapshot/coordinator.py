@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk
+from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
@@ -91,6 +92,10 @@ class InitialSnapshot:
         """Reads what is left; True when the snapshot completed, False when stopped part-way."""
         if self.config.snapshot_delay_ms and self.stop.wait(self.config.snapshot_delay_ms / 1000):
             return False
+        with snapshot_collection():
+            return self._read()
+
+    def _read(self) -> bool:
         resumed = self.progress.planned
         if resumed:
             self._merge_markers()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
     ChunkInterrupted,
     ChunkResult,
@@ -68,7 +69,7 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
     )
     # After a commit with an unknown outcome the sink fences its producer, then the chunk's marker tells.
     sink.commit_check = lambda _batch: task.chunk.number in markers.load(config.name, partition, task.snapshot_id)
-    with sink:  # open() fences any earlier attempt at this chunk
+    with snapshot_collection(), sink:  # open() fences any earlier attempt at this chunk
         found = markers.load(config.name, partition, task.snapshot_id)
         existing = found.get(task.chunk.number)
         if existing is None and COMPLETED in found:
