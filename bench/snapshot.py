@@ -110,7 +110,9 @@ def child(args) -> None:
     from connectors.mongodb.topology import discover
     from connectors.runner import ConnectorRunner
 
-    logging.basicConfig(level=logging.WARNING)
+    # BENCH_LOG=INFO shows each chunk's read (ms since start, thread) for a profile of one run.
+    logging.basicConfig(level=os.environ.get("BENCH_LOG", "WARNING"),
+                        format="%(relativeCreated)6d %(threadName)s %(name)s: %(message)s")
     name = f"bsnap{uuid.uuid4().hex[:8]}"
     props = {
         "name": name, "topic.prefix": name, "mongodb.connection.string": args.uri,
@@ -137,7 +139,11 @@ def child(args) -> None:
     started = time.monotonic()
     outcome = runner.run()
     seconds = time.monotonic() - started
-    metrics = next(iter(runner.pipelines.values())).snapshot_metrics.snapshot()
+    snapshot_metrics = next(iter(runner.pipelines.values())).snapshot_metrics
+    metrics = snapshot_metrics.snapshot()
+    # From the stream position's capture to the first chunk: listing and planning the collections, committing the plan.
+    planning = snapshot_metrics.started_at and snapshot_metrics.run_started and (
+        time.time() - (time.monotonic() - snapshot_metrics.run_started) - snapshot_metrics.started_at)
     rows = sum(metrics["RowsScanned"].values())
     usage_self = resource.getrusage(resource.RUSAGE_SELF)
     usage_children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -145,7 +151,8 @@ def child(args) -> None:
     cpu = usage_self.ru_utime + usage_self.ru_stime + usage_children.ru_utime + usage_children.ru_stime
     print(json.dumps({"outcome": outcome, "rows": rows, "seconds": seconds, "chunks": metrics["ChunksTotal"],
                       "snapshot_seconds": metrics["SnapshotDurationInSeconds"],
-                      "rss_mb": own, "children_rss_mb": children, "cpu_seconds": cpu, "name": name}))
+                      "planning_seconds": round(planning or 0.0, 3), "rss_mb": own, "children_rss_mb": children,
+                      "cpu_seconds": cpu, "name": name}))
     _delete_topics(args.bootstrap, name)
 
 
@@ -191,6 +198,8 @@ def measure(args, uri: str, label: str, *, threads: int = 1, processes: int = 0,
         extra += f", emulator {emulator_cpu:.0f} CPU-s"
     extra += f"; machine: {cores_busy:.1f} of {os.cpu_count()} cores busy"
     chunks = f"{result['chunks']} chunks, " if "chunks" in result else ""
+    if result.get("planning_seconds"):
+        chunks += f"{result['planning_seconds']:.1f}s of it planning, "
     print(f"{label:<38} {result['rows']:>9,} docs in {result['snapshot_seconds']:6.1f}s = {result['rate']:8,.0f} "
           f"docs/s ({result['seconds']:.1f}s with start-up), {chunks}"
           f"{result['cpu_seconds']:.0f} CPU-s ({result['rows'] / result['cpu_seconds']:,.0f} docs per CPU-second), "
@@ -256,6 +265,9 @@ def main() -> None:
           f"{one['rate'] / ceiling['rate']:.3f} of the ceiling; target >= 0.5) | 4 threads {four['rate']:,.0f} "
           f"({four['rate'] / one['rate']:.2f}x 1 thread) | 2 worker processes {workers['rate']:,.0f} "
           f"({workers['rate'] / one['rate']:.2f}x 1 thread)")
+    reading = one["snapshot_seconds"] - one.get("planning_seconds", 0.0)
+    print(f"1 thread after planning ({one.get('planning_seconds', 0.0):.1f}s): {one['rows'] / reading:,.0f} docs/s "
+          f"({one['rows'] / reading / ceiling['rate']:.3f} of the ceiling)")
     print(f"CPU per document: 1 thread {one['cpu_seconds'] / one['rows'] * 1e6:.1f} us, ceiling "
           f"{ceiling['cpu_seconds'] / ceiling['rows'] * 1e6:.1f} us")
     print(f"peak RSS of the snapshotting process (4 threads): {quarter['rss_mb']} MB at {quarter['rows']:,} docs, "
