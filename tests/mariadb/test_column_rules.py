@@ -6,30 +6,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 
 import pytest
 
 from connectors.core.hashing import java_serialized
-from tests.integration.kafka_reading import read_topic
 from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
+from tests.type_check import records_at_least
 
 pytestmark = pytest.mark.integration
 
 
-def records_of(topic: str, count: int, timeout: float = 60.0) -> list:
-    """The topic's read_committed records once it holds at least `count` (fails after `timeout`)."""
-    deadline = time.monotonic() + timeout
-    records: list = []
-    while time.monotonic() < deadline:
-        try:
-            records = read_topic(BOOTSTRAP, topic, timeout=5)
-        except KeyError:
-            records = []
-        if len(records) >= count:
-            return records
-        time.sleep(0.3)
-    raise AssertionError(f"{topic}: {len(records)} records, wanted {count}")
+def run_with_rules(mariadb, mariadb_db, table: str, rules: dict, changes: list[str], count: int):
+    """Runs a connector with column `rules` and schemas on until its snapshot of `table` is in Kafka, then makes the
+    `changes` (so they are streamed); returns the closed runner and the topic's records once it holds `count`."""
+    props = properties(mariadb, mariadb_db, **rules, **{"value.converter.schemas.enable": "true",
+                                                        "key.converter.schemas.enable": "true"})
+    topic = f"{props['topic.prefix']}.{mariadb_db}.{table}"
+    runner = InProcess(props)
+    try:
+        records_at_least(runner, BOOTSTRAP, topic, 1)
+        mariadb.execute(*changes, database=mariadb_db)
+        records = records_at_least(runner, BOOTSTRAP, topic, count)
+    finally:
+        runner.close()
+    return runner, records
 
 
 def test_column_mask_hash(mariadb, mariadb_db):
@@ -42,21 +42,12 @@ def test_column_mask_hash(mariadb, mariadb_db):
         database=mariadb_db)
     # v1 on the key column, a char(n) and a latin1 varchar(n), passing enum, JSON, int and binary columns unchanged;
     # v2 on a text column; a truncation naming hashed columns too loses to the hash
-    props = properties(mariadb, mariadb_db, **{
+    runner, records = run_with_rules(mariadb, mariadb_db, "secrets", {
         f"column.mask.hash.SHA-256.with.salt.{salt1}": rf"{mariadb_db}\.secrets\.(CODE|pin|latin|kind|doc|n|raw)",
         f"column.mask.hash.v2.SHA-512.with.salt.{salt2}": rf"{mariadb_db}\.secrets\.body",
-        "column.truncate.to.3.chars": rf"{mariadb_db}\.secrets\.(code|body|pin|note)",
-        "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"})
-    topic = f"{props['topic.prefix']}.{mariadb_db}.secrets"
-    runner = InProcess(props)
-    try:
-        records_of(topic, 1)  # the snapshot is read: what follows is streamed
-        mariadb.execute("INSERT INTO secrets VALUES ('B-2', 'second body', 'cd', NULL, 'b', NULL, 2, 'other', NULL)",
-                        "UPDATE secrets SET n = 5 WHERE code = 'A-1'", "DELETE FROM secrets WHERE code = 'B-2'",
-                        database=mariadb_db)
-        records = records_of(topic, 5)
-    finally:
-        runner.close()
+        "column.truncate.to.3.chars": rf"{mariadb_db}\.secrets\.(code|body|pin|note)"},
+        ["INSERT INTO secrets VALUES ('B-2', 'second body', 'cd', NULL, 'b', NULL, 2, 'other', NULL)",
+         "UPDATE secrets SET n = 5 WHERE code = 'A-1'", "DELETE FROM secrets WHERE code = 'B-2'"], 5)
     assert salt1 not in repr(runner.config)
 
     def v1(text, length):
@@ -89,11 +80,14 @@ def test_column_mask_hash(mariadb, mariadb_db):
         {"type": "string", "optional": False, "parameters": masked, "field": "code"}] for r in records)
 
 
-def field_parameters(record) -> dict:
-    """The `after` (else `before`) struct's field parameters of a schemas-enabled record, by field."""
+def after_fields(record) -> list[dict]:
+    """The fields of the `after` struct's schema of a schemas-enabled record (the same as `before`'s)."""
     value = json.loads(record.value)
-    row = next(f for f in value["schema"]["fields"] if f["field"] == "after")
-    return {f["field"]: f.get("parameters") for f in row["fields"]}
+    return next(f for f in value["schema"]["fields"] if f["field"] == "after")["fields"]
+
+
+def field_parameters(record) -> dict:
+    return {f["field"]: f.get("parameters") for f in after_fields(record)}
 
 
 def test_masked_and_truncated_columns_mark_their_schemas(mariadb, mariadb_db):
@@ -104,19 +98,11 @@ def test_masked_and_truncated_columns_mark_their_schemas(mariadb, mariadb_db):
         database=mariadb_db)
     # a * mask on the key column and a char(16) (and an int, which no mask changes); a truncation to 4 that can cut
     # TEXT and the ENUM (marked after its own `allowed`), not VARCHAR(4)
-    props = properties(mariadb, mariadb_db, **{
+    _, records = run_with_rules(mariadb, mariadb_db, "people", {
         "column.mask.with.3.chars": rf"{mariadb_db}\.people\.(LOGIN|card|n)",
-        "column.truncate.to.4.chars": rf"{mariadb_db}\.people\..*",
-        "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"})
-    topic = f"{props['topic.prefix']}.{mariadb_db}.people"
-    runner = InProcess(props)
-    try:
-        records_of(topic, 1)  # the snapshot is read: what follows is streamed
-        mariadb.execute("INSERT INTO people VALUES ('bob', 'short', 'bobb', 'sad', NULL, 2)",
-                        "UPDATE people SET n = 3 WHERE login = 'ann'", database=mariadb_db)
-        records = records_of(topic, 3)
-    finally:
-        runner.close()
+        "column.truncate.to.4.chars": rf"{mariadb_db}\.people\..*"},
+        ["INSERT INTO people VALUES ('bob', 'short', 'bobb', 'sad', NULL, 2)",
+         "UPDATE people SET n = 3 WHERE login = 'ann'"], 3)
     values = [json.loads(r.value)["payload"] for r in records]
     assert [v["op"] for v in values] == ["r", "c", "u"]
     assert values[0]["after"] == {"login": "***", "bio": "a lo", "nick": "an", "mood": "happ", "card": "***", "n": 1}
@@ -126,9 +112,7 @@ def test_masked_and_truncated_columns_mark_their_schemas(mariadb, mariadb_db):
         assert field_parameters(record) == {"login": {"masked": "true"}, "bio": cut, "nick": None,
                                             "mood": {"allowed": "happy,sad", **cut}, "card": {"masked": "true"},
                                             "n": None}
-        value_schema = json.loads(record.value)["schema"]
-        row = next(f for f in value_schema["fields"] if f["field"] == "after")
-        mood = next(f for f in row["fields"] if f["field"] == "mood")
+        mood = next(f for f in after_fields(record) if f["field"] == "mood")
         assert list(mood["parameters"]) == ["allowed", "truncateLength"]  # Kafka Connect's insertion order
         key = json.loads(record.key)
         assert key["payload"] == {"login": "***"}

@@ -7,12 +7,10 @@ and the others."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from connectors.mysql.connection import connect
-from tests.integration.kafka_reading import read_topic
 from tests.mariadb.all_types import (
     COLUMNS,
     DEFAULTS,
@@ -25,6 +23,7 @@ from tests.mariadb.all_types import (
     insert_rows,
 )
 from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
+from tests.type_check import records_at_least, snapshot_stream_incremental_values
 
 pytestmark = pytest.mark.integration
 
@@ -35,21 +34,6 @@ MODES = {
     "double": ({"decimal.handling.mode": "double"}, DOUBLE_EXPECTED, set()),
 }
 JSON_TYPES = {"float32": "float", "float64": "double"}  # JsonConverter's names of Connect's float types
-
-
-def records_once_at_least(runner: InProcess, topic: str, count: int, timeout: float = 60.0):
-    """The topic's read_committed records once it holds `count` or more (fails at once if the pipeline failed)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        assert not runner.runner.errors, runner.runner.errors
-        try:
-            records = read_topic(BOOTSTRAP, topic)
-        except KeyError:  # not created yet
-            records = []
-        if len(records) >= count:
-            return records
-        assert time.monotonic() < deadline, f"{topic}: {len(records)} records, wanted {count}"
-        time.sleep(0.3)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -66,28 +50,17 @@ def test_every_type_through_the_snapshot_and_the_stream(mariadb, mariadb_db, mod
     runner = InProcess(props)
     topic = f"{props['topic.prefix']}.{mariadb_db}.all_types"
     try:
-        records_once_at_least(runner, topic, 2)  # the snapshot is in Kafka: the next rows can only come from the binlog
+        # the snapshot is in Kafka: the next rows can only come from the binlog
+        records_at_least(runner, BOOTSTRAP, topic, 2)
         insert_rows(mariadb, mariadb_db, 11)
-        records_once_at_least(runner, topic, 4)
+        records_at_least(runner, BOOTSTRAP, topic, 4)
         request = json.dumps({"data-collections": [f"{mariadb_db}.all_types"], "type": "incremental"})
         mariadb.execute(f"INSERT INTO dbz_signal VALUES ('types-1', 'execute-snapshot', '{request}')",  # noqa: S608
                         database=mariadb_db)
-        records = records_once_at_least(runner, topic, 8)  # the four rows again, by an incremental snapshot
+        records = records_at_least(runner, BOOTSTRAP, topic, 8)  # the four rows again, by an incremental snapshot
     finally:
         runner.close()
-    assert len(records) == 8
-    events = [json.loads(r.value) for r in records]
-    assert [e["payload"]["op"] for e in events] == ["r", "r", "c", "c"] + ["r"] * 4
-    assert [e["payload"]["source"]["snapshot"] for e in events] == ["true", "last", "false", "false"] + [
-        "incremental"] * 4
-    key_schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
-                  "optional": False, "name": f"{props['topic.prefix']}.{mariadb_db}.all_types.Key"}
-    keys = [json.loads(r.key) for r in records]
-    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 11, 12, 1, 2, 11, 12)]
-
-    schema = events[0]["schema"]
-    assert all(e["schema"] == schema for e in events), "the snapshots' and the stream's value schemas differ"
-    after = next(f for f in schema["fields"] if f["field"] == "after")
+    events, after = snapshot_stream_incremental_values(records, topic, (1, 2, 11, 12))
     fields = {f["field"]: f for f in after["fields"]}
     expected = {**EXPECTED, **changed}
     assert list(fields) == list(EXPECTED)  # every column, in the table's order

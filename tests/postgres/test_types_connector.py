@@ -8,12 +8,10 @@ modes and the others."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import date
 
 import pytest
 
-from tests.integration.kafka_reading import read_topic
 from tests.postgres.all_types import (
     DDL,
     DOUBLE_CHANGED,
@@ -34,6 +32,7 @@ from tests.postgres.all_types import (
     unscaled,
 )
 from tests.postgres.test_source import Running, pg_config
+from tests.type_check import records_at_least, snapshot_stream_incremental_values
 
 pytestmark = [pytest.mark.integration]
 
@@ -55,22 +54,6 @@ def incremental_snapshot_of(table: str) -> str:
     return f"INSERT INTO dbz_signal VALUES ('types-{table}', 'execute-snapshot', '{data}')"  # noqa: S608
 
 
-def events(running: Running, bootstrap: str, topic: str, count: int, timeout: float = 60.0):
-    """The topic's read_committed records once it holds `count` or more; fails at once if the pipeline failed (a value
-    it cannot map), naming the error."""
-    deadline = time.monotonic() + timeout
-    while True:
-        assert not running.runner.errors, running.runner.errors
-        try:
-            records = read_topic(bootstrap, topic)
-        except KeyError:  # not created yet
-            records = []
-        if len(records) >= count:
-            return records
-        assert time.monotonic() < deadline, f"{topic}: {len(records)} records, wanted {count}"
-        time.sleep(0.3)
-
-
 @pytest.mark.parametrize("mode", list(MODES))
 def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_name, mode):
     properties, changed, changed_schemas = MODES[mode]
@@ -86,29 +69,16 @@ def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_nam
                                        **properties})
     running = Running(config, bootstrap)
     try:
-        events(running, bootstrap, topic, 2)  # the snapshot's rows are in Kafka: the next two can only be streamed
+        # the snapshot's rows are in Kafka: the next two can only be streamed
+        records_at_least(running, bootstrap, topic, 2)
         pg_db.execute(full_row(3))
         pg_db.execute(null_row(4))
-        events(running, bootstrap, topic, 4)
+        records_at_least(running, bootstrap, topic, 4)
         pg_db.execute(incremental_snapshot_of("public.all_types"))  # the four rows once more
-        records = events(running, bootstrap, topic, 8)  # read_committed
+        records = records_at_least(running, bootstrap, topic, 8)  # read_committed
     finally:
         running.stop()
-    assert len(records) == 8
-    values = [json.loads(r.value) for r in records]
-    assert [v["payload"]["op"] for v in values] == ["r", "r", "c", "c"] + ["r"] * 4
-    assert [v["payload"]["source"]["snapshot"] for v in values] == ["true", "last", "false", "false"] + [
-        "incremental"] * 4
-
-    key_schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
-                  "optional": False, "name": f"{name}.public.all_types.Key"}
-    keys = [json.loads(r.key) for r in records]
-    assert keys == [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 3, 4, 1, 2, 3, 4)]
-
-    schema = values[0]["schema"]
-    assert all(v["schema"] == schema for v in values), "the snapshots' and the stream's value schemas differ"
-    after = next(f for f in schema["fields"] if f["field"] == "after")
-    assert after["name"] == f"{name}.public.all_types.Value"
+    values, after = snapshot_stream_incremental_values(records, topic, (1, 2, 3, 4))
     fields = {f["field"]: {k: v for k, v in f.items() if k != "field"} for f in after["fields"]}
     expected_schemas = {**EXPECTED_SCHEMAS, **changed_schemas}
     assert set(fields) == set(expected_schemas)  # unmapped types left out
@@ -147,11 +117,11 @@ def test_the_snapshot_reads_the_columns_the_stream_sends(pg_db, stack, unique_na
                                        "schemas.enable": "true"})
     running = Running(config, bootstrap)
     try:
-        events(running, bootstrap, f"{name}.public.gen", 1)
-        events(running, bootstrap, f"{name}.public.listed", 1)
+        records_at_least(running, bootstrap, f"{name}.public.gen", 1)
+        records_at_least(running, bootstrap, f"{name}.public.listed", 1)
         pg_db.execute("INSERT INTO gen (id, a, b) VALUES (2, 5, 'x'); INSERT INTO listed VALUES (2, 5, 'no')")
-        gen = [json.loads(r.value) for r in events(running, bootstrap, f"{name}.public.gen", 2)]
-        listed = [json.loads(r.value) for r in events(running, bootstrap, f"{name}.public.listed", 2)]
+        gen = [json.loads(r.value) for r in records_at_least(running, bootstrap, f"{name}.public.gen", 2)]
+        listed = [json.loads(r.value) for r in records_at_least(running, bootstrap, f"{name}.public.listed", 2)]
     finally:
         running.stop()
     for values, row in ((gen, {"a": 5, "b": "x"}), (listed, {"a": 5})):
@@ -198,11 +168,11 @@ def test_domains_over_other_types_through_every_path(pg_db, stack, unique_name):
     config = pg_config(pg_db, name, **{"signal.data.collection": "public.dbz_signal"})
     running = Running(config, bootstrap)
     try:
-        events(running, bootstrap, topic, 1)  # the initial snapshot's row
+        records_at_least(running, bootstrap, topic, 1)  # the initial snapshot's row
         pg_db.execute(domains_row(2))
-        events(running, bootstrap, topic, 2)  # streamed
+        records_at_least(running, bootstrap, topic, 2)  # streamed
         pg_db.execute(incremental_snapshot_of("public.domains"))
-        values = [json.loads(r.value) for r in events(running, bootstrap, topic, 4)]  # rows 1 and 2 again
+        values = [json.loads(r.value) for r in records_at_least(running, bootstrap, topic, 4)]  # rows 1 and 2 again
     finally:
         running.stop()
     assert [(v["op"], v["source"]["snapshot"], v["after"]["id"]) for v in values] == [
