@@ -48,13 +48,20 @@ class Platform:
         self.base_url = ""
 
     @classmethod
-    def with_worker(cls, stack, tmp_path: Path, redis_db: int, **env: str) -> Platform:
-        """Migrated, with one worker on `streaming,default` and beat (the supervisor) running; call stop()."""
+    def with_worker(cls, stack, tmp_path: Path, redis_db: int, label: str = "worker", **env: str) -> Platform:
+        """Migrated, with one worker (`label`) on `streaming,default` and beat (the supervisor) running; call stop()."""
         platform = cls(stack, tmp_path, redis_db, **env)
         platform.migrate()
-        platform.start_worker("worker", queues="streaming,default", concurrency=2)
+        platform.start_worker(label, queues="streaming,default", concurrency=2)
         platform.start_beat()
         return platform
+
+    @classmethod
+    def with_snapshot_queue(cls, stack, tmp_path: Path, redis_db: int) -> Platform:
+        """Initial-snapshot chunks sent as Celery tasks to the `snapshot` queue, which no worker serves yet (a test
+        starts one when the chunks may be read); the pipelines run on the worker `streamer`; call stop()."""
+        return cls.with_worker(stack, tmp_path, redis_db, label="streamer", CDC_SNAPSHOT_DISPATCH="celery",
+                               CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS="1", CDC_SNAPSHOT_CHUNK_START_SECONDS="300")
 
     def migrate(self) -> None:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=self.env, check=True,

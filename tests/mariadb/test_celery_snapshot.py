@@ -155,13 +155,28 @@ def chunks_read(platform: Platform, label: str, name: str) -> int:
     return len(re.findall(rf"snapshot chunk of {name}/\S+: \d+ rows on \S+$", platform.log(label), re.MULTILINE))
 
 
+def converged(platform: Platform, mariadb, database: str, bootstrap: str, name: str, writer: Writer,
+              label: str) -> list[dict]:
+    """Once the snapshot completed (the tags table is its last), stops the writer and waits for the items topic to
+    converge on the table; checks no key's state went back or came twice and every row was read once; returns the
+    items topic's envelopes. `label`: the worker whose log a failed wait shows."""
+    tags_topic = f"{name}.{database}.tags"
+    platform.wait_for(lambda: any(e["source"].get("snapshot") == "last" for e in events(bootstrap, tags_topic)),
+                      180, "the snapshot to complete", label)
+    writer.stop()
+    expected = table_state(mariadb, database)
+    envelopes = platform.wait_for(lambda: (found := events(bootstrap, f"{name}.{database}.items"))
+                                  and replayed(found) == expected and found, 120, "the topic to converge on the table",
+                                  label)
+    assert regressions(envelopes) == [], "a key's state went back or came twice"
+    read_ids = [e["after"]["id"] for e in envelopes if e["op"] == "r"]
+    assert sorted(read_ids) == sorted(k for k in expected if 2 <= k <= 4000), "rows lost or read twice"
+    return envelopes
+
+
 @pytest.fixture
 def platform(mariadb, stack, tmp_path):
-    processes = Platform(stack, tmp_path, REDIS_DB, CDC_SNAPSHOT_DISPATCH="celery",
-                         CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS="1", CDC_SNAPSHOT_CHUNK_START_SECONDS="300")
-    processes.migrate()
-    processes.start_worker("streamer", queues="streaming,default", concurrency=2)
-    processes.start_beat()
+    processes = Platform.with_snapshot_queue(stack, tmp_path, REDIS_DB)
     yield processes
     processes.stop()
 
@@ -180,17 +195,9 @@ def test_chunk_tasks_read_in_views_of_their_own_and_the_stream_keeps_every_key_i
     platform.start_worker("snap", queues="snapshot", concurrency=2)
     topic, tags_topic = f"{name}.{mariadb_db}.items", f"{name}.{mariadb_db}.tags"
     bootstrap = stack.kafka_bootstrap
-    platform.wait_for(lambda: any(e["source"].get("snapshot") == "last" for e in events(bootstrap, tags_topic)),
-                      180, "the snapshot to complete", "snap")
-    writer.stop()
-
+    envelopes = converged(platform, mariadb, mariadb_db, bootstrap, name, writer, "snap")
     expected = table_state(mariadb, mariadb_db)
-    envelopes = platform.wait_for(lambda: (found := events(bootstrap, topic)) and replayed(found) == expected
-                                  and found, 120, "the topic to converge on the table", "streamer")
-    assert regressions(envelopes) == [], "a key's state went back or came twice"
     reads = [e for e in envelopes if e["op"] == "r"]
-    read_ids = [e["after"]["id"] for e in reads]
-    assert sorted(read_ids) == sorted(k for k in expected if 2 <= k <= 4000), "rows lost or read twice"
     assert all(e["op"] != "r" for e in envelopes[len(reads):]), "a snapshot event after the stream's first"
     assert {e["after"]["id"] for e in envelopes if e["op"] == "c"} >= {1, *range(4001, 4051), 4100}  # outside the plan
     positions = {(e["source"]["file"], e["source"]["pos"]) for e in reads}
@@ -232,18 +239,9 @@ def test_a_killed_pipeline_with_chunk_tasks_queued_is_resumed_with_every_key_in_
     writer = Writer(mariadb, mariadb_db)
     writer.start()
     platform.start_worker("streamer-2", queues="streaming,default", concurrency=2)
-    topic, tags_topic = f"{name}.{mariadb_db}.items", f"{name}.{mariadb_db}.tags"
     bootstrap = stack.kafka_bootstrap
-    platform.wait_for(lambda: any(e["source"].get("snapshot") == "last" for e in events(bootstrap, tags_topic)),
-                      180, "the resumed snapshot to complete", "streamer-2")
-    writer.stop()
-
-    expected = table_state(mariadb, mariadb_db)
-    envelopes = platform.wait_for(lambda: (found := events(bootstrap, topic)) and replayed(found) == expected
-                                  and found, 120, "the topic to converge on the table", "streamer-2")
-    assert regressions(envelopes) == [], "a key's state went back or came twice"
-    read_ids = [e["after"]["id"] for e in envelopes if e["op"] == "r"]
-    assert sorted(read_ids) == sorted(k for k in expected if 2 <= k <= 4000), "rows lost or read twice"
+    converged(platform, mariadb, mariadb_db, bootstrap, name, writer, "streamer-2")
+    tags_topic = f"{name}.{mariadb_db}.tags"
     assert "resumed" in platform.log("streamer-2")
     assert replayed(events(bootstrap, tags_topic), key="name") == table_state(mariadb, mariadb_db, "tags", "name")
 

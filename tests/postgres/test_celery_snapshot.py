@@ -99,11 +99,7 @@ def chunks_read(platform: Platform, label: str, name: str) -> int:
 
 @pytest.fixture
 def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its database is dropped
-    processes = Platform(stack, tmp_path, REDIS_DB, CDC_SNAPSHOT_DISPATCH="celery",
-                         CDC_SNAPSHOT_CHUNK_HEARTBEAT_SECONDS="1", CDC_SNAPSHOT_CHUNK_START_SECONDS="300")
-    processes.migrate()
-    processes.start_worker("streamer", queues="streaming,default", concurrency=2)
-    processes.start_beat()
+    processes = Platform.with_snapshot_queue(stack, tmp_path, REDIS_DB)
     yield processes
     processes.stop()
 
