@@ -8,131 +8,6 @@
 
 #include "writer.h"
 
-/* id_document(data): a BSON document holding only the _id element of the document `data`; None when it has none or
-   is malformed. */
-PyObject *id_document(PyObject *module, PyObject *argument) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    size_t length = (size_t)view.len;
-    PyObject *result = NULL;
-    int valid = is_document(data, length);
-    size_t at = 4;
-    while (valid && at < length - 1) {
-        size_t element = at;
-        unsigned char type = data[at++];
-        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
-        if (name_end == NULL) break;
-        int is_id = name_end - (data + at) == 3 && memcmp(data + at, "_id", 3) == 0;
-        at = name_end + 1 - data;
-        size_t size = value_size(type, data + at, length - 1 - at);
-        if (size == (size_t)-1) break;
-        at += size;
-        if (is_id) {
-            size_t total = 4 + (at - element) + 1;
-            result = PyBytes_FromStringAndSize(NULL, total);
-            if (result == NULL) break;
-            char *out = PyBytes_AS_STRING(result);
-            out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
-            memcpy(out + 4, data + element, at - element);
-            out[total - 1] = 0;
-            break;
-        }
-    }
-    PyBuffer_Release(&view);
-    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
-    return result;
-}
-
-/* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
-   and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
-   None for malformed input. */
-PyObject *split_event(PyObject *module, PyObject *argument) {
-    static const char *const NAMES[2] = {"fullDocument", "fullDocumentBeforeChange"};
-    Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    size_t length = (size_t)view.len;
-    size_t starts[2] = {0, 0}, ends[2] = {0, 0}; /* element start (type byte) and end, 0 when absent */
-    size_t value_starts[2] = {0, 0};
-    int valid = is_document(data, length);
-    size_t at = 4;
-    while (valid && at < length - 1) {
-        size_t element = at;
-        unsigned char type = data[at++];
-        const unsigned char *name_end = memchr(data + at, 0, length - 1 - at);
-        if (name_end == NULL) {
-            valid = 0;
-            break;
-        }
-        size_t name_length = name_end - (data + at);
-        int which = -1;
-        for (int k = 0; k < 2; k++)
-            if (name_length == strlen(NAMES[k]) && memcmp(data + at, NAMES[k], name_length) == 0) which = k;
-        at += name_length + 1;
-        if (which >= 0 && type == 0x03) {
-            if (at + 4 > length - 1) {
-                valid = 0;
-                break;
-            }
-            int32_t size = read_int32(data + at);
-            if (size < 5 || (size_t)size > length - 1 - at) {
-                valid = 0;
-                break;
-            }
-            starts[which] = element;
-            value_starts[which] = at;
-            at += size;
-            ends[which] = at;
-            continue;
-        }
-        /* Any other element: skip it. */
-        size_t size = value_size(type, data + at, length - 1 - at);
-        if (size == (size_t)-1) {
-            valid = 0;
-            break;
-        }
-        at += size;
-    }
-    if (!valid || at != length - 1) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
-    size_t removed = (ends[0] - starts[0]) + (ends[1] - starts[1]);
-    PyObject *rest = PyBytes_FromStringAndSize(NULL, length - removed);
-    PyObject *documents[2] = {NULL, NULL};
-    if (rest == NULL) goto failed;
-    char *out = PyBytes_AS_STRING(rest);
-    size_t copied = 0, from = 0;
-    int order[2] = {0, 1};
-    if (ends[0] && ends[1] && starts[1] < starts[0]) order[0] = 1, order[1] = 0;
-    for (int n = 0; n < 2; n++) {
-        int k = order[n];
-        if (!ends[k]) continue;
-        memcpy(out + copied, data + from, starts[k] - from);
-        copied += starts[k] - from;
-        from = ends[k];
-    }
-    memcpy(out + copied, data + from, length - from);
-    copied += length - from;
-    uint32_t total = (uint32_t)copied;
-    out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
-    for (int k = 0; k < 2; k++) {
-        documents[k] = ends[k] ? PyBytes_FromStringAndSize((const char *)data + value_starts[k], ends[k] - value_starts[k])
-                               : Py_NewRef(Py_None);
-        if (documents[k] == NULL) goto failed;
-    }
-    PyBuffer_Release(&view);
-    return Py_BuildValue("(NNN)", rest, documents[0], documents[1]);
-failed:
-    PyBuffer_Release(&view);
-    Py_XDECREF(rest);
-    Py_XDECREF(documents[0]);
-    Py_XDECREF(documents[1]);
-    return NULL;
-}
-
-
 /* One element of a document: its BSON type and where its value lies (type 0: absent). */
 typedef struct {
     unsigned char type;
@@ -182,6 +57,103 @@ static int each_element(const unsigned char *data, size_t length, OnElement foun
         at += size;
     }
     return at == length - 1 ? 0 : -1;
+}
+
+/* An element found by name: from its type byte to the end of its value (start NULL: not found). */
+typedef struct {
+    const char *name;
+    const unsigned char *start, *end;
+    int repeated;
+} Found;
+
+static int find_element(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    Found *found = state;
+    if (strlen(found->name) != name_length || memcmp(found->name, name, name_length) != 0) return 0;
+    if (found->start != NULL) found->repeated = 1;
+    found->start = name - 1;
+    found->end = element->value + element->size;
+    return 0;
+}
+
+/* id_document(data): a BSON document holding only the _id element of the document `data`; None when it has none,
+   has several or is malformed. */
+PyObject *id_document(PyObject *module, PyObject *argument) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Found id = {"_id", NULL, NULL, 0};
+    PyObject *result;
+    if (each_element(view.buf, (size_t)view.len, find_element, &id) < 0 || id.start == NULL || id.repeated) {
+        result = Py_NewRef(Py_None);
+    } else {
+        size_t total = 4 + (size_t)(id.end - id.start) + 1;
+        result = PyBytes_FromStringAndSize(NULL, total);
+        if (result != NULL) {
+            char *out = PyBytes_AS_STRING(result);
+            out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+            memcpy(out + 4, id.start, id.end - id.start);
+            out[total - 1] = 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* split_event(data): a change event's BSON without its fullDocument and fullDocumentBeforeChange sub-documents,
+   and those two as bytes (None where absent or not a document): (rest, full_document, full_document_before_change).
+   None for malformed input. */
+PyObject *split_event(PyObject *module, PyObject *argument) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len;
+    Found parts[2] = {{"fullDocument", NULL, NULL, 0}, {"fullDocumentBeforeChange", NULL, NULL, 0}};
+    int valid = each_element(data, length, find_element, &parts[0]) == 0 &&
+                each_element(data, length, find_element, &parts[1]) == 0;
+    for (int k = 0; k < 2; k++) {
+        if (parts[k].repeated) valid = 0;
+        if (parts[k].start != NULL && parts[k].start[0] != 0x03) parts[k].start = NULL; /* not a document: kept */
+    }
+    if (!valid) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *rest = NULL, *documents[2] = {NULL, NULL};
+    size_t removed = 0;
+    for (int k = 0; k < 2; k++) removed += parts[k].start ? (size_t)(parts[k].end - parts[k].start) : 0;
+    rest = PyBytes_FromStringAndSize(NULL, length - removed);
+    if (rest == NULL) goto failed;
+    char *out = PyBytes_AS_STRING(rest);
+    size_t copied = 0;
+    const unsigned char *from = data;
+    int first = parts[1].start != NULL && (parts[0].start == NULL || parts[1].start < parts[0].start);
+    for (int n = 0; n < 2; n++) {
+        const Found *part = &parts[n == 0 ? first : !first];
+        if (part->start == NULL) continue;
+        memcpy(out + copied, from, part->start - from);
+        copied += part->start - from;
+        from = part->end;
+    }
+    memcpy(out + copied, from, data + length - from);
+    copied += data + length - from;
+    uint32_t total = (uint32_t)copied;
+    out[0] = total & 0xFF, out[1] = (total >> 8) & 0xFF, out[2] = (total >> 16) & 0xFF, out[3] = total >> 24;
+    for (int k = 0; k < 2; k++) {
+        if (parts[k].start == NULL) {
+            documents[k] = Py_NewRef(Py_None);
+            continue;
+        }
+        const unsigned char *value = parts[k].start + 1 + strlen(parts[k].name) + 1;
+        documents[k] = PyBytes_FromStringAndSize((const char *)value, parts[k].end - value);
+        if (documents[k] == NULL) goto failed;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(NNN)", rest, documents[0], documents[1]);
+failed:
+    PyBuffer_Release(&view);
+    Py_XDECREF(rest);
+    Py_XDECREF(documents[0]);
+    Py_XDECREF(documents[1]);
+    return NULL;
 }
 
 static int take_event_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
@@ -289,35 +261,14 @@ PyObject *event_head(PyObject *module, PyObject *argument) {
 
 /* Whether text[0..length) is valid UTF-8 (what Python could have decoded). */
 static int valid_utf8(const unsigned char *text, size_t length) {
-    size_t i = 0;
-    while (i < length) {
-        unsigned char c = text[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t size;
-        uint32_t code;
-        if ((c & 0xE0) == 0xC0) size = 2, code = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0) size = 3, code = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0) size = 4, code = c & 0x07;
-        else return 0;
-        if (i + size > length) return 0;
-        for (size_t k = 1; k < size; k++) {
-            if ((text[i + k] & 0xC0) != 0x80) return 0;
-            code = (code << 6) | (text[i + k] & 0x3F);
-        }
-        if ((size == 2 && code < 0x80) || (size == 3 && code < 0x800) || (size == 4 && code < 0x10000) ||
-            code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-            return 0;
-        i += size;
-    }
+    uint32_t code;
+    for (size_t i = 0, size; i < length; i += size)
+        if ((size = read_utf8(text + i, length - i, &code)) == 0) return 0;
     return 1;
 }
 
 /* A quoted JSON string as orjson (and json.dumps with ensure_ascii=False) writes valid UTF-8 text. */
 static int put_json_string(Buffer *out, const unsigned char *text, size_t length) {
-    static const char HEX[] = "0123456789abcdef";
     if (put_char(out, '"') < 0) return -1;
     size_t i = 0;
     while (i < length) {
@@ -325,22 +276,7 @@ static int put_json_string(Buffer *out, const unsigned char *text, size_t length
         while (run < length && text[run] >= 0x20 && text[run] != '"' && text[run] != '\\') run++;
         if (run > i && put(out, (const char *)text + i, run - i) < 0) return -1;
         if (run >= length) break;
-        unsigned char c = text[run];
-        int failed;
-        switch (c) {
-            case '"': failed = PUT_LITERAL(out, "\\\""); break;
-            case '\\': failed = PUT_LITERAL(out, "\\\\"); break;
-            case '\b': failed = PUT_LITERAL(out, "\\b"); break;
-            case '\f': failed = PUT_LITERAL(out, "\\f"); break;
-            case '\n': failed = PUT_LITERAL(out, "\\n"); break;
-            case '\r': failed = PUT_LITERAL(out, "\\r"); break;
-            case '\t': failed = PUT_LITERAL(out, "\\t"); break;
-            default: {
-                char unit[6] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15]};
-                failed = put(out, unit, 6);
-            }
-        }
-        if (failed) return -1;
+        if (put_escaped_ascii(out, text[run]) < 0) return -1;
         i = run + 1;
     }
     return put_char(out, '"');
@@ -354,6 +290,13 @@ static Outcome put_document_string(Buffer *out, Buffer *scratch, const Element *
     Outcome outcome = put_document(scratch, element->value, element->size, bare);
     if (outcome != WRITTEN) return outcome;
     return put_json_string(out, (const unsigned char *)scratch->data, scratch->length) < 0 ? NO_MEMORY : WRITTEN;
+}
+
+/* `before` or `after`: the document where the operation has it (`wanted`), else null. */
+static Outcome put_image(Buffer *out, Buffer *scratch, const Element *element, int wanted, int bare) {
+    if (wanted) return put_document_string(out, scratch, element, bare);
+    if (element->type && element->type != 0x03 && element->type != 0x0A) return UNSUPPORTED;
+    return PUT_LITERAL(out, "null") < 0 ? NO_MEMORY : WRITTEN;
 }
 
 static int take_id(void *state, const unsigned char *name, size_t name_length, const Element *element) {
@@ -434,21 +377,9 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
 
     Outcome outcome;
     if (PUT_LITERAL(out, "{\"before\":") < 0) return NO_MEMORY;
-    if (op != 'c' && fields->before.type) {
-        if ((outcome = put_document_string(out, scratch, &fields->before, bare)) != WRITTEN) return outcome;
-    } else if (fields->before.type && fields->before.type != 0x03 && fields->before.type != 0x0A) {
-        return UNSUPPORTED;
-    } else if (PUT_LITERAL(out, "null") < 0) {
-        return NO_MEMORY;
-    }
+    if ((outcome = put_image(out, scratch, &fields->before, op != 'c', bare)) != WRITTEN) return outcome;
     if (PUT_LITERAL(out, ",\"after\":") < 0) return NO_MEMORY;
-    if (op != 'd') {
-        if ((outcome = put_document_string(out, scratch, &fields->full_document, bare)) != WRITTEN) return outcome;
-    } else if (fields->full_document.type && fields->full_document.type != 0x03 && fields->full_document.type != 0x0A) {
-        return UNSUPPORTED;
-    } else if (PUT_LITERAL(out, "null") < 0) {
-        return NO_MEMORY;
-    }
+    if ((outcome = put_image(out, scratch, &fields->full_document, op != 'd', bare)) != WRITTEN) return outcome;
     if (PUT_LITERAL(out, ",\"updateDescription\":") < 0) return NO_MEMORY;
     if (op == 'u' && fields->update_description.type ? put(out, description, description_length) < 0
                                                        : PUT_LITERAL(out, "null") < 0)

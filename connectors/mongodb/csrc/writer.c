@@ -59,7 +59,48 @@ void writer_init(void) {
     for (int c = 0x20; c < 0x7F; c++) PLAIN[c] = c != '"' && c != '\\';
 }
 
-/* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
+int put_escaped_ascii(Buffer *out, unsigned char c) {
+    switch (c) {
+        case '"': return PUT_LITERAL(out, "\\\"");
+        case '\\': return PUT_LITERAL(out, "\\\\");
+        case '\b': return PUT_LITERAL(out, "\\b");
+        case '\f': return PUT_LITERAL(out, "\\f");
+        case '\n': return PUT_LITERAL(out, "\\n");
+        case '\r': return PUT_LITERAL(out, "\\r");
+        case '\t': return PUT_LITERAL(out, "\\t");
+        default: return put_unit(out, c);
+    }
+}
+
+size_t read_utf8(const unsigned char *text, size_t left, uint32_t *code) {
+    unsigned char c = text[0];
+    size_t size;
+    if (c < 0x80) {
+        *code = c;
+        return 1;
+    }
+    if ((c & 0xE0) == 0xC0) {
+        size = 2;
+        *code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        size = 3;
+        *code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        size = 4;
+        *code = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (size > left) return 0;
+    for (size_t k = 1; k < size; k++) {
+        if ((text[k] & 0xC0) != 0x80) return 0;
+        *code = (*code << 6) | (text[k] & 0x3F);
+    }
+    if ((size == 2 && *code < 0x80) || (size == 3 && *code < 0x800) || (size == 4 && *code < 0x10000) ||
+        *code > 0x10FFFF || (*code >= 0xD800 && *code <= 0xDFFF))
+        return 0;
+    return size;
+}
 
 Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
     if (put_char(out, '"') < 0) return NO_MEMORY;
@@ -72,43 +113,13 @@ Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
         if (i >= length) break;
         unsigned char c = text[i];
         if (c < 0x80) {
-            int failed;
-            switch (c) {
-                case '"': failed = PUT_LITERAL(out, "\\\""); break;
-                case '\\': failed = PUT_LITERAL(out, "\\\\"); break;
-                case '\b': failed = PUT_LITERAL(out, "\\b"); break;
-                case '\f': failed = PUT_LITERAL(out, "\\f"); break;
-                case '\n': failed = PUT_LITERAL(out, "\\n"); break;
-                case '\r': failed = PUT_LITERAL(out, "\\r"); break;
-                case '\t': failed = PUT_LITERAL(out, "\\t"); break;
-                default: failed = put_unit(out, c);  /* other C0 controls and DEL */
-            }
-            if (failed) return NO_MEMORY;
+            if (put_escaped_ascii(out, c) < 0) return NO_MEMORY; /* the quote, the backslash, controls and DEL */
             i++;
             continue;
         }
         uint32_t code;
-        size_t size;
-        if ((c & 0xE0) == 0xC0) {
-            size = 2;
-            code = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            size = 3;
-            code = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            size = 4;
-            code = c & 0x07;
-        } else {
-            return UNSUPPORTED;
-        }
-        if (i + size > length) return UNSUPPORTED;
-        for (size_t k = 1; k < size; k++) {
-            if ((text[i + k] & 0xC0) != 0x80) return UNSUPPORTED;
-            code = (code << 6) | (text[i + k] & 0x3F);
-        }
-        if ((size == 2 && code < 0x80) || (size == 3 && code < 0x800) || (size == 4 && code < 0x10000) ||
-            code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-            return UNSUPPORTED;
+        size_t size = read_utf8(text + i, length - i, &code);
+        if (size == 0) return UNSUPPORTED;
         int failed;
         if (code >= 0x10000) {
             uint32_t rest = code - 0x10000;

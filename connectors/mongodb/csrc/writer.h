@@ -30,6 +30,10 @@ size_t value_size(unsigned char type, const unsigned char *value, size_t left);
 /* Whether data[0..length) is framed as one BSON document (its int32 size and its final 0). */
 int is_document(const unsigned char *data, size_t length);
 
+/* One ASCII character escaped as JSON: \" \\ \b \f \n \r \t, or \u00XX. */
+int put_escaped_ascii(Buffer *out, unsigned char c);
+/* The code point of the UTF-8 sequence at text[0..left): its length, 0 when it is not valid UTF-8. */
+size_t read_utf8(const unsigned char *text, size_t left, uint32_t *code);
 /* A quoted string escaped as the Java driver escapes it; UNSUPPORTED for invalid UTF-8. */
 Outcome put_string(Buffer *out, const unsigned char *text, size_t length);
 /* The strict Extended JSON of one whole BSON document (extjson.document_json). */
