@@ -24,10 +24,11 @@ WIDE = {"width": 1280, "height": 800}
 NARROW = {"width": 390, "height": 844}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def platform(stack, tmp_path_factory):
     """Web server, worker (every queue, Spark on local[2]) and beat over a fresh database, with users bt-admin,
-    bt-operator and bt-viewer."""
+    bt-operator and bt-viewer. One for the whole session (starting it takes seconds): a test names what it creates
+    (connectors, jobs) uniquely and looks only at that; a module's connectors go with its replica set (`mongo_rs`)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (scripts/install.sh installs Debian's chromium)")
     tmp = tmp_path_factory.mktemp("platform")
@@ -50,6 +51,31 @@ def platform(stack, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def mongo_rs(mongo_rs, platform):
+    """The module's replica set (tests/conftest.py). Before it stops, the connectors created in the module (over it)
+    are deleted and their pipelines gone: the platform outlives the module, and each pipeline holds a worker thread."""
+    yield mongo_rs
+    delete_every_connector(platform)
+
+
+def delete_every_connector(platform) -> None:
+    left = platform.django(
+        "from web.connectors import services\n"
+        "from web.connectors.models import Connector\n"
+        "from workers import control\n"
+        "names = [connector.name for connector in Connector.objects.all()]\n"
+        "for connector in Connector.objects.all():\n"
+        "    services.delete_connector(connector, user=None, source='system')\n"
+        "import time\n"
+        "deadline = time.monotonic() + 45\n"
+        "def running(name):\n"
+        "    return not control.wait_until_stopped(name, max(0.1, deadline - time.monotonic()))\n"
+        "print([name for name in names if running(name)])\n"
+    ).strip().splitlines()[-1]
+    assert left == "[]", f"pipelines still running after their connector was deleted: {left}"
+
+
+@pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
 
@@ -107,6 +133,52 @@ def session(browser, platform):
     for current in opened:
         current.close()
     assert not errors, "console errors:\n" + "\n".join(errors)
+
+
+# Keeps the type of each message the page's live socket delivers, once the page's own handler has run (a listener
+# added here runs before the `onmessage` the page assigns later, so it records on the next task).
+SOCKET_MESSAGES = """(() => {
+  const Native = window.WebSocket;
+  window.__socketMessages = [];
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (event) => setTimeout(() => {
+        try { window.__socketMessages.push(JSON.parse(event.data).type); } catch (e) { /* not JSON */ }
+      }, 0));
+    }
+  };
+})()"""
+
+
+def record_socket_messages(page) -> None:
+    """From the next page loaded on: wait_for_socket_message(page, kind) can wait for a live message."""
+    page.add_init_script(SOCKET_MESSAGES)
+
+
+def wait_for_socket_message(page, kind: str, timeout_ms: int = 15_000) -> None:
+    """Until the current page applied a live message of `kind` (hello, connectors, metrics)."""
+    page.wait_for_function("kind => (window.__socketMessages || []).includes(kind)", arg=kind, timeout=timeout_ms)
+
+
+def create_connector(platform, mongo_rs, name: str, **extra) -> None:
+    """A running MongoDB connector `name` over the database `name` of the replica set, without a snapshot, created
+    through the services as the API does; `extra` properties added."""
+    properties = {"name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,
+                  "database.include.list": name, "snapshot.mode": "no_data", "poll.interval.ms": 100,
+                  "offset.storage.topic": f"{name}.offsets", **extra}
+    platform.django(
+        "from web.connectors import drafts, services\n"
+        f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system')\n"
+    )
+
+
+def wait_streaming(page, name: str, timeout_ms: int = 60_000) -> None:
+    """Until the page received a live report of `name` streaming, connected."""
+    page.wait_for_function(
+        """name => Object.values(window.cdcLive.reports).some(r => r.connector === name &&
+             r.metrics && r.metrics.phase === "streaming" && r.metrics.Connected && !r.final)""",
+        arg=name, timeout=timeout_ms)
 
 
 def screenshot(page, name: str, full_page: bool = True) -> Path:

@@ -8,18 +8,23 @@ import uuid
 
 import pytest
 
-from tests.browser.conftest import screenshot
-from tests.browser.test_control_requests import _create, _wait_streaming
+from tests.browser.conftest import (
+    create_connector,
+    record_socket_messages,
+    screenshot,
+    wait_for_socket_message,
+    wait_streaming,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platform, mongo_rs):
     name = f"btact{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     log = page.locator("#activity")
     log.locator('tr[data-kind="state"]', has_text="streaming").first.wait_for(timeout=15_000)
 
@@ -56,14 +61,13 @@ def test_a_failed_replica_set_stays_failed_on_the_pages_when_it_stops_reporting(
         f"{name!r}).update(heartbeat_at=timezone.now() - datetime.timedelta(seconds=60))\n"
     )
     _, page = session("viewer")
+    record_socket_messages(page)
     page.goto("/")
-    page.wait_for_function("() => window.cdcLive && window.cdcLive.state === 'live'", timeout=15_000)
+    wait_for_socket_message(page, "connectors")  # the hello and the first summary (sent right after it) applied
     row = page.locator(f'tr[data-connector="{name}"]')
-    page.wait_for_timeout(3000)  # the hello and a summary applied
     assert "rs0: failed" in row.inner_text() and "stale" not in row.inner_text(), row.inner_text()
     page.goto(f"/connectors/{name}/")
-    page.wait_for_function("() => window.cdcLive && window.cdcLive.state === 'live'", timeout=15_000)
-    page.wait_for_timeout(3000)
+    wait_for_socket_message(page, "connectors")
     card = page.locator('[data-rs$="/rs0"]')
     assert card.locator('[data-bind="phase"]').inner_text() == "failed"
     assert card.locator('[data-bind="members"]').inner_text() == "not connected (failed)"

@@ -8,15 +8,14 @@ import uuid
 
 import pytest
 
-from tests.browser.conftest import screenshot
-from tests.browser.test_control_requests import _create
+from tests.browser.conftest import create_connector, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_the_form_reports_everything_at_once_and_has_its_fields(session, platform, mongo_rs):
     taken = f"btform{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, taken)
+    create_connector(platform, mongo_rs, taken)
     current, page = session("admin")
     page.goto("/connectors/new/")
     page.get_by_label("Name", exact=True).fill(taken)

@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 import pymongo
 import pytest
 
-from tests.browser.conftest import NARROW, WIDE, screenshot
-from tests.browser.test_control_requests import _create, _wait_streaming
+from tests.browser.conftest import NARROW, WIDE, create_connector, screenshot, wait_streaming
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -33,6 +32,11 @@ AXIS_LABELS = """key => ["lag", "eps"].map(which => {
 })"""
 
 
+# A mark on the page's window, gone once the page was reloaded (and loaded completely).
+MARK_PAGE = "() => { window.__notReloaded = true; }"
+RELOADED = "!window.__notReloaded && document.readyState === 'complete'"
+
+
 def _overlaps(labels: list[dict]) -> list[tuple[str, str]]:
     found = []
     for left, right in zip(labels, labels[1:], strict=False):
@@ -44,10 +48,10 @@ def _overlaps(labels: list[dict]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "narrow"])
 def test_one_datetime_format_and_axis_labels_apart(session, platform, mongo_rs, viewport):
     name = f"btfmt{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     _, page = session("viewer", viewport)
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     page.wait_for_function("name => Object.keys(window.cdcLive.charts).some(k => k.startsWith(name + '/'))",
                            arg=name, timeout=30_000)
     key = page.evaluate("name => Object.keys(window.cdcLive.charts).find(k => k.startsWith(name + '/'))", name)
@@ -66,10 +70,10 @@ def test_one_datetime_format_and_axis_labels_apart(session, platform, mongo_rs, 
 
 def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mongo_rs):
     name = f"btrst{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     current, page = session("admin")
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     page.goto(f"/connectors/{name}/offsets/")
     assert not page.get_by_role("button", name="Resume").count()  # running: nothing to resume
 
@@ -82,24 +86,25 @@ def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mong
     current.errors[:] = [e for e in current.errors if not e.endswith("status of 409 (Conflict)")]
 
     page.get_by_label("Stop it first").check()
+    page.evaluate(MARK_PAGE)
     page.get_by_role("button", name="Reset offsets").click()
-    page.wait_for_load_state("load")
-    page.wait_for_function("() => /reset/i.test(document.getElementById('announce').textContent) && "
+    # the page reloads after a reset: the confirmation must be there on the reloaded page
+    page.wait_for_function(f"() => {RELOADED} && /reset/i.test(document.getElementById('announce').textContent) && "
                            "!document.getElementById('announce').hidden", timeout=30_000)
-    page.wait_for_timeout(1500)  # the page reloads after a reset: the confirmation must still be there
     text = page.locator("#announce").inner_text()
     assert "Offsets of" in text and "reset" in text and "Resume" in text, text
     for time_text in page.locator("time").all_inner_texts():
         assert DATETIME.match(time_text.strip()), time_text
 
+    page.evaluate(MARK_PAGE)
     page.get_by_role("button", name="Resume").click()
-    page.wait_for_function("() => document.getElementById('announce').textContent.includes('resume requested')",
+    page.wait_for_function(f"() => {RELOADED} && "  # reloaded: running again, so no Resume button
+                           "document.getElementById('announce').textContent.includes('resume requested')",
                            timeout=15_000)
-    page.wait_for_timeout(1500)  # reloaded: running again, so no Resume button
     assert "resume requested" in page.locator("#announce").inner_text()
     assert not page.get_by_role("button", name="Resume").count()
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     screenshot(page, "offsets-after-resume")
 
 
@@ -107,7 +112,7 @@ def test_nothing_is_loaded_from_outside_the_machine(session, platform, mongo_rs)
     name = f"btnet{uuid.uuid4().hex[:6]}"
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_one({"_id": 1})
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     current, page = session("admin")
     hosts: dict[str, str] = {}
     current.context.on("request", lambda request: hosts.setdefault(urlsplit(request.url).hostname or "", request.url))
@@ -118,7 +123,7 @@ def test_nothing_is_loaded_from_outside_the_machine(session, platform, mongo_rs)
         page.wait_for_load_state("networkidle")
     page.goto("/api/redoc/")
     page.get_by_text("CDC platform API").first.wait_for(timeout=30_000)  # Redoc rendered the schema
-    page.wait_for_timeout(2000)
+    page.wait_for_load_state("networkidle")  # and whatever it loads after that
     outside = {host: url for host, url in hosts.items() if host not in ("127.0.0.1", "localhost", "")}
     assert not outside, outside
     client.close()

@@ -10,31 +10,14 @@ import uuid
 import pymongo
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import create_connector, screenshot, wait_streaming
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
-def _create(platform, mongo_rs, name: str, **extra) -> None:
-    properties = {"name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,
-                  "database.include.list": name, "snapshot.mode": "no_data", "poll.interval.ms": 100,
-                  "offset.storage.topic": f"{name}.offsets", **extra}
-    platform.django(
-        "from web.connectors import drafts, services\n"
-        f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system')\n"
-    )
-
-
-def _wait_streaming(page, name: str, timeout_ms: int = 60_000) -> None:
-    page.wait_for_function(
-        """name => Object.values(window.cdcLive.reports).some(r => r.connector === name &&
-             r.metrics && r.metrics.phase === "streaming" && r.metrics.Connected && !r.final)""",
-        arg=name, timeout=timeout_ms)
-
-
 def test_snapshot_without_signal_collection_is_refused_with_the_reason(session, platform, mongo_rs):
     name = f"btnosig{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
     button = page.get_by_role("button", name="Snapshot")
@@ -49,10 +32,10 @@ def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mong
     name = f"btsig{uuid.uuid4().hex[:6]}"
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_many([{"_id": i, "v": i} for i in range(25)])
-    _create(platform, mongo_rs, name, **{"signal.data.collection": f"{name}.signals"})
+    create_connector(platform, mongo_rs, name, **{"signal.data.collection": f"{name}.signals"})
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     assert page.get_by_role("button", name="Snapshot").is_enabled()
     page.get_by_label("Snapshot collections").fill(f"{name}.docs")
     page.get_by_role("button", name="Snapshot").click()
@@ -70,10 +53,10 @@ def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mong
 
 def test_both_charts_keep_moving_and_one_point_shows_a_readable_span(session, platform, mongo_rs):
     name = f"btchart{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     _, page = session("viewer")
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     page.wait_for_function("name => Object.keys(window.cdcLive.charts).some(k => k.startsWith(name + '/'))",
                            arg=name, timeout=30_000)
     key = page.evaluate("name => Object.keys(window.cdcLive.charts).find(k => k.startsWith(name + '/'))", name)
@@ -89,11 +72,11 @@ def test_both_charts_keep_moving_and_one_point_shows_a_readable_span(session, pl
 def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs):
     name = f"btoff{uuid.uuid4().hex[:6]}"
     client = pymongo.MongoClient(mongo_rs.uri)
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     current, page = session("admin")
     current.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(f"/connectors/{name}/")
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     client[name].docs.insert_one({"_id": 1})  # a committed position with a resume token
     page.goto(f"/connectors/{name}/offsets/")
     for _ in range(30):
@@ -111,7 +94,7 @@ def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs)
 
 def test_clone_export_and_delete_from_the_dashboard(session, platform, mongo_rs):
     name = f"btcl{uuid.uuid4().hex[:6]}"
-    _create(platform, mongo_rs, name)
+    create_connector(platform, mongo_rs, name)
     _, page = session("admin")
     page.goto(f"/connectors/{name}/")
     page.get_by_label("Clone as").fill(f"{name}-copy")

@@ -3,7 +3,7 @@ regex is reported next to its field), the snapshot's progress bar reaches 100 %,
 workload writes, a primary step-down shows up as an election within 3 s, pause changes the state badge, a viewer
 sees no buttons that change anything and the server refuses them anyway, an anonymous WebSocket is refused.
 
-Tests share the module's platform and replica set and run in file order (pause comes last).
+Tests share the module's replica set and its streaming connector, which none of them stops.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pymongo
 import pytest
 from pymongo.errors import PyMongoError
 
-from tests.browser.conftest import NARROW, screenshot, text_number
+from tests.browser.conftest import NARROW, create_connector, screenshot, text_number, wait_streaming
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -35,13 +35,7 @@ def streaming(platform, mongo_rs):
     """A streaming connector (no snapshot) over database `<name>`, created through the services like the API does,
     with a writer thread inserting about 20 documents a second while the module runs."""
     name = _name("btstream")
-    platform.django(
-        "from web.connectors import drafts, services\n"
-        f"services.create_connector(drafts.prepare({{'name': {name!r}, 'topic.prefix': {name!r}, "
-        f"'mongodb.connection.string': {mongo_rs.uri!r}, 'database.include.list': {name!r}, "
-        "'snapshot.mode': 'no_data', 'poll.interval.ms': 100, 'mongodb.heartbeat.frequency.ms': 500, "
-        f"'offset.storage.topic': '{name}.offsets'}}), user=None, source='system')\n"
-    )
+    create_connector(platform, mongo_rs, name, **{"mongodb.heartbeat.frequency.ms": 500})
     stop = threading.Event()
     client = pymongo.MongoClient(mongo_rs.uri, serverSelectionTimeoutMS=5000)
 
@@ -61,13 +55,6 @@ def streaming(platform, mongo_rs):
     stop.set()
     writer.join(5)
     client.close()
-
-
-def _wait_streaming(page, name: str, timeout_ms: int = 60_000) -> None:
-    page.wait_for_function(
-        """name => Object.values(window.cdcLive.reports).some(r => r.connector === name &&
-             r.metrics && r.metrics.phase === "streaming" && r.metrics.Connected && !r.final)""",
-        arg=name, timeout=timeout_ms)
 
 
 def test_create_connector_through_the_form_and_watch_its_snapshot(session, platform, mongo_rs):
@@ -111,7 +98,7 @@ def test_create_connector_through_the_form_and_watch_its_snapshot(session, platf
     assert any(0 < value < 100 for value in seen), sorted(set(seen))  # seen moving, then 100 (waited for)
     documents = page.locator(f'tr[data-collection="{name}.items"] td').nth(1).inner_text()
     assert text_number(documents.split("/")[0]) == SNAPSHOT_DOCS
-    _wait_streaming(page, name)
+    wait_streaming(page, name)
     page.wait_for_function("() => document.querySelector('#state-badge').textContent === 'running'")
 
 
@@ -119,7 +106,7 @@ def test_overview_counters_rise_as_the_workload_writes(session, streaming):
     current, page = session("viewer")
     row = page.locator(f'tr[data-connector="{streaming}"]')
     events = row.locator('[data-bind="events"]')
-    _wait_streaming(page, streaming)
+    wait_streaming(page, streaming)
     page.wait_for_function("cell => parseInt(cell.textContent.replace(/\\D/g, '') || '0') > 0",
                            arg=events.element_handle(), timeout=30_000)
     page.evaluate("() => { window.__sameDocument = true; }")
@@ -142,7 +129,7 @@ def test_overview_counters_rise_as_the_workload_writes(session, streaming):
 def test_step_down_shows_as_an_election_within_3_seconds(session, streaming, mongo_rs):
     current, page = session("operator")
     page.goto(f"/connectors/{streaming}/")
-    _wait_streaming(page, streaming)
+    wait_streaming(page, streaming)
     elections = page.locator('[data-bind="metrics.NumberOfPrimaryElections"]').first
     page.wait_for_function("() => window.cdcLive.state === 'live'")
     before = text_number(elections.inner_text())
@@ -161,7 +148,7 @@ def test_step_down_shows_as_an_election_within_3_seconds(session, streaming, mon
     screenshot(page, "detail")
     _, narrow = session("operator", NARROW)
     narrow.goto(f"/connectors/{streaming}/")
-    _wait_streaming(narrow, streaming)
+    wait_streaming(narrow, streaming)
     narrow.locator("#topics-title + div table").wait_for()
     screenshot(narrow, "detail-narrow")
     assert narrow.evaluate("() => document.documentElement.scrollWidth") <= NARROW["width"]
@@ -266,9 +253,12 @@ def test_metrics_endpoint_takes_a_viewer_token(platform, streaming):
     assert refused.value.code == 401
 
 
-def test_pause_changes_the_state_badge(session, streaming):
+def test_pause_changes_the_state_badge(session, platform, mongo_rs):
+    name = _name("btpause")  # its own: the module's streaming connector stays running for the other tests
+    create_connector(platform, mongo_rs, name)
     current, page = session("operator")
-    page.goto(f"/connectors/{streaming}/")
+    page.goto(f"/connectors/{name}/")
+    wait_streaming(page, name)
     badge = page.locator("#state-badge")
     page.wait_for_function("badge => badge.textContent === 'running'", arg=badge.element_handle(), timeout=30_000)
     page.get_by_role("button", name="Pause").click()  # the confirmation is accepted by the session

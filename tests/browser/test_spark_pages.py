@@ -111,15 +111,17 @@ def test_an_sql_error_is_shown_on_the_run_page(session, events):
 
 
 def test_a_viewer_reads_runs_but_cannot_launch(session, platform):
+    name = f"viewed-{uuid.uuid4().hex[:6]}"
+    platform.django("from web.sparkjobs.models import JobDefinition\n"
+                    f"JobDefinition.objects.create(name={name!r}, template='sql', topics=['t'],"
+                    " arguments={'sql': 'SELECT 1'})\n")
     current, page = session("viewer")
     page.get_by_role("link", name="Spark jobs").click()
     page.wait_for_url("**/spark/")
     assert page.get_by_role("link", name="New Spark job").count() == 0
-    job = page.locator("tr[data-job] a").first
-    job.click()
-    page.wait_for_url("**/spark/jobs/*/")
+    page.locator(f'tr[data-job="{name}"] a').first.click()
+    page.wait_for_url(f"**/spark/jobs/{name}/")
     assert page.get_by_role("button", name="Launch run").count() == 0
-    name = page.url.rstrip("/").rsplit("/", 1)[-1]
     answer = page.request.post(f"/api/spark/jobs/{name}/run/", headers={"X-CSRFToken": current.csrf(page)})
     assert answer.status == 403
 
@@ -136,15 +138,14 @@ def test_a_stats_run_shows_its_time_from_the_start_a_chart_and_a_csv(session, ev
     page.get_by_role("button", name="Create job").click()
     page.wait_for_url(f"**/spark/jobs/{name}/")
     _launch(page)
-    page.wait_for_timeout(2500)
+    page.wait_for_function("() => document.querySelector('[data-run=\"duration\"]').textContent !== '—' && "
+                           "document.querySelector('[data-run=\"step\"]').textContent !== '—'", timeout=2500)
     duration = page.locator('[data-run="duration"]').inner_text()
-    step = page.locator('[data-run="step"]').inner_text()
-    assert duration != "—" and ("so far" in duration or "queued for" in duration or " s" in duration), duration
-    assert step != "—", step
-    first = duration
-    page.wait_for_timeout(2000)
-    if page.locator("#run-status").inner_text() in ("queued", "running"):
-        assert page.locator('[data-run="duration"]').inner_text() != first  # the time moves between polls
+    assert "so far" in duration or "queued for" in duration or " s" in duration, duration
+    # the time moves between polls while the run is queued or running
+    page.wait_for_function("""first => document.querySelector('[data-run="duration"]').textContent !== first
+        || !['queued', 'running'].includes(document.querySelector('#run-status').textContent)""", arg=duration,
+                           timeout=10_000)
     _wait_finished(page)
     assert page.locator("#run-status").inner_text() == "succeeded", page.locator("#run-error").inner_text()
 

@@ -5,7 +5,10 @@ temporary database (tests/platform_processes.py).
 - a latest-state run over a mixed workload (snapshot, patches, replaces, deletes, re-inserts, transactions)
   previews exactly the collection's documents;
 - a statistics run counts exactly the events produced, per operation;
-- cancelling a streaming run ends it as `cancelled` and leaves no process of its group behind.
+- a streaming run processes what its topic holds, then a change produced while it runs; cancelling it ends it as
+  `cancelled` (SIGTERM to the driver, spark-submit's exit status 143) and leaves no process of its group behind.
+
+The two batch runs are launched together (the worker runs two at once), so their spark-submits start side by side.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from bson import json_util
 
 from tests.platform_processes import Platform
 from tests.spark.test_latest_state import scrambled_workload
-from tests.spark.workload import create_topics, encode, key_id, oid, produce
+from tests.spark.workload import Clock, Collection, create_topics, encode, key_id, oid, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -63,7 +66,7 @@ def platform(stack, tmp_path_factory):
         "    print(role, Token.objects.create(user=user).key)\n"
     )
     processes.tokens = dict(line.split() for line in tokens.strip().splitlines()[-2:])
-    processes.start_worker("spark-worker", queues="spark,default", concurrency=1)
+    processes.start_worker("spark-worker", queues="spark,default", concurrency=2)
     processes.start_web()
     yield processes
     processes.stop()
@@ -114,9 +117,19 @@ def create_and_run(api, body: dict) -> dict:
     return run
 
 
-def test_latest_state_run_equals_the_collection(api, platform, workload):
-    run = create_and_run(api, {"name": _name("state"), "template": "latest_state",
-                               "topics": [workload["topic"]]})
+@pytest.fixture(scope="module")
+def batch_runs(api, workload):
+    """A latest-state run and a statistics run of the workload's topic, both queued at once."""
+    return {
+        "latest_state": create_and_run(api, {"name": _name("state"), "template": "latest_state",
+                                             "topics": [workload["topic"]]}),
+        "stats": create_and_run(api, {"name": _name("stats"), "template": "stats", "topics": [workload["topic"]],
+                                      "arguments": {"window": "1 hour"}}),
+    }
+
+
+def test_latest_state_run_equals_the_collection(api, platform, workload, batch_runs):
+    run = batch_runs["latest_state"]
     done = wait_run(api, run["id"], lambda r: r["finished"], platform=platform)
     assert done["status"] == "succeeded", done["error"]
     expected = workload["expected"]
@@ -136,9 +149,8 @@ def test_latest_state_run_equals_the_collection(api, platform, workload):
     assert texts[-1] == "run succeeded (exit status 0)"
 
 
-def test_statistics_run_counts_the_events_produced(api, platform, workload):
-    run = create_and_run(api, {"name": _name("stats"), "template": "stats",
-                               "topics": [workload["topic"]], "arguments": {"window": "1 hour"}})
+def test_statistics_run_counts_the_events_produced(api, platform, workload, batch_runs):
+    run = batch_runs["stats"]
     done = wait_run(api, run["id"], lambda r: r["finished"], platform=platform)
     assert done["status"] == "succeeded", done["error"]
     assert done["result"]["totals"] == workload["ops"]
@@ -163,18 +175,42 @@ def _assert_gone(probe, timeout: float = 15) -> None:
     raise AssertionError(f"still alive {timeout:.0f} s after the run ended")
 
 
-def test_cancelling_a_stream_ends_it_and_its_process_group(api, platform, workload):
+def batches(api, run_id: int) -> list[dict]:
+    """The `batch` events of a run, from its log."""
+    code, log = api("GET", f"/api/spark/runs/{run_id}/log/")
+    assert code == 200, log
+    return [json.loads(line["text"][len("batch: "):]) for line in log["lines"] if line["text"].startswith("batch: ")]
+
+
+def test_a_stream_follows_its_topic_and_cancelling_ends_it_and_its_process_group(api, platform, stack):
+    coll = Collection("sub", "docs", Clock())
+    prefix = f"spark.live.{oid(random.randrange(1 << 40))}"
+    messages = encode([coll.insert({"_id": i, "v": i}) for i in range(4)], prefix)
+    topic = messages[0].topic
+    create_topics(stack.kafka_bootstrap, [topic])
+    produce(stack.kafka_bootstrap, messages)
     run = create_and_run(api, {"name": _name("live"), "template": "latest_state",
-                               "mode": "stream", "topics": [workload["topic"]], "arguments": {"trigger": "1 second"}})
+                               "mode": "stream", "topics": [topic], "arguments": {"trigger": "1 second"}})
     running = wait_run(api, run["id"], lambda r: (r["progress"] or {}).get("batches"), platform=platform)
     assert running["status"] == "running" and running["pid"] and running["driver_pid"]
+    assert running["master"] == "local[2]" and running["progress"]["topics"] == [topic]
+    first = batches(api, run["id"])[0]
+    assert (first["rows_in"], first["rows_out"]) == (4, 4)
+    assert os.path.exists(os.path.join(first["output_path"], "_SUCCESS"))
+
+    produce(stack.kafka_bootstrap, encode([coll.delete(0), coll.insert({"_id": 9})], prefix))
+    wait_run(api, run["id"], lambda r: len(batches(api, run["id"])) >= 2, platform=platform)
+    second = batches(api, run["id"])[1]
+    assert second["rows_in"] == 3 and second["rows_out"] == 4  # a delete, its tombstone, an insert
+
     viewer = Api(platform.base_url, platform.tokens["viewer"])
     assert viewer("POST", f"/api/spark/runs/{run['id']}/cancel/")[0] == 403
     code, answer = api("POST", f"/api/spark/runs/{run['id']}/cancel/")
     assert code == 202 and answer["cancel_requested_at"], answer
     done = wait_run(api, run["id"], lambda r: r["finished"], timeout=90, platform=platform)
     assert done["status"] == "cancelled", done
-    assert "cancelled" in done["error"]
+    # the driver reported it (the launcher's SIGKILL, 30 s after the SIGTERM, would end it with 137)
+    assert done["error"] == "cancelled by SIGTERM" and done["exit_code"] == 143, done
     _assert_gone(lambda: os.killpg(running["pid"], 0))
     _assert_gone(lambda: os.kill(running["driver_pid"], 0))
     assert api("POST", f"/api/spark/runs/{run['id']}/cancel/")[0] == 409
