@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import uuid
 from pathlib import Path
@@ -108,13 +110,44 @@ def can_list_topics(timeout: float = 2.0) -> bool:
         return False
 
 
+def _partition_dirs() -> int:
+    data = HOME / "data"
+    return sum(1 for _ in data.iterdir()) if data.is_dir() else 0
+
+
+def _check_open_file_limit(partitions: int) -> None:
+    """The broker holds a file open for every partition's log segment: past the open-file limit it dies while
+    loading them, silently (its logging goes nowhere). Say so before starting it."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit != resource.RLIM_INFINITY and partitions + 1000 > limit:
+        raise StackError(
+            f"Kafka's data directory {HOME / 'data'} holds {partitions:,} partition directories and this shell's "
+            f"open-file limit is {limit:,}: the broker would die while loading them. Raise the limit (ulimit -n), "
+            f"or start from empty data (stop Kafka, remove {HOME / 'data'}; every topic is lost)."
+        )
+
+
+def _answering(pid: int):
+    """can_list_topics, failing at once when the broker this process started has exited (a child that exited is
+    a zombie until reaped, and looks alive to ManagedProcess)."""
+
+    def check() -> bool:
+        try:
+            exited, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: ManagedProcess watches it
+            exited = 0
+        if exited:
+            raise StackError(f"Kafka exited while starting; last log lines:\n{process.log_tail()}")
+        return can_list_topics()
+
+    return check
+
+
 def start_timeout() -> float:
     """Seconds to wait for the broker to answer after starting it: it loads every partition's log first. The dev
     broker gathered ~20,000 partitions (test runs' topics) and took over 90 s to start on a loaded machine, so every
     test session that started it failed at the former fixed 90 s."""
-    data = HOME / "data"
-    partitions = sum(1 for _ in data.iterdir()) if data.is_dir() else 0
-    return 90 + partitions * 0.02
+    return 90 + _partition_dirs() * 0.02
 
 
 def up() -> str:
@@ -132,8 +165,9 @@ def up() -> str:
     config.write_text(server_properties())
     (HOME / "log4j2.properties").write_text(LOG4J2.format(log=HOME / "server.log"))
     _format_storage_once(config)
-    process.start(_broker_argv(config))
-    wait_until(can_list_topics, start_timeout(), "Kafka to accept AdminClient requests", process)
+    _check_open_file_limit(_partition_dirs())
+    pid = process.start(_broker_argv(config))
+    wait_until(_answering(pid), start_timeout(), "Kafka to accept AdminClient requests", process)
     return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
 
 
