@@ -86,8 +86,9 @@ class RawChangeEvent(RawBSONDocument):
 
     @property
     def head(self) -> tuple | None:
-        """``(operationType, db, coll, _id as BSON, (time, increment), updateDescription as BSON)`` read from the raw
-        bytes (None where absent); None when they cannot be read so (then `event` has them)."""
+        """``(operationType, db, coll, resume token, (time, increment), updateDescription as BSON)`` read from the raw
+        bytes (None where absent; the token a ``{"_data": …}`` dict, or its BSON when it holds more); None when they
+        cannot be read so (then `event` has them)."""
         if self._head is None:
             self._head = compiled.event_head(self.raw) or False
         return self._head or None
@@ -99,8 +100,10 @@ class RawChangeEvent(RawBSONDocument):
             head = self.head
             if head is None or head[3] is None:
                 self._token = self.event.get("_id")
-            else:
+            elif type(head[3]) is bytes:  # a token of other fields than _data
                 self._token = bson.decode(head[3], DECODE_OPTIONS)
+            else:
+                self._token = head[3]
         return self._token
 
     @property

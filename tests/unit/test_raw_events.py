@@ -51,7 +51,10 @@ def _namespace(rng: random.Random) -> dict:
 def random_event(rng: random.Random) -> bytes:
     operation = rng.choice(OPERATIONS)
     document_id = _document_id(rng)
-    event: dict = {"_id": {"_data": rng.randbytes(20).hex().upper()}, "operationType": operation}
+    token = {"_data": rng.randbytes(20).hex().upper()}
+    if rng.random() < 0.1:  # as servers before 4.2 sent some
+        token["_typeBits"] = Binary(rng.randbytes(2))
+    event: dict = {"_id": token, "operationType": operation}
     if rng.random() < 0.95:
         event["clusterTime"] = Timestamp(rng.randint(0, 2**32 - 1), rng.randint(0, 2**32 - 1))
     wall = rng.random()

@@ -214,7 +214,23 @@ static PyObject *string_or_none(const unsigned char *text, size_t length) {
     return PyUnicode_DecodeUTF8((const char *)text, length, "strict");
 }
 
-/* event_head(data): (operationType, db, coll, _id as BSON bytes, (time, increment) of clusterTime,
+/* The resume token (an event's _id document): {"_data": <str>} built here when that is all it holds (what servers
+   send), else its BSON bytes for Python to decode. */
+static PyObject *resume_token(const Element *id) {
+    Found data = {"_data", NULL, NULL, 0};
+    if (each_element(id->value, id->size, find_element, &data) < 0 || data.start == NULL || data.repeated ||
+        data.start[0] != 0x02 || (size_t)(data.end - data.start) + 5 != id->size)
+        return PyBytes_FromStringAndSize((const char *)id->value, id->size);
+    const unsigned char *text = data.start + 1 + sizeof "_data" + 4; /* type, name and its 0, string length */
+    PyObject *value = PyUnicode_DecodeUTF8((const char *)text, data.end - 1 - text, "strict");
+    if (value == NULL) return NULL;
+    PyObject *token = PyDict_New();
+    if (token == NULL || PyDict_SetItemString(token, "_data", value) < 0) Py_CLEAR(token);
+    Py_DECREF(value);
+    return token;
+}
+
+/* event_head(data): (operationType, db, coll, resume token (see resume_token), (time, increment) of clusterTime,
    updateDescription as BSON bytes), each None where the event has none of it; None for malformed input or text that
    is not UTF-8. */
 PyObject *event_head(PyObject *module, PyObject *argument) {
@@ -233,8 +249,7 @@ PyObject *event_head(PyObject *module, PyObject *argument) {
                                           : Py_NewRef(Py_None);
     items[1] = string_or_none(ns.db, ns.db_length);
     items[2] = string_or_none(ns.coll, ns.coll_length);
-    items[3] = fields.id.type == 0x03 ? PyBytes_FromStringAndSize((const char *)fields.id.value, fields.id.size)
-                                      : Py_NewRef(Py_None);
+    items[3] = fields.id.type == 0x03 ? resume_token(&fields.id) : Py_NewRef(Py_None);
     items[4] = fields.cluster_time.type == 0x11
                    ? Py_BuildValue("(kk)", (unsigned long)(uint32_t)read_int32(fields.cluster_time.value + 4),
                                    (unsigned long)(uint32_t)read_int32(fields.cluster_time.value))
