@@ -407,6 +407,48 @@ def test_snapshot_metrics_while_running_aborted_and_resumed(stack, mongo_rs, cli
         assert len(records) == size and len(set(_keys(records))) == size
 
 
+def test_first_chunks_are_read_while_later_collections_are_planned(stack, mongo_rs, client, unique_name,
+                                                                   monkeypatch):
+    from confluent_kafka.admin import AdminClient
+
+    from connectors.mongodb.snapshots.reader import MongoSnapshotReader
+
+    name = _name(unique_name)
+    for collection in ("a", "b"):
+        client[name][collection].insert_many([{"_id": i} for i in range(300)])
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__chunk__size=100,
+                              snapshot__mode="initial_only")
+    (replica_set,) = discover(config.mongo_client_options()).replica_sets
+    read_chunk, plan = MongoSnapshotReader.read_chunk, MongoSnapshotReader.plan
+    chunk_read = threading.Event()
+    topics_while_planning: list[str] = []
+
+    def reading(self, *args, **kwargs):
+        result = read_chunk(self, *args, **kwargs)
+        chunk_read.set()
+        return result
+
+    def planning(self, namespace, chunk_size):
+        if namespace == f"{name}.b":  # a is planned (3 chunks); its first one is read before b's plan is made
+            assert chunk_read.wait(30), f"no chunk of {name}.a was read while {name}.b was planned"
+            existing = AdminClient({"bootstrap.servers": stack.kafka_bootstrap}).list_topics(timeout=10).topics
+            topics_while_planning.extend(t for t in existing if t.startswith(f"{name}.{name}."))
+        return plan(self, namespace, chunk_size)
+
+    monkeypatch.setattr(MongoSnapshotReader, "read_chunk", reading)
+    monkeypatch.setattr(MongoSnapshotReader, "plan", planning)
+    pipeline = ReplicaSetPipeline(config, replica_set, stack.kafka_bootstrap)
+    assert pipeline.run() == "snapshot-done"
+    # nothing was committed before the plan: the events' topic is created by the first chunk's commit
+    assert topics_while_planning == []
+    done = pipeline.snapshot_metrics.snapshot()
+    assert done["ChunksTotal"] == 6 and done["ChunksReadThisRun"] == 6 and done["ChunksDone"] == 6
+    for collection in ("a", "b"):
+        records = read_topic(stack.kafka_bootstrap, f"{name}.{name}.{collection}")
+        assert len(records) == 300 and len(set(_keys(records))) == 300
+        assert [json.loads(r.value)["source"]["snapshot"] for r in records].count("last") == (collection == "b")
+
+
 def test_chunks_as_separate_worker_processes(stack, mongo_rs, client, unique_name):
     name = _name(unique_name)
     client[name].docs.insert_many([{"_id": i, "v": "x" * 20} for i in range(3000)])

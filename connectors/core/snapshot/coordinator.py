@@ -7,7 +7,9 @@ parallel, resumable.
    consumer builds from the topic ends equal to the database's.
 2. **Plan.** Each collection the source selects is split into key ranges by the source (MongoDB: `_id` ranges,
    connectors/mongodb/snapshots/chunks.py). The plan (stream position, boundaries, one done-flag per chunk) is committed
-   to the offset record before the first read, so a restart reuses it.
+   to the offset record before the first chunk commits, so a restart reuses it. (With the default reading threads
+   and a source that can plan beside its reads, MongoDB's, the first chunks are read while later collections are
+   planned; they commit after the plan.)
 3. **Chunks.** Chunks are handed to a `ChunkExecutor` (executors.py): threads by default. Each chunk is committed
    in one Kafka transaction together with the progress that marks it done, so a crash resumes at the first
    unfinished chunk and never emits a committed chunk twice. The snapshot's final chunk is read last, on its
@@ -18,6 +20,7 @@ parallel, resumable.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -28,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, Protocol
 
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk
+from connectors.core.snapshot.chunks import Chunk, chunks_of
 from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
@@ -97,14 +100,20 @@ class InitialSnapshot:
 
     def _read(self) -> bool:
         resumed = self.progress.planned
+        early = _EarlyReads()
         if resumed:
             self._merge_markers()
         else:
             self._capture_start()
-            self._plan()
-            if self.stop.is_set():
-                return False
-            self._commit([])  # the plan and the stream position, before any chunk
+            try:
+                self._plan(early)
+                if self.stop.is_set():
+                    early.shutdown()
+                    return False
+                self._commit([])  # the plan and the stream position, before any chunk
+            except BaseException:
+                early.shutdown()
+                raise
         self._start_metrics()
         done, total = self.progress.chunks_done, self.progress.chunk_count
         log.info("snapshot %s of %s/%s %s: %d collections, %d chunks, %d already done", self.progress.id,
@@ -112,8 +121,10 @@ class InitialSnapshot:
                  len(self.progress.collections), total, done)
         try:
             final = self.progress.final_chunk()
-            pending = [c for c in self.progress.chunks() if c != final and not self.progress.is_done(c)]
-            if pending and not self._run_chunks(pending):
+            reading = {task.chunk.number for task in early.inflight.values()}
+            pending = [c for c in self.progress.chunks()
+                       if c != final and not self.progress.is_done(c) and c.number not in reading]
+            if (pending or early.inflight) and not self._run_chunks(pending, early):
                 self.metrics.finish(aborted=True)
                 return False
             if not self._finish(final):
@@ -125,6 +136,8 @@ class InitialSnapshot:
         except BaseException as error:
             self.metrics.finish(aborted=True, error=str(error))
             raise
+        finally:
+            early.shutdown()
         self.metrics.finish()
         log.info("snapshot %s completed: %d rows in %.1fs", self.progress.id,
                  sum(c.rows for c in self.progress.collections), time.time() - self.progress.started_ms / 1000)
@@ -162,9 +175,11 @@ class InitialSnapshot:
         return self.task_type(self.config.name, self.partition, self.progress.id, chunk, self.progress.read_at,
                               self.config.snapshot_filter(chunk.namespace), mark_last)
 
-    def _run_chunks(self, chunks: list[Chunk]) -> bool:
+    def _run_chunks(self, chunks: list[Chunk], early: _EarlyReads) -> bool:
         context = self.pipeline.snapshot_context(self.reader)
-        executor = self.executor_factory(context)
+        executor, early.executor = early.executor or self.executor_factory(context), None
+        inflight, early.inflight = early.inflight, {}
+        count_reads = early.count_reads
         if executor.commits_itself and not self.progress.remote:
             self.progress.remote = True  # from now on every chunk must be fenced by its own transactional id
             self._commit([])
@@ -172,7 +187,6 @@ class InitialSnapshot:
             executor.shutdown()
             executor = self.pipeline.self_committing_executor(context)
         queue = deque(chunks)
-        inflight: dict = {}
         failures = 0
         try:
             while queue or inflight:
@@ -203,6 +217,8 @@ class InitialSnapshot:
                         queue.appendleft(task.chunk)
                         continue
                     failures = 0
+                    if count_reads:
+                        self.metrics.record_chunk_read()
                     # Readers go on with the next chunks while this thread commits (mostly waiting on Kafka).
                     self._top_up(executor, queue, inflight)
                     self._record(result)
@@ -242,17 +258,36 @@ class InitialSnapshot:
         self.progress.set_start(start)
         self.progress.started_ms = started_ms
 
-    def _plan(self) -> None:
+    def _plan(self, early: _EarlyReads) -> None:
+        """Plans every collection. With a reader that can plan beside its chunk reads (`plans_beside_reads`) and
+        the default reading threads, the first chunks are read while the later collections are planned (the
+        server's work, splitVector walking an index); nothing commits before the plan does, so what is committed,
+        and in which order, is the same. A collection's last chunk is never read early: it may be the final one."""
+        read_early = (getattr(self.reader, "plans_beside_reads", False) and not self.progress.remote
+                      and self.executor_factory is ThreadPoolChunkExecutor)
         collections = []
+        numbered = 0
         for namespace in self.reader.collections():
             plan = self.reader.plan(namespace, self.config.snapshot_chunk_size)
             count = len(plan.bounds) - 1 if plan.bounds else 0
-            collections.append(CollectionProgress(namespace, plan.bounds, [False] * count, 0, plan.estimated_count,
-                                                  plan.method))
+            collection = CollectionProgress(namespace, plan.bounds, [False] * count, 0, plan.estimated_count,
+                                            plan.method)
+            collections.append(collection)
             log.info("snapshot %s: %s planned as %d chunks (%s, ~%d rows)", self.progress.id, namespace, count,
                      plan.method, plan.estimated_count)
+            if read_early and count > 1 and not self.stop.is_set():
+                chunks = chunks_of(namespace, plan.bounds, numbered, self.progress.chunk_type)
+                self._read_early(early, chunks[:-1])
+            numbered += count
         self.progress.collections = collections
         self.progress.planned = True
+
+    def _read_early(self, early: _EarlyReads, chunks: list[Chunk]) -> None:
+        if early.executor is None:
+            # Its reads are counted when they come back: the metrics start once the plan is complete.
+            context = dataclasses.replace(self.pipeline.snapshot_context(self.reader), metrics=None)
+            early.executor, early.count_reads = self.executor_factory(context), True
+        self._top_up(early.executor, deque(chunks), early.inflight)
 
     def _merge_markers(self) -> None:
         """Chunks committed by other workers whose completion the offset record does not show yet."""
@@ -269,3 +304,17 @@ class InitialSnapshot:
         self.metrics.start("initial", self.progress.id, self.progress.started_ms, {
             c.namespace: (c.chunk_count, c.chunks_done, c.rows, c.estimated) for c in self.progress.collections
         })
+
+
+class _EarlyReads:
+    """Chunks read while the plan was being made (see `InitialSnapshot._plan`), and the executor reading them."""
+
+    def __init__(self) -> None:
+        self.executor: ChunkExecutor | None = None
+        self.inflight: dict = {}
+        self.count_reads = False
+
+    def shutdown(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(cancel_pending=True)
+            self.executor, self.inflight = None, {}

@@ -34,6 +34,9 @@ def chunk_error_retriable(error: BaseException, remote: bool) -> bool:
 
 
 class MongoSnapshotReader:
+    # The client is thread-safe: chunks may be read while later collections are planned (coordinator._plan).
+    plans_beside_reads = True
+
     def __init__(self, config: ConnectorConfig, client):
         self.config = config
         self.client = client
