@@ -141,7 +141,8 @@ def child(args) -> None:
     seconds = time.monotonic() - started
     snapshot_metrics = next(iter(runner.pipelines.values())).snapshot_metrics
     metrics = snapshot_metrics.snapshot()
-    # From the stream position's capture to the first chunk: listing and planning the collections, committing the plan.
+    # From the stream position's capture to the plan's commit: listing and planning the collections (the first chunks
+    # are read meanwhile).
     planning = snapshot_metrics.started_at and snapshot_metrics.run_started and (
         time.time() - (time.monotonic() - snapshot_metrics.run_started) - snapshot_metrics.started_at)
     rows = sum(metrics["RowsScanned"].values())
