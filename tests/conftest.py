@@ -1,8 +1,8 @@
 """Shared fixtures: the real local stack (Redis, Kafka, the MongoDB emulator or MONGODB_URI).
 
 `stack` starts what is not running yet and, at the end of the session, stops only what it started,
-so a developer's running stack is left alone and CI leaves no process behind; when it started Kafka, the topics the
-session created are deleted first (tests/topic_cleanup.py).
+so a developer's running stack is left alone and CI leaves no process behind. The topics the session created are
+deleted first: all of them when it started Kafka, else those named after its `unique_name`s (tests/topic_cleanup.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from devstack import stack as devstack
-from tests.topic_cleanup import delete_new_topics, topic_names
+from tests.topic_cleanup import SESSION_TAG, delete_new_topics, delete_session_topics, topic_names
 
 pytest_plugins = ("tests.run_summary",)  # prints what the run ran against and the counts per suite
 
@@ -25,19 +25,22 @@ def stack():
     os.environ.setdefault("REDIS_URL", endpoints.redis_url)
     os.environ.setdefault("KAFKA_BOOTSTRAP_SERVERS", endpoints.kafka_bootstrap)
     keep = bool(os.environ.get("DEVSTACK_KEEP"))
-    topics_before = topic_names(endpoints.kafka_bootstrap) if "kafka" in started and not keep else None
+    topics_before = topic_names(endpoints.kafka_bootstrap) if not keep else None
     yield endpoints
-    if topics_before is not None:
+    if topics_before is not None and "kafka" in started:
         delete_new_topics(endpoints.kafka_bootstrap, topics_before)
+    elif topics_before is not None:
+        delete_session_topics(endpoints.kafka_bootstrap, topics_before)
     if started and not keep:
         devstack.down(started, echo=lambda line: None)
 
 
 @pytest.fixture
 def unique_name(request):
-    """A short name unique to this test, for topics, transactional ids and connectors."""
-    base = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:40]
-    return f"{base}-{uuid.uuid4().hex[:8]}"
+    """A short name unique to this test, for topics, transactional ids and connectors; it carries the session's tag,
+    by which the session finds its topics on a shared broker to delete them."""
+    base = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:33]
+    return f"{base}-{SESSION_TAG}{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="module")
