@@ -140,6 +140,7 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document) -> tupl
     read_rate, read_cpu_us = watch_rate(coll, token, changes)
     messages = _read_messages(bootstrap, f"{name}.{name}.docs", 20_000)
     client.drop_database(name)
+    delete_topics(bootstrap, f"{name}.")
     return rate, read_rate, messages, cpu_us, read_cpu_us
 
 
@@ -175,7 +176,9 @@ def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -
             except BufferError:
                 producer.poll(0.01)
     producer.flush(120)
-    return len(messages) / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / len(messages)
+    rate, cpu_us = len(messages) / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / len(messages)
+    delete_topics(bootstrap, topic)
+    return rate, cpu_us
 
 
 def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None:
