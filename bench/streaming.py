@@ -422,6 +422,17 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
         raise TimeoutError("the warm-up change did not reach the consumer")
     gc_pauses = GcPauses()
     gc.callbacks.append(gc_pauses)
+    lag_samples: list[float] = []  # what the dashboard shows, read as often as it could be
+    sampling = threading.Event()
+
+    def sample_lag() -> None:
+        while not sampling.wait(0.01):
+            lag = pipeline.metrics.ms_behind_source
+            if lag is not None:
+                lag_samples.append(float(lag))
+
+    sampler = threading.Thread(target=sample_lag, daemon=True)
+    sampler.start()
     began, load_before = time.time(), os.getloadavg()[0]
     results, child_end = spawn.Pipe(duplex=False)
     writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
@@ -437,6 +448,8 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     consumer.join(30)
     seen_ns = {i: at for i, at in enumerate(seen) if at}
     gc.callbacks.remove(gc_pauses)
+    sampling.set()
+    sampler.join()
     ended = time.time()
     stop.set()
     thread.join()
@@ -453,7 +466,7 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
             "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses,
             "broker_gc": broker_gc_pauses(began, ended), "load": (load_before, os.getloadavg()[0]),
-            "broker": broker_partitions(bootstrap)}
+            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples)}
 
 
 def print_latency(rate: float, result: dict) -> None:
@@ -463,6 +476,10 @@ def print_latency(rate: float, result: dict) -> None:
               f"p99 {_percentile(end_to_end, 0.99):.1f} ms")
     print(f"  {result['events']} of {result['total']} events seen; writes went at {result['write_rate']:,.0f}/s; "
           f"{result['batches']} transactions")
+    lag = result["lag"]
+    if lag:
+        print(f"  dashboard lag (MilliSecondsBehindSource, read every 10 ms): p50 {statistics.median(lag):.1f} ms, "
+              f"p99 {_percentile(lag, 0.99):.1f} ms, max {lag[-1]:.1f} ms")
     print(f"  {'stage (ms)':<36}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}")
     for label, _, _ in STAGES:
         values = result["stages"].get(label)

@@ -39,23 +39,26 @@ class StreamingMetrics:
     started_at: float = field(default_factory=time.time)
     _recent: deque = field(default_factory=lambda: deque(maxlen=120), repr=False)
 
-    def record_events(self, by_operation: dict[str, int], cluster_time_ms: int | None, position: dict,
-                      summary: dict, lag_basis: str | None = None) -> None:
-        """Events seen (counts by operation); the source time (ms), position and summary are the last event's.
-
-        `lag_basis` names the source time the lag is computed from (e.g. "wallTime", "clusterTime")."""
-        now_ms = int(time.time() * 1000)
+    def record_events(self, by_operation: dict[str, int], position: dict, summary: dict) -> None:
+        """Events seen (counts by operation); the position and summary are the last event's."""
         count = sum(by_operation.values())
         with self._lock:
             self.total_events_seen += count
             for operation, n in by_operation.items():
                 self.events_by_operation[operation] = self.events_by_operation.get(operation, 0) + n
-            if cluster_time_ms is not None:
-                self.ms_behind_source = max(0, now_ms - cluster_time_ms)
-                self.lag_basis = lag_basis
             self.source_event_position = position
             self.last_event = summary
             self._count_now(count)
+
+    def record_committed(self, source_ms: int, lag_basis: str | None = None) -> None:
+        """A batch is committed to Kafka (visible to read_committed consumers) whose oldest change the source made at
+        `source_ms`: the lag is how long that change took to get there, what a consumer of the topics sees.
+
+        `lag_basis` names the source time it is computed from (e.g. "wallTime", "clusterTime")."""
+        now_ms = int(time.time() * 1000)
+        with self._lock:
+            self.ms_behind_source = max(0, now_ms - source_ms)
+            self.lag_basis = lag_basis
 
     def record_filtered(self, count: int = 1) -> None:
         with self._lock:

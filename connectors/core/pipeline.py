@@ -32,7 +32,15 @@ from connectors.core.snapshot.coordinator import InitialSnapshot
 from connectors.core.snapshot.executors import ChunkExecutor, ChunkExecutorFactory, SnapshotContext
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.snapshot.progress import SnapshotProgress
-from connectors.core.source import EventBuilder, PartitionSource, Position, SnapshotReader, Start, StoredOffset
+from connectors.core.source import (
+    ChangeSummary,
+    EventBuilder,
+    PartitionSource,
+    Position,
+    SnapshotReader,
+    Start,
+    StoredOffset,
+)
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.kafka import OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
@@ -53,26 +61,33 @@ class StartPlan:
 class SeenEvents:
     """A batch's captured and filtered events, reported to the metrics once per batch (not once per event)."""
 
-    __slots__ = ("by_operation", "filtered", "last")
+    __slots__ = ("by_operation", "filtered", "first", "last")
 
     def __init__(self) -> None:
         self.by_operation: dict[str, int] = {}
         self.filtered = 0
+        self.first: Any = None
         self.last: Any = None
 
     def add(self, operation: str, change: Any) -> None:
         self.by_operation[operation] = self.by_operation.get(operation, 0) + 1
+        if self.first is None:
+            self.first = change
         self.last = change
 
-    def report(self, metrics: StreamingMetrics, builder: EventBuilder) -> None:
+    def report(self, metrics: StreamingMetrics, builder: EventBuilder) -> ChangeSummary | None:
+        """Reports the counts; returns the description of the batch's oldest event (None: no event), whose source
+        time the lag is measured from once the batch is committed."""
         if self.filtered:
             metrics.record_filtered(self.filtered)
             self.filtered = 0
-        if self.last is not None:
-            described = builder.describe(self.last)
-            metrics.record_events(self.by_operation, described.source_ms, described.position, described.summary,
-                                  lag_basis=described.lag_basis)
-            self.by_operation, self.last = {}, None
+        if self.last is None:
+            return None
+        described = builder.describe(self.last)
+        metrics.record_events(self.by_operation, described.position, described.summary)
+        oldest = described if self.first is self.last else builder.describe(self.first)
+        self.by_operation, self.first, self.last = {}, None, None
+        return oldest
 
 
 class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop came while waiting for Kafka
@@ -436,9 +451,9 @@ class Pipeline:
         """Commits what `pending` holds (changes, idle position, heartbeat or incremental snapshot progress)."""
         builder = self.builder
         messages, position = pending.messages, pending.position
-        pending.seen.report(self.metrics, builder)
+        oldest = pending.seen.report(self.metrics, builder)
         if pending.failure is not None:
-            self._commit(messages, position)
+            self._commit(messages, position, oldest=oldest)
             raise pending.failure
         if pending.idle:
             messages.extend(builder.idle())
@@ -452,7 +467,7 @@ class Pipeline:
         # incremental snapshot progress changed: persist it
         progressed = self.incremental is not None and self.incremental.take_dirty()
         if messages or progressed:
-            self._commit(messages, position)
+            self._commit(messages, position, oldest=oldest)
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, position, heartbeat=True)
@@ -469,7 +484,8 @@ class Pipeline:
             extra["incremental_snapshot"] = incremental
         return self.source.offset_record(position, snapshot=snapshot, startup=startup, extra=extra)
 
-    def _commit(self, messages, position: Position | None, heartbeat=False) -> None:
+    def _commit(self, messages, position: Position | None, heartbeat=False,
+                oldest: ChangeSummary | None = None) -> None:
         if position is None and not messages:
             return
         self._await_commit()  # the previous batch first: its position may be the one this offset falls back to
@@ -486,6 +502,8 @@ class Pipeline:
                 trace("committed", messages)
             self.committed = position
             self._last_commit = time.monotonic()
+            if oldest is not None and oldest.source_ms is not None:
+                self.metrics.record_committed(oldest.source_ms, oldest.lag_basis)
             if self._on_committed is not None and position is not None:
                 self._on_committed(position)
             self.metrics.record_commit(heartbeat=heartbeat)

@@ -1,4 +1,4 @@
-"""Lag is computed from the most precise source time: wallTime (ms) when the event has it."""
+"""Lag is computed from the most precise source time (wallTime, ms, when the event has it) when a batch is committed."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def test_wall_time_keeps_its_milliseconds():
 def test_lag_and_its_basis_are_reported():
     metrics = StreamingMetrics("c", "rs0")
     source_ms = int(time.time() * 1000) - 250
-    metrics.record_events({"c": 1}, source_ms, {}, {}, lag_basis="wallTime")
+    metrics.record_events({"c": 1}, {}, {})
+    assert metrics.snapshot()["MilliSecondsBehindSource"] is None  # seen, not yet committed
+    metrics.record_committed(source_ms, lag_basis="wallTime")
     snapshot = metrics.snapshot()
     assert snapshot["LagBasis"] == "wallTime"
     assert 250 <= snapshot["MilliSecondsBehindSource"] < 60_000
