@@ -155,6 +155,9 @@ class TransactionalSink:
             "bootstrap.servers": bootstrap_servers,
             "transactional.id": self.transactional_id,
             "on_delivery": self._on_delivery,
+            # Only failures are reported (the flush counts what is still unacknowledged): a report per message is a
+            # Python call per message, ~0.5 us of CPU and of the interpreter lock each.
+            "delivery.report.only.error": True,
         }
         self._producer: Producer | None = None
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
