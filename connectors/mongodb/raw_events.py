@@ -2,9 +2,10 @@
 decoding the event or building a ChangeRecord.
 
 It serves the configurations where an event's message is Debezium 3.x's envelope of one document change:
-``event.format=debezium`` with the 3.x source block, no transaction metadata, and no field rules on the collection.
-Everything else, and any event the compiled module leaves to Python (another operation, a value type it does not
-write), goes through the Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
+``event.format=debezium`` with the 3.x source block, no transaction metadata, and no field rules on the collection;
+for change stream events (`build`) and for snapshot reads of raw documents (`read_messages`). Everything else, and any
+event the compiled module leaves to Python (another operation, a value type it does not write), goes through the
+Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from dataclasses import dataclass
 
 import bson
 import orjson
+from bson.raw_bson import RawBSONDocument
 
 from connectors.config import DebeziumCompatibility, EventFormat
 from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
 from connectors.mongodb.events import TOMBSTONE, KafkaMessage, encode_envelope
-from connectors.mongodb.records import Operation, UpdateDescription, shared_namespace
+from connectors.mongodb.records import Namespace, Operation, SnapshotMarker, UpdateDescription, shared_namespace
 from connectors.mongodb.transformer import Transformer
 
 _OPERATIONS = {"insert": Operation.CREATE, "update": Operation.UPDATE, "replace": Operation.UPDATE,
@@ -115,3 +117,24 @@ class RawEventWriter:
         if operation is Operation.DELETE and self._tombstones:
             messages.append(KafkaMessage(collection.topic, key, None, kind=TOMBSTONE))
         return operation.value, messages
+
+    def read_messages(self, namespace: Namespace, document: RawBSONDocument,
+                      marker: SnapshotMarker) -> list[KafkaMessage] | None:
+        """The messages of a snapshot read of ``document`` (what the Transformer gives for
+        `ChangeRecord.snapshot_read`), or None when the Transformer must build them."""
+        collection = self._collection(namespace.db, namespace.collection)
+        if not collection.captured or not collection.plain:
+            return None
+        written = rawjson.compiled.snapshot_value(document.raw, self._source_prefix, self._bare,
+                                                  self._events.now_ms(), marker.value, namespace.db,
+                                                  namespace.collection)
+        if written is None:
+            return None
+        value, key = written
+        if key is None:
+            key = encode_envelope({"id": extjson.key_json(rawjson.document_key(document)["_id"])})
+        if collection.key_schema is not None:
+            key = collection.key_schema + key + b"}"
+        if collection.value_schema is not None:
+            value = collection.value_schema + value + b"}"
+        return [KafkaMessage(collection.topic, key, value)]

@@ -39,7 +39,8 @@ except ImportError:
     compiled = None
 if compiled is not None and not all(
     hasattr(compiled, name)
-    for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "set_escape_table")
+    for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "snapshot_value",
+                 "set_escape_table")
 ):
     compiled = None  # built from older sources: scripts/build_rawjson.py rebuilds it
 if compiled is not None:

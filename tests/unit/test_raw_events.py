@@ -1,6 +1,7 @@
 """Change events written from their raw BSON by the compiled module (connectors/mongodb/raw_events.py) against the
 Transformer's messages of the same events decoded: the same Kafka messages for a large random corpus of change events
-under the configurations the writer serves and those it hands to the Transformer."""
+under the configurations the writer serves and those it hands to the Transformer, and for snapshot reads of raw
+documents."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import bson
 import pytest
 from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
+from bson.raw_bson import RawBSONDocument
 
 from connectors.config import ConnectorConfig
 from connectors.mongodb import rawjson
-from connectors.mongodb.raw_events import NOT_WRITTEN
+from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
+from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.source import MongoEventBuilder
+from connectors.mongodb.transformer import Transformer
 from tests.unit.document_writers import require_compiled
 from tests.unit.test_rawjson import random_document, random_text, random_value
 
@@ -118,3 +122,26 @@ def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding()
         assert event["_id"] == expected["_id"]
         assert event.head is not None and event._split is None  # noqa: SLF001 - nothing decoded but the token
         assert (event.cluster_time, event.operation_type) == (expected.get("clusterTime"), expected["operationType"])
+
+
+@pytest.mark.parametrize("name", ["default", "schemas", "strict-json", "field-rules", "some-collections"])
+def test_snapshot_reads_written_from_raw_documents_are_the_transformers(name):
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    config = ConnectorConfig.from_properties({**BASE, **CONFIGS[name]})
+    transformer = Transformer(config, "rs0", clock=lambda: 1700000000.5)
+    writer = RawEventWriter.for_transformer(transformer)
+    written = 0
+    for _ in range(1500):
+        data = bson.encode({"_id": _document_id(rng), **random_document(rng, 2)})
+        namespace = Namespace(rng.choice(["db0", "db1"]), _namespace(rng)["coll"])
+        marker = rng.choice([SnapshotMarker.TRUE, SnapshotMarker.FIRST, SnapshotMarker.LAST,
+                             SnapshotMarker.INCREMENTAL])
+        mine = writer.read_messages(namespace, RawBSONDocument(data, rawjson.RAW_OPTIONS), marker)
+        decoded = ChangeRecord.snapshot_read(namespace, bson.decode(data, rawjson.DECODE_OPTIONS),
+                                             cluster_time=Timestamp(5, 1), marker=marker)
+        if mine is not None:
+            written += 1
+            assert mine == transformer.transform(decoded), (seed, data, marker)
+    assert written > 500, (seed, written)

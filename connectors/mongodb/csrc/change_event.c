@@ -427,6 +427,19 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
     return WRITTEN;
 }
 
+/* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error. */
+static PyObject *written_pair(Outcome outcome, Outcome key_outcome, const Buffer *value, const Buffer *key) {
+    if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) return PyErr_NoMemory();
+    if (outcome != WRITTEN) Py_RETURN_NONE;
+    PyObject *key_bytes =
+        key_outcome == WRITTEN ? PyBytes_FromStringAndSize(key->data, key->length) : Py_NewRef(Py_None);
+    PyObject *value_bytes = key_bytes ? PyBytes_FromStringAndSize(value->data, value->length) : NULL;
+    PyObject *result = value_bytes != NULL ? PyTuple_Pack(2, value_bytes, key_bytes) : NULL;
+    Py_XDECREF(value_bytes);
+    Py_XDECREF(key_bytes);
+    return result;
+}
+
 /* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description): (value, key) of a change event's
    raw BSON, as Debezium 3.x's MongoDB connector writes them without schemas; key None for an _id of a type other
    than int, string and ObjectId. `source_prefix` is the source block's text up to its ts_ms value; update_description
@@ -467,21 +480,64 @@ PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         }
     }
     PyBuffer_Release(&view);
-    PyObject *result = NULL;
-    if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) {
-        PyErr_NoMemory();
-    } else if (outcome != WRITTEN) {
-        result = Py_NewRef(Py_None);
-    } else {
-        PyObject *key_bytes = key_outcome == WRITTEN ? PyBytes_FromStringAndSize(key.data, key.length)
-                                                     : Py_NewRef(Py_None);
-        PyObject *value_bytes = key_bytes ? PyBytes_FromStringAndSize(value.data, value.length) : NULL;
-        if (value_bytes != NULL) {
-            result = PyTuple_Pack(2, value_bytes, key_bytes);
-        }
-        Py_XDECREF(value_bytes);
-        Py_XDECREF(key_bytes);
+    PyObject *result = written_pair(outcome, key_outcome, &value, &key);
+    PyMem_RawFree(value.data);
+    PyMem_RawFree(key.data);
+    PyMem_RawFree(scratch.data);
+    return result;
+}
+
+/* snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll): (value, key) of a snapshot read
+   of the document `data`, as change_value writes a change (key None for an _id it leaves to Python); `snapshot` is
+   source.snapshot's value. None when this code does not write the document. */
+PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, "
+                                         "coll) takes 7 arguments");
+        return NULL;
     }
+    if (!writer_ready()) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return NULL;
+    }
+    int bare = PyObject_IsTrue(args[2]);
+    if (bare < 0) return NULL;
+    long long ts_ms = PyLong_AsLongLong(args[3]);
+    if (ts_ms == -1 && PyErr_Occurred()) return NULL;
+    char *prefix;
+    Py_ssize_t prefix_length, lengths[3];
+    const char *texts[3];
+    if (PyBytes_AsStringAndSize(args[1], &prefix, &prefix_length) < 0) return NULL;
+    for (int k = 0; k < 3; k++)
+        if ((texts[k] = PyUnicode_AsUTF8AndSize(args[4 + k], &lengths[k])) == NULL) return NULL;
+    if (ts_ms > MAX_EXACT_MILLIS || ts_ms < -MAX_EXACT_MILLIS) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Element document = {0x03, view.buf, (size_t)view.len};
+    Buffer value = {NULL, 0, 0}, key = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Outcome outcome = NO_MEMORY, key_outcome = UNSUPPORTED;
+    if (grow(&value, (size_t)view.len * 2 + 512) == 0 && grow(&scratch, (size_t)view.len + 256) == 0) {
+        int failed = PUT_LITERAL(&value, "{\"before\":null,\"after\":") < 0;
+        outcome = failed ? NO_MEMORY : put_document_string(&value, &scratch, &document, bare);
+        if (outcome == WRITTEN &&
+            (PUT_LITERAL(&value, ",\"updateDescription\":null,\"source\":") < 0 ||
+             put(&value, prefix, prefix_length) < 0 || put_int64(&value, ts_ms) < 0 ||
+             PUT_LITERAL(&value, ",\"snapshot\":") < 0 ||
+             put_json_string(&value, (const unsigned char *)texts[0], lengths[0]) < 0 ||
+             PUT_LITERAL(&value, ",\"db\":") < 0 ||
+             put_json_string(&value, (const unsigned char *)texts[1], lengths[1]) < 0 ||
+             PUT_LITERAL(&value, ",\"sequence\":null,\"ts_us\":") < 0 || put_int64(&value, ts_ms * 1000) < 0 ||
+             PUT_LITERAL(&value, ",\"ts_ns\":") < 0 || put_int64(&value, ts_ms * 1000000) < 0 ||
+             PUT_LITERAL(&value, ",\"collection\":") < 0 ||
+             put_json_string(&value, (const unsigned char *)texts[2], lengths[2]) < 0 ||
+             PUT_LITERAL(&value, ",\"ord\":-1,\"lsid\":null,\"txnNumber\":null,\"wallTime\":null},\"op\":\"r\","
+                                 "\"ts_ms\":") < 0 ||
+             put_int64(&value, ts_ms) < 0 || PUT_LITERAL(&value, ",\"transaction\":null}") < 0))
+            outcome = NO_MEMORY;
+        if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &document);
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = written_pair(outcome, key_outcome, &value, &key);
     PyMem_RawFree(value.data);
     PyMem_RawFree(key.data);
     PyMem_RawFree(scratch.data);

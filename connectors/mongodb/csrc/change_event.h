@@ -10,5 +10,6 @@ PyObject *id_document(PyObject *module, PyObject *argument);
 PyObject *split_event(PyObject *module, PyObject *argument);
 PyObject *event_head(PyObject *module, PyObject *argument);
 PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

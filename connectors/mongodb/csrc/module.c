@@ -65,6 +65,9 @@ static PyMethodDef methods[] = {
     {"change_value", (PyCFunction)(void (*)(void))change_value, METH_FASTCALL,
      "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description) -> (value, key) | None: "
      "Debezium's change event value (and key) of a raw change event; None when the Python path must write it."},
+    {"snapshot_value", (PyCFunction)(void (*)(void))snapshot_value, METH_FASTCALL,
+     "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
+     "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
     {"set_escape_table", set_escape_table, METH_O,
      "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
     {NULL, NULL, 0, NULL},

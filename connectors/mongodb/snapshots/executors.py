@@ -29,6 +29,7 @@ from connectors.core.snapshot.self_committing import SelfCommittingThreadExecuto
 from connectors.core.snapshot.self_committing import commit_chunk_once, result_json
 from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
+from connectors.mongodb.raw_events import RawEventWriter
 from connectors.mongodb.rawjson import raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk
@@ -101,17 +102,27 @@ def read_range(client, transformer: Transformer, chunk: Chunk, cluster_time, fil
     held = None
     transform = transformer.transform
     snapshot_read = ChangeRecord.snapshot_read
+    # Raw documents are written whole in C where the configuration allows (raw_events), else transformed.
+    writer = RawEventWriter.for_transformer(transformer) if raw is not None else None
+    write = writer.read_messages if writer is not None else None
+
+    def read(document, marker: SnapshotMarker) -> list:
+        if write is not None:
+            written = write(namespace, document, marker)
+            if written is not None:
+                return written
+        return transform(snapshot_read(namespace, document, cluster_time=cluster_time, marker=marker))
+
     with cursor:
         for document in cursor:
             if held is not None:
-                messages.extend(transform(snapshot_read(namespace, held, cluster_time=cluster_time, marker=marker)))
+                messages.extend(read(held, marker))
             held = document
             rows += 1
             if stop is not None and rows % 512 == 0 and stop.is_set():
                 raise ChunkInterrupted(chunk.label)
     if held is not None:
-        last = SnapshotMarker.LAST if mark_last else marker
-        messages.extend(transform(snapshot_read(namespace, held, cluster_time=cluster_time, marker=last)))
+        messages.extend(read(held, SnapshotMarker.LAST if mark_last else marker))
     return messages, rows
 
 
