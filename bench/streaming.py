@@ -36,6 +36,7 @@ import pymongo.monitoring
 from bson import Int64
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from bench.rss import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
 from devstack import settings
@@ -353,16 +354,6 @@ def broker_gc_pauses(began: float, ended: float) -> list[float]:
                 if began <= at <= ended:
                     pauses.append(float(match["ms"]))
     return pauses
-
-
-def delete_topics(bootstrap: str, prefix: str) -> None:
-    """Deletes the topics a run created: left behind, thousands of them slow the shared development broker."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [topic for topic in admin.list_topics(timeout=10).topics if topic.startswith(prefix)]
-    for future in admin.delete_topics(names, operation_timeout=30).values() if names else ():
-        future.result(60)
 
 
 def broker_partitions(bootstrap: str) -> tuple[int, int]:

@@ -427,17 +427,50 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
     return WRITTEN;
 }
 
-/* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error. */
-static PyObject *written_pair(Outcome outcome, Outcome key_outcome, const Buffer *value, const Buffer *key) {
-    if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) return PyErr_NoMemory();
-    if (outcome != WRITTEN) Py_RETURN_NONE;
-    PyObject *key_bytes =
-        key_outcome == WRITTEN ? PyBytes_FromStringAndSize(key->data, key->length) : Py_NewRef(Py_None);
-    PyObject *value_bytes = key_bytes ? PyBytes_FromStringAndSize(value->data, value->length) : NULL;
-    PyObject *result = value_bytes != NULL ? PyTuple_Pack(2, value_bytes, key_bytes) : NULL;
-    Py_XDECREF(value_bytes);
-    Py_XDECREF(key_bytes);
+/* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error; the three
+   buffers are freed. */
+static PyObject *written_pair(Outcome outcome, Outcome key_outcome, Buffer *value, Buffer *key, Buffer *scratch) {
+    PyObject *result = NULL;
+    if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (outcome != WRITTEN) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *key_bytes =
+            key_outcome == WRITTEN ? PyBytes_FromStringAndSize(key->data, key->length) : Py_NewRef(Py_None);
+        PyObject *value_bytes = key_bytes ? PyBytes_FromStringAndSize(value->data, value->length) : NULL;
+        result = value_bytes != NULL ? PyTuple_Pack(2, value_bytes, key_bytes) : NULL;
+        Py_XDECREF(value_bytes);
+        Py_XDECREF(key_bytes);
+    }
+    PyMem_RawFree(value->data);
+    PyMem_RawFree(key->data);
+    PyMem_RawFree(scratch->data);
     return result;
+}
+
+/* The arguments change_value and snapshot_value share: (data, source_prefix, bare_non_finite, ts_ms, ...). */
+typedef struct {
+    int bare;
+    long long ts_ms;
+    char *prefix;
+    Py_ssize_t prefix_length;
+} Writing;
+
+static int read_writing(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wanted, const char *usage,
+                        Writing *writing) {
+    if (nargs != wanted) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", usage, wanted);
+        return -1;
+    }
+    if (!writer_ready()) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return -1;
+    }
+    if ((writing->bare = PyObject_IsTrue(args[2])) < 0) return -1;
+    writing->ts_ms = PyLong_AsLongLong(args[3]);
+    if (writing->ts_ms == -1 && PyErr_Occurred()) return -1;
+    return PyBytes_AsStringAndSize(args[1], &writing->prefix, &writing->prefix_length);
 }
 
 /* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description): (value, key) of a change event's
@@ -447,22 +480,12 @@ static PyObject *written_pair(Outcome outcome, Outcome key_outcome, const Buffer
    write the event (an operation other than insert, update, replace and delete; a document the writer leaves to
    Python; malformed input): the Python path does. */
 PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "change_value(data, source_prefix, bare_non_finite, ts_ms, "
-                                         "update_description) takes 5 arguments");
+    Writing writing;
+    if (read_writing(args, nargs, 5, "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description)",
+                     &writing) < 0)
         return NULL;
-    }
-    if (!writer_ready()) {
-        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
-        return NULL;
-    }
-    int bare = PyObject_IsTrue(args[2]);
-    if (bare < 0) return NULL;
-    long long ts_ms = PyLong_AsLongLong(args[3]);
-    if (ts_ms == -1 && PyErr_Occurred()) return NULL;
-    char *prefix, *description = NULL;
-    Py_ssize_t prefix_length, description_length = 0;
-    if (PyBytes_AsStringAndSize(args[1], &prefix, &prefix_length) < 0) return NULL;
+    char *description = NULL;
+    Py_ssize_t description_length = 0;
     if (args[4] != Py_None && PyBytes_AsStringAndSize(args[4], &description, &description_length) < 0) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -474,40 +497,28 @@ PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
             outcome = NO_MEMORY;
         } else {
-            outcome = put_value(&value, &scratch, &fields, &ns, prefix, prefix_length, bare, ts_ms, description,
-                                description_length);
+            outcome = put_value(&value, &scratch, &fields, &ns, writing.prefix, writing.prefix_length, writing.bare,
+                                writing.ts_ms, description, description_length);
             if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
         }
     }
     PyBuffer_Release(&view);
-    PyObject *result = written_pair(outcome, key_outcome, &value, &key);
-    PyMem_RawFree(value.data);
-    PyMem_RawFree(key.data);
-    PyMem_RawFree(scratch.data);
-    return result;
+    return written_pair(outcome, key_outcome, &value, &key, &scratch);
 }
 
 /* snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll): (value, key) of a snapshot read
    of the document `data`, as change_value writes a change (key None for an _id it leaves to Python); `snapshot` is
    source.snapshot's value. None when this code does not write the document. */
 PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, "
-                                         "coll) takes 7 arguments");
+    Writing writing;
+    if (read_writing(args, nargs, 7, "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll)",
+                     &writing) < 0)
         return NULL;
-    }
-    if (!writer_ready()) {
-        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
-        return NULL;
-    }
-    int bare = PyObject_IsTrue(args[2]);
-    if (bare < 0) return NULL;
-    long long ts_ms = PyLong_AsLongLong(args[3]);
-    if (ts_ms == -1 && PyErr_Occurred()) return NULL;
-    char *prefix;
-    Py_ssize_t prefix_length, lengths[3];
+    const char *prefix = writing.prefix;
+    Py_ssize_t prefix_length = writing.prefix_length, lengths[3];
+    long long ts_ms = writing.ts_ms;
+    int bare = writing.bare;
     const char *texts[3];
-    if (PyBytes_AsStringAndSize(args[1], &prefix, &prefix_length) < 0) return NULL;
     for (int k = 0; k < 3; k++)
         if ((texts[k] = PyUnicode_AsUTF8AndSize(args[4 + k], &lengths[k])) == NULL) return NULL;
     if (ts_ms > MAX_EXACT_MILLIS || ts_ms < -MAX_EXACT_MILLIS) Py_RETURN_NONE;
@@ -537,9 +548,5 @@ PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nar
         if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &document);
     }
     PyBuffer_Release(&view);
-    PyObject *result = written_pair(outcome, key_outcome, &value, &key);
-    PyMem_RawFree(value.data);
-    PyMem_RawFree(key.data);
-    PyMem_RawFree(scratch.data);
-    return result;
+    return written_pair(outcome, key_outcome, &value, &key, &scratch);
 }
