@@ -54,16 +54,15 @@ class MongoPosition:
 
 def position_after(item: Any, previous: MongoPosition | None) -> MongoPosition | None:
     """The position once `item` (a change event, an Idle marker's token, a skipped event) is committed."""
-    if type(item) is RawChangeEvent:
-        time = item.cluster_time
+    kind = type(item)
+    if kind is RawChangeEvent or kind is dict:
+        if kind is RawChangeEvent:  # read from its bytes, without decoding it
+            token, time, operation = item.resume_token, item.cluster_time, item.operation_type
+        else:
+            token, time, operation = item["_id"], item.get("clusterTime"), item.get("operationType")
         if time is None and previous is not None:
             time = previous.cluster_time
-        return MongoPosition(item.resume_token, time, item.operation_type == "invalidate")
-    if type(item) is dict:
-        time = item.get("clusterTime")
-        if time is None and previous is not None:
-            time = previous.cluster_time
-        return MongoPosition(item["_id"], time, item.get("operationType") == "invalidate")
+        return MongoPosition(token, time, operation == "invalidate")
     if isinstance(item, OversizedSkipped):
         return previous.with_token(item.resume_token) if previous else MongoPosition(item.resume_token)
     token = getattr(item, "position", None)  # core.stream.Idle: the post-batch resume token

@@ -10,7 +10,9 @@ Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import bson
 import orjson
@@ -106,16 +108,10 @@ class RawEventWriter:
                                                 description_json)
         if written is None:
             return NOT_WRITTEN
-        value, key = written
-        if key is None:  # an _id of a type the compiled module leaves to Python
-            key = encode_envelope({"id": extjson.key_json(event["documentKey"]["_id"])})
-        if collection.key_schema is not None:
-            key = collection.key_schema + key + b"}"
-        if collection.value_schema is not None:
-            value = collection.value_schema + value + b"}"
-        messages = [KafkaMessage(collection.topic, key, value)]
+        message = _message(collection, written, lambda: event["documentKey"]["_id"])
+        messages = [message]
         if operation is Operation.DELETE and self._tombstones:
-            messages.append(KafkaMessage(collection.topic, key, None, kind=TOMBSTONE))
+            messages.append(KafkaMessage(collection.topic, message.key, None, kind=TOMBSTONE))
         return operation.value, messages
 
     def read_messages(self, namespace: Namespace, document: RawBSONDocument,
@@ -130,11 +126,18 @@ class RawEventWriter:
                                                   namespace.collection)
         if written is None:
             return None
-        value, key = written
-        if key is None:
-            key = encode_envelope({"id": extjson.key_json(rawjson.document_key(document)["_id"])})
-        if collection.key_schema is not None:
-            key = collection.key_schema + key + b"}"
-        if collection.value_schema is not None:
-            value = collection.value_schema + value + b"}"
-        return [KafkaMessage(collection.topic, key, value)]
+        return [_message(collection, written, lambda: rawjson.document_key(document)["_id"])]
+
+
+def _message(collection: _Collection, written: tuple[bytes, bytes | None],
+             document_id: Callable[[], Any]) -> KafkaMessage:
+    """The message of a (value, key) the compiled module wrote: the key written by `extjson` when the module left it
+    to Python (an _id of another type than int, string and ObjectId), both wrapped with their schemas if on."""
+    value, key = written
+    if key is None:
+        key = encode_envelope({"id": extjson.key_json(document_id())})
+    if collection.key_schema is not None:
+        key = collection.key_schema + key + b"}"
+    if collection.value_schema is not None:
+        value = collection.value_schema + value + b"}"
+    return KafkaMessage(collection.topic, key, value)
