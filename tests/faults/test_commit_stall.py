@@ -125,7 +125,10 @@ def test_streaming_through_a_broker_stall_at_commit_is_exactly_once(broker, mong
     topic = f"{unique_name}.stall.docs"
     deadline = time.monotonic() + 120
     while True:
-        ids = _ids(broker.bootstrap, topic) if freezer.frozen.is_set() else []
+        ids = []
+        if freezer.frozen.is_set():
+            freezer.wait_resumed()  # a frozen broker answers no metadata request: read the topic once it is back
+            ids = _ids(broker.bootstrap, topic)
         if len(ids) >= 200 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
