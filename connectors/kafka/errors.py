@@ -69,6 +69,14 @@ PERMANENT_CODES = frozenset({
 })
 
 
+# Answers while partition leadership settles (a broker resumed, restarted or re-elected): asking again, with fresh
+# metadata, gets the real answer. _NOENT is librdkafka's "Failed to query partition leaders: No leaders found".
+LEADERSHIP_SETTLING_CODES = frozenset({
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError._NOENT,
+})
+
+
 def describe(error: KafkaError) -> str:
     return f"{error.name()}: {error.str()}"
 

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
-from connectors.kafka.errors import describe
+from connectors.kafka.errors import LEADERSHIP_SETTLING_CODES, describe
 from connectors.kafka.offset_record import (
     STARTUP_LATEST,
     STARTUP_SNAPSHOT,
@@ -42,13 +42,6 @@ from connectors.kafka.sink import BATCH_HEADER, TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
-
-
-# Answers that mean the client's view of the partition leaders is out of date (a broker that stalled or restarted).
-_STALE_METADATA = frozenset({
-    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-})
 
 
 class OffsetStoreError(ConnectorError):
@@ -211,7 +204,7 @@ class OffsetStore:
                 return {tp.partition: future.result().offset for tp, future in futures.items()}
             except KafkaException as exception:
                 error = exception.args[0]
-                stale = error.code() in _STALE_METADATA
+                stale = error.code() in LEADERSHIP_SETTLING_CODES
                 if not (error.retriable() or stale) or time.monotonic() >= deadline:
                     name = self.topic.name
                     raise OffsetStoreError(f"Could not read the end of {name!r} ({describe(error)}).") from None

@@ -6,8 +6,10 @@ import json
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from connectors.kafka.errors import LEADERSHIP_SETTLING_CODES
 
 
 @dataclass(frozen=True)
@@ -18,16 +20,29 @@ class Record:
     headers: tuple
 
 
+def _end_offsets(admin: AdminClient, topic: str, stable_only: bool, timeout: float) -> dict[int, int]:
+    """The end offset of every partition, asked again while leadership settles: a broker that was just resumed or
+    restarted re-registers with its controller (no leader, then a stale leader epoch) before it answers again."""
+    ends_as = IsolationLevel.READ_COMMITTED if stable_only else IsolationLevel.READ_UNCOMMITTED
+    deadline = time.monotonic() + timeout
+    while True:
+        partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+        try:
+            futures = admin.list_offsets(request, isolation_level=ends_as)
+            return {tp.partition: future.result().offset for tp, future in futures.items()}
+        except KafkaException as error:
+            settling = error.args[0].retriable() or error.args[0].code() in LEADERSHIP_SETTLING_CODES
+            if not settling or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 20,
                stable_only: bool = False) -> list[Record]:
     """Reads to the end of every partition; with `stable_only`, only to the last stable offset, so a transaction
     still open (say of a killed producer, until it is fenced or times out) does not hold the read up."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
-    ends_as = IsolationLevel.READ_COMMITTED if stable_only else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets(request, isolation_level=ends_as)
-    ends = {tp.partition: future.result().offset for tp, future in futures.items()}
+    ends = _end_offsets(AdminClient({"bootstrap.servers": bootstrap}), topic, stable_only, timeout)
     pending = {p: end for p, end in ends.items() if end > 0}
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
