@@ -42,7 +42,7 @@ from connectors.core.source import (
     StoredOffset,
 )
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.kafka import OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
+from connectors.kafka import PIPELINE_LANES, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT
 from connectors.kafka.topics import TopicSpec, offsets_topic_spec
@@ -150,6 +150,7 @@ class Pipeline:
             errors_topic=config.errors_topic_name,
             new_topic=self.topic_spec,
             too_large=config.message_too_large_policy.value,
+            lanes=PIPELINE_LANES,
         )
         self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
         self.sink.commit_check = self._batch_committed

@@ -11,10 +11,18 @@ from connectors.kafka.errors import (
 )
 from connectors.kafka.offset_record import OffsetRecord, OffsetTombstone
 from connectors.kafka.offsets import OffsetStore, OffsetStoreError
-from connectors.kafka.sink import OutMessage, SinkStats, TransactionalSink, transactional_id
+from connectors.kafka.sink import (
+    PIPELINE_LANES,
+    OutMessage,
+    SinkStats,
+    TransactionalSink,
+    lane_transactional_ids,
+    transactional_id,
+)
 from connectors.kafka.topics import TopicAdmin, TopicSpec, ensure_topics, offsets_topic_spec
 
 __all__ = [
+    "PIPELINE_LANES",
     "MessageTooLargeError",
     "OffsetRecord",
     "OffsetStore",
@@ -32,6 +40,7 @@ __all__ = [
     "TopicSpec",
     "TransactionalSink",
     "ensure_topics",
+    "lane_transactional_ids",
     "offsets_topic_spec",
     "transactional_id",
 ]

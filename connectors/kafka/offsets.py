@@ -38,7 +38,7 @@ from connectors.kafka.offset_record import (
     encode_key,
 )
 from connectors.kafka.partitioning import partition_for
-from connectors.kafka.sink import BATCH_HEADER, TransactionalSink
+from connectors.kafka.sink import BATCH_HEADER, PIPELINE_LANES, TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class OffsetStore:
         transaction under the partition pipeline's transactional id, fencing that pipeline if it still runs."""
         sink = TransactionalSink(self.bootstrap_servers, connector, partition,
                                  offsets_topic=self.topic, producer_config=self.client_config,
-                                 topic_admin=self._topics, timeout=self.timeout)
+                                 topic_admin=self._topics, timeout=self.timeout, lanes=PIPELINE_LANES)
         with sink:
             sink.write_batch([], record)
 

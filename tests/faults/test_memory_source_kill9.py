@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 
 from connectors.kafka import OffsetStore
-from connectors.kafka.sink import transactional_id
+from connectors.kafka.sink import lane_transactional_ids
 from tests.faults.memory_source import PARTITION, ROWS, row_of
 from tests.integration.kafka_reading import read_topic
 
@@ -68,12 +68,12 @@ class Connector:
             assert time.monotonic() < deadline, "the held transaction never came"
             time.sleep(0.05)
         self.kill()
-        # Fence the dead process's transactional id, as its successor would: its open transaction is aborted now
+        # Fence the dead process's transactional ids, as its successor would: its open transaction is aborted now
         # (not after transaction.timeout.ms), so read_committed readers of the offsets can read past it.
-        producer = Producer({"bootstrap.servers": self.bootstrap,
-                             "transactional.id": transactional_id(self.name, PARTITION)})
-        producer.init_transactions(30)
-        producer.flush(5)
+        for lane_id in lane_transactional_ids(self.name, PARTITION):
+            producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": lane_id})
+            producer.init_transactions(30)
+            producer.flush(5)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from bson import Timestamp
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from connectors.kafka.errors import (
@@ -17,7 +18,7 @@ from connectors.kafka.errors import (
 )
 from connectors.kafka.offset_record import OffsetRecord
 from connectors.kafka.offsets import OffsetStore, OffsetStoreError
-from connectors.kafka.sink import OutMessage, TransactionalSink
+from connectors.kafka.sink import PIPELINE_LANES, OutMessage, TransactionalSink, lane_transactional_ids
 from connectors.kafka.topics import TopicAdmin, TopicSpec, ensure_topics, offsets_topic_spec
 from tests.integration.kafka_reading import read_topic
 
@@ -143,6 +144,49 @@ def test_fenced_between_batches(stack, names):
             zombie.write_batch(events(names, 1), offset(names, 1))
         successor.write_batch(events(names, 2), offset(names, 2))
     assert values(stack, names.topic) == [b"event-2"]
+
+
+def test_a_pipelines_batches_take_turns_on_its_lanes(stack, names):
+    with make_sink(stack, names, lanes=PIPELINE_LANES) as sink:
+        sink.write_batch(events(names, 1), offset(names, 1))  # lane 0; the next batch is lane 1's
+        other = Producer({"bootstrap.servers": stack.kafka_bootstrap,
+                          "transactional.id": lane_transactional_ids(names.connector, "rs0")[1]})
+        other.init_transactions(30)
+        with pytest.raises(SinkFencedError):
+            sink.write_batch(events(names, 2), offset(names, 2))
+        other.flush(5)
+    assert values(stack, names.topic) == [b"event-1"]
+
+
+@pytest.mark.parametrize("batches_before", [1, 2], ids=["lane-1-next", "lane-0-next"])
+def test_a_successor_with_lanes_fences_every_lane_mid_batch(stack, names, batches_before):
+    zombie = make_sink(stack, names, lanes=PIPELINE_LANES)
+    zombie.open()
+    for n in range(1, batches_before + 1):
+        zombie.write_batch(events(names, n), offset(names, n))
+    successor = make_sink(stack, names, lanes=PIPELINE_LANES)
+    zombie.before_commit = successor.open
+    for n in (5, 6, 7):  # whichever lane each would take
+        with pytest.raises(SinkFencedError):
+            zombie.write_batch(events(names, n), offset(names, n))
+    successor.write_batch(events(names, 10), offset(names, 10))
+    successor.write_batch(events(names, 11), offset(names, 11))
+    zombie.close()
+    successor.close()
+    before = [f"event-{n}".encode() for n in range(1, batches_before + 1)]
+    assert values(stack, names.topic) == [*before, b"event-10", b"event-11"]
+    assert OffsetStore(stack.kafka_bootstrap, names.offsets).load(names.connector)["rs0"] == offset(names, 11)
+
+
+def test_an_offset_reset_fences_a_running_pipeline_on_either_lane(stack, names):
+    with make_sink(stack, names, lanes=PIPELINE_LANES) as running:
+        running.write_batch(events(names, 1), offset(names, 1))  # the next batch is lane 1's
+        store = OffsetStore(stack.kafka_bootstrap, names.offsets)
+        store.reset_to_latest(names.connector, "rs0")
+        with pytest.raises(SinkFencedError):
+            running.write_batch(events(names, 2), offset(names, 2))
+    assert values(stack, names.topic) == [b"event-1"]
+    assert store.get(names.connector, "rs0").startup["mode"] == "latest"
 
 
 def test_heartbeat_batches_carry_only_an_offset_and_an_optional_heartbeat(stack, names):

@@ -17,7 +17,7 @@ from connectors.kafka.offset_record import (
     decode_key,
     encode_key,
 )
-from connectors.kafka.sink import OutMessage, record_size, transactional_id
+from connectors.kafka.sink import OutMessage, lane_transactional_ids, record_size, transactional_id
 
 
 def test_key_is_the_kafka_connect_layout_as_compact_json():
@@ -111,6 +111,11 @@ def test_tombstone_has_the_same_key_and_no_value():
 
 def test_transactional_id_is_connector_dot_replica_set():
     assert transactional_id("orders", "rs0") == "orders.rs0"
+
+
+def test_a_pipelines_lanes_are_its_transactional_id_and_numbered_ones():
+    assert lane_transactional_ids("orders", "rs0") == ["orders.rs0", "orders.rs0.lane-1"]
+    assert lane_transactional_ids("orders", "rs0", lanes=1) == ["orders.rs0"]
 
 
 def test_record_size_is_an_upper_bound_counting_headers():
