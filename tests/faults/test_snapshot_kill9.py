@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from connectors.kafka import OffsetStore
-from connectors.kafka.sink import transactional_id
+from connectors.kafka.sink import lane_transactional_ids
 from connectors.mongodb.snapshots import SnapshotProgress
 from tests.faults.test_exactly_once_kill9 import _start_runner
 from tests.integration.kafka_reading import read_topic
@@ -33,14 +33,35 @@ def _progress(store: OffsetStore, name: str) -> SnapshotProgress | None:
     return SnapshotProgress.from_json(record.snapshot)
 
 
-def _fence(bootstrap_servers: str, transactional: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "transactional.id": transactional})
-    producer.init_transactions(30)
-    producer.flush(5)
+def _fence(bootstrap_servers: str, name: str) -> None:
+    for lane_id in lane_transactional_ids(name, "rs0"):
+        producer = Producer({"bootstrap.servers": bootstrap_servers, "transactional.id": lane_id})
+        producer.init_transactions(30)
+        producer.flush(5)
 
 
 def _done(progress: SnapshotProgress) -> set[int]:
     return {c.number for c in progress.chunks() if progress.is_done(c)}
+
+
+MEMBERS = 3
+# Chunk reads (on the primary) each killed runner may do before the emulator holds every further one: enough for the
+# chunks _kill_when waits for, and the two killed runners together read fewer than all of them.
+FINDS_BEFORE_HOLD = 45
+
+
+def _hold_reads_after(mongo_rs, finds: int) -> None:
+    """Every member answers `finds` more find commands, then holds each further one (until the runner is dead), so
+    a kill lands mid-snapshot however fast the machine reads."""
+    assert 2 * finds < DOCUMENTS // CHUNK
+    for index in range(MEMBERS):
+        mongo_rs.configure_fail_point({"skip": finds}, {"failCommands": ["find"], "blockConnection": True,
+                                                        "blockTimeMS": 600_000}, index=index)
+
+
+def _release_reads(mongo_rs) -> None:
+    for index in range(MEMBERS):
+        mongo_rs.configure_fail_point("off", index=index)
 
 
 def _kill_when(runner, store, name, at_least: int, mongo_rs, timeout: float = 60) -> set[int]:
@@ -48,17 +69,14 @@ def _kill_when(runner, store, name, at_least: int, mongo_rs, timeout: float = 60
     while time.monotonic() < deadline:
         progress = _progress(store, name)
         if progress is not None and progress.chunks_done >= at_least:
-            # the emulator holds every further chunk read (the final chunk's too) until the runner is dead, so the
-            # kill lands mid-snapshot however fast the machine reads the rest
-            mongo_rs.set_delay(600_000, commands=["find"])
             try:
                 runner.send_signal(signal.SIGKILL)
                 runner.wait()
             finally:
-                mongo_rs.set_delay(0)
+                _release_reads(mongo_rs)
             # The dead runner's open transaction holds back read_committed readers until its successor fences
             # it (or transaction.timeout.ms passes): fence it now, as the restarted runner's producer will.
-            _fence(store.bootstrap_servers, transactional_id(name, "rs0"))
+            _fence(store.bootstrap_servers, name)
             progress = _progress(store, name)  # what was committed when it died
             assert not progress.completed, "the snapshot finished before the kill"
             return _done(progress)
@@ -84,10 +102,12 @@ def test_kill_minus_nine_mid_snapshot_resumes_at_the_unfinished_chunks(stack, mo
     store = OffsetStore(stack.kafka_bootstrap, f"{name}.offsets")
     logs = [tmp_path / f"runner-{i}.log" for i in range(3)]
 
+    _hold_reads_after(mongo_rs, FINDS_BEFORE_HOLD)
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[0])
     done_1 = _kill_when(runner, store, name, 20, mongo_rs)
+    _hold_reads_after(mongo_rs, FINDS_BEFORE_HOLD)
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[1])
-    done_2 = _kill_when(runner, store, name, len(done_1) + 30, mongo_rs)
+    done_2 = _kill_when(runner, store, name, len(done_1) + 20, mongo_rs)
     runner = _start_runner(config_path, stack.kafka_bootstrap, logs[2])
 
     topic = f"{name}.{name}.docs"
