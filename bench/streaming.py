@@ -370,6 +370,8 @@ def latency(bootstrap: str, uri: str, rate: float, seconds: float) -> dict:
         return _latency(bootstrap, uri, rate, seconds, name)
     finally:
         delete_topics(bootstrap, f"{name}.")
+        with pymongo.MongoClient(uri) as client:
+            client.drop_database(name)
 
 
 def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -> dict:

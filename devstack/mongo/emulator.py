@@ -8,6 +8,7 @@ import random
 import socket
 
 from devstack.mongo import persistence
+from devstack.mongo.checkpoints import Checkpointer
 from devstack.mongo.config import EmulatorConfig
 from devstack.mongo.replset import SECONDARY, ReplicaSet
 from devstack.mongo.server import Connection
@@ -42,6 +43,7 @@ class Emulator:
         self.replica_sets: list[ReplicaSet] = []
         self._tasks: list[asyncio.Task] = []
         self._conn_tasks: set[asyncio.Task] = set()
+        self._checkpointers: dict[str, Checkpointer] = {}
         self.started = False
 
     async def start(self):
@@ -75,7 +77,8 @@ class Emulator:
                 self._tasks.append(loop.create_task(rs.noop_writer()))
             self._tasks.append(loop.create_task(rs.session_reaper()))
             if config.data_dir:
-                self._tasks.append(loop.create_task(self._checkpointer(rs)))
+                checkpointer = self._checkpointers[rs.name] = Checkpointer(rs)
+                self._tasks.append(loop.create_task(checkpointer.run()))
         self.started = True
 
     async def start_member_server(self, member):
@@ -103,22 +106,14 @@ class Emulator:
         member.server = await asyncio.start_server(on_connect, member.rs.config.bind, member.port,
                                                    reuse_address=True, limit=2**20)
 
-    async def _checkpointer(self, rs):
-        interval = rs.config.checkpoint_interval
-        while True:
-            await asyncio.sleep(interval)
-            if rs.dirty:
-                try:
-                    persistence.save(rs)
-                except Exception:
-                    log.exception("checkpoint of %s failed", rs.name)
-
     async def stop(self):
         for t in self._tasks:
             t.cancel()
         for rs in self.replica_sets:
             if rs.config.data_dir:
                 try:
+                    if rs.name in self._checkpointers:
+                        self._checkpointers[rs.name].wait()
                     persistence.save(rs)
                 except Exception:
                     log.exception("final checkpoint of %s failed", rs.name)

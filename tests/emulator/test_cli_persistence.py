@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import bson
 import pymongo
 import pytest
 
@@ -153,6 +154,40 @@ def test_data_directory_survives_a_restart_with_resume_tokens(tmp_path):
             assert stream.next()["documentKey"] == {"_id": 2}
         hello = client.admin.command("hello")
         assert int(hello["electionId"].binary[4:].hex(), 16) >= 2   # a new term after the restart
+        client.close()
+    finally:
+        _stop(proc)
+
+
+def _checkpointed_ids(directory: Path) -> list:
+    try:
+        documents = bson.decode_all((directory / "catalog.bson").read_bytes())
+    except FileNotFoundError:  # between the two renames of a checkpoint
+        return []
+    return [d["_id"] for chunk in documents for d in chunk.get("docs", [])]
+
+
+def test_a_background_checkpoint_holds_the_writes_before_it_after_a_kill9(tmp_path):
+    """Checkpoints while serving are written by a forked child; what it wrote is what a restart after kill -9
+    (no final checkpoint) finds."""
+    proc, uri = _start_cli("--data-dir", str(tmp_path), "--replset", "bg")
+    try:
+        client = pymongo.MongoClient(uri)
+        client.t.c.insert_many([{"_id": i, "pad": "x" * 100} for i in range(2_000)])
+        deadline = time.monotonic() + 60
+        while len(_checkpointed_ids(tmp_path / "bg")) < 2_000:
+            assert time.monotonic() < deadline, "no checkpoint came"
+            time.sleep(0.2)
+        client.t.c.insert_one({"_id": "served-after-a-checkpoint"})
+        client.close()
+    finally:
+        proc.kill()
+        proc.wait(20)
+    proc, uri = _start_cli("--data-dir", str(tmp_path), "--replset", "bg")
+    try:
+        client = pymongo.MongoClient(uri)
+        ids = {d["_id"] for d in client.t.c.find({}, {"_id": 1})}
+        assert set(range(2_000)) <= ids
         client.close()
     finally:
         _stop(proc)
