@@ -197,3 +197,32 @@ def test_changes_made_while_a_transaction_commits_go_into_the_next_one(stack, mo
     wait_for_events(stack.kafka_bootstrap, topic, 6)
     running.finish()
     assert handed[:2] == [["0"], ["1", "2", "3", "4", "5"]]
+
+
+def test_the_lag_is_taken_once_a_batch_is_visible_and_counts_its_commit(stack, mongo_rs, mongo, unique_name):
+    """MilliSecondsBehindSource is recorded after the batch's transaction committed (its event is visible to a
+    read_committed reader then), from the source time of the batch's change: a commit held for HOLD_S shows in it."""
+    hold_s = 0.6
+    name = _name(unique_name)
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never")
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming()
+    pipeline = running.pipeline()
+    topic = f"{name}.{name}.items"
+    recorded: list[tuple[int, list]] = []
+    original = pipeline.metrics.record_committed
+
+    def record_committed(source_ms, lag_basis=None):
+        original(source_ms, lag_basis)
+        visible = [json.loads(json.loads(r.value)["after"])["_id"] for r in read_topic(stack.kafka_bootstrap, topic)
+                   if r.value]
+        recorded.append((pipeline.metrics.ms_behind_source, visible))
+
+    pipeline.metrics.record_committed = record_committed
+    pipeline.sink.before_commit = lambda: threading.Event().wait(hold_s)
+    mongo[name].items.insert_one({"_id": "held"})
+    wait_for_events(stack.kafka_bootstrap, topic, 1)
+    running.finish()
+    lag_ms, visible = next((lag, ids) for lag, ids in recorded if "held" in ids)
+    assert lag_ms >= hold_s * 1000
+    assert visible == ["held"]
