@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+import bson
 import pymongo
 import pytest
 from bson.decimal128 import Decimal128
@@ -253,3 +254,21 @@ def test_oplog_is_readable(client, coll):
     last = client.local["oplog.rs"].find_one(sort=[("$natural", -1)])
     assert last["op"] == "i" and last["o"] == {"_id": "oplog-probe"}
     assert set(last) >= {"op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"}
+
+
+@pytest.mark.parametrize("count", [600, 5_000], ids=["exact", "sampled"])
+def test_collstats_dbstats_and_listdatabases_size_the_documents(db, count):
+    """Exact up to 1,000 documents; beyond, from an even sample, within a few percent for varied sizes."""
+    documents = [{"_id": i, "pad": "x" * (i % 50 * 20)} for i in range(count)]
+    db.sized.insert_many(documents)
+    exact = sum(len(bson.encode(d)) for d in documents)
+    stats = db.command("collStats", "sized")
+    assert stats["count"] == count
+    if count <= 1000:
+        assert stats["size"] == exact
+    else:
+        assert abs(stats["size"] - exact) <= exact * 0.05, (stats["size"], exact)
+    assert db.command("dbStats")["dataSize"] == stats["size"]
+    listed = {d["name"]: d for d in db.client.admin.command("listDatabases")["databases"]}
+    assert listed[db.name]["sizeOnDisk"] >= stats["size"]
+    assert db.client.admin.command("listDatabases", nameOnly=True)["databases"][0].keys() == {"name"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import random
 
 from bson.int64 import Int64
 
@@ -304,14 +304,16 @@ EXACT_SIZE_UP_TO = 1000  # documents; larger collections are sized from an even 
 
 
 def _data_size(coll) -> int:
-    """The BSON size of a collection's documents: exact for small ones, else extrapolated from an even sample
-    (encoding every document of a large collection made each collStats cost ~0.13 s per 50,000)."""
+    """The BSON size of a collection's documents: exact for small ones, else extrapolated from a random sample
+    (encoding every document of a large collection made each collStats cost ~0.13 s per 50,000). The sample is
+    random, not every k-th document, which sizes periodic data 8% off; seeded, so the same data gives the same size."""
     docs = coll.docs
     n = len(docs)
     if n <= EXACT_SIZE_UP_TO:
         return sum(len(encode(doc)) for doc in docs.values())
-    sample = list(itertools.islice(docs.values(), 0, None, n // EXACT_SIZE_UP_TO))
-    return sum(len(encode(doc)) for doc in sample) * n // len(sample)
+    values = list(docs.values())
+    sample = [values[i] for i in random.Random(n).sample(range(n), EXACT_SIZE_UP_TO)]
+    return sum(len(encode(doc)) for doc in sample) * n // EXACT_SIZE_UP_TO
 
 
 def _db_size(d) -> int:
