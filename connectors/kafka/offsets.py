@@ -43,6 +43,10 @@ from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
 
+# How long each consume() of a read to the end waits: it waits all of it unless 1,000 records came, and the read
+# ends only at the position check after it, so 50 ms made every read of a few records take 50-100 ms.
+READ_POLL_SECONDS = 0.005
+
 
 class OffsetStoreError(ConnectorError):
     retriable = True
@@ -147,7 +151,7 @@ class OffsetStore:
         consumer.assign([TopicPartition(self.topic.name, p, OFFSET_BEGINNING) for p in pending])
         deadline = time.monotonic() + self.timeout
         while pending:
-            for message in consumer.consume(num_messages=1000, timeout=0.05):
+            for message in consumer.consume(num_messages=1000, timeout=READ_POLL_SECONDS):
                 if message.error() is not None:
                     self._on_read_error(message.error())
                     continue

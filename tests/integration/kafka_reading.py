@@ -58,7 +58,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", ti
         deadline = time.monotonic() + timeout
         while pending:
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for message in consumer.consume(500, 0.05):
+            for message in consumer.consume(500, 0.005):
                 assert message.error() is None, message.error()
                 records.append(Record(message.partition(), message.key(), message.value(),
                                       tuple(message.headers() or ())))

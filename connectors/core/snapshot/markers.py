@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
+from connectors.kafka.offsets import READ_POLL_SECONDS
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import TopicSpec, ensure_topics
 
@@ -134,7 +135,7 @@ class ChunkMarkers:
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in pending])
             deadline = time.monotonic() + self.timeout
             while pending:
-                for message in consumer.consume(num_messages=1000, timeout=0.05):
+                for message in consumer.consume(num_messages=1000, timeout=READ_POLL_SECONDS):
                     if message.error() is not None:
                         if message.error().fatal():
                             raise MarkerReadError(f"reading {self.topic!r}: {describe(message.error())}")

@@ -67,7 +67,7 @@ def read_from(bootstrap: str, topic: str, start: dict[int, int]) -> list[tuple[b
         deadline = time.monotonic() + 30
         while pending:
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for message in consumer.consume(500, 0.05):
+            for message in consumer.consume(500, 0.005):
                 assert message.error() is None, message.error()
                 found.append((message.key(), message.value()))
             for position in consumer.position([TopicPartition(topic, p) for p in list(pending)]):
