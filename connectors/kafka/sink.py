@@ -93,6 +93,8 @@ def record_size(message: OutMessage) -> int:
     return size
 
 
+INIT_NUDGE_SECONDS = 0.05
+
 # Lanes of a partition pipeline's sink, and of every sink that must fence it (offset resets): all of them use this.
 PIPELINE_LANES = 2
 
@@ -200,12 +202,31 @@ class TransactionalSink:
             producer = Producer({**self._config, "transactional.id": lane_id})
             self._lanes.append(producer)
             try:
-                producer.init_transactions(self.timeout)
+                self._init_transactions(producer)
             except KafkaException as exception:
                 self._state = "broken"
                 raise classify(exception.args[0], f"starting the transactional producer {lane_id}") from None
         self._producer = self._lanes[0]
         self._state = "open"
+
+    def _init_transactions(self, producer: Producer) -> None:
+        """init_transactions, called again every INIT_NUDGE_SECONDS (or after a retriable error) until it completes
+        or `timeout` passes.
+
+        When a new producer asks for its id before its first connection is up, librdkafka waits for a 500 ms timer
+        before asking again (about one init in four here); a call that timed out and is made again asks at once.
+        Measured on the devstack broker: 15-17 ms most of the time either way, but no 505 ms inits any more.
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                producer.init_transactions(max(0.01, min(INIT_NUDGE_SECONDS, deadline - time.monotonic())))
+                return
+            except KafkaException as exception:
+                # e.g. CONCURRENT_TRANSACTIONS while the coordinator aborts a fenced producer's transaction
+                if not exception.args[0].retriable() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01 if exception.args[0].code() != KafkaError._TIMED_OUT else 0)
 
     def close(self) -> None:
         if self._state == "open":

@@ -54,12 +54,15 @@ def marker_key(connector: str, partition: str, snapshot_id: str, number: int) ->
 
 class ChunkMarkers:
     def __init__(self, bootstrap_servers: str, offsets_topic: str, *, timeout: float = 30.0,
-                 client_config: Mapping[str, object] | None = None):
+                 client_config: Mapping[str, object] | None = None, admin: AdminClient | None = None):
+        """`admin`: a client to ask for the topic's end with (a worker's, kept across its chunk tasks); by default
+        one is made for each load."""
         self.bootstrap_servers = bootstrap_servers
         self.spec = markers_topic_spec(offsets_topic)
         self.topic = self.spec.name
         self.timeout = timeout
         self.client_config = dict(client_config or {})
+        self.admin = admin
 
     def ensure_topic(self) -> None:
         ensure_topics(self.bootstrap_servers, [self.spec])
@@ -99,7 +102,8 @@ class ChunkMarkers:
 
     def _read_all(self) -> dict[bytes, bytes]:
         """The latest committed value of every key (tombstones delete), read to the end as of the call."""
-        admin = AdminClient(with_client_logger({**self.client_config, "bootstrap.servers": self.bootstrap_servers}))
+        admin = self.admin or AdminClient(with_client_logger({**self.client_config,
+                                                              "bootstrap.servers": self.bootstrap_servers}))
         try:
             metadata = admin.list_topics(self.topic, timeout=self.timeout)
         except KafkaException as error:

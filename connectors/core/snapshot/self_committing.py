@@ -54,8 +54,8 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
     Safe to run again, concurrently or after a crash: read_committed consumers see the chunk's events once.
     """
     started = time.monotonic()
-    markers = ChunkMarkers(bootstrap_servers, config.offset_storage_topic)
     topic_admin = topic_admin or TopicAdmin(bootstrap_servers)
+    markers = ChunkMarkers(bootstrap_servers, config.offset_storage_topic, admin=topic_admin.admin)
     topic_admin.ensure([markers.spec])
     new_topic = topic_spec_for(config)
     sink = TransactionalSink(
