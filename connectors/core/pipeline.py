@@ -251,7 +251,6 @@ class Pipeline:
                 # initial_only never streams, also when restarted after its snapshot completed
                 self._set_phase("snapshot-done")
                 return "snapshot-done"
-            self._set_phase("streaming")
             try:
                 self._stream(start)
             except HistoryLost:
@@ -367,6 +366,9 @@ class Pipeline:
         changes = self._changes = ChangeQueue(self.config.max_queue_size)
         reader_stop = threading.Event()
         reader = self.source.open_reader(start, changes, self.metrics, self.backoff, reader_stop)
+        # "streaming" once the source holds the start (a new PostgreSQL slot is created by open_reader): a change
+        # written after the phase shows is captured
+        self._set_phase("streaming")
         reader.start()
         if self.incremental is not None:
             self.incremental.attach()

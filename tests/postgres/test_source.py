@@ -223,6 +223,38 @@ def wait_active(db, timeout=30.0):
         time.sleep(0.1)
 
 
+class _WritingWhenStreaming(ConnectorRunner):
+    """Inserts a row from the pipeline's own thread the moment its phase becomes "streaming"."""
+
+    def __init__(self, config, bootstrap, db, stop):
+        super().__init__(config, bootstrap, stop)
+        self.db = db
+
+    def pipeline(self, partition, on_phase=None):
+        def insert_when_streaming(phase):
+            if phase == "streaming":
+                self.db.execute("INSERT INTO items VALUES (100, 'at streaming', 1)")
+        return super().pipeline(partition, insert_when_streaming)
+
+
+def test_a_change_written_when_the_phase_shows_streaming_is_captured(items, stack, unique_name):
+    """With snapshot.mode=no_data the slot is created when streaming starts; the phase says "streaming" only once
+    it exists, so a change committed then is in the topic (it used to show before, and such a change was lost)."""
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    stop = threading.Event()
+    runner = _WritingWhenStreaming(pg_config(items, name, **{"snapshot.mode": "no_data"}), bootstrap, items, stop)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        values = payloads(events(bootstrap, f"{name}.public.items", 1, timeout=30))
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not runner.errors, runner.errors
+    assert [(v["op"], v["after"]["id"]) for v in values] == [("c", 100)]
+
+
 def test_idle_slot_is_acknowledged_while_only_unpublished_tables_change(items, stack, unique_name):
     """Nothing captured happens, yet WAL grows (a table outside the publication is written): the keepalive position
     is committed and acknowledged, so the slot's confirmed flush follows the WAL instead of holding it."""
