@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from bson import Timestamp
-from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
-from connectors.kafka.errors import LEADERSHIP_SETTLING_CODES, describe
+from connectors.kafka.errors import describe
 from connectors.kafka.offset_record import (
     STARTUP_LATEST,
     STARTUP_SNAPSHOT,
@@ -38,14 +38,11 @@ from connectors.kafka.offset_record import (
     encode_key,
 )
 from connectors.kafka.partitioning import partition_for
+from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end
 from connectors.kafka.sink import BATCH_HEADER, PIPELINE_LANES, TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
-
-# How long each consume() of a read to the end waits: it waits all of it unless 1,000 records came, and the read
-# ends only at the position check after it, so 50 ms made every read of a few records take 50-100 ms.
-READ_POLL_SECONDS = 0.005
 
 
 class OffsetStoreError(ConnectorError):
@@ -145,27 +142,14 @@ class OffsetStore:
         """Calls on_message for every committed record of `partitions`, up to the ends they had at the start."""
         # Metadata first: assigning a partition whose leader is still unknown delays the first fetch by ~500 ms.
         ends = self._end_offsets(partitions)
-        pending = {p: end for p, end in ends.items() if end > 0}
-        if not pending:
-            return
-        consumer.assign([TopicPartition(self.topic.name, p, OFFSET_BEGINNING) for p in pending])
-        deadline = time.monotonic() + self.timeout
-        while pending:
-            for message in consumer.consume(num_messages=1000, timeout=READ_POLL_SECONDS):
-                if message.error() is not None:
-                    self._on_read_error(message.error())
-                    continue
-                on_message(message)
-            # The position also moves past commit markers and aborted records, which are never delivered.
-            for position in consumer.position([TopicPartition(self.topic.name, p) for p in list(pending)]):
-                if position.offset >= pending[position.partition]:
-                    del pending[position.partition]
-            if pending and time.monotonic() > deadline:
-                raise OffsetStoreError(
-                    f"Could not read topic {self.topic.name!r} to its end within {self.timeout}s (partitions "
-                    f"{sorted(pending)}). A transaction of another producer may still be open; it is aborted "
-                    "at the latest after its transaction.timeout.ms, so trying again is safe."
-                )
+        try:
+            read_to_end(consumer, self.topic.name, ends, on_message, self.timeout, self._on_read_error)
+        except EndNotReached as short:
+            raise OffsetStoreError(
+                f"Could not read topic {self.topic.name!r} to its end within {self.timeout}s (partitions "
+                f"{short.pending}). A transaction of another producer may still be open; it is aborted "
+                "at the latest after its transaction.timeout.ms, so trying again is safe."
+            ) from None
 
     def _apply(self, records: dict, key: bytes | None, value: bytes | None) -> None:
         try:
@@ -196,27 +180,17 @@ class OffsetStore:
         return sorted(topic.partitions)
 
     def _end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        if not partitions:
-            return {}
-        request = {TopicPartition(self.topic.name, p): OffsetSpec.latest() for p in partitions}
-        deadline = time.monotonic() + self.timeout
-        admin = self._topics.admin
-        while True:
-            futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                         request_timeout=self.timeout)
-            try:
-                return {tp.partition: future.result().offset for tp, future in futures.items()}
-            except KafkaException as exception:
-                error = exception.args[0]
-                stale = error.code() in LEADERSHIP_SETTLING_CODES
-                if not (error.retriable() or stale) or time.monotonic() >= deadline:
-                    name = self.topic.name
-                    raise OffsetStoreError(f"Could not read the end of {name!r} ({describe(error)}).") from None
-                # e.g. FENCED_LEADER_EPOCH after a broker stall: a new client starts from fresh metadata
-                log.info("reading the end of %s: %s; asking again", self.topic.name, describe(error))
-                time.sleep(0.2)
-                admin = self._admin_client()
-                self._topics.admin = admin
+        try:
+            return end_offsets(self._topics.admin, self.topic.name, partitions, self.timeout,
+                               fresh_admin=self._renew_admin)
+        except KafkaException as exception:
+            name = self.topic.name
+            raise OffsetStoreError(f"Could not read the end of {name!r} ({describe(exception.args[0])}).") from None
+
+    def _renew_admin(self) -> AdminClient:
+        # e.g. FENCED_LEADER_EPOCH after a broker stall: a new client starts from fresh metadata
+        self._topics.admin = self._admin_client()
+        return self._topics.admin
 
     # -- resets (the pipeline follows `startup` at its next start; see docs/offsets.md) -------------------------
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 
-from connectors.kafka.errors import LEADERSHIP_SETTLING_CODES
+from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end
 
 
 @dataclass(frozen=True)
@@ -20,30 +19,13 @@ class Record:
     headers: tuple
 
 
-def _end_offsets(admin: AdminClient, topic: str, stable_only: bool, timeout: float) -> dict[int, int]:
-    """The end offset of every partition, asked again while leadership settles: a broker that was just resumed or
-    restarted re-registers with its controller (no leader, then a stale leader epoch) before it answers again."""
-    ends_as = IsolationLevel.READ_COMMITTED if stable_only else IsolationLevel.READ_UNCOMMITTED
-    deadline = time.monotonic() + timeout
-    while True:
-        partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
-        try:
-            futures = admin.list_offsets(request, isolation_level=ends_as)
-            return {tp.partition: future.result().offset for tp, future in futures.items()}
-        except KafkaException as error:
-            settling = error.args[0].retriable() or error.args[0].code() in LEADERSHIP_SETTLING_CODES
-            if not settling or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 20,
                stable_only: bool = False) -> list[Record]:
     """Reads to the end of every partition; with `stable_only`, only to the last stable offset, so a transaction
     still open (say of a killed producer, until it is fenced or times out) does not hold the read up."""
-    ends = _end_offsets(AdminClient({"bootstrap.servers": bootstrap}), topic, stable_only, timeout)
-    pending = {p: end for p, end in ends.items() if end > 0}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = end_offsets(admin, topic, partitions, timeout, stable_only=stable_only)
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "test-reader",
@@ -52,19 +34,18 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", ti
         "fetch.wait.max.ms": 50,
     })
     records: list[Record] = []
+
+    def keep(message) -> None:
+        records.append(Record(message.partition(), message.key(), message.value(), tuple(message.headers() or ())))
+
+    def fail(error) -> None:
+        raise AssertionError(error)
+
     try:
         consumer.list_topics(topic, timeout=10)  # a known leader spares the assignment a 500 ms retry
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
-        deadline = time.monotonic() + timeout
-        while pending:
-            assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for message in consumer.consume(500, 0.005):
-                assert message.error() is None, message.error()
-                records.append(Record(message.partition(), message.key(), message.value(),
-                                      tuple(message.headers() or ())))
-            for position in consumer.position([TopicPartition(topic, p) for p in list(pending)]):
-                if position.offset >= pending[position.partition]:
-                    del pending[position.partition]
+        read_to_end(consumer, topic, ends, keep, timeout, fail)
+    except EndNotReached:
+        raise AssertionError(f"could not read {topic} to its end") from None
     finally:
         consumer.close()
     return records

@@ -20,13 +20,13 @@ import json
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
-from connectors.kafka.offsets import READ_POLL_SECONDS
+from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import TopicSpec, ensure_topics
 
@@ -112,17 +112,24 @@ class ChunkMarkers:
         if topic is None or topic.error is not None and topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             return {}
         partitions = sorted(topic.partitions)
-        request = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in partitions}
-        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                     request_timeout=self.timeout)
         try:
-            ends = {tp.partition: future.result().offset for tp, future in futures.items()}
+            ends = end_offsets(admin, self.topic, partitions, self.timeout)
         except KafkaException as error:
             raise MarkerReadError(f"could not read the end of {self.topic!r}: {describe(error.args[0])}") from None
-        pending = {p: end for p, end in ends.items() if end > 0}
         values: dict[bytes, bytes] = {}
-        if not pending:
+        if not any(ends.values()):
             return values
+
+        def keep(message) -> None:
+            if message.value() is None:
+                values.pop(message.key(), None)
+            else:
+                values[message.key()] = message.value()
+
+        def stop_on_fatal(error: KafkaError) -> None:
+            if error.fatal():
+                raise MarkerReadError(f"reading {self.topic!r}: {describe(error)}")
+
         consumer = Consumer(with_client_logger({
             **self.client_config,
             "bootstrap.servers": self.bootstrap_servers,
@@ -136,23 +143,9 @@ class ChunkMarkers:
         }))
         try:
             consumer.list_topics(self.topic, timeout=self.timeout)  # a known leader spares assign() a 500 ms retry
-            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in pending])
-            deadline = time.monotonic() + self.timeout
-            while pending:
-                for message in consumer.consume(num_messages=1000, timeout=READ_POLL_SECONDS):
-                    if message.error() is not None:
-                        if message.error().fatal():
-                            raise MarkerReadError(f"reading {self.topic!r}: {describe(message.error())}")
-                        continue
-                    if message.value() is None:
-                        values.pop(message.key(), None)
-                    else:
-                        values[message.key()] = message.value()
-                for position in consumer.position([TopicPartition(self.topic, p) for p in list(pending)]):
-                    if position.offset >= pending[position.partition]:
-                        del pending[position.partition]
-                if pending and time.monotonic() > deadline:
-                    raise MarkerReadError(f"could not read {self.topic!r} to its end within {self.timeout}s")
+            read_to_end(consumer, self.topic, ends, keep, self.timeout, stop_on_fatal)
+        except EndNotReached:
+            raise MarkerReadError(f"could not read {self.topic!r} to its end within {self.timeout}s") from None
         finally:
             consumer.close()
         return values
