@@ -181,7 +181,7 @@ class TransactionalSink:
             "delivery.report.only.error": True,
         }
         self._lanes: list[Producer] = []
-        self._producer: Producer | None = None  # the lane whose turn it is
+        self._turn = 0  # the index of the lane whose turn it is
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
         self._deliveries = _Deliveries()
         self._batch_payload = 0
@@ -206,7 +206,7 @@ class TransactionalSink:
             except KafkaException as exception:
                 self._state = "broken"
                 raise classify(exception.args[0], f"starting the transactional producer {lane_id}") from None
-        self._producer = self._lanes[0]
+        self._turn = 0
         self._state = "open"
 
     def _init_transactions(self, producer: Producer) -> None:
@@ -532,11 +532,15 @@ class TransactionalSink:
         if offset is not None:
             stats.offsets_written += 1
 
+    @property
+    def _producer(self) -> Producer:
+        return self._lanes[self._turn]
+
     def _take_turns(self) -> None:
-        self._producer = self._lanes[(self._lanes.index(self._producer) + 1) % len(self._lanes)]
+        self._turn = (self._turn + 1) % len(self._lanes)
 
     def _discard_producers(self) -> None:
-        lanes, self._lanes, self._producer = self._lanes, [], None
+        lanes, self._lanes = self._lanes, []
         for producer in lanes:
             try:
                 with warnings.catch_warnings():  # close() warns when its abort fails, as it does once fenced
