@@ -323,8 +323,7 @@ class BinlogReader:
             with connection.cursor() as cursor:
                 position = self.start
                 if position is None or (position.gtids is None and position.file is None):
-                    status = show_binlog_status(cursor)
-                    position = BinlogPosition(file=status.file, pos=status.position, gtids=status.gtids or None)
+                    position = _binlog_end(cursor)
                 if mariadb and position.gtids is None and position.file is not None:
                     # file/pos alone: learn the GTID position there so every later position carries both
                     cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
@@ -474,3 +473,20 @@ def reader_error(error: Exception) -> ConnectorError:
     if isinstance(error, ConnectorError):
         return error
     return ConnectorError(f"reading the binlog failed: {error}")
+
+
+def current_position(settings: ConnectionSettings) -> BinlogPosition:
+    """Where the server's binlog ends now: a reader opened there reads every transaction committed after this call."""
+    connection = connect(settings)
+    try:
+        with connection.cursor() as cursor:
+            return _binlog_end(cursor)
+    except pymysql.err.MySQLError as error:
+        raise connection_error(settings, error) from None
+    finally:
+        connection.close()
+
+
+def _binlog_end(cursor) -> BinlogPosition:
+    status = show_binlog_status(cursor)
+    return BinlogPosition(file=status.file, pos=status.position, gtids=status.gtids or None)

@@ -38,6 +38,7 @@ from connectors.mysql.binlog import (
     SchemaStatement,
     TableSchema,
     TransactionCommit,
+    current_position,
 )
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
@@ -182,11 +183,11 @@ class BinlogChangeReader(threading.Thread):
     """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
     last position it queued (the library's own reconnect would replay from where it was opened)."""
 
-    def __init__(self, config: MySqlConfig, position: MySqlPosition | None, changes: ChangeQueue,
+    def __init__(self, config: MySqlConfig, start: BinlogPosition, changes: ChangeQueue,
                  metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event):
         super().__init__(name=f"binlog-{config.name}", daemon=True)
         self.config, self.changes, self.metrics, self.backoff, self.stop = config, changes, metrics, backoff, stop
-        self.position = position.binlog if position is not None else None
+        self.position = start
 
     def _put(self, item) -> bool:
         while not self.stop.is_set():
@@ -377,7 +378,9 @@ class ServerSource:
             until = self.overlap.current.until
             log.info("%s: streaming from %s:%s drops the changes that snapshot chunks read later (up to %s:%s) hold",
                      self.config.name, position.binlog.file, position.binlog.pos, until.file, until.pos)
-        return BinlogChangeReader(self.config, position, queue, metrics, backoff, stop)
+        # no position (streaming from now): "now" is taken here, before the pipeline shows it streams
+        start = position.binlog if position is not None else current_position(self.config.connection)
+        return BinlogChangeReader(self.config, start, queue, metrics, backoff, stop)
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 

@@ -232,6 +232,42 @@ def test_events_and_offset_layout(mariadb, mariadb_db):
     assert json.loads(beat.value)["schema"]["name"] == "io.debezium.connector.common.Heartbeat"
 
 
+class _WritingWhenStreaming(ConnectorRunner):
+    """Inserts a row from the pipeline's own thread the moment its phase becomes "streaming"."""
+
+    def __init__(self, config, write):
+        super().__init__(config, BOOTSTRAP, threading.Event())
+        self.write = write
+
+    def pipeline(self, partition, on_phase=None):
+        return super().pipeline(partition, lambda phase: phase == "streaming" and self.write())
+
+
+def test_a_change_written_when_the_phase_shows_streaming_is_captured(mariadb, mariadb_db):
+    """snapshot.mode=no_data streams from "now": that is the binlog's end when the reader is opened, before the
+    phase shows "streaming", so a change committed then is in the topic (the reader used to take it later)."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"snapshot.mode": "no_data"})
+    _, config = engine_config(props)
+    written = threading.Event()
+
+    def write():
+        mariadb.execute("INSERT INTO t VALUES (7, 1, 'now')", database=mariadb_db)
+        written.set()
+
+    runner = _WritingWhenStreaming(config, write)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        assert written.wait(60), runner.errors
+        ops = wait_caught_up(mariadb, props, mariadb_db, timeout=30)
+    finally:
+        runner.stop.set()
+        thread.join(60)
+    assert not runner.errors, runner.errors
+    assert ops == {"c": 1}
+
+
 def status(mariadb):
     connection = connect(mariadb.admin)
     try:
