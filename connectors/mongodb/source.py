@@ -199,8 +199,10 @@ class ReplicaSetSource:
             max_await_ms=min(config.poll_interval_ms, config.cursor_max_await_time_ms or 1000),
         )
         start = position.start() if position is not None else MongoPosition(None).start()
-        return ChangeStreamReader(self.stream_client, target, change_stream_pipeline(config, target), options, start,
-                                  queue, metrics, backoff, stop)
+        reader = ChangeStreamReader(self.stream_client, target, change_stream_pipeline(config, target), options, start,
+                                    queue, metrics, backoff, stop)
+        reader.pin_start()  # "from now" is now, before the pipeline shows it streams
+        return reader
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 

@@ -107,6 +107,22 @@ class ChangeStreamReader:
         self._raw_options = None if deployment else raw_stream_options(client.codec_options)
         self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)
 
+    def pin_start(self) -> None:
+        """With no start position ("from now"), fixes now here, as the resume token of a stream opened and closed on
+        the calling thread: what commits after this call is read however late the reader's thread opens its stream.
+        When the server cannot answer now, now is left to the thread, whose retries report why."""
+        if self._start != StartPosition():
+            return
+        try:
+            with self._open(self._start) as stream:
+                token = stream.resume_token
+        except PyMongoError as error:
+            log.info("%s: could not open the change stream yet (%s); it starts when it opens", self._metrics.partition,
+                     error)
+            return
+        if token is not None:
+            self._start = StartPosition(resume_after=token)
+
     def start(self) -> None:
         self._thread.start()
 

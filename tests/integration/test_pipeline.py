@@ -226,3 +226,28 @@ def test_the_lag_is_taken_once_a_batch_is_visible_and_counts_its_commit(stack, m
     lag_ms, visible = next((lag, ids) for lag, ids in recorded if "held" in ids)
     assert lag_ms >= hold_s * 1000
     assert visible == ["held"]
+
+
+def test_a_change_written_when_the_phase_shows_streaming_is_captured(stack, mongo_rs, mongo, unique_name):
+    """snapshot.mode=never streams from "now": that is fixed when the reader is opened, before the phase shows
+    "streaming", so a change committed then is in the topic (the reader's thread used to open the stream later)."""
+    from connectors.runner import ConnectorRunner
+
+    name = _name(unique_name)
+    config = connector_config(name, mongo_rs.uri, collection__include__list=f"{name}.docs", snapshot__mode="never")
+
+    class WritingWhenStreaming(ConnectorRunner):
+        def pipeline(self, partition, on_phase=None):
+            return super().pipeline(partition, lambda phase: phase == "streaming"
+                                    and mongo[name].docs.insert_one({"_id": "at streaming"}))
+
+    runner = WritingWhenStreaming(config, stack.kafka_bootstrap, threading.Event())
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        records = wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.docs", 1)
+    finally:
+        runner.stop.set()
+        thread.join(60)
+    assert not runner.errors, runner.errors
+    assert [(v["op"], json.loads(v["after"])["_id"]) for v in values(records)] == [("c", "at streaming")]
