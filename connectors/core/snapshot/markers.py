@@ -6,9 +6,10 @@ Kafka transaction of its own transactional id `<connector>.<partition>.chunk-<n>
 record keyed by (connector, partition, snapshot id, chunk number) on the compacted topic
 `<offset.storage.topic>.chunks`. Either both are visible to read_committed readers or neither is.
 
-Before reading, the worker opens its producer (which fences any earlier producer of the same chunk: a zombie
+Before committing, the worker opens its producer (which fences any earlier producer of the same chunk: a zombie
 attempt can no longer commit) and then looks for the marker: if it is there, an earlier attempt committed the
-chunk and this one stops without writing. The coordinator folds markers into its offset record, and on restart
+chunk and this one drops what it read and writes nothing. (The read itself goes on meanwhile: only the commit
+needs the fence.) The coordinator folds markers into its offset record, and on restart
 reads them for chunks its record does not show as done. When the snapshot completes, the coordinator deletes
 the chunk markers in its final transaction and writes one "completed" record for the snapshot instead, so that a
 late duplicate of a chunk task (a redelivered or resurrected task) still finds the snapshot done and writes nothing.

@@ -4,7 +4,8 @@ transactional id `<connector>.<partition>.chunk-<n>` (markers.py has the exactly
 
 Every source shares the protocol; a source gives only the read (`read() -> (messages, rows)`, or
 `(messages, rows, read_details)` when the chunk's marker must keep where it was read, as MySQL's own-view chunks
-do), run after the earlier attempts are fenced and only when none of them committed.
+do); it runs while the earlier attempts are fenced and the markers looked up, and is committed only when none of
+them committed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from connectors.core.errors import ConnectorError
@@ -69,20 +71,42 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
     )
     # After a commit with an unknown outcome the sink fences its producer, then the chunk's marker tells.
     sink.commit_check = lambda _batch: task.chunk.number in markers.load(config.name, partition, task.snapshot_id)
-    with snapshot_collection(), sink:  # open() fences any earlier attempt at this chunk
-        found = markers.load(config.name, partition, task.snapshot_id)
-        existing = found.get(task.chunk.number)
-        if existing is None and COMPLETED in found:
-            existing = {"rows": 0}  # a late duplicate: the snapshot completed long ago
-        if existing is not None:
-            log.info("snapshot %s: chunk %d (%s) was already committed", task.snapshot_id, task.chunk.number,
-                     task.chunk.label)
-            return ChunkResult(task, int(existing.get("rows") or 0), None, committed=True, already_committed=True,
-                               seconds=time.monotonic() - started, read=existing.get("read"))
-        messages, rows, *details = read()
-        details = details[0] if details else None
-        messages.append(markers.message(config.name, partition, task.snapshot_id, task.chunk.number, rows, details))
-        sink.write_batch(messages)
+
+    def fence_and_look() -> dict[int, dict]:
+        sink.open()  # fences any earlier attempt at this chunk: none can commit after this
+        return markers.load(config.name, partition, task.snapshot_id)
+
+    # The read is the chunk's CPU; fencing and the marker look-up are Kafka round trips (~30-60 ms): they go on
+    # meanwhile. Reading needs no fence, only the commit does. What an earlier attempt made unnecessary (a rare
+    # redelivery) is dropped, and so is a read that failed: the chunk was committed, e.g. by an attempt that could
+    # still read in a snapshot that is gone now.
+    with snapshot_collection(), ThreadPoolExecutor(1, thread_name_prefix="chunk-fence") as helper:
+        looked_up = helper.submit(fence_and_look)
+        try:
+            try:
+                messages, rows, *details = read()
+                read_error = None
+            except Exception as error:  # noqa: BLE001 - raised below unless the chunk is committed already
+                read_error = error
+            found = looked_up.result()  # the sink is opened (or failed to) before it is used or closed
+            existing = found.get(task.chunk.number)
+            if existing is None and COMPLETED in found:
+                existing = {"rows": 0}  # a late duplicate: the snapshot completed long ago
+            if existing is not None:
+                log.info("snapshot %s: chunk %d (%s) was already committed", task.snapshot_id, task.chunk.number,
+                         task.chunk.label)
+                return ChunkResult(task, int(existing.get("rows") or 0), None, committed=True,
+                                   already_committed=True, seconds=time.monotonic() - started,
+                                   read=existing.get("read"))
+            if read_error is not None:
+                raise read_error
+            details = details[0] if details else None
+            messages.append(markers.message(config.name, partition, task.snapshot_id, task.chunk.number, rows,
+                                            details))
+            sink.write_batch(messages)
+        finally:
+            wait([looked_up])
+            sink.close()
     return ChunkResult(task, rows, None, committed=True, seconds=time.monotonic() - started, read=details)
 
 
