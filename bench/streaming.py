@@ -9,7 +9,7 @@ queue, built, handed to the sink, produced, committed, seen by a read_committed 
 
 Also prints the rate of pymongo's watch() alone reading the same changes, to tell a slow source from a slow pipeline.
 
-Needs Kafka (`python -m devstack up kafka`); runs its own in-process MongoDB emulator unless MONGODB_URI is set.
+Needs Kafka (`python -m devstack up kafka`); runs its own MongoDB emulator (a separate process) unless MONGODB_URI is set.
 """
 
 from __future__ import annotations
