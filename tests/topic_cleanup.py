@@ -21,6 +21,12 @@ SESSION_TAG = f"s{uuid.uuid4().hex[:6]}"  # in every unique_name of this session
 _TAGGED = re.compile(SESSION_TAG[-4:] + "[0-9a-f]{8}")
 
 
+def tagged_suffix() -> str:
+    """12 characters that carry the session's tag, for a name a test makes without `unique_name` (a connector's,
+    a topic's): the session deletes its topics at its end also on a broker that was already running."""
+    return SESSION_TAG[-4:] + uuid.uuid4().hex[:8]
+
+
 def topic_names(bootstrap: str) -> set[str]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
 

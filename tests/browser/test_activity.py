@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 
 import pytest
 
@@ -15,12 +14,13 @@ from tests.browser.conftest import (
     wait_for_socket_message,
     wait_streaming,
 )
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platform, mongo_rs):
-    name = f"btact{uuid.uuid4().hex[:6]}"
+    name = f"btact{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
@@ -44,7 +44,7 @@ def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platfor
 def test_a_failed_replica_set_stays_failed_on_the_pages_when_it_stops_reporting(session, platform, mongo_rs):
     """Issue 13.2: the pages' live phase is the state model's: a failed pipeline without reports is failed (the
     pages once said stale while Connect said FAILED), and a replica set that does not run is "not connected"."""
-    name = f"btfail{uuid.uuid4().hex[:6]}"
+    name = f"btfail{tagged_suffix()}"
     properties = {"name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,
                   "database.include.list": name, "offset.storage.topic": f"{name}.offsets"}
     platform.django(

@@ -4,17 +4,16 @@ fields, the signal collection and heartbeats reach the stored configuration."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from tests.browser.conftest import create_connector, screenshot
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_the_form_reports_everything_at_once_and_has_its_fields(session, platform, mongo_rs):
-    taken = f"btform{uuid.uuid4().hex[:6]}"
+    taken = f"btform{tagged_suffix()}"
     create_connector(platform, mongo_rs, taken)
     current, page = session("admin")
     page.goto("/connectors/new/")

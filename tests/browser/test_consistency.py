@@ -5,13 +5,13 @@ message in API words, and nothing loaded from outside the machine (every request
 from __future__ import annotations
 
 import re
-import uuid
 from urllib.parse import urlsplit
 
 import pymongo
 import pytest
 
 from tests.browser.conftest import NARROW, WIDE, create_connector, screenshot, wait_streaming
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -47,7 +47,7 @@ def _overlaps(labels: list[dict]) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "narrow"])
 def test_one_datetime_format_and_axis_labels_apart(session, platform, mongo_rs, viewport):
-    name = f"btfmt{uuid.uuid4().hex[:6]}"
+    name = f"btfmt{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     _, page = session("viewer", viewport)
     page.goto(f"/connectors/{name}/")
@@ -69,7 +69,7 @@ def test_one_datetime_format_and_axis_labels_apart(session, platform, mongo_rs, 
 
 
 def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mongo_rs):
-    name = f"btrst{uuid.uuid4().hex[:6]}"
+    name = f"btrst{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     current, page = session("admin")
     page.goto(f"/connectors/{name}/")
@@ -109,7 +109,7 @@ def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mong
 
 
 def test_nothing_is_loaded_from_outside_the_machine(session, platform, mongo_rs):
-    name = f"btnet{uuid.uuid4().hex[:6]}"
+    name = f"btnet{tagged_suffix()}"
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_one({"_id": 1})
     create_connector(platform, mongo_rs, name)

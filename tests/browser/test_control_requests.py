@@ -5,18 +5,18 @@ visible final state in the Requests panel."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pymongo
 import pytest
 
 from tests.browser.conftest import create_connector, screenshot, wait_streaming
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_snapshot_without_signal_collection_is_refused_with_the_reason(session, platform, mongo_rs):
-    name = f"btnosig{uuid.uuid4().hex[:6]}"
+    name = f"btnosig{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
@@ -29,7 +29,7 @@ def test_snapshot_without_signal_collection_is_refused_with_the_reason(session, 
 
 
 def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mongo_rs):
-    name = f"btsig{uuid.uuid4().hex[:6]}"
+    name = f"btsig{tagged_suffix()}"
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_many([{"_id": i, "v": i} for i in range(25)])
     create_connector(platform, mongo_rs, name, **{"signal.data.collection": f"{name}.signals"})
@@ -52,7 +52,7 @@ def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mong
 
 
 def test_both_charts_keep_moving_and_one_point_shows_a_readable_span(session, platform, mongo_rs):
-    name = f"btchart{uuid.uuid4().hex[:6]}"
+    name = f"btchart{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     _, page = session("viewer")
     page.goto(f"/connectors/{name}/")
@@ -70,7 +70,7 @@ def test_both_charts_keep_moving_and_one_point_shows_a_readable_span(session, pl
 
 
 def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs):
-    name = f"btoff{uuid.uuid4().hex[:6]}"
+    name = f"btoff{tagged_suffix()}"
     client = pymongo.MongoClient(mongo_rs.uri)
     create_connector(platform, mongo_rs, name)
     current, page = session("admin")
@@ -93,7 +93,7 @@ def test_offsets_show_the_token_as_json_and_copy_it(session, platform, mongo_rs)
 
 
 def test_clone_export_and_delete_from_the_dashboard(session, platform, mongo_rs):
-    name = f"btcl{uuid.uuid4().hex[:6]}"
+    name = f"btcl{tagged_suffix()}"
     create_connector(platform, mongo_rs, name)
     _, page = session("admin")
     page.goto(f"/connectors/{name}/")

@@ -13,13 +13,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 
 import pymongo
 import pytest
 from pymongo.errors import PyMongoError
 
 from tests.browser.conftest import NARROW, create_connector, screenshot, text_number, wait_streaming
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -27,7 +27,7 @@ SNAPSHOT_DOCS = 3000
 
 
 def _name(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:6]}"
+    return f"{prefix}{tagged_suffix()}"
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import socket
-import uuid
 
 import pymongo
 import pytest
 
 from tests.browser.conftest import screenshot
 from tests.integration.kafka_reading import read_topic
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -41,7 +41,7 @@ def ids_in(bootstrap: str, topic: str) -> set:
 
 
 def test_create_snapshot_pause_clone_export_delete(session, platform, mongo_rs, stack):
-    name = f"btwalk{uuid.uuid4().hex[:6]}"
+    name = f"btwalk{tagged_suffix()}"
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_many([{"_id": i} for i in range(20)])
     current, page = session("admin")

@@ -15,6 +15,7 @@ import pytest
 from sparkjobs.templates import view_name
 from tests.browser.conftest import screenshot
 from tests.spark.workload import Clock, Collection, create_topics, encode, produce
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -28,7 +29,7 @@ def events(stack):
     records = [coll.insert({"_id": i, "qty": i}) for i in range(12)]
     records += [coll.update(i, {"qty": i * 10}) for i in range(0, 12, 2)]
     records += [coll.delete(i) for i in (1, 3, 5)]
-    prefix = f"spark.pages.{uuid.uuid4().hex[:8]}"
+    prefix = f"spark.pages.{tagged_suffix()}"
     messages = encode(records, prefix)
     topic = f"{prefix}.shop.orders"
     create_topics(stack.kafka_bootstrap, [topic])

@@ -10,6 +10,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.topic_cleanup import tagged_suffix
+
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 
@@ -22,7 +24,7 @@ def produce(bootstrap: str, topic: str, key: bytes, value: bytes, headers: list)
 
 
 def test_any_topic_download_and_live_tail(session, stack):
-    topic = f"browse.ui.{uuid.uuid4().hex[:8]}"
+    topic = f"browse.ui.{tagged_suffix()}"
     admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     produce(stack.kafka_bootstrap, topic, b'{"id": 1}', b'{"first": true}', [("origin", b"browser-test")])

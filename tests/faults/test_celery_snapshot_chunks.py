@@ -85,7 +85,7 @@ def snapshot_ids(bootstrap: str, topic: str) -> list[int] | None:
 
 
 def test_chunks_are_read_by_both_snapshot_workers_exactly_once(platform, mongo_rs, unique_name, stack):
-    name = "sc" + unique_name.replace("-", "")[-10:]
+    name = "sc" + unique_name.replace("-", "")[-12:]
     seed(mongo_rs.uri, name)
     create_connector(platform, name, mongo_rs.uri)
     ids = wait_for(lambda: snapshot_ids(stack.kafka_bootstrap, f"{name}.{name}.docs"), 120,
@@ -99,7 +99,7 @@ def test_chunks_are_read_by_both_snapshot_workers_exactly_once(platform, mongo_r
 
 
 def test_snapshot_completes_exactly_once_after_kill9_of_a_snapshot_worker(platform, mongo_rs, unique_name, stack):
-    name = "sk" + unique_name.replace("-", "")[-10:]
+    name = "sk" + unique_name.replace("-", "")[-12:]
     seed(mongo_rs.uri, name)
     create_connector(platform, name, mongo_rs.uri)
     victim = "snap-a"

@@ -49,7 +49,7 @@ def _wait(predicate, timeout: float, what: str):
 
 def test_supervised_connector_pause_and_takeover_after_kill(platform, mongo_rs, unique_name, stack):
     env, start_worker, start_beat, django, processes = platform
-    name = "cs" + unique_name.replace("-", "")[-10:]
+    name = "cs" + unique_name.replace("-", "")[-12:]
     django(
         "from web.connectors.models import Connector; "
         f"Connector.objects.create(name={name!r}, topic_prefix={name!r}, connection_string={mongo_rs.uri!r}, "

@@ -68,7 +68,7 @@ class Writer(threading.Thread):
 
 
 def test_kill_minus_nine_repeatedly_gives_exactly_once(stack, mongo_rs, tmp_path, unique_name):
-    name = "k9" + unique_name.replace("-", "")[-10:]
+    name = "k9" + unique_name.replace("-", "")[-12:]
     config = {
         "name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,
         "database.include.list": name, "offset.storage.topic": f"{name}.offsets",

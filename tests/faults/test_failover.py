@@ -44,7 +44,7 @@ def _wait_stored(stored: list, count: int, timeout: float = 60) -> None:
 def test_step_down_mid_stream_loses_and_repeats_nothing(stack, mongo_rs, unique_name):
     if not hasattr(mongo_rs, "step_down"):
         pytest.skip("needs the emulator's fault hooks")
-    name = "sd" + unique_name.replace("-", "")[-10:]
+    name = "sd" + unique_name.replace("-", "")[-12:]
     client = pymongo.MongoClient(mongo_rs.uri, serverSelectionTimeoutMS=20_000)
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never",
                               connect__backoff__initial__delay__ms=100, connect__backoff__max__delay__ms=500)
@@ -89,7 +89,7 @@ def _stream_then_overflow(stack, uri, name):
 
 
 def test_history_lost_fails_clearly_unless_when_needed(stack, small_oplog_rs, unique_name):
-    name = "hl" + unique_name.replace("-", "")[-10:]
+    name = "hl" + unique_name.replace("-", "")[-12:]
     _stream_then_overflow(stack, small_oplog_rs.uri, name)
 
     failing = RunningConnector(connector_config(name, small_oplog_rs.uri, database__include__list=name,

@@ -99,7 +99,7 @@ class Connector:
 
 
 def test_a_source_of_the_core_is_exactly_once_across_kill_minus_nine(stack, tmp_path, unique_name):
-    name = "mem" + unique_name.replace("-", "")[-10:]
+    name = "mem" + unique_name.replace("-", "")[-12:]
     connector = Connector(tmp_path, name, stack.kafka_bootstrap)
 
     # 1. kill -9 inside the snapshot: transaction 1 commits the plan, 2 the first chunk, 3 is held open

@@ -54,7 +54,7 @@ def platform(stack, tmp_path):
 
 
 def test_a_pipeline_is_a_process_of_its_own_that_dies_with_its_worker(platform, mongo_rs, stack, unique_name):
-    name = "pp" + unique_name.replace("-", "")[-10:]
+    name = "pp" + unique_name.replace("-", "")[-12:]
     docs = pymongo.MongoClient(mongo_rs.uri)[name].docs
     docs.insert_many([{"_id": i} for i in range(50)])
     platform.create_connector({"name": name, "topic.prefix": name, "mongodb.connection.string": mongo_rs.uri,

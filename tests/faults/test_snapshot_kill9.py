@@ -89,7 +89,7 @@ def _chunks_read(log_path) -> list[int]:
 
 
 def test_kill_minus_nine_mid_snapshot_resumes_at_the_unfinished_chunks(stack, mongo_rs, tmp_path, unique_name):
-    name = "ks" + unique_name.replace("-", "")[-10:]
+    name = "ks" + unique_name.replace("-", "")[-12:]
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].docs.insert_many([{"_id": i, "pad": "x" * 100} for i in range(DOCUMENTS)])
     config = {

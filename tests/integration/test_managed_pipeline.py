@@ -31,7 +31,7 @@ def _managed(config, stack, redis_client, worker, reports):
 
 
 def test_lease_exclusive_stop_via_redis_and_reports(stack, mongo_rs, redis_client, unique_name):
-    name = "mp" + unique_name.replace("-", "")[-10:]
+    name = "mp" + unique_name.replace("-", "")[-12:]
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never")
     reports: list[dict] = []
     first = _managed(config, stack, redis_client, "worker-a", reports)

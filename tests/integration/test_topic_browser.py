@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import uuid
 from urllib.parse import quote
 
 import pytest
@@ -16,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 
 from tests.api_support import create_connector, make_user, no_redis  # noqa: F401 - a fixture
+from tests.topic_cleanup import tagged_suffix
 from web.dashboard import topic_browser
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.usefixtures("no_redis")]
@@ -32,7 +32,7 @@ def viewer(client, django_user_model, stack):
 def topic(stack):
     """2 partitions: p0 holds 3 committed records (offsets 0-2, a marker at 3); p1 an aborted transaction of 2, then
     2 committed records (offsets 3-4 after the aborted 0-1 and their marker at 2, a marker at 5)."""
-    name = f"browse.{uuid.uuid4().hex[:8]}"
+    name = f"browse.{tagged_suffix()}"
     admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
     admin.create_topics([NewTopic(name, 2, 1, config={"retention.ms": "123456789"})])[name].result(30)
     producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "transactional.id": f"tx-{name}"})

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from django.contrib.auth.models import Group
 
 from tests.integration.test_websocket_roundtrip import ALLOWED_ORIGIN, session_cookie_for
+from tests.topic_cleanup import tagged_suffix
 from web.dashboard.consumers import FORBIDDEN, UNAUTHENTICATED
 from web.dashboard.topic_tail import BAD_REQUEST
 
@@ -49,7 +50,7 @@ async def connect(path, headers):
 
 
 def test_tail_sends_new_committed_matching_messages(stack, django_user_model):
-    topic = f"tail.{uuid.uuid4().hex[:8]}"
+    topic = f"tail.{tagged_suffix()}"
     admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
     write(stack.kafka_bootstrap, topic, [(0, b'{"id": 0}', b'{"old": true}', None)])

@@ -20,7 +20,6 @@ import random
 import re
 import signal
 import threading
-import uuid
 
 import pytest
 import redis
@@ -32,6 +31,7 @@ from connectors.sources import engine_config
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import topic_exists
 from tests.platform_processes import Platform
+from tests.topic_cleanup import tagged_suffix
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -184,7 +184,7 @@ def platform(mariadb, stack, tmp_path):
 def test_chunk_tasks_read_in_views_of_their_own_and_the_stream_keeps_every_key_in_order(platform, mariadb,
                                                                                        mariadb_db, stack,
                                                                                        unique_name):
-    name = "mdc" + unique_name.replace("-", "")[-10:]
+    name = "mdc" + unique_name.replace("-", "")[-12:]
     seed(mariadb, mariadb_db)
     platform.create_connector(properties(mariadb, mariadb_db, name))
     platform.wait_for(lambda: f"snapshot chunks of {name}/{name} sent to the 'snapshot' queue"
@@ -221,7 +221,7 @@ def test_chunk_tasks_read_in_views_of_their_own_and_the_stream_keeps_every_key_i
 
 def test_a_killed_pipeline_with_chunk_tasks_queued_is_resumed_with_every_key_in_order(platform, mariadb, mariadb_db,
                                                                                      stack, unique_name):
-    name = "mdk" + unique_name.replace("-", "")[-10:]
+    name = "mdk" + unique_name.replace("-", "")[-12:]
     seed(mariadb, mariadb_db)
     platform.create_connector(properties(mariadb, mariadb_db, name))
     broker = redis.Redis.from_url(platform.env["REDIS_URL"])
@@ -248,7 +248,7 @@ def test_a_killed_pipeline_with_chunk_tasks_queued_is_resumed_with_every_key_in_
 
 def test_the_filter_is_stored_with_the_position_and_a_restart_in_its_window_keeps_every_key_in_order(
         mariadb, mariadb_db, stack):
-    name = "mdr" + uuid.uuid4().hex[:10]
+    name = "mdr" + tagged_suffix()
     seed(mariadb, mariadb_db)
     props = properties(mariadb, mariadb_db, name)
     _, config = engine_config({**props, "snapshot.mode": "initial_only"})  # stops before the stream starts

@@ -80,7 +80,7 @@ def platform(mariadb, stack, tmp_path):
 
 def test_a_celery_worker_runs_a_stored_mariadb_connector_exactly_once_across_a_pause(platform, mariadb, mariadb_db,
                                                                                     stack, unique_name):
-    name = "mdbw" + unique_name.replace("-", "")[-10:]
+    name = "mdbw" + unique_name.replace("-", "")[-12:]
     mariadb.execute("CREATE TABLE items (id int PRIMARY KEY, label varchar(20))",
                     "INSERT INTO items SELECT seq, 'before' FROM seq_1_to_50", database=mariadb_db)
     platform.create_connector({"name": name, "topic.prefix": name, **mariadb_properties(mariadb, mariadb_db, name),
@@ -114,7 +114,7 @@ def test_a_celery_worker_runs_a_stored_mariadb_connector_exactly_once_across_a_p
 
 
 def test_an_ad_hoc_snapshot_through_the_rest_api(platform, mariadb, mariadb_db, stack, unique_name):
-    name = "mdbs" + unique_name.replace("-", "")[-10:]
+    name = "mdbs" + unique_name.replace("-", "")[-12:]
     mariadb.execute("CREATE TABLE items (id int PRIMARY KEY, label varchar(20))",
                     "INSERT INTO items SELECT seq, 'before' FROM seq_1_to_300",
                     "CREATE TABLE signals (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",

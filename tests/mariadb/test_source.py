@@ -25,6 +25,7 @@ from connectors.mysql.status import show_binlog_status
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
 from tests.integration.kafka_reading import read_topic
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 
 
 def properties(mariadb, database: str, **extra) -> dict:
-    tag = uuid.uuid4().hex[:8]
+    tag = tagged_suffix()
     return {
         "name": f"my-{tag}", "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
         "database.hostname": mariadb.cdc.host, "database.port": str(mariadb.cdc.port),

@@ -106,7 +106,7 @@ def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its databas
 
 def test_chunk_tasks_read_in_the_exported_snapshot_with_writes_during_the_snapshot(platform, pg_db, stack,
                                                                                    unique_name):
-    name = "pgc" + unique_name.replace("-", "")[-10:]
+    name = "pgc" + unique_name.replace("-", "")[-12:]
     seed(pg_db)
     platform.create_connector(properties(pg_db, name))
     # Sent once the slot (with its exported snapshot) exists and the plan is committed; no worker reads them yet.
@@ -142,7 +142,7 @@ def test_chunk_tasks_read_in_the_exported_snapshot_with_writes_during_the_snapsh
 
 def test_a_killed_pipeline_leaves_chunk_tasks_that_write_nothing_and_its_successor_resumes_the_plan(
         platform, pg_db, stack, unique_name):
-    name = "pgk" + unique_name.replace("-", "")[-10:]
+    name = "pgk" + unique_name.replace("-", "")[-12:]
     seed(pg_db)
     platform.create_connector(properties(pg_db, name))
     broker = redis.Redis.from_url(platform.env["REDIS_URL"])
@@ -178,7 +178,7 @@ def test_a_killed_pipeline_leaves_chunk_tasks_that_write_nothing_and_its_success
 
 
 def test_a_chunk_task_reads_only_in_its_snapshot(pg_db, stack, unique_name):
-    name = "pgt" + unique_name.replace("-", "")[-10:]
+    name = "pgt" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL)")
     pg_db.execute("INSERT INTO items SELECT g, 0 FROM generate_series(1, 10) g")
     pg_db.execute("CREATE PUBLICATION p_items FOR TABLE items")
@@ -240,7 +240,7 @@ def test_a_resumed_plan_whose_chunks_went_to_tasks_is_read_by_self_committing_th
     Celery task runs) until the run stops after two; rows changed while stopped; the restart reads the rest in
     threads, which must commit like tasks (a task of the first run may still be alive): in a new snapshot, each row
     once, and the stream brings the state up to date."""
-    name = "pgr" + unique_name.replace("-", "")[-10:]
+    name = "pgr" + unique_name.replace("-", "")[-12:]
     seed(pg_db)
     config = PostgresConfig.from_properties({**properties(pg_db, name), "snapshot.max.threads": 1})
     bootstrap, topic = stack.kafka_bootstrap, f"{name}.public.items"

@@ -107,7 +107,7 @@ def platform(pg_db, stack, tmp_path):  # after pg_db: stopped before its databas
 
 def test_a_celery_worker_runs_a_stored_postgres_connector_exactly_once_across_a_pause(platform, pg_db, stack,
                                                                                      unique_name):
-    name = "pgw" + unique_name.replace("-", "")[-10:]
+    name = "pgw" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
     pg_db.execute("INSERT INTO items SELECT g, 'before' FROM generate_series(1, 50) g")
     properties = {"name": name, "topic.prefix": name, **pg_properties(pg_db, name),
@@ -197,7 +197,7 @@ def test_a_publication_for_all_tables_is_refused_when_it_would_publish_a_table_w
 
 
 def test_an_ad_hoc_snapshot_through_the_rest_api(platform, pg_db, stack, unique_name):
-    name = "pgs" + unique_name.replace("-", "")[-10:]
+    name = "pgs" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
     pg_db.execute("INSERT INTO items SELECT g, 'r' || g FROM generate_series(1, 300) g")
     pg_db.execute("CREATE TABLE signals (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")

@@ -70,7 +70,7 @@ def stored_lsn(store: OffsetStore, key: bytes) -> int:
 
 def test_kill_minus_nine_under_load_gives_exactly_once(pg_db, stack, tmp_path, unique_name):
     bootstrap = stack.kafka_bootstrap
-    name = "pgk9" + unique_name.replace("-", "")[-10:]
+    name = "pgk9" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
     pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(0, %s) g", (ROWS - 1,))
     dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
@@ -143,7 +143,7 @@ def test_replication_connection_killed_under_load_loses_and_repeats_nothing(pg_d
     from connectors.runner import ConnectorRunner
 
     bootstrap = stack.kafka_bootstrap
-    name = "pgrc" + unique_name.replace("-", "")[-10:]
+    name = "pgrc" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
     pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(0, %s) g", (ROWS - 1,))
     dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)

@@ -41,7 +41,7 @@ def transaction_id(value: dict) -> str:
 
 def test_blocks_begin_end_counts_and_a_transaction_larger_than_a_batch(pg_db, stack, unique_name):
     bootstrap = stack.kafka_bootstrap
-    name = "pgtx" + unique_name.replace("-", "")[-10:]
+    name = "pgtx" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
     pg_db.execute("CREATE TABLE tags (id int PRIMARY KEY)")
     pg_db.execute("INSERT INTO items VALUES (0, 'snapshot')")
@@ -93,7 +93,7 @@ def start(module: str, config_path, bootstrap, log_path) -> subprocess.Popen:
 
 def test_kill_minus_nine_inside_a_transaction_then_restart(pg_db, stack, tmp_path, unique_name):
     bootstrap = stack.kafka_bootstrap
-    name = "pgtk" + unique_name.replace("-", "")[-10:]
+    name = "pgtk" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
     pg_db.execute("INSERT INTO items VALUES (0, 'snapshot')")
     dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)

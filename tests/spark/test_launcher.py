@@ -19,7 +19,6 @@ import random
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections import Counter
 
 import pytest
@@ -28,6 +27,7 @@ from bson import json_util
 from tests.platform_processes import Platform
 from tests.spark.test_latest_state import scrambled_workload
 from tests.spark.workload import Clock, Collection, create_topics, encode, key_id, oid, produce
+from tests.topic_cleanup import tagged_suffix
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -91,7 +91,7 @@ def workload(stack):
 
 
 def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return f"{prefix}-{tagged_suffix()}"
 
 
 def wait_run(api, run_id: int, until, timeout: float = RUN_TIMEOUT_S, platform=None) -> dict:

@@ -4,7 +4,6 @@ page, and the offsets page: positions decoded, resets behind a confirmation step
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from bson import Timestamp
@@ -12,6 +11,7 @@ from django.contrib.auth.models import Group
 
 from connectors.kafka import OffsetRecord
 from tests.api_support import SECRET, create_connector
+from tests.topic_cleanup import tagged_suffix
 from web.connectors import offsets as offset_views
 from web.connectors.models import AuditEntry, Connector, DesiredState
 
@@ -76,9 +76,9 @@ def test_a_postgres_connector_keeps_its_database_password_encrypted(admin_browse
 
 def test_a_postgres_connectors_offsets_page_offers_its_own_resets(admin_browser, stack):
     connector = Connector.objects.create(
-        name=f"pg{uuid.uuid4().hex[:8]}", topic_prefix="pgshop", source="postgres", desired_state="stopped",
+        name=f"pg{tagged_suffix()}", topic_prefix="pgshop", source="postgres", desired_state="stopped",
         properties={"connector.class": "postgres", "database.hostname": "pg1", "database.user": "cdc",
-                    "database.dbname": "shop", "offset.storage.topic": f"it.offsets.{uuid.uuid4().hex[:8]}"})
+                    "database.dbname": "shop", "offset.storage.topic": f"it.offsets.{tagged_suffix()}"})
     url = f"/admin/connectors/connector/{connector.pk}/offsets/"
     page = admin_browser.get(url).content.decode()
     assert "Committed position per partition" in page and "Resume token" not in page
@@ -90,7 +90,7 @@ def test_a_postgres_connectors_offsets_page_offers_its_own_resets(admin_browser,
 
 def test_offsets_page_and_confirmed_reset(admin_browser, stack):
     connector = create_connector("orders", state=DesiredState.RUNNING,
-                                 **{"offset.storage.topic": f"cdc.offsets.test-{uuid.uuid4().hex[:10]}"})
+                                 **{"offset.storage.topic": f"cdc.offsets.test-{tagged_suffix()}"})
     store = offset_views.store_for(connector)
     store.write(OffsetRecord("orders", "rs0", resume_token=TOKEN, snapshot={"chunks_done": 3}))
     url = f"/admin/connectors/connector/{connector.pk}/offsets/"
@@ -116,7 +116,7 @@ def test_offsets_page_and_confirmed_reset(admin_browser, stack):
 
 def test_viewers_see_but_cannot_reset(client, django_user_model, no_redis, stack):
     connector = create_connector("orders", state=DesiredState.STOPPED,
-                                 **{"offset.storage.topic": f"cdc.offsets.test-{uuid.uuid4().hex[:10]}"})
+                                 **{"offset.storage.topic": f"cdc.offsets.test-{tagged_suffix()}"})
     client.force_login(staff(django_user_model, "viewer"))
     url = f"/admin/connectors/connector/{connector.pk}/offsets/"
     page = client.get(url)

@@ -68,7 +68,7 @@ def send(redis_client, name: str, command: str, payload: dict) -> None:
 
 
 def test_a_refused_snapshot_does_not_stop_the_listener(stack, mongo_rs, redis_client, unique_name):
-    name = "cl" + unique_name.replace("-", "")[-10:]
+    name = "cl" + unique_name.replace("-", "")[-12:]
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never")
     answers = Answers()
     managed, thread, outcome = start(config, stack, redis_client, answers)
@@ -91,7 +91,7 @@ def test_a_refused_snapshot_does_not_stop_the_listener(stack, mongo_rs, redis_cl
 
 
 def test_a_snapshot_request_ends_done_with_the_documents_read(stack, mongo_rs, redis_client, unique_name):
-    name = "cs" + unique_name.replace("-", "")[-10:]
+    name = "cs" + unique_name.replace("-", "")[-12:]
     database = pymongo.MongoClient(mongo_rs.uri)[name]
     database.docs.insert_many([{"_id": i, "v": i} for i in range(30)])
     config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="never",
@@ -124,7 +124,7 @@ def test_the_supervisor_revokes_the_lease_of_a_pipeline_that_stopped_listening(r
     from workers.supervisor import deaf_pipelines
 
     settings.REDIS_URL = stack.redis_url
-    name = "deaf" + unique_name.replace("-", "")[-10:]
+    name = "deaf" + unique_name.replace("-", "")[-12:]
     lease = leases.Lease(redis_client, leases.lease_key(name, "rs0"), "worker-x", ttl_ms=60_000)
     assert lease.acquire()
     running = control.running_pipelines(name)

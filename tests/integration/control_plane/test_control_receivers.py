@@ -3,10 +3,9 @@ stack's real Redis: a subscribed control listener counts, none is 0."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
+from tests.topic_cleanup import tagged_suffix
 from workers import control
 
 pytestmark = pytest.mark.integration
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.integration
 def test_notify_reports_the_listening_pipelines(stack, monkeypatch):
     monkeypatch.setenv("REDIS_URL", stack.redis_url)
     monkeypatch.setattr(control, "redis_url", lambda: stack.redis_url)
-    name = f"recv-{uuid.uuid4().hex[:8]}"
+    name = f"recv-{tagged_suffix()}"
     heard: list[int | None] = []
     assert control.notify(name, "pause", on_sent=heard.append)
     listener = control.client().pubsub()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 
 import pytest
 from bson import Timestamp
@@ -15,6 +14,7 @@ from rest_framework.test import APIClient
 
 from connectors.kafka import OffsetRecord
 from tests.api_support import create_connector
+from tests.topic_cleanup import tagged_suffix
 from web.connectors import offsets as offset_views
 from web.connectors.models import AuditEntry, Connector, DesiredState
 from workers import control
@@ -37,7 +37,7 @@ def admin(django_user_model, stack):
 def connector(unique_name, stack):
     name = unique_name[-40:].strip("-")
     return create_connector(name, state=DesiredState.RUNNING,
-                            **{"offset.storage.topic": f"cdc.offsets.test-{uuid.uuid4().hex[:10]}"})
+                            **{"offset.storage.topic": f"cdc.offsets.test-{tagged_suffix()}"})
 
 
 def stored(connector) -> dict[str, OffsetRecord]:

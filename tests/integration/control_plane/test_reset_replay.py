@@ -113,7 +113,7 @@ def platform(stack, tmp_path):
 
 def test_reset_to_timestamp_replays_exactly_the_changes_after_it(platform, mongo_rs, unique_name, stack):
     api, bootstrap = platform.api, stack.kafka_bootstrap
-    name = "rr" + unique_name.replace("-", "")[-10:]
+    name = "rr" + unique_name.replace("-", "")[-12:]
     code, body = api("POST", "/api/connectors/", {
         "name": name, "topic_prefix": name, "connection_string": mongo_rs.uri,
         "config": {"database.include.list": name, "snapshot.mode": "never", "capture.mode": "change_streams",
