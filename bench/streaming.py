@@ -2,6 +2,7 @@
 write rate, and the raw confluent-kafka producer rate for the same messages as the ceiling.
 
     python -m bench.streaming [--changes 50000] [--rate 2000] [--seconds 10] [--latency-only]
+    python -m bench.streaming --property provide.transaction.metadata=true   # any connector property
 
 The latency run breaks each event's time down by stage (write acknowledged, change stream reply, taken from the
 queue, built, handed to the sink, produced, committed, seen by a read_committed consumer), from marks the pipeline's
@@ -9,7 +10,8 @@ queue, built, handed to the sink, produced, committed, seen by a read_committed 
 
 Also prints the rate of pymongo's watch() alone reading the same changes, to tell a slow source from a slow pipeline.
 
-Needs Kafka (`python -m devstack up kafka`); runs its own MongoDB emulator (a separate process) unless MONGODB_URI is set.
+Needs Kafka (`python -m devstack up kafka`); runs its own MongoDB emulator (a separate process) unless MONGODB_URI
+is set.
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ def _typed_document(i: int) -> dict:
 DOCUMENTS = {"string": _document, "typed": _typed_document}
 
 
+# --property KEY=VALUE: connector properties of every measured pipeline, over the defaults below
+EXTRA_PROPERTIES: dict[str, str] = {}
+
+
 def _config(name: str, uri: str) -> ConnectorConfig:
     return ConnectorConfig.from_properties({
         "name": name, "topic.prefix": name, "mongodb.connection.string": uri, "database.include.list": name,
         "snapshot.mode": "never", "offset.storage.topic": f"{name}.offsets", "max.batch.size": 4096,
-        "max.queue.size": 16384, "poll.interval.ms": 100,
+        "max.queue.size": 16384, "poll.interval.ms": 100, **EXTRA_PROPERTIES,
     })
 
 
@@ -498,7 +504,15 @@ def main() -> None:
     parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
     parser.add_argument("--document", choices=sorted(DOCUMENTS), default="string",
                         help="the catch-up's documents: one 960-character string, or ~1 KB of typed fields")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a connector property of the measured pipelines (repeatable), e.g. "
+                             "provide.transaction.metadata=true")
     args = parser.parse_args()
+    for item in args.property:
+        key, separator, value = item.partition("=")
+        if not separator:
+            parser.error(f"--property {item!r}: expected KEY=VALUE")
+        EXTRA_PROPERTIES[key.strip()] = value.strip()
     bootstrap = settings.kafka_bootstrap()
     emulator = None
     uri = os.environ.get("MONGODB_URI")
@@ -519,7 +533,8 @@ def main() -> None:
             emulator.terminate()
             emulator.wait(30)
     if not args.latency_only:
-        print(f"catch-up: {args.changes} changes of ~1 KB ({args.document}): {rate:,.0f} events/s")
+        extra = f", {EXTRA_PROPERTIES}" if EXTRA_PROPERTIES else ""
+        print(f"catch-up: {args.changes} changes of ~1 KB ({args.document}{extra}): {rate:,.0f} events/s")
         print(f"ceiling (plain idempotent producer, same messages): {ceiling:,.0f} msg/s")
         print(f"ours / ceiling: {rate / ceiling:.2f}")
         print(f"source read (pymongo watch() alone, same changes): {read_rate:,.0f} events/s; ours / read: "
