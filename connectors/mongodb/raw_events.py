@@ -2,10 +2,11 @@
 decoding the event or building a ChangeRecord.
 
 It serves the configurations where an event's message is Debezium 3.x's envelope of one document change:
-``event.format=debezium`` with the 3.x source block, no transaction metadata, and no field rules on the collection;
-for change stream events (`build`) and for snapshot reads of raw documents (`read_messages`). Everything else, and any
-event the compiled module leaves to Python (another operation, a value type it does not write), goes through the
-Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
+``event.format=debezium`` with the 3.x source block and no field rules on the collection; for change stream events
+(`build`) and for snapshot reads of raw documents (`read_messages`). With ``provide.transaction.metadata`` it writes
+the events outside transactions while none is open (their ``transaction`` is null and they add no boundary).
+Everything else, and any event the compiled module leaves to Python (another operation, a value type it does not
+write), goes through the Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ _OPERATIONS = {"insert": Operation.CREATE, "update": Operation.UPDATE, "replace"
                "delete": Operation.DELETE}
 
 NOT_WRITTEN = object()  # `RawEventWriter.build`'s answer for an event the Transformer must build
+
+# An event of a transaction has `lsid` and `txnNumber` at its top level. Finding neither name anywhere in its bytes
+# proves it is outside one; a document field of that name only sends the event to the Transformer.
+_TRANSACTION_FIELDS = (b"txnNumber\x00", b"lsid\x00")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,7 @@ class RawEventWriter:
         head = {"version": context.version, "connector": envelopes.CONNECTOR_TYPE, "name": context.name}
         self._source_prefix = orjson.dumps(head)[:-1] + b',"ts_ms":'  # the rest of the block is the event's
         self._collections: dict[tuple[str, str], _Collection] = {}
+        self._transactions = transformer.transactions  # None without provide.transaction.metadata
 
     @classmethod
     def for_transformer(cls, transformer: Transformer) -> RawEventWriter | None:
@@ -64,7 +70,6 @@ class RawEventWriter:
             rawjson.compiled is None
             or config.event_format is not EventFormat.DEBEZIUM
             or config.debezium_compatibility is DebeziumCompatibility.V2
-            or transformer.transactions is not None
         ):
             return None
         return cls(transformer)
@@ -98,7 +103,7 @@ class RawEventWriter:
         collection = self._collection(db, coll)
         if not collection.captured or operation in self._skipped:
             return None
-        if not collection.plain:
+        if not collection.plain or self._transactions is not None and self._in_transaction(event.raw):
             return NOT_WRITTEN
         description_json = None
         if description is not None and operation is Operation.UPDATE:
@@ -113,6 +118,11 @@ class RawEventWriter:
         if operation is Operation.DELETE and self._tombstones:
             messages.append(KafkaMessage(collection.topic, message.key, None, kind=TOMBSTONE))
         return operation.value, messages
+
+    def _in_transaction(self, raw: bytes) -> bool:
+        """Whether the Transformer must see the event for its transaction metadata: a transaction is open (this
+        event continues or ends it) or the event may belong to one."""
+        return self._transactions.open_transaction_id is not None or any(name in raw for name in _TRANSACTION_FIELDS)
 
     def read_messages(self, namespace: Namespace, document: RawBSONDocument,
                       marker: SnapshotMarker) -> list[KafkaMessage] | None:

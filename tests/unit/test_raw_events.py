@@ -105,8 +105,11 @@ def test_raw_events_give_the_messages_of_decoded_ones(name):
             written += 1
         raw = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
         assert raw_builder.build(raw) == decoded_builder.build(bson.decode(data, rawjson.DECODE_OPTIONS)), (seed, data)
-    # The configurations it serves are mostly written by it; the others never.
-    if name not in ("transactions", "legacy", "debezium-2"):
+    # The configurations it serves are mostly written by it; the others never. With transaction metadata, the
+    # events outside transactions while none is open (a fifth of these events are in one, each its own).
+    if name == "transactions":
+        assert written > 450, (seed, written)
+    elif name not in ("legacy", "debezium-2"):
         assert written > 600, (seed, written)
     else:
         assert raw_builder.raw_writer is None
