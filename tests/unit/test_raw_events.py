@@ -127,7 +127,8 @@ def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding()
         assert (event.cluster_time, event.operation_type) == (expected.get("clusterTime"), expected["operationType"])
 
 
-@pytest.mark.parametrize("name", ["default", "schemas", "strict-json", "field-rules", "some-collections"])
+@pytest.mark.parametrize("name", [
+    "default", "schemas", "strict-json", "field-rules", "some-collections", "transactions"])
 def test_snapshot_reads_written_from_raw_documents_are_the_transformers(name):
     require_compiled()
     seed = random.SystemRandom().randrange(2**32)

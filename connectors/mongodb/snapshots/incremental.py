@@ -23,6 +23,7 @@ from typing import Any
 
 import bson
 from bson import json_util
+from bson.raw_bson import RawBSONDocument
 from pymongo.errors import PyMongoError
 
 from connectors.config import ConnectorConfig
@@ -38,7 +39,7 @@ from connectors.core.snapshot.incremental import (
     StreamEvent,
 )
 from connectors.mongodb.filters import NamespaceFilter, watch_target
-from connectors.mongodb.rawjson import RawChangeEvent, decoded
+from connectors.mongodb.rawjson import RawChangeEvent, decoded, document_key, raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk as MongoChunk
 from connectors.mongodb.snapshots.chunks import plan_collection
@@ -161,7 +162,10 @@ class MongoWatermarks:
         signals = client[self.signal.db][self.signal.collection]
         namespace = Namespace.parse(chunk.namespace)
         collection = client[namespace.db][namespace.collection]
-        rows: dict[bytes, dict] = {}
+        raw = raw_snapshot_options(client.codec_options)  # documents kept raw, written without decoding (rawjson)
+        if raw is not None:
+            collection = collection.with_options(codec_options=raw)
+        rows: dict[bytes, Any] = {}
         with client.start_session(causal_consistency=True) as session:
             signals.insert_one({"_id": window_id, "type": WINDOW_OPEN,
                                 "data": {"snapshot": snapshot_id, "collection": chunk.namespace,
@@ -169,15 +173,22 @@ class MongoWatermarks:
             cursor = collection.find(chunk.query(filter), session=session, batch_size=self.config.snapshot_fetch_size)
             with cursor:
                 for document in cursor:
-                    rows[row_key(chunk.namespace, document["_id"])] = document
+                    # keyed by the _id decoded as the stream's keys are, whichever way the document was read
+                    rows[row_key(chunk.namespace, document_key(document)["_id"])] = document
             read(rows)
             signals.delete_one({"_id": window_id}, session=session)
 
     def emit(self, chunk: Chunk, rows: list, builder) -> list:
         namespace = Namespace.parse(chunk.namespace)
         transform = builder.transform
+        write = builder.raw_writer.read_messages if builder.raw_writer is not None else None
         messages: list = []
         for document in rows:
+            if write is not None and type(document) is RawBSONDocument:
+                written = write(namespace, document, SnapshotMarker.INCREMENTAL)
+                if written is not None:
+                    messages.extend(written)
+                    continue
             record = ChangeRecord.snapshot_read(namespace, document, cluster_time=None,
                                                 marker=SnapshotMarker.INCREMENTAL)
             messages.extend(transform(record))
