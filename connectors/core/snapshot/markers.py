@@ -101,10 +101,12 @@ class ChunkMarkers:
                 continue
         return found
 
+    def _new_admin(self) -> AdminClient:
+        return AdminClient(with_client_logger({**self.client_config, "bootstrap.servers": self.bootstrap_servers}))
+
     def _read_all(self) -> dict[bytes, bytes]:
         """The latest committed value of every key (tombstones delete), read to the end as of the call."""
-        admin = self.admin or AdminClient(with_client_logger({**self.client_config,
-                                                              "bootstrap.servers": self.bootstrap_servers}))
+        admin = self.admin or self._new_admin()
         try:
             metadata = admin.list_topics(self.topic, timeout=self.timeout)
         except KafkaException as error:
@@ -114,7 +116,7 @@ class ChunkMarkers:
             return {}
         partitions = sorted(topic.partitions)
         try:
-            ends = end_offsets(admin, self.topic, partitions, self.timeout)
+            ends = end_offsets(admin, self.topic, partitions, self.timeout, fresh_admin=self._new_admin)
         except KafkaException as error:
             raise MarkerReadError(f"could not read the end of {self.topic!r}: {describe(error.args[0])}") from None
         values: dict[bytes, bytes] = {}
