@@ -218,11 +218,12 @@ class PgSnapshotReader:
             cursor.execute(query, params)
             rows = 0
             pending = None
+            source = self._source(table, read_at.ts_usec, "true")  # every row's but the chunk's last one's
             for row in cursor:
                 if stop is not None and rows % 1024 == 0 and stop.is_set():
                     raise ChunkInterrupted(chunk.label)
                 if pending is not None:
-                    messages.append(builder.snapshot_row(table, pending, self._source(table, read_at.ts_usec, "true")))
+                    messages.append(builder.snapshot_row(table, pending, source))
                 pending = row
                 rows += 1
             if pending is not None:
