@@ -161,9 +161,11 @@ class Pipeline:
         self._changes: ChangeQueue | None = None
         self.incremental = source.incremental(self, self.snapshot_metrics)
         # Optional source hooks (core.source.PartitionSource): told each committed position (a PostgreSQL slot is
-        # acknowledged only then), and whether idle positions are committed without a heartbeat.
+        # acknowledged only then), whether idle positions are committed without a heartbeat, and whether a
+        # heartbeat writes to the source.
         self._on_committed = getattr(source, "on_committed", None)
         self._commits_idle = bool(getattr(source, "commits_idle_positions", False))
+        self._heartbeats_move_source = bool(getattr(source, "heartbeats_move_source", False))
         # Diagnostic seam (bench/streaming.py's latency breakdown): trace(stage, batch) once per streaming batch at
         # "taken" (the queued items), "built", "handed" (to the sink) and "committed" (the messages). None: no cost.
         self.trace: Callable[[str, list], None] | None = None
@@ -465,7 +467,7 @@ class Pipeline:
             self.config.heartbeat_interval_ms > 0
             and time.monotonic() - self._last_commit >= self.config.heartbeat_interval_ms / 1000
             and position is not None
-            and position != self.committed
+            and (position != self.committed or self._heartbeats_move_source)
         )
         # incremental snapshot progress changed: persist it
         progressed = self.incremental is not None and self.incremental.take_dirty()

@@ -173,6 +173,9 @@ class PartitionSource(Protocol):
     # optional (the pipeline uses them when present):
     # commits_idle_positions: bool -- commit an Idle marker's new position with no event (an offset-only
     #     transaction), so the source can release history (a PostgreSQL slot's WAL) while nothing is captured
+    # heartbeats_move_source: bool -- a heartbeat writes to the source (heartbeat.action.query), so it is due every
+    #     heartbeat.interval.ms even while the position stands still: the WAL or binlog it writes is what moves
+    #     the position next (waiting for a move first stalls once a move comes before the heartbeat that made it)
     # def on_committed(self, position: Position) -> None -- called (on the committing thread) once a batch with
     #     this position committed; must not block (e.g. a slot's flush LSN is acknowledged from it)
     # def status(self) -> dict -- what the source database says about this partition (e.g. a PostgreSQL slot's

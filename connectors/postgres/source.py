@@ -76,6 +76,7 @@ class SlotSource:
         self.name = database.name
         self.dsn = config.dsn()
         self.acks = Acknowledger()
+        self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._sql: psycopg.Connection | None = None
         self._status_sql: psycopg.Connection | None = None  # status() runs on the reporting thread
         self._last_committed: Position | None = None
