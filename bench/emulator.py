@@ -24,6 +24,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import bson
@@ -95,6 +97,24 @@ def start_emulator() -> tuple[subprocess.Popen, str]:
         proc.kill()
         raise SystemExit("the emulator did not print its connection string")
     return proc, uri
+
+
+@contextmanager
+def one_member_deployment(replset: str, *options: str) -> Iterator[tuple[str, int | None]]:
+    """(uri, emulator pid) of the deployment a bench measures against: MONGODB_URI's when set (pid None), else a
+    one-member emulator in a process of its own, as in production (the measured process must not share its GIL or
+    its RSS), stopped when the block ends."""
+    uri = os.environ.get("MONGODB_URI")
+    if uri:
+        yield uri, None
+        return
+    emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
+                                 "--replset", replset, *options], stdout=subprocess.PIPE, text=True)
+    try:
+        yield emulator.stdout.readline().strip(), emulator.pid
+    finally:
+        emulator.terminate()
+        emulator.wait(30)
 
 
 def drain_watch(coll, start: Timestamp, n: int) -> None:

@@ -12,15 +12,13 @@ its metrics say it completed; the run's topics are deleted afterwards.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
 
 import pymongo
 
+from bench.emulator import one_member_deployment
 from bench.rss import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
@@ -93,23 +91,13 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=4096)
     args = parser.parse_args()
     bootstrap = settings.kafka_bootstrap()
-    emulator = None
-    uri = os.environ.get("MONGODB_URI")
-    if not uri:
-        emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
-                                     "--replset", "bincr"], stdout=subprocess.PIPE, text=True)
-        uri = emulator.stdout.readline().strip()
-    try:
+    with one_member_deployment("bincr") as (uri, _pid):
         rate, cpu_us = measure(bootstrap, uri, args.docs, args.chunk_size)
         probe = f"bincrfind{uuid.uuid4().hex[:6]}"
         client = pymongo.MongoClient(uri)
         _load(client, probe, args.docs)
         find_rate = _find_rate(client, probe, args.docs)
         client.drop_database(probe)
-    finally:
-        if emulator:
-            emulator.terminate()
-            emulator.wait(30)
     print(f"incremental snapshot of {args.docs:,} docs of ~1 KB (chunks of {args.chunk_size}): {rate:,.0f} docs/s, "
           f"pipeline CPU {cpu_us:.1f} us per document")
     print(f"pymongo find() of the same documents: {find_rate:,.0f} docs/s; incremental / find(): "

@@ -28,7 +28,7 @@ import uuid
 
 import pymongo
 
-from bench.emulator import cpu_seconds
+from bench.emulator import cpu_seconds, one_member_deployment
 
 COLLECTIONS = 4
 
@@ -232,19 +232,10 @@ def main() -> None:
     from devstack import settings
 
     args.bootstrap = args.bootstrap or settings.kafka_bootstrap()
-    emulator = None
-    uri = os.environ.get("MONGODB_URI")
-    if not uri:
-        # A separate process, as in production: the emulator must not share the snapshotting process's GIL, and
-        # the snapshotting process's RSS is its own.
-        emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
-                                     "--replset", "rs0", "--oplog-max-entries", "20000", "--noop-interval", "1"],
-                                    stdout=subprocess.PIPE, text=True)
-        uri = emulator.stdout.readline().strip()
-    args.emulator_pid = emulator.pid if emulator else None
-    args.database = f"benchsnap{uuid.uuid4().hex[:6]}"
-    total = args.docs
-    try:
+    with one_member_deployment("rs0", "--oplog-max-entries", "20000", "--noop-interval", "1") as (uri, pid):
+        args.emulator_pid = pid
+        args.database = f"benchsnap{uuid.uuid4().hex[:6]}"
+        total = args.docs
         # RSS as the collections grow: the same 4 collections at a quarter of their size, then at full size.
         args.docs = total // 4
         load(uri, args.database, args.docs)
@@ -256,10 +247,6 @@ def main() -> None:
         one = measure(args, uri, "1 thread", threads=1)
         four = measure(args, uri, "snapshot.max.threads=4", threads=4)
         workers = measure(args, uri, "2 worker processes", processes=2)
-    finally:
-        if emulator:
-            emulator.terminate()
-            emulator.wait(30)
     print()
     print(f"docs/s: baseline find() {base['rate']:,.0f} | ceiling raw find() + produce {ceiling['rate']:,.0f} | "
           f"1 thread {one['rate']:,.0f} ({one['rate'] / base['rate']:.3f} of find(), "

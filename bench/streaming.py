@@ -26,8 +26,6 @@ import multiprocessing
 import os
 import re
 import statistics
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -38,6 +36,7 @@ import pymongo.monitoring
 from bson import Int64
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from bench.emulator import one_member_deployment
 from bench.rss import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
@@ -514,24 +513,13 @@ def main() -> None:
             parser.error(f"--property {item!r}: expected KEY=VALUE")
         EXTRA_PROPERTIES[key.strip()] = value.strip()
     bootstrap = settings.kafka_bootstrap()
-    emulator = None
-    uri = os.environ.get("MONGODB_URI")
-    if not uri:
-        # A separate process, as in production: the emulator must not share the pipeline's GIL.
-        emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
-                                     "--replset", "bench"], stdout=subprocess.PIPE, text=True)
-        uri = emulator.stdout.readline().strip()
-    try:
+    with one_member_deployment("bench") as (uri, _pid):
         if not args.latency_only:
             document = DOCUMENTS[args.document]
             rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document)
             repeated = messages * max(1, args.changes // max(1, len(messages)))
             ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
         result = latency(bootstrap, uri, args.rate, args.seconds)
-    finally:
-        if emulator:
-            emulator.terminate()
-            emulator.wait(30)
     if not args.latency_only:
         extra = f", {EXTRA_PROPERTIES}" if EXTRA_PROPERTIES else ""
         print(f"catch-up: {args.changes} changes of ~1 KB ({args.document}{extra}): {rate:,.0f} events/s")
