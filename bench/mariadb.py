@@ -211,7 +211,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--bootstrap-servers", default=settings.kafka_bootstrap())
     args = parser.parse_args()
     admin = _admin()
     connector, select = snapshot(admin, args.bootstrap_servers, args.rows)

@@ -36,7 +36,7 @@ class MariaDB:
 
 
 @pytest.fixture(scope="session")
-def mariadb():
+def mariadb(stack):  # the tests also need Kafka
     started = devstack.up(["mariadb"], echo=lambda line: None)
     admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
     if os.environ.get("MARIADB_DSN"):

@@ -7,7 +7,6 @@ duplicate or a gap breaks the chain."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -24,13 +23,14 @@ from connectors.mysql.connection import connect
 from connectors.mysql.status import show_binlog_status
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
+from devstack import settings as devstack_settings
 from tests.integration.kafka_reading import read_topic
 from tests.topic_cleanup import tagged_suffix
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+BOOTSTRAP = devstack_settings.kafka_bootstrap()  # what the `stack` fixture gives, port overrides included
 
 
 def properties(mariadb, database: str, **extra) -> dict:
