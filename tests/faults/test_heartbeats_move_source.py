@@ -1,0 +1,100 @@
+"""The core's `heartbeats_move_source` hook (connectors.core.source), driven with the in-memory source: its position
+stands still (no change is ever written), so only the hook decides whether heartbeats go on.
+
+A source whose heartbeat writes to it (PostgreSQL or MySQL with `heartbeat.action.query`) sets the hook; its
+heartbeats are due every interval, position moved or not. Without the hook, a heartbeat is due only when the
+position moved since the last commit: after the first one (nothing was committed before it), none at all.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from connectors.runner import ConnectorRunner
+from tests.faults.memory_source import PARTITION, MemoryBuilder, MemoryConfig, MemoryPartitionSource, MemorySource
+from tests.integration.kafka_reading import read_topic
+
+pytestmark = pytest.mark.integration
+
+INTERVAL_MS = 200
+
+
+class IdleRecordingBuilder(MemoryBuilder):
+    """Notes when the pipeline hands an idle batch: it decides right after whether a heartbeat is due."""
+
+    def __init__(self, config, idle_times: list[float]):
+        super().__init__(config)
+        self.idle_times = idle_times
+
+    def idle(self) -> list:
+        self.idle_times.append(time.monotonic())
+        return []
+
+
+class StillSource(MemorySource):
+    def __init__(self, config, heartbeats_move_source: bool):
+        super().__init__(config)
+        self.moves, self.idle_times = heartbeats_move_source, []
+
+    def open(self, partition):
+        source = MemoryPartitionSource(self.config, partition)
+        source.heartbeats_move_source = self.moves
+        source.event_builder = lambda transaction_state=None: IdleRecordingBuilder(self.config, self.idle_times)
+        return source
+
+
+def wait_for(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def running(stack, unique_name, tmp_path):
+    def start(heartbeats_move_source: bool):
+        head = tmp_path / "head"
+        head.write_text("0")  # no change ever: the position stays at seq 0
+        config = MemoryConfig(name=unique_name, head_file=str(head), offset_storage_topic=f"{unique_name}.offsets",
+                              heartbeat_interval_ms=INTERVAL_MS)
+        source = StillSource(config, heartbeats_move_source)
+        runner = ConnectorRunner(config, stack.kafka_bootstrap, threading.Event(), source=source)
+        thread = threading.Thread(target=runner.run, name="still-runner", daemon=True)
+        thread.start()
+        started.append((runner, thread))
+        return runner, source
+
+    started: list = []
+    yield start
+    for runner, thread in started:
+        runner.stop.set()
+        thread.join(30)
+        assert not runner.errors, runner.errors
+
+
+def heartbeats(runner) -> int:
+    metrics = runner.metrics().get(PARTITION)
+    return metrics["NumberOfHeartbeats"] if metrics else 0
+
+
+def test_heartbeats_go_on_while_the_position_stands_still_when_they_move_the_source(running, stack):
+    runner, _ = running(heartbeats_move_source=True)
+    wait_for(lambda: heartbeats(runner) >= 4, "four heartbeats")
+    records = read_topic(stack.kafka_bootstrap, runner.config.offset_storage_topic)
+    offsets = [json.loads(record.value) for record in records]
+    positions = [offset["seq"] for offset in offsets if offset["seq"] is not None]  # the snapshot's have none
+    assert len(positions) >= 4 and set(positions) == {0}
+
+
+def test_no_heartbeat_while_the_position_stands_still_otherwise(running):
+    runner, source = running(heartbeats_move_source=False)
+    wait_for(lambda: heartbeats(runner) >= 1, "the first heartbeat (nothing was committed before it)")
+    after_first = time.monotonic()
+    # Gate: idle batches handed well past several intervals since that commit, each a moment a heartbeat would be due.
+    wait_for(lambda: source.idle_times and source.idle_times[-1] > after_first + 5 * INTERVAL_MS / 1000,
+             "idle batches five intervals after the first heartbeat")
+    assert heartbeats(runner) == 1
