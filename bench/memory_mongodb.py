@@ -4,9 +4,6 @@ emulator (or MONGODB_URI), its RSS sampled against the number in the last event 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -14,6 +11,7 @@ import uuid
 import pymongo
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from bench.emulator import one_member_deployment
 from bench.rss import report, sample, start
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
@@ -119,18 +117,7 @@ def mongodb_streaming(bootstrap: str, uri: str, changes: int, name: str) -> None
 
 
 def mongodb(bootstrap: str, changes: int, run: str) -> None:
-    uri = os.environ.get("MONGODB_URI")
-    emulator = None
-    if not uri:
-        # a process of its own, as in production: the emulator must not share a process with the measured one.
-        # Its oplog (256 MB by default) must hold every pre-filled change (~1.1 KB each) until the pipeline reads it.
-        emulator = subprocess.Popen([sys.executable, "-m", "devstack.mongo", "--members", "1", "--port", "0",
-                                     "--replset", "bench", "--oplog-max-bytes", str(max(256 << 20, changes * 2048))],
-                                    stdout=subprocess.PIPE, text=True)
-        uri = emulator.stdout.readline().strip()
-    try:
+    # The emulator's oplog (256 MB by default) must hold every pre-filled change (~1.1 KB each) until the pipeline
+    # reads it.
+    with one_member_deployment("bench", "--oplog-max-bytes", str(max(256 << 20, changes * 2048))) as (uri, _):
         mongodb_streaming(bootstrap, uri, changes, run)
-    finally:
-        if emulator:
-            emulator.terminate()
-            emulator.wait(30)
