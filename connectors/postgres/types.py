@@ -204,6 +204,8 @@ _NUMERIC_SPECIAL = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": 
 
 
 def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
+    quantum = decimal.Decimal(1).scaleb(-scale) if scale is not None else None
+
     def convert(text: str) -> Any:
         if text in _NUMERIC_SPECIAL:
             if mode == "string":
@@ -225,7 +227,7 @@ def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
                 value = value.quantize(decimal.Decimal(1), context=EXACT)
             exponent = -value.as_tuple().exponent
             return {"scale": exponent, "value": unscaled_bytes(value, exponent)}
-        return value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=EXACT)
+        return value.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=EXACT)
 
     return convert
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 from datetime import UTC, date, datetime
 
 import pytest
@@ -17,6 +18,7 @@ from connectors.events.json_converter import schema_json, value_json
 from connectors.postgres import types as t
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.rows import RowColumn, RowMapper
+from connectors.postgres.temporal import zoned_timestamp_text
 from connectors.postgres.types import ColumnType, TypeMappingError, TypeSettings, builtin, column_mapping
 
 DEFAULT = TypeSettings()
@@ -116,6 +118,12 @@ CASES = [
     (builtin(t.TIMESTAMPTZ, 3), "2018-06-20 00:30:00.1-01", "string", "io.debezium.time.ZonedTimestamp",
      "2018-06-20T01:30:00.100Z"),
     (builtin(t.TIMESTAMPTZ), "infinity", "string", "io.debezium.time.ZonedTimestamp", "infinity"),
+    (builtin(t.TIMESTAMPTZ), "2018-06-20 15:13:16.50+00", "string", "io.debezium.time.ZonedTimestamp",
+     "2018-06-20T15:13:16.500000Z"),
+    (builtin(t.TIMESTAMPTZ, 3), "0044-03-15 12:00:00.123456+00", "string", "io.debezium.time.ZonedTimestamp",
+     "0044-03-15T12:00:00.123Z"),
+    (builtin(t.TIMESTAMPTZ, 0), "0044-03-15 12:00:00+00 BC", "string", "io.debezium.time.ZonedTimestamp",
+     "-0043-03-15T12:00:00Z"),
     (builtin(t.TIMETZ), "13:14:15.5+02", "string", "io.debezium.time.ZonedTime", "11:14:15.5Z"),
     (builtin(t.TIMETZ), "01:00:00-08", "string", "io.debezium.time.ZonedTime", "09:00:00Z"),
     (builtin(t.INTERVAL), "1 year 2 mons 3 days 04:05:06.78", "int64", "io.debezium.time.MicroDuration",
@@ -327,3 +335,17 @@ def test_row_mapper_marks_the_schemas_of_the_columns_a_rule_changes():
     value = rows.value(("k", "text", "abc", "abcdefgh", '{"a": 1}', "ok", "5", "abc   ", "<a/>"))
     assert value["id"] == "***" and value["body"] == "tex" and value["doc"] == '{"a": 1}' and value["n"] == 5
     assert len(value["hashed"]) == 6 and value["xml"] == "<a/"
+
+
+@pytest.mark.parametrize("width", [None, 0, 1, 3, 6, 9])
+def test_zoned_timestamps_in_utc_read_as_text_match_the_arithmetic(width):
+    """A server in UTC sends `…+00`; those are rewritten as text. The same instants with the offset written as
+    `-00` (same instant, parsed and computed) must come out the same."""
+    rng = random.Random(width)
+    for _ in range(2000):
+        fraction = rng.choice(["", "." + f"{rng.randrange(10**6):06d}"[:rng.randint(1, 6)]])
+        text = (f"{rng.randint(1, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} "
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}")
+        for zone in ("+00", "+00:00", "+00:00:00"):
+            computed = zoned_timestamp_text(text + zone.replace("+", "-"), width)
+            assert zoned_timestamp_text(text + zone, width) == computed, (text + zone, width)
