@@ -71,6 +71,7 @@ class Table:
     value_schema: Schema
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
+    envelopes: env.EnvelopeWriter  # writes value_schema's envelopes
 
 
 class PgEventBuilder:
@@ -150,8 +151,9 @@ class PgEventBuilder:
                                      required=chosen is None) if key_names else None)
         zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
-        table = Table(schema, name, topic, rows, key_names, key_schema,
-                      env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema), zero, row_columns)
+        value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
+        table = Table(schema, name, topic, rows, key_names, key_schema, value_schema, zero, row_columns,
+                      env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
 
@@ -168,9 +170,9 @@ class PgEventBuilder:
 
     def _event(self, table: Table, op: str, before: dict | None, after: dict | None, source: env.SourceInfo,
                key_row: dict | None) -> OutMessage:
-        value = env.envelope_value(op, before, after, source, now_ns(), self._block(source))
+        value = table.envelopes.text(op, before, after, source, now_ns(), self._block(source))
         key = self._key(table, key_row) if key_row is not None else None
-        return OutMessage(table.topic, key, encode(table.value_schema, value, self.config.value_schemas).encode())
+        return OutMessage(table.topic, key, value.encode())
 
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
         if not self.config.tombstones_on_delete or table.key_schema is None:
@@ -213,9 +215,8 @@ class PgEventBuilder:
                 table = self.tables.get(relation_id)
                 if table is not None:
                     source = self._source(table, change)
-                    value = env.envelope_value("t", None, None, source, now_ns(), self._block(source))
-                    out.append(OutMessage(table.topic, None,
-                                          encode(table.value_schema, value, self.config.value_schemas).encode()))
+                    value = table.envelopes.text("t", None, None, source, now_ns(), self._block(source))
+                    out.append(OutMessage(table.topic, None, value.encode()))
             return ("t", out) if out else None
         table = self.tables.get(message.relation_id)
         if table is None:
