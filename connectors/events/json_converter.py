@@ -136,16 +136,18 @@ def unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
     return unscaled.to_bytes(length, "big", signed=True)
 
 
-def _decimal_scale(schema: Schema) -> int:
-    return int(schema.params["scale"])
+def _decimal_scale(schema: Schema) -> tuple[int, decimal.Decimal]:
+    """A Decimal schema's scale, and a Decimal of that exponent."""
+    scale = int(schema.params["scale"])
+    return scale, decimal.Decimal(1).scaleb(-scale)
 
 
-def _decimal_bytes(scale: int, value: Any) -> bytes:
+def _decimal_bytes(scale: int, quantum: decimal.Decimal, value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise SchemaError(f"a Decimal field needs a finite decimal.Decimal, not {value!r}")
-    if value.as_tuple().exponent != -scale:
+    if not value.same_quantum(quantum):
         # Kafka Connect refuses a BigDecimal whose scale differs from the schema's
         raise SchemaError(f"decimal {value} does not have the schema's scale {scale}")
     return unscaled_bytes(value, scale)
@@ -164,7 +166,7 @@ def value_json(schema: Schema, value: Any, path: str = "") -> str:
         raise SchemaError(f"null value for required field {path or '(root)'} without a default")
     kind = schema.type
     if schema.name == DECIMAL and kind == "bytes":
-        return _base64(_decimal_bytes(_decimal_scale(schema), value))
+        return _base64(_decimal_bytes(*_decimal_scale(schema), value))
     if kind in ("int8", "int16", "int32", "int64"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaError(f"{path or '(root)'}: {kind} needs an int, not {type(value).__name__}")
@@ -243,10 +245,10 @@ def _compile(schema: Schema) -> Callable[[Any], str]:
     SchemaError or any exception, and `compiled` then asks `value_json` for its precise message."""
     kind = schema.type
     if schema.name == DECIMAL and kind == "bytes":
-        scale = _decimal_scale(schema)
+        scale, quantum = _decimal_scale(schema)
 
         def encode(value):
-            return _base64(_decimal_bytes(scale, value))
+            return _base64(_decimal_bytes(scale, quantum, value))
     elif kind in ("int8", "int16", "int32", "int64"):
         def encode(value):
             if type(value) is not int:

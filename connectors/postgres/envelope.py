@@ -80,7 +80,7 @@ def sequence_text(lsn_commit: int | None, lsn: int | None) -> str:
     return f"[{items[0]},{items[1]}]"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per event: see pgoutput.Begin
 class SourceInfo:
     """What the source block says about one event."""
 

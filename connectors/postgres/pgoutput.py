@@ -32,14 +32,17 @@ UNCHANGED_TOAST = _UnchangedToast()
 ColumnValue = None | str | bytes | _UnchangedToast
 
 
-@dataclass(frozen=True)
+# Messages are values: nothing assigns to their fields. They are not `frozen=True` because a frozen dataclass sets
+# each field through object.__setattr__ (0.9 µs for five fields, 0.2 µs without), and a change makes about a dozen
+# such objects between here and its event; `unsafe_hash` keeps the hash frozen would give.
+@dataclass(slots=True, unsafe_hash=True)
 class Begin:
     final_lsn: int
     commit_ts_us: int
     xid: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Commit:
     flags: int
     commit_lsn: int
@@ -47,13 +50,13 @@ class Commit:
     commit_ts_us: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Origin:
     commit_lsn: int
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RelationColumn:
     name: str
     type_oid: int
@@ -61,7 +64,7 @@ class RelationColumn:
     key: bool  # part of the replica identity
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Relation:
     relation_id: int
     namespace: str
@@ -71,7 +74,7 @@ class Relation:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Type:
     oid: int
     namespace: str
@@ -79,14 +82,14 @@ class Type:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Insert:
     relation_id: int
     new: tuple[ColumnValue, ...]
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Update:
     relation_id: int
     new: tuple[ColumnValue, ...]
@@ -95,7 +98,7 @@ class Update:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Delete:
     relation_id: int
     old: tuple[ColumnValue, ...]
@@ -103,7 +106,7 @@ class Delete:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Truncate:
     relation_ids: tuple[int, ...]
     cascade: bool
@@ -111,7 +114,7 @@ class Truncate:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class LogicalMessage:
     transactional: bool
     lsn: int
@@ -120,18 +123,18 @@ class LogicalMessage:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StreamStart:
     xid: int
     first_segment: bool
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StreamStop:
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StreamCommit:
     xid: int
     flags: int
@@ -140,7 +143,7 @@ class StreamCommit:
     commit_ts_us: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StreamAbort:
     xid: int
     subxid: int

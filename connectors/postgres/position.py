@@ -28,7 +28,7 @@ def offset_key_json(connector_name: str, topic_prefix: str) -> str:
     return json.dumps(offset_key(connector_name, topic_prefix), separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per change: see pgoutput.Begin
 class Position:
     lsn_commit: int  # commit LSN of the transaction the last emitted change belongs to
     lsn_proc: int  # LSN of the last emitted change (the commit's end LSN when `completed`)

@@ -54,7 +54,7 @@ class SlotCreated:
     output_plugin: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per WAL message: see pgoutput.Begin
 class WalMessage:
     data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Commit's end)
     wal_end: int  # the server's WAL end when it sent the message

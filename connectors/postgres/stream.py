@@ -27,7 +27,7 @@ from connectors.postgres.replication import ReplicationError, ReplicationStream
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per change: see pgoutput.Begin
 class WalChange:
     message: p.Message
     lsn: int  # the change's WAL position (a Commit: the transaction's end LSN)

@@ -103,8 +103,9 @@ def test_decimal_bytes_are_minimal_twos_complement_in_base64():
     assert unscaled_bytes(Decimal("-1.29"), 2) == b"\xff\x7f"
     assert unscaled_bytes(Decimal("1.27"), 2) == b"\x7f"
     assert unscaled_bytes(Decimal("0.00"), 2) == b"\x00"
-    with pytest.raises(SchemaError, match="scale 2"):
-        value_json(field, Decimal("1.5"))
+    for other_scale in ("1.5", "1.550", "1E+2"):
+        with pytest.raises(SchemaError, match="scale 2"):
+            value_json(field, Decimal(other_scale))
 
 
 def test_decimals_longer_than_the_default_context_are_exact():
