@@ -100,12 +100,13 @@ def main() -> None:
         name = "bench" + uuid.uuid4().hex[:6]
         snap_config = config(db, dsn, name, **{"snapshot.mode": "initial_only"})
         runner = ConnectorRunner(snap_config, bootstrap, threading.Event())
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         outcomes = runner.run()
-        snap_s = time.monotonic() - started
+        snap_s, snap_cpu = time.monotonic() - started, time.process_time() - cpu
         assert outcomes == {db: "snapshot-done"}, (outcomes, runner.errors)
         print(f"snapshot   {args.rows} rows: COPY TO STDOUT {copied / copy_s:,.0f} rows/s; "
-              f"pipeline {args.rows / snap_s:,.0f} rows/s (Kafka committed); ratio {copy_s / snap_s:.2f}")
+              f"pipeline {args.rows / snap_s:,.0f} rows/s (Kafka committed); ratio {copy_s / snap_s:.2f}; "
+              f"pipeline CPU {snap_cpu * 1e6 / args.rows:.1f} µs/row")
 
         # 2. catch-up vs plain pgoutput read
         name = "bench" + uuid.uuid4().hex[:6]
@@ -119,7 +120,7 @@ def main() -> None:
         for start in range(0, args.changes, batch):
             conn.execute("UPDATE bench SET amount = amount + 1 WHERE id > %s AND id <= %s",
                          (start % args.rows, start % args.rows + batch))
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         seen = 0
         with ReplicationStream(dsn, plain_slot, ["dbz_publication"]) as plain:
             plain.start(0)
@@ -131,11 +132,15 @@ def main() -> None:
                     elif isinstance(wal.message, p.Commit):
                         commits += 1
                         last_commit_end = wal.message.end_lsn
-        plain_s = time.monotonic() - started
+        plain_s, plain_cpu = time.monotonic() - started, time.process_time() - cpu
         store = OffsetStore(bootstrap, stream_config.offset_storage_topic)
+        cpu = time.process_time()
         stream_s, _ = run_until(stream_config, bootstrap, lambda: stored_lsn(store, name) >= last_commit_end)
+        stream_cpu = time.process_time() - cpu
         print(f"catch-up   {seen} changes: plain pgoutput read {seen / plain_s:,.0f} changes/s; "
-              f"pipeline {seen / stream_s:,.0f} events/s (incl. start-up); ratio {plain_s / stream_s:.2f}")
+              f"pipeline {seen / stream_s:,.0f} events/s (incl. start-up); ratio {plain_s / stream_s:.2f}; "
+              f"CPU per change: pipeline {stream_cpu * 1e6 / seen:.1f} µs (incl. start-up and the offset "
+              f"polling), plain read {plain_cpu * 1e6 / seen:.1f} µs")
 
         # 3. latency at a fixed rate
         name = "bench" + uuid.uuid4().hex[:6]
