@@ -117,8 +117,9 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[floa
     return rows / (done - began), select_rate
 
 
-def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, float]:
-    """(connector events/s, plain binlog read events/s) over `changes` inserts already in the binlog."""
+def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, float, float, float]:
+    """(connector events/s, plain binlog read events/s, and this process's CPU µs per event for each) over `changes`
+    inserts already in the binlog."""
     name = f"bm{uuid.uuid4().hex[:8]}"
     _execute(admin, f"CREATE DATABASE {name}")
     _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
@@ -127,7 +128,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
         start = show_binlog_status(cursor)
     connection.close()
     _load(admin, name, 0, changes)
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()
     seen = 0
     reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=start.gtids),
                           only_schemas=[name])
@@ -137,19 +138,23 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
             break
     reader.close()
     plain = changes / (time.monotonic() - began)
-    props = {**_properties(name, name, admin, "never"), "heartbeat.interval.ms": 100}
-    runner, stop, thread = _run(props, bootstrap)  # streams from the end: its first heartbeat stores that position
+    plain_cpu = (time.process_time() - cpu) * 1e6 / changes
+    # no_data streams from the binlog's end (`never` would read it from its beginning): the first heartbeat stores
+    # that position
+    props = {**_properties(name, name, admin, "no_data"), "heartbeat.interval.ms": 100}
+    runner, stop, thread = _run(props, bootstrap)
     _wait_committed(bootstrap, props["offset.storage.topic"], 1, 120)
     stop.set()
     thread.join()
     _load(admin, name, changes, changes)  # what the restarted connector catches up on
+    began, cpu = time.monotonic(), time.process_time()
     runner, stop, thread = _run(props, bootstrap)
-    began = time.monotonic()
     done = _wait_committed(bootstrap, f"{name}.{name}.t", changes, 600)
+    connector_cpu = (time.process_time() - cpu) * 1e6 / changes
     stop.set()
     thread.join()
     _execute(admin, f"DROP DATABASE {name}")
-    return changes / (done - began), plain
+    return changes / (done - began), plain, connector_cpu, plain_cpu
 
 
 def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: float) -> tuple[float, float]:
@@ -217,9 +222,10 @@ def main() -> None:
     connector, select = snapshot(admin, args.bootstrap_servers, args.rows)
     print(f"snapshot: {connector:,.0f} rows/s through Kafka, plain SELECT {select:,.0f} rows/s "
           f"(ratio {connector / select:.3f})")
-    connector, plain = catch_up(admin, args.bootstrap_servers, args.changes)
+    connector, plain, connector_cpu, plain_cpu = catch_up(admin, args.bootstrap_servers, args.changes)
     print(f"catch-up: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "
-          f"(ratio {connector / plain:.3f})")
+          f"(ratio {connector / plain:.3f}); CPU per event: connector {connector_cpu:.1f} µs (incl. start-up), "
+          f"plain read {plain_cpu:.1f} µs")
     p50, p99 = latency(admin, args.bootstrap_servers, args.rate, args.seconds)
     print(f"latency at {args.rate:g} inserts/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
 

@@ -104,15 +104,28 @@ class MySqlEventBuilder:
                                                  config.value_schemas_enable, transaction_state)
                              if config.provide_transaction_metadata else None)
         self._tables: dict[TableSchema, TableEvents] = {}
+        self._last_table: tuple[TableSchema | None, TableEvents | None] = (None, None)  # the reader reuses schemas
+        self._captured: dict[tuple[str, str], bool] = {}
         self._skipped = frozenset(config.skipped_operations)
         self.schema_changes = SchemaChanges(config) if config.include_schema_changes else None
 
     def table_events(self, schema: TableSchema) -> TableEvents:
+        last, events = self._last_table
+        if last is schema:
+            return events
         events = self._tables.get(schema)
         if events is None:
             events = TableEvents(self.config, schema, self.json_columns.of(schema.database, schema.table))
             self._tables[schema] = events
+        self._last_table = (schema, events)
         return events
+
+    def _captures(self, database: str, table: str) -> bool:
+        key = (database, table)
+        captured = self._captured.get(key)
+        if captured is None:
+            captured = self._captured[key] = self.config.captures_table(database, table)
+        return captured
 
     def build(self, change: Any):
         if type(change) is RowChange:
@@ -120,7 +133,7 @@ class MySqlEventBuilder:
             if change is None:
                 return None
             schema = change.schema
-            if (change.op in self._skipped or not self.config.captures_table(schema.database, schema.table)
+            if (change.op in self._skipped or not self._captures(schema.database, schema.table)
                     or not self.config.captures_gtid(change.gtid)):
                 return None
             source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
@@ -137,6 +150,7 @@ class MySqlEventBuilder:
         if type(change) is SchemaStatement:
             self.json_columns.forget(change.database)
             self._tables.clear()
+            self._last_table = (None, None)
             if self.schema_changes is None:
                 return None, []
             return None, self.schema_changes.messages(change)
