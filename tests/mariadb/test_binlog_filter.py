@@ -6,17 +6,16 @@ from __future__ import annotations
 import pytest
 from pymysqlreplication.row_event import RowsEvent
 
-from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange, TransactionCommit
+from connectors.mysql.binlog import BinlogPosition, RowChange, TransactionCommit
 from connectors.mysql.connection import connect
+from tests.mariadb.binlog_reading import read_to_end
 from tests.mariadb.test_binlog_reader import ids, status
 
 pytestmark = pytest.mark.integration
 
 
 def read(mariadb, database, start):
-    reader = BinlogReader(mariadb.cdc, server_id=6202, start=start, only_schemas=[database], blocking=False,
-                          wanted=lambda db, table: (db, table) == (database, "t"))
-    return list(reader)
+    return read_to_end(mariadb.cdc, 6202, start, database, wanted=lambda db, table: (db, table) == (database, "t"))
 
 
 def test_rows_of_unwanted_tables_are_never_decoded_and_resume_still_counts_them(mariadb, mariadb_db, monkeypatch):

@@ -9,17 +9,18 @@ import uuid
 import pytest
 
 from connectors.core.errors import AuthenticationFailed, HistoryLost
-from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange, SchemaStatement, TransactionCommit
+from connectors.mysql.binlog import BinlogPosition, RowChange, SchemaStatement, TransactionCommit
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.connection import connect
 from connectors.mysql.snapshot import start_consistent_snapshot
 from connectors.mysql.status import show_binlog_status
+from tests.mariadb.binlog_reading import read_to_end
 
 pytestmark = pytest.mark.integration
 
 
 def read_all(mariadb, database, start):
-    return list(BinlogReader(mariadb.cdc, server_id=6201, start=start, only_schemas=[database], blocking=False))
+    return read_to_end(mariadb.cdc, 6201, start, database)
 
 
 def ids(changes):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
+from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
 from connectors.mysql.status import show_binlog_status
 from connectors.mysql.types import TypeOptions, json_columns, mapping
@@ -20,19 +20,20 @@ from tests.mariadb.all_types import (
     OUT_OF_RANGE_UNDER_OTHER_MODES,
     insert_rows,
 )
+from tests.mariadb.binlog_reading import read_to_end
 
 pytestmark = pytest.mark.integration
 
 
 def read_rows(mariadb, database, start, options=TypeOptions()):
-    reader = BinlogReader(mariadb.cdc, server_id=6101, start=start, only_schemas=[database], blocking=False)
+    changes = read_to_end(mariadb.cdc, 6101, start, database)
     connection = connect(mariadb.admin)
     try:
         declared = json_columns(connection, database, "all_types")
     finally:
         connection.close()
     rows = []
-    for change in reader:
+    for change in changes:
         if isinstance(change, RowChange):
             maps = {c.name: mapping(c, options, declared_json=c.name in declared) for c in change.schema.columns}
             rows.append({name: (m.schema, m.json_value(change.after[name])) for name, m in maps.items()})
