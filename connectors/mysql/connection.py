@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import pymysql
 
 from connectors.core.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors.mysql import tls
 
 # pymysql's error codes for "could not reach" and "access denied"
 _UNREACHABLE = {2003, 2005, 2006, 2013}
@@ -57,10 +58,14 @@ class ConnectionSettings:
         where = self.unix_socket or f"{self.host}:{self.port}"
         return f"{self.user}@{where}"
 
+    @property
+    def server(self) -> tuple:
+        return self.host, self.port, self.unix_socket
+
     def pymysql_kwargs(self) -> dict:
         kwargs = {
             "host": self.host, "port": self.port, "user": self.user, "password": self.password,
-            "connect_timeout": self.connect_timeout, "charset": "utf8mb4",
+            "connect_timeout": self.connect_timeout, "charset": "utf8mb4", **tls.options(self.server),
         }
         if self.database:
             kwargs["database"] = self.database
@@ -72,9 +77,13 @@ class ConnectionSettings:
 def connect(settings: ConnectionSettings, **options) -> pymysql.connections.Connection:
     """A connection, or a ConnectorError that says what to fix (never with the password)."""
     try:
-        return pymysql.connect(**{**settings.pymysql_kwargs(), "autocommit": True, **options})
+        connection = pymysql.connect(**{**settings.pymysql_kwargs(), "autocommit": True, **options})
     except pymysql.err.OperationalError as error:
+        if tls.forget(settings.server):  # what the server offers may have changed: ask it again
+            return connect(settings, **options)
         raise connection_error(settings, error) from None
+    tls.learn(settings.server, connection)
+    return connection
 
 
 def connection_error(settings: ConnectionSettings, error: pymysql.err.MySQLError) -> ConnectorError:
