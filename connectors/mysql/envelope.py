@@ -52,7 +52,7 @@ def transaction_block_schema() -> Schema:
                     name="event.block", version=1, optional=True)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per event: see binlog.BinlogPosition
 class SourceInfo:
     """The source block of one event."""
 

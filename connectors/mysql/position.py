@@ -12,7 +12,7 @@ from connectors.mysql.overlap import ReadPoint, SnapshotOverlap, overlap_of
 OVERLAP_FIELD = "snapshot_overlap"  # the offset record's field for the stream's filter after a snapshot
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per change: see binlog.BinlogPosition
 class MySqlPosition:
     """The core's Position: equal when the binlog place is; `ts_sec` (the event's server time) goes along, and
     after a snapshot whose chunks were read in views of their own, the stream's filter (`overlap`)."""
