@@ -16,6 +16,7 @@ import pytest
 
 from devstack.mongo import start_replica_set
 from devstack.mongo.emulator import find_free_ports
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,8 @@ def test_cli_prints_uri_and_stops_cleanly_on_sigterm():
         assert uri.endswith("/?replicaSet=clirs") and uri.count(",") == 2
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
         client.t.c.insert_one({"x": 1})
-        assert len(client.secondaries) == 2
+        # the write proves only that the primary was discovered: pymongo monitors each member on its own thread
+        wait_for(lambda: len(client.secondaries) == 2, 30, "pymongo to discover both secondaries")
         client.close()
     finally:
         _stop(proc)

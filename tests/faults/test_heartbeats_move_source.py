@@ -17,6 +17,7 @@ import pytest
 from connectors.runner import ConnectorRunner
 from tests.faults.memory_source import PARTITION, MemoryBuilder, MemoryConfig, MemoryPartitionSource, MemorySource
 from tests.integration.kafka_reading import read_topic
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +46,6 @@ class StillSource(MemorySource):
         source.heartbeats_move_source = self.moves
         source.event_builder = lambda transaction_state=None: IdleRecordingBuilder(self.config, self.idle_times)
         return source
-
-
-def wait_for(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -83,7 +77,7 @@ def heartbeats(runner) -> int:
 
 def test_heartbeats_go_on_while_the_position_stands_still_when_they_move_the_source(running, stack):
     runner, _ = running(heartbeats_move_source=True)
-    wait_for(lambda: heartbeats(runner) >= 4, "four heartbeats")
+    wait_for(lambda: heartbeats(runner) >= 4, 60, "four heartbeats", interval=0.02)
     records = read_topic(stack.kafka_bootstrap, runner.config.offset_storage_topic)
     offsets = [json.loads(record.value) for record in records]
     positions = [offset["seq"] for offset in offsets if offset["seq"] is not None]  # the snapshot's have none
@@ -92,9 +86,10 @@ def test_heartbeats_go_on_while_the_position_stands_still_when_they_move_the_sou
 
 def test_no_heartbeat_while_the_position_stands_still_otherwise(running):
     runner, source = running(heartbeats_move_source=False)
-    wait_for(lambda: heartbeats(runner) >= 1, "the first heartbeat (nothing was committed before it)")
+    wait_for(lambda: heartbeats(runner) >= 1, 60, "the first heartbeat (nothing was committed before it)",
+             interval=0.02)
     after_first = time.monotonic()
     # Gate: idle batches handed well past several intervals since that commit, each a moment a heartbeat would be due.
-    wait_for(lambda: source.idle_times and source.idle_times[-1] > after_first + 5 * INTERVAL_MS / 1000,
-             "idle batches five intervals after the first heartbeat")
+    wait_for(lambda: source.idle_times and source.idle_times[-1] > after_first + 5 * INTERVAL_MS / 1000, 60,
+             "idle batches five intervals after the first heartbeat", interval=0.02)
     assert heartbeats(runner) == 1
