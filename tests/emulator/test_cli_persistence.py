@@ -92,7 +92,8 @@ def test_done_when_three_member_rs0_as_devstack_runs_it(tmp_path):
                     client.admin.command("replSetStepDown", 10)
             reader.join(70)
         assert seen == list(range(200))
-        assert client.primary not in (None, old_primary) and len(client.secondaries) == 2
+        wait_for(lambda: client.primary not in (None, old_primary) and len(client.secondaries) == 2, 30,
+                 "pymongo to see the new primary and two secondaries")
         assert client.admin.command("replSetGetStatus")["set"] == "rs0"
         client.close()
     finally:

@@ -9,11 +9,14 @@ from bson.int64 import Int64
 from bson.objectid import ObjectId
 from pymongo.errors import NotPrimaryError, OperationFailure
 
+from tests.waiting import wait_for
+
 
 def test_pymongo_sees_primary_and_two_secondaries(client, rs):
     client.admin.command("ping")
     assert client.primary == ("127.0.0.1", rs.ports[0]) or client.primary is not None
-    assert len(client.secondaries) == 2
+    # the ping proves only that one member was discovered: pymongo monitors each member on its own thread
+    wait_for(lambda: len(client.secondaries) == 2, 30, "pymongo to discover both secondaries")
     assert set(client.nodes) == {("127.0.0.1", p) for p in rs.ports}
 
 
