@@ -19,7 +19,7 @@ import uuid
 import pymongo
 
 from bench.emulator import one_member_deployment
-from bench.rss import delete_topics
+from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
 from devstack import settings

@@ -17,6 +17,7 @@ import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 
+from bench.topics import delete_topics
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
 from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.status import show_binlog_status
@@ -114,6 +115,7 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[floa
     stop.set()
     thread.join()
     _execute(admin, f"DROP DATABASE {name}")
+    delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
     return rows / (done - began), select_rate
 
 
@@ -154,6 +156,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     stop.set()
     thread.join()
     _execute(admin, f"DROP DATABASE {name}")
+    delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
     return changes / (done - began), plain, connector_cpu, plain_cpu
 
 
@@ -206,6 +209,7 @@ def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: flo
     stop.set()
     thread.join()
     _execute(admin, f"DROP DATABASE {name}")
+    delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
     latencies.sort()
     return statistics.median(latencies), latencies[max(0, int(len(latencies) * 0.99) - 1)]
 

@@ -27,7 +27,8 @@ import psycopg2.extensions
 
 from bench.memory_mongodb import mongodb
 from bench.pipelines import prepare, properties, run_pipeline, slots
-from bench.rss import SAMPLE_S, delete_topics, report, rss_mb, sample, start
+from bench.rss import SAMPLE_S, report, rss_mb, sample, start
+from bench.topics import delete_topics
 from devstack import postgres as devstack_postgres
 from devstack import stack as devstack
 

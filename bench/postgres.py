@@ -28,6 +28,7 @@ import psycopg  # noqa: E402
 import psycopg2.extensions  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 
+from bench.topics import delete_topics  # noqa: E402
 from connectors.kafka import OffsetStore  # noqa: E402
 from connectors.postgres import pgoutput as p  # noqa: E402
 from connectors.postgres.config import PostgresConfig  # noqa: E402
@@ -83,6 +84,7 @@ def main() -> None:
     admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
     dsn = devstack_postgres.cdc_dsn(db)
     conn = psycopg.connect(dsn, autocommit=True)
+    run = "bench" + uuid.uuid4().hex[:4]  # every topic of this run starts with it
     try:
         conn.execute("CREATE TABLE bench (id int PRIMARY KEY, label text, amount numeric(12,2), "
                      "created timestamptz, flag bool)")
@@ -97,7 +99,7 @@ def main() -> None:
             for data in copy:
                 copied += bytes(data).count(b"\n")
         copy_s = time.monotonic() - started
-        name = "bench" + uuid.uuid4().hex[:6]
+        name = run + uuid.uuid4().hex[:6]
         snap_config = config(db, dsn, name, **{"snapshot.mode": "initial_only"})
         runner = ConnectorRunner(snap_config, bootstrap, threading.Event())
         started, cpu = time.monotonic(), time.process_time()
@@ -109,7 +111,7 @@ def main() -> None:
               f"pipeline CPU {snap_cpu * 1e6 / args.rows:.1f} µs/row")
 
         # 2. catch-up vs plain pgoutput read
-        name = "bench" + uuid.uuid4().hex[:6]
+        name = run + uuid.uuid4().hex[:6]
         stream_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_cu"})
         with ReplicationStream(dsn, stream_config.slot_name, ["dbz_publication"]) as made:
             made.create_slot(export_snapshot=False)
@@ -143,7 +145,7 @@ def main() -> None:
               f"polling), plain read {plain_cpu * 1e6 / seen:.1f} µs")
 
         # 3. latency at a fixed rate
-        name = "bench" + uuid.uuid4().hex[:6]
+        name = run + uuid.uuid4().hex[:6]
         lat_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_lat"})
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": name, "isolation.level": "read_committed",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False})
@@ -200,6 +202,7 @@ def main() -> None:
                       (db,))
         admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         admin.close()
+        delete_topics(bootstrap, run)
 
 
 if __name__ == "__main__":

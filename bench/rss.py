@@ -8,8 +8,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient
-
 SAMPLE_S = 0.2
 
 
@@ -74,11 +72,3 @@ def report(label: str, samples: list[tuple[float, float]], units: float, unit: s
           + " / ".join(f"{value:.0f}" for value in at)
           + f"; peak {peak:.0f}; growth {growth:+.1f} MB per million {unit} (least squares, 20-95 %)", flush=True)
     return growth
-
-
-def delete_topics(bootstrap: str, prefix: str) -> None:
-    """Deletes the topics whose names start with `prefix` (the run's): the shared dev broker must not gather them."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [name for name in admin.list_topics(timeout=30).topics if name.startswith(prefix)]
-    for future in admin.delete_topics(topics, operation_timeout=30).values() if topics else ():
-        future.result(60)

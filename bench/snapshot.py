@@ -29,6 +29,7 @@ import uuid
 import pymongo
 
 from bench.emulator import cpu_seconds, one_member_deployment
+from bench.topics import delete_topics
 
 COLLECTIONS = 4
 
@@ -79,7 +80,7 @@ def baseline(args) -> None:
         producer.flush(300)
     seconds = time.monotonic() - started
     if producer is not None:
-        _delete_topics(args.bootstrap, topic)
+        delete_topics(args.bootstrap, topic)
         assert not failed, f"{len(failed)} messages not delivered: {failed[0]}"
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"rows": rows, "seconds": seconds, "snapshot_seconds": seconds,
@@ -154,20 +155,7 @@ def child(args) -> None:
                       "snapshot_seconds": metrics["SnapshotDurationInSeconds"],
                       "planning_seconds": round(planning or 0.0, 3), "rss_mb": own, "children_rss_mb": children,
                       "cpu_seconds": cpu, "name": name}))
-    _delete_topics(args.bootstrap, name)
-
-
-def _delete_topics(bootstrap: str, prefix: str) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
-    if topics:
-        for future in admin.delete_topics(topics).values():
-            try:
-                future.result(30)
-            except Exception as error:  # noqa: BLE001 - cleanup only
-                print(f"could not delete a topic: {error}", file=sys.stderr)
+    delete_topics(args.bootstrap, name)
 
 
 def machine_cpu() -> tuple[float, float]:
