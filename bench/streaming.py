@@ -37,7 +37,7 @@ from bson import Int64
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.emulator import one_member_deployment
-from bench.rss import delete_topics
+from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
 from devstack import settings
