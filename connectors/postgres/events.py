@@ -68,10 +68,9 @@ class Table:
     rows: RowMapper
     key_names: list[str]  # primary key columns in key order (empty: no key)
     key_schema: Schema | None
-    value_schema: Schema
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
-    envelopes: env.EnvelopeWriter  # writes value_schema's envelopes
+    envelopes: env.EnvelopeWriter  # writes the table's envelopes
 
 
 class PgEventBuilder:
@@ -152,7 +151,7 @@ class PgEventBuilder:
         zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
-        table = Table(schema, name, topic, rows, key_names, key_schema, value_schema, zero, row_columns,
+        table = Table(schema, name, topic, rows, key_names, key_schema, zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
