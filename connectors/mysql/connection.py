@@ -79,15 +79,21 @@ def connect(settings: ConnectionSettings, **options) -> pymysql.connections.Conn
     try:
         connection = pymysql.connect(**{**settings.pymysql_kwargs(), "autocommit": True, **options})
     except pymysql.err.OperationalError as error:
-        if tls.forget(settings.server):  # what the server offers may have changed: ask it again
+        # The server answered but refused what it was told to expect (TLS it no longer offers, or plain TCP where it
+        # now requires TLS): ask it again with pymysql's default. A server that did not answer is not tried twice.
+        if tls.forget(settings.server) and _code(error) not in _UNREACHABLE:
             return connect(settings, **options)
         raise connection_error(settings, error) from None
     tls.learn(settings.server, connection)
     return connection
 
 
+def _code(error: pymysql.err.MySQLError) -> int | None:
+    return error.args[0] if error.args else None
+
+
 def connection_error(settings: ConnectionSettings, error: pymysql.err.MySQLError) -> ConnectorError:
-    code = error.args[0] if error.args else None
+    code = _code(error)
     detail = error.args[1] if len(error.args) > 1 else str(error)
     if code in _ACCESS_DENIED:
         return AuthenticationFailed(

@@ -8,6 +8,7 @@ import pymysql
 import pytest
 from pymysql.constants import CLIENT
 
+from connectors.core.errors import SourceUnreachable
 from connectors.mysql import connection as mysql_connection
 from connectors.mysql import tls
 from connectors.mysql.connection import ConnectionSettings
@@ -53,3 +54,18 @@ def test_connect_learns_and_asks_again_when_a_known_server_fails(server, monkeyp
     assert isinstance(calls[1]["ssl"], ssl.SSLContext)
     assert "ssl" not in calls[2] and "ssl_disabled" not in calls[2]
     assert tls.options(server.server) == {"ssl_disabled": True}  # what the third connection found
+
+
+def test_an_unreachable_known_server_is_not_tried_twice(server, monkeypatch):
+    calls: list[dict] = []
+
+    def unreachable(**kwargs):
+        calls.append(kwargs)
+        raise pymysql.err.OperationalError(2003, "Can't connect to MySQL server on 'tls-test.invalid'")
+
+    tls.learn(server.server, FakeConnection(offers_tls=False))
+    monkeypatch.setattr(mysql_connection.pymysql, "connect", unreachable)
+    with pytest.raises(SourceUnreachable):
+        mysql_connection.connect(server)
+    assert len(calls) == 1  # one connect timeout, not two
+    assert tls.options(server.server) == {}  # the next attempt starts from pymysql's default
