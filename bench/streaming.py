@@ -1,12 +1,14 @@
 """Streaming benchmark: pipeline throughput catching up on a pre-filled oplog, end-to-end latency at a fixed
 write rate, and the raw confluent-kafka producer rate for the same messages as the ceiling.
 
-    python -m bench.streaming [--changes 50000] [--rate 2000] [--seconds 10] [--latency-only]
+    python -m bench.streaming [--changes 50000] [--rate 2000] [--seconds 10] [--warm-up 30] [--latency-only]
     python -m bench.streaming --property provide.transaction.metadata=true   # any connector property
 
 The latency run breaks each event's time down by stage (write acknowledged, change stream reply, taken from the
 queue, built, handed to the sink, produced, committed, seen by a read_committed consumer), from marks the pipeline's
-`trace` seam and a pymongo command listener set once per batch.
+`trace` seam and a pymongo command listener set once per batch. It follows a warm-up run at the same rate (printed,
+not measured): on a broker started a few minutes before, the JVM is still compiling the transaction paths, and the
+p99 of the first runs was 2-5x that of later ones here.
 
 Also prints the rate of pymongo's watch() alone reading the same changes, to tell a slow source from a slow pipeline.
 
@@ -24,6 +26,7 @@ import gc
 import json
 import multiprocessing
 import os
+import pathlib
 import re
 import statistics
 import threading
@@ -40,6 +43,7 @@ from bench.emulator import one_member_deployment
 from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
+from devstack import kafka as devstack_kafka
 from devstack import settings
 
 
@@ -361,6 +365,16 @@ def broker_gc_pauses(began: float, ended: float) -> list[float]:
     return pauses
 
 
+def broker_uptime() -> float | None:
+    """Seconds since the devstack broker's process started (None when the broker is not the devstack's)."""
+    pid = devstack_kafka.process.pid()
+    if pid is None:
+        return None
+    started_ticks = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+    booted_seconds = float(pathlib.Path("/proc/uptime").read_text().split()[0])
+    return booted_seconds - started_ticks / os.sysconf("SC_CLK_TCK")
+
+
 def broker_partitions(bootstrap: str) -> tuple[int, int]:
     from confluent_kafka.admin import AdminClient
 
@@ -464,7 +478,14 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
             "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses,
             "broker_gc": broker_gc_pauses(began, ended), "load": (load_before, os.getloadavg()[0]),
-            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples)}
+            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples), "broker_uptime": broker_uptime()}
+
+
+def print_warm_up(rate: float, seconds: float, result: dict) -> None:
+    end_to_end = result["stages"].get("end to end", [])
+    if end_to_end:
+        print(f"broker warm-up run ({seconds:.0f} s at {rate:.0f} writes/s, not in the figures below): p50 "
+              f"{statistics.median(end_to_end):.1f} ms, p99 {_percentile(end_to_end, 0.99):.1f} ms")
 
 
 def print_latency(rate: float, result: dict) -> None:
@@ -491,8 +512,10 @@ def print_latency(rate: float, result: dict) -> None:
     broker_gc = result["broker_gc"]
     print(f"  broker gc pauses (devstack gc.log): {len(broker_gc)}, longest {max(broker_gc, default=0):.1f} ms; "
           f"broker holds {result['broker'][0]:,} topics, {result['broker'][1]:,} partitions")
+    uptime = result["broker_uptime"]
     print(f"  machine load (1 min) {result['load'][0]:.1f} at start, {result['load'][1]:.1f} at end, "
-          f"{os.cpu_count()} cores; consumer: {CONSUMER_SETTINGS}")
+          f"{os.cpu_count()} cores; broker JVM up {'?' if uptime is None else f'{uptime:,.0f}'} s; "
+          f"consumer: {CONSUMER_SETTINGS}")
 
 
 def main() -> None:
@@ -501,6 +524,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
+    parser.add_argument("--warm-up", type=float, default=30, metavar="SECONDS",
+                        help="first a latency run of this many seconds at the same rate, printed but not measured: "
+                             "a broker started minutes ago still compiles its transaction paths (0: none)")
     parser.add_argument("--document", choices=sorted(DOCUMENTS), default="string",
                         help="the catch-up's documents: one 960-character string, or ~1 KB of typed fields")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
@@ -519,6 +545,7 @@ def main() -> None:
             rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document)
             repeated = messages * max(1, args.changes // max(1, len(messages)))
             ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
+        warm_up = latency(bootstrap, uri, args.rate, args.warm_up) if args.warm_up > 0 else None
         result = latency(bootstrap, uri, args.rate, args.seconds)
     if not args.latency_only:
         extra = f", {EXTRA_PROPERTIES}" if EXTRA_PROPERTIES else ""
@@ -529,6 +556,8 @@ def main() -> None:
               f"{rate / read_rate:.2f}")
         print(f"CPU per event: ours {cpu_us:.1f} µs, watch() alone {read_cpu_us:.1f} µs, plain producer "
               f"{ceiling_cpu_us:.1f} µs; ours / (watch + producer): {cpu_us / (read_cpu_us + ceiling_cpu_us):.2f}")
+    if warm_up is not None:
+        print_warm_up(args.rate, args.warm_up, warm_up)
     print_latency(args.rate, result)
 
 
