@@ -53,13 +53,21 @@ def stored_lsn(store: OffsetStore, name: str) -> int:
     return json.loads(value).get("lsn_proc", 0) if value else 0
 
 
-def run_until(runner_config, bootstrap: str, done) -> tuple[float, ConnectorRunner]:
+def committed_lsn(runner: ConnectorRunner) -> int:
+    """The LSN of the pipeline's last committed offset record, as the pipeline knows it (no Kafka read: polling the
+    offsets topic cost a few percent of the CPU being measured)."""
+    committed = [pipeline.committed for pipeline in runner.pipelines.values()]
+    return committed[0].lsn_proc if committed and committed[0] is not None else 0
+
+
+def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, ConnectorRunner]:
+    """Runs the connector until its pipeline has committed the change at `lsn`."""
     stop = threading.Event()
     runner = ConnectorRunner(runner_config, bootstrap, stop)
     started = time.monotonic()
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
-    while thread.is_alive() and not done():
+    while thread.is_alive() and committed_lsn(runner) < lsn:
         time.sleep(0.05)
     elapsed = time.monotonic() - started
     stop.set()
@@ -137,12 +145,13 @@ def main() -> None:
         plain_s, plain_cpu = time.monotonic() - started, time.process_time() - cpu
         store = OffsetStore(bootstrap, stream_config.offset_storage_topic)
         cpu = time.process_time()
-        stream_s, _ = run_until(stream_config, bootstrap, lambda: stored_lsn(store, name) >= last_commit_end)
+        stream_s, _ = run_until(stream_config, bootstrap, last_commit_end)
         stream_cpu = time.process_time() - cpu
+        assert stored_lsn(store, name) >= last_commit_end, "the offsets topic does not hold the last change"
         print(f"catch-up   {seen} changes: plain pgoutput read {seen / plain_s:,.0f} changes/s; "
               f"pipeline {seen / stream_s:,.0f} events/s (incl. start-up); ratio {plain_s / stream_s:.2f}; "
-              f"CPU per change: pipeline {stream_cpu * 1e6 / seen:.1f} µs (incl. start-up and the offset "
-              f"polling), plain read {plain_cpu * 1e6 / seen:.1f} µs")
+              f"CPU per change: pipeline {stream_cpu * 1e6 / seen:.1f} µs (incl. start-up), "
+              f"plain read {plain_cpu * 1e6 / seen:.1f} µs")
 
         # 3. latency at a fixed rate
         name = run + uuid.uuid4().hex[:6]
