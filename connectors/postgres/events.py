@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from connectors.core.source import ChangeSummary
+from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
 from connectors.events.schema import Field, Schema
@@ -68,6 +70,7 @@ class Table:
     rows: RowMapper
     key_names: list[str]  # primary key columns in key order (empty: no key)
     key_schema: Schema | None
+    key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
     envelopes: env.EnvelopeWriter  # writes the table's envelopes
@@ -151,7 +154,8 @@ class PgEventBuilder:
         zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
-        table = Table(schema, name, topic, rows, key_names, key_schema, zero, row_columns,
+        key_text = json_converter.writer(key_schema, self.config.key_schemas) if key_schema is not None else None
+        table = Table(schema, name, topic, rows, key_names, key_schema, key_text, zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
@@ -163,9 +167,9 @@ class PgEventBuilder:
     # -- messages -----------------------------------------------------------------------------------------------
 
     def _key(self, table: Table, row: dict) -> bytes | None:
-        if table.key_schema is None:
+        if table.key_text is None:
             return None
-        return encode(table.key_schema, {n: row.get(n) for n in table.key_names}, self.config.key_schemas).encode()
+        return table.key_text({n: row.get(n) for n in table.key_names}).encode()
 
     def _event(self, table: Table, op: str, before: dict | None, after: dict | None, source: env.SourceInfo,
                key_row: dict | None) -> OutMessage:

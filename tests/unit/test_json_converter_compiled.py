@@ -9,7 +9,7 @@ import pytest
 
 from connectors.events import logical
 from connectors.events import schema as s
-from connectors.events.json_converter import compiled, value_json
+from connectors.events.json_converter import compiled, envelope, value_json, writer
 from connectors.events.schema import SchemaError
 
 ROW = s.struct([
@@ -47,3 +47,9 @@ def test_same_errors_as_value_json(value):
     with pytest.raises(SchemaError) as got:
         compiled(ROW)(value)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("schemas_enable", [True, False])
+@pytest.mark.parametrize("value", VALUES)
+def test_writer_writes_what_envelope_writes(value, schemas_enable):
+    assert writer(ROW, schemas_enable)(value) == envelope(ROW, value, schemas_enable)
