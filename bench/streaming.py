@@ -109,7 +109,8 @@ def watch_rate(coll, token, changes: int) -> tuple[float, float]:
 Messages = list[tuple[str, bytes, bytes]]
 
 
-def catch_up(bootstrap: str, uri: str, changes: int, document=_document) -> tuple[float, float, Messages, float, float]:
+def catch_up(bootstrap: str, uri: str, changes: int, document=_document,
+             transaction_size: int = 0) -> tuple[float, float, Messages, float, float]:
     """Events/s of the pipeline and of watch() alone, messages for the ceiling, and the CPU µs per event of each (this
     process's CPU time: the pipeline's threads and librdkafka's; the emulator runs in its own process)."""
     name = f"bench{uuid.uuid4().hex[:8]}"
@@ -129,8 +130,14 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document) -> tupl
 
     with coll.watch() as stream:
         token = stream.resume_token
-    for start in range(0, changes, 1000):
-        coll.insert_many([document(i) for i in range(start, min(changes, start + 1000))], ordered=False)
+    step = transaction_size or 1000
+    for start in range(0, changes, step):
+        documents = [document(i) for i in range(start, min(changes, start + step))]
+        if transaction_size:
+            with client.start_session() as session, session.start_transaction():
+                coll.insert_many(documents, session=session)
+        else:
+            coll.insert_many(documents, ordered=False)
     stop = threading.Event()
     runner = ConnectorRunner(_config(name, uri), bootstrap, stop)
     thread = threading.Thread(target=runner.run, daemon=True)
@@ -529,6 +536,8 @@ def main() -> None:
                              "a broker started minutes ago still compiles its transaction paths (0: none)")
     parser.add_argument("--document", choices=sorted(DOCUMENTS), default="string",
                         help="the catch-up's documents: one 960-character string, or ~1 KB of typed fields")
+    parser.add_argument("--transaction-size", type=int, default=0, metavar="N",
+                        help="the catch-up's documents are inserted N to a multi-document transaction (0: none)")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="a connector property of the measured pipelines (repeatable), e.g. "
                              "provide.transaction.metadata=true")
@@ -542,13 +551,16 @@ def main() -> None:
     with one_member_deployment("bench") as (uri, _pid):
         if not args.latency_only:
             document = DOCUMENTS[args.document]
-            rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document)
+            rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document,
+                                                                         args.transaction_size)
             repeated = messages * max(1, args.changes // max(1, len(messages)))
             ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
         warm_up = latency(bootstrap, uri, args.rate, args.warm_up) if args.warm_up > 0 else None
         result = latency(bootstrap, uri, args.rate, args.seconds)
     if not args.latency_only:
         extra = f", {EXTRA_PROPERTIES}" if EXTRA_PROPERTIES else ""
+        if args.transaction_size:
+            extra += f", {args.transaction_size} to a transaction"
         print(f"catch-up: {args.changes} changes of ~1 KB ({args.document}{extra}): {rate:,.0f} events/s")
         print(f"ceiling (plain idempotent producer, same messages): {ceiling:,.0f} msg/s")
         print(f"ours / ceiling: {rate / ceiling:.2f}")
