@@ -115,11 +115,14 @@ class EventBuilder:
         return topic
 
     def data_collection(self, record: ChangeRecord) -> str:
-        """The record's collection as transaction metadata names it: ``<db>.<collection>`` (Debezium 2.7+), or
+        return self.data_collection_of(record.namespace)
+
+    def data_collection_of(self, namespace: Namespace) -> str:
+        """A collection as transaction metadata names it: ``<db>.<collection>`` (Debezium 2.7+), or
         ``<replica set>.<db>.<collection>`` with debezium.compatibility=2."""
         if self.context.debezium_2x:
-            return f"{self.context.replica_set}.{record.namespace.full_name}"
-        return record.namespace.full_name
+            return f"{self.context.replica_set}.{namespace.full_name}"
+        return namespace.full_name
 
     def key(self, record: ChangeRecord) -> bytes:
         payload = {"id": extjson.key_json(record.document_id)}

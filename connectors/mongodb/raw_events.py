@@ -3,8 +3,9 @@ decoding the event or building a ChangeRecord.
 
 It serves the configurations where an event's message is Debezium 3.x's envelope of one document change:
 ``event.format=debezium`` with the 3.x source block and no field rules on the collection; for change stream events
-(`build`) and for snapshot reads of raw documents (`read_messages`). With ``provide.transaction.metadata`` it writes
-the events outside transactions while none is open (their ``transaction`` is null and they add no boundary).
+(`build`) and for snapshot reads of raw documents (`read_messages`). With ``provide.transaction.metadata`` an event
+that belongs to a transaction, or comes while one is open, also goes to the Transformer's transaction tracker: the
+boundaries it returns come first, and its ``transaction`` block replaces the module's ``null``.
 Everything else, and any event the compiled module leaves to Python (another operation, a value type it does not
 write), goes through the Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
 """
@@ -22,7 +23,14 @@ from bson.raw_bson import RawBSONDocument
 from connectors.config import DebeziumCompatibility, EventFormat
 from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
 from connectors.mongodb.events import TOMBSTONE, KafkaMessage, encode_envelope
-from connectors.mongodb.records import Namespace, Operation, SnapshotMarker, UpdateDescription, shared_namespace
+from connectors.mongodb.records import (
+    Namespace,
+    Operation,
+    SnapshotMarker,
+    UpdateDescription,
+    shared_namespace,
+    transaction_id_of_json,
+)
 from connectors.mongodb.transformer import Transformer
 
 _OPERATIONS = {"insert": Operation.CREATE, "update": Operation.UPDATE, "replace": Operation.UPDATE,
@@ -33,6 +41,16 @@ NOT_WRITTEN = object()  # `RawEventWriter.build`'s answer for an event the Trans
 # An event of a transaction has `lsid` and `txnNumber` at its top level. Finding neither name anywhere in its bytes
 # proves it is outside one; a document field of that name only sends the event to the Transformer.
 _TRANSACTION_FIELDS = (b"txnNumber\x00", b"lsid\x00")
+# How every value the compiled module writes ends (connectors/mongodb/csrc/change_event.c): an event's block goes
+# in place of its null.
+_NO_TRANSACTION = b'"transaction":null}'
+# The end of the source block the compiled module writes: `…,"lsid":<lsid as a JSON string, or null>,"txnNumber":
+# <digits or null>,"wallTime":…}`. The documents before it are JSON strings, so an unescaped `,"lsid":` is the
+# source block's; its lsid string holds no unescaped quote either. Reading the transaction from there costs ~1 µs;
+# decoding the event's lsid and writing it as JSON again cost ~20.
+_LSID = b',"lsid":'
+_TXN_NUMBER = b',"txnNumber":'
+_WALL_TIME = b',"wallTime":'
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +60,7 @@ class _Collection:
     captured: bool
     plain: bool  # no field rules: the documents are written as they are
     topic: str
+    data_collection: str  # its name in transaction metadata
     key_schema: bytes | None  # `{"schema":<key schema>,"payload":` with key schemas on
     value_schema: bytes | None
 
@@ -61,6 +80,7 @@ class RawEventWriter:
         self._source_prefix = orjson.dumps(head)[:-1] + b',"ts_ms":'  # the rest of the block is the event's
         self._collections: dict[tuple[str, str], _Collection] = {}
         self._transactions = transformer.transactions  # None without provide.transaction.metadata
+        self._lsids: dict[bytes, str] = {}  # an lsid as the source block writes it -> its JSON text
 
     @classmethod
     def for_transformer(cls, transformer: Transformer) -> RawEventWriter | None:
@@ -87,7 +107,7 @@ class RawEventWriter:
             collection = self._collections[(db, coll)] = _Collection(
                 self._transformer.filter.namespaces.includes(namespace),
                 self._transformer.field_rules.for_namespace(namespace).is_identity,
-                topic, key_schema, value_schema,
+                topic, self._events.data_collection_of(namespace), key_schema, value_schema,
             )
         return collection
 
@@ -103,25 +123,48 @@ class RawEventWriter:
         collection = self._collection(db, coll)
         if not collection.captured or operation in self._skipped:
             return None
-        if not collection.plain or self._transactions is not None and self._in_transaction(event.raw):
+        if not collection.plain:
             return NOT_WRITTEN
         description_json = None
         if description is not None and operation is Operation.UPDATE:
             update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
             description_json = encode_envelope(envelopes.update_description_block(update))
-        written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, self._events.now_ms(),
-                                                description_json)
+        ts_ms = self._events.now_ms()
+        written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, ts_ms, description_json)
         if written is None:
             return NOT_WRITTEN
+        messages = []
+        if self._transactions is not None and self._in_transaction(event.raw):
+            # as Transformer.transform does, once the event is sure to be written here (the tracker counts it)
+            cluster_time = head[4]
+            boundaries, block = self._transactions.on_event(
+                self._transaction_id(written[0]), collection.data_collection,
+                cluster_time[0] * 1000 if cluster_time is not None else ts_ms)
+            messages.extend(self._events.transaction_message(boundary) for boundary in boundaries)
+            if block is not None:
+                value, key = written
+                written = value[:-len(_NO_TRANSACTION)] + b'"transaction":' + encode_envelope(block) + b"}", key
         message = _message(collection, written, lambda: event["documentKey"]["_id"])
-        messages = [message]
+        messages.append(message)
         if operation is Operation.DELETE and self._tombstones:
             messages.append(KafkaMessage(collection.topic, message.key, None, kind=TOMBSTONE))
         return operation.value, messages
 
+    def _transaction_id(self, value: bytes) -> str | None:
+        """The transaction id of the event whose value the compiled module wrote, from its source block."""
+        start = value.rfind(_LSID) + len(_LSID)
+        middle = value.index(_TXN_NUMBER, start)
+        lsid, txn_number = value[start:middle], value[middle + len(_TXN_NUMBER):value.index(_WALL_TIME, middle)]
+        lsid_json = self._lsids.get(lsid)
+        if lsid_json is None and lsid != b"null":
+            if len(self._lsids) >= 1024:
+                self._lsids.clear()
+            lsid_json = self._lsids[lsid] = orjson.loads(lsid)
+        return transaction_id_of_json(lsid_json, None if txn_number == b"null" else int(txn_number))
+
     def _in_transaction(self, raw: bytes) -> bool:
-        """Whether the Transformer must see the event for its transaction metadata: a transaction is open (this
-        event continues or ends it) or the event may belong to one."""
+        """Whether the transaction tracker must see the event: a transaction is open (this event continues or ends
+        it) or the event may belong to one."""
         return self._transactions.open_transaction_id is not None or any(name in raw for name in _TRANSACTION_FIELDS)
 
     def read_messages(self, namespace: Namespace, document: RawBSONDocument,

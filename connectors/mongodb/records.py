@@ -88,6 +88,21 @@ def shared_namespace(db: str, collection: str) -> Namespace:
     return namespace
 
 
+def transaction_id(lsid: Mapping[str, Any] | None, txn_number: int | None) -> str | None:
+    """Debezium's transaction id of an event with these `lsid` and `txnNumber`: ``<lsid as JSON>:<txnNumber>``;
+    None outside a transaction."""
+    return transaction_id_of_json(None if lsid is None else extjson.document_json(lsid), txn_number)
+
+
+def transaction_id_of_json(lsid_json: str | None, txn_number: int | None) -> str | None:
+    """`transaction_id` of an lsid already written as JSON."""
+    if lsid_json is None and txn_number is None:
+        return None
+    if lsid_json is None:
+        return str(txn_number)
+    return lsid_json if txn_number is None else f"{lsid_json}:{txn_number}"
+
+
 @dataclass(frozen=True, slots=True)
 class TruncatedArray:
     field: str
@@ -144,12 +159,7 @@ class ChangeRecord:
     @property
     def transaction_id(self) -> str | None:
         """Debezium's transaction id: ``<lsid as JSON>:<txnNumber>``; None outside a transaction."""
-        if self.lsid is None and self.txn_number is None:
-            return None
-        if self.lsid is None:
-            return str(self.txn_number)
-        lsid = extjson.document_json(self.lsid)
-        return lsid if self.txn_number is None else f"{lsid}:{self.txn_number}"
+        return transaction_id(self.lsid, self.txn_number)
 
     @classmethod
     def from_change_event(cls, event: Mapping[str, Any]) -> ChangeRecord:
