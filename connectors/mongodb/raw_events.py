@@ -1,11 +1,12 @@
 """Kafka messages of change stream events read raw (`rawjson.RawChangeEvent`), written by the compiled module without
 decoding the event or building a ChangeRecord.
 
-It serves the configurations where an event's message is Debezium 3.x's envelope of one document change:
-``event.format=debezium`` with the 3.x source block and no field rules on the collection; for change stream events
-(`build`) and for snapshot reads of raw documents (`read_messages`). With ``provide.transaction.metadata`` an event
-that belongs to a transaction, or comes while one is open, also goes to the Transformer's transaction tracker: the
-boundaries it returns come first, and its ``transaction`` block replaces the module's ``null``.
+It serves the configurations where an event's message is Debezium's envelope of one document change:
+``event.format=debezium`` and no field rules on the collection; for change stream events (`build`, with the 3.x or
+the 2.x source block) and for snapshot reads of raw documents (`read_messages`, 3.x only). With
+``provide.transaction.metadata`` an event that belongs to a transaction, or comes while one is open, also goes to
+the Transformer's transaction tracker: the boundaries it returns come first, and its ``transaction`` block replaces
+the module's ``null``.
 Everything else, and any event the compiled module leaves to Python (another operation, a value type it does not
 write), goes through the Transformer. Both give the same bytes (tests/unit/test_raw_events.py).
 """
@@ -20,7 +21,7 @@ import bson
 import orjson
 from bson.raw_bson import RawBSONDocument
 
-from connectors.config import DebeziumCompatibility, EventFormat
+from connectors.config import EventFormat
 from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
 from connectors.mongodb.events import TOMBSTONE, KafkaMessage, encode_envelope
 from connectors.mongodb.records import (
@@ -76,6 +77,8 @@ class RawEventWriter:
         context = transformer.events.context
         head = {"version": context.version, "connector": envelopes.CONNECTOR_TYPE, "name": context.name}
         self._source_prefix = orjson.dumps(head)[:-1] + b',"ts_ms":'  # the rest of the block is the event's
+        # Debezium 2.x's source block (change events only: its snapshot reads go to the Transformer)
+        self._replica_set = orjson.dumps(context.replica_set) if context.debezium_2x else None
         self._collections: dict[tuple[str, str], _Collection] = {}
         self._transactions = transformer.transactions  # None without provide.transaction.metadata
         self._lsids: dict[bytes, str] = {}  # an lsid as the source block writes it -> its JSON text
@@ -84,11 +87,7 @@ class RawEventWriter:
     def for_transformer(cls, transformer: Transformer) -> RawEventWriter | None:
         """A writer when the configuration's messages are ones it writes (and the compiled module is built)."""
         config = transformer.config
-        if (
-            rawjson.compiled is None
-            or config.event_format is not EventFormat.DEBEZIUM
-            or config.debezium_compatibility is DebeziumCompatibility.V2
-        ):
+        if rawjson.compiled is None or config.event_format is not EventFormat.DEBEZIUM:
             return None
         return cls(transformer)
 
@@ -128,7 +127,8 @@ class RawEventWriter:
             update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
             description_json = encode_envelope(envelopes.update_description_block(update))
         ts_ms = self._events.now_ms()
-        written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, ts_ms, description_json)
+        written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, ts_ms, description_json,
+                                                self._replica_set)
         if written is None:
             return NOT_WRITTEN
         messages = []
@@ -167,7 +167,7 @@ class RawEventWriter:
         """The messages of a snapshot read of ``document`` (what the Transformer gives for
         `ChangeRecord.snapshot_read`), or None when the Transformer must build them."""
         collection = self._collection(namespace.db, namespace.collection)
-        if not collection.captured or not collection.plain:
+        if not collection.captured or not collection.plain or self._replica_set is not None:
             return None
         written = rawjson.compiled.snapshot_value(document.raw, self._source_prefix, self._bare,
                                                   self._events.now_ms(), marker.value, namespace.db,

@@ -366,7 +366,7 @@ static Outcome put_key(Buffer *out, Buffer *scratch, const Element *document_key
 
 static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields, const Namespace *ns,
                          const char *source_prefix, size_t prefix_length, int bare, long long ts_ms,
-                         const char *description, size_t description_length) {
+                         const char *description, size_t description_length, const char *rs, size_t rs_length) {
     char op;
     if (string_is(&fields->operation_type, "insert")) op = 'c';
     else if (string_is(&fields->operation_type, "update") || string_is(&fields->operation_type, "replace")) op = 'u';
@@ -380,15 +380,18 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
     if (fields->wall_time.type && !has_wall && fields->wall_time.type != 0x0A) return UNSUPPORTED;
     if (fields->cluster_time.type && !has_time && fields->cluster_time.type != 0x0A) return UNSUPPORTED;
     long long increment = has_time ? (uint32_t)read_int32(fields->cluster_time.value) : 0;
-    if (has_wall) {
-        wall = read_int64(fields->wall_time.value);
+    if (has_wall) wall = read_int64(fields->wall_time.value);
+    if (rs != NULL) {  /* Debezium 2.x: ts_ms from the cluster time even with a wallTime; no ts_us and ts_ns */
+        when = has_time ? 1000LL * (uint32_t)read_int32(fields->cluster_time.value + 4) : 0;
+        order = increment;
+    } else if (has_wall) {
         when = wall;
         order = increment;
     } else if (has_time) {
         when = 1000LL * (uint32_t)read_int32(fields->cluster_time.value + 4);
         order = increment;
     }
-    if (when > MAX_EXACT_MILLIS || when < -MAX_EXACT_MILLIS) return UNSUPPORTED;
+    if (rs == NULL && (when > MAX_EXACT_MILLIS || when < -MAX_EXACT_MILLIS)) return UNSUPPORTED;
 
     Outcome outcome;
     if (PUT_LITERAL(out, "{\"before\":") < 0) return NO_MEMORY;
@@ -401,9 +404,13 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
         return NO_MEMORY;
     if (PUT_LITERAL(out, ",\"source\":") < 0 || put(out, source_prefix, prefix_length) < 0 || put_int64(out, when) < 0 ||
         PUT_LITERAL(out, ",\"snapshot\":\"false\",\"db\":") < 0 || put_json_string(out, ns->db, ns->db_length) < 0 ||
-        PUT_LITERAL(out, ",\"sequence\":null,\"ts_us\":") < 0 || put_int64(out, when * 1000) < 0 ||
-        PUT_LITERAL(out, ",\"ts_ns\":") < 0 || put_int64(out, when * 1000000) < 0 ||
-        PUT_LITERAL(out, ",\"collection\":") < 0 || put_json_string(out, ns->coll, ns->coll_length) < 0 ||
+        PUT_LITERAL(out, ",\"sequence\":null") < 0)
+        return NO_MEMORY;
+    if (rs != NULL ? PUT_LITERAL(out, ",\"rs\":") < 0 || put(out, rs, rs_length) < 0
+                   : PUT_LITERAL(out, ",\"ts_us\":") < 0 || put_int64(out, when * 1000) < 0 ||
+                         PUT_LITERAL(out, ",\"ts_ns\":") < 0 || put_int64(out, when * 1000000) < 0)
+        return NO_MEMORY;
+    if (PUT_LITERAL(out, ",\"collection\":") < 0 || put_json_string(out, ns->coll, ns->coll_length) < 0 ||
         PUT_LITERAL(out, ",\"ord\":") < 0 || put_int64(out, order) < 0 || PUT_LITERAL(out, ",\"lsid\":") < 0)
         return NO_MEMORY;
     if (fields->lsid.type && fields->lsid.type != 0x0A) {
@@ -473,20 +480,23 @@ static int read_writing(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want
     return PyBytes_AsStringAndSize(args[1], &writing->prefix, &writing->prefix_length);
 }
 
-/* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description): (value, key) of a change event's
+/* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description, rs): (value, key) of a change event's
    raw BSON, as Debezium 3.x's MongoDB connector writes them without schemas; key None for an _id of a type other
    than int, string and ObjectId. `source_prefix` is the source block's text up to its ts_ms value; update_description
-   is the JSON text of the updateDescription block (required when the event has one). None when this code does not
+   is the JSON text of the updateDescription block (required when the event has one); rs None, or the replica set's
+   name as a JSON string for Debezium 2.x's source block (ts_ms and ord from the cluster time, `rs` in place of
+   ts_us and ts_ns). None when this code does not
    write the event (an operation other than insert, update, replace and delete; a document the writer leaves to
    Python; malformed input): the Python path does. */
 PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     Writing writing;
-    if (read_writing(args, nargs, 5, "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description)",
+    if (read_writing(args, nargs, 6, "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description, rs)",
                      &writing) < 0)
         return NULL;
-    char *description = NULL;
-    Py_ssize_t description_length = 0;
+    char *description = NULL, *rs = NULL;
+    Py_ssize_t description_length = 0, rs_length = 0;
     if (args[4] != Py_None && PyBytes_AsStringAndSize(args[4], &description, &description_length) < 0) return NULL;
+    if (args[5] != Py_None && PyBytes_AsStringAndSize(args[5], &rs, &rs_length) < 0) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     EventFields fields;
@@ -498,7 +508,7 @@ PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             outcome = NO_MEMORY;
         } else {
             outcome = put_value(&value, &scratch, &fields, &ns, writing.prefix, writing.prefix_length, writing.bare,
-                                writing.ts_ms, description, description_length);
+                                writing.ts_ms, description, description_length, rs, rs_length);
             if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
         }
     }

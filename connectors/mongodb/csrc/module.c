@@ -63,8 +63,9 @@ static PyMethodDef methods[] = {
      "event_head(data) -> (operationType, db, coll, _id BSON, (time, increment), updateDescription BSON) | None: "
      "what places a change event, read from its raw BSON."},
     {"change_value", (PyCFunction)(void (*)(void))change_value, METH_FASTCALL,
-     "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description) -> (value, key) | None: "
-     "Debezium's change event value (and key) of a raw change event; None when the Python path must write it."},
+     "change_value(data, source_prefix, bare_non_finite, ts_ms, update_description, rs) -> (value, key) | None: "
+     "Debezium's change event value (and key) of a raw change event (2.x's source block with rs); None when the "
+     "Python path must write it."},
     {"snapshot_value", (PyCFunction)(void (*)(void))snapshot_value, METH_FASTCALL,
      "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
      "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
