@@ -280,8 +280,9 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
     """`python -m connectors run` kill -9'd three times while the incremental snapshot runs, with a writer updating
     rows 1-500 all along: every row read at most once, each row's last event is its state in the table, and every
     row the writer never touched is read. Each kill is gated: the test holds an ACCESS EXCLUSIVE lock on the table
-    and kills the runner once the server shows it waiting for that lock, i.e. inside a chunk's window (its low
-    watermark written, its rows not yet read), with chunks left."""
+    and kills the runner once the server shows the runner's session (not the writer's) waiting for that lock, i.e.
+    inside a chunk's window (its low watermark written, its rows not yet read). The snapshot goes on only while the
+    lock is released for a moment, so it cannot run to its end between two looks (it did on a fast run)."""
     import os
     import signal as signals
     import subprocess
@@ -327,14 +328,35 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
             time.sleep(0.1)
         return found
 
-    def waiting_for(lock_holder) -> bool:
+    writer_sessions: list[int] = []
+
+    def runner_waiting_for(lock_holder) -> bool:
         return tables.execute("SELECT count(*) FROM pg_locks WHERE relation = 'big'::regclass AND NOT granted "
-                              "AND pid <> %s", (lock_holder,))[0][0] > 0
+                              "AND pid <> ALL(%s)", ([lock_holder, *writer_sessions],))[0][0] > 0
+
+    def kill_inside_a_window(runner, after: int) -> int:
+        """Kills the runner inside a chunk's window once it committed a chunk past `after` + 3; returns that chunk.
+        Between looks the lock is released for a moment: a few chunks go through."""
+        while True:
+            with psycopg.connect(tables.dsn) as locker:
+                locker.execute("LOCK TABLE big IN ACCESS EXCLUSIVE MODE")
+                holder = locker.execute("SELECT pg_backend_pid()").fetchone()[0]
+                wait(lambda holder=holder: runner_waiting_for(holder), "the runner waiting for the table", runner)
+                committed = chunk_committed(runner)  # the runner is held in the next chunk's window
+                # None: no chunk committed yet (the first look), or the snapshot is over (the gate failed)
+                assert committed is not None or after < 0, f"the snapshot ended before the kill after chunk {after}"
+                assert committed is None or committed < 199, f"no chunk left to kill in: {committed}"
+                if committed is not None and committed > after + 3:
+                    os.kill(runner.pid, signals.SIGKILL)
+                    runner.wait()
+                    return committed
+            time.sleep(0.05)
 
     stop_writer = threading.Event()
 
     def writer():
         with psycopg.connect(tables.dsn, autocommit=True) as conn:
+            writer_sessions.append(conn.info.backend_pid)
             i = 0
             while not stop_writer.is_set():
                 i += 1
@@ -349,19 +371,9 @@ def test_kill_minus_nine_mid_snapshot_under_writes_reads_each_row_once(tables, s
         thread.start()
         tables.execute("INSERT INTO dbz_signal (id, type, data) VALUES ('k-1', 'execute-snapshot', %s)",
                        (json.dumps({"data-collections": ["public.big"]}),))
+        wait(lambda: writer_sessions, "the writer's session", runner)
         for _ in range(3):
-            after = killed_at[-1] if killed_at else -1
-            moved_on = lambda after=after, runner=runner: (chunk_committed(runner) or -1) > after + 3  # noqa: E731
-            wait(moved_on, "the snapshot moving on", runner)
-            with psycopg.connect(tables.dsn) as locker:
-                locker.execute("LOCK TABLE big IN ACCESS EXCLUSIVE MODE")
-                committed = chunk_committed(runner)
-                assert committed is not None and committed < 190, f"no chunk left to kill in: {committed}"
-                holder = locker.execute("SELECT pg_backend_pid()").fetchone()[0]
-                wait(lambda holder=holder: waiting_for(holder), "the runner waiting for the table", runner)
-                os.kill(runner.pid, signals.SIGKILL)
-                runner.wait()
-                killed_at.append(committed)
+            killed_at.append(kill_inside_a_window(runner, killed_at[-1] if killed_at else -1))
             runner = start()
         wait(lambda: (value := stored()) is not None and value.get("incremental_snapshot") is None
              and "lsn_proc" in value, "the snapshot done", runner, timeout=300)
