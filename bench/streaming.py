@@ -26,7 +26,6 @@ import gc
 import json
 import multiprocessing
 import os
-import pathlib
 import re
 import statistics
 import threading
@@ -372,16 +371,6 @@ def broker_gc_pauses(began: float, ended: float) -> list[float]:
     return pauses
 
 
-def broker_uptime() -> float | None:
-    """Seconds since the devstack broker's process started (None when the broker is not the devstack's)."""
-    pid = devstack_kafka.process.pid()
-    if pid is None:
-        return None
-    started_ticks = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
-    booted_seconds = float(pathlib.Path("/proc/uptime").read_text().split()[0])
-    return booted_seconds - started_ticks / os.sysconf("SC_CLK_TCK")
-
-
 def broker_partitions(bootstrap: str) -> tuple[int, int]:
     from confluent_kafka.admin import AdminClient
 
@@ -485,7 +474,8 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
             "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses,
             "broker_gc": broker_gc_pauses(began, ended), "load": (load_before, os.getloadavg()[0]),
-            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples), "broker_uptime": broker_uptime()}
+            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples),
+            "broker_uptime": devstack_kafka.process.uptime()}
 
 
 def print_warm_up(rate: float, seconds: float, result: dict) -> None:

@@ -59,6 +59,15 @@ class ManagedProcess:
             return None
         return pid
 
+    def uptime(self) -> float | None:
+        """Seconds since the recorded process started, None when it is not running."""
+        pid = self.pid()
+        started = _start_time(pid) if pid is not None else None
+        if started is None:
+            return None
+        booted_seconds = float(Path("/proc/uptime").read_text().split()[0])
+        return booted_seconds - int(started) / os.sysconf("SC_CLK_TCK")
+
     def is_running(self) -> bool:
         return self.pid() is not None
 
