@@ -23,7 +23,7 @@ from connectors.core.source import ChangeSummary
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
-from connectors.events.schema import Field, Schema
+from connectors.events.schema import Field
 from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
@@ -69,7 +69,6 @@ class Table:
     topic: str
     rows: RowMapper
     key_names: list[str]  # primary key columns in key order (empty: no key)
-    key_schema: Schema | None
     key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
@@ -155,7 +154,7 @@ class PgEventBuilder:
                 if not f.schema.optional and f.name not in key_names}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         key_text = json_converter.writer(key_schema, self.config.key_schemas) if key_schema is not None else None
-        table = Table(schema, name, topic, rows, key_names, key_schema, key_text, zero, row_columns,
+        table = Table(schema, name, topic, rows, key_names, key_text, zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
@@ -178,7 +177,7 @@ class PgEventBuilder:
         return OutMessage(table.topic, key, value.encode())
 
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
-        if not self.config.tombstones_on_delete or table.key_schema is None:
+        if not self.config.tombstones_on_delete or table.key_text is None:
             return []
         return [OutMessage(table.topic, self._key(table, key_row), None)]
 
