@@ -161,6 +161,11 @@ class EnvelopeWriter:
 
     def text(self, op: str, before: dict | None, after: dict | None, source: SourceInfo, now_ns: int,
              transaction: dict | None = None) -> str:
+        return self.text_of_rows(op, self._row(before), self._row(after), source, now_ns, transaction)
+
+    def text_of_rows(self, op: str, before: str, after: str, source: SourceInfo, now_ns: int,
+                     transaction: dict | None = None) -> str:
+        """`text` with the rows already written as JSON (e.g. by `RowMapper.text_writer`; "null" for none)."""
         head, db, where = self._fixed_parts(source)
         ts_us = source.commit_ts_us
         sequence = _sequence_json(source.lsn_commit, source.lsn)
@@ -168,6 +173,6 @@ class EnvelopeWriter:
                        f',"ts_us":{ts_us},"ts_ns":{ts_us * 1000}{where}{_int_or_null(source.tx_id)}'
                        f',"lsn":{_int_or_null(source.lsn)},"xmin":{_int_or_null(source.xmin)}}}')
         block = "null" if transaction is None else self._block(transaction)
-        return (f'{self._head}{{"before":{self._row(before)},"after":{self._row(after)},"source":{source_text},'
+        return (f'{self._head}{{"before":{before},"after":{after},"source":{source_text},'
                 f'"op":{json_converter.string_json(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},'
                 f'"ts_ns":{now_ns},"transaction":{block}}}{self._tail}')

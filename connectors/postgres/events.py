@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,8 @@ class Table:
     rows: RowMapper
     key_names: list[str]  # primary key columns in key order (empty: no key)
     key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
+    key_of_tuple: Callable[[Sequence], str] | None  # writes them from a tuple's texts
+    row_of_tuple: Callable[[Sequence], str]  # a tuple's row JSON (RowMapper.text_writer)
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
     envelopes: env.EnvelopeWriter  # writes the table's envelopes
@@ -153,8 +155,12 @@ class PgEventBuilder:
         zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
-        key_text = json_converter.writer(key_schema, self.config.key_schemas) if key_schema is not None else None
-        table = Table(schema, name, topic, rows, key_names, key_text, zero, row_columns,
+        key_text = key_of_tuple = None
+        if key_schema is not None:
+            key_text = json_converter.writer(key_schema, self.config.key_schemas)
+            key_of_tuple = json_converter.writer(key_schema, self.config.key_schemas, rows.text_writer(key_schema))
+        table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple,
+                      rows.text_writer(value_schema.field("after").schema), zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
@@ -176,14 +182,21 @@ class PgEventBuilder:
         key = self._key(table, key_row) if key_row is not None else None
         return OutMessage(table.topic, key, value.encode())
 
+    def _event_of_tuple(self, table: Table, op: str, values: Sequence, source: env.SourceInfo) -> OutMessage:
+        """`_event` of a row that is a whole tuple and has no `before` (insert, update without the old row,
+        snapshot read), written from the tuple's texts: no row dict is made."""
+        value = table.envelopes.text_of_rows(op, "null", table.row_of_tuple(values), source, now_ns(),
+                                             self._block(source))
+        key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
+        return OutMessage(table.topic, key, value.encode())
+
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
         if not self.config.tombstones_on_delete or table.key_text is None:
             return []
         return [OutMessage(table.topic, self._key(table, key_row), None)]
 
     def snapshot_row(self, table: Table, values: list, source: env.SourceInfo) -> OutMessage:
-        row = table.rows.value(values)
-        return self._event(table, "r", None, row, source, row)
+        return self._event_of_tuple(table, "r", values, source)
 
     def _block(self, source: env.SourceInfo) -> dict | None:
         """The event's `transaction` block: `<txId>:<commit LSN>` (snapshot reads have none)."""
@@ -227,8 +240,7 @@ class PgEventBuilder:
         if kind is p.Insert:
             if "c" in self.skipped:
                 return None
-            after = table.rows.value(message.new)
-            return "c", [self._event(table, "c", None, after, source, after)]
+            return "c", [self._event_of_tuple(table, "c", message.new, source)]
         if kind is p.Delete:
             if "d" in self.skipped:
                 return None
@@ -238,6 +250,8 @@ class PgEventBuilder:
         if "u" in self.skipped:
             return None
         new = message.new
+        if message.old is None:
+            return "u", [self._event_of_tuple(table, "u", new, source)]
         if message.old_kind == "O" and p.UNCHANGED_TOAST in new:
             new = tuple(o if v is p.UNCHANGED_TOAST and o is not p.UNCHANGED_TOAST else v
                         for v, o in zip(new, message.old, strict=True))

@@ -12,10 +12,11 @@ unknown or longer (`ColumnRules.string_rule`); the key schema takes the row sche
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from connectors.core.columns import ColumnRules
+from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
@@ -114,6 +115,63 @@ class RowMapper:
                 except (ValueError, ArithmeticError, IndexError) as error:
                     raise TypeMappingError(f"{self.schema.name}.{name}: cannot convert {raw[:80]!r}: {error}") from None
         return row
+
+    def text_writer(self, struct: Schema) -> Callable[[Sequence], str]:
+        """The JSON text of `struct` (this row's schema, or a key's: fields named as this row's columns) for a
+        tuple: `json_converter.compiled(struct)` of the row `value(tuple)` makes, written from the tuple's texts
+        without that row (converting and then encoding a five-column row cost 7.5 µs, this writer 3). A tuple it
+        cannot write so (a null in a required column, a value its column's JSON writer does not take) goes the
+        long way, which raises what `value` raises."""
+        by_name = {name: (position, mapping) for position, name, mapping in self._mappings}
+        columns = []
+        for index, field in enumerate(struct.fields):
+            position, mapping = by_name[field.name]
+            encode = json_converter.compiled(field.schema)
+            columns.append((position, ("," if index else "") + json_converter.string_json(field.name) + ":",
+                            _text_json(mapping, encode), _json_or_none(encode, None),
+                            _json_or_none(encode, self._placeholders[field.name])))
+        whole = json_converter.compiled(struct)
+        names = struct.field_names
+        count = self.column_count
+        unchanged = UNCHANGED_TOAST
+
+        def long_way(values: Sequence) -> str:
+            row = self.value(values)
+            return whole({name: row[name] for name in names})
+
+        def write(values: Sequence) -> str:
+            if len(values) != count:
+                return long_way(values)
+            parts = []
+            try:
+                for position, prefix, text_json, null, placeholder in columns:
+                    raw = values[position]
+                    if raw is None:
+                        text = null
+                    elif raw is unchanged:
+                        text = placeholder
+                    else:
+                        text = text_json(raw)
+                    parts.append(prefix + text)  # None (no JSON without the row) raises TypeError
+            except Exception:  # noqa: BLE001 - the long way converts the row, and raises what is wrong with it
+                return long_way(values)
+            return "{" + "".join(parts) + "}"
+        return write
+
+
+def _text_json(mapping: ColumnMapping, encode: Callable[[object], str]) -> Callable[[str], str]:
+    if mapping.json is not None:
+        return mapping.json
+    convert = mapping.convert
+    return lambda text: encode(convert(text))
+
+
+def _json_or_none(encode: Callable[[object], str], value) -> str | None:
+    """`encode(value)`, or None where it raises (a null in a required field)."""
+    try:
+        return encode(value)
+    except Exception:  # noqa: BLE001 - any refusal: that value then takes the long way
+        return None
 
 
 # the character types (JDBC CHAR, VARCHAR, SQLXML) Debezium's column.truncate.to.N.chars applies to

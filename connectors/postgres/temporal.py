@@ -117,13 +117,21 @@ def _fraction(micros: int, width: int | None) -> str:
     return "." + f"{micros:06d}".rstrip("0")
 
 
+def _fraction_of_digits(digits: str, width: int | None) -> str:
+    """`_fraction(_micros(digits), width)` from the fraction's digits (up to 6) without the number."""
+    if width is not None and 0 < width <= 9:
+        return "." + digits.ljust(9, "0")[:width]
+    digits = digits.rstrip("0")
+    return "." + digits if digits else ""
+
+
 def zoned_timestamp_text(text: str, fractional_width: int | None) -> str:
     """Debezium's ZonedTimestamp: the instant in UTC, ISO-8601 with 'Z'; `fractional_width` digits of fraction
     (the column's precision), or as few as needed when it is 0 or unknown."""
     utc = _UTC_TIMESTAMP.match(text)
     if utc is not None:
         date, clock, digits = utc.groups()
-        return f"{date}T{clock}{_fraction(_micros(digits), fractional_width)}Z"
+        return f"{date}T{clock}{_fraction_of_digits(digits or '', fractional_width)}Z"
     if text in ("infinity", "-infinity"):
         return text
     total = timestamp_micros(text)

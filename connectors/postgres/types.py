@@ -22,7 +22,7 @@ from typing import Any
 
 from connectors.events import logical
 from connectors.events import schema as s
-from connectors.events.json_converter import EXACT, unscaled_bytes
+from connectors.events.json_converter import EXACT, string_json, unscaled_bytes
 from connectors.events.schema import Schema
 from connectors.postgres import temporal
 
@@ -109,6 +109,9 @@ class ColumnType:
 class ColumnMapping:
     schema: Schema
     convert: Callable[[str], Any]  # pgoutput text (never None) → Connect value
+    # the JSON text of `convert(text)` under `schema`, written from the text without the Connect value (None: not
+    # cheaper than encoding the value); it raises for a text it cannot write so (a row's writer then converts it)
+    json: Callable[[str], str] | None = None
 
 
 # --- built-in OIDs (pg_type.h) ---------------------------------------------------------------------------------------
@@ -176,6 +179,46 @@ def _float(text: str) -> float:
 
 def _string(text: str) -> str:
     return text
+
+
+def _int_json(text: str) -> str:
+    return str(int(text))
+
+
+def _bool_json(text: str) -> str:
+    return "true" if text == "t" else "false"
+
+
+# the JSON writers of the converters whose output's JSON follows from the text alone
+_TEXT_JSON: dict[Callable, Callable[[str], str]] = {int: _int_json, _bool: _bool_json, _string: string_json}
+
+
+def _fixed_scale_json(scale: int) -> Callable[[str], str]:
+    """A numeric(p, s) value's JSON in decimal.handling.mode=precise (base64 of the unscaled value's minimal two's
+    complement) from its text, which PostgreSQL writes with exactly s decimals: the digits are the unscaled value."""
+
+    def write(text: str) -> str:
+        point = text.find(".")
+        if point < 0:
+            if scale:
+                raise ValueError(text)
+            digits = text
+        elif len(text) - point - 1 == scale:
+            digits = text[:point] + text[point + 1:]
+        else:
+            raise ValueError(text)
+        if not (digits.isascii() and digits.lstrip("-").isdigit()):  # int() would also take "_", spaces, "+"
+            raise ValueError(text)
+        unscaled = int(digits)
+        length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+        return '"' + base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode("ascii") + '"'
+    return write
+
+
+def _zoned_timestamp_json(width: int | None) -> Callable[[str], str]:
+    def write(text: str) -> str:
+        return '"' + temporal.zoned_timestamp_text(text, width) + '"'  # ISO-8601 digits: nothing to escape
+    return write
 
 
 def _bytea(text: str) -> bytes:
@@ -372,7 +415,9 @@ def _resolve_domain(column_type: ColumnType) -> ColumnType:
     return column_type
 
 
-def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tuple[Schema, Callable] | None:
+def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tuple | None:
+    """(schema, convert) or (schema, convert, json) of a column that is not an array; None when Debezium leaves it
+    out."""
     oid, typmod = column_type.oid, column_type.type_modifier
     mode = settings.time_precision_mode
     if column_type.kind == "e":
@@ -422,7 +467,7 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         if precision_scale is None:
             return logical.variable_scale_decimal(), _numeric(column, "precise", None)
         precision, scale = precision_scale
-        return logical.decimal(scale, precision), _numeric(column, "precise", scale)
+        return logical.decimal(scale, precision), _numeric(column, "precise", scale), _fixed_scale_json(scale)
     if oid == MONEY:
         digits, decimal_mode = settings.money_fraction_digits, settings.decimal_handling_mode
         schema = {"double": s.float64(), "string": s.string()}.get(decimal_mode) or logical.decimal(digits)
@@ -447,7 +492,8 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         return logical.named("int64", logical.MICRO_TIMESTAMP), _timestamp(1)
     if oid == TIMESTAMPTZ:
         width = time_precision(typmod)
-        return logical.named("string", logical.ZONED_TIMESTAMP), lambda text: temporal.zoned_timestamp_text(text, width)
+        return (logical.named("string", logical.ZONED_TIMESTAMP),
+                lambda text: temporal.zoned_timestamp_text(text, width), _zoned_timestamp_json(width))
     if oid == TIMETZ:
         return logical.named("string", logical.ZONED_TIME), temporal.zoned_time_text
     if oid == INTERVAL:
@@ -472,7 +518,7 @@ def column_mapping(
                 return None
             schema, _ = _binary(settings.binary_handling_mode)
             return ColumnMapping(s.array(schema, optional=optional), _array(ColumnMapping(schema, _unknown(settings))))
-        element_schema, convert = scalar
+        element_schema, convert = scalar[:2]
         # Debezium builds enum arrays' element schema without making it optional
         element_schema = element_schema if element_type.kind == "e" else element_schema.as_optional()
         element = ColumnMapping(element_schema, convert)
@@ -483,8 +529,9 @@ def column_mapping(
             return None
         schema, _ = _binary(settings.binary_handling_mode)
         return ColumnMapping(schema.as_optional() if optional else schema, _unknown(settings))
-    schema, convert = scalar
-    return ColumnMapping(schema.as_optional() if optional else schema, convert)
+    schema, convert = scalar[:2]
+    json = scalar[2] if len(scalar) > 2 else _TEXT_JSON.get(convert)
+    return ColumnMapping(schema.as_optional() if optional else schema, convert, json)
 
 
 def _unknown(settings: TypeSettings) -> Callable[[str], Any]:
