@@ -32,7 +32,8 @@ class ReaderFailed:
 class ChangeQueue:
     """The bounded queue between the reader and the pipeline (`max.queue.size` changes and markers).
 
-    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`);
+    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`) or
+    a batch (`put_many`);
     the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
     (a per-item `queue.Queue.get` meets the reader's lock at every change).
     """
@@ -49,6 +50,11 @@ class ChangeQueue:
     def qsize(self) -> int:
         return len(self._items)
 
+    @property
+    def taker_waits(self) -> bool:
+        """A take() is waiting for an item now."""
+        return self._taker_waits
+
     def put(self, item, timeout: float | None = None) -> None:
         with self._not_full:
             if len(self._items) >= self.maxsize and not self._not_full.wait_for(
@@ -58,6 +64,22 @@ class ChangeQueue:
             self._items.append(item)
             if self._taker_waits:
                 self._not_empty.notify()
+
+    def put_many(self, items: list, timeout: float | None = None) -> int:
+        """Queues items from the start of `items`, as many as there is room for, under one acquisition of the lock
+        (waiting up to `timeout` for room for the first: `queue.Full`); returns how many. A reader that has a batch
+        in hand pays for the lock once, not per change."""
+        with self._not_full:
+            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
+                lambda: len(self._items) < self.maxsize, timeout
+            ):
+                raise queue.Full
+            room = self.maxsize - len(self._items)
+            taken = items if len(items) <= room else items[:room]
+            self._items.extend(taken)
+            if self._taker_waits:
+                self._not_empty.notify()
+            return len(taken)
 
     def wake(self) -> None:
         """Ends a waiting take() now, or the wait of the next one if none waits (it returns what is queued,

@@ -57,10 +57,7 @@ class SlotCreated:
 @dataclass(slots=True, unsafe_hash=True)  # one per WAL message: see pgoutput.Begin
 class WalMessage:
     data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Commit's end)
-    wal_end: int  # the server's WAL end when it sent the message
-    send_time_us: int
     message: Message
-    payload: bytes
 
 
 class ReplicationStream:
@@ -144,13 +141,8 @@ class ReplicationStream:
             while len(out) < max_messages:
                 raw = cursor.read_message()
                 if raw is not None:
-                    payload = raw.payload
-                    out.append(
-                        WalMessage(
-                            raw.data_start, raw.wal_end, int(raw.send_time.timestamp() * 1_000_000),
-                            self._decoder.decode(payload), payload,
-                        )
-                    )
+                    # (psycopg2 makes a datetime for each read of send_time: nothing here needs it)
+                    out.append(WalMessage(raw.data_start, self._decoder.decode(raw.payload)))
                     continue
                 if out:
                     break

@@ -26,6 +26,8 @@ from connectors.postgres.replication import ReplicationError, ReplicationStream
 
 log = logging.getLogger(__name__)
 
+_QUEUED_TOGETHER = 256  # changes queued under one lock: the pipeline does not wait for a whole read (10,000)
+
 
 @dataclass(slots=True, unsafe_hash=True)  # one per change: see pgoutput.Begin
 class WalChange:
@@ -86,6 +88,26 @@ class WalReader:
                 self._acknowledge()  # keep acknowledging while the pipeline catches up
         return False
 
+    def _queue(self, changes: list, resume: tuple | None) -> bool:
+        if not self._put_all(changes):
+            return False
+        if resume is not None:
+            # a reconnect replays an unfinished transaction from its start: what is queued is not queued again
+            self._resume = Position(*resume)
+        return True
+
+    def _put_all(self, items: list) -> bool:
+        """`_put` of each item, in order, a queue lock for as many as there is room for."""
+        done = 0
+        while done < len(items):
+            if self._stop.is_set():
+                return False
+            try:
+                done += self._out.put_many(items[done:] if done else items, timeout=0.2)
+            except queue.Full:
+                self._acknowledge()  # keep acknowledging while the pipeline catches up
+        return True
+
     def _acknowledge(self) -> None:
         stream = self._stream
         lsn = self._acks.lsn
@@ -141,6 +163,10 @@ class WalReader:
                             if not self._put(Idle(wal_end)):
                                 return
                     continue
+                # queued a read at a time; `resume` is where the queued changes end (the checks below use the
+                # position before the read: what this connection sends comes after the changes it queues)
+                changes: list = []
+                resume = None
                 for wal in messages:
                     message = wal.message
                     kind = type(message)
@@ -148,28 +174,28 @@ class WalReader:
                         begin = message
                         continue
                     if kind is p.Relation:
-                        if not self._put(WalChange(message, wal.data_start, 0, 0, 0)):
-                            return
+                        changes.append(WalChange(message, wal.data_start, 0, 0, 0))
                         continue
                     if begin is None:
                         continue  # Origin, Type and non-transactional messages outside a transaction
                     if kind is p.Commit:
                         if self._resume is None or not self._resume.covers_transaction(begin.final_lsn):
-                            change = WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
-                                               begin.commit_ts_us)
-                            if not self._put(change):
-                                return
-                            self._resume = Position(begin.final_lsn, message.end_lsn, begin.xid,
-                                                    begin.commit_ts_us, True)
+                            changes.append(WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
+                                                     begin.commit_ts_us))
+                            resume = (begin.final_lsn, message.end_lsn, begin.xid, begin.commit_ts_us, True)
                         begin = None
                         continue
                     if kind in (p.Insert, p.Update, p.Delete, p.Truncate):
                         if self._resume is not None and self._resume.covers(begin.final_lsn, wal.data_start):
                             continue
-                        if not self._put(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
-                                                   begin.commit_ts_us)):
+                        changes.append(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
+                                                 begin.commit_ts_us))
+                        resume = (begin.final_lsn, wal.data_start, begin.xid, begin.commit_ts_us, False)
+                    if len(changes) >= _QUEUED_TOGETHER:
+                        if not self._queue(changes, resume):
                             return
-                        # a reconnect replays this transaction from its start: what is queued is not queued again
-                        self._resume = Position(begin.final_lsn, wal.data_start, begin.xid, begin.commit_ts_us)
+                        changes, resume = [], None
+                if not self._queue(changes, resume):
+                    return
         finally:
             self._close()

@@ -70,3 +70,27 @@ def test_a_wake_just_before_a_take_ends_its_wait():
     taker.join(60)
     assert not taker.is_alive() and result == [[]]
 
+
+
+def test_put_many_queues_as_many_as_there_is_room_for_in_order():
+    changes = ChangeQueue(5)
+    changes.put({"n": 0})
+    assert changes.put_many([{"n": n} for n in range(1, 8)]) == 4  # room for four
+    with pytest.raises(queue.Full):
+        changes.put_many([{"n": 5}], timeout=0.05)
+    assert [item["n"] for item in changes.take(10, 1.0, _is_marker)] == [0, 1, 2, 3, 4]
+    assert changes.put_many([{"n": 5}, {"n": 6}]) == 2
+    assert changes.put_many([]) == 0
+    assert [item["n"] for item in changes.take(10, 1.0, _is_marker)] == [5, 6]
+
+
+def test_put_many_wakes_a_waiting_take():
+    changes = ChangeQueue(10)
+    result: list = []
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, _is_marker)), daemon=True)
+    taker.start()
+    while not changes.taker_waits:  # the precondition: the taker waits before the put
+        time.sleep(0.001)
+    changes.put_many([{"n": 1}, {"n": 2}])
+    taker.join(60)
+    assert not taker.is_alive() and result == [[{"n": 1}, {"n": 2}]]
