@@ -120,9 +120,16 @@ class TableEvents:
         self._encoders = [(f.name, string_json(f.name) + ":", _encoder(f.schema)) for f in fields]
         self._key_encoders = [(f.name, string_json(f.name) + ":", _encoder(f.schema))
                               for f in (self.key_schema.fields if self.key_schema else ())]
+        converters = dict(self.converters)
+        # (name, "name": with its comma, converter, encoder): `messages` writes a row from the binlog's values
+        self._writers = [(name, ("," if index else "") + prefix, converters[name], encode)
+                         for index, (name, prefix, encode) in enumerate(self._encoders)]
+        self._key_writers = [(name, ("," if index else "") + prefix, converters[name], encode)
+                             for index, (name, prefix, encode) in enumerate(self._key_encoders)]
         connector = "mariadb" if config.mariadb else "mysql"
         self._source_prefix = (f'{{"version":{string_json(VERSION)},"connector":"{connector}",'
                                f'"name":{string_json(config.topic_prefix)},')
+        self._texts = _LastTexts()  # the source block's strings that repeat from event to event
         self._key_schema_json = json_converter.schema_json(self.key_schema) if self.key_schema else None
         self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
@@ -141,13 +148,15 @@ class TableEvents:
         return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
 
     def messages(self, op: str, before: dict | None, after: dict | None, source: SourceInfo,
-                 transaction: dict | None = None) -> list[OutMessage]:
-        before_row, after_row = self.row(before), self.row(after)
-        now_ns = time.time_ns()
-        payload = self.encode_value(op, before_row, after_row, source, now_ns, transaction)
+                 transaction: dict | None = None, now_ns: int | None = None) -> list[OutMessage]:
+        """The event (and a delete's tombstone) of one row change, `before`/`after` as the binlog gives them: written
+        as `encode_value` writes `row(before)`, `row(after)`, without those rows (`now_ns`: the event's time, by
+        default now)."""
+        payload = self._envelope_json(op, self._row_json(before), self._row_json(after), source,
+                                      time.time_ns() if now_ns is None else now_ns, transaction)
         if self.config.value_schemas_enable:
             payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
-        key = self.key(after_row if after_row is not None else before_row)
+        key = self._key_json(after if after is not None else before)
         out = [OutMessage(self.topic, key, payload.encode())]
         if op == "d" and self.config.tombstones_on_delete:
             out.append(OutMessage(self.topic, key, None))
@@ -173,6 +182,23 @@ class TableEvents:
             return "null"
         return "{" + ",".join(prefix + encode(row[name]) for name, prefix, encode in self._encoders) + "}"
 
+    def _row_json(self, values: dict | None) -> str:
+        if values is None:
+            return "null"
+        get = values.get
+        return "{" + "".join([prefix + encode(convert(get(name)))
+                              for name, prefix, convert, encode in self._writers]) + "}"
+
+    def _key_json(self, values: dict) -> bytes | None:
+        if self.key_schema is None:
+            return None
+        get = values.get
+        payload = "{" + "".join([prefix + encode(convert(get(name)))
+                                 for name, prefix, convert, encode in self._key_writers]) + "}"
+        if not self.config.key_schemas_enable:
+            return payload.encode()
+        return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
+
     def _query_json(self, query: str | None) -> str:
         """The statement of a transaction's rows is one (possibly large) string for all of them: encoded once."""
         if query is not self._last_query:
@@ -181,17 +207,22 @@ class TableEvents:
 
     def encode_value(self, op: str, before_row, after_row, source: SourceInfo, now_ns: int,
                      transaction: dict | None = None) -> str:
+        return self._envelope_json(op, self._encode_row(before_row), self._encode_row(after_row), source, now_ns,
+                                   transaction)
+
+    def _envelope_json(self, op: str, before: str, after: str, source: SourceInfo, now_ns: int,
+                       transaction: dict | None) -> str:
         ms = source.ts_ms
-        text = _text_or_null
+        text = self._texts.json
         source_json = (
-            f'{self._source_prefix}"ts_ms":{ms},"snapshot":{string_json(source.snapshot)},'
-            f'"db":{string_json(source.database)},"sequence":null,"ts_us":{ms * 1000},"ts_ns":{ms * 1_000_000},'
+            f'{self._source_prefix}"ts_ms":{ms},"snapshot":{text(source.snapshot)},'
+            f'"db":{text(source.database)},"sequence":null,"ts_us":{ms * 1000},"ts_ns":{ms * 1_000_000},'
             f'"table":{text(source.table)},"server_id":{source.server_id},"gtid":{text(source.gtid)},'
-            f'"file":{string_json(source.file)},"pos":{source.pos},"row":{source.row},'
+            f'"file":{text(source.file)},"pos":{source.pos},"row":{source.row},'
             f'"thread":{"null" if source.thread is None else source.thread},"query":{self._query_json(source.query)}}}'
         )
-        return (f'{{"before":{self._encode_row(before_row)},"after":{self._encode_row(after_row)},'
-                f'"source":{source_json},"op":{string_json(op)},"ts_ms":{now_ns // 1_000_000},'
+        return (f'{{"before":{before},"after":{after},'
+                f'"source":{source_json},"op":{text(op)},"ts_ms":{now_ns // 1_000_000},'
                 f'"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":{_block_json(transaction)}}}')
 
 
@@ -207,6 +238,23 @@ def _block_json(block: dict | None) -> str:
 
 def _text_or_null(value: str | None) -> str:
     return "null" if value is None else string_json(value)
+
+
+class _LastTexts:
+    """JSON of strings (or null) that mostly repeat: the source block's database, table, file, GTID, snapshot
+    marker and the op, encoded once each (a few hundred at most are kept)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str | None, str] = {None: "null"}
+
+    def json(self, value: str | None) -> str:
+        text = self._seen.get(value)
+        if text is None:
+            text = string_json(value)
+            if len(self._seen) >= 256:  # GTIDs change with each transaction
+                self._seen = {None: "null"}
+            self._seen[value] = text
+        return text
 
 
 def _encoder(schema: Schema):
