@@ -112,6 +112,11 @@ class SnapshotReader(Protocol):
                    stop: threading.Event | None) -> tuple[list[OutMessage], int]:
         """The chunk's messages and row count; raises core.snapshot.executors.ChunkInterrupted when stopped."""
 
+    def where_read(self, chunk: Chunk) -> dict | None:
+        """Where a chunk this reader has just read was read, when its stream must know it to drop what the chunk
+        already holds (MySQL/MariaDB: a resumed snapshot's new read view, later than the stream's start); None
+        otherwise. The coordinator keeps it with the chunk in the snapshot's progress."""
+
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """None when reading the chunk again may succeed; otherwise the error to fail the snapshot with."""
 

@@ -7,8 +7,10 @@ tables' state exactly at that position and streaming from it adds every later ch
 duplicate. A view lives in one connection, so chunks are read one at a time on it (`snapshot.max.threads` gains
 nothing here). Chunks of integer keys may instead be read by chunk tasks, each in a view of its own
 (connectors/mysql/chunk_tasks.py; the stream then drops what they hold, connectors/mysql/overlap.py). A snapshot
-resumed after a restart opens a new view for the chunks the pipeline still reads; rows changed between the two
-views then come again from the stream (the state still converges).
+resumed after a restart opens a new view for the chunks the pipeline still reads, later than the stream's start:
+like a task's, each such chunk's read position is kept (`where_read`) and the stream drops what the chunk holds.
+Chunks whose keys the stream cannot compare (not integer NOT NULL columns) cannot be filtered: their rows' changes
+between the two views come again from the stream after their reads (the state still converges).
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ class MySqlSnapshotReader:
         self._connection = None
         self._position: SnapshotPosition | None = None
         self._schemas: dict[str, TableSchema] = {}
+        # whether the view open now is the snapshot's own, at the stream's start (capture_start's); a resumed
+        # snapshot's view opens later, and the stream must then drop what its chunks already hold
+        self._at_stream_start = False
+        self._reads: dict[int, dict] = {}  # chunk number -> where it was read (a later view's chunks)
 
     # -- the read view ---------------------------------------------------------------------------------------
 
@@ -166,6 +172,7 @@ class MySqlSnapshotReader:
     def capture_start(self) -> SnapshotStart:
         with self._lock:
             position = self._open()
+            self._at_stream_start = True
         read_at = int(time.time() * 1000)
         binlog = BinlogPosition(file=position.file, pos=position.position, gtids=position.gtids or None)
         return SnapshotStart(MySqlPosition(binlog, read_at // 1000), read_at,
@@ -204,6 +211,8 @@ class MySqlSnapshotReader:
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 rows = cursor.fetchall()
+            if not self._at_stream_start:
+                self._note_read(schema, chunk, position)
             if mark_last:
                 connection.commit()
                 _close(connection)
@@ -220,6 +229,19 @@ class MySqlSnapshotReader:
                                 0, "last" if last else SNAPSHOT_TRUE)
             messages.extend(events.messages("r", None, after, source))
         return messages, len(rows)
+
+    def _note_read(self, schema: TableSchema, chunk: Chunk, position: SnapshotPosition) -> None:
+        """Keeps where a chunk was read in a view later than the stream's start, as a chunk task's marker does
+        (connectors/mysql/overlap.py), when the stream can compare its keys; otherwise the stream brings that
+        chunk's rows' changes since its start after their reads again (docs/mariadb.md)."""
+        key = comparable_key(self.config, schema)
+        if key and chunk.lower is not None:
+            self._reads[chunk.number] = {"file": position.file, "pos": position.position, "gtids": position.gtids,
+                                         "key": list(key)}
+
+    def where_read(self, chunk: Chunk) -> dict | None:
+        with self._lock:
+            return self._reads.pop(chunk.number, None)
 
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         if isinstance(error, ConnectorError):

@@ -236,6 +236,10 @@ class PgSnapshotReader:
         return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,
                               read_at, marker, None, self.lsn, None)
 
+    def where_read(self, chunk: Chunk) -> None:
+        """The stream keeps no per-chunk filter: a resumed plan's changes since its first snapshot come again."""
+        return None
+
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """A chunk task that failed for a passing reason (its worker lost a connection, its task was lost) is sent
         again: it imports the exported snapshot anew. Anything else fails the snapshot, so does every failure of a

@@ -155,7 +155,7 @@ class InitialSnapshot:
             self.metrics.record_chunk_read()
             log.info("snapshot %s: read chunk %d (%s): %d rows in %.2fs (final)", self.progress.id,
                      final.number, final.label, rows, time.monotonic() - started)
-            self.progress.mark_done(final, rows)
+            self.progress.mark_done(final, rows, self.reader.where_read(final))
         if self.stop.is_set():
             return False
         if self.progress.remote:

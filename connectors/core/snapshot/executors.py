@@ -108,7 +108,7 @@ class ChunkResult:
     committed: bool = False  # events (and chunk marker) already committed by the executor
     already_committed: bool = False  # an earlier attempt had committed it; nothing was read or written again
     seconds: float = 0.0
-    read: dict | None = None  # where a self-committed chunk was read, as its marker keeps it (source-defined)
+    read: dict | None = None  # where the chunk was read, as the source's stream needs it (source-defined)
 
 
 @dataclass
@@ -176,7 +176,7 @@ class ThreadPoolChunkExecutor:
         if self.context.metrics is not None:
             self.context.metrics.record_chunk_read()
         log_read(task, rows, seconds, "")
-        return ChunkResult(task, rows, messages, seconds=seconds)
+        return ChunkResult(task, rows, messages, seconds=seconds, read=self.context.reader.where_read(task.chunk))
 
     def submit(self, task: ChunkTask) -> Future[ChunkResult]:
         return self._pool.submit(self._run, task)

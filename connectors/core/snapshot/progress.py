@@ -133,7 +133,8 @@ class SnapshotProgress:
         return self.collection(chunk.namespace).done[chunk.index]
 
     def mark_done(self, chunk: Chunk, rows: int, read: dict | None = None) -> None:
-        """`read`: where a self-committed chunk was read (its marker's), kept for the source's stream."""
+        """`read`: where the chunk was read when the source's stream needs to know (a self-committed chunk's marker
+        keeps it too)."""
         collection = self.collection(chunk.namespace)
         if not collection.done[chunk.index]:
             collection.done[chunk.index] = True

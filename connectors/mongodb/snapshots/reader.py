@@ -77,6 +77,10 @@ class MongoSnapshotReader:
         return read_range(self.client, builder.transformer, chunk, read_at, filter, mark_last,
                           fetch_size=self.config.snapshot_fetch_size, stop=stop)
 
+    def where_read(self, chunk: Chunk) -> None:
+        """The change stream keeps no per-chunk filter."""
+        return None
+
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         if chunk_error_retriable(error, remote):
             return None
