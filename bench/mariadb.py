@@ -1,5 +1,6 @@
 """MariaDB source benchmark: snapshot rows/s against a plain SELECT of the same table, streaming catch-up events/s
-against a plain binlog read (the same reader, no Kafka), and end-to-end p50/p99 latency at a fixed write rate.
+against a plain binlog read (the same reader, no Kafka) and a plain idempotent producer of the same messages, and
+end-to-end p50/p99 latency at a fixed write rate.
 
     python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 200] [--seconds 10]
 
@@ -17,6 +18,7 @@ import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 
+from bench.ceiling import producer_ceiling, read_messages
 from bench.topics import delete_topics
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
 from connectors.mysql.connection import ConnectionSettings, connect
@@ -119,9 +121,10 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[floa
     return rows / (done - began), select_rate
 
 
-def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, float, float, float]:
-    """(connector events/s, plain binlog read events/s, and this process's CPU µs per event for each) over `changes`
-    inserts already in the binlog."""
+def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, ...]:
+    """(connector events/s, plain binlog read events/s, this process's CPU µs per event for each, and a plain
+    idempotent producer's msg/s and CPU µs per message sending the connector's messages) over `changes` inserts
+    already in the binlog."""
     name = f"bm{uuid.uuid4().hex[:8]}"
     _execute(admin, f"CREATE DATABASE {name}")
     _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
@@ -155,9 +158,10 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     connector_cpu = (time.process_time() - cpu) * 1e6 / changes
     stop.set()
     thread.join()
+    produce_rate, produce_cpu = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.{name}.t", changes))
     _execute(admin, f"DROP DATABASE {name}")
     delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
-    return changes / (done - began), plain, connector_cpu, plain_cpu
+    return changes / (done - began), plain, connector_cpu, plain_cpu, produce_rate, produce_cpu
 
 
 def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: float) -> tuple[float, float]:
@@ -226,10 +230,14 @@ def main() -> None:
     connector, select = snapshot(admin, args.bootstrap_servers, args.rows)
     print(f"snapshot: {connector:,.0f} rows/s through Kafka, plain SELECT {select:,.0f} rows/s "
           f"(ratio {connector / select:.3f})")
-    connector, plain, connector_cpu, plain_cpu = catch_up(admin, args.bootstrap_servers, args.changes)
+    connector, plain, connector_cpu, plain_cpu, produced, produce_cpu = catch_up(admin, args.bootstrap_servers,
+                                                                                 args.changes)
     print(f"catch-up: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "
           f"(ratio {connector / plain:.3f}); CPU per event: connector {connector_cpu:.1f} µs (incl. start-up), "
           f"plain read {plain_cpu:.1f} µs")
+    print(f"          plain idempotent producer of the same messages {produced:,.0f} msg/s ({produce_cpu:.1f} µs "
+          f"CPU/msg); connector / the slower of read and producer {connector / min(plain, produced):.3f}; "
+          f"connector CPU / (read + producer) {connector_cpu / (plain_cpu + produce_cpu):.2f}")
     p50, p99 = latency(admin, args.bootstrap_servers, args.rate, args.seconds)
     print(f"latency at {args.rate:g} inserts/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
 

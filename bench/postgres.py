@@ -3,9 +3,12 @@
     python bench/postgres.py [--rows 200000] [--changes 50000] [--rate 200] [--seconds 10]
 
 1. snapshot: rows/s of an initial_only snapshot of one table (id, text, numeric, timestamptz, bool) into Kafka,
-   against `COPY … TO STDOUT` of the same table (the ceiling: the server's own fastest read);
+   against `COPY … TO STDOUT` of the same table (the server's own fastest read), and against COPY followed by a
+   plain idempotent producer sending the snapshot's messages (the machine's ceiling for the whole job);
 2. catch-up: events/s of the pipeline streaming `--changes` updates already in the slot, against a plain pgoutput
-   read of the same changes from a second slot (decoding only, no events, no Kafka);
+   read of the same changes from a second slot (decoding only, no events, no Kafka) and against a plain idempotent
+   producer sending the pipeline's messages (read back from its topic; the issue's catch-up target is >= 0.8x the
+   slower of the two);
 3. latency: p50/p99 from the source commit to the event being readable by a read_committed consumer, at a fixed
    write rate (one row per transaction).
 Ratios are printed; the issue's target sizes are 1M rows and 100k changes (`--rows 1000000 --changes 100000`).
@@ -28,6 +31,7 @@ import psycopg  # noqa: E402
 import psycopg2.extensions  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 
+from bench.ceiling import producer_ceiling, read_messages  # noqa: E402
 from bench.topics import delete_topics  # noqa: E402
 from connectors.kafka import OffsetStore  # noqa: E402
 from connectors.postgres import pgoutput as p  # noqa: E402
@@ -114,9 +118,15 @@ def main() -> None:
         outcomes = runner.run()
         snap_s, snap_cpu = time.monotonic() - started, time.process_time() - cpu
         assert outcomes == {db: "snapshot-done"}, (outcomes, runner.errors)
+        produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
+                                                                                 args.rows))
+        ceiling = args.rows / (copy_s + args.rows / produce_rate)  # one reads the table, then produces its rows
         print(f"snapshot   {args.rows} rows: COPY TO STDOUT {copied / copy_s:,.0f} rows/s; "
               f"pipeline {args.rows / snap_s:,.0f} rows/s (Kafka committed); ratio {copy_s / snap_s:.2f}; "
               f"pipeline CPU {snap_cpu * 1e6 / args.rows:.1f} µs/row")
+        print(f"           ceiling COPY + plain idempotent producer of the same messages {ceiling:,.0f} rows/s "
+              f"(producer alone {produce_rate:,.0f} msg/s, {produce_cpu_us:.1f} µs CPU/msg); "
+              f"pipeline / ceiling {args.rows / snap_s / ceiling:.2f}")
 
         # 2. catch-up vs plain pgoutput read
         name = run + uuid.uuid4().hex[:6]
@@ -148,10 +158,16 @@ def main() -> None:
         stream_s, _ = run_until(stream_config, bootstrap, last_commit_end)
         stream_cpu = time.process_time() - cpu
         assert stored_lsn(store, name) >= last_commit_end, "the offsets topic does not hold the last change"
+        produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
+                                                                                 seen))
         print(f"catch-up   {seen} changes: plain pgoutput read {seen / plain_s:,.0f} changes/s; "
               f"pipeline {seen / stream_s:,.0f} events/s (incl. start-up); ratio {plain_s / stream_s:.2f}; "
               f"CPU per change: pipeline {stream_cpu * 1e6 / seen:.1f} µs (incl. start-up), "
               f"plain read {plain_cpu * 1e6 / seen:.1f} µs")
+        print(f"           plain idempotent producer of the same messages {produce_rate:,.0f} msg/s "
+              f"({produce_cpu_us:.1f} µs CPU/msg); pipeline / the slower of read and producer "
+              f"{seen / stream_s / min(seen / plain_s, produce_rate):.2f}; pipeline CPU / (read + producer) "
+              f"{stream_cpu * 1e6 / seen / (plain_cpu * 1e6 / seen + produce_cpu_us):.2f}")
 
         # 3. latency at a fixed rate
         name = run + uuid.uuid4().hex[:6]

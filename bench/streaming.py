@@ -36,8 +36,9 @@ from collections.abc import Mapping
 import pymongo
 import pymongo.monitoring
 from bson import Int64
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
+from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
 from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
@@ -154,47 +155,10 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document,
     thread.join()
     rate = changes / (done - began)
     read_rate, read_cpu_us = watch_rate(coll, token, changes)
-    messages = _read_messages(bootstrap, f"{name}.{name}.docs", 20_000)
+    messages = read_messages(bootstrap, f"{name}.{name}.docs", 20_000)
     client.drop_database(name)
     delete_topics(bootstrap, f"{name}.")
     return rate, read_rate, messages, cpu_us, read_cpu_us
-
-
-def _read_messages(bootstrap: str, topic: str, limit: int) -> list[tuple[str, bytes, bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    out = []
-    deadline = time.monotonic() + 60
-    while len(out) < limit and time.monotonic() < deadline:
-        for message in consumer.consume(1000, 1.0):
-            if message.error() is None and message.value():
-                out.append((topic, message.key(), message.value()))
-    consumer.close()
-    return out[:limit]
-
-
-def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -> tuple[float, float]:
-    """A plain idempotent producer sending the pipeline's messages: msg/s and CPU µs per message."""
-    topic = f"bench-ceiling-{uuid.uuid4().hex[:8]}"
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "compression.type": "lz4", "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
-    began, cpu = time.monotonic(), time.process_time()
-    for _, key, value in messages:
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    producer.flush(120)
-    rate, cpu_us = len(messages) / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / len(messages)
-    delete_topics(bootstrap, topic)
-    return rate, cpu_us
 
 
 def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None:
