@@ -26,6 +26,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -46,6 +47,7 @@ from connectors.kafka.offset_record import OffsetRecord, OffsetTombstone
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 TOO_LARGE_FAIL = "fail"
 TOO_LARGE_SKIP = "skip"
@@ -233,7 +235,7 @@ class TransactionalSink:
     def close(self) -> None:
         if self._state == "open":
             for producer in self._lanes:
-                producer.flush(self.timeout)
+                self._served(producer.flush, self.timeout)
         self._discard_producers()
         if self._state != "fenced":
             self._state = "closed"
@@ -259,8 +261,10 @@ class TransactionalSink:
         started = time.monotonic()
         batch_id = self.last_batch_id = uuid.uuid4().hex
         oversized = self._prepare_topics(messages, offset)
-        self._producer.poll(0)  # reports of an aborted batch's purged messages must not count for this one
+        # reports of an aborted batch's purged messages must not count for this one
+        self._served(self._producer.poll, 0)
         self._deliveries = _Deliveries()
+        failure = None
         try:
             self._producer.begin_transaction()
             self._produce_all(messages, offset, oversized, batch_id)
@@ -270,10 +274,12 @@ class TransactionalSink:
                 self.before_commit()
             unknown = self._commit()
         except BaseException as exception:
-            error = self._abort(exception)
-            if error is exception:
-                raise
-            raise error from exception
+            failure = exception
+        if failure is not None:  # aborted outside the except clause, where no exception is being handled (_served)
+            error = self._abort(failure)
+            if error is failure:
+                raise failure
+            raise error from failure
         if unknown is not None and not self._settle(batch_id, unknown):
             raise SinkRetriableError(
                 f"Committing a batch of {self.transactional_id} did not complete ({describe(unknown)}); the "
@@ -336,7 +342,7 @@ class TransactionalSink:
                 self._producer.produce(topic, value, key, headers=list(headers or ()) or None)
                 break
             except BufferError:  # local queue full: let deliveries drain it
-                self._producer.poll(0.05)
+                self._served(self._producer.poll, 0.05)
         self._deliveries.produced += 1
 
     def _too_large_error(self, message: OutMessage, limit: int) -> MessageTooLargeError:
@@ -364,7 +370,7 @@ class TransactionalSink:
 
     def _await_deliveries(self) -> None:
         """Every message must be acknowledged before committing (a failed one dooms the transaction)."""
-        remaining = self._producer.flush(self.timeout)
+        remaining = self._served(self._producer.flush, self.timeout)
         deliveries = self._deliveries
         if remaining:
             for topic in self._batch_topics:  # a topic deleted behind our back stalls; the retry re-checks them
@@ -419,7 +425,8 @@ class TransactionalSink:
         deadline = time.monotonic() + self.commit_timeout
         while True:
             try:
-                self._producer.commit_transaction(max(1.0, min(self.timeout, deadline - time.monotonic())))
+                self._served(self._producer.commit_transaction,
+                             max(1.0, min(self.timeout, deadline - time.monotonic())))
                 return None
             except KafkaException as exception:
                 error = exception.args[0]
@@ -489,13 +496,13 @@ class TransactionalSink:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                self._producer.abort_transaction(min(1.0, max(0.1, deadline - time.monotonic())))
+                self._served(self._producer.abort_transaction, min(1.0, max(0.1, deadline - time.monotonic())))
                 return
             except KafkaException as exception:
                 error = exception.args[0]
                 if not error.retriable() or time.monotonic() >= deadline:
                     raise
-                self._producer.poll(0.1)
+            self._served(self._producer.poll, 0.1)  # outside the except clause (_served)
 
     # -- helpers ----------------------------------------------------------------------------------------------
 
@@ -504,6 +511,25 @@ class TransactionalSink:
             self._deliveries.failures.append((error, message.topic(), message.key()))
             if error.code() not in FENCED_CODES:
                 log.debug("delivery failed: %s", describe(error))
+
+    def _served(self, call: Callable[..., _T], *args) -> _T:
+        """Calls a producer method that may serve delivery reports (poll, flush, close, the transaction calls), and
+        raises what it raises as a new exception (_severed).
+
+        confluent-kafka (2.16, on Python < 3.12) keeps some exceptions for good, and with them the traceback of every
+        frame they pass, so those frames and their locals (this sink's callers, with their sources, sinks and
+        producers) until the process exits:
+        - an exception that left one of its callbacks, which the call then raises. This happens whenever a lane is
+          fenced mid-flush: confluent-kafka raises the fatal _FENCED error from its error callback, then calls
+          _on_delivery for the purged messages with that error still pending, and the error, or a SystemError caused
+          by it, leaves the callback. So the exception the call raised is left holding nothing.
+        - the exception being handled whenever it raises one of its own (its KafkaError takes the handled exception
+          as context and never releases it). So the sink calls the producer outside its except clauses.
+        """
+        try:
+            return call(*args)
+        except BaseException as exception:
+            raise _severed(exception) from None
 
     def _ensure_topics(self, specs: list[TopicSpec]) -> None:
         try:
@@ -547,9 +573,29 @@ class TransactionalSink:
             try:
                 with warnings.catch_warnings():  # close() warns when its abort fails, as it does once fenced
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    producer.close()
+                    self._served(producer.close)
             except KafkaException as exception:  # a fenced or failed producer reports its error once more
                 log.debug("closing the producer of %s: %s", self.transactional_id, describe(exception.args[0]))
+
+
+def _severed(exception: BaseException) -> BaseException:
+    """A new exception for `exception`: a KafkaException with the first Kafka error along its causes (a SystemError
+    from a callback is caused by the error that was pending), else a copy. `exception` and its causes are left
+    without traceback, cause or context, so that if confluent-kafka keeps one of them, it keeps nothing else."""
+    reported, current, seen = None, exception, set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if reported is None and isinstance(current, KafkaException):
+            reported = current
+        following = current.__cause__
+        current.__traceback__ = current.__cause__ = current.__context__ = None
+        current = following
+    if reported is not None:
+        return KafkaException(*reported.args)
+    try:
+        return type(exception)(*exception.args)
+    except Exception:  # noqa: BLE001 - an exception type that cannot be built from its args: raise the one we have
+        return exception
 
 
 def _key_text(key: bytes | None, limit: int = 200) -> str:

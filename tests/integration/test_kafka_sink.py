@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
+import weakref
+from types import SimpleNamespace
 
 import pytest
 from bson import Timestamp
@@ -156,6 +160,66 @@ def test_a_pipelines_batches_take_turns_on_its_lanes(stack, names):
             sink.write_batch(events(names, 2), offset(names, 2))
         other.flush(5)
     assert values(stack, names.topic) == [b"event-1"]
+
+
+class WeakReferable(Producer):
+    """A Producer a weak reference can follow (cimpl.Producer takes none)."""
+
+
+def test_a_batch_fenced_mid_flush_keeps_nothing_of_its_callers_alive(stack, unique_name):
+    """A lane fenced while its batch flushes: confluent-kafka reports the purged messages with its fatal error pending,
+    and keeps for good whatever exception then leaves its callbacks; raised on, that exception would keep every frame
+    above write_batch, with their locals (here the producer that fenced the lane). Three rounds: the delivery callback
+    cold, then warm (specialised by the interpreter) after logging's level caches were cleared, then warm."""
+
+    def fence_lane_1_then_write(round_: int):
+        names = SimpleNamespace(connector=f"conn-{unique_name}-{round_}", topic=f"it.sink.{unique_name}-{round_}",
+                                offsets=f"it.offsets.{unique_name}-{round_}",
+                                errors=f"it.sink.{unique_name}-{round_}.errors")
+
+        with make_sink(stack, names, lanes=PIPELINE_LANES) as sink:
+            sink.write_batch(events(names, 1), offset(names, 1))  # lane 0; the next batch is lane 1's
+            other = WeakReferable({"bootstrap.servers": stack.kafka_bootstrap,
+                                   "transactional.id": lane_transactional_ids(names.connector, "rs0")[1]})
+            other.init_transactions(30)
+            if round_ == 1:
+                logger = logging.getLogger("connectors.kafka.sink")
+                logger.setLevel(logger.level)  # clears every logger's cache of enabled levels
+            with pytest.raises(SinkFencedError):
+                sink.write_batch(events(names, *range(2, 30)), offset(names, 2))
+        return weakref.ref(other)
+
+    for round_ in range(3):
+        other = fence_lane_1_then_write(round_)
+        gc.collect()
+        assert other() is None, f"round {round_}: the fenced batch's error keeps its callers' frames alive"
+
+
+def test_a_failed_batch_whose_abort_fails_keeps_nothing_of_its_failure_alive(stack, names):
+    """The batch fails, then so does its abort (the producer was fenced meanwhile). confluent-kafka keeps the exception
+    being handled when one of its calls raises, and with its traceback every frame above write_batch: the sink aborts
+    outside its except clause."""
+
+    def fail_once_fenced():
+        with make_sink(stack, names) as sink:
+            fencer = Producer({"bootstrap.servers": stack.kafka_bootstrap,
+                               "transactional.id": lane_transactional_ids(names.connector, "rs0", lanes=1)[0]})
+
+            def fence_then_fail():
+                fencer.init_transactions(30)
+                raise InjectedFailure("the worker fails once another one took over")
+
+            sink.before_commit = fence_then_fail
+            with pytest.raises(SinkFencedError, match="aborting a failed batch") as fenced:
+                sink.write_batch(events(names, 1), offset(names, 1))
+            failure = weakref.ref(fenced.value.__cause__)
+            fencer.close()
+        return failure
+
+    failure = fail_once_fenced()
+    gc.collect()
+    assert failure() is None, "the failed batch's exception is kept alive, and with it its callers' frames"
+    assert values(stack, names.topic) == []
 
 
 @pytest.mark.parametrize("batches_before", [1, 2], ids=["lane-1-next", "lane-0-next"])
