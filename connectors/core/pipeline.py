@@ -293,8 +293,10 @@ class Pipeline:
                             attempt, delay)
                 if self.stop.wait(delay):
                     raise StopRequested from error
-                if isinstance(error, SinkFatalError):
-                    self.sink.open()
+                reopen = isinstance(error, SinkFatalError)
+            # outside the except clause: confluent-kafka keeps the exception being handled when it raises (sink.py)
+            if reopen:
+                self.sink.open()
 
     def _stored_offset(self) -> StoredOffset | None:
         value, _ = self.offsets.read_value(self.source.offset_key())
