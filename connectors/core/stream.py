@@ -55,12 +55,16 @@ class ChangeQueue:
         """A take() is waiting for an item now."""
         return self._taker_waits
 
+    def _wait_for_room(self, timeout: float | None) -> None:
+        """Holding the lock: returns once there is room for an item, `queue.Full` after `timeout`."""
+        if len(self._items) >= self.maxsize and not self._not_full.wait_for(
+            lambda: len(self._items) < self.maxsize, timeout
+        ):
+            raise queue.Full
+
     def put(self, item, timeout: float | None = None) -> None:
         with self._not_full:
-            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
-                lambda: len(self._items) < self.maxsize, timeout
-            ):
-                raise queue.Full
+            self._wait_for_room(timeout)
             self._items.append(item)
             if self._taker_waits:
                 self._not_empty.notify()
@@ -70,10 +74,7 @@ class ChangeQueue:
         (waiting up to `timeout` for room for the first: `queue.Full`); returns how many. A reader that has a batch
         in hand pays for the lock once, not per change."""
         with self._not_full:
-            if len(self._items) >= self.maxsize and not self._not_full.wait_for(
-                lambda: len(self._items) < self.maxsize, timeout
-            ):
-                raise queue.Full
+            self._wait_for_room(timeout)
             room = self.maxsize - len(self._items)
             taken = items if len(items) <= room else items[:room]
             self._items.extend(taken)

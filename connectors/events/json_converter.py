@@ -131,9 +131,13 @@ EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decim
 
 def unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
     """BigInteger.toByteArray() of the unscaled value: minimal big-endian two's complement."""
-    unscaled = int(value.scaleb(scale, EXACT))
-    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
-    return unscaled.to_bytes(length, "big", signed=True)
+    return big_integer_bytes(int(value.scaleb(scale, EXACT)))
+
+
+def big_integer_bytes(value: int) -> bytes:
+    """BigInteger.toByteArray(): minimal big-endian two's complement."""
+    length = (value + (value < 0)).bit_length() // 8 + 1
+    return value.to_bytes(length, "big", signed=True)
 
 
 def _decimal_scale(schema: Schema) -> tuple[int, decimal.Decimal]:
@@ -153,7 +157,8 @@ def _decimal_bytes(scale: int, quantum: decimal.Decimal, value: Any) -> bytes:
     return unscaled_bytes(value, scale)
 
 
-def _base64(data: bytes) -> str:
+def base64_json(data: bytes) -> str:
+    """Bytes as JsonConverter writes them: a base64 JSON string."""
     return '"' + base64.b64encode(data).decode("ascii") + '"'
 
 
@@ -166,7 +171,7 @@ def value_json(schema: Schema, value: Any, path: str = "") -> str:
         raise SchemaError(f"null value for required field {path or '(root)'} without a default")
     kind = schema.type
     if schema.name == DECIMAL and kind == "bytes":
-        return _base64(_decimal_bytes(*_decimal_scale(schema), value))
+        return base64_json(_decimal_bytes(*_decimal_scale(schema), value))
     if kind in ("int8", "int16", "int32", "int64"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaError(f"{path or '(root)'}: {kind} needs an int, not {type(value).__name__}")
@@ -184,7 +189,7 @@ def value_json(schema: Schema, value: Any, path: str = "") -> str:
     if kind == "bytes":
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise SchemaError(f"{path or '(root)'}: bytes needs bytes, not {type(value).__name__}")
-        return _base64(bytes(value))
+        return base64_json(bytes(value))
     if kind == "array":
         items = schema.items
         return "[" + ",".join(value_json(items, v, f"{path}[]") for v in value) + "]"
@@ -248,7 +253,7 @@ def _compile(schema: Schema) -> Callable[[Any], str]:
         scale, quantum = _decimal_scale(schema)
 
         def encode(value):
-            return _base64(_decimal_bytes(scale, quantum, value))
+            return base64_json(_decimal_bytes(scale, quantum, value))
     elif kind in ("int8", "int16", "int32", "int64"):
         def encode(value):
             if type(value) is not int:
@@ -278,7 +283,7 @@ def _compile(schema: Schema) -> Callable[[Any], str]:
         def encode(value):
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise SchemaError(kind)
-            return _base64(bytes(value))
+            return base64_json(bytes(value))
     elif kind == "array":
         item = _compile(schema.items)
 

@@ -80,13 +80,7 @@ class WalReader:
         self._thread.join(timeout)
 
     def _put(self, item) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._out.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                self._acknowledge()  # keep acknowledging while the pipeline catches up
-        return False
+        return self._put_all([item])
 
     def _queue(self, changes: list, resume: tuple | None) -> bool:
         if not self._put_all(changes):
@@ -97,7 +91,8 @@ class WalReader:
         return True
 
     def _put_all(self, items: list) -> bool:
-        """`_put` of each item, in order, a queue lock for as many as there is room for."""
+        """Queues `items` in order (a queue lock for as many as there is room for), acknowledging the slot while
+        the queue is full; False when stopped first."""
         done = 0
         while done < len(items):
             if self._stop.is_set():

@@ -22,7 +22,7 @@ from typing import Any
 
 from connectors.events import logical
 from connectors.events import schema as s
-from connectors.events.json_converter import EXACT, string_json, unscaled_bytes
+from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes
 from connectors.events.schema import Schema
 from connectors.postgres import temporal
 
@@ -209,9 +209,7 @@ def _fixed_scale_json(scale: int) -> Callable[[str], str]:
             raise ValueError(text)
         if not (digits.isascii() and digits.lstrip("-").isdigit()):  # int() would also take "_", spaces, "+"
             raise ValueError(text)
-        unscaled = int(digits)
-        length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
-        return '"' + base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode("ascii") + '"'
+        return base64_json(big_integer_bytes(int(digits)))
     return write
 
 
