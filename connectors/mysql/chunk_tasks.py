@@ -47,8 +47,7 @@ def read_in_own_view(config: MySqlConfig, task: ChunkTask, builder, stop: thread
             raise KeyNotComparable(f"{task.chunk.label}: the table's chunk key is not (or no longer) made of integer "
                                    "NOT NULL columns; its chunks cannot be read in views of their own")
         messages, rows = reader.read_chunk(builder, task.chunk, task.read_at, task.filter, False, stop)
-        view = reader.view_position
-        return messages, rows, {"file": view.file, "pos": view.position, "gtids": view.gtids, "key": list(key)}
+        return messages, rows, reader.where_read(task.chunk)  # a view of its own is never at the stream's start
     finally:
         reader.close()
 

@@ -140,9 +140,13 @@ class TableEvents:
         return {name: convert(values.get(name)) for name, convert in self.converters}
 
     def key(self, row: dict) -> bytes | None:
+        """The key of a row converted by `row`."""
         if self.key_schema is None:
             return None
-        payload = "{" + ",".join(prefix + encode(row[name]) for name, prefix, encode in self._key_encoders) + "}"
+        return self._key_bytes(
+            "{" + ",".join(prefix + encode(row[name]) for name, prefix, encode in self._key_encoders) + "}")
+
+    def _key_bytes(self, payload: str) -> bytes:
         if not self.config.key_schemas_enable:
             return payload.encode()
         return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
@@ -193,11 +197,8 @@ class TableEvents:
         if self.key_schema is None:
             return None
         get = values.get
-        payload = "{" + "".join([prefix + encode(convert(get(name)))
-                                 for name, prefix, convert, encode in self._key_writers]) + "}"
-        if not self.config.key_schemas_enable:
-            return payload.encode()
-        return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
+        return self._key_bytes("{" + "".join([prefix + encode(convert(get(name)))
+                                              for name, prefix, convert, encode in self._key_writers]) + "}")
 
     def _query_json(self, query: str | None) -> str:
         """The statement of a transaction's rows is one (possibly large) string for all of them: encoded once."""

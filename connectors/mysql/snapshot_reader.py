@@ -151,11 +151,6 @@ class MySqlSnapshotReader:
             self._open()
         return self._connection
 
-    @property
-    def view_position(self) -> SnapshotPosition | None:
-        """The binlog position of the read view open now (None before one is)."""
-        return self._position if self._connection is not None else None
-
     def comparable_key(self, collection: str) -> tuple[str, ...]:
         """`comparable_key` of a table as this reader's view sees it."""
         with self._lock:
