@@ -324,26 +324,35 @@ class TransactionalSink:
             if oversized and index in oversized:
                 self._handle_too_large(index, message, oversized[index], offset)
                 continue
+            queue_full = too_large = False
             try:
                 produce(message.topic, message.value, message.key, headers=list(message.headers or ()) or None)
                 self._deliveries.produced += 1
             except BufferError:
-                self._produce(message.topic, message.key, message.value, message.headers)
+                queue_full = True
             except KafkaException as exception:
                 if exception.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE:
                     raise
+                too_large = True
+            # outside the except clauses: a call that serves callbacks there keeps the exception's frames alive
+            if queue_full:
+                self._produce(message.topic, message.key, message.value, message.headers)
+            elif too_large:
                 self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
         if offset is not None:
             self._produce(self.offsets_topic.name, offset.key, offset.to_value(), [(BATCH_HEADER, batch_id.encode())])
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, value, key, headers=list(headers or ()) or None)
-                break
-            except BufferError:  # local queue full: let deliveries drain it
-                self._served(self._producer.poll, 0.05)
+        while not self._queued(topic, key, value, headers):  # local queue full: let deliveries drain it
+            self._served(self._producer.poll, 0.05)
         self._deliveries.produced += 1
+
+    def _queued(self, topic: str, key: bytes | None, value: bytes | None, headers) -> bool:
+        try:
+            self._producer.produce(topic, value, key, headers=list(headers or ()) or None)
+        except BufferError:
+            return False
+        return True
 
     def _too_large_error(self, message: OutMessage, limit: int) -> MessageTooLargeError:
         size = record_size(message)

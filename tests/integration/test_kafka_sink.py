@@ -301,6 +301,14 @@ def test_producer_limit_applies_too(stack, names):
             sink.write_batch([OutMessage(names.topic, b"k", b"y" * 60_000)], offset(names, 1))
 
 
+def test_a_batch_larger_than_the_producers_local_queue_waits_for_room_and_commits_whole(stack, names):
+    with make_sink(stack, names, producer_config={"queue.buffering.max.messages": 10}) as sink:
+        sink.write_batch(events(names, *range(100)), offset(names, 1))
+        assert sink.stats.snapshot()["messages"] == 100
+    assert values(stack, names.topic) == [f"event-{n}".encode() for n in range(100)]
+    assert OffsetStore(stack.kafka_bootstrap, names.offsets).load(names.connector) == {"rs0": offset(names, 1)}
+
+
 def topic_settings(stack, topic: str) -> dict[str, str]:
     admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
     [future] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
