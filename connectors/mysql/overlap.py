@@ -7,18 +7,18 @@ that starts before P_k whose key lies in chunk k's range: the chunk's rows alrea
 by P_k and the consumer never saw it). Everything else passes. Once the stream reaches the last P_k nothing is
 dropped any more and the filter is no longer written with the offset.
 
-Only chunks of integer keys are filtered: Python compares those exactly as the server does (strings under a
-collation it could not). Positions compare by (binlog file sequence number, offset), so a rotation between P0 and
-P_k is ordered right; a change whose binlog file is unknown is placed by its GTID.
+Only chunks of integer keys are filtered (connectors/core/snapshot/overlap.py). Positions compare by (binlog file
+sequence number, offset), so a rotation between P0 and P_k is ordered right; a change whose binlog file is unknown
+is placed by its GTID.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any
 
 from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.overlap import KeyRanges, integer_key, passing_op, ranges_read_later
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 
 
@@ -73,52 +73,18 @@ class ReadPoint:
         return cls(str(value["file"]), int(value["pos"]), str(value.get("gtids") or ""))
 
 
-@dataclass(frozen=True)
-class ChunkRange:
-    """[lower, upper) of a table's key (upper included for a table's last chunk), read at `read`."""
-
-    lower: tuple
-    upper: tuple
-    upper_inclusive: bool
-    read: ReadPoint
-
-    def holds(self, key: tuple) -> bool:
-        return self.lower <= key and (key <= self.upper if self.upper_inclusive else key < self.upper)
-
-
-@dataclass(frozen=True)
-class TableRanges:
-    key: tuple[str, ...]
-    ranges: tuple[ChunkRange, ...]  # disjoint, in key order (the plan's)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_lowers", [r.lower for r in self.ranges])
-
-    def range_of(self, key: tuple) -> ChunkRange | None:
-        """The range holding `key` (found by bisection: a plan can have thousands of chunks)."""
-        index = bisect_right(self._lowers, key) - 1
-        if index >= 0 and self.ranges[index].holds(key):
-            return self.ranges[index]
-        return None
-
-    def key_of(self, row: dict | None) -> tuple | None:
-        if row is None:
-            return None
-        key = tuple(row.get(column) for column in self.key)
-        return key if all(isinstance(v, int) for v in key) else None
-
-    def read_later(self, row: dict | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
-        """Whether a chunk read after this change holds `row`'s key (the change is then in the chunk already)."""
-        key = self.key_of(row)
-        found = self.range_of(key) if key is not None else None
-        return found is not None and found.read.includes(file, pos, gtid)
+def read_later(table: KeyRanges, row: dict | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
+    """Whether a chunk read after this change holds `row`'s key (the change is then in the chunk already)."""
+    key = integer_key(row.get(column) for column in table.key) if row is not None else None
+    found = table.range_of(key) if key is not None else None
+    return found is not None and found.read.includes(file, pos, gtid)
 
 
 @dataclass(frozen=True)
 class SnapshotOverlap:
     """Chunk ranges per table ("db.table") read after the stream's start, and the last of their positions."""
 
-    tables: dict[str, TableRanges]
+    tables: dict[str, KeyRanges]  # their read points are ReadPoints
     until: ReadPoint
 
     def passed(self, file: str | None, pos: int | None) -> bool:
@@ -132,66 +98,35 @@ class SnapshotOverlap:
         if table is None:
             return change
         start = change.position
-        drop_before = table.read_later(change.before, start.file, start.pos, change.gtid)
-        drop_after = table.read_later(change.after, start.file, start.pos, change.gtid)
-        if change.op == "c":
-            return None if drop_after else change
-        if change.op == "d":
-            return None if drop_before else change
-        if drop_before and drop_after:
-            return None
-        if drop_before:
-            return replace(change, op="c", before=None)
-        if drop_after:
-            return replace(change, op="d", after=None)
-        return change
+        op = passing_op(change.op, read_later(table, change.before, start.file, start.pos, change.gtid),
+                        read_later(table, change.after, start.file, start.pos, change.gtid))
+        if op is None or op == change.op:
+            return None if op is None else change
+        return replace(change, op="c", before=None) if op == "c" else replace(change, op="d", after=None)
 
     # -- JSON (kept in the offset record) ----------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {
-            "until": self.until.to_json(),
-            "tables": {name: {"key": list(t.key), "ranges": [
-                [list(r.lower), list(r.upper), r.upper_inclusive, r.read.to_json()] for r in t.ranges]}
-                for name, t in self.tables.items()},
-        }
+        return {"until": self.until.to_json(),
+                "tables": {name: t.to_json(ReadPoint.to_json) for name, t in self.tables.items()}}
 
     @classmethod
     def from_json(cls, value: dict | None) -> SnapshotOverlap | None:
         if not value:
             return None
-        tables = {name: TableRanges(tuple(t["key"]), tuple(
-            ChunkRange(tuple(lower), tuple(upper), bool(inclusive), ReadPoint.from_json(read))
-            for lower, upper, inclusive, read in t["ranges"])) for name, t in value["tables"].items()}
+        tables = {name: KeyRanges.from_json(t, ReadPoint.from_json) for name, t in value["tables"].items()}
         return cls(tables, ReadPoint.from_json(value["until"]))
 
 
 def overlap_of(start: ReadPoint, collections: list) -> SnapshotOverlap | None:
     """The filter for a snapshot that starts streaming at `start`, from its CollectionProgress list (chunks whose
     `reads` entry says they were read at a later position of their own, with the key they were read by)."""
-    tables: dict[str, TableRanges] = {}
-    latest = start
-    for collection in collections:
-        key: tuple[str, ...] | None = None
-        ranges = []
-        last = collection.chunk_count - 1
-        for index, read in sorted(collection.reads.items()):
-            if not read.get("key") or not read.get("file"):
-                continue
-            point = ReadPoint.from_json(read)
-            if point.place <= start.place:
-                continue  # read at the stream's start: nothing to drop
-            if key is not None and tuple(read["key"]) != key:
-                raise ConnectorError(f"the chunks of {collection.namespace} were read by different keys "
-                                     f"({key} and {tuple(read['key'])}); the table changed during the snapshot")
-            key = tuple(read["key"])
-            ranges.append(ChunkRange(tuple(collection.bounds[index]), tuple(collection.bounds[index + 1]),
-                                     index == last, point))
-            if point.place > latest.place:
-                latest = point
-        if ranges:
-            tables[collection.namespace] = TableRanges(key, tuple(ranges))
-    return SnapshotOverlap(tables, latest) if tables else None
+    tables, latest = ranges_read_later(collections, start.place,
+                                       lambda read: ReadPoint.from_json(read) if read.get("file") else None,
+                                       lambda point: point.place)
+    if not tables:
+        return None
+    return SnapshotOverlap(tables, latest)
 
 
 class ActiveOverlap:
