@@ -102,6 +102,11 @@ class SnapshotReader(Protocol):
     def capture_start(self) -> SnapshotStart:
         """The stream position taken *before* anything is read (changes made while reading arrive after)."""
 
+    def resume(self, progress: SnapshotProgress) -> None:
+        """Called instead of `capture_start` when a planned snapshot resumes (the view `capture_start` opened is
+        gone), before its chunks left are read: the reader may open a new view for them and note it in `progress`
+        (its `read_at`), e.g. PostgreSQL's export of a temporary slot."""
+
     def collections(self) -> list[str]:
         """The data collections (tables) to snapshot, in order."""
 

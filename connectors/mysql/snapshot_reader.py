@@ -234,6 +234,9 @@ class MySqlSnapshotReader:
             self._reads[chunk.number] = {"file": position.file, "pos": position.position, "gtids": position.gtids,
                                          "key": list(key)}
 
+    def resume(self, progress) -> None:
+        """A resumed snapshot opens its new view when it reads its first chunk (`_view`), which notes where."""
+
     def where_read(self, chunk: Chunk) -> dict | None:
         with self._lock:
             return self._reads.pop(chunk.number, None)

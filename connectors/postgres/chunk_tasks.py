@@ -11,10 +11,12 @@ Which snapshot a task reads in (its task's `read_at`, a ReadPoint):
   and reads nothing: reading a fresh snapshot instead would put rows of a later state under a snapshot that
   promised the consistent point's, and a task of a dead pipeline could write a snapshot that was given up. The
   pipeline (alive: it fails its snapshot and starts again; dead: its successor) resumes the plan.
-- **No exported snapshot** (the plan is a resumed one): the task reads in a fresh REPEATABLE READ transaction, as
-  the resumed snapshot's own threads do, once it has checked that the slot is still at the plan's consistent
-  point (not acknowledged, not recreated): otherwise the snapshot the task belongs to is over, and it writes
-  nothing.
+  A resumed plan's export (a temporary slot's, PgSnapshotReader.resume) is imported the same way; the task then
+  reports where it read (`where_read`) for the stream's filter.
+- **No exported snapshot** (a resumed plan that could not export one): the task reads in a fresh REPEATABLE READ
+  transaction, as the resumed snapshot's own threads do, once it has checked that the slot is still at the plan's
+  consistent point (not acknowledged, not recreated): otherwise the snapshot the task belongs to is over, and it
+  writes nothing.
 """
 
 from __future__ import annotations
@@ -67,16 +69,18 @@ def slot_still_at(conn, slot_name: str, lsn: int) -> None:
 
 
 def read_task_chunk(config: PostgresConfig, task: PgChunkTask, builder: PgEventBuilder,
-                    stop: threading.Event | None = None) -> tuple[list, int]:
-    """The chunk's messages and row count, read in the task's exported snapshot or (resumed) a fresh one."""
+                    stop: threading.Event | None = None) -> tuple[list, int, dict | None]:
+    """The chunk's messages, row count and where it was read (PgSnapshotReader.where_read), read in the task's
+    exported snapshot or (a resumed snapshot that could not export one) a fresh one."""
     point = task.read_at
     reader = PgSnapshotReader(ReadTarget(config, config.dsn()), None)
-    reader.snapshot_name, reader.lsn = point.snapshot, point.lsn
+    reader.snapshot_name, reader.lsn, reader.view_lsn = point.snapshot, point.lsn, point.view_lsn
     try:
         if point.snapshot is None:
             with psycopg.connect(reader.partition.dsn, autocommit=True) as conn:
                 slot_still_at(conn, config.slot_name, point.lsn)
-        return reader.read_chunk(builder, task.chunk, point, task.filter, task.mark_last, stop)
+        messages, rows = reader.read_chunk(builder, task.chunk, point, task.filter, task.mark_last, stop)
+        return messages, rows, reader.where_read(task.chunk)
     finally:
         reader.close()
 
@@ -88,11 +92,13 @@ def run_chunk_task(config: PostgresConfig, bootstrap_servers: str, task: PgChunk
     is never refused because its snapshot is gone)."""
     started = time.monotonic()
 
-    def read() -> tuple[list, int]:
-        messages, rows = read_task_chunk(config, task, builder, stop)
+    def read() -> tuple[list, int, dict | None]:
+        messages, rows, where = read_task_chunk(config, task, builder, stop)
+        point = task.read_at
         log_read(task, rows, time.monotonic() - started,
-                 " (in the exported snapshot)" if task.read_at.snapshot else " (in a new snapshot: resumed)")
-        return messages, rows
+                 " (in the resumed snapshot's export)" if point.view_lsn and point.snapshot
+                 else " (in the exported snapshot)" if point.snapshot else " (in a new snapshot: resumed)")
+        return messages, rows, where
 
     return commit_chunk_once(config, task.partition, bootstrap_servers, task, read, topic_admin=topic_admin)
 

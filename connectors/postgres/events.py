@@ -30,6 +30,7 @@ from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import describe_type, published_columns, table_columns
 from connectors.postgres.config import PostgresConfig
+from connectors.postgres.overlap import StreamOverlap
 from connectors.postgres.rows import RowColumn, RowMapper
 
 VERSION = "3.0.0.Final-cdcplatform"
@@ -79,8 +80,9 @@ class Table:
 
 class PgEventBuilder:
     def __init__(self, config: PostgresConfig, connect_catalog, captured: TableFilter | None = None,
-                 transaction_state: dict | None = None):
+                 transaction_state: dict | None = None, overlap: StreamOverlap | None = None):
         self.config = config
+        self.overlap = overlap or StreamOverlap()  # what chunks of a resumed snapshot read later already hold
         self._connect_catalog = connect_catalog  # () -> an autocommit DB-API connection, opened when first needed
         self._catalog = None
         self.captured = captured or TableFilter(config)
@@ -236,6 +238,11 @@ class PgEventBuilder:
         table = self.tables.get(message.relation_id)
         if table is None:
             return None
+        passing = None
+        if self.overlap.current is not None:
+            passing = self._passing(table, message, change.commit_lsn)
+            if passing is None:
+                return None  # the chunks a resumed snapshot read later hold it
         source = self._source(table, change)
         if kind is p.Insert:
             if "c" in self.skipped:
@@ -244,8 +251,7 @@ class PgEventBuilder:
         if kind is p.Delete:
             if "d" in self.skipped:
                 return None
-            before = self._old_row(table, message.old, message.old_kind)
-            return "d", [self._event(table, "d", before, None, source, before), *self._tombstone(table, before)]
+            return "d", self._deleted(table, message, source)
         # Update
         if "u" in self.skipped:
             return None
@@ -255,12 +261,34 @@ class PgEventBuilder:
         if message.old_kind == "O" and p.UNCHANGED_TOAST in new:
             new = tuple(o if v is p.UNCHANGED_TOAST and o is not p.UNCHANGED_TOAST else v
                         for v, o in zip(new, message.old, strict=True))
+        if passing == "c":  # its old key's chunk was read later: only the new row is news
+            return "u", [self._event_of_tuple(table, "c", new, source)]
+        if passing == "d":  # its new key's chunk was read later: only the old row's end is news
+            return "u", self._deleted(table, message, source)
         after = table.rows.value(new)
         before = self._old_row(table, message.old, message.old_kind) if message.old is not None else None
         if before is not None and table.key_names and any(before.get(k) != after.get(k) for k in table.key_names):
             return "u", [self._event(table, "d", before, None, source, before), *self._tombstone(table, before),
                          self._event(table, "c", None, after, source, after)]
         return "u", [self._event(table, "u", before, after, source, after)]
+
+    def _deleted(self, table: Table, message, source: env.SourceInfo) -> list[OutMessage]:
+        before = self._old_row(table, message.old, message.old_kind)
+        return [self._event(table, "d", before, None, source, before), *self._tombstone(table, before)]
+
+    def _passing(self, table: Table, message, commit_lsn: int) -> str | None:
+        """What the stream still sends of a row change (StreamOverlap.passing_op)."""
+        kind = type(message)
+        op = "c" if kind is p.Insert else "d" if kind is p.Delete else "u"
+        old = getattr(message, "old", None)
+        new = getattr(message, "new", None)
+        names = [c.name for c in table.columns]
+
+        def key_positions(key: tuple[str, ...]) -> list[int] | None:
+            return [names.index(k) for k in key] if all(k in names for k in key) else None
+
+        return self.overlap.passing_op(f"{table.schema}.{table.name}", op, old if old is not None else new,
+                                       new, commit_lsn, key_positions)
 
     def _old_row(self, table: Table, old, old_kind: str) -> dict:
         row = table.rows.value(old)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.core.source import StoredOffset
-from connectors.postgres.position import OffsetError, Position, offset_key_json
+from connectors.postgres.overlap import SnapshotOverlap
+from connectors.postgres.position import OVERLAP_FIELD, OffsetError, Position, offset_key_json
 
 CORE_FIELDS = ("snapshot", "startup", "transaction", "incremental_snapshot")
 
@@ -47,8 +48,11 @@ def offset_key(connector: str, topic_prefix: str) -> bytes:
 
 
 def offset_record(connector: str, topic_prefix: str, position: Position | None, *, snapshot: dict | None = None,
-                  startup: dict | None = None, extra: dict | None = None) -> PgOffsetRecord:
+                  startup: dict | None = None, extra: dict | None = None,
+                  overlap: SnapshotOverlap | None = None) -> PgOffsetRecord:
     value: dict[str, Any] = dict(position.offset()) if position is not None else {}
+    if overlap is not None:
+        value[OVERLAP_FIELD] = overlap.to_json()
     if snapshot is not None:
         value["snapshot"] = snapshot
     if startup is not None:

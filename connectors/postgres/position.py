@@ -12,8 +12,12 @@ batches. `completed` marks a position taken at a transaction's end: everything o
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from connectors.postgres.overlap import SnapshotOverlap
+
+OVERLAP_FIELD = "snapshot_overlap"  # the offset record's field for the stream's filter after a resumed snapshot
 
 
 class OffsetError(ValueError):
@@ -35,6 +39,8 @@ class Position:
     tx_id: int | None = None
     ts_usec: int | None = None  # commit time of that transaction
     completed: bool = False  # the whole transaction is in Kafka
+    # after a resumed snapshot, what its chunks read later already hold (only a snapshot's stream start has it)
+    overlap: SnapshotOverlap | None = field(default=None, compare=False)
 
     def covers(self, commit_lsn: int, change_lsn: int) -> bool:
         """True when the change (commit LSN, change LSN) was emitted at or before this position."""
@@ -68,4 +74,5 @@ class Position:
         # a Debezium offset without our flag: its lsn_proc is the last processed event, not necessarily a commit end
         completed = bool(value.get("transaction_completed", False))
         return cls(lsn_commit, lsn_proc, None if tx_id is None else int(tx_id),
-                   None if ts_usec is None else int(ts_usec), completed)
+                   None if ts_usec is None else int(ts_usec), completed,
+                   SnapshotOverlap.from_json(value.get(OVERLAP_FIELD)))

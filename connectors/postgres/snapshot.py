@@ -10,10 +10,11 @@ Tables are read in primary-key ranges of about `snapshot.chunk.size` rows (chunk
 primary key is one chunk. Rows come through a server-side cursor, `snapshot.fetch.size` per round trip.
 An exported snapshot dies with its connection, so a snapshot interrupted by a crash or a stop resumes in a new
 one: its plan, the chunks already committed and its slot (never acknowledged while the snapshot runs, so it still
-starts at the consistent point) are kept, and the chunks still to read are read in fresh REPEATABLE READ
-transactions. Rows changed between the two snapshots then come again from the stream, after the snapshot's
-events (the state converges, as with a resumed MariaDB or MongoDB snapshot); nothing is lost, and the committed
-chunks are not read again (Debezium starts such a snapshot over).
+starts at the consistent point) are kept, and the chunks still to read are read in the snapshot a temporary slot
+exports (`resume`), whose consistent point says which transactions it holds: the stream drops those changes of
+the rows these chunks hold (connectors/postgres/overlap.py; tables with integer keys, other tables' rows changed
+between the two snapshots come again after their reads: the state converges). The committed chunks are not read
+again (Debezium starts such a snapshot over).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres.events import VERSION, PgEventBuilder, TableFilter
 from connectors.postgres.offsets import before
+from connectors.postgres.overlap import INTEGER_TYPES, overlap_of
 from connectors.postgres.pgoutput import lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.replication import SESSION_SETTINGS
@@ -44,31 +46,34 @@ from connectors.postgres.replication import SESSION_SETTINGS
 @dataclass(frozen=True)
 class ReadPoint:
     """What every chunk of a snapshot is read at, besides its bounds (a chunk task's `read_at`): the snapshot's
-    time (`source.ts_ms` of its events), the slot's consistent point (their `source.lsn`) and the name of the
-    exported snapshot the chunks are read in, None when the snapshot resumed after its exporting connection was
-    gone (its chunks are then read in fresh REPEATABLE READ transactions)."""
+    time (`source.ts_ms` of its events), the slot's consistent point (their `source.lsn`), the name of the
+    exported snapshot the chunks are read in (None: a resumed snapshot that could not export one reads in fresh
+    REPEATABLE READ transactions) and, for a resumed snapshot's export, its temporary slot's consistent point
+    (`view_lsn`, 0 otherwise): what the stream from `lsn` must drop of the rows read there."""
 
     ts_usec: int
     lsn: int
     snapshot: str | None = None
+    view_lsn: int = 0
 
     def to_json(self) -> dict:
-        return {"ts_usec": self.ts_usec, "lsn": self.lsn, "snapshot": self.snapshot}
+        return {"ts_usec": self.ts_usec, "lsn": self.lsn, "snapshot": self.snapshot, "view_lsn": self.view_lsn}
 
     @classmethod
     def from_json(cls, value: dict) -> ReadPoint:
-        return cls(int(value["ts_usec"]), int(value["lsn"]), value.get("snapshot"))
+        return cls(int(value["ts_usec"]), int(value["lsn"]), value.get("snapshot"), int(value.get("view_lsn") or 0))
 
 
 @dataclass
 class PgSnapshotProgress(SnapshotProgress):
     """Keeps the slot's consistent point (`lsn`) and the snapshot's time (`ts_usec`) as its start. The exported
-    snapshot's name lives only in the run that created it (never in the offset): a plan loaded from the offset is
-    a resumed snapshot, whose exported snapshot died with its connection."""
+    snapshot's name lives only in the run that exported it (never in the offset): a plan loaded from the offset is
+    a resumed snapshot, whose exported snapshot died with its connection (`resume` exports another)."""
 
     lsn: int = 0
     ts_usec: int = 0
     exported_snapshot: str | None = None
+    view_lsn: int = 0  # a resumed snapshot's export's consistent point
 
     def set_start(self, start: SnapshotStart) -> None:
         self.lsn = start.position.lsn_proc
@@ -85,11 +90,13 @@ class PgSnapshotProgress(SnapshotProgress):
         return {"lsn": int(value["lsn"]), "ts_usec": int(value.get("ts_usec") or 0)}
 
     def stream_position(self) -> Position:
-        return before(self.lsn)
+        position = before(self.lsn)
+        position.overlap = overlap_of(self.lsn, self.collections)
+        return position
 
     @property
     def read_at(self) -> ReadPoint:
-        return ReadPoint(self.ts_usec, self.lsn, self.exported_snapshot)
+        return ReadPoint(self.ts_usec, self.lsn, self.exported_snapshot, self.view_lsn)
 
 
 def _task_dumps(value: dict) -> str:
@@ -127,6 +134,8 @@ class PgSnapshotReader:
         self.new_builder = new_builder
         self.snapshot_name: str | None = None
         self.lsn = 0
+        self.view_lsn = 0  # a resumed snapshot's export's consistent point (later than `lsn`)
+        self._view = None  # the replication connection that keeps that export alive
         self._local = threading.local()
         self._connections: list = []
         self._lock = threading.Lock()
@@ -139,6 +148,17 @@ class PgSnapshotReader:
         self.snapshot_name, self.lsn = created.snapshot_name, created.consistent_point
         read_at = ReadPoint(time.time_ns() // 1000, created.consistent_point, created.snapshot_name)
         return SnapshotStart(before(created.consistent_point), read_at)
+
+    def resume(self, progress: PgSnapshotProgress) -> None:
+        """Exports a snapshot for the chunks a resumed plan has left (SlotSource.export_view); its chunk tasks
+        import it too (`progress.read_at`)."""
+        self.lsn = progress.lsn
+        exported = self.partition.export_view()
+        if exported is None:
+            return
+        self._view, created = exported
+        self.snapshot_name, self.view_lsn = created.snapshot_name, created.consistent_point
+        progress.exported_snapshot, progress.view_lsn = created.snapshot_name, created.consistent_point
 
     def collections(self) -> list[str]:
         captured = TableFilter(self.config)
@@ -236,9 +256,15 @@ class PgSnapshotReader:
         return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,
                               read_at, marker, None, self.lsn, None)
 
-    def where_read(self, chunk: Chunk) -> None:
-        """The stream keeps no per-chunk filter: a resumed plan's changes since its first snapshot come again."""
-        return None
+    def where_read(self, chunk: Chunk) -> dict | None:
+        """For a chunk of integer keys read in a resumed snapshot's export: its consistent point and the key, which
+        the stream's filter needs (connectors/postgres/overlap.py)."""
+        if self.view_lsn <= self.lsn or chunk.lower is None:
+            return None
+        key = self.key_columns(chunk.namespace)
+        if not key or any(type_sql not in INTEGER_TYPES for _, type_sql in key):
+            return None
+        return {"lsn": self.view_lsn, "key": [name for name, _ in key]}
 
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """A chunk task that failed for a passing reason (its worker lost a connection, its task was lost) is sent
@@ -254,6 +280,9 @@ class PgSnapshotReader:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+            view, self._view = self._view, None
+        if view is not None:
+            view.close()  # drops its temporary slot
 
 
 def import_snapshot(conn, name: str) -> None:

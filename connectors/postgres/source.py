@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder, TableFilter
 from connectors.postgres.incremental import PgWatermarks, signal_table_problem
+from connectors.postgres.overlap import StreamOverlap
 from connectors.postgres.pgoutput import Commit, Relation, lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.publication import (
@@ -82,6 +84,7 @@ class SlotSource:
         self._last_committed: Position | None = None
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
         self._readers: list[PgSnapshotReader] = []
+        self.overlap = StreamOverlap()  # what chunks of a resumed snapshot read later already hold
         self._watermarks: PgWatermarks | None = None
 
     # -- offsets ------------------------------------------------------------------------------------------------
@@ -94,8 +97,14 @@ class SlotSource:
 
     def offset_record(self, position: Position | None, *, snapshot: dict | None = None, startup: dict | None = None,
                       extra: dict | None = None):
+        overlap = None
+        if position is not None:
+            # a snapshot's stream start carries its filter; later positions keep the running stream's until passed
+            overlap = position.overlap
+            if overlap is None or overlap.passed(position.lsn_commit):
+                overlap = self.overlap.active(position.lsn_commit)
         return offsets.offset_record(self.config.name, self.config.topic_prefix, position, snapshot=snapshot,
-                                     startup=startup, extra=extra)
+                                     startup=startup, extra=extra, overlap=overlap)
 
     def position_after(self, item, previous: Position | None) -> Position | None:
         if previous is None and isinstance(item, Idle) and item.position:
@@ -147,9 +156,7 @@ class SlotSource:
         metrics.record_connected()
 
     def close(self) -> None:
-        for reader in self._readers:
-            reader.close()
-        self._readers.clear()
+        self._close_snapshot_readers()
         if self._watermarks is not None:
             self._watermarks.close()
         if self._replication is not None:
@@ -163,6 +170,11 @@ class SlotSource:
         if self._status_sql is not None:
             self._status_sql.close()
             self._status_sql = None
+
+    def _close_snapshot_readers(self) -> None:
+        for reader in self._readers:
+            reader.close()
+        self._readers.clear()
 
     # -- the slot -----------------------------------------------------------------------------------------------
 
@@ -219,6 +231,24 @@ class SlotSource:
                  created.consistent_point, created.snapshot_name)
         return created
 
+    def export_view(self) -> tuple[ReplicationStream, SlotCreated] | None:
+        """A snapshot exported by a temporary slot, for the chunks a resumed snapshot has left (its exported one
+        died with its connection): the slot's consistent point says exactly which transactions it holds. The
+        returned stream keeps it alive and drops the slot when closed. None when the server cannot make one (no
+        free replication slot or WAL sender): those chunks are then read in fresh transactions."""
+        name = f"{self.config.slot_name[:40]}_view_{uuid.uuid4().hex[:8]}"
+        try:
+            stream = ReplicationStream(self.dsn, name, [self.config.publication_name])
+        except ReplicationError as error:
+            log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
+            return None
+        try:
+            return stream, stream.create_slot(export_snapshot=True, temporary=True)
+        except ReplicationError as error:
+            stream.close()
+            log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
+            return None
+
     def _check_slot(self, position: Position | None) -> None:
         status = slot_status(self.sql().cursor(), self.config.slot_name)
         if status is None:
@@ -257,10 +287,16 @@ class SlotSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> PgEventBuilder:
-        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn), transaction_state=transaction_state)
+        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn), transaction_state=transaction_state,
+                              overlap=self.overlap)
 
     def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> WalReader:
+        self._close_snapshot_readers()  # their sessions hold a snapshot: none may outlive it into streaming
+        self.overlap.current = position.overlap if position is not None else None
+        if self.overlap.current is not None:
+            log.info("%s: streaming from LSN %s drops the changes that snapshot chunks read later (up to LSN %s) "
+                     "hold", self.config.name, position.lsn_proc, self.overlap.current.until)
         stream, self._replication = self._replication, None
         if stream is None:
             self._check_slot(position)

@@ -180,6 +180,9 @@ class MemorySnapshotReader:
             messages.append(builder.message("r", row, 0, read_at, "last" if last else "true"))
         return messages, len(rows)
 
+    def resume(self, progress) -> None:
+        pass
+
     def where_read(self, chunk: Chunk) -> None:
         return None
 

@@ -174,7 +174,12 @@ def test_a_killed_pipeline_leaves_chunk_tasks_that_write_nothing_and_its_success
     # a new snapshot of the plan's ranges: rows deleted before it are not in it; rows inserted beyond the plan's last
     # key arrive through the stream only
     assert set(read_ids) == set(range(1, ROWS + 1)) - {5, 1500}, "rows lost"
-    assert "resumed" in platform.log("streamer-2") and "(in a new snapshot: resumed)" in platform.log("snap")
+    assert "resumed" in platform.log("streamer-2") and "(in the resumed snapshot's export)" in platform.log("snap")
+    # every chunk was read in the resumed snapshot's export, after the writes: the stream drops what they hold and
+    # brings only the inserts past the plan, once each
+    changes = [e for e in envelopes if e["op"] != "r"]
+    assert [e["op"] for e in changes] == ["c"] * 50, "a change the resumed chunks hold came again"
+    assert sorted(e["after"]["id"] for e in changes) == list(range(ROWS + 1, ROWS + 51))
 
 
 def test_a_chunk_task_reads_only_in_its_snapshot(pg_db, stack, unique_name):

@@ -484,9 +484,10 @@ def test_a_slot_name_taken_in_another_database_fails_at_once_and_is_left_alone(i
 
 def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg_db, stack, unique_name, monkeypatch):
     """Stopped once two of ten chunks are committed, with changes made while it is stopped: the restart keeps the
-    plan, the slot and the stream position, reads only the eight other chunks (in a new snapshot: the exported one
-    is gone), and the stream then brings every change since the first snapshot, so each row's last event is its
-    state now."""
+    plan, the slot and the stream position, and reads only the eight other chunks, in a snapshot a temporary slot
+    exports (the first export is gone). The stream from the first snapshot then brings the changes of the rows read
+    then and drops those the later chunks hold: every row's events are its read and its changes since, once each,
+    in order. No session of the snapshot outlives it, nor does the temporary slot."""
     from connectors.postgres.source import SlotSource
 
     bootstrap = stack.kafka_bootstrap
@@ -513,24 +514,39 @@ def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg
     assert len(first) == 200 and {v["op"] for v in first} == {"r"}
     done_ids = {v["after"]["id"] for v in first}
 
-    unread = max(set(range(1, 1001)) - done_ids)
-    pg_db.execute("UPDATE big SET label = 'changed' WHERE id IN (%s, %s)", (min(done_ids), unread))
+    unread = max(set(range(1, 1001)) - done_ids)  # in the last chunk, read after the restart
+    read_early = min(done_ids)
+    pg_db.execute("UPDATE big SET label = 'changed' WHERE id IN (%s, %s)", (read_early, unread))
     pg_db.execute("DELETE FROM big WHERE id = %s", (unread - 1,))
-    pg_db.execute("INSERT INTO big VALUES (1001, 'new')")
+    pg_db.execute("INSERT INTO big VALUES (1001, 'new')")  # past the plan's last key: no chunk holds it
+    # a key moved out of a chunk read later to past the plan: only its new row is news
+    pg_db.execute("UPDATE big SET id = 2000 WHERE id = %s", (unread - 2,))
 
     running = Running(config, bootstrap)
     try:
-        # 200 + 799 reads (a row of an unread chunk was deleted; 1001 is past the plan's last key), u, u, d,
-        # the delete's tombstone, c
-        values = [v for v in payloads(events(bootstrap, f"{name}.public.big", 200 + 799 + 5)) if v]
+        events(bootstrap, f"{name}.public.big", 998 + 3)  # the reads, then u, c and the moved key's c
+        pg_db.execute("UPDATE big SET label = 'sentinel' WHERE id = %s", (read_early,))
+        values = []
+        deadline = time.monotonic() + 60
+        while not values or values[-1]["after"]["label"] != "sentinel":
+            assert time.monotonic() < deadline, "the update after the resumed snapshot never arrived"
+            values = [v for v in payloads(read_topic(bootstrap, f"{name}.public.big")) if v]
+        lingering = pg_db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND state = 'idle in transaction'")[0][0]
+        view_slots = pg_db.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE %s",
+                                   (f"{config.slot_name[:40]}_view_%",))
     finally:
         running.stop()
+    assert lingering == 0, "a snapshot session still holds its snapshot while streaming"
+    assert view_slots == [], "the resumed snapshot's temporary slot outlived it"
     reads = [v["after"]["id"] for v in values if v["op"] == "r"]
-    assert sorted(reads) == sorted(set(range(1, 1001)) - {unread - 1}), "a row read twice or never"
-    last = {}
+    assert sorted(reads) == sorted(set(range(1, 1001)) - {unread - 1, unread - 2}), "a row read twice or never"
+    ops: dict[str, int] = {}
     for value in values:
-        key = (value["after"] or value["before"])["id"]
-        last[key] = value["after"]
-    assert last[min(done_ids)]["label"] == "changed" and last[unread]["label"] == "changed"
-    assert last[unread - 1] is None and last[1001]["label"] == "new"
-    assert all(last[i]["label"] == f"r{i}" for i in set(range(1, 1001)) - {min(done_ids), unread, unread - 1})
+        ops[value["op"]] = ops.get(value["op"], 0) + 1
+    assert ops == {"r": 998, "u": 2, "c": 2}, ops
+    chain = [(v["op"], v["after"]["label"]) for v in values if (v["after"] or v["before"])["id"] == read_early]
+    assert chain == [("r", f"r{read_early}"), ("u", "changed"), ("u", "sentinel")]
+    assert [(v["op"], v["after"]["label"]) for v in values if v["after"]["id"] == unread] == [("r", "changed")]
+    assert [(v["op"], v["after"]["id"]) for v in values if v["op"] == "c"] == [("c", 1001), ("c", 2000)]

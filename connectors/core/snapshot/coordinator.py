@@ -103,6 +103,7 @@ class InitialSnapshot:
         early = _EarlyReads()
         if resumed:
             self._merge_markers()
+            self.reader.resume(self.progress)
         else:
             self._capture_start()
             try:

@@ -77,6 +77,9 @@ class MongoSnapshotReader:
         return read_range(self.client, builder.transformer, chunk, read_at, filter, mark_last,
                           fetch_size=self.config.snapshot_fetch_size, stop=stop)
 
+    def resume(self, progress) -> None:
+        """A resumed snapshot reads its chunks left as any others: the change stream brings what changed since."""
+
     def where_read(self, chunk: Chunk) -> None:
         """The change stream keeps no per-chunk filter."""
         return None

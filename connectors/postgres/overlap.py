@@ -1,0 +1,96 @@
+"""The stream's filter after a resumed snapshot (docs/postgres.md, "Resuming an interrupted snapshot").
+
+The slot starts at the plan's consistent point L0; the chunks a resumed snapshot reads are read in the exported
+snapshot of a temporary slot created then, at its consistent point L1 > L0: they hold every transaction whose
+commit record starts before L1, and no other (pgoutput's Begin carries that commit LSN). The stream from L0 drops
+the row changes of those transactions whose key lies in such a chunk's range; a key change half of which a chunk
+holds passes as its other half. Once the stream's commits reach L1 nothing is dropped any more, and the filter is
+no longer written with the offset. Only chunks of integer keys are filtered (connectors/core/snapshot/overlap.py);
+the changes of other tables' resumed chunks come again after their reads (the state converges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from connectors.core.snapshot.overlap import KeyRanges, passing_op, ranges_read_later
+
+INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})  # format_type() of the key types compared
+
+
+def _lsn(point: int) -> int:
+    return point
+
+
+@dataclass(frozen=True)
+class SnapshotOverlap:
+    """Chunk ranges per table ("schema.table") read after the stream's start (their read points are the LSNs
+    of the views they were read in), and the latest of those LSNs."""
+
+    tables: dict[str, KeyRanges]
+    until: int
+
+    def passed(self, commit_lsn: int) -> bool:
+        """True once the stream's transactions commit at or after every chunk's view: nothing more to drop."""
+        return commit_lsn >= self.until
+
+    def held(self, table: KeyRanges, key: tuple | None, commit_lsn: int) -> bool:
+        found = table.range_of(key) if key is not None else None
+        return found is not None and commit_lsn < found.read
+
+    def to_json(self) -> dict:
+        return {"until": self.until, "tables": {name: t.to_json(_lsn) for name, t in self.tables.items()}}
+
+    @classmethod
+    def from_json(cls, value: dict | None) -> SnapshotOverlap | None:
+        if not value:
+            return None
+        return cls({name: KeyRanges.from_json(t, int) for name, t in value["tables"].items()}, int(value["until"]))
+
+
+def overlap_of(start_lsn: int, collections: list) -> SnapshotOverlap | None:
+    """The filter for a snapshot whose stream starts at `start_lsn`, from its CollectionProgress list (chunks whose
+    `reads` entry has the LSN of the view they were read in, later than the start, and the key they were read by).
+    The plan's boundaries are the key columns' texts: integers here."""
+    tables, latest = ranges_read_later(collections, start_lsn, lambda read: read.get("lsn"), _lsn,
+                                       lambda values: tuple(int(v) for v in values))
+    return SnapshotOverlap(tables, latest) if tables else None
+
+
+def tuple_key(values: Sequence | None, positions: Sequence[int]) -> tuple | None:
+    """The integer key of a pgoutput tuple (its columns' texts) at `positions`; None when a value is missing or is
+    not an integer's text (a null, an unchanged TOAST value)."""
+    if values is None:
+        return None
+    try:
+        return tuple(int(values[i]) for i in positions)
+    except (TypeError, ValueError):
+        return None
+
+
+class StreamOverlap:
+    """The filter of the stream one pipeline runs now (set when its reader opens, read by its builder), forgotten
+    once the stream passed it."""
+
+    def __init__(self) -> None:
+        self.current: SnapshotOverlap | None = None
+
+    def active(self, commit_lsn: int) -> SnapshotOverlap | None:
+        overlap = self.current
+        return None if overlap is None or overlap.passed(commit_lsn) else overlap
+
+    def passing_op(self, namespace: str, op: str, before: tuple | None, after: tuple | None, commit_lsn: int,
+                   key_positions) -> str | None:
+        """What the stream still sends of a row change of `namespace` (passing_op); `before`/`after` are its old
+        and new tuples, `key_positions(names)` the positions of the named key columns in them (None: not all
+        there)."""
+        overlap = self.active(commit_lsn)
+        table = overlap.tables.get(namespace) if overlap is not None else None
+        if table is None:
+            return op
+        positions = key_positions(table.key)
+        if positions is None:
+            return op
+        return passing_op(op, overlap.held(table, tuple_key(before, positions), commit_lsn),
+                          overlap.held(table, tuple_key(after, positions), commit_lsn))

@@ -1,0 +1,101 @@
+"""The stream's filter after a resumed PostgreSQL snapshot (connectors/postgres/overlap.py): which row changes the
+chunks read in a temporary slot's export hold (integer key ranges, commit LSNs before that export's consistent
+point), key changes split in halves, expiry, and the offset record that keeps it until the stream passes it."""
+
+from __future__ import annotations
+
+from connectors.core.snapshot.progress import CollectionProgress
+from connectors.postgres.config import PostgresConfig
+from connectors.postgres.offsets import before, decode_offset
+from connectors.postgres.overlap import SnapshotOverlap, StreamOverlap, overlap_of, tuple_key
+from connectors.postgres.position import OVERLAP_FIELD, Position
+from connectors.postgres.snapshot import PgSnapshotProgress
+from connectors.postgres.source import Database, SlotSource
+
+START = 1000  # the plan's consistent point: where the stream starts
+VIEW = 5000  # the resumed snapshot's export's consistent point
+COLUMNS = ["label", "id"]  # the key is the tuple's second column
+
+
+def progress() -> list[CollectionProgress]:
+    """public.big: chunks [1,100) and [100,200) read at the start (no read point), [200,300) read at the start
+    (an entry at START: nothing to drop), [300,400] read in the resumed snapshot's export. Boundaries are texts, as
+    the plan keeps them."""
+    big = CollectionProgress("public.big", [["1"], ["100"], ["200"], ["300"], ["400"]], [True] * 4)
+    big.reads = {2: {"lsn": START, "key": ["id"]}, 3: {"lsn": VIEW, "key": ["id"]}}
+    return [big, CollectionProgress("public.other", [["1"], ["50"]], [True])]
+
+
+def positions(key: tuple[str, ...]) -> list[int] | None:
+    return [COLUMNS.index(k) for k in key] if all(k in COLUMNS for k in key) else None
+
+
+def row(key: int | None) -> tuple | None:
+    return None if key is None else ("x", str(key))
+
+
+def passing(stream: StreamOverlap, op: str, old: int | None, new: int | None, commit_lsn: int,
+            namespace: str = "public.big") -> str | None:
+    return stream.passing_op(namespace, op, row(old if old is not None else new), row(new), commit_lsn, positions)
+
+
+def active() -> StreamOverlap:
+    stream = StreamOverlap()
+    stream.current = overlap_of(START, progress())
+    return stream
+
+
+def test_only_chunks_read_after_the_start_are_kept_with_integer_bounds():
+    overlap = overlap_of(START, progress())
+    assert set(overlap.tables) == {"public.big"} and overlap.until == VIEW
+    [held] = overlap.tables["public.big"].ranges
+    assert (held.lower, held.upper, held.upper_inclusive, held.read) == ((300,), (400,), True, VIEW)
+    assert SnapshotOverlap.from_json(overlap.to_json()) == overlap
+    assert overlap_of(START, [CollectionProgress("public.big", [["1"], ["9"]], [True])]) is None
+
+
+def test_a_change_the_later_chunk_holds_is_dropped_and_every_other_passes():
+    stream = active()
+    assert passing(stream, "u", 350, 350, VIEW - 8) is None
+    assert passing(stream, "d", 400, None, START) is None, "the last chunk's upper bound is inclusive"
+    assert passing(stream, "c", None, 300, VIEW - 8) is None
+    assert passing(stream, "u", 150, 150, VIEW - 8) == "u", "a chunk read at the start holds none of it"
+    assert passing(stream, "c", None, 401, VIEW - 8) == "c", "past the plan"
+    assert passing(stream, "u", 350, 350, VIEW) == "u", "committed at the export's point: not in it"
+    assert passing(stream, "u", 350, 350, VIEW - 8, "public.other") == "u"
+
+
+def test_a_key_moved_across_a_held_range_passes_as_its_other_half():
+    stream = active()
+    assert passing(stream, "u", 350, 500, VIEW - 8) == "c"
+    assert passing(stream, "u", 150, 350, VIEW - 8) == "d"
+    assert passing(stream, "u", 310, 320, VIEW - 8) is None
+
+
+def test_keys_that_are_not_integers_or_columns_not_in_the_tuple_pass():
+    stream = active()
+    assert stream.passing_op("public.big", "u", ("x", None), ("x", None), VIEW - 8, positions) == "u"
+    assert stream.passing_op("public.big", "u", ("x", "3a"), ("x", "3a"), VIEW - 8, positions) == "u"
+    assert stream.passing_op("public.big", "u", row(350), row(350), VIEW - 8, lambda key: None) == "u"
+    assert tuple_key(("a", "12", "-7"), [1, 2]) == (12, -7) and tuple_key(None, [0]) is None
+
+
+def test_the_filter_expires_once_commits_reach_the_exports_point():
+    stream = active()
+    assert stream.active(VIEW - 8) is stream.current
+    assert stream.active(VIEW) is None and StreamOverlap().active(0) is None
+
+
+def test_the_offset_record_keeps_the_filter_until_its_position_passes_it():
+    snapshot = PgSnapshotProgress(collections=progress(), lsn=START)
+    start = snapshot.stream_position()
+    assert start == before(START) and start.overlap == overlap_of(START, progress())
+    source = SlotSource(PostgresConfig(name="c", topic_prefix="c"), Database("db"))
+    stored = decode_offset(source.offset_record(start).to_value()).position
+    assert stored == start and stored.overlap == start.overlap, "the snapshot's stream start carries the filter"
+    source.overlap.current = start.overlap  # the stream opened there
+    early = Position(VIEW - 8, VIEW - 4, 7, 1, False)
+    assert OVERLAP_FIELD in source.offset_record(early).value
+    assert decode_offset(source.offset_record(early).to_value()).position.overlap == start.overlap
+    assert OVERLAP_FIELD not in source.offset_record(Position(VIEW, VIEW + 8, 8, 1, True)).value
+    assert decode_offset(source.offset_record(before(VIEW + 8)).to_value()).position.overlap is None
