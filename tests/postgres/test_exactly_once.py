@@ -204,3 +204,123 @@ def test_replication_connection_killed_under_load_loses_and_repeats_nothing(pg_d
         seen[value["after"]["id"]].append(value["after"]["seq"])
     for k in range(ROWS):
         assert seen[k] == list(range(1, writer.final[k] + 1)), (k, seen[k][:50], writer.final[k])
+
+
+def snapshot_state(store: OffsetStore, key: bytes) -> tuple[int, int, bool]:
+    """(chunks committed, chunks planned, over) of the stored snapshot progress: over once it completed (streaming
+    offsets no longer carry it); (0, 0, False) before the plan is stored."""
+    value = store.read_value(key)[0]
+    if not value:
+        return 0, 0, False
+    snapshot = json.loads(value).get("snapshot")
+    if not snapshot:
+        return 0, 0, True
+    done = "".join(c.get("done", "") for c in snapshot.get("collections") or [])
+    return done.count("1"), len(done), bool(snapshot.get("completed"))
+
+
+class RowWriter(threading.Thread):
+    """Adds 1 to `seq` of random rows, one or five rows a transaction, until halted."""
+
+    def __init__(self, db, rows: int):
+        super().__init__(daemon=True)
+        self.db, self.rows = db, rows
+        self.halt = threading.Event()
+        self.final: dict[int, int] = {}
+        self.transactions = 0
+
+    def run(self):
+        rng = random.Random(23)
+        conn = self.db.connect()
+        with conn.cursor() as cursor:
+            while not self.halt.is_set():
+                keys = rng.sample(range(1, self.rows + 1), 5 if self.transactions % 4 == 3 else 1)
+                cursor.execute("BEGIN")
+                for key in keys:
+                    cursor.execute("UPDATE counters SET seq = seq + 1 WHERE id = %s", (key,))
+                cursor.execute("COMMIT")
+                for key in keys:
+                    self.final[key] = self.final.get(key, 0) + 1
+                self.transactions += 1
+                time.sleep(0.004)
+        conn.close()
+
+
+def test_kill_minus_nine_inside_the_snapshot_under_load_gives_every_row_its_exact_chain(pg_db, stack, tmp_path,
+                                                                                       unique_name):
+    """Rows updated all along while the runner is kill -9'd twice inside its snapshot (each kill gated on its stored
+    progress: some chunks committed, many left) and once as streaming starts.
+    Each resumed snapshot reads in a new export, later than the stream's start: the stream must drop the updates
+    those chunks hold. A read_committed consumer then sees, for every row, its read and then each later update
+    once: seq r, r+1, …, its final value."""
+    rows = 20_000
+    bootstrap = stack.kafka_bootstrap
+    name = "pgks" + unique_name.replace("-", "")[-12:]
+    pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
+    pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(1, %s) g", (rows,))
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    config = {
+        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
+        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
+        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+        "snapshot.chunk.size": 100, "snapshot.max.threads": 1, "max.batch.size": 64,
+        "table.include.list": "public.counters", "publication.autocreate.mode": "filtered",
+    }
+    config_path = tmp_path / "pg.json"
+    config_path.write_text(json.dumps(config))
+    log_path = tmp_path / "runner.log"
+    store = OffsetStore(bootstrap, f"{name}.offsets")
+    key = json.dumps([name, {"server": name}], separators=(",", ":")).encode()
+    topic = f"{name}.public.counters"
+
+    writer = RowWriter(pg_db, rows)
+    writer.start()
+    runner = start_runner(config_path, bootstrap, log_path)
+    try:
+        done_before = 0
+        for _ in range(2):
+            deadline = time.monotonic() + 90
+            while (done := snapshot_state(store, key))[0] < done_before + 3:
+                assert runner.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.05)
+            # each chunk is a Kafka transaction of its own: 20 more cannot commit before the kill lands
+            assert not done[2] and done[0] + 20 < done[1], f"the snapshot got too far to be killed inside it: {done}"
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait()
+            done_before = done[0]
+            runner = start_runner(config_path, bootstrap, log_path)
+        deadline = time.monotonic() + 120
+        while not snapshot_state(store, key)[2]:
+            assert runner.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            time.sleep(0.05)
+        os.kill(runner.pid, signal.SIGKILL)  # as the stream starts, with its filter in the offset
+        runner.wait()
+        runner = start_runner(config_path, bootstrap, log_path)
+        time.sleep(1)
+        writer.halt.set()
+        writer.join(30)
+        deadline = time.monotonic() + 120
+        while True:  # until every row's last update is in Kafka (a repeat would come before it: commit order)
+            assert runner.poll() is None, log_path.read_text()[-3000:]
+            values = [json.loads(r.value) for r in read_topic(bootstrap, topic) if r.value]
+            last = {v["after"]["id"]: v["after"]["seq"] for v in values}
+            if all(last.get(k) == seq for k, seq in writer.final.items()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        writer.halt.set()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(60)
+    chains: dict[int, list[tuple[str, int]]] = {}
+    for value in values:
+        chains.setdefault(value["after"]["id"], []).append((value["op"], value["after"]["seq"]))
+    assert sorted(chains) == list(range(1, rows + 1)), "a row never read"
+    wrong = {k: chain for k, chain in chains.items()
+             if chain[0][0] != "r" or [op for op, _ in chain[1:]] != ["u"] * (len(chain) - 1)
+             or [seq for _, seq in chain] != list(range(chain[0][1], writer.final.get(k, 0) + 1))}
+    assert not wrong, f"{len(wrong)} rows with a gap, a repeat or a second read, e.g. {list(wrong.items())[:3]}"
+    assert log_path.read_text().count("resumed") >= 2
+    assert writer.transactions > 500
