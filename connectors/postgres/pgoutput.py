@@ -206,30 +206,34 @@ class _Reader:
         return bytes(value)
 
     def tuple_data(self) -> tuple[ColumnValue, ...]:
-        count = self.one(_I16)
-        values: list[ColumnValue] = []
         data = self.data
+        pos = self.pos  # a local: the loop runs once per column of every change
+        count = _I16.unpack_from(data, pos)[0]
+        pos += 2
+        values: list[ColumnValue] = []
+        append = values.append
+        length_at = _I32.unpack_from
         for _ in range(count):
-            kind = data[self.pos]
-            self.pos += 1
+            kind = data[pos]
             if kind == 0x74:  # 't'
-                length = _I32.unpack_from(data, self.pos)[0]
-                start = self.pos + 4
-                self.pos = start + length
-                values.append(data[start : self.pos].decode("utf-8"))
+                start = pos + 5
+                pos = start + length_at(data, pos + 1)[0]
+                append(data[start:pos].decode("utf-8"))
             elif kind == 0x6E:  # 'n'
-                values.append(None)
+                pos += 1
+                append(None)
             elif kind == 0x75:  # 'u'
-                values.append(UNCHANGED_TOAST)
+                pos += 1
+                append(UNCHANGED_TOAST)
             elif kind == 0x62:  # 'b'
-                length = _I32.unpack_from(data, self.pos)[0]
-                start = self.pos + 4
-                self.pos = start + length
-                values.append(bytes(data[start : self.pos]))
+                start = pos + 5
+                pos = start + length_at(data, pos + 1)[0]
+                append(bytes(data[start:pos]))
             else:
                 raise PgOutputError(f"unknown tuple column kind {chr(kind)!r}")
-        if self.pos > len(data):
+        if pos > len(data):
             raise PgOutputError("tuple data ends early")
+        self.pos = pos
         return tuple(values)
 
 
@@ -240,78 +244,86 @@ def _unix_us(pg_us: int) -> int:
 def decode(data: bytes, in_stream: bool = False) -> Message:
     if not data:
         raise PgOutputError("empty message")
-    kind = chr(data[0])
+    kind = data[0]
     r = _Reader(data, 1)
     try:
-        if kind == "B":
-            final_lsn, ts, xid = r.take(_BEGIN)
-            return Begin(final_lsn, _unix_us(ts), xid)
-        if kind == "C":
-            flags, commit_lsn, end_lsn, ts = r.take(_COMMIT)
-            return Commit(flags, commit_lsn, end_lsn, _unix_us(ts))
-        if kind == "O":
-            lsn = r.one(_U64)
-            return Origin(lsn, r.cstring())
-        if kind == "S":
-            xid = r.one(_U32)
-            return StreamStart(xid, r.one(_U8) == 1)
-        if kind == "E":
-            return StreamStop()
-        if kind == "c":
-            xid, flags, commit_lsn, end_lsn, ts = r.take(_STREAM_COMMIT)
-            return StreamCommit(xid, flags, commit_lsn, end_lsn, _unix_us(ts))
-        if kind == "A":
-            xid = r.one(_U32)
-            return StreamAbort(xid, r.one(_U32))
-        xid = r.one(_U32) if in_stream else None
-        if kind == "R":
-            relation_id = r.one(_U32)
-            namespace, name = r.cstring(), r.cstring()
-            identity = r.byte()
-            columns = []
-            for _ in range(r.one(_I16)):
-                flags = r.one(_U8)
-                column_name = r.cstring()
-                type_oid, type_modifier = r.one(_U32), r.one(_I32)
-                columns.append(RelationColumn(column_name, type_oid, type_modifier, bool(flags & 1)))
-            return Relation(relation_id, namespace, name, identity, tuple(columns), xid)
-        if kind == "Y":
-            oid = r.one(_U32)
-            return Type(oid, r.cstring(), r.cstring(), xid)
-        if kind == "I":
-            relation_id = r.one(_U32)
-            if r.byte() != "N":
-                raise PgOutputError("Insert without a new tuple")
-            return Insert(relation_id, r.tuple_data(), xid)
-        if kind == "U":
-            relation_id = r.one(_U32)
-            marker = r.byte()
-            old = old_kind = None
-            if marker in ("K", "O"):
-                old_kind, old = marker, r.tuple_data()
-                marker = r.byte()
-            if marker != "N":
-                raise PgOutputError(f"Update without a new tuple (got {marker!r})")
-            return Update(relation_id, r.tuple_data(), old, old_kind, xid)
-        if kind == "D":
-            relation_id = r.one(_U32)
-            old_kind = r.byte()
-            if old_kind not in ("K", "O"):
-                raise PgOutputError(f"Delete without an old key or row (got {old_kind!r})")
-            return Delete(relation_id, r.tuple_data(), old_kind, xid)
-        if kind == "T":
-            count = r.one(_U32)
-            options = r.one(_U8)
-            relation_ids = tuple(r.one(_U32) for _ in range(count))
-            return Truncate(relation_ids, bool(options & 1), bool(options & 2), xid)
-        if kind == "M":
-            flags = r.one(_U8)
-            lsn = r.one(_U64)
-            prefix = r.cstring()
-            length = r.one(_U32)
-            return LogicalMessage(bool(flags & 1), lsn, prefix, r.raw(length), xid)
+        if kind in _ROW_CHANGES:  # most messages: tested first
+            return _row_change(kind, r, r.one(_U32) if in_stream else None)
+        return _other(chr(kind), r, in_stream)
     except struct.error as error:
-        raise PgOutputError(f"{kind!r} message ends early: {error}") from None
+        raise PgOutputError(f"{chr(kind)!r} message ends early: {error}") from None
+
+
+_ROW_CHANGES = frozenset(b"IUD")
+
+
+def _row_change(kind: int, r: _Reader, xid: int | None) -> Message:
+    relation_id = r.one(_U32)
+    marker = r.byte()
+    if kind == 0x55:  # 'U'
+        old = old_kind = None
+        if marker in ("K", "O"):
+            old_kind, old = marker, r.tuple_data()
+            marker = r.byte()
+        if marker != "N":
+            raise PgOutputError(f"Update without a new tuple (got {marker!r})")
+        return Update(relation_id, r.tuple_data(), old, old_kind, xid)
+    if kind == 0x49:  # 'I'
+        if marker != "N":
+            raise PgOutputError("Insert without a new tuple")
+        return Insert(relation_id, r.tuple_data(), xid)
+    if marker not in ("K", "O"):
+        raise PgOutputError(f"Delete without an old key or row (got {marker!r})")
+    return Delete(relation_id, r.tuple_data(), marker, xid)
+
+
+def _other(kind: str, r: _Reader, in_stream: bool) -> Message:
+    if kind == "B":
+        final_lsn, ts, xid = r.take(_BEGIN)
+        return Begin(final_lsn, _unix_us(ts), xid)
+    if kind == "C":
+        flags, commit_lsn, end_lsn, ts = r.take(_COMMIT)
+        return Commit(flags, commit_lsn, end_lsn, _unix_us(ts))
+    if kind == "O":
+        lsn = r.one(_U64)
+        return Origin(lsn, r.cstring())
+    if kind == "S":
+        xid = r.one(_U32)
+        return StreamStart(xid, r.one(_U8) == 1)
+    if kind == "E":
+        return StreamStop()
+    if kind == "c":
+        xid, flags, commit_lsn, end_lsn, ts = r.take(_STREAM_COMMIT)
+        return StreamCommit(xid, flags, commit_lsn, end_lsn, _unix_us(ts))
+    if kind == "A":
+        xid = r.one(_U32)
+        return StreamAbort(xid, r.one(_U32))
+    xid = r.one(_U32) if in_stream else None
+    if kind == "R":
+        relation_id = r.one(_U32)
+        namespace, name = r.cstring(), r.cstring()
+        identity = r.byte()
+        columns = []
+        for _ in range(r.one(_I16)):
+            flags = r.one(_U8)
+            column_name = r.cstring()
+            type_oid, type_modifier = r.one(_U32), r.one(_I32)
+            columns.append(RelationColumn(column_name, type_oid, type_modifier, bool(flags & 1)))
+        return Relation(relation_id, namespace, name, identity, tuple(columns), xid)
+    if kind == "Y":
+        oid = r.one(_U32)
+        return Type(oid, r.cstring(), r.cstring(), xid)
+    if kind == "T":
+        count = r.one(_U32)
+        options = r.one(_U8)
+        relation_ids = tuple(r.one(_U32) for _ in range(count))
+        return Truncate(relation_ids, bool(options & 1), bool(options & 2), xid)
+    if kind == "M":
+        flags = r.one(_U8)
+        lsn = r.one(_U64)
+        prefix = r.cstring()
+        length = r.one(_U32)
+        return LogicalMessage(bool(flags & 1), lsn, prefix, r.raw(length), xid)
     raise PgOutputError(f"unknown pgoutput message type {kind!r}")
 
 
