@@ -1,22 +1,26 @@
-"""The stream's filter after a resumed snapshot (docs/postgres.md, "Resuming an interrupted snapshot").
+"""The stream's filter after a resumed snapshot (docs/postgres.md, "resumes its plan in a new snapshot").
 
 The slot starts at the plan's consistent point L0; the chunks a resumed snapshot reads are read in the exported
 snapshot of a temporary slot created then, at its consistent point L1 > L0: they hold every transaction whose
 commit record starts before L1, and no other (pgoutput's Begin carries that commit LSN). The stream from L0 drops
 the row changes of those transactions whose key lies in such a chunk's range; a key change half of which a chunk
 holds passes as its other half. Once the stream's commits reach L1 nothing is dropped any more, and the filter is
-no longer written with the offset. Only chunks of integer keys are filtered (connectors/core/snapshot/overlap.py);
-the changes of other tables' resumed chunks come again after their reads (the state converges).
+no longer written with the offset. Only chunks of integer and uuid keys are filtered (COMPARABLE_TYPES); the
+changes of other tables' resumed chunks come again after their reads (the state converges).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from connectors.core.snapshot.overlap import KeyRanges, passing_op, ranges_read_later
 
-INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})  # format_type() of the key types compared
+# format_type() of the key types Python orders as the server does: integers, and uuids by their canonical text
+# (fixed-width lowercase hex, so its string order is the server's byte order)
+COMPARABLE_TYPES = frozenset({"smallint", "integer", "bigint", "uuid"})
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _lsn(point: int) -> int:
@@ -52,19 +56,27 @@ class SnapshotOverlap:
 def overlap_of(start_lsn: int, collections: list) -> SnapshotOverlap | None:
     """The filter for a snapshot whose stream starts at `start_lsn`, from its CollectionProgress list (chunks whose
     `reads` entry has the LSN of the view they were read in, later than the start, and the key they were read by).
-    The plan's boundaries are the key columns' texts: integers here."""
+    The plan's boundaries are the key columns' texts."""
     tables, latest = ranges_read_later(collections, start_lsn, lambda read: read.get("lsn"), _lsn,
-                                       lambda values: tuple(int(v) for v in values))
+                                       lambda values: tuple(key_value(v) for v in values))
     return SnapshotOverlap(tables, latest) if tables else None
 
 
+def key_value(text: str) -> int | str:
+    """A key column's text as Python must compare it: an integer's as an int, a uuid's as its text; ValueError or
+    TypeError for anything else."""
+    if type(text) is not str:
+        raise TypeError(f"not a column's text: {text!r}")
+    return text if _UUID.fullmatch(text) else int(text)
+
+
 def tuple_key(values: Sequence | None, positions: Sequence[int]) -> tuple | None:
-    """The integer key of a pgoutput tuple (its columns' texts) at `positions`; None when a value is missing or is
-    not an integer's text (a null, an unchanged TOAST value)."""
+    """The comparable key of a pgoutput tuple (its columns' texts) at `positions`; None when a value is missing or
+    is neither an integer's nor a uuid's text (a null, an unchanged TOAST value)."""
     if values is None:
         return None
     try:
-        return tuple(int(values[i]) for i in positions)
+        return tuple(key_value(values[i]) for i in positions)
     except (TypeError, ValueError):
         return None
 

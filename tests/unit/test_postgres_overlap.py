@@ -4,6 +4,8 @@ point), key changes split in halves, expiry, and the offset record that keeps it
 
 from __future__ import annotations
 
+import uuid
+
 from connectors.core.snapshot.progress import CollectionProgress
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.offsets import before, decode_offset
@@ -99,3 +101,26 @@ def test_the_offset_record_keeps_the_filter_until_its_position_passes_it():
     assert decode_offset(source.offset_record(early).to_value()).position.overlap == start.overlap
     assert OVERLAP_FIELD not in source.offset_record(Position(VIEW, VIEW + 8, 8, 1, True)).value
     assert decode_offset(source.offset_record(before(VIEW + 8)).to_value()).position.overlap is None
+
+
+def test_uuid_keys_compare_by_their_canonical_text_as_the_server_orders_them():
+    low, mid, high = ("00000000-0000-0000-0000-00000000000a", "0000000a-0000-0000-0000-000000000000",
+                      "f0000000-0000-0000-0000-000000000000")
+    assert low < mid < high and uuid.UUID(low).bytes < uuid.UUID(mid).bytes < uuid.UUID(high).bytes
+    accounts = CollectionProgress("public.accounts", [[low, "1"], [mid, "1"], [high, "9"]], [True, True])
+    accounts.reads = {1: {"lsn": VIEW, "key": ["tenant", "id"]}}
+    stream = StreamOverlap()
+    stream.current = overlap_of(START, [accounts])
+    columns = ["tenant", "id", "name"]
+
+    def key_positions(key):
+        return [columns.index(k) for k in key]
+
+    def passes(tenant: str, number: str) -> str | None:
+        values = (tenant, number, "n")
+        return stream.passing_op("public.accounts", "u", values, values, VIEW - 8, key_positions)
+
+    assert passes("a0000000-0000-0000-0000-000000000000", "5") is None
+    assert passes(low, "7") == "u", "in the chunk read at the start"
+    assert passes(high, "9") is None and passes(high, "10") == "u", "the last chunk's upper bound is inclusive"
+    assert passes("A0000000-0000-0000-0000-000000000000", "5") == "u", "not a canonical uuid: not compared"
