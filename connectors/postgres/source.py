@@ -43,6 +43,7 @@ from connectors.postgres.publication import (
     user_tables,
 )
 from connectors.postgres.replication import ReplicationError, ReplicationStream, SlotCreated, with_session_settings
+from connectors.postgres.slot_wait import create_slot_reporting
 from connectors.postgres.snapshot import PgChunkTask, PgSnapshotProgress, PgSnapshotReader
 from connectors.postgres.stream import Acknowledger, WalChange, WalReader
 
@@ -117,6 +118,9 @@ class SlotSource:
         self.acks.committed(position)
 
     # -- life cycle ---------------------------------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection:
+        return connect_sql(self.dsn)
 
     def sql(self) -> psycopg.Connection:
         if self._sql is None or self._sql.closed:
@@ -224,7 +228,7 @@ class SlotSource:
             self._replication.close()
         self._replication = self.open_stream()
         try:
-            created = self._replication.create_slot(export_snapshot=True)
+            created = create_slot_reporting(self._replication, self._connect, export_snapshot=True)
         except ReplicationError as error:
             raise ConnectorError(str(error)) from None
         log.info("created replication slot %s at %s with snapshot %s", created.slot_name,
@@ -243,7 +247,7 @@ class SlotSource:
             log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
             return None
         try:
-            return stream, stream.create_slot(export_snapshot=True, temporary=True)
+            return stream, create_slot_reporting(stream, self._connect, export_snapshot=True, temporary=True)
         except ReplicationError as error:
             stream.close()
             log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
@@ -254,7 +258,7 @@ class SlotSource:
         if status is None:
             if position is None:
                 with self.open_stream() as stream:
-                    stream.create_slot(export_snapshot=False)
+                    create_slot_reporting(stream, self._connect, export_snapshot=False)
                 log.info("created replication slot %s (no snapshot)", self.config.slot_name)
                 return
             raise HistoryLost(

@@ -592,3 +592,46 @@ def test_a_resumed_snapshot_of_uuid_keys_gives_each_row_its_exact_chain(pg_db, s
         if key == min(read_first):
             expected.append(("u", 2))
         assert chain == expected, (key, chain)
+
+
+def test_a_slot_waiting_for_an_open_transaction_names_it_and_goes_on_once_it_ends(pg_db, stack, unique_name,
+                                                                                  monkeypatch, caplog):
+    """A session idle in a transaction that holds a transaction id keeps the new slot (and so the snapshot) from
+    starting: while it waits, the pipeline logs which session it waits for; once that transaction commits, the
+    snapshot runs."""
+    import logging
+
+    import psycopg2
+
+    from connectors.postgres import slot_wait
+
+    monkeypatch.setattr(slot_wait, "REPORT_EVERY_S", 0.2)
+    caplog.set_level(logging.WARNING, logger=slot_wait.__name__)
+    bootstrap = stack.kafka_bootstrap
+    name = "pgw" + unique_name.replace("-", "")[-12:]
+    pg_db.execute("CREATE TABLE waits (id int PRIMARY KEY, v int NOT NULL)")
+    pg_db.execute("INSERT INTO waits SELECT g, 0 FROM generate_series(1, 3) g")
+    blocker = psycopg2.connect(pg_db.dsn, application_name="forgotten-session")
+    blocker.cursor().execute("UPDATE waits SET v = 1 WHERE id = 1")  # its transaction now holds an id, left open
+    running = Running(pg_config(pg_db, name), bootstrap)
+    try:
+        deadline = time.monotonic() + 30
+        while f"pid {blocker.get_backend_pid()} " not in caplog.text:
+            assert time.monotonic() < deadline, "the slot's wait was never reported"
+            assert not running.runner.errors
+            time.sleep(0.05)
+        assert "forgotten-session" in caplog.text and "idle in transaction" in caplog.text
+        assert not read_topic_or_none(bootstrap, f"{name}.public.waits"), "the snapshot started before the slot"
+        blocker.commit()
+        reads = payloads(events(bootstrap, f"{name}.public.waits", 3))
+    finally:
+        blocker.close()  # first: a stop waits for the slot's creation
+        running.stop()
+    assert sorted((v["after"]["id"], v["after"]["v"]) for v in reads) == [(1, 1), (2, 0), (3, 0)]
+
+
+def read_topic_or_none(bootstrap, topic):
+    try:
+        return read_topic(bootstrap, topic, timeout=2)
+    except KeyError:
+        return None
