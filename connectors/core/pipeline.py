@@ -90,7 +90,7 @@ class SeenEvents:
         return oldest
 
 
-class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop came while waiting for Kafka
+class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop came while waiting (its text: for what)
     pass
 
 
@@ -235,7 +235,7 @@ class Pipeline:
             self._set_phase("starting")
             self.with_sink_retries(self.sink.open)
             stored = self.with_sink_retries(self._stored_offset)
-            self.source.connect(self.metrics)
+            self.source.connect(self.metrics, self.stop)
             plan = self._start_plan(stored)
             log.info("pipeline %s/%s starting: %s", self.config.name, self.name, plan.start.reason)
             start = plan.start.position
@@ -263,8 +263,8 @@ class Pipeline:
                 self.sink.write_batch([], self.offset_record(None, startup={"mode": STARTUP_SNAPSHOT}))
                 return self.run()
             return "stopped"
-        except StopRequested:
-            log.info("%s/%s stopped while waiting for Kafka", self.config.name, self.name)
+        except StopRequested as stopped:
+            log.info("%s/%s stopped while waiting %s", self.config.name, self.name, stopped or "for Kafka")
             return "stopped"
         except ConnectorError as error:
             if isinstance(error, CommitOutcomeUnknownError) and not self.stop.is_set():

@@ -143,7 +143,8 @@ class PartitionSource(Protocol):
         """The record committed with a batch; `extra` holds the core's other state (transaction, incremental)."""
 
     # life cycle
-    def connect(self, metrics: StreamingMetrics) -> None: ...
+    def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
+        """Checks the source before a run; `stop` is the pipeline's, for waits that must end when it stops."""
 
     def close(self) -> None: ...
 

@@ -140,7 +140,7 @@ class ReplicaSetSource:
 
     # -- life cycle ---------------------------------------------------------------------------------------------
 
-    def connect(self, metrics: StreamingMetrics) -> None:
+    def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
         watcher = ElectionWatcher(metrics.record_election, metrics.record_members)
         self.client = open_client(self.replica_set.client_options, [watcher])
         check_connection(self.client, self.replica_set.client_options)

@@ -339,7 +339,7 @@ class ServerSource:
 
     # -- life cycle ---------------------------------------------------------------------------------------------
 
-    def connect(self, metrics: StreamingMetrics) -> None:
+    def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
         """Checks what the source needs (binlog settings, privileges) before anything is written."""
         problems = failures(check_source(self.config.connection, self.config.snapshot_locking_mode))
         if problems:

@@ -177,6 +177,13 @@ class ReplicationStream:
         """The server's WAL end as last reported (data messages and keepalives); 0 before the first."""
         return self._cursor.wal_end or 0
 
+    def cancel(self) -> None:
+        """Cancels the command running on this connection (from another thread): it then fails."""
+        try:
+            self._conn.cancel()
+        except psycopg2.Error:
+            pass
+
     def close(self) -> None:
         try:
             self._conn.close()

@@ -86,6 +86,7 @@ class SlotSource:
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
         self._readers: list[PgSnapshotReader] = []
         self.overlap = StreamOverlap()  # what chunks of a resumed snapshot read later already hold
+        self._stop: threading.Event | None = None
         self._watermarks: PgWatermarks | None = None
 
     # -- offsets ------------------------------------------------------------------------------------------------
@@ -127,7 +128,8 @@ class SlotSource:
             self._sql = connect_sql(self.dsn)
         return self._sql
 
-    def connect(self, metrics: StreamingMetrics) -> None:
+    def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
+        self._stop = stop  # a slot's creation is cancelled when the pipeline stops
         with self.sql().cursor() as cursor:
             cursor.execute("SHOW wal_level")
             if cursor.fetchone()[0] != "logical":
@@ -228,7 +230,7 @@ class SlotSource:
             self._replication.close()
         self._replication = self.open_stream()
         try:
-            created = create_slot_reporting(self._replication, self._connect, export_snapshot=True)
+            created = create_slot_reporting(self._replication, self._connect, self._stop, export_snapshot=True)
         except ReplicationError as error:
             raise ConnectorError(str(error)) from None
         log.info("created replication slot %s at %s with snapshot %s", created.slot_name,
@@ -247,18 +249,22 @@ class SlotSource:
             log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
             return None
         try:
-            return stream, create_slot_reporting(stream, self._connect, export_snapshot=True, temporary=True)
+            return stream, create_slot_reporting(stream, self._connect, self._stop, export_snapshot=True,
+                                                 temporary=True)
         except ReplicationError as error:
             stream.close()
             log.warning("%s: %s; the resumed snapshot reads in fresh transactions", self.config.name, error)
             return None
+        except BaseException:
+            stream.close()
+            raise
 
     def _check_slot(self, position: Position | None) -> None:
         status = slot_status(self.sql().cursor(), self.config.slot_name)
         if status is None:
             if position is None:
                 with self.open_stream() as stream:
-                    create_slot_reporting(stream, self._connect, export_snapshot=False)
+                    create_slot_reporting(stream, self._connect, self._stop, export_snapshot=False)
                 log.info("created replication slot %s (no snapshot)", self.config.slot_name)
                 return
             raise HistoryLost(

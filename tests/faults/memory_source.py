@@ -215,7 +215,7 @@ class MemoryPartitionSource:
         return MemoryOffset(self.offset_key(), {"seq": position, "snapshot": snapshot, "startup": startup,
                                                 **(extra or {})})
 
-    def connect(self, metrics) -> None:
+    def connect(self, metrics, stop=None) -> None:
         metrics.record_connected()
 
     def close(self) -> None:

@@ -594,11 +594,10 @@ def test_a_resumed_snapshot_of_uuid_keys_gives_each_row_its_exact_chain(pg_db, s
         assert chain == expected, (key, chain)
 
 
-def test_a_slot_waiting_for_an_open_transaction_names_it_and_goes_on_once_it_ends(pg_db, stack, unique_name,
-                                                                                  monkeypatch, caplog):
-    """A session idle in a transaction that holds a transaction id keeps the new slot (and so the snapshot) from
-    starting: while it waits, the pipeline logs which session it waits for; once that transaction commits, the
-    snapshot runs."""
+@pytest.fixture
+def forgotten_session(pg_db, monkeypatch, caplog):
+    """A table `waits` of three rows and a session left in a transaction that updated one of them (it holds a
+    transaction id); slot waits reported every 0.2 s."""
     import logging
 
     import psycopg2
@@ -607,27 +606,53 @@ def test_a_slot_waiting_for_an_open_transaction_names_it_and_goes_on_once_it_end
 
     monkeypatch.setattr(slot_wait, "REPORT_EVERY_S", 0.2)
     caplog.set_level(logging.WARNING, logger=slot_wait.__name__)
-    bootstrap = stack.kafka_bootstrap
-    name = "pgw" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE waits (id int PRIMARY KEY, v int NOT NULL)")
     pg_db.execute("INSERT INTO waits SELECT g, 0 FROM generate_series(1, 3) g")
     blocker = psycopg2.connect(pg_db.dsn, application_name="forgotten-session")
-    blocker.cursor().execute("UPDATE waits SET v = 1 WHERE id = 1")  # its transaction now holds an id, left open
+    blocker.cursor().execute("UPDATE waits SET v = 1 WHERE id = 1")
+    yield blocker
+    blocker.close()
+
+
+def wait_reported(caplog, blocker, running) -> None:
+    deadline = time.monotonic() + 30
+    while f"pid {blocker.get_backend_pid()} " not in caplog.text:
+        assert time.monotonic() < deadline, "the slot's wait was never reported"
+        assert not running.runner.errors
+        time.sleep(0.05)
+
+
+def test_a_slot_waiting_for_an_open_transaction_names_it_and_goes_on_once_it_ends(pg_db, stack, unique_name,
+                                                                                  forgotten_session, caplog):
+    """A session idle in a transaction that holds a transaction id keeps the new slot (and so the snapshot) from
+    starting: while it waits, the pipeline logs which session it waits for; once that transaction commits, the
+    snapshot runs."""
+    bootstrap = stack.kafka_bootstrap
+    name = "pgw" + unique_name.replace("-", "")[-12:]
+    blocker = forgotten_session
     running = Running(pg_config(pg_db, name), bootstrap)
     try:
-        deadline = time.monotonic() + 30
-        while f"pid {blocker.get_backend_pid()} " not in caplog.text:
-            assert time.monotonic() < deadline, "the slot's wait was never reported"
-            assert not running.runner.errors
-            time.sleep(0.05)
+        wait_reported(caplog, blocker, running)
         assert "forgotten-session" in caplog.text and "idle in transaction" in caplog.text
         assert not read_topic_or_none(bootstrap, f"{name}.public.waits"), "the snapshot started before the slot"
         blocker.commit()
         reads = payloads(events(bootstrap, f"{name}.public.waits", 3))
     finally:
-        blocker.close()  # first: a stop waits for the slot's creation
+        blocker.close()
         running.stop()
     assert sorted((v["after"]["id"], v["after"]["v"]) for v in reads) == [(1, 1), (2, 0), (3, 0)]
+
+
+def test_a_stop_while_a_slot_waits_for_an_open_transaction_cancels_the_wait(pg_db, stack, unique_name,
+                                                                            forgotten_session, caplog):
+    """The pipeline stops (outcome "stopped", no error) while its slot still waits, with the transaction open."""
+    bootstrap = stack.kafka_bootstrap
+    name = "pgx" + unique_name.replace("-", "")[-12:]
+    running = Running(pg_config(pg_db, name), bootstrap)
+    wait_reported(caplog, forgotten_session, running)
+    assert running.stop() == {pg_db.name: "stopped"} and not running.runner.errors
+    assert forgotten_session.get_transaction_status() == 2  # TRANSACTION_STATUS_INTRANS: still open
+    assert pg_db.execute("SELECT count(*) FROM pg_replication_slots WHERE database = %s", (pg_db.name,)) == [(0,)]
 
 
 def read_topic_or_none(bootstrap, topic):
