@@ -75,9 +75,8 @@ class ReadPoint:
 
 def read_later(table: KeyRanges, row: dict | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
     """Whether a chunk read after this change holds `row`'s key (the change is then in the chunk already)."""
-    key = integer_key(row.get(column) for column in table.key) if row is not None else None
-    found = table.range_of(key) if key is not None else None
-    return found is not None and found.read.includes(file, pos, gtid)
+    read = table.read_of(integer_key(row.get(column) for column in table.key) if row is not None else None)
+    return read is not None and read.includes(file, pos, gtid)
 
 
 @dataclass(frozen=True)

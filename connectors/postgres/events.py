@@ -239,7 +239,7 @@ class PgEventBuilder:
         if table is None:
             return None
         passing = None
-        if self.overlap.current is not None:
+        if self.overlap.filtering:
             passing = self._passing(table, message, change.commit_lsn)
             if passing is None:
                 return None  # the chunks a resumed snapshot read later hold it

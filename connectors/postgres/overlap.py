@@ -23,10 +23,6 @@ COMPARABLE_TYPES = frozenset({"smallint", "integer", "bigint", "uuid"})
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _lsn(point: int) -> int:
-    return point
-
-
 @dataclass(frozen=True)
 class SnapshotOverlap:
     """Chunk ranges per table ("schema.table") read after the stream's start (their read points are the LSNs
@@ -40,11 +36,11 @@ class SnapshotOverlap:
         return commit_lsn >= self.until
 
     def held(self, table: KeyRanges, key: tuple | None, commit_lsn: int) -> bool:
-        found = table.range_of(key) if key is not None else None
-        return found is not None and commit_lsn < found.read
+        read = table.read_of(key)
+        return read is not None and commit_lsn < read
 
     def to_json(self) -> dict:
-        return {"until": self.until, "tables": {name: t.to_json(_lsn) for name, t in self.tables.items()}}
+        return {"until": self.until, "tables": {name: t.to_json(int) for name, t in self.tables.items()}}
 
     @classmethod
     def from_json(cls, value: dict | None) -> SnapshotOverlap | None:
@@ -57,7 +53,7 @@ def overlap_of(start_lsn: int, collections: list) -> SnapshotOverlap | None:
     """The filter for a snapshot whose stream starts at `start_lsn`, from its CollectionProgress list (chunks whose
     `reads` entry has the LSN of the view they were read in, later than the start, and the key they were read by).
     The plan's boundaries are the key columns' texts."""
-    tables, latest = ranges_read_later(collections, start_lsn, lambda read: read.get("lsn"), _lsn,
+    tables, latest = ranges_read_later(collections, start_lsn, lambda read: read.get("lsn"), int,
                                        lambda values: tuple(key_value(v) for v in values))
     return SnapshotOverlap(tables, latest) if tables else None
 
@@ -82,14 +78,25 @@ def tuple_key(values: Sequence | None, positions: Sequence[int]) -> tuple | None
 
 
 class StreamOverlap:
-    """The filter of the stream one pipeline runs now (set when its reader opens, read by its builder), forgotten
-    once the stream passed it."""
+    """The filter of the stream one pipeline runs now (set when its reader opens, shared with its builder). Once a
+    change commits at or after it, the builder stops looking (`filtering`); an offset of an earlier position still
+    being committed keeps it (`kept_at`)."""
 
     def __init__(self) -> None:
-        self.current: SnapshotOverlap | None = None
+        self._current: SnapshotOverlap | None = None
+        self.filtering = False  # whether the builder must still ask `passing_op`
 
-    def active(self, commit_lsn: int) -> SnapshotOverlap | None:
-        overlap = self.current
+    @property
+    def current(self) -> SnapshotOverlap | None:
+        return self._current
+
+    @current.setter
+    def current(self, overlap: SnapshotOverlap | None) -> None:
+        self._current, self.filtering = overlap, overlap is not None
+
+    def kept_at(self, commit_lsn: int) -> SnapshotOverlap | None:
+        """The filter to store with an offset whose last commit is `commit_lsn` (None once that passed it)."""
+        overlap = self._current
         return None if overlap is None or overlap.passed(commit_lsn) else overlap
 
     def passing_op(self, namespace: str, op: str, before: tuple | None, after: tuple | None, commit_lsn: int,
@@ -97,11 +104,12 @@ class StreamOverlap:
         """What the stream still sends of a row change of `namespace` (passing_op); `before`/`after` are its old
         and new tuples, `key_positions(names)` the positions of the named key columns in them (None: not all
         there)."""
-        overlap = self.active(commit_lsn)
-        table = overlap.tables.get(namespace) if overlap is not None else None
-        if table is None:
+        overlap = self.kept_at(commit_lsn)
+        if overlap is None:
+            self.filtering = False
             return op
-        positions = key_positions(table.key)
+        table = overlap.tables.get(namespace)
+        positions = key_positions(table.key) if table is not None else None
         if positions is None:
             return op
         return passing_op(op, overlap.held(table, tuple_key(before, positions), commit_lsn),

@@ -104,7 +104,7 @@ class SlotSource:
             # a snapshot's stream start carries its filter; later positions keep the running stream's until passed
             overlap = position.overlap
             if overlap is None or overlap.passed(position.lsn_commit):
-                overlap = self.overlap.active(position.lsn_commit)
+                overlap = self.overlap.kept_at(position.lsn_commit)
         return offsets.offset_record(self.config.name, self.config.topic_prefix, position, snapshot=snapshot,
                                      startup=startup, extra=extra, overlap=overlap)
 
@@ -297,8 +297,7 @@ class SlotSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> PgEventBuilder:
-        return PgEventBuilder(self.config, lambda: connect_sql(self.dsn), transaction_state=transaction_state,
-                              overlap=self.overlap)
+        return PgEventBuilder(self.config, self._connect, transaction_state=transaction_state, overlap=self.overlap)
 
     def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> WalReader:

@@ -63,6 +63,22 @@ class Writer(threading.Thread):
         conn.close()
 
 
+def write_connector_json(pg_db, name: str, tmp_path, **settings):
+    """A PostgreSQL connector's configuration for `python -m connectors run`, `settings` added to the common ones,
+    written to tmp_path / "pg.json" (returned)."""
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    config = {
+        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
+        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
+        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+        "publication.autocreate.mode": "filtered", **settings,
+    }
+    config_path = tmp_path / "pg.json"
+    config_path.write_text(json.dumps(config))
+    return config_path
+
+
 def stored_lsn(store: OffsetStore, key: bytes) -> int:
     value = store.read_value(key)[0]
     return json.loads(value).get("lsn_proc", 0) if value else 0
@@ -73,16 +89,8 @@ def test_kill_minus_nine_under_load_gives_exactly_once(pg_db, stack, tmp_path, u
     name = "pgk9" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
     pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(0, %s) g", (ROWS - 1,))
-    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
-    config = {
-        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
-        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
-        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
-        "max.batch.size": 16, "table.include.list": "public.counters", "publication.autocreate.mode": "filtered",
-    }
-    config_path = tmp_path / "pg.json"
-    config_path.write_text(json.dumps(config))
+    config_path = write_connector_json(pg_db, name, tmp_path, **{"max.batch.size": 16,
+                                                                 "table.include.list": "public.counters"})
     log_path = tmp_path / "runner.log"
     store = OffsetStore(bootstrap, f"{name}.offsets")
     key = json.dumps([name, {"server": name}], separators=(",", ":")).encode()
@@ -258,17 +266,9 @@ def test_kill_minus_nine_inside_the_snapshot_under_load_gives_every_row_its_exac
     name = "pgks" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE counters (id int PRIMARY KEY, seq int NOT NULL)")
     pg_db.execute("INSERT INTO counters SELECT g, 0 FROM generate_series(1, %s) g", (rows,))
-    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
-    config = {
-        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
-        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
-        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+    config_path = write_connector_json(pg_db, name, tmp_path, **{
         "snapshot.chunk.size": 100, "snapshot.max.threads": 1, "max.batch.size": 64,
-        "table.include.list": "public.counters", "publication.autocreate.mode": "filtered",
-    }
-    config_path = tmp_path / "pg.json"
-    config_path.write_text(json.dumps(config))
+        "table.include.list": "public.counters"})
     log_path = tmp_path / "runner.log"
     store = OffsetStore(bootstrap, f"{name}.offsets")
     key = json.dumps([name, {"server": name}], separators=(",", ":")).encode()

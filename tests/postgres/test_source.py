@@ -482,9 +482,12 @@ def test_a_slot_name_taken_in_another_database_fails_at_once_and_is_left_alone(i
         postgres.execute(f'DROP DATABASE "{other}" WITH (FORCE)')
 
 
-def stop_after_two_chunks(config, bootstrap, monkeypatch) -> None:
-    """Runs `config` until the snapshot committed two chunks of its first table, then stops it."""
+def stopped_after_two_of_ten_chunks(pg_db, name: str, bootstrap, monkeypatch) -> PostgresConfig:
+    """A connector of chunks of 100 rows (one thread), run until its snapshot committed two chunks of its first
+    table, then stopped; its configuration."""
     from connectors.postgres.source import SlotSource
+
+    config = pg_config(pg_db, name, **{"snapshot.chunk.size": 100, "snapshot.max.threads": 1})
 
     original = SlotSource.offset_record
     stopped: list[str] = []
@@ -501,6 +504,7 @@ def stop_after_two_chunks(config, bootstrap, monkeypatch) -> None:
     running.thread.join(60)
     monkeypatch.undo()
     assert stopped and not running.runner.errors
+    return config
 
 
 def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg_db, stack, unique_name, monkeypatch):
@@ -513,8 +517,7 @@ def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg
     name = "pg" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE big (id int PRIMARY KEY, label text)")
     pg_db.execute("INSERT INTO big SELECT g, 'r' || g FROM generate_series(1, 1000) g")
-    config = pg_config(pg_db, name, **{"snapshot.chunk.size": 100, "snapshot.max.threads": 1})
-    stop_after_two_chunks(config, bootstrap, monkeypatch)
+    config = stopped_after_two_of_ten_chunks(pg_db, name, bootstrap, monkeypatch)
     first = [v for v in payloads(read_topic(bootstrap, f"{name}.public.big")) if v]
     assert len(first) == 200 and {v["op"] for v in first} == {"r"}
     done_ids = {v["after"]["id"] for v in first}
@@ -564,8 +567,7 @@ def test_a_resumed_snapshot_of_uuid_keys_gives_each_row_its_exact_chain(pg_db, s
     name = "pgu" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE accounts (id uuid PRIMARY KEY, v int NOT NULL)")
     pg_db.execute("INSERT INTO accounts SELECT md5(g::text)::uuid, 0 FROM generate_series(1, 1000) g")
-    config = pg_config(pg_db, name, **{"snapshot.chunk.size": 100, "snapshot.max.threads": 1})
-    stop_after_two_chunks(config, bootstrap, monkeypatch)
+    config = stopped_after_two_of_ten_chunks(pg_db, name, bootstrap, monkeypatch)
     topic = f"{name}.public.accounts"
     read_first = {v["after"]["id"] for v in payloads(read_topic(bootstrap, topic)) if v}
     assert len(read_first) == 200

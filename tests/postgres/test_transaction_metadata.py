@@ -12,10 +12,10 @@ import subprocess
 import sys
 import time
 
-import psycopg2.extensions
 import pytest
 
 from tests.integration.kafka_reading import read_topic
+from tests.postgres.test_exactly_once import write_connector_json
 from tests.postgres.test_source import Running, events, payloads, pg_config
 
 pytestmark = [pytest.mark.integration]
@@ -96,16 +96,8 @@ def test_kill_minus_nine_inside_a_transaction_then_restart(pg_db, stack, tmp_pat
     name = "pgtk" + unique_name.replace("-", "")[-12:]
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, label text)")
     pg_db.execute("INSERT INTO items VALUES (0, 'snapshot')")
-    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
-    config = {
-        "name": name, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "topic.prefix": name, "database.hostname": dsn["host"], "database.port": dsn["port"],
-        "database.user": dsn["user"], "database.password": dsn.get("password"), "database.dbname": pg_db.name,
-        "slot.name": pg_db.name, "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
-        "max.batch.size": 8, "publication.autocreate.mode": "filtered", "provide.transaction.metadata": "true",
-    }
-    config_path = tmp_path / "pg.json"
-    config_path.write_text(json.dumps(config))
+    config_path = write_connector_json(pg_db, name, tmp_path, **{"max.batch.size": 8,
+                                                                 "provide.transaction.metadata": "true"})
     log_path = tmp_path / "runner.log"
     topic = f"{name}.public.items"
 

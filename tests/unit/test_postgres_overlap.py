@@ -84,8 +84,11 @@ def test_keys_that_are_not_integers_or_columns_not_in_the_tuple_pass():
 
 def test_the_filter_expires_once_commits_reach_the_exports_point():
     stream = active()
-    assert stream.active(VIEW - 8) is stream.current
-    assert stream.active(VIEW) is None and StreamOverlap().active(0) is None
+    assert stream.kept_at(VIEW - 8) is stream.current
+    assert stream.kept_at(VIEW) is None and StreamOverlap().kept_at(0) is None
+    assert stream.filtering and not StreamOverlap().filtering
+    assert passing(stream, "u", 350, 350, VIEW) == "u" and not stream.filtering, "the builder stops looking"
+    assert stream.kept_at(VIEW - 8) is stream.current, "an offset of an earlier position still keeps the filter"
 
 
 def test_the_offset_record_keeps_the_filter_until_its_position_passes_it():

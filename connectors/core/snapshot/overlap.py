@@ -4,8 +4,8 @@ what is left of a row change once chunks read later than the stream's start hold
 A snapshot's stream starts where its first read view was. A chunk read in a later view (a resumed snapshot, a
 MySQL chunk task) already holds the changes committed between the two, so the stream drops a change to a key in
 that chunk's range when the chunk's view includes it. Each source says where a chunk was read (its read point),
-how a change's place compares to it, and how to find a change's key; only integer keys are compared, because
-Python orders them as every server does (strings under a collation it could not).
+how a change's place compares to it, and how to find a change's key; only keys Python orders as the server does
+are compared (integers; PostgreSQL's uuids by their canonical text), never strings under a collation.
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ class KeyRanges:
         if index >= 0 and self.ranges[index].holds(key):
             return self.ranges[index]
         return None
+
+    def read_of(self, key: tuple | None) -> Any | None:
+        """The read point of the chunk holding `key` (None: no key, or no chunk here holds it)."""
+        found = self.range_of(key) if key is not None else None
+        return found.read if found is not None else None
 
     def to_json(self, point_json: Callable[[Any], Any]) -> dict:
         return {"key": list(self.key), "ranges": [[list(r.lower), list(r.upper), r.upper_inclusive, point_json(r.read)]
