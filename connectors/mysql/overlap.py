@@ -7,19 +7,30 @@ that starts before P_k whose key lies in chunk k's range: the chunk's rows alrea
 by P_k and the consumer never saw it). Everything else passes. Once the stream reaches the last P_k nothing is
 dropped any more and the filter is no longer written with the offset.
 
-Only chunks of integer keys are filtered (connectors/core/snapshot/overlap.py). Positions compare by (binlog file
-sequence number, offset), so a rotation between P0 and P_k is ordered right; a change whose binlog file is unknown
-is placed by its GTID.
+Chunks of integer keys are compared here (connectors/core/snapshot/overlap.py); chunks of string keys (read only
+by a resumed snapshot's own view, marked with the order "server") are compared by the server under each column's
+collation (`ServerKeyOrder`: one query a key changed before the chunks' position). Positions compare by (binlog
+file sequence number, offset), so a rotation between P0 and P_k is ordered right; a change whose binlog file is
+unknown is placed by its GTID.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, integer_key, passing_op, ranges_read_later
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
+
+log = logging.getLogger(__name__)
+
+SERVER_ORDER = "server"  # a `reads` entry's "order" for a key only the server compares
+_COLLATION = re.compile(r"([a-z0-9]+)_[a-z0-9_]+")  # a collation's name starts with its character set's
 
 
 @dataclass(frozen=True, order=True)
@@ -73,10 +84,89 @@ class ReadPoint:
         return cls(str(value["file"]), int(value["pos"]), str(value.get("gtids") or ""))
 
 
-def read_later(table: KeyRanges, row: dict | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
-    """Whether a chunk read after this change holds `row`'s key (the change is then in the chunk already)."""
-    read = table.read_of(integer_key(row.get(column) for column in table.key) if row is not None else None)
+def read_later(read: ReadPoint | None, file: str | None, pos: int | None, gtid: str | None) -> bool:
+    """Whether the chunk holding a change's row, read at `read` (None: no chunk read later holds it), was read
+    after the change (which is then in the chunk already)."""
     return read is not None and read.includes(file, pos, gtid)
+
+
+def key_of(table: KeyRanges, row: dict | None) -> tuple | None:
+    return tuple(row.get(column) for column in table.key) if row is not None else None
+
+
+class ServerKeyOrder:
+    """Finds which range of a string-keyed table holds a key by asking the server (`connect()` opens a connection
+    when first needed): each string column compares under its collation, as the plan's ranges were read. Answers
+    are kept (a row changed many times is asked once)."""
+
+    CACHE_SIZE = 65536
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._connection = None
+        self._found: dict[tuple[str, tuple], ReadPoint | None] = {}
+        self._failed: set[str] = set()
+
+    def read_of(self, namespace: str, table: KeyRanges, schema: Any, key: tuple | None) -> ReadPoint | None:
+        if key is None or any(value is None for value in key):
+            return None
+        known = self._found.get((namespace, key), -1)
+        if known != -1:
+            return known
+        try:
+            values = self._values(schema, table.key)
+            query, params = _range_query(values, key, table)
+            if self._connection is None:
+                self._connection = self._connect()
+            with self._connection.cursor() as cursor:
+                cursor.execute(query, params)
+                index = cursor.fetchone()[0]
+        except Exception as error:  # noqa: BLE001 - whatever failed, the change passes (it is the state's)
+            self.close()
+            if namespace not in self._failed:
+                self._failed.add(namespace)
+                log.warning("cannot compare the keys of %s with its resumed snapshot's chunks (%s): its changes "
+                            "committed before those chunks' view come again after their reads", namespace, error)
+            return None
+        read = table.ranges[index - 1].read if index else None
+        if len(self._found) >= self.CACHE_SIZE:
+            self._found.clear()
+        self._found[(namespace, key)] = read
+        return read
+
+    @staticmethod
+    def _values(schema: Any, key: tuple[str, ...]) -> list[str]:
+        """Each key column's SQL for a value (%s): a string under its column's collation."""
+        by_name = {column.name: column for column in schema.columns}
+        values = []
+        for name in key:
+            column = by_name[name]
+            if column.charset is None:
+                values.append("%s")
+                continue
+            matched = _COLLATION.fullmatch(column.collation or "")
+            if matched is None:
+                raise ConnectorError(f"the collation of {name} is not known ({column.collation!r})")
+            values.append(f"CONVERT(%s USING {matched.group(1)}) COLLATE {matched.group(0)}")
+        return values
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001, S110 - already gone
+                pass
+
+
+def _range_query(values: list[str], key: tuple, table: KeyRanges) -> tuple[str, list]:
+    """SELECT the 1-based number of the range of `table` holding `key` (0: none)."""
+    row = "(" + ", ".join(values) + ")"
+    cases, params = [], []
+    for number, chunk in enumerate(table.ranges, 1):
+        cases.append(f"WHEN {row} >= {row} AND {row} {'<=' if chunk.upper_inclusive else '<'} {row} THEN {number}")
+        params += [*key, *chunk.lower, *key, *chunk.upper]
+    return "SELECT CASE " + " ".join(cases) + " ELSE 0 END", params
 
 
 @dataclass(frozen=True)
@@ -85,20 +175,34 @@ class SnapshotOverlap:
 
     tables: dict[str, KeyRanges]  # their read points are ReadPoints
     until: ReadPoint
+    server_ordered: frozenset[str] = field(default=frozenset())  # tables of string keys (ServerKeyOrder)
 
     def passed(self, file: str | None, pos: int | None) -> bool:
         """True once a stream position is at or after every chunk's read position: nothing more to drop."""
         return file is not None and pos is not None and BinlogPlace.of(file, pos) >= self.until.place
 
-    def apply(self, change: Any) -> Any:
+    def apply(self, change: Any, server: ServerKeyOrder | None = None) -> Any:
         """`change` (a binlog RowChange) as the stream must pass it: None when the chunks hold it already; a key
-        change half of which they hold becomes the other half (a create or a delete)."""
-        table = self.tables.get(f"{change.schema.database}.{change.schema.table}")
+        change half of which they hold becomes the other half (a create or a delete). `server` compares the keys of
+        `server_ordered` tables (without it their changes pass)."""
+        namespace = f"{change.schema.database}.{change.schema.table}"
+        table = self.tables.get(namespace)
         if table is None:
             return change
+        if namespace in self.server_ordered:
+            if server is None:
+                return change
+
+            def read_of(row: dict | None) -> ReadPoint | None:
+                return server.read_of(namespace, table, change.schema, key_of(table, row))
+        else:
+            def read_of(row: dict | None) -> ReadPoint | None:
+                key = key_of(table, row)
+                return table.read_of(integer_key(key) if key is not None else None)
+
         start = change.position
-        op = passing_op(change.op, read_later(table, change.before, start.file, start.pos, change.gtid),
-                        read_later(table, change.after, start.file, start.pos, change.gtid))
+        op = passing_op(change.op, read_later(read_of(change.before), start.file, start.pos, change.gtid),
+                        read_later(read_of(change.after), start.file, start.pos, change.gtid))
         if op is None or op == change.op:
             return None if op is None else change
         return replace(change, op="c", before=None) if op == "c" else replace(change, op="d", after=None)
@@ -106,35 +210,52 @@ class SnapshotOverlap:
     # -- JSON (kept in the offset record) ----------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"until": self.until.to_json(),
-                "tables": {name: t.to_json(ReadPoint.to_json) for name, t in self.tables.items()}}
+        value: dict[str, Any] = {"until": self.until.to_json(),
+                                 "tables": {name: t.to_json(ReadPoint.to_json) for name, t in self.tables.items()}}
+        if self.server_ordered:
+            value["server_ordered"] = sorted(self.server_ordered)
+        return value
 
     @classmethod
     def from_json(cls, value: dict | None) -> SnapshotOverlap | None:
         if not value:
             return None
         tables = {name: KeyRanges.from_json(t, ReadPoint.from_json) for name, t in value["tables"].items()}
-        return cls(tables, ReadPoint.from_json(value["until"]))
+        return cls(tables, ReadPoint.from_json(value["until"]), frozenset(value.get("server_ordered") or ()))
 
 
 def overlap_of(start: ReadPoint, collections: list) -> SnapshotOverlap | None:
     """The filter for a snapshot that starts streaming at `start`, from its CollectionProgress list (chunks whose
-    `reads` entry says they were read at a later position of their own, with the key they were read by)."""
-    tables, latest = ranges_read_later(collections, start.place,
-                                       lambda read: ReadPoint.from_json(read) if read.get("file") else None,
-                                       lambda point: point.place)
+    `reads` entry says they were read at a later position of their own, with the key they were read by and, for
+    string keys, the order "server")."""
+    tables, latest = ranges_read_later(collections, start.place, _read_point, _place)
     if not tables:
         return None
-    return SnapshotOverlap(tables, latest)
+    server_ordered = frozenset(c.namespace for c in collections if c.namespace in tables
+                               and any(r.get("order") == SERVER_ORDER for r in c.reads.values()))
+    return SnapshotOverlap(tables, latest, server_ordered)
+
+
+def _read_point(read: dict) -> ReadPoint | None:
+    return ReadPoint.from_json(read) if read.get("file") else None
+
+
+def _place(point: ReadPoint) -> BinlogPlace:
+    return point.place
 
 
 class ActiveOverlap:
     """The filter of the stream one pipeline runs now (set when its reader opens, shared with its builders),
     forgotten once the stream passed it."""
 
-    def __init__(self) -> None:
+    def __init__(self, connect: Callable[[], Any] | None = None) -> None:
+        """`connect()`: a connection to the server, for the keys only it compares (without it their changes
+        pass)."""
         self._current: SnapshotOverlap | None = None
         self._passed = True
+        self._connect = connect
+        self._server: ServerKeyOrder | None = None
+        self._lock = threading.Lock()  # builders of several threads may share it
 
     @property
     def current(self) -> SnapshotOverlap | None:
@@ -143,6 +264,9 @@ class ActiveOverlap:
     @current.setter
     def current(self, overlap: SnapshotOverlap | None) -> None:
         self._current, self._passed = overlap, overlap is None
+        self._close_server()
+        if overlap is not None and overlap.server_ordered and self._connect is not None:
+            self._server = ServerKeyOrder(self._connect)
 
     def apply(self, change: Any) -> Any:
         if self._passed:
@@ -152,8 +276,16 @@ class ActiveOverlap:
         if overlap.passed(start.file, start.pos):
             # only the builder stops looking: an offset of an earlier position still being committed keeps it
             self._passed = True
+            self._close_server()
             return change
-        return overlap.apply(change)
+        with self._lock:
+            return overlap.apply(change, self._server)
+
+    def _close_server(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
 
     def kept_at(self, file: str | None, pos: int | None) -> SnapshotOverlap | None:
         """The filter to store with an offset at file/pos (None once that position passed it)."""

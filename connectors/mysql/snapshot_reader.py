@@ -9,8 +9,9 @@ nothing here). Chunks of integer keys may instead be read by chunk tasks, each i
 (connectors/mysql/chunk_tasks.py; the stream then drops what they hold, connectors/mysql/overlap.py). A snapshot
 resumed after a restart opens a new view for the chunks the pipeline still reads, later than the stream's start:
 like a task's, each such chunk's read position is kept (`where_read`) and the stream drops what the chunk holds.
-Chunks whose keys the stream cannot compare (not integer NOT NULL columns) cannot be filtered: their rows' changes
-between the two views come again from the stream after their reads (the state still converges).
+Keys with string columns are compared by the server (the stream asks it which chunk holds a key); chunks of keys
+with a nullable column cannot be filtered: their rows' changes between the two views come again from the stream
+after their reads (the state still converges).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from connectors.mysql.binlog import BinlogPosition, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo
+from connectors.mysql.overlap import SERVER_ORDER
 from connectors.mysql.position import MySqlPosition
 from connectors.mysql.snapshot import SnapshotPosition, start_consistent_snapshot
 
@@ -227,12 +229,20 @@ class MySqlSnapshotReader:
 
     def _note_read(self, schema: TableSchema, chunk: Chunk, position: SnapshotPosition) -> None:
         """Keeps where a chunk was read in a view later than the stream's start, as a chunk task's marker does
-        (connectors/mysql/overlap.py), when the stream can compare its keys; otherwise the stream brings that
-        chunk's rows' changes since its start after their reads again (docs/mariadb.md)."""
+        (connectors/mysql/overlap.py): for a key of NOT NULL columns; one with a string column is compared by the
+        server (order "server"). Otherwise the stream brings that chunk's rows' changes since its start after their
+        reads again (docs/mariadb.md)."""
+        if chunk.lower is None:
+            return
+        read = {"file": position.file, "pos": position.position, "gtids": position.gtids}
         key = comparable_key(self.config, schema)
-        if key and chunk.lower is not None:
-            self._reads[chunk.number] = {"file": position.file, "pos": position.position, "gtids": position.gtids,
-                                         "key": list(key)}
+        if key:
+            self._reads[chunk.number] = {**read, "key": list(key)}
+            return
+        key = chunk_key(self.config, schema)
+        by_name = {c.name: c for c in schema.columns}
+        if key and not any(by_name[k].nullable for k in key):
+            self._reads[chunk.number] = {**read, "key": list(key), "order": SERVER_ORDER}
 
     def resume(self, progress) -> None:
         """A resumed snapshot opens its new view when it reads its first chunk (`_view`), which notes where."""

@@ -265,7 +265,7 @@ class ServerSource:
         self.partition = partition
         self.name = partition.name
         self.json_columns = JsonColumns(config)
-        self.overlap = ActiveOverlap()
+        self.overlap = ActiveOverlap(lambda: connect(config.connection))
         self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._last_committed: MySqlPosition | None = None
         self._watermarks: MySqlWatermarks | None = None

@@ -288,7 +288,7 @@ class PgEventBuilder:
             return [names.index(k) for k in key] if all(k in names for k in key) else None
 
         return self.overlap.passing_op(f"{table.schema}.{table.name}", op, old if old is not None else new,
-                                       new, commit_lsn, key_positions)
+                                       new, commit_lsn, key_positions, self._read_catalog)
 
     def _old_row(self, table: Table, old, old_kind: str) -> dict:
         row = table.rows.value(old)

@@ -12,9 +12,8 @@ An exported snapshot dies with its connection, so a snapshot interrupted by a cr
 one: its plan, the chunks already committed and its slot (never acknowledged while the snapshot runs, so it still
 starts at the consistent point) are kept, and the chunks still to read are read in the snapshot a temporary slot
 exports (`resume`), whose consistent point says which transactions it holds: the stream drops those changes of
-the rows these chunks hold (connectors/postgres/overlap.py; tables with integer or uuid keys; other tables' rows
-changed between the two snapshots come again after their reads: the state converges). The committed chunks are not read
-again (Debezium starts such a snapshot over).
+the rows these chunks hold (connectors/postgres/overlap.py; every table with a primary key). The committed chunks
+are not read again (Debezium starts such a snapshot over).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres.events import VERSION, PgEventBuilder, TableFilter
 from connectors.postgres.offsets import before
-from connectors.postgres.overlap import COMPARABLE_TYPES, overlap_of
+from connectors.postgres.overlap import COMPARABLE_TYPES, SERVER_ORDER, overlap_of
 from connectors.postgres.pgoutput import lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.replication import SESSION_SETTINGS
@@ -257,14 +256,18 @@ class PgSnapshotReader:
                               read_at, marker, None, self.lsn, None)
 
     def where_read(self, chunk: Chunk) -> dict | None:
-        """For a chunk of integer or uuid keys read in a resumed snapshot's export: its consistent point and the key,
-        which the stream's filter needs (connectors/postgres/overlap.py)."""
+        """For a chunk of a keyed table read in a resumed snapshot's export: its consistent point and the key, which
+        the stream's filter needs (connectors/postgres/overlap.py); keys other than integers and uuids are
+        compared by the server (order "server")."""
         if self.view_lsn <= self.lsn or chunk.lower is None:
             return None
         key = self.key_columns(chunk.namespace)
-        if not key or any(type_sql not in COMPARABLE_TYPES for _, type_sql in key):
+        if not key:
             return None
-        return {"lsn": self.view_lsn, "key": [name for name, _ in key]}
+        read: dict = {"lsn": self.view_lsn, "key": [name for name, _ in key]}
+        if any(type_sql not in COMPARABLE_TYPES for _, type_sql in key):
+            read["order"] = SERVER_ORDER
+        return read
 
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """A chunk task that failed for a passing reason (its worker lost a connection, its task was lost) is sent

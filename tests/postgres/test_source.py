@@ -560,40 +560,59 @@ def test_a_snapshot_stopped_between_chunks_resumes_its_plan_in_a_new_snapshot(pg
     assert [(v["op"], v["after"]["id"]) for v in values if v["op"] == "c"] == [("c", 1001), ("c", 2000)]
 
 
-def test_a_resumed_snapshot_of_uuid_keys_gives_each_row_its_exact_chain(pg_db, stack, unique_name, monkeypatch):
-    """As above with uuid keys (compared by their canonical text, the server's byte order): rows of the chunks read
-    after the restart keep only their read, rows read before it their read and their update."""
+# key columns, and their values for row g of generate_series(1, 1000)
+RESUMED_KEYS = {
+    # uuids: compared here by their canonical text (the server's byte order)
+    "uuid": ("ref uuid", "md5(g::text)::uuid"),
+    # text under an ICU collation (k0001 < K0002 < k0003, not the byte order) and numeric: compared by the server
+    "text-icu-numeric": ("code text COLLATE \"und-x-icu\", n numeric",
+                         "CASE WHEN g % 2 = 0 THEN 'K' ELSE 'k' END || lpad((g / 3)::text, 4, '0'), g % 3 + 0.5"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(RESUMED_KEYS))
+def test_a_resumed_snapshot_of_other_keys_gives_each_row_its_exact_chain(pg_db, stack, unique_name, monkeypatch,
+                                                                          key):
+    """As above with keys other than integers: rows of the chunks read after the restart keep only their read, rows
+    read before it their read and their update; the delete of a row read after it does not come."""
     bootstrap = stack.kafka_bootstrap
     name = "pgu" + unique_name.replace("-", "")[-12:]
-    pg_db.execute("CREATE TABLE accounts (id uuid PRIMARY KEY, v int NOT NULL)")
-    pg_db.execute("INSERT INTO accounts SELECT md5(g::text)::uuid, 0 FROM generate_series(1, 1000) g")
+    columns, values = RESUMED_KEYS[key]
+    names = [c.split()[0] for c in columns.split(", ")]
+    pg_db.execute(f"CREATE TABLE accounts ({columns}, id int NOT NULL UNIQUE, v int NOT NULL, "
+                  f"PRIMARY KEY ({', '.join(names)}))")
+    pg_db.execute(f"INSERT INTO accounts SELECT {values}, g, 0 FROM generate_series(1, 1000) g")  # noqa: S608
     config = stopped_after_two_of_ten_chunks(pg_db, name, bootstrap, monkeypatch)
     topic = f"{name}.public.accounts"
-    read_first = {v["after"]["id"] for v in payloads(read_topic(bootstrap, topic)) if v}
+
+    def key_of(row: dict) -> str:
+        return json.dumps([row[n] for n in names], sort_keys=True)
+
+    read_first = {key_of(v["after"]): v["after"]["id"] for v in payloads(read_topic(bootstrap, topic)) if v}
     assert len(read_first) == 200
     pg_db.execute("UPDATE accounts SET v = 1")  # every row, read or not
-    gone = pg_db.execute("DELETE FROM accounts WHERE id = (SELECT id FROM accounts WHERE id <> ALL(%s::uuid[]) "
-                         "ORDER BY id DESC LIMIT 1) RETURNING id::text", (list(read_first),))[0][0]
+    pg_db.execute(f"DELETE FROM accounts WHERE id = (SELECT id FROM accounts WHERE id <> ALL(%s) "  # noqa: S608
+                  f"ORDER BY {', '.join(n + ' DESC' for n in names)} LIMIT 1)", (list(read_first.values()),))
+    first = min(read_first)
 
     running = Running(config, bootstrap)
     try:
         values = [v for v in payloads(events(bootstrap, topic, 999 + 200)) if v]
-        pg_db.execute("UPDATE accounts SET v = 2 WHERE id = %s", (min(read_first),))
+        pg_db.execute("UPDATE accounts SET v = 2 WHERE id = %s", (read_first[first],))
         while (values[-1]["after"] or {}).get("v") != 2:
             values = [v for v in payloads(events(bootstrap, topic, len(values) + 1)) if v]
     finally:
         running.stop()
     chains: dict[str, list[tuple[str, int | None]]] = {}
     for value in values:
-        row = value["after"] or value["before"]
-        chains.setdefault(row["id"], []).append((value["op"], value["after"] and value["after"]["v"]))
-    assert gone not in chains, f"the delete of a row read after it came again: {chains.get(gone)}"
-    assert len(chains) == 999
-    for key, chain in chains.items():
-        expected = [("r", 0), ("u", 1)] if key in read_first else [("r", 1)]
-        if key == min(read_first):
+        chains.setdefault(key_of(value["after"] or value["before"]), []).append(
+            (value["op"], value["after"] and value["after"]["v"]))
+    assert len(chains) == 999, "the delete of a row read after it came again"
+    for row_key, chain in chains.items():
+        expected = [("r", 0), ("u", 1)] if row_key in read_first else [("r", 1)]
+        if row_key == first:
             expected.append(("u", 2))
-        assert chain == expected, (key, chain)
+        assert chain == expected, (row_key, chain)
 
 
 @pytest.fixture

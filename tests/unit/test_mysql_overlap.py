@@ -135,3 +135,60 @@ def test_where_chunks_were_read_survives_the_progress_json_and_rides_in_the_mark
     task = ChunkTask("c", "c", "s1", Chunk("shop.items", 0, 3, [1], [100], False), 0)
     result = ChunkResult(task, 10, None, committed=True, read=items.reads[0])
     assert result_from_json(task, result_json(result)).read == items.reads[0]
+
+
+def test_string_keys_are_compared_by_the_server_under_their_collation():
+    """A resumed snapshot's chunks of a (VARCHAR, INT) key (order "server") are one range (next to each other, one
+    view); the server is asked which range holds a key, once per key, each string under its column's collation."""
+    codes = TableSchema("shop", "codes", (ColumnInfo("code", 15, False, charset="utf8", collation="utf8mb4_unicode_ci",
+                                                     primary=True), ColumnInfo("n", 3, False, primary=True)))
+    progress = CollectionProgress("shop.codes", [["a", 1], ["k", 1], ["p", 1], ["z", 9]], [True] * 3)
+    later = {"file": "bin.000010", "pos": 500, "gtids": "0-1-20", "key": ["code", "n"], "order": "server"}
+    progress.reads = {1: later, 2: later}
+    overlap = overlap_of(START, [progress])
+    assert overlap.server_ordered == {"shop.codes"}
+    [held] = overlap.tables["shop.codes"].ranges
+    assert (held.lower, held.upper, held.upper_inclusive) == (("k", 1), ("z", 9), True)
+    assert SnapshotOverlap.from_json(json.loads(json.dumps(overlap.to_json()))) == overlap
+    asked: list[tuple[str, list]] = []
+
+    class Cursor:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def execute(self, query, params):
+            asked.append((query, params))
+            self.found = 1 if params[0] == "m" else 0
+
+        def fetchone(self):
+            return (self.found,)
+
+    class Connection:
+        def cursor(self):
+            return Cursor()
+
+        def close(self):
+            pass
+
+    def row_change(code: str) -> RowChange:
+        row = {"code": code, "n": 1}
+        return RowChange("u", codes, row, row, None, "bin.000010", 100, 0, 1, 0, None, None,
+                         BinlogPosition(file="bin.000010", pos=100, gtids=None))
+
+    active = ActiveOverlap(Connection)
+    active.current = overlap
+    assert active.apply(row_change("m")) is None and active.apply(row_change("m")) is None
+    assert active.apply(row_change("b")) is not None
+    assert len(asked) == 2, "a key's answer is kept"
+    query, params = asked[0]
+    assert query == ("SELECT CASE WHEN (CONVERT(%s USING utf8mb4) COLLATE utf8mb4_unicode_ci, %s) >= "
+                     "(CONVERT(%s USING utf8mb4) COLLATE utf8mb4_unicode_ci, %s) AND "
+                     "(CONVERT(%s USING utf8mb4) COLLATE utf8mb4_unicode_ci, %s) <= "
+                     "(CONVERT(%s USING utf8mb4) COLLATE utf8mb4_unicode_ci, %s) THEN 1 ELSE 0 END")
+    assert params == ["m", 1, "k", 1, "m", 1, "z", 9]
+    unconnected = ActiveOverlap()
+    unconnected.current = overlap
+    assert unconnected.apply(row_change("m")) is not None, "without the server, the change passes"

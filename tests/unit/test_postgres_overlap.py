@@ -4,6 +4,7 @@ point), key changes split in halves, expiry, and the offset record that keeps it
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from connectors.core.snapshot.progress import CollectionProgress
@@ -127,3 +128,42 @@ def test_uuid_keys_compare_by_their_canonical_text_as_the_server_orders_them():
     assert passes(low, "7") == "u", "in the chunk read at the start"
     assert passes(high, "9") is None and passes(high, "10") == "u", "the last chunk's upper bound is inclusive"
     assert passes("A0000000-0000-0000-0000-000000000000", "5") == "u", "not a canonical uuid: not compared"
+
+
+def test_keys_only_the_server_compares_keep_their_texts_and_ask_it():
+    """A chunk read by a text key (order "server") keeps the plan's texts, "10" and "9" never compared as numbers;
+    the server's answer (the row of the range holding the key) is asked once per key."""
+    notes = CollectionProgress("public.notes", [["a"], ["10"], ["9"], ["z"]], [True] * 3)
+    notes.reads = {1: {"lsn": VIEW, "key": ["code"], "order": "server"},
+                   2: {"lsn": VIEW, "key": ["code"], "order": "server"}}
+    overlap = overlap_of(START, [notes])
+    assert overlap.server_ordered == {"public.notes"} and overlap.until == VIEW
+    [held] = overlap.tables["public.notes"].ranges  # two chunks next to each other, read at one point: one range
+    assert (held.lower, held.upper, held.upper_inclusive) == (("10",), ("z",), True)
+    assert SnapshotOverlap.from_json(overlap.to_json()) == overlap
+    stream = StreamOverlap()
+    stream.current = overlap
+    asked: list[tuple] = []
+
+    class Cursor:
+        def execute(self, query, params):
+            asked.append(params)
+            self.row = (1,) if json.loads(params[0])["code"] == "5" else None
+            return self
+
+        def fetchone(self):
+            return self.row
+
+    def read_catalog(read):
+        return read(Cursor())
+
+    def passes(op: str, old: str | None, new: str | None) -> str | None:
+        return stream.passing_op("public.notes", op, (old or new, "x"), (new, "x") if new else None, VIEW - 8,
+                                 lambda key: [0], read_catalog)
+
+    assert passes("u", "5", "5") is None and passes("u", "5", "5") is None
+    assert len(asked) == 1, "a key's answer is kept"
+    assert json.loads(asked[0][1]) == [{"l": {"code": "10"}, "u": {"code": "z"}, "i": True}]
+    assert passes("u", "5", "b") == "c" and passes("d", "b", None) == "d"
+    assert stream.passing_op("public.notes", "u", ("5", "x"), ("5", "x"), VIEW - 8, lambda key: [0]) == "u", \
+        "without the server, they pass"

@@ -4,8 +4,9 @@ what is left of a row change once chunks read later than the stream's start hold
 A snapshot's stream starts where its first read view was. A chunk read in a later view (a resumed snapshot, a
 MySQL chunk task) already holds the changes committed between the two, so the stream drops a change to a key in
 that chunk's range when the chunk's view includes it. Each source says where a chunk was read (its read point),
-how a change's place compares to it, and how to find a change's key; only keys Python orders as the server does
-are compared (integers; PostgreSQL's uuids by their canonical text), never strings under a collation.
+how a change's place compares to it, and how to find a change's key. `KeyRanges.range_of` compares keys in Python:
+only for keys Python orders as the server does (integers; PostgreSQL's uuids by their canonical text); a source
+that filters other keys asks its server which range holds them (PostgreSQL: connectors/postgres/overlap.py).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def ranges_read_later(collections: list, start_place: Any, read_point: Callable[
     latest = None
     for collection in collections:
         key: tuple[str, ...] | None = None
-        ranges = []
+        ranges: list[ChunkRange] = []
+        merged_after = -2  # the index of the last chunk in `ranges`
         last = collection.chunk_count - 1
         for index, read in sorted(collection.reads.items()):
             point = read_point(read) if read.get("key") else None
@@ -110,8 +112,14 @@ def ranges_read_later(collections: list, start_place: Any, read_point: Callable[
                 raise ConnectorError(f"the chunks of {collection.namespace} were read by different keys "
                                      f"({key} and {tuple(read['key'])}); the table changed during the snapshot")
             key = tuple(read["key"])
-            ranges.append(ChunkRange(bound(collection.bounds[index]), bound(collection.bounds[index + 1]),
-                                     index == last, point))
+            upper = bound(collection.bounds[index + 1])
+            if ranges and merged_after == index - 1 and ranges[-1].read == point:
+                # chunks next to each other read at one point are one range: fewer to search (a resumed snapshot
+                # reads all it has left in one view)
+                ranges[-1] = ChunkRange(ranges[-1].lower, upper, index == last, point)
+            else:
+                ranges.append(ChunkRange(bound(collection.bounds[index]), upper, index == last, point))
+            merged_after = index
             if latest is None or place(point) > place(latest):
                 latest = point
         if ranges:
