@@ -13,7 +13,7 @@ command -v mvn >/dev/null || need_apt+=(maven)
 # MariaDB for the MySQL/MariaDB source (devstack starts its own server; the Debian service stays stopped)
 PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null || need_apt+=(mariadb-server mariadb-client)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
-# A C compiler and the Python headers build the compiled MongoDB document writer (scripts/build_rawjson.py)
+# A C compiler and the Python headers build the C extensions (scripts/build_extensions.py)
 command -v gcc >/dev/null || need_apt+=(gcc)
 "${CDC_BASE_PYTHON:-python3}" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' 2>/dev/null \
   || need_apt+=(python3-dev)
@@ -57,11 +57,11 @@ if [ -f package.json ]; then
   fi
 fi
 
-# The compiled writer of MongoDB documents (connectors/mongodb/csrc/*.c), built in place; skipped when built from this
-# source already. Without it the connector writes the same text in Python, more slowly.
-if ! "$PYTHON" scripts/build_rawjson.py; then
-  echo "warning: could not build connectors/mongodb/_rawjson (needs gcc and the Python headers); MongoDB documents" \
-    "are written by the slower Python path" >&2
+# The C extensions (MongoDB documents, PostgreSQL tuples and rows: connectors/*/csrc/*.c), built in place; each skipped
+# when built from its source already. Without them the connectors write the same text in Python, more slowly.
+if ! "$PYTHON" scripts/build_extensions.py; then
+  echo "warning: could not build connectors/mongodb/_rawjson or connectors/postgres/_pgrows (needs gcc and the Python" \
+    "headers); those connectors use their slower Python paths" >&2
 fi
 
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"

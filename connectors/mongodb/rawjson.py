@@ -42,7 +42,7 @@ if compiled is not None and not all(
     for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "snapshot_value",
                  "set_escape_table")
 ):
-    compiled = None  # built from older sources: scripts/build_rawjson.py rebuilds it
+    compiled = None  # built from older sources: scripts/build_extensions.py rebuilds it
 if compiled is not None:
     compiled.set_escape_table(escape_table(extjson.JAVA_ONLY))
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from connectors.postgres.compiled import compiled as _compiled
+
 # PostgreSQL timestamps count from 2000-01-01 00:00:00 UTC
 PG_EPOCH_OFFSET_US = 946_684_800_000_000
 
@@ -206,6 +208,12 @@ class _Reader:
         return bytes(value)
 
     def tuple_data(self) -> tuple[ColumnValue, ...]:
+        if _compiled is not None:
+            values, self.pos = _compiled.tuple_data(self.data, self.pos)
+            return values
+        return self.python_tuple_data()
+
+    def python_tuple_data(self) -> tuple[ColumnValue, ...]:
         data = self.data
         pos = self.pos  # a local: the loop runs once per column of every change
         count = _I16.unpack_from(data, pos)[0]
@@ -353,3 +361,7 @@ def lsn_from_text(text: str) -> int:
 
 def lsn_to_text(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+if _compiled is not None:
+    _compiled.configure(UNCHANGED_TOAST, PgOutputError)

@@ -19,6 +19,7 @@ from connectors.core.columns import ColumnRules
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.schema import Schema
+from connectors.postgres.compiled import compiled
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.types import (
     BPCHAR,
@@ -32,6 +33,7 @@ from connectors.postgres.types import (
     TypeMappingError,
     TypeSettings,
     column_mapping,
+    compiled_kind,
 )
 
 DEFAULT_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
@@ -116,12 +118,13 @@ class RowMapper:
                     raise TypeMappingError(f"{self.schema.name}.{name}: cannot convert {raw[:80]!r}: {error}") from None
         return row
 
-    def text_writer(self, struct: Schema) -> Callable[[Sequence], str]:
+    def text_writer(self, struct: Schema, use_compiled: bool = True) -> Callable[[Sequence], str]:
         """The JSON text of `struct` (this row's schema, or a key's: fields named as this row's columns) for a
         tuple: `json_converter.compiled(struct)` of the row `value(tuple)` makes, written from the tuple's texts
         without that row (converting and then encoding a five-column row cost 7.5 µs, this writer 3). A tuple it
         cannot write so (a null in a required column, a value its column's JSON writer does not take) goes the
-        long way, which raises what `value` raises."""
+        long way, which raises what `value` raises. The compiled module (connectors/postgres/compiled.py) runs
+        the loop, and writes integers, strings and booleans itself, unless not `use_compiled`."""
         by_name = {name: (position, mapping) for position, name, mapping in self._mappings}
         columns = []
         for index, field in enumerate(struct.fields):
@@ -134,6 +137,8 @@ class RowMapper:
         names = struct.field_names
         count = self.column_count
         unchanged = UNCHANGED_TOAST
+        compiled_columns = tuple((position, prefix, *compiled_kind(text_json), text_json, null, placeholder)
+                                 for position, prefix, text_json, null, placeholder in columns)
 
         def long_way(values: Sequence) -> str:
             row = self.value(values)
@@ -156,7 +161,18 @@ class RowMapper:
             except Exception:  # noqa: BLE001 - the long way converts the row, and raises what is wrong with it
                 return long_way(values)
             return "{" + "".join(parts) + "}"
-        return write
+
+        if compiled is None or not use_compiled:
+            return write
+        write_row = compiled.write_row
+
+        def write_compiled(values: Sequence) -> str:
+            """`write`, by the compiled module for a tuple (what pgoutput and psycopg give)."""
+            if type(values) is not tuple:
+                return write(values)
+            text = write_row(values, compiled_columns, count)
+            return text if text is not None else long_way(values)
+        return write_compiled
 
 
 def _text_json(mapping: ColumnMapping, encode: Callable[[object], str]) -> Callable[[str], str]:

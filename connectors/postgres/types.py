@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import decimal
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from connectors.events import schema as s
 from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes
 from connectors.events.schema import Schema
 from connectors.postgres import temporal
+from connectors.postgres.compiled import BOOLEAN, CALL, FIXED_SCALE, INTEGER, STRING, UTC_TIMESTAMP
 
 DECIMAL_HANDLING_MODES = ("precise", "double", "string")
 TIME_PRECISION_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
@@ -181,23 +183,26 @@ def _string(text: str) -> str:
     return text
 
 
-def _int_json(text: str) -> str:
+def int_json(text: str) -> str:
     return str(int(text))
 
 
-def _bool_json(text: str) -> str:
+def bool_json(text: str) -> str:
     return "true" if text == "t" else "false"
 
 
 # the JSON writers of the converters whose output's JSON follows from the text alone
-_TEXT_JSON: dict[Callable, Callable[[str], str]] = {int: _int_json, _bool: _bool_json, _string: string_json}
+_TEXT_JSON: dict[Callable, Callable[[str], str]] = {int: int_json, _bool: bool_json, _string: string_json}
+# the writers whose texts the compiled row writer writes itself (compiled_kind); weak: a mapping's writer goes with it
+_COMPILED_KINDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary(
+    {int_json: (INTEGER, 0), bool_json: (BOOLEAN, 0), string_json: (STRING, 0)})
 
 
 def _fixed_scale_json(scale: int) -> Callable[[str], str]:
     """A numeric(p, s) value's JSON in decimal.handling.mode=precise (base64 of the unscaled value's minimal two's
     complement) from its text, which PostgreSQL writes with exactly s decimals: the digits are the unscaled value."""
 
-    def write(text: str) -> str:
+    def write(text: str) -> str:  # the compiled twin: pgrows.c's put_fixed_scale
         point = text.find(".")
         if point < 0:
             if scale:
@@ -210,13 +215,21 @@ def _fixed_scale_json(scale: int) -> Callable[[str], str]:
         if not (digits.isascii() and digits.lstrip("-").isdigit()):  # int() would also take "_", spaces, "+"
             raise ValueError(text)
         return base64_json(big_integer_bytes(int(digits)))
+    _COMPILED_KINDS[write] = (FIXED_SCALE, scale)
     return write
 
 
 def _zoned_timestamp_json(width: int | None) -> Callable[[str], str]:
-    def write(text: str) -> str:
+    def write(text: str) -> str:  # the compiled twin: pgrows.c's put_utc_timestamp
         return '"' + temporal.zoned_timestamp_text(text, width) + '"'  # ISO-8601 digits: nothing to escape
+    _COMPILED_KINDS[write] = (UTC_TIMESTAMP, width if width is not None else -1)
     return write
+
+
+def compiled_kind(text_json: Callable[[str], str]) -> tuple[int, int]:
+    """What the compiled row writer (connectors/postgres/compiled.py) writes itself of a column whose JSON
+    `text_json` writes: its kind and argument (CALL: it calls `text_json`)."""
+    return _COMPILED_KINDS.get(text_json, (CALL, 0))
 
 
 def _bytea(text: str) -> bytes:

@@ -19,6 +19,7 @@ from connectors.postgres import types as t
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.rows import RowColumn, RowMapper
 from connectors.postgres.types import TypeMappingError, builtin, column_mapping
+from tests.postgres.compiled_rows import require_compiled
 from tests.postgres.test_types import CASES, DEFAULT, numeric_typmod
 
 RULES = ColumnRules(masks={r"public\.t\.c2[0-9]": 4}, truncates={r"public\.t\.c3[0-9]": 3},
@@ -48,15 +49,21 @@ def outcome(write, *args) -> str | tuple[type, str]:
         return type(error), str(error)
 
 
+@pytest.mark.parametrize("path", ["python", "compiled"])
 @pytest.mark.parametrize("rules", [None, RULES], ids=["plain", "column-rules"])
-def test_rows_and_keys_are_written_as_the_long_way_writes_them(rules):
+def test_rows_and_keys_are_written_as_the_long_way_writes_them(rules, path):
+    """By the Python loop and by the compiled one (connectors/postgres/compiled.py), on tuples as pgoutput gives
+    them."""
+    if path == "compiled":
+        require_compiled()
     rng = random.Random(f"rows-{rules is None}")
     rows, texts = table(rules)
     row_struct = e.envelope_schema("p", "public", "t", rows.schema).field("after").schema
     fields = {f.name: f for f in rows.schema.fields}
     key_struct = e.key_schema("p", "public", "t", [fields["id"], fields["c5"]])
     loose_key = e.key_schema("p", "public", "t", [fields["c3"], fields["id"]], required=False)
-    writers = [(struct, rows.text_writer(struct)) for struct in (row_struct, key_struct, loose_key)]
+    writers = [(struct, rows.text_writer(struct, use_compiled=path == "compiled"))
+               for struct in (row_struct, key_struct, loose_key)]
     failures = written = 0
     for _ in range(600):
         values = [rng.choice(options) for options in texts]
@@ -64,6 +71,7 @@ def test_rows_and_keys_are_written_as_the_long_way_writes_them(rules):
             values[rng.randrange(2)] = None  # a null in a required column
         if rng.random() < 0.03:
             values = values[:-1]  # a tuple of the wrong width
+        values = tuple(values)
         for struct, write in writers:
             expected = outcome(long_way, rows, struct, values)
             assert outcome(write, values) == expected, values

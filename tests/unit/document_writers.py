@@ -25,7 +25,7 @@ ENCODE_OPTIONS = CodecOptions(uuid_representation=UuidRepresentation.STANDARD)
 
 def require_compiled() -> None:
     if rawjson.compiled is None:
-        message = "connectors/mongodb/_rawjson is not built (scripts/install.sh or scripts/build_rawjson.py)"
+        message = "connectors/mongodb/_rawjson is not built (scripts/install.sh or scripts/build_extensions.py)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -1,0 +1,16 @@
+"""The compiled helpers of the PostgreSQL path (csrc/pgrows.c, built by scripts/build_extensions.py), or None when
+the module is not built (or built from older sources): pgoutput.py and rows.py then use their Python twins, which
+give the same values and text (tests/unit/test_pgrows.py)."""
+
+from __future__ import annotations
+
+try:
+    from connectors.postgres import _pgrows as compiled
+except ImportError:
+    compiled = None
+if compiled is not None and not all(hasattr(compiled, name) for name in ("configure", "tuple_data", "write_row")):
+    compiled = None
+
+# write_row's column kinds: what it writes itself from a column's text (anything else, and any text it does not
+# take, goes to the column's writer); FIXED_SCALE's argument is the scale, UTC_TIMESTAMP's the fraction's width
+CALL, INTEGER, STRING, BOOLEAN, FIXED_SCALE, UTC_TIMESTAMP = 0, 1, 2, 3, 4, 5

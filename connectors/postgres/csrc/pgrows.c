@@ -1,0 +1,394 @@
+/* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, and a row's
+   JSON text from those texts. Each function does exactly what its Python twin does (pgoutput.py's
+   _Reader.tuple_data, rows.py's RowMapper.text_writer), which tests/unit/test_pgrows.py checks. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static PyObject *unchanged_toast; /* pgoutput.UNCHANGED_TOAST */
+static PyObject *pgoutput_error;  /* pgoutput.PgOutputError */
+
+/* Column kinds of write_row (compiled.py) */
+enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5 };
+
+typedef struct {
+    char *data;
+    Py_ssize_t length;
+    Py_ssize_t capacity;
+} Buffer;
+
+static int reserve(Buffer *out, Py_ssize_t more) {
+    if (out->length + more <= out->capacity) return 0;
+    Py_ssize_t capacity = out->capacity ? out->capacity : 256;
+    while (capacity < out->length + more) capacity *= 2;
+    char *grown = PyMem_Realloc(out->data, (size_t)capacity);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->data = grown;
+    out->capacity = capacity;
+    return 0;
+}
+
+static int put(Buffer *out, const char *text, Py_ssize_t length) {
+    if (reserve(out, length) < 0) return -1;
+    memcpy(out->data + out->length, text, (size_t)length);
+    out->length += length;
+    return 0;
+}
+
+/* A str's UTF-8 into `out`; -1 with an exception set when it has none (lone surrogates). */
+static int put_str(Buffer *out, PyObject *text) {
+    Py_ssize_t length;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &length);
+    return utf8 == NULL ? -1 : put(out, utf8, length);
+}
+
+/* ---- tuple_data --------------------------------------------------------------------------------------------- */
+
+static uint32_t be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static PyObject *fail(const char *message) {
+    PyErr_SetString(pgoutput_error, message);
+    return NULL;
+}
+
+/* tuple_data(data, pos) -> (values, pos): a TupleData's columns (str, None, UNCHANGED_TOAST or bytes). */
+static PyObject *tuple_data(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "tuple_data(data, pos) takes 2 arguments");
+        return NULL;
+    }
+    if (unchanged_toast == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len;
+    PyObject *values = NULL;
+    if (pos < 0 || pos + 2 > size) {
+        fail("tuple data ends early");
+        goto done;
+    }
+    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[pos] << 8) | data[pos + 1]);
+    pos += 2;
+    if (count < 0) count = 0; /* as range() of a negative count */
+    values = PyTuple_New(count);
+    if (values == NULL) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos >= size) {
+            Py_CLEAR(values);
+            fail("tuple data ends early");
+            goto done;
+        }
+        unsigned char kind = data[pos];
+        PyObject *value;
+        if (kind == 't' || kind == 'b') {
+            if (pos + 5 > size) {
+                Py_CLEAR(values);
+                fail("tuple data ends early");
+                goto done;
+            }
+            int32_t length = (int32_t)be32(data + pos + 1);
+            Py_ssize_t start = pos + 5;
+            if (length < 0 || start + length > size) {
+                Py_CLEAR(values);
+                fail("tuple data ends early");
+                goto done;
+            }
+            pos = start + length;
+            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
+                                : PyBytes_FromStringAndSize((const char *)data + start, length);
+            if (value == NULL) {
+                Py_CLEAR(values);
+                goto done;
+            }
+        } else if (kind == 'n') {
+            pos += 1;
+            value = Py_NewRef(Py_None);
+        } else if (kind == 'u') {
+            pos += 1;
+            value = Py_NewRef(unchanged_toast);
+        } else {
+            Py_CLEAR(values);
+            PyErr_Format(pgoutput_error, "unknown tuple column kind '%c'", kind);
+            goto done;
+        }
+        PyTuple_SET_ITEM(values, i, value);
+    }
+    PyObject *result = Py_BuildValue("(Nn)", values, pos);
+    values = result;
+done:
+    PyBuffer_Release(&view);
+    return values;
+}
+
+/* ---- write_row ---------------------------------------------------------------------------------------------- */
+
+/* Whether `text` (UTF-8) is an integer as str(int(text)) writes it: no sign but '-', no leading zero, no space. */
+static int canonical_integer(const char *text, Py_ssize_t length) {
+    Py_ssize_t i = 0;
+    if (length && text[0] == '-') i = 1;
+    if (i == length) return 0;
+    if (text[i] == '0') return length == i + 1 && i == 0; /* "0", never "-0" or "012" */
+    for (; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9') return 0;
+    }
+    return 1;
+}
+
+static const char HEX[] = "0123456789ABCDEF";
+
+/* json.encoder.encode_basestring with Jackson's upper-case \u00XX (json_converter.string_json). */
+static int put_json_string(Buffer *out, const char *text, Py_ssize_t length) {
+    if (reserve(out, length + 2) < 0) return -1;
+    out->data[out->length++] = '"';
+    Py_ssize_t run = 0; /* start of the bytes not yet copied */
+    for (Py_ssize_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (put(out, text + run, i - run) < 0) return -1;
+        run = i + 1;
+        char escape[6] = {'\\', 0, 0, 0, 0, 0};
+        Py_ssize_t size = 2;
+        switch (c) {
+            case '"': escape[1] = '"'; break;
+            case '\\': escape[1] = '\\'; break;
+            case '\n': escape[1] = 'n'; break;
+            case '\r': escape[1] = 'r'; break;
+            case '\t': escape[1] = 't'; break;
+            case '\b': escape[1] = 'b'; break;
+            case '\f': escape[1] = 'f'; break;
+            default:
+                escape[1] = 'u';
+                escape[2] = '0';
+                escape[3] = '0';
+                escape[4] = HEX[c >> 4];
+                escape[5] = HEX[c & 15];
+                size = 6;
+        }
+        if (put(out, escape, size) < 0) return -1;
+    }
+    if (put(out, text + run, length - run) < 0) return -1;
+    return put(out, "\"", 1);
+}
+
+static int digits(const char *text, Py_ssize_t from, Py_ssize_t to) {
+    for (Py_ssize_t i = from; i < to; i++) {
+        if (text[i] < '0' || text[i] > '9') return 0;
+    }
+    return 1;
+}
+
+static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* types.py's _fixed_scale_json(scale) for up to 18 digits (an int64): the unscaled value's minimal two's complement
+   (BigInteger.toByteArray) in base64, quoted; 1 for any other text (the column's writer then decides). */
+static int put_fixed_scale(Buffer *out, const char *text, Py_ssize_t length, long scale) {
+    Py_ssize_t point = -1;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (text[i] == '.') {
+            point = i;
+            break;
+        }
+    }
+    if (point < 0 ? scale != 0 : length - point - 1 != scale) return 1;
+    Py_ssize_t start = length && text[0] == '-' ? 1 : 0;
+    Py_ssize_t end = point < 0 ? length : point;
+    if (end == start || !digits(text, start, end) || (point >= 0 && !digits(text, point + 1, length))) return 1;
+    if ((end - start) + (point < 0 ? 0 : length - point - 1) > 18) return 1;
+    int64_t value = 0;
+    for (Py_ssize_t i = start; i < length; i++) {
+        if (i != point) value = value * 10 + (text[i] - '0');
+    }
+    if (start) value = -value;
+    unsigned char bytes[8];
+    int size = 1;
+    while (size < 8) { /* the fewest bytes whose sign bit is the value's */
+        int64_t limit = (int64_t)1 << (8 * size - 1);
+        if (value >= -limit && value < limit) break;
+        size++;
+    }
+    for (int i = 0; i < size; i++) bytes[size - 1 - i] = (unsigned char)((uint64_t)value >> (8 * i));
+    char encoded[16];
+    int n = 0;
+    for (int i = 0; i < size; i += 3) {
+        uint32_t chunk = (uint32_t)bytes[i] << 16;
+        if (i + 1 < size) chunk |= (uint32_t)bytes[i + 1] << 8;
+        if (i + 2 < size) chunk |= bytes[i + 2];
+        encoded[n++] = BASE64[(chunk >> 18) & 63];
+        encoded[n++] = BASE64[(chunk >> 12) & 63];
+        encoded[n++] = i + 1 < size ? BASE64[(chunk >> 6) & 63] : '=';
+        encoded[n++] = i + 2 < size ? BASE64[chunk & 63] : '=';
+    }
+    if (put(out, "\"", 1) < 0 || put(out, encoded, n) < 0) return -1;
+    return put(out, "\"", 1);
+}
+
+/* temporal.py's zoned_timestamp_text(text, width) quoted, for a text in UTC as PostgreSQL writes it with TimeZone
+   UTC ("2024-01-02 03:04:05.123+00"); 1 for any other text. `width` < 0: as few fraction digits as needed. */
+static int put_utc_timestamp(Buffer *out, const char *text, Py_ssize_t length, long width) {
+    static const char shape[] = "dddd-dd-dd dd:dd:dd";
+    if (length < 22) return 1;
+    for (int i = 0; i < 19; i++) {
+        if (shape[i] == 'd' ? (text[i] < '0' || text[i] > '9') : text[i] != shape[i]) return 1;
+    }
+    Py_ssize_t at = 19, fraction = 0;
+    if (text[at] == '.') {
+        while (at + 1 + fraction < length && fraction < 7 && text[at + 1 + fraction] >= '0' &&
+               text[at + 1 + fraction] <= '9') {
+            fraction++;
+        }
+        if (fraction == 0 || fraction > 6) return 1;
+        at += 1 + fraction;
+    }
+    Py_ssize_t rest = length - at;
+    if (!((rest == 3 && memcmp(text + at, "+00", 3) == 0) || (rest == 6 && memcmp(text + at, "+00:00", 6) == 0) ||
+          (rest == 9 && memcmp(text + at, "+00:00:00", 9) == 0))) {
+        return 1;
+    }
+    char written[40];
+    memcpy(written, "\"", 1);
+    memcpy(written + 1, text, 10);
+    written[11] = 'T';
+    memcpy(written + 12, text + 11, 8);
+    int n = 20;
+    const char *digits_at = text + 20;
+    if (width > 0 && width <= 9) {
+        written[n++] = '.';
+        for (long i = 0; i < width; i++) written[n++] = i < fraction ? digits_at[i] : '0';
+    } else {
+        Py_ssize_t kept = fraction;
+        while (kept > 0 && digits_at[kept - 1] == '0') kept--;
+        if (kept) {
+            written[n++] = '.';
+            memcpy(written + n, digits_at, (size_t)kept);
+            n += (int)kept;
+        }
+    }
+    written[n++] = 'Z';
+    written[n++] = '"';
+    return put(out, written, n);
+}
+
+/* What `function(raw)` writes; 1 when it raised or wrote no str (the row then takes the long way), -1 on no memory. */
+static int put_call(Buffer *out, PyObject *function, PyObject *raw) {
+    PyObject *text = PyObject_CallOneArg(function, raw);
+    if (text == NULL || !PyUnicode_Check(text)) {
+        Py_XDECREF(text);
+        PyErr_Clear();
+        return 1;
+    }
+    int failed = put_str(out, text);
+    Py_DECREF(text);
+    if (failed) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* One column's JSON; 0 written, 1 long way, -1 error. */
+static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObject *function) {
+    if (kind != CALL && PyUnicode_Check(raw)) {
+        Py_ssize_t length;
+        const char *text = PyUnicode_AsUTF8AndSize(raw, &length);
+        if (text == NULL) {
+            PyErr_Clear();
+            return put_call(out, function, raw);
+        }
+        if (kind == STRING) return put_json_string(out, text, length);
+        if (kind == BOOLEAN) return length == 1 && text[0] == 't' ? put(out, "true", 4) : put(out, "false", 5);
+        if (kind == INTEGER && canonical_integer(text, length)) return put(out, text, length);
+        int written = 1;
+        if (kind == FIXED_SCALE) written = put_fixed_scale(out, text, length, argument);
+        if (kind == UTC_TIMESTAMP) written = put_utc_timestamp(out, text, length, argument);
+        if (written != 1) return written;
+    }
+    return put_call(out, function, raw);
+}
+
+/* write_row(values, columns, count) -> str | None: rows.py's `write` (None: the long way). `columns`: a tuple of
+   (position, prefix, kind, argument, function, null text or None, placeholder text or None). */
+static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "write_row(values, columns, count) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *values = args[0], *columns = args[1];
+    if (!PyTuple_Check(values) || !PyTuple_Check(columns)) Py_RETURN_NONE;
+    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    if (PyTuple_GET_SIZE(values) != count) Py_RETURN_NONE;
+    Buffer out = {NULL, 0, 0};
+    if (put(&out, "{", 1) < 0) return NULL;
+    int outcome = 0;
+    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) {
+            outcome = 1;
+            break;
+        }
+        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
+        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
+        if (PyErr_Occurred() || position < 0 || position >= count) {
+            PyErr_Clear();
+            outcome = 1;
+            break;
+        }
+        if (put_str(&out, PyTuple_GET_ITEM(column, 1)) < 0) {
+            outcome = -1;
+            break;
+        }
+        PyObject *raw = PyTuple_GET_ITEM(values, position);
+        if (raw == Py_None || raw == unchanged_toast) {
+            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
+            if (text == Py_None) {
+                outcome = 1;  /* no JSON without the row: the long way */
+            } else if (put_str(&out, text) < 0) {
+                outcome = -1;
+            }
+            continue;
+        }
+        outcome = put_value(&out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
+    }
+    PyObject *result = NULL;
+    if (outcome == 0 && put(&out, "}", 1) == 0) {
+        result = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
+    } else if (outcome == 1) {
+        result = Py_NewRef(Py_None);
+    }
+    PyMem_Free(out.data);
+    return result;
+}
+
+static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "configure(unchanged_toast, error_type) takes 2 arguments");
+        return NULL;
+    }
+    Py_XSETREF(unchanged_toast, Py_NewRef(args[0]));
+    Py_XSETREF(pgoutput_error, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "configure(unchanged_toast, error_type)"},
+    {"tuple_data", (PyCFunction)(void (*)(void))tuple_data, METH_FASTCALL, "tuple_data(data, pos) -> (values, pos)"},
+    {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
+     "write_row(values, columns, count) -> str | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {PyModuleDef_HEAD_INIT, "_pgrows", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__pgrows(void) { return PyModule_Create(&module_definition); }

@@ -1,0 +1,127 @@
+"""The compiled PostgreSQL helpers (connectors/postgres/_pgrows) give what their Python twins give: pgoutput tuple
+data (every column kind, truncated and unknown data), and rows written from texts the compiled loop writes itself
+(integers, strings, booleans) or hands back (texts PostgreSQL would not send, writers that raise)."""
+
+from __future__ import annotations
+
+import random
+import struct
+from decimal import Decimal
+
+import pytest
+
+from connectors.events.json_converter import string_json
+from connectors.postgres import types as t
+from connectors.postgres.compiled import compiled
+from connectors.postgres.pgoutput import UNCHANGED_TOAST, _Reader
+from connectors.postgres.rows import RowColumn, RowMapper
+from connectors.postgres.types import bool_json, builtin, int_json
+from tests.postgres.compiled_rows import require_compiled
+from tests.postgres.test_row_text_writer import outcome
+from tests.postgres.test_types import DEFAULT, numeric_typmod
+
+
+def tuple_data(values: list) -> bytes:
+    out = [struct.pack("!h", len(values))]
+    for value in values:
+        if value is None:
+            out.append(b"n")
+        elif value is UNCHANGED_TOAST:
+            out.append(b"u")
+        elif isinstance(value, bytes):
+            out.append(b"b" + struct.pack("!i", len(value)) + value)
+        else:
+            encoded = value.encode("utf-8")
+            out.append(b"t" + struct.pack("!i", len(encoded)) + encoded)
+    return b"".join(out)
+
+
+def both_tuple_data(data: bytes, pos: int):
+    python = _Reader(data, pos)
+    expected = outcome(lambda: (python.python_tuple_data(), python.pos))
+    return outcome(compiled.tuple_data, data, pos), expected
+
+
+def test_tuple_data_is_read_as_python_reads_it():
+    require_compiled()
+    rng = random.Random(7)
+    choices = [None, UNCHANGED_TOAST, b"\x00\x01", "", "plain", "é\u2028\U0001f600", "x" * 300]
+    for _ in range(300):
+        values = [rng.choice(choices) for _ in range(rng.randrange(0, 12))]
+        data = b"\x55" * 3 + tuple_data(values) + b"rest"
+        got, expected = both_tuple_data(data, 3)
+        assert got == expected == (tuple(values), len(data) - 4)
+        assert type(got[0]) is tuple
+
+
+@pytest.mark.parametrize("data", [
+    tuple_data(["abc"])[:-1],  # a value cut short
+    b"\x00\x02n",  # fewer columns than counted
+    b"\x00\x01t\x00\x00\x00\x05ab",
+    b"\x00\x01x",  # an unknown kind
+])
+def test_malformed_tuple_data_is_refused_as_python_refuses_it(data):
+    require_compiled()
+    got, expected = both_tuple_data(data, 0)
+    assert isinstance(got, tuple) and issubclass(got[0], ValueError), got
+    if expected[0].__name__ == "PgOutputError":
+        assert got[0] is expected[0], (got, expected)
+
+
+def test_invalid_utf8_fails_as_in_python():
+    require_compiled()
+    got, expected = both_tuple_data(b"\x00\x01t\x00\x00\x00\x02\xff\xfe", 0)
+    assert got[0] is expected[0] is UnicodeDecodeError
+
+
+def test_integers_strings_and_booleans_are_written_as_python_writes_them():
+    """Every text either way: those the compiled loop writes itself, and those it hands to the column's writer
+    (non-canonical integers, non-integers, booleans other than t), with a required column's null taking the long
+    way."""
+    require_compiled()
+    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+               RowColumn("b", builtin(t.BOOL)), RowColumn("n", builtin(t.NUMERIC))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
+    integers = ["0", "-0", "7", "-12", "007", "+5", " 3", "1_000", "12a", "", "-", "9" * 30, "٣"]
+    strings = ["", "plain", 'q"uote', "back\\slash", "\x00\x01\x1f\x7f", "\b\f\n\r\t", "é\u2028\U0001f600", None,
+               UNCHANGED_TOAST, "\\u00ff"]
+    booleans = ["t", "f", "true", "", None]
+    rng = random.Random(3)
+    for _ in range(2000):
+        values = (rng.choice(integers + [None]), rng.choice(strings), rng.choice(booleans),
+                  rng.choice(["1.5", None, "x"]))
+        assert outcome(native, values) == outcome(python, values), values
+    assert string_json("\x01") == '"\\u0001"' and int_json("007") == "7" and bool_json("true") == "false"
+    assert native(("5", 'a"\x1f', "t", None)) == '{"i":5,"s":"a\\"\\u001F","b":true,"n":null}'
+
+
+@pytest.mark.parametrize("width", [None, 0, 3, 6, 9])
+def test_numerics_and_utc_timestamps_are_written_as_python_writes_them(width):
+    """numeric(p, s) texts (up to 18 digits written by the compiled loop, longer ones and texts PostgreSQL does not
+    send by the column's writer) and timestamptz texts (UTC ones rewritten, others computed), against the Python
+    loop; `width` is timestamptz's precision."""
+    require_compiled()
+    columns = [RowColumn("a", builtin(t.NUMERIC, numeric_typmod(30, 2))),
+               RowColumn("b", builtin(t.NUMERIC, numeric_typmod(18, 0))),
+               RowColumn("at", builtin(t.TIMESTAMPTZ, -1 if width is None else width))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
+    rng = random.Random(str(width))
+    edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 8388607, 8388608, 2**31,
+             -(2**31) - 1, 10**17, 10**18 - 1, -(10**18) + 1, 10**18, 2**63, -(2**63) - 1]
+    odd_numbers = ["NaN", "+1.00", "1_0.00", " 1.00", "1.5", "1.000", "1", "١.00", "--1.00", "-.50", ".50", "1.",
+                   "-0.00", "-", ""]
+    odd_times = ["2024-01-02 03:04:05+00:00", "2024-01-02 03:04:05+00:00:00", "2024-01-02 03:04:05.+00",
+                 "2024-01-02 03:04:05.1234567+00", "2024-01-02 03:04:05+01", "2024-01-02 03:04:05+00\n",
+                 "2024-01-02T03:04:05+00", "infinity", "-infinity", "0999-01-02 03:04:05+00", "١٠٢٤-01-02 03:04:05+00",
+                 "2024-01-02 03:04:05.000+00", "2024-01-02 03:04:05.100200+00"]
+    for _ in range(3000):
+        unscaled = rng.choice(edges + [rng.randrange(-(10**rng.randrange(1, 25)), 10**rng.randrange(1, 25))])
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(7)))
+        instant = f"{rng.randrange(1, 9999):04d}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d} " \
+                  f"{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d}"
+        values = (rng.choice([format(Decimal(unscaled).scaleb(-2), "f"), rng.choice(odd_numbers), None]),
+                  rng.choice([str(unscaled), rng.choice(odd_numbers)]),
+                  rng.choice([f"{instant}{'.' + digits if digits else ''}+00", rng.choice(odd_times), None]))
+        assert outcome(native, values) == outcome(python, values), values
