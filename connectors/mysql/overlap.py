@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pymysql
+
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, integer_key, passing_op, ranges_read_later
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
@@ -30,6 +32,8 @@ from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 log = logging.getLogger(__name__)
 
 SERVER_ORDER = "server"  # a `reads` entry's "order" for a key only the server compares
+# client and server error codes of a connection that is gone: can't connect, gone away, lost, server shutdown
+LOST_CONNECTION = frozenset({1053, 2003, 2005, 2006, 2013, 2055})
 _COLLATION = re.compile(r"([a-z0-9]+)_[a-z0-9_]+")  # a collation's name starts with its character set's
 
 
@@ -121,8 +125,10 @@ class ServerKeyOrder:
             with self._connection.cursor() as cursor:
                 cursor.execute(query, params)
                 index = cursor.fetchone()[0]
-        except Exception as error:  # noqa: BLE001 - whatever failed, the change passes (it is the state's)
+        except Exception as error:  # noqa: BLE001 - a query the server refused: the change passes (the state's)
             self.close()
+            if lost_connection(error):
+                raise  # the server went away: the pipeline retries the batch, the filter rides in its offset
             if namespace not in self._failed:
                 self._failed.add(namespace)
                 log.warning("cannot compare the keys of %s with its resumed snapshot's chunks (%s): its changes "
@@ -146,7 +152,7 @@ class ServerKeyOrder:
                 continue
             matched = _COLLATION.fullmatch(column.collation or "")
             if matched is None:
-                raise ConnectorError(f"the collation of {name} is not known ({column.collation!r})")
+                raise ValueError(f"the collation of {name} is not known ({column.collation!r})")
             values.append(f"CONVERT(%s USING {matched.group(1)}) COLLATE {matched.group(0)}")
         return values
 
@@ -157,6 +163,13 @@ class ServerKeyOrder:
                 connection.close()
             except Exception:  # noqa: BLE001, S110 - already gone
                 pass
+
+
+def lost_connection(error: BaseException) -> bool:
+    """Whether `error` says the server could not be asked (unreachable, gone away), not that it refused a query."""
+    if isinstance(error, (ConnectorError, pymysql.err.InterfaceError)):
+        return True
+    return isinstance(error, pymysql.err.OperationalError) and bool(error.args) and error.args[0] in LOST_CONNECTION
 
 
 def _range_query(values: list[str], key: tuple, table: KeyRanges) -> tuple[str, list]:

@@ -145,7 +145,9 @@ class ServerKeyOrder:
         record = json.dumps(dict(zip(table.key, key, strict=True)))
         try:
             row = read_catalog(lambda cursor: cursor.execute(query, (record, ranges)).fetchone())
-        except psycopg.Error as error:
+        except psycopg.OperationalError:
+            raise  # the server went away (the catalog read reconnects once): the pipeline retries the batch
+        except psycopg.Error as error:  # the query itself: the table or its key changed since the snapshot
             if namespace not in self._failed:
                 self._failed.add(namespace)
                 log.warning("cannot compare the keys of %s with its resumed snapshot's chunks (%s): its changes "

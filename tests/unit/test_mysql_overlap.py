@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pymysql
 import pytest
 
 from connectors.core.errors import ConnectorError
@@ -192,3 +193,16 @@ def test_string_keys_are_compared_by_the_server_under_their_collation():
     unconnected = ActiveOverlap()
     unconnected.current = overlap
     assert unconnected.apply(row_change("m")) is not None, "without the server, the change passes"
+
+    def failing(error: Exception):
+        class Refusing(Connection):
+            def cursor(self):
+                raise error
+        failing_overlap = ActiveOverlap(Refusing)
+        failing_overlap.current = overlap
+        return failing_overlap
+
+    with pytest.raises(pymysql.err.OperationalError):
+        failing(pymysql.err.OperationalError(2013, "Lost connection")).apply(row_change("m"))
+    refused = pymysql.err.OperationalError(1273, "Unknown collation")
+    assert failing(refused).apply(row_change("m")) is not None, "a refused query: the change passes"

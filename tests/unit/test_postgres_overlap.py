@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import uuid
 
+import psycopg
+import pytest
+
 from connectors.core.snapshot.progress import CollectionProgress
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.offsets import before, decode_offset
@@ -167,3 +170,14 @@ def test_keys_only_the_server_compares_keep_their_texts_and_ask_it():
     assert passes("u", "5", "b") == "c" and passes("d", "b", None) == "d"
     assert stream.passing_op("public.notes", "u", ("5", "x"), ("5", "x"), VIEW - 8, lambda key: [0]) == "u", \
         "without the server, they pass"
+
+    def refusing(error: Exception):
+        def read_catalog(read):
+            raise error
+        return read_catalog
+
+    with pytest.raises(psycopg.OperationalError):
+        stream.passing_op("public.notes", "u", ("q", "x"), ("q", "x"), VIEW - 8, lambda key: [0],
+                          refusing(psycopg.OperationalError("server closed the connection")))
+    assert stream.passing_op("public.notes", "u", ("q", "x"), ("q", "x"), VIEW - 8, lambda key: [0],
+                             refusing(psycopg.errors.UndefinedTable("gone"))) == "u", "a refused query: it passes"
