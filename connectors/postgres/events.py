@@ -227,6 +227,9 @@ class PgEventBuilder:
         if kind is p.Truncate:
             if "t" in self.skipped:
                 return None
+            if self.overlap.filtering:  # the event empties the table: what the chunks read later hold comes again
+                self.overlap.truncate([f"{t.schema}.{t.name}" for t in map(self.tables.get, message.relation_ids)
+                                       if t is not None], change.commit_lsn)
             out = []
             for relation_id in message.relation_ids:
                 table = self.tables.get(relation_id)

@@ -8,6 +8,7 @@ holds passes as its other half. Once the stream's commits reach L1 nothing is dr
 no longer written with the offset. Integer and uuid keys (COMPARABLE_TYPES) are compared here; every other key
 (text under its column's collation, numeric, timestamps, composites of them) is compared by the server, which
 ordered the plan: one query on the catalog connection for each such key changed before L1 (`ServerKeyOrder`).
+A captured TRUNCATE before L1 ends the dropping for its table (`SnapshotOverlap.truncated`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -42,6 +43,9 @@ class SnapshotOverlap:
     tables: dict[str, KeyRanges]
     until: int
     server_ordered: frozenset[str] = field(default=frozenset())
+    # tables TRUNCATEd before `until`, with that commit's LSN: from it on, their changes all pass (the truncate's
+    # event empties the table for a consumer, after the chunks read later: the rows written since must come again)
+    truncated: dict[str, int] = field(default_factory=dict)
 
     def passed(self, commit_lsn: int) -> bool:
         """True once the stream's transactions commit at or after every chunk's view: nothing more to drop."""
@@ -56,6 +60,8 @@ class SnapshotOverlap:
                                  "tables": {name: t.to_json(int) for name, t in self.tables.items()}}
         if self.server_ordered:
             value["server_ordered"] = sorted(self.server_ordered)
+        if self.truncated:
+            value["truncated"] = dict(self.truncated)
         return value
 
     @classmethod
@@ -63,7 +69,8 @@ class SnapshotOverlap:
         if not value:
             return None
         return cls({name: KeyRanges.from_json(t, int) for name, t in value["tables"].items()}, int(value["until"]),
-                   frozenset(value.get("server_ordered") or ()))
+                   frozenset(value.get("server_ordered") or ()),
+                   {name: int(lsn) for name, lsn in (value.get("truncated") or {}).items()})
 
 
 def overlap_of(start_lsn: int, collections: list) -> SnapshotOverlap | None:
@@ -197,9 +204,25 @@ class StreamOverlap:
         self._server = ServerKeyOrder()
 
     def kept_at(self, commit_lsn: int) -> SnapshotOverlap | None:
-        """The filter to store with an offset whose last commit is `commit_lsn` (None once that passed it)."""
+        """The filter to store with an offset whose last commit is `commit_lsn` (None once that passed it), with
+        the truncates committed by then."""
         overlap = self._current
-        return None if overlap is None or overlap.passed(commit_lsn) else overlap
+        if overlap is None or overlap.passed(commit_lsn):
+            return None
+        if any(lsn > commit_lsn for lsn in overlap.truncated.values()):
+            return replace(overlap, truncated={name: lsn for name, lsn in overlap.truncated.items()
+                                               if lsn <= commit_lsn})
+        return overlap
+
+    def truncate(self, namespaces: list[str], commit_lsn: int) -> None:
+        """A TRUNCATE of `namespaces` committed at `commit_lsn` came through the stream: the changes of those of
+        them that chunks read later hold pass from it on (SnapshotOverlap.truncated)."""
+        overlap = self._current
+        if overlap is None or overlap.passed(commit_lsn):
+            return
+        held = {name: commit_lsn for name in namespaces if name in overlap.tables and name not in overlap.truncated}
+        if held:
+            self._current = replace(overlap, truncated={**overlap.truncated, **held})
 
     def passing_op(self, namespace: str, op: str, before: tuple | None, after: tuple | None, commit_lsn: int,
                    key_positions, read_catalog: Callable[[Callable[[Any], Any]], Any] | None = None) -> str | None:
@@ -212,7 +235,7 @@ class StreamOverlap:
             return op
         table = overlap.tables.get(namespace)
         positions = key_positions(table.key) if table is not None else None
-        if positions is None:
+        if positions is None or overlap.truncated.get(namespace, commit_lsn + 1) <= commit_lsn:
             return op
         if namespace not in overlap.server_ordered:
             return passing_op(op, overlap.held(table, tuple_key(before, positions), commit_lsn),

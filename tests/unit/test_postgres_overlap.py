@@ -181,3 +181,26 @@ def test_keys_only_the_server_compares_keep_their_texts_and_ask_it():
                           refusing(psycopg.OperationalError("server closed the connection")))
     assert stream.passing_op("public.notes", "u", ("q", "x"), ("q", "x"), VIEW - 8, lambda key: [0],
                              refusing(psycopg.errors.UndefinedTable("gone"))) == "u", "a refused query: it passes"
+
+
+def test_after_a_truncate_inside_the_window_the_tables_changes_all_pass_and_the_offset_keeps_it():
+    """A TRUNCATE committed before the export's point empties the table for a consumer after the chunks read
+    later: the rows written since (which those chunks hold) must come again, so from the truncate's commit on
+    nothing of that table is dropped; an offset at or after the truncate keeps that, an earlier one does not."""
+    stream = active()
+    assert passing(stream, "c", None, 350, VIEW - 20) is None
+    stream.truncate(["public.big", "public.other"], VIEW - 10)
+    assert stream.current.truncated == {"public.big": VIEW - 10}, "only tables with chunks read later"
+    assert passing(stream, "u", 350, 350, VIEW - 30) is None, "an earlier commit (a stored offset's replay)"
+    assert passing(stream, "c", None, 350, VIEW - 10) == "c", "the truncate's own transaction"
+    assert passing(stream, "u", 350, 350, VIEW - 8) == "u"
+    assert stream.kept_at(VIEW - 20).truncated == {}
+    kept = stream.kept_at(VIEW - 10)
+    assert kept.truncated == {"public.big": VIEW - 10} and SnapshotOverlap.from_json(kept.to_json()) == kept
+    stream.truncate(["public.big"], VIEW - 5)
+    assert stream.current.truncated == {"public.big": VIEW - 10}, "the first truncate counts"
+    stream.truncate(["public.big"], VIEW + 5)
+    past = StreamOverlap()
+    past.current = overlap_of(START, progress())
+    past.truncate(["public.big"], VIEW)
+    assert past.current.truncated == {}, "a truncate at or after the export's point is the stream's own"
