@@ -6,7 +6,7 @@ skipped when the module already built is of its source (hash stamp):
 
 Exit status 0 when every module is there afterwards, 1 (with the compiler's message) when one could not be built:
 the connectors then use their pure-Python twins, which write the same text (tests/unit/test_rawjson.py,
-tests/unit/test_pgrows.py).
+tests/postgres/test_pgrows.py).
 """
 
 from __future__ import annotations

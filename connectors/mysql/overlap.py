@@ -16,7 +16,6 @@ unknown is placed by its GTID.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import Callable
@@ -26,10 +25,8 @@ from typing import Any
 import pymysql
 
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.overlap import KeyRanges, integer_key, passing_op, ranges_read_later
+from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, integer_key, passing_op, ranges_read_later
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
-
-log = logging.getLogger(__name__)
 
 SERVER_ORDER = "server"  # a `reads` entry's "order" for a key only the server compares
 # client and server error codes of a connection that is gone: can't connect, gone away, lost, server shutdown
@@ -100,45 +97,30 @@ def key_of(table: KeyRanges, row: dict | None) -> tuple | None:
 
 class ServerKeyOrder:
     """Finds which range of a string-keyed table holds a key by asking the server (`connect()` opens a connection
-    when first needed): each string column compares under its collation, as the plan's ranges were read. Answers
-    are kept (a row changed many times is asked once)."""
-
-    CACHE_SIZE = 65536
+    when first needed): each string column compares under its collation, as the plan's ranges were read.
+    ServerKeyLookup keeps the answers; a refused query lets the change pass, a lost connection propagates."""
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
         self._connection = None
-        self._found: dict[tuple[str, tuple], ReadPoint | None] = {}
-        self._failed: set[str] = set()
+        self._answers = ServerKeyLookup(lambda error: not lost_connection(error))
 
     def read_of(self, namespace: str, table: KeyRanges, schema: Any, key: tuple | None) -> ReadPoint | None:
-        if key is None or any(value is None for value in key):
-            return None
-        known = self._found.get((namespace, key), -1)
-        if known != -1:
-            return known
+        if key is not None and any(value is None for value in key):
+            key = None
+        return self._answers.read_of(namespace, table, key, lambda: self._range_number(schema, table, key))
+
+    def _range_number(self, schema: Any, table: KeyRanges, key: tuple) -> int:
+        query, params = _range_query(self._values(schema, table.key), key, table)
         try:
-            values = self._values(schema, table.key)
-            query, params = _range_query(values, key, table)
             if self._connection is None:
                 self._connection = self._connect()
             with self._connection.cursor() as cursor:
                 cursor.execute(query, params)
-                index = cursor.fetchone()[0]
-        except Exception as error:  # noqa: BLE001 - a query the server refused: the change passes (the state's)
-            self.close()
-            if lost_connection(error):
-                raise  # the server went away: the pipeline retries the batch, the filter rides in its offset
-            if namespace not in self._failed:
-                self._failed.add(namespace)
-                log.warning("cannot compare the keys of %s with its resumed snapshot's chunks (%s): its changes "
-                            "committed before those chunks' view come again after their reads", namespace, error)
-            return None
-        read = table.ranges[index - 1].read if index else None
-        if len(self._found) >= self.CACHE_SIZE:
-            self._found.clear()
-        self._found[(namespace, key)] = read
-        return read
+                return cursor.fetchone()[0]
+        except Exception:
+            self.close()  # opened again for the next key
+            raise
 
     @staticmethod
     def _values(schema: Any, key: tuple[str, ...]) -> list[str]:

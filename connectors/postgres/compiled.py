@@ -1,6 +1,6 @@
 """The compiled helpers of the PostgreSQL path (csrc/pgrows.c, built by scripts/build_extensions.py), or None when
 the module is not built (or built from older sources): pgoutput.py and rows.py then use their Python twins, which
-give the same values and text (tests/unit/test_pgrows.py)."""
+give the same values and text (tests/postgres/test_pgrows.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ A captured TRUNCATE before L1 ends the dropping for its table (`SnapshotOverlap.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,9 +22,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from connectors.core.snapshot.overlap import KeyRanges, passing_op, ranges_read_later
-
-log = logging.getLogger(__name__)
+from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, passing_op, ranges_read_later
 
 # format_type() of the key types Python orders as the server does: integers, and uuids by their canonical text
 # (fixed-width lowercase hex, so its string order is the server's byte order)
@@ -50,10 +47,6 @@ class SnapshotOverlap:
     def passed(self, commit_lsn: int) -> bool:
         """True once the stream's transactions commit at or after every chunk's view: nothing more to drop."""
         return commit_lsn >= self.until
-
-    def held(self, table: KeyRanges, key: tuple | None, commit_lsn: int) -> bool:
-        read = table.read_of(key)
-        return read is not None and commit_lsn < read
 
     def to_json(self) -> dict:
         value: dict[str, Any] = {"until": self.until,
@@ -129,43 +122,25 @@ _RANGE_OF = """SELECT e.n FROM jsonb_populate_record(NULL::{table}, %s::jsonb) A
 
 
 class ServerKeyOrder:
-    """Finds which range of a server-ordered table holds a key by asking the server (one query a key, answers
-    kept: a row changed many times is asked once). `read_catalog(read)` runs `read(cursor)` on the builder's
-    catalog connection."""
-
-    CACHE_SIZE = 65536
+    """Finds which range of a server-ordered table holds a key by asking the server (ServerKeyLookup keeps the
+    answers). `read_catalog(read)` runs `read(cursor)` on the builder's catalog connection."""
 
     def __init__(self) -> None:
         self._queries: dict[str, tuple[sql.Composed, str]] = {}
-        self._found: dict[tuple[str, tuple], int | None] = {}
-        self._failed: set[str] = set()
+        self._answers = ServerKeyLookup(_refused)
 
     def read_of(self, namespace: str, table: KeyRanges, key: tuple | None,
                 read_catalog: Callable[[Callable[[Any], Any]], Any]) -> int | None:
         """The read point of the range holding `key` (the key columns' texts; None: none does, or no key)."""
-        if key is None:
-            return None
-        known = self._found.get((namespace, key), -1)
-        if known != -1:
-            return known
+        return self._answers.read_of(namespace, table, key,
+                                     lambda: self._range_number(namespace, table, key, read_catalog))
+
+    def _range_number(self, namespace: str, table: KeyRanges, key: tuple,
+                      read_catalog: Callable[[Callable[[Any], Any]], Any]) -> int:
         query, ranges = self._query(namespace, table)
         record = json.dumps(dict(zip(table.key, key, strict=True)))
-        try:
-            row = read_catalog(lambda cursor: cursor.execute(query, (record, ranges)).fetchone())
-        except psycopg.OperationalError:
-            raise  # the server went away (the catalog read reconnects once): the pipeline retries the batch
-        except psycopg.Error as error:  # the query itself: the table or its key changed since the snapshot
-            if namespace not in self._failed:
-                self._failed.add(namespace)
-                log.warning("cannot compare the keys of %s with its resumed snapshot's chunks (%s): its changes "
-                            "committed before the snapshot's export come again after their reads", namespace,
-                            str(error).strip())
-            return None
-        read = table.ranges[row[0] - 1].read if row else None
-        if len(self._found) >= self.CACHE_SIZE:
-            self._found.clear()
-        self._found[(namespace, key)] = read
-        return read
+        row = read_catalog(lambda cursor: cursor.execute(query, (record, ranges)).fetchone())
+        return row[0] if row else 0
 
     def _query(self, namespace: str, table: KeyRanges) -> tuple[sql.Composed, str]:
         known = self._queries.get(namespace)
@@ -182,6 +157,12 @@ class ServerKeyOrder:
                                  for r in table.ranges])
             known = self._queries[namespace] = (query, ranges)
         return known
+
+
+def _refused(error: BaseException) -> bool:
+    """A query error (the table or its key changed since the snapshot), not a server gone away (the catalog read
+    reconnects once; then the pipeline retries the batch)."""
+    return isinstance(error, psycopg.Error) and not isinstance(error, psycopg.OperationalError)
 
 
 class StreamOverlap:
@@ -238,13 +219,16 @@ class StreamOverlap:
         if positions is None or overlap.truncated.get(namespace, commit_lsn + 1) <= commit_lsn:
             return op
         if namespace not in overlap.server_ordered:
-            return passing_op(op, overlap.held(table, tuple_key(before, positions), commit_lsn),
-                              overlap.held(table, tuple_key(after, positions), commit_lsn))
-        if read_catalog is None:
+            def read_of(values: tuple | None) -> int | None:
+                return table.read_of(tuple_key(values, positions))
+        elif read_catalog is None:
             return op
+        else:
+            def read_of(values: tuple | None) -> int | None:
+                return self._server.read_of(namespace, table, tuple_texts(values, positions), read_catalog)
 
         def held(values: tuple | None) -> bool:
-            read = self._server.read_of(namespace, table, tuple_texts(values, positions), read_catalog)
+            read = read_of(values)
             return read is not None and commit_lsn < read
 
         return passing_op(op, held(before), held(after))

@@ -458,15 +458,10 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
     assert values[0]["source"]["gtid"] and values[0]["source"]["db"] == mariadb_db
 
 
-def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monkeypatch):
-    """Stopped once two of ten chunks are committed, with changes made while it is stopped: the restart keeps the
-    plan and the stream position and reads the eight other chunks only, in a new view. The stream from the first
-    view's position drops the changes those chunks already hold (their read positions are kept with them), so the
-    topic's chain holds: every row read once, a row of a chunk read before the stop updated after its read, a row
-    of a chunk read after it only read (in its new state, or not at all once deleted)."""
+def run_until_two_chunks_are_committed(props: dict, monkeypatch) -> None:
+    """Runs the connector until its snapshot has committed two chunks of its first table, then stops it."""
     from connectors.mysql.source import ServerSource
 
-    props = properties(mariadb, filled, **{"snapshot.chunk.size": "100"})
     original = ServerSource.offset_record
     stopped: list[str] = []
 
@@ -483,6 +478,16 @@ def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monke
     runner.close()
     monkeypatch.undo()
     assert stopped and not runner.runner.errors
+
+
+def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monkeypatch):
+    """Stopped once two of ten chunks are committed, with changes made while it is stopped: the restart keeps the
+    plan and the stream position and reads the eight other chunks only, in a new view. The stream from the first
+    view's position drops the changes those chunks already hold (their read positions are kept with them), so the
+    topic's chain holds: every row read once, a row of a chunk read before the stop updated after its read, a row
+    of a chunk read after it only read (in its new state, or not at all once deleted)."""
+    props = properties(mariadb, filled, **{"snapshot.chunk.size": "100"})
+    run_until_two_chunks_are_committed(props, monkeypatch)
     state, ops = replay(props, filled)
     assert 0 < ops["r"] < 1000
     unread = max(set(range(1000)) - set(state))
@@ -503,28 +508,13 @@ def test_a_resumed_snapshot_of_string_keys_gives_each_row_its_exact_chain(mariad
     K0001 < k0002): the server says which chunk read after the restart holds a changed key. Rows of those chunks
     keep only their read, rows read before the stop their read and their update; a row deleted while stopped is
     never seen."""
-    from connectors.mysql.source import ServerSource
-
     mariadb.execute("CREATE TABLE a (code VARCHAR(10) COLLATE utf8mb4_unicode_ci, n INT, id INT NOT NULL UNIQUE, "
                     "v INT NOT NULL, PRIMARY KEY (code, n))", database=mariadb_db)
     values = ", ".join(f"('{'k' if g % 2 else 'K'}{g // 3:04d}', {g % 3}, {g}, 0)" for g in range(1000))
     mariadb.execute(f"INSERT INTO a VALUES {values}", database=mariadb_db)  # noqa: S608 - literals
     props = properties(mariadb, mariadb_db, **{"snapshot.chunk.size": "100"})
     topic = f"{props['topic.prefix']}.{mariadb_db}.a"
-    original = ServerSource.offset_record
-
-    def offset_record(self, position, **kwargs):
-        snapshot = kwargs.get("snapshot")
-        if snapshot and snapshot["collections"] and snapshot["collections"][0]["done"].count("1") == 2:
-            runner.stop.set()
-        return original(self, position, **kwargs)
-
-    monkeypatch.setattr(ServerSource, "offset_record", offset_record)
-    runner = InProcess(props)
-    runner.thread.join(60)
-    runner.close()
-    monkeypatch.undo()
-    assert not runner.runner.errors
+    run_until_two_chunks_are_committed(props, monkeypatch)
     read_first = {json.loads(r.value)["after"]["id"] for r in read_topic(BOOTSTRAP, topic)}
     assert 0 < len(read_first) < 1000
     gone = mariadb.execute(f"SELECT id FROM a WHERE id NOT IN ({', '.join(map(str, read_first))}) "  # noqa: S608

@@ -11,12 +11,16 @@ that filters other keys asks its server which range holds them (PostgreSQL: conn
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from connectors.core.errors import ConnectorError
+
+log = logging.getLogger(__name__)
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,45 @@ class KeyRanges:
         return cls(tuple(value["key"]), tuple(ChunkRange(tuple(lower), tuple(upper), bool(inclusive),
                                                          point_of_json(read))
                                               for lower, upper, inclusive, read in value["ranges"]))
+
+
+class ServerKeyLookup:
+    """The read points of keys only the server compares (strings under a collation, numerics…): `ask()` asks the
+    server for the 1-based number of the range of a table's KeyRanges holding a key (0: none), and each key's
+    answer is kept (a row changed many times is asked once). A failure `refused(error)` accepts (the server refused
+    the query: the table or its key changed since) lets the change pass, with one warning per table; any other (a
+    lost connection) propagates: the pipeline retries its batch, and the filter rides in its offset."""
+
+    CACHE_SIZE = 65536
+
+    def __init__(self, refused: Callable[[BaseException], bool]) -> None:
+        self._refused = refused
+        self._found: dict[tuple[str, tuple], Any] = {}
+        self._failed: set[str] = set()
+
+    def read_of(self, namespace: str, table: KeyRanges, key: tuple | None, ask: Callable[[], int]) -> Any | None:
+        """The read point of the range of `table` holding `key` (None: none does, or no key)."""
+        if key is None:
+            return None
+        known = self._found.get((namespace, key), _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known
+        try:
+            number = ask()
+        except Exception as error:
+            if not self._refused(error):
+                raise
+            if namespace not in self._failed:
+                self._failed.add(namespace)
+                log.warning("cannot compare the keys of %s with the chunks its resumed snapshot read later (%s): "
+                            "its changes from before those reads come again after them", namespace,
+                            str(error).strip())
+            return None
+        read = table.ranges[number - 1].read if number else None
+        if len(self._found) >= self.CACHE_SIZE:
+            self._found.clear()
+        self._found[(namespace, key)] = read
+        return read
 
 
 def integer_key(values: Iterable) -> tuple | None:

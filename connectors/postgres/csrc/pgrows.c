@@ -1,6 +1,6 @@
 /* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, and a row's
    JSON text from those texts. Each function does exactly what its Python twin does (pgoutput.py's
-   _Reader.tuple_data, rows.py's RowMapper.text_writer), which tests/unit/test_pgrows.py checks. */
+   _Reader.tuple_data, rows.py's RowMapper.text_writer), which tests/postgres/test_pgrows.py checks. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
