@@ -465,11 +465,14 @@ class Pipeline:
         if pending.idle:
             messages.extend(builder.idle())
             self.metrics.record_caught_up()
+        # A heartbeat that writes to the source is due every interval even when no marker came in this batch: a
+        # reader reports a position only when it moves, and the heartbeat's own write is what will move it.
+        beat_position = position if position is not None else self.committed
         heartbeat_due = (
             self.config.heartbeat_interval_ms > 0
             and time.monotonic() - self._last_commit >= self.config.heartbeat_interval_ms / 1000
-            and position is not None
-            and (position != self.committed or self._heartbeats_move_source)
+            and beat_position is not None
+            and (beat_position != self.committed or self._heartbeats_move_source)
         )
         # incremental snapshot progress changed: persist it
         progressed = self.incremental is not None and self.incremental.take_dirty()
@@ -477,7 +480,7 @@ class Pipeline:
             self._commit(messages, position, oldest=oldest)
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
-            self._commit(messages, position, heartbeat=True)
+            self._commit(messages, beat_position, heartbeat=True)
         elif pending.idle and self._commits_idle and position is not None and position != self.committed:
             self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
 
