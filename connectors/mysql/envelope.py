@@ -100,15 +100,17 @@ class TableEvents:
                     convert = rule.convert
             fields.append(Field(m.column.name, field_schema))
             self.converters.append((m.column.name, convert))
-        key_names = rules.key_of(f"{table.database}.{table.table}", [f.name for f in fields]) or table.primary_key
+        named = rules.key_of(f"{table.database}.{table.table}", [f.name for f in fields])
+        key_names = named or table.primary_key
         by_name = {f.name: f for f in fields}
         missing = [k for k in key_names if k not in by_name]
         if missing:
             raise ConnectorError(f"the primary key of {table.database}.{table.table} has {', '.join(missing)}, which "
                                  "column.include/exclude.list leave out: capture it or set message.key.columns")
         self.key_names = tuple(key_names)
-        self.key_schema = (s.struct([Field(k, by_name[k].schema.as_required()) for k in key_names],
-                                    name=f"{self.topic}.Key") if key_names else None)
+        # a primary key's fields are required; message.key.columns keep their columns' optionality, as Debezium's do
+        self.key_schema = (s.struct([Field(k, by_name[k].schema if named else by_name[k].schema.as_required())
+                                     for k in key_names], name=f"{self.topic}.Key") if key_names else None)
         row = s.struct(fields, name=f"{self.topic}.Value", optional=True)
         self.row_schema = row
         self.value_schema = s.struct(

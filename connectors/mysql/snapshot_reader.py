@@ -9,9 +9,8 @@ nothing here). Chunks of integer keys may instead be read by chunk tasks, each i
 (connectors/mysql/chunk_tasks.py; the stream then drops what they hold, connectors/mysql/overlap.py). A snapshot
 resumed after a restart opens a new view for the chunks the pipeline still reads, later than the stream's start:
 like a task's, each such chunk's read position is kept (`where_read`) and the stream drops what the chunk holds.
-Keys with string columns are compared by the server (the stream asks it which chunk holds a key); chunks of keys
-with a nullable column cannot be filtered: their rows' changes between the two views come again from the stream
-after their reads (the state still converges).
+Keys with string columns are compared by the server (the stream asks it which chunk holds a key). Chunk keys never
+have a nullable column (message.key.columns naming one: the primary key's ranges, or the table whole).
 """
 
 from __future__ import annotations
@@ -51,15 +50,22 @@ def _close(connection) -> None:
 
 
 def chunk_key(config: MySqlConfig, schema: TableSchema, named_keys: bool = True) -> tuple[str, ...]:
-    """The columns a table's chunks are ranges of (message.key.columns unless not `named_keys`, else the primary
-    key); () when none can be: the table is then one chunk."""
+    """The columns a table's chunks are ranges of: message.key.columns (unless not `named_keys`) when they can be,
+    else the primary key; () when neither can: the table is then one chunk. A nullable column cannot: a range
+    `(key) >= (lower)` holds no row whose key has a NULL (a NULL lower bound, where ORDER BY puts NULLs, none at
+    all)."""
+    by_name = {c.name: c for c in schema.columns}
+
+    def usable(key) -> bool:
+        return bool(key) and all(by_name[k].type_code in _CHUNKABLE and by_name[k].charset != "binary"
+                                 and not by_name[k].nullable for k in key)
+
     named = config.column_rules.key_of(f"{schema.database}.{schema.table}", [c.name for c in schema.columns]) \
         if named_keys else None
-    key = named or schema.primary_key
-    by_name = {c.name: c for c in schema.columns}
-    if not key or any(by_name[k].type_code not in _CHUNKABLE or by_name[k].charset == "binary" for k in key):
-        return ()
-    return key
+    for key in (named, schema.primary_key):
+        if usable(key):
+            return tuple(key)
+    return ()
 
 
 def comparable_key(config: MySqlConfig, schema: TableSchema) -> tuple[str, ...]:
@@ -239,9 +245,8 @@ class MySqlSnapshotReader:
         if key:
             self._reads[chunk.number] = {**read, "key": list(key)}
             return
-        key = chunk_key(self.config, schema)
-        by_name = {c.name: c for c in schema.columns}
-        if key and not any(by_name[k].nullable for k in key):
+        key = chunk_key(self.config, schema)  # never nullable
+        if key:
             self._reads[chunk.number] = {**read, "key": list(key), "order": SERVER_ORDER}
 
     def resume(self, progress) -> None:
