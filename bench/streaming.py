@@ -38,6 +38,7 @@ import pymongo.monitoring
 from bson import Int64
 from confluent_kafka import Consumer, TopicPartition
 
+from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
 from bench.topics import delete_topics
@@ -147,10 +148,11 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document,
     thread.start()
     while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
         time.sleep(0.001)
-    began, cpu = time.monotonic(), time.process_time()
+    began, cpu, threads = time.monotonic(), time.process_time(), thread_cpu.sample()
     print(f"pipeline start-up (not in the catch-up figures): {began - started:.2f}s", flush=True)
     done = _wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
     cpu_us = (time.process_time() - cpu) * 1e6 / changes
+    print(thread_cpu.breakdown(threads, thread_cpu.sample(), changes), flush=True)
     stop.set()
     thread.join()
     rate = changes / (done - began)
