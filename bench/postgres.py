@@ -31,6 +31,7 @@ import psycopg  # noqa: E402
 import psycopg2.extensions  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 
+from bench import thread_cpu  # noqa: E402
 from bench.ceiling import producer_ceiling, read_messages  # noqa: E402
 from bench.topics import delete_topics  # noqa: E402
 from connectors.kafka import OffsetStore  # noqa: E402
@@ -64,8 +65,9 @@ def committed_lsn(runner: ConnectorRunner) -> int:
     return committed[0].lsn_proc if committed and committed[0] is not None else 0
 
 
-def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, ConnectorRunner]:
-    """Runs the connector until its pipeline has committed the change at `lsn`."""
+def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, ConnectorRunner, dict]:
+    """Runs the connector until its pipeline has committed the change at `lsn`; with this process's CPU by thread
+    then (before its threads end)."""
     stop = threading.Event()
     runner = ConnectorRunner(runner_config, bootstrap, stop)
     started = time.monotonic()
@@ -74,11 +76,12 @@ def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, Connector
     while thread.is_alive() and committed_lsn(runner) < lsn:
         time.sleep(0.05)
     elapsed = time.monotonic() - started
+    threads = thread_cpu.sample()
     stop.set()
     thread.join(60)
     if runner.errors:
         raise SystemExit(f"the pipeline failed: {runner.errors}")
-    return elapsed, runner
+    return elapsed, runner, threads
 
 
 def main() -> None:
@@ -154,8 +157,8 @@ def main() -> None:
                         last_commit_end = wal.message.end_lsn
         plain_s, plain_cpu = time.monotonic() - started, time.process_time() - cpu
         store = OffsetStore(bootstrap, stream_config.offset_storage_topic)
-        cpu = time.process_time()
-        stream_s, _ = run_until(stream_config, bootstrap, last_commit_end)
+        cpu, threads = time.process_time(), thread_cpu.sample()
+        stream_s, _, threads_done = run_until(stream_config, bootstrap, last_commit_end)
         stream_cpu = time.process_time() - cpu
         assert stored_lsn(store, name) >= last_commit_end, "the offsets topic does not hold the last change"
         produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
@@ -168,6 +171,7 @@ def main() -> None:
               f"({produce_cpu_us:.1f} µs CPU/msg); pipeline / the slower of read and producer "
               f"{seen / stream_s / min(seen / plain_s, produce_rate):.2f}; pipeline CPU / (read + producer) "
               f"{stream_cpu * 1e6 / seen / (plain_cpu * 1e6 / seen + produce_cpu_us):.2f}")
+        print(f"           {thread_cpu.breakdown(threads, threads_done, seen)} (incl. start-up)")
 
         # 3. latency at a fixed rate
         name = run + uuid.uuid4().hex[:6]
