@@ -18,6 +18,7 @@ import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 
+from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.topics import delete_topics
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
@@ -152,10 +153,11 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     stop.set()
     thread.join()
     _load(admin, name, changes, changes)  # what the restarted connector catches up on
-    began, cpu = time.monotonic(), time.process_time()
+    began, cpu, threads = time.monotonic(), time.process_time(), thread_cpu.sample()
     runner, stop, thread = _run(props, bootstrap)
     done = _wait_committed(bootstrap, f"{name}.{name}.t", changes, 600)
     connector_cpu = (time.process_time() - cpu) * 1e6 / changes
+    print(f"          {thread_cpu.breakdown(threads, thread_cpu.sample(), changes)} (incl. start-up)", flush=True)
     stop.set()
     thread.join()
     produce_rate, produce_cpu = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.{name}.t", changes))
