@@ -28,15 +28,14 @@ from connectors.events.schema import NO_DEFAULT, Schema, SchemaError
 
 _string = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False).encode does for a str, minus its checks
 _LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
-_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def string_json(text: str) -> str:
     encoded = _string(text)
-    if _CONTROL.search(text) is None:
+    if "\\u00" not in encoded:  # a search of the output: faster than one of the text for a control character
         return encoded
-    # Jackson writes control characters as \u00XX with upper-case hex; a `\u00` in the output can only come from
-    # such an escape, since a literal backslash is itself escaped as `\\` and would leave an odd run.
+    # Jackson writes control characters as \u00XX with upper-case hex; a `\u00` in the output comes from such an
+    # escape unless a literal backslash (itself escaped as `\\`, so an odd run) precedes it: those are left as they are.
     return _upper_hex_escapes(encoded)
 
 

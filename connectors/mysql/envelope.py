@@ -19,7 +19,7 @@ from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping
+from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping, text_value
 
 VERSION = "3.0.8.Final"
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
@@ -123,10 +123,11 @@ class TableEvents:
         self._key_encoders = [(f.name, string_json(f.name) + ":", _encoder(f.schema))
                               for f in (self.key_schema.fields if self.key_schema else ())]
         converters = dict(self.converters)
-        # (name, "name": with its comma, converter, encoder): `messages` writes a row from the binlog's values
-        self._writers = [(name, ("," if index else "") + prefix, converters[name], encode)
+        mapped = {m.column.name: m for m in self.columns}
+        # (name, "name": with its comma, writer of a binlog value): `messages` writes a row from the binlog's values
+        self._writers = [(name, ("," if index else "") + prefix, _writer(mapped[name], converters[name], encode))
                          for index, (name, prefix, encode) in enumerate(self._encoders)]
-        self._key_writers = [(name, ("," if index else "") + prefix, converters[name], encode)
+        self._key_writers = [(name, ("," if index else "") + prefix, _writer(mapped[name], converters[name], encode))
                              for index, (name, prefix, encode) in enumerate(self._key_encoders)]
         connector = "mariadb" if config.mariadb else "mysql"
         self._source_prefix = (f'{{"version":{string_json(VERSION)},"connector":"{connector}",'
@@ -192,15 +193,14 @@ class TableEvents:
         if values is None:
             return "null"
         get = values.get
-        return "{" + "".join([prefix + encode(convert(get(name)))
-                              for name, prefix, convert, encode in self._writers]) + "}"
+        return "{" + "".join([prefix + write(get(name)) for name, prefix, write in self._writers]) + "}"
 
     def _key_json(self, values: dict) -> bytes | None:
         if self.key_schema is None:
             return None
         get = values.get
-        return self._key_bytes("{" + "".join([prefix + encode(convert(get(name)))
-                                              for name, prefix, convert, encode in self._key_writers]) + "}")
+        return self._key_bytes("{" + "".join([prefix + write(get(name)) for name, prefix, write in self._key_writers])
+                               + "}")
 
     def _query_json(self, query: str | None) -> str:
         """The statement of a transaction's rows is one (possibly large) string for all of them: encoded once."""
@@ -258,6 +258,22 @@ class _LastTexts:
                 self._seen = {None: "null"}
             self._seen[value] = text
         return text
+
+
+def _writer(column: ColumnMapping, convert, encode):
+    """`encode(convert(value))` of a binlog value, in one call for the most common columns: integers and text (whose
+    conversion keeps an int or a str as it is) written at once, anything else the long way."""
+    schema = column.schema
+    plain = convert == column.value and schema.name is None  # no column rule, no logical type
+    if plain and column.convert_function is int and schema.type in _INTS:
+        def integer(value):
+            return str(value) if type(value) is int else encode(convert(value))
+        return integer
+    if plain and column.convert_function is text_value and schema.type == "string":
+        def text(value):
+            return string_json(value) if type(value) is str else encode(convert(value))
+        return text
+    return lambda value: encode(convert(value))
 
 
 def _encoder(schema: Schema):

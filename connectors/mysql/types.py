@@ -87,6 +87,11 @@ class ColumnMapping:
     schema: FieldSchema
     _convert: Callable[[object], object]
 
+    @property
+    def convert_function(self) -> Callable[[object], object]:
+        """What `value` applies to a value that is not None."""
+        return self._convert
+
     def value(self, raw):
         """The Connect value (bytes stay bytes, Decimal stays Decimal) for a decoded binlog value."""
         if raw is None:
@@ -154,7 +159,7 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
     if code == FIELD_TYPE.JSON:
         return of("string", _json_text, "io.debezium.data.Json")
     if declared_json:
-        return of("string", _text, "io.debezium.data.Json")  # MariaDB keeps the JSON text as written
+        return of("string", text_value, "io.debezium.data.Json")  # MariaDB keeps the JSON text as written
     if code in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
         return _date(column, options, of)
     if code in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
@@ -167,7 +172,7 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
         if _is_binary(column):
             pad = column.max_length if code == FIELD_TYPE.STRING else None
             return _binary(options, of, pad)
-        return of("string", _text)
+        return of("string", text_value)
     raise ConnectorError(
         f"column {column.name!r} has binlog type {code}, which this connector does not map yet; exclude it with "
         "column.exclude.list"
@@ -212,7 +217,7 @@ def json_columns(connection, database: str, table: str) -> set[str]:
     return {m for clause in clauses for m in re.findall(r"json_valid\(`([^`]+)`\)", clause)}
 
 
-def _text(value) -> str:
+def text_value(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
 
@@ -232,7 +237,7 @@ def _json_text(value) -> str:
 
 def _json_ready(value):
     if isinstance(value, dict):
-        return {_text(k): _json_ready(v) for k, v in value.items()}
+        return {text_value(k): _json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json_ready(v) for v in value]
     if isinstance(value, bytes | bytearray):

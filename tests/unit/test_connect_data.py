@@ -123,6 +123,8 @@ def test_bytes_strings_and_control_characters():
     assert value_json(s.string(), "é\u2028/") == '"é\u2028/"'
     assert string_json("a\x01\x1f\n\t\"\\") == '"a\\u0001\\u001F\\n\\t\\"\\\\"'
     assert string_json("\\u001f") == '"\\\\u001f"'  # a literal backslash-u text is not an escape
+    # both in one text: each control written upper-case, the literal text left as it is
+    assert string_json("\\\x01\\u0001\x1f") == '"\\\\\\u0001\\\\u0001\\u001F"'
     assert json.loads(string_json("x\x0bz")) == "x\x0bz"
 
 
