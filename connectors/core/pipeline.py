@@ -244,8 +244,13 @@ class Pipeline:
                 if self.incremental is not None:
                     self.incremental.restore(None)  # a full snapshot supersedes an unfinished incremental one
                 reader = self.source.snapshot_reader()
-                done = InitialSnapshot(self, reader, plan.snapshot, self.chunk_executor, self.name,
-                                       self.source.chunk_task_type).run()
+                try:
+                    done = InitialSnapshot(self, reader, plan.snapshot, self.chunk_executor, self.name,
+                                           self.source.chunk_task_type).run()
+                finally:
+                    close_reader = getattr(reader, "close", None)
+                    if close_reader is not None:  # done, stopped or failed: no view of its outlives it
+                        close_reader()
                 if not done:
                     return "stopped"
                 start = plan.snapshot.stream_position()

@@ -125,6 +125,10 @@ class SnapshotReader(Protocol):
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """None when reading the chunk again may succeed; otherwise the error to fail the snapshot with."""
 
+    # optional: def close(self) -> None -- called once the snapshot ends (done, stopped or failed), before streaming:
+    #     the reader's sessions hold views (a PostgreSQL exported snapshot, a MariaDB transaction and its metadata
+    #     locks) that must not outlive it, also while the error that ended it is kept
+
 
 class PartitionSource(Protocol):
     """One partition of a source, as one pipeline drives it. Not thread-safe unless said."""

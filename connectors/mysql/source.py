@@ -269,9 +269,6 @@ class ServerSource:
         self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._last_committed: MySqlPosition | None = None
         self._watermarks: MySqlWatermarks | None = None
-        # a failed or stopped snapshot's view stays open otherwise (its transaction holds the tables' metadata
-        # locks: ALTER and DROP wait) for as long as the error that ended it is kept
-        self._snapshot_readers: list[MySqlSnapshotReader] = []
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -356,9 +353,6 @@ class ServerSource:
     def close(self) -> None:
         if self._watermarks is not None:
             self._watermarks.close()
-        for reader in self._snapshot_readers:
-            reader.close()
-        self._snapshot_readers.clear()
 
     # -- where to start -----------------------------------------------------------------------------------------
 
@@ -406,9 +400,7 @@ class ServerSource:
     # -- snapshots ----------------------------------------------------------------------------------------------
 
     def snapshot_reader(self) -> MySqlSnapshotReader:
-        reader = MySqlSnapshotReader(self.config)
-        self._snapshot_readers.append(reader)
-        return reader
+        return MySqlSnapshotReader(self.config)
 
     def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
                          metrics) -> SnapshotContext:

@@ -84,7 +84,6 @@ class SlotSource:
         self._status_sql: psycopg.Connection | None = None  # status() runs on the reporting thread
         self._last_committed: Position | None = None
         self._replication: ReplicationStream | None = None  # holds the exported snapshot until streaming
-        self._readers: list[PgSnapshotReader] = []
         self.overlap = StreamOverlap()  # what chunks of a resumed snapshot read later already hold
         self._stop: threading.Event | None = None
         self._watermarks: PgWatermarks | None = None
@@ -162,7 +161,6 @@ class SlotSource:
         metrics.record_connected()
 
     def close(self) -> None:
-        self._close_snapshot_readers()
         if self._watermarks is not None:
             self._watermarks.close()
         if self._replication is not None:
@@ -176,11 +174,6 @@ class SlotSource:
         if self._status_sql is not None:
             self._status_sql.close()
             self._status_sql = None
-
-    def _close_snapshot_readers(self) -> None:
-        for reader in self._readers:
-            reader.close()
-        self._readers.clear()
 
     # -- the slot -----------------------------------------------------------------------------------------------
 
@@ -301,7 +294,6 @@ class SlotSource:
 
     def open_reader(self, position: Position | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> WalReader:
-        self._close_snapshot_readers()  # their sessions hold a snapshot: none may outlive it into streaming
         self.overlap.current = position.overlap if position is not None else None
         if self.overlap.current is not None:
             log.info("%s: streaming from LSN %s drops the changes that snapshot chunks read later (up to LSN %s) "
@@ -315,9 +307,7 @@ class SlotSource:
     # -- snapshots ----------------------------------------------------------------------------------------------
 
     def snapshot_reader(self) -> PgSnapshotReader:
-        reader = PgSnapshotReader(self, self.event_builder)
-        self._readers.append(reader)
-        return reader
+        return PgSnapshotReader(self, self.event_builder)
 
     def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
                          metrics: SnapshotMetrics) -> SnapshotContext:

@@ -48,9 +48,11 @@ class MovesOnlyReader(MemoryReader):
     """Reports its position only when it moved, as PostgreSQL's reader does (a keepalive past the last one): with the
     position standing still, one Idle marker and then none."""
 
+    reported: int | None = None  # the position of the last Idle marker queued
+
     def _put(self, item) -> bool:
         if isinstance(item, Idle):
-            if item.position == getattr(self, "reported", None):
+            if item.position == self.reported:
                 return True
             self.reported = item.position
         return super()._put(item)
