@@ -110,10 +110,12 @@ def watch_rate(coll, token, changes: int) -> tuple[float, float]:
 Messages = list[tuple[str, bytes, bytes]]
 
 
-def catch_up(bootstrap: str, uri: str, changes: int, document=_document,
-             transaction_size: int = 0) -> tuple[float, float, Messages, float, float]:
+def catch_up(bootstrap: str, uri: str, changes: int, document=_document, transaction_size: int = 0,
+             emulator_pid: int | None = None) -> tuple[float, float, Messages, float, float]:
     """Events/s of the pipeline and of watch() alone, messages for the ceiling, and the CPU µs per event of each (this
-    process's CPU time: the pipeline's threads and librdkafka's; the emulator runs in its own process)."""
+    process's CPU time: the pipeline's threads and librdkafka's; the emulator runs in its own process). Prints where
+    the machine's CPU went meanwhile: this process, the emulator, the broker, the rest."""
+    neighbours = {"emulator": emulator_pid, "broker": thread_cpu.broker_pid()}
     name = f"bench{uuid.uuid4().hex[:8]}"
     client = pymongo.MongoClient(uri)
     coll = client[name].docs
@@ -149,14 +151,19 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document,
     while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
         time.sleep(0.001)
     began, cpu, threads = time.monotonic(), time.process_time(), thread_cpu.sample()
+    machine = thread_cpu.machine_sample(neighbours)
     print(f"pipeline start-up (not in the catch-up figures): {began - started:.2f}s", flush=True)
     done = _wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
     cpu_us = (time.process_time() - cpu) * 1e6 / changes
     print(thread_cpu.breakdown(threads, thread_cpu.sample(), changes), flush=True)
+    print(thread_cpu.machine_breakdown(machine, thread_cpu.machine_sample(neighbours), changes), flush=True)
     stop.set()
     thread.join()
     rate = changes / (done - began)
+    machine = thread_cpu.machine_sample(neighbours)
     read_rate, read_cpu_us = watch_rate(coll, token, changes)
+    print("watch() alone: " + thread_cpu.machine_breakdown(machine, thread_cpu.machine_sample(neighbours), changes),
+          flush=True)
     messages = read_messages(bootstrap, f"{name}.{name}.docs", 20_000)
     client.drop_database(name)
     delete_topics(bootstrap, f"{name}.")
@@ -504,11 +511,11 @@ def main() -> None:
             parser.error(f"--property {item!r}: expected KEY=VALUE")
         EXTRA_PROPERTIES[key.strip()] = value.strip()
     bootstrap = settings.kafka_bootstrap()
-    with one_member_deployment("bench") as (uri, _pid):
+    with one_member_deployment("bench") as (uri, emulator_pid):
         if not args.latency_only:
             document = DOCUMENTS[args.document]
             rate, read_rate, messages, cpu_us, read_cpu_us = catch_up(bootstrap, uri, args.changes, document,
-                                                                         args.transaction_size)
+                                                                         args.transaction_size, emulator_pid)
             repeated = messages * max(1, args.changes // max(1, len(messages)))
             ceiling, ceiling_cpu_us = producer_ceiling(bootstrap, repeated)
         warm_up = latency(bootstrap, uri, args.rate, args.warm_up) if args.warm_up > 0 else None

@@ -58,3 +58,45 @@ def breakdown(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, in
         by_role[role] += ticks - before.get(tid, (role, 0))[1]
     parts = [f"{role} {ticks / _TICKS * 1e6 / events:.1f} µs" for role, ticks in by_role.most_common() if ticks]
     return "CPU per event by thread: " + (", ".join(parts) or "none measurable")
+
+
+# -- the machine's CPU: this process, its neighbours (the source emulator, the Kafka broker), the rest, idle
+
+def _process_ticks(pid: int) -> int:
+    return _ticks(Path(f"/proc/{pid}")) or 0
+
+
+def broker_pid() -> int | None:
+    """The local Kafka broker's process (the devstack's: `kafka.Kafka` on its command line), if one runs here."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"kafka.Kafka\x00" in command:
+            return int(entry.name)
+    return None
+
+
+def machine_sample(processes: dict[str, int | None]) -> dict[str, int]:
+    """CPU ticks so far of the machine (`busy`, `idle`), of this process (`ours`) and of each named process."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    out = {"busy": sum(fields) - idle, "idle": idle, "ours": _process_ticks(os.getpid())}
+    for name, pid in processes.items():
+        if pid is not None:
+            out[name] = _process_ticks(pid)
+    return out
+
+
+def machine_breakdown(before: dict[str, int], after: dict[str, int], events: int) -> str:
+    """`name µs` of the machine's CPU per event: this process, the named ones, the rest, and what stayed idle."""
+    spent = {name: after[name] - before.get(name, after[name]) for name in after}
+    named = [name for name in after if name not in ("busy", "idle")]
+    other = spent["busy"] - sum(spent[name] for name in named)
+    parts = [f"{name} {spent[name] / _TICKS * 1e6 / events:.1f} µs" for name in named]
+    parts.append(f"other {max(0, other) / _TICKS * 1e6 / events:.1f} µs")
+    return (f"machine CPU per event ({os.cpu_count()} cores): " + ", ".join(parts)
+            + f"; idle {spent['idle'] / _TICKS * 1e6 / events:.1f} µs")

@@ -33,6 +33,7 @@ from connectors.core.snapshot.executors import ChunkExecutor, ChunkExecutorFacto
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.snapshot.progress import SnapshotProgress
 from connectors.core.source import (
+    BuiltChanges,
     ChangeSummary,
     EventBuilder,
     PartitionSource,
@@ -74,6 +75,16 @@ class SeenEvents:
         if self.first is None:
             self.first = change
         self.last = change
+
+    def add_built(self, built: BuiltChanges) -> None:
+        by_operation = self.by_operation
+        for operation, count in built.by_operation.items():
+            by_operation[operation] = by_operation.get(operation, 0) + count
+        self.filtered += built.filtered
+        if built.last is not None:
+            if self.first is None:
+                self.first = built.first
+            self.last = built.last
 
     def report(self, metrics: StreamingMetrics, builder: EventBuilder) -> ChangeSummary | None:
         """Reports the counts; returns the description of the batch's oldest event (None: no event), whose source
@@ -421,6 +432,10 @@ class Pipeline:
         self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
         return items
 
+    @property
+    def _build_many(self) -> Callable[[list, list], BuiltChanges] | None:
+        return getattr(self.builder, "build_changes", None)
+
     def _committing(self) -> bool:
         return self._in_flight is not None and not self._in_flight.done()
 
@@ -428,36 +443,55 @@ class Pipeline:
         """Turns `items` into Kafka messages added to `pending`; a ReaderFailed ends it (and the batch)."""
         messages = pending.messages
         built_from = len(messages)
+        pending.size += len(items)
+        # take() ends a batch at its first marker: a marker can only be the last item
+        marker = items[-1] if _ends_batch(items[-1]) else None
+        changes = items if marker is None else items[:-1]
+        if changes:
+            pending.position = self._build_changes(changes, pending)
+        if isinstance(marker, ReaderFailed):
+            pending.failure = marker.error
+        elif marker is not None:
+            pending.idle = True
+            pending.position = self.source.position_after(marker, pending.position)
+        if self.trace is not None and len(messages) > built_from:
+            self.trace("built", messages[built_from:])
+
+    def _build_changes(self, changes: list, pending: PendingBatch) -> Position | None:
+        """Adds the messages of `changes` (no markers) to `pending`; returns the position after them."""
+        incremental = self.incremental
+        if incremental is not None and not (incremental.active or incremental.signal is not None):
+            incremental = None
+        if incremental is None and self._build_many is not None:
+            pending.seen.add_built(self._build_many(changes, pending.messages))
+            return self._position_after_changes(changes, pending.position)
+        messages = pending.messages
         position = pending.position
         seen = pending.seen
         build = self.builder.build
         position_after = self.source.position_after
-        incremental = self.incremental
-        if incremental is not None and not (incremental.active or incremental.signal is not None):
-            incremental = None
-        pending.size += len(items)
-        for item in items:
-            if isinstance(item, ReaderFailed):
-                pending.failure = item.error
-                break
-            if isinstance(item, Idle):
-                pending.idle = True
-                position = position_after(item, position)
-                continue
-            position = position_after(item, position)
+        for change in changes:
+            position = position_after(change, position)
             if incremental is not None:
-                messages.extend(incremental.on_change(item))  # chunk rows at their high watermark
-            built = build(item)
+                messages.extend(incremental.on_change(change))  # chunk rows at their high watermark
+            built = build(change)
             if built is None:
                 seen.filtered += 1
                 continue
             operation, out = built
             messages.extend(out)
             if operation is not None:
-                seen.add(operation, item)
-        pending.position = position
-        if self.trace is not None and len(messages) > built_from:
-            self.trace("built", messages[built_from:])
+                seen.add(operation, change)
+        return position
+
+    def _position_after_changes(self, changes: list, previous: Position | None) -> Position | None:
+        computed = getattr(self.source, "position_after_changes", None)
+        if computed is not None:
+            return computed(changes, previous)
+        position_after = self.source.position_after
+        for change in changes:
+            previous = position_after(change, previous)
+        return previous
 
     def _hand(self, pending: PendingBatch) -> None:
         """Commits what `pending` holds (changes, idle position, heartbeat or incremental snapshot progress)."""

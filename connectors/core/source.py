@@ -79,6 +79,21 @@ class EventBuilder(Protocol):
     def transaction_state(self) -> dict | None:
         """What the builder must find again after a restart (kept in the offset record)."""
 
+    # optional: def build_changes(self, changes: list, messages: list) -> BuiltChanges -- what `build` gives for each
+    #     of `changes` (changes only, no markers), in one call: their messages appended to `messages` in order. The
+    #     pipeline uses it when present and no incremental snapshot is merging chunks into the stream; a builder
+    #     saves its per-change calls there (MongoDB's raw events: about half of what building one costs).
+
+
+@dataclass
+class BuiltChanges:
+    """What `EventBuilder.build_changes` built: the counts `build` would have given change by change."""
+
+    by_operation: dict[str, int]  # captured events by operation
+    filtered: int  # changes not captured (`build` gave None)
+    first: Any  # the first and last captured change (None: none), as SeenEvents keeps them
+    last: Any
+
 
 @dataclass(frozen=True)
 class ChangeSummary:
@@ -191,6 +206,8 @@ class PartitionSource(Protocol):
     # heartbeats_move_source: bool -- a heartbeat writes to the source (heartbeat.action.query), so it is due every
     #     heartbeat.interval.ms even while the position stands still: the WAL or binlog it writes is what moves
     #     the position next (waiting for a move first stalls once a move comes before the heartbeat that made it)
+    # def position_after_changes(self, changes: list, previous: Position | None) -> Position | None -- what
+    #     `position_after` folded over `changes` (no markers) gives, computed at once (e.g. from the last change)
     # def on_committed(self, position: Position) -> None -- called (on the committing thread) once a batch with
     #     this position committed; must not block (e.g. a slot's flush LSN is acknowledged from it)
     # def status(self) -> dict -- what the source database says about this partition (e.g. a PostgreSQL slot's

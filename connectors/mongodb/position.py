@@ -71,6 +71,19 @@ def position_after(item: Any, previous: MongoPosition | None) -> MongoPosition |
     return previous.with_token(token) if previous else MongoPosition(token)
 
 
+def position_after_changes(changes: list, previous: MongoPosition | None) -> MongoPosition | None:
+    """`position_after` folded over `changes`: the last change's position when it has its cluster time (it then
+    owes nothing to the changes before it), else the fold."""
+    last = changes[-1]
+    kind = type(last)
+    timed = last.cluster_time if kind is RawChangeEvent else last.get("clusterTime") if kind is dict else None
+    if timed is not None:
+        return position_after(last, None)
+    for change in changes:
+        previous = position_after(change, previous)
+    return previous
+
+
 def offset_record(connector: str, replica_set: str, position: MongoPosition | None, *, snapshot: dict | None = None,
                   startup: dict | None = None, extra: dict | None = None) -> OffsetRecord:
     fields: dict[str, Any] = {}

@@ -13,9 +13,7 @@ write), goes through the Transformer. Both give the same bytes (tests/unit/test_
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import bson
 import orjson
@@ -34,8 +32,9 @@ from connectors.mongodb.records import (
 )
 from connectors.mongodb.transformer import Transformer
 
-_OPERATIONS = {"insert": Operation.CREATE, "update": Operation.UPDATE, "replace": Operation.UPDATE,
-               "delete": Operation.DELETE}
+# An event's operationType -> its Debezium operation (Operation's values: plain strings cost less per event)
+_OPERATION_VALUES = {"insert": Operation.CREATE.value, "update": Operation.UPDATE.value,
+                     "replace": Operation.UPDATE.value, "delete": Operation.DELETE.value}
 
 NOT_WRITTEN = object()  # `RawEventWriter.build`'s answer for an event the Transformer must build
 
@@ -69,7 +68,7 @@ class RawEventWriter:
         config = transformer.config
         self._transformer = transformer
         self._events = transformer.events
-        self._skipped = transformer.filter.skipped
+        self._skipped_values = frozenset(operation.value for operation in transformer.filter.skipped)
         self._bare = transformer.events.context.bare_non_finite
         self._tombstones = config.tombstones_on_delete
         self._key_schemas = config.key_schemas
@@ -110,20 +109,29 @@ class RawEventWriter:
 
     def build(self, event: rawjson.RawChangeEvent) -> tuple[str, list[KafkaMessage]] | None | object:
         """What `MongoEventBuilder.build` returns for ``event`` (None: filtered out), or NOT_WRITTEN."""
+        messages: list[KafkaMessage] = []
+        operation = self.build_into(event, messages)
+        if operation is None or operation is NOT_WRITTEN:
+            return operation
+        return operation, messages
+
+    def build_into(self, event: rawjson.RawChangeEvent, messages: list) -> str | None | object:
+        """Appends the messages of ``event`` to ``messages``; returns its operation ("c", "u", "d"), None when it is
+        filtered out, or NOT_WRITTEN (then ``messages`` is left as it was)."""
         head = event.head
         if head is None:
             return NOT_WRITTEN
-        operation_type, db, coll, _token, _time, description = head
-        operation = _OPERATIONS.get(operation_type)
+        operation_type, db, coll, _token, cluster_time, description = head
+        operation = _OPERATION_VALUES.get(operation_type)
         if operation is None or db is None or coll is None:
             return NOT_WRITTEN
-        collection = self._collection(db, coll)
-        if not collection.captured or operation in self._skipped:
+        collection = self._collections.get((db, coll)) or self._collection(db, coll)
+        if not collection.captured or operation in self._skipped_values:
             return None
         if not collection.plain:
             return NOT_WRITTEN
         description_json = None
-        if description is not None and operation is Operation.UPDATE:
+        if description is not None and operation == "u":
             update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
             description_json = encode_envelope(envelopes.update_description_block(update))
         ts_ms = self._events.now_ms()
@@ -131,24 +139,22 @@ class RawEventWriter:
                                                 self._replica_set)
         if written is None:
             return NOT_WRITTEN
-        messages = []
         transactions = self._transactions
         if transactions is not None and ((txn := self._transaction_id(written[0])) is not None
                                          or transactions.open_transaction_id is not None):
             # as Transformer.transform does (an event outside a transaction while none is open changes nothing),
             # once the event is sure to be written here: the tracker counts it
-            cluster_time = head[4]
             boundaries, block = transactions.on_event(
                 txn, collection.data_collection, cluster_time[0] * 1000 if cluster_time is not None else ts_ms)
             messages.extend(self._events.transaction_message(boundary) for boundary in boundaries)
             if block is not None:
                 value, key = written
                 written = value[:-len(_NO_TRANSACTION)] + b'"transaction":' + encode_envelope(block) + b"}", key
-        message = _message(collection, written, lambda: event["documentKey"]["_id"])
+        message = _message(collection, written, event)
         messages.append(message)
-        if operation is Operation.DELETE and self._tombstones:
+        if operation == "d" and self._tombstones:
             messages.append(KafkaMessage(collection.topic, message.key, None, kind=TOMBSTONE))
-        return operation.value, messages
+        return operation
 
     def _transaction_id(self, value: bytes) -> str | None:
         """The transaction id of the event whose value the compiled module wrote, from its source block."""
@@ -174,16 +180,19 @@ class RawEventWriter:
                                                   namespace.collection)
         if written is None:
             return None
-        return [_message(collection, written, lambda: rawjson.document_key(document)["_id"])]
+        return [_message(collection, written, document)]
 
 
 def _message(collection: _Collection, written: tuple[bytes, bytes | None],
-             document_id: Callable[[], Any]) -> KafkaMessage:
-    """The message of a (value, key) the compiled module wrote: the key written by `extjson` when the module left it
-    to Python (an _id of another type than int, string and ObjectId), both wrapped with their schemas if on."""
+             document: rawjson.RawChangeEvent | RawBSONDocument) -> KafkaMessage:
+    """The message of a (value, key) the compiled module wrote for ``document`` (a change event or a snapshot read):
+    the key written by `extjson` when the module left it to Python (an _id of another type than int, string and
+    ObjectId), both wrapped with their schemas if on."""
     value, key = written
     if key is None:
-        key = encode_envelope({"id": extjson.key_json(document_id())})
+        document_id = (document["documentKey"]["_id"] if type(document) is rawjson.RawChangeEvent
+                       else rawjson.document_key(document)["_id"])
+        key = encode_envelope({"id": extjson.key_json(document_id)})
     if collection.key_schema is not None:
         key = collection.key_schema + key + b"}"
     if collection.value_schema is not None:

@@ -18,7 +18,7 @@ from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkExecutor
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
-from connectors.core.source import ChangeSummary, Start, StoredOffset
+from connectors.core.source import BuiltChanges, ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue
 from connectors.kafka.offset_record import STARTUP_TIMESTAMP, STARTUP_TOKEN, OffsetRecord, encode_key
 from connectors.kafka.sink import OutMessage
@@ -73,6 +73,37 @@ class MongoEventBuilder:
                 if built is not NOT_WRITTEN:
                     return built
             change = change.event
+        return self._build_decoded(change)
+
+    def build_changes(self, changes: list, messages: list) -> BuiltChanges:
+        """`build` of each change (core.source.EventBuilder.build_changes): raw events the compiled module writes
+        cost one call each here."""
+        by_operation: dict[str, int] = {}
+        filtered = 0
+        first = last = None
+        write = self.raw_writer.build_into if self.raw_writer is not None else None
+        for change in changes:
+            raw = type(change) is RawChangeEvent
+            operation = write(change, messages) if raw and write is not None else NOT_WRITTEN
+            if operation is NOT_WRITTEN:
+                built = self._build_decoded(change.event if raw else change)
+                if built is None:
+                    filtered += 1
+                    continue
+                operation, out = built
+                messages.extend(out)
+                if operation is None:  # no captured event (an error record)
+                    continue
+            elif operation is None:
+                filtered += 1
+                continue
+            by_operation[operation] = by_operation.get(operation, 0) + 1
+            if first is None:
+                first = change
+            last = change
+        return BuiltChanges(by_operation, filtered, first, last)
+
+    def _build_decoded(self, change: Any) -> tuple[str | None, list] | None:
         if type(change) is not dict:
             if isinstance(change, OversizedSkipped):
                 return None, [self._oversized_record(change)]
@@ -137,6 +168,7 @@ class ReplicaSetSource:
                                        extra=extra)
 
     position_after = staticmethod(positions.position_after)
+    position_after_changes = staticmethod(positions.position_after_changes)
 
     # -- life cycle ---------------------------------------------------------------------------------------------
 

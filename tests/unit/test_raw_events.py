@@ -16,9 +16,12 @@ from bson.raw_bson import RawBSONDocument
 
 from connectors.config import ConnectorConfig
 from connectors.mongodb import rawjson
+from connectors.mongodb import source as mongo_source
+from connectors.mongodb.position import MongoPosition, position_after, position_after_changes
 from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.source import MongoEventBuilder
+from connectors.mongodb.stream import OversizedSkipped
 from connectors.mongodb.transformer import Transformer
 from tests.unit.document_writers import require_compiled
 from tests.unit.test_rawjson import random_document, random_text, random_value
@@ -125,6 +128,70 @@ def test_raw_events_give_the_messages_of_decoded_ones(name):
     else:
         assert written > 600, (seed, written)
         assert in_transactions > 100, (seed, in_transactions)
+
+
+def _position_fields(position: MongoPosition | None) -> tuple | None:
+    return None if position is None else (position.token, position.cluster_time, position.invalidated)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_changes_built_together_give_what_each_built_alone_gives(name, monkeypatch):
+    """The pipeline's batch path (`build_changes`, `position_after_changes`) against `build` and `position_after` of
+    each change in turn: raw events, decoded ones and skipped oversized ones, in runs of random lengths."""
+    require_compiled()
+    monkeypatch.setattr(mongo_source, "now_ms", lambda: 1700000000500)  # the oversized records' ts_ms
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    config = ConnectorConfig.from_properties({**BASE, **CONFIGS[name]})
+    together, alone = (MongoEventBuilder(config, "rs0", clock=lambda: 1700000000.5) for _ in range(2))
+    sessions: list[dict] = []
+    changes: list = []
+    for _ in range(1500):
+        data = random_event(rng, sessions)
+        kind = rng.random()
+        if kind < 0.8:
+            changes.append(rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS))
+        elif kind < 0.97:
+            changes.append(bson.decode(data, rawjson.DECODE_OPTIONS))
+        else:
+            changes.append(OversizedSkipped({"_data": rng.randbytes(8).hex()}, {"operationType": "update"}))
+    expected: list = []
+    by_operation: dict[str, int] = {}
+    filtered = 0
+    captured: list = []
+    for change in changes:
+        built = alone.build(change)
+        if built is None:
+            filtered += 1
+            continue
+        operation, messages = built
+        expected.extend(messages)
+        if operation is not None:
+            by_operation[operation] = by_operation.get(operation, 0) + 1
+            captured.append(change)
+    messages: list = []
+    totals: dict[str, int] = {}
+    filtered_together = 0
+    firsts, lasts = [], []
+    folded = together_position = None
+    start = 0
+    while start < len(changes):
+        run = changes[start:start + rng.randint(1, 300)]
+        start += len(run)
+        built = together.build_changes(run, messages)
+        for operation, count in built.by_operation.items():
+            totals[operation] = totals.get(operation, 0) + count
+        filtered_together += built.filtered
+        firsts.append(built.first)
+        lasts.append(built.last)
+        for change in run:
+            folded = position_after(change, folded)
+        together_position = position_after_changes(run, together_position)
+        assert _position_fields(together_position) == _position_fields(folded), seed
+    assert messages == expected, seed
+    assert (totals, filtered_together) == (by_operation, filtered), seed
+    firsts, lasts = [f for f in firsts if f is not None], [last for last in lasts if last is not None]
+    assert firsts[0] is captured[0] and lasts[-1] is captured[-1], seed
 
 
 def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding():
