@@ -10,6 +10,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -32,7 +33,7 @@ class StreamingMetrics:
     lag_basis: str | None = None  # which source time MilliSecondsBehindSource is computed from
     last_event: dict | None = None
     source_event_position: dict | None = None
-    queue_remaining_capacity: int = 0
+    _queue: Any = field(default=None, repr=False)  # the change queue while streaming (anything with qsize())
     transactions_committed: int = 0
     heartbeats: int = 0
     last_error: str | None = None
@@ -98,8 +99,15 @@ class StreamingMetrics:
             if heartbeat:
                 self.heartbeats += 1
 
-    def set_queue_remaining(self, remaining: int) -> None:
-        self.queue_remaining_capacity = remaining
+    def watch_queue(self, queue: Any) -> None:
+        """The change queue whose free slots QueueRemainingCapacity reports, read when asked (None: none, empty):
+        the reader then pays nothing per change for the metric."""
+        self._queue = queue
+
+    @property
+    def queue_remaining_capacity(self) -> int:
+        queue = self._queue
+        return self.queue_total_capacity - (queue.qsize() if queue is not None else 0)
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase

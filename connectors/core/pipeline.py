@@ -384,6 +384,7 @@ class Pipeline:
 
     def _stream(self, start: Position | None) -> None:
         changes = self._changes = ChangeQueue(self.config.max_queue_size)
+        self.metrics.watch_queue(changes)
         reader_stop = threading.Event()
         reader = self.source.open_reader(start, changes, self.metrics, self.backoff, reader_stop)
         # "streaming" once the source holds the start (a new PostgreSQL slot is created by open_reader): a change
@@ -420,6 +421,7 @@ class Pipeline:
                 self._committer.shutdown()
                 self._committer = None
                 self._changes = None
+                self.metrics.watch_queue(None)
                 if self.incremental is not None:
                     self.incremental.detach()
                 reader_stop.set()
@@ -428,9 +430,7 @@ class Pipeline:
     def _drain(self, changes: ChangeQueue, limit: int) -> list:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
         completes ends the wait: the batch built meanwhile is then handed over)."""
-        items = changes.take(limit, self.config.poll_interval_ms / 1000, _ends_batch)
-        self.metrics.set_queue_remaining(changes.maxsize - changes.qsize())
-        return items
+        return changes.take(limit, self.config.poll_interval_ms / 1000, _ends_batch)
 
     @property
     def _build_many(self) -> Callable[[list, list], BuiltChanges] | None:

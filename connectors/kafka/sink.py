@@ -320,14 +320,19 @@ class TransactionalSink:
 
     def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int], batch_id: str) -> None:
         produce = self._producer.produce
+        deliveries = self._deliveries
         for index, message in enumerate(messages):
             if oversized and index in oversized:
                 self._handle_too_large(index, message, oversized[index], offset)
                 continue
             queue_full = too_large = False
+            headers = message.headers
             try:
-                produce(message.topic, message.value, message.key, headers=list(message.headers or ()) or None)
-                self._deliveries.produced += 1
+                if headers:
+                    produce(message.topic, message.value, message.key, headers=list(headers))
+                else:  # a keyword argument costs 0.4 µs a call (a third of the call)
+                    produce(message.topic, message.value, message.key)
+                deliveries.produced += 1
             except BufferError:
                 queue_full = True
             except KafkaException as exception:
@@ -349,7 +354,10 @@ class TransactionalSink:
 
     def _queued(self, topic: str, key: bytes | None, value: bytes | None, headers) -> bool:
         try:
-            self._producer.produce(topic, value, key, headers=list(headers or ()) or None)
+            if headers:
+                self._producer.produce(topic, value, key, headers=list(headers))
+            else:
+                self._producer.produce(topic, value, key)
         except BufferError:
             return False
         return True

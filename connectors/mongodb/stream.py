@@ -158,7 +158,6 @@ class ChangeStreamReader:
         while not self._stop.is_set():
             try:
                 self._out.put(item, timeout=0.2)
-                self._metrics.set_queue_remaining(self._out.maxsize - self._out.qsize())
                 return True
             except queue.Full:
                 continue

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import ChangeQueue, Idle
 
 
@@ -94,3 +95,16 @@ def test_put_many_wakes_a_waiting_take():
     changes.put_many([{"n": 1}, {"n": 2}])
     taker.join(60)
     assert not taker.is_alive() and result == [[{"n": 1}, {"n": 2}]]
+
+
+def test_the_queue_metric_is_the_queues_fill_when_read():
+    metrics = StreamingMetrics("c", "rs0", queue_total_capacity=8)
+    changes = ChangeQueue(8)
+    metrics.watch_queue(changes)
+    assert metrics.snapshot()["QueueRemainingCapacity"] == 8
+    changes.put_many(["a", "b", "c"])
+    assert metrics.snapshot()["QueueRemainingCapacity"] == 5  # no one told the metrics: they read the queue
+    changes.take(2, 0, lambda item: False)
+    assert metrics.snapshot()["QueueRemainingCapacity"] == 7
+    metrics.watch_queue(None)  # streaming ended
+    assert metrics.snapshot()["QueueRemainingCapacity"] == 8
