@@ -105,6 +105,16 @@ class StreamSpec:
     def simple(self) -> bool:
         return self.full_document == "default" and self.before_change == "off" and not self.expanded
 
+    @property
+    def plain_but_lookups(self) -> bool:
+        """Every event is a default-option event but updateLookup's updates (their fullDocument is read from the
+        collection): inserts, deletes and replacements can take the fast path and be built ahead."""
+        return self.full_document in ("default", "updateLookup") and self.before_change == "off" and not self.expanded
+
+    def looks_up(self, op) -> bool:
+        """`op` (a CRUD oplog operation) is an update whose event reads the collection (updateLookup)."""
+        return self.full_document == "updateLookup" and op.op == "u" and "$v" in op.o
+
     def visible(self, db: str, coll: str | None) -> bool:
         if coll is not None and coll.startswith("system."):
             return False
@@ -217,6 +227,7 @@ class ChangeStreamCursor:
         self.prefetched = None      # (events, token) computed while the client was busy with the last batch
         self.prefetch_error = None
         self._prefetching = False
+        self._ahead = False  # next_batch runs for a prefetch: it stops before an event that reads the collection
         self._prefetch_done = None
         self._visible_cache: dict = {}
         self.stages = self._compile_stages(pipeline)
@@ -536,7 +547,9 @@ class ChangeStreamCursor:
         limit = batch_size if batch_size else 1 << 62
         entries = oplog.entries
         base = oplog.base_seq
-        fast = self.spec.simple and not self.stages
+        spec = self.spec
+        fast = spec.plain_but_lookups and not self.stages
+        lookups = spec.full_document == "updateLookup"
         visible = self._visible_cache
         n_entries = len(entries)
         while True:
@@ -545,8 +558,10 @@ class ChangeStreamCursor:
                 break
             entry = entries[i]
             op = entry.op
-            if fast and self.inner == 0 and self.resume_key is None and op is not None and op.op in "iudn":
-                # common case: one CRUD operation (or a no-op) per entry, default options
+            if (fast and self.inner == 0 and self.resume_key is None and op is not None and op.op in "iudn"
+                    and not (lookups and spec.looks_up(op))):
+                # common case: one CRUD operation (or a no-op) per entry, default options (updateLookup's
+                # updates excepted: their events read the collection, and are never cached)
                 if op.op != "n":
                     ok = visible.get(op.ns)
                     if ok is None:
@@ -589,7 +604,8 @@ class ChangeStreamCursor:
                     if self.must_find is not None:
                         self._not_found()
                     self.resume_key = None
-                if len(out) >= limit:
+                if len(out) >= limit or (self._ahead and item[0] == "crud" and spec.looks_up(item[1])):
+                    # built ahead of a getMore, an event stops before a lookup: it reads the collection when asked
                     self.inner = j
                     return out
                 built = self._build(entry, item)
@@ -627,9 +643,9 @@ class ChangeStreamCursor:
     async def prefetch(self, batch_size):
         """Run once a non-empty batch has been sent: build the next one while the driver decodes this one
         (default-option streams only, so nothing is looked up early), in slices so other clients are served."""
-        if self.closed or not self.spec.simple or self.stages or self._prefetching or self.prefetched:
+        if self.closed or not self.spec.plain_but_lookups or self.stages or self._prefetching or self.prefetched:
             return
-        self._prefetching = True
+        self._prefetching = self._ahead = True
         try:
             events: list = []
             size = 0
@@ -652,7 +668,7 @@ class ChangeStreamCursor:
             if events:
                 self.prefetched = (events, self.last_token)
         finally:
-            self._prefetching = False
+            self._prefetching = self._ahead = False
             waiter, self._prefetch_done = self._prefetch_done, None
             if waiter is not None and not waiter.done():
                 waiter.set_result(True)

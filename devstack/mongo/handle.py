@@ -119,6 +119,14 @@ class ReplicaSetHandle:
                     "oplog_entries": len(rs.oplog), "oplog_first": rs.oplog.first.ts if rs.oplog.first else None}
         return self._runner.call(build)
 
+    def change_streams_built_ahead(self) -> int:
+        """How many change stream cursors hold a batch built ahead of their next getMore (the emulator builds it
+        while the client reads the last one): tests gate on it."""
+        def count():
+            return sum(1 for member in self._rs.members for cursor in member.cursors.cursors.values()
+                       if getattr(cursor, "prefetched", None))
+        return self._runner.call(count)
+
     # -- elections and faults --
     def wait_for_primary(self, timeout: float = 10.0, not_index: int | None = None) -> int:
         deadline = time.monotonic() + timeout

@@ -285,3 +285,35 @@ def test_secondary_can_serve_change_streams(rs, coll):
         assert ev["fullDocument"]["on"] == "primary"
     finally:
         c.close()
+
+
+def test_update_lookups_are_not_built_ahead_of_the_getmore(rs, db):
+    """The emulator builds a stream's next batch while the client reads the last one; an updateLookup update reads
+    the document when its getMore asks for it, as mongod does, never when the batch before it was sent."""
+    coll = db.c
+    coll.insert_one({"_id": "x", "v": 0})
+    with coll.watch(full_document="updateLookup", batch_size=2) as stream:
+        coll.insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}])
+        coll.update_one({"_id": "x"}, {"$set": {"v": 1}})
+        assert [event["documentKey"]["_id"] for event in _drain(stream, 2)] == [1, 2]
+        deadline = time.monotonic() + 10
+        while not rs.change_streams_built_ahead():  # the next batch (insert 3 at least) is built ahead
+            assert time.monotonic() < deadline, "the emulator built no batch ahead"
+            time.sleep(0.01)
+        coll.update_one({"_id": "x"}, {"$set": {"v": 2}})
+        insert, update = _drain(stream, 2)
+    assert insert["documentKey"] == {"_id": 3}
+    assert update["operationType"] == "update" and update["fullDocument"] == {"_id": "x", "v": 2}
+
+
+def test_update_lookup_streams_of_inserts_are_built_ahead(rs, db):
+    """Inserts, deletes and replacements of an updateLookup stream are default-option events: built ahead too."""
+    coll = db.c
+    with coll.watch(full_document="updateLookup", batch_size=2) as stream:
+        coll.insert_many([{"_id": n} for n in range(6)])
+        assert len(_drain(stream, 2)) == 2
+        deadline = time.monotonic() + 10
+        while not rs.change_streams_built_ahead():
+            assert time.monotonic() < deadline, "the emulator built no batch ahead"
+            time.sleep(0.01)
+        assert [event["fullDocument"] for event in _drain(stream, 4)] == [{"_id": n} for n in range(2, 6)]
