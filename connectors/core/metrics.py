@@ -33,7 +33,7 @@ class StreamingMetrics:
     lag_basis: str | None = None  # which source time MilliSecondsBehindSource is computed from
     last_event: dict | None = None
     source_event_position: dict | None = None
-    _queue: Any = field(default=None, repr=False)  # the change queue while streaming (anything with qsize())
+    _queue: Any = field(default=None, repr=False, init=False)  # the change queue while streaming (has qsize())
     transactions_committed: int = 0
     heartbeats: int = 0
     last_error: str | None = None

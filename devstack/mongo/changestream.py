@@ -641,8 +641,9 @@ class ChangeStreamCursor:
         return out
 
     async def prefetch(self, batch_size):
-        """Run once a non-empty batch has been sent: build the next one while the driver decodes this one
-        (default-option streams only, so nothing is looked up early), in slices so other clients are served."""
+        """Run once a non-empty batch has been sent: build the next one while the driver decodes this one, in
+        slices so other clients are served. Default-option and updateLookup streams only, and a batch built ahead
+        stops before an update that reads the collection: nothing is looked up early."""
         if self.closed or not self.spec.plain_but_lookups or self.stages or self._prefetching or self.prefetched:
             return
         self._prefetching = self._ahead = True
