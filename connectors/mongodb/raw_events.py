@@ -2,7 +2,7 @@
 decoding the event or building a ChangeRecord.
 
 It serves the configurations where an event's message is Debezium's envelope of one document change:
-``event.format=debezium`` and no field rules on the collection; for change stream events (`build`, with the 3.x or
+``event.format=debezium`` and no field rules on the collection; for change stream events (`build_into`, with the 3.x or
 the 2.x source block) and for snapshot reads of raw documents (`read_messages`, 3.x only). With
 ``provide.transaction.metadata`` an event that belongs to a transaction, or comes while one is open, also goes to
 the Transformer's transaction tracker: the boundaries it returns come first, and its ``transaction`` block replaces
@@ -36,7 +36,7 @@ from connectors.mongodb.transformer import Transformer
 _OPERATION_VALUES = {"insert": Operation.CREATE.value, "update": Operation.UPDATE.value,
                      "replace": Operation.UPDATE.value, "delete": Operation.DELETE.value}
 
-NOT_WRITTEN = object()  # `RawEventWriter.build`'s answer for an event the Transformer must build
+NOT_WRITTEN = object()  # `RawEventWriter.build_into`'s answer for an event the Transformer must build
 
 # How every value the compiled module writes ends (connectors/mongodb/csrc/change_event.c): an event's block goes
 # in place of its null.
@@ -106,14 +106,6 @@ class RawEventWriter:
                 topic, self._events.data_collection_of(namespace), key_schema, value_schema,
             )
         return collection
-
-    def build(self, event: rawjson.RawChangeEvent) -> tuple[str, list[KafkaMessage]] | None | object:
-        """What `MongoEventBuilder.build` returns for ``event`` (None: filtered out), or NOT_WRITTEN."""
-        messages: list[KafkaMessage] = []
-        operation = self.build_into(event, messages)
-        if operation is None or operation is NOT_WRITTEN:
-            return operation
-        return operation, messages
 
     def build_into(self, event: rawjson.RawChangeEvent, messages: list) -> str | None | object:
         """Appends the messages of ``event`` to ``messages``; returns its operation ("c", "u", "d"), None when it is

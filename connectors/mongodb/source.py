@@ -67,13 +67,11 @@ class MongoEventBuilder:
         self.raw_writer = RawEventWriter.for_transformer(self.transformer)
 
     def build(self, change: Any) -> tuple[str | None, list] | None:
-        if type(change) is RawChangeEvent:
-            if self.raw_writer is not None:
-                built = self.raw_writer.build(change)
-                if built is not NOT_WRITTEN:
-                    return built
-            change = change.event
-        return self._build_decoded(change)
+        messages: list = []
+        built = self.build_changes([change], messages)
+        if built.filtered:
+            return None
+        return next(iter(built.by_operation), None), messages
 
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
         """`build` of each change (core.source.EventBuilder.build_changes): raw events the compiled module writes

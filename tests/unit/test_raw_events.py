@@ -111,8 +111,8 @@ def test_raw_events_give_the_messages_of_decoded_ones(name):
     outcomes: list[object] = []  # what the raw writer answered for each event it was given
     writer = raw_builder.raw_writer
     if writer is not None:
-        write = writer.build
-        writer.build = lambda event: outcomes.append(write(event)) or outcomes[-1]
+        write = writer.build_into
+        writer.build_into = lambda event, messages: outcomes.append(write(event, messages)) or outcomes[-1]
     sessions: list[dict] = []
     written = in_transactions = 0
     for _ in range(1500):
