@@ -159,6 +159,20 @@ class EnvelopeWriter:
             )
         return parts
 
+    def streamed_parts(self, op: str, source: SourceInfo, now_ns: int) -> tuple[str, str, str, str]:
+        """`text_of_rows(op, "null", after, source, now_ns)` of the events of one transaction's changes to the
+        table is `first + after + second + lsn + third + lsn + fourth` (`source.lsn` set to the change's own): a
+        streamed change costs one string, not a source block. The builder's test compares the two byte for byte."""
+        head, db, where = self._fixed_parts(source)
+        ts_us = source.commit_ts_us
+        commit = "null" if source.lsn_commit is None else f'\\"{source.lsn_commit}\\"'
+        return (f'{self._head}{{"before":null,"after":',
+                f',"source":{head}{ts_us // 1000},"snapshot":{self._snapshot(source.snapshot)}{db}"[{commit},\\"',
+                f'\\"]","ts_us":{ts_us},"ts_ns":{ts_us * 1000}{where}{_int_or_null(source.tx_id)},"lsn":',
+                f',"xmin":{_int_or_null(source.xmin)}}},"op":{json_converter.string_json(op)},'
+                f'"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":null}}'
+                f'{self._tail}')
+
     def text(self, op: str, before: dict | None, after: dict | None, source: SourceInfo, now_ns: int,
              transaction: dict | None = None) -> str:
         return self.text_of_rows(op, self._row(before), self._row(after), source, now_ns, transaction)

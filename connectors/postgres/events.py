@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from connectors.core.source import ChangeSummary
+from connectors.core.source import BuiltChanges, ChangeSummary
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
@@ -215,6 +215,53 @@ class PgEventBuilder:
             return None, self.transactions.end(change.commit_ts_us // 1000)
         begun = self.transactions.take()  # the BEGIN goes before the transaction's first event
         return (built[0], [*begun, *built[1]]) if begun else built
+
+    def build_changes(self, changes: list, messages: list) -> BuiltChanges:
+        """`build` of each change (core.source.EventBuilder.build_changes). An insert, or an update that sends no
+        old row, is written from its transaction's parts (EnvelopeWriter.streamed_parts), made once per table and
+        operation; the rest goes through `build`. Events built in one call share their `ts_ms`."""
+        by_operation: dict[str, int] = {}
+        filtered = 0
+        first = last = None
+        streamed = self.transactions is None and not self.overlap.filtering
+        inserts, updates = "c" not in self.skipped, "u" not in self.skipped
+        tables = self.tables
+        parts_of: dict[tuple[int, int, str], tuple[str, str, str, str]] = {}  # (relation, commit LSN, op) -> parts
+        now = now_ns()
+        for change in changes:
+            message = change.message
+            kind = type(message)
+            if streamed and ((kind is p.Insert and inserts) or (kind is p.Update and message.old is None and updates)):
+                table = tables.get(message.relation_id)
+                if table is None:
+                    filtered += 1
+                    continue
+                operation = "c" if kind is p.Insert else "u"
+                at = (message.relation_id, change.commit_lsn, operation)
+                parts = parts_of.get(at)
+                if parts is None:
+                    parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change), now)
+                values = message.new
+                lsn = change.lsn
+                value = f"{parts[0]}{table.row_of_tuple(values)}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}"
+                key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
+                messages.append(OutMessage(table.topic, key, value.encode()))
+            else:
+                if kind is p.Relation:
+                    parts_of.clear()  # the table's schemas may have changed
+                built = self.build(change)
+                if built is None:
+                    filtered += 1
+                    continue
+                operation, out = built
+                messages.extend(out)
+                if operation is None:
+                    continue
+            by_operation[operation] = by_operation.get(operation, 0) + 1
+            if first is None:
+                first = change
+            last = change
+        return BuiltChanges(by_operation, filtered, first, last)
 
     def _build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
         message = change.message

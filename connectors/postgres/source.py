@@ -68,6 +68,15 @@ def position_after(item, previous: Position | None) -> Position | None:
     return previous
 
 
+def position_after_changes(changes: list, previous: Position | None) -> Position | None:
+    """`position_after` folded over WAL changes: the last one's, unless it is a Relation (which keeps the one
+    before it)."""
+    for change in reversed(changes):
+        if type(change.message) is not Relation:
+            return position_after(change, previous)
+    return previous
+
+
 class SlotSource:
     progress_type = PgSnapshotProgress
     chunk_task_type = PgChunkTask
@@ -112,6 +121,8 @@ class SlotSource:
             # an idle-only batch starts with no position: the last transaction's id comes from what is committed
             return offsets.before(item.position, self._last_committed)
         return position_after(item, previous)
+
+    position_after_changes = staticmethod(position_after_changes)
 
     def on_committed(self, position: Position) -> None:
         self._last_committed = position

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from connectors.events.json_converter import envelope
+from connectors.events.json_converter import compiled, envelope
 from connectors.postgres import envelope as e
 from connectors.postgres import types as t
 from connectors.postgres.rows import RowColumn, RowMapper
@@ -59,3 +59,23 @@ def test_the_writer_matches_the_generic_converter(schemas_enable, schema, name):
         now_ns = rng.randrange(2**62)
         expected = envelope(value_schema, e.envelope_value(op, before, after, source, now_ns, block), schemas_enable)
         assert writer.text(op, before, after, source, now_ns, block) == expected
+
+
+@pytest.mark.parametrize("schemas_enable", [True, False])
+@pytest.mark.parametrize(("schema", "name"), [("public", "customers"), ('odd "schema"', "tåble\\x")])
+def test_streamed_parts_around_a_row_and_its_lsn_are_the_writers_text(schemas_enable, schema, name):
+    rng = random.Random(f"streamed{schemas_enable}{schema}{name}")
+    rows, texts = table(schema, name)
+    value_schema = e.envelope_schema("p", schema, name, rows.schema)
+    writer = e.EnvelopeWriter(value_schema, schemas_enable)
+    write_row = compiled(value_schema.field("after").schema)
+    for _ in range(300):
+        op = rng.choice("cu")
+        after = random_row(rng, rows, texts) or rows.value([1] + [None] * (len(texts) - 1))
+        source = random_source(rng, schema, name)
+        lsn = rng.randrange(2**63)
+        now_ns = rng.randrange(2**62)
+        first, second, third, fourth = writer.streamed_parts(op, source, now_ns)  # any LSN: it is not in them
+        source.lsn = lsn
+        row = write_row(after)
+        assert f"{first}{row}{second}{lsn}{third}{lsn}{fourth}" == writer.text(op, None, after, source, now_ns)

@@ -23,6 +23,7 @@ from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.source import MongoEventBuilder
 from connectors.mongodb.stream import OversizedSkipped
 from connectors.mongodb.transformer import Transformer
+from tests.built_together import assert_built_together_as_alone
 from tests.unit.document_writers import require_compiled
 from tests.unit.test_rawjson import random_document, random_text, random_value
 
@@ -155,43 +156,8 @@ def test_changes_built_together_give_what_each_built_alone_gives(name, monkeypat
             changes.append(bson.decode(data, rawjson.DECODE_OPTIONS))
         else:
             changes.append(OversizedSkipped({"_data": rng.randbytes(8).hex()}, {"operationType": "update"}))
-    expected: list = []
-    by_operation: dict[str, int] = {}
-    filtered = 0
-    captured: list = []
-    for change in changes:
-        built = alone.build(change)
-        if built is None:
-            filtered += 1
-            continue
-        operation, messages = built
-        expected.extend(messages)
-        if operation is not None:
-            by_operation[operation] = by_operation.get(operation, 0) + 1
-            captured.append(change)
-    messages: list = []
-    totals: dict[str, int] = {}
-    filtered_together = 0
-    firsts, lasts = [], []
-    folded = together_position = None
-    start = 0
-    while start < len(changes):
-        run = changes[start:start + rng.randint(1, 300)]
-        start += len(run)
-        built = together.build_changes(run, messages)
-        for operation, count in built.by_operation.items():
-            totals[operation] = totals.get(operation, 0) + count
-        filtered_together += built.filtered
-        firsts.append(built.first)
-        lasts.append(built.last)
-        for change in run:
-            folded = position_after(change, folded)
-        together_position = position_after_changes(run, together_position)
-        assert _position_fields(together_position) == _position_fields(folded), seed
-    assert messages == expected, seed
-    assert (totals, filtered_together) == (by_operation, filtered), seed
-    firsts, lasts = [f for f in firsts if f is not None], [last for last in lasts if last is not None]
-    assert firsts[0] is captured[0] and lasts[-1] is captured[-1], seed
+    assert_built_together_as_alone(together, alone, changes, position_after, position_after_changes, rng, seed,
+                                   _position_fields)
 
 
 def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding():
