@@ -2,11 +2,12 @@
 skipped when the module already built is of its source (hash stamp):
 
 - connectors/mongodb/csrc/*.c -> connectors/mongodb/_rawjson<EXT_SUFFIX> (MongoDB documents to JSON text);
-- connectors/postgres/csrc/*.c -> connectors/postgres/_pgrows<EXT_SUFFIX> (pgoutput tuples and row JSON).
+- connectors/postgres/csrc/*.c -> connectors/postgres/_pgrows<EXT_SUFFIX> (pgoutput tuples and row JSON);
+- connectors/mysql/csrc/*.c -> connectors/mysql/_binrows<EXT_SUFFIX> (binlog rows events' rows).
 
 Exit status 0 when every module is there afterwards, 1 (with the compiler's message) when one could not be built:
 the connectors then use their pure-Python twins, which write the same text (tests/unit/test_rawjson.py,
-tests/postgres/test_pgrows.py).
+tests/postgres/test_pgrows.py) or python-mysql-replication's decoder (tests/mariadb/test_compiled_rows.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTENSIONS = {"_rawjson": ROOT / "connectors" / "mongodb", "_pgrows": ROOT / "connectors" / "postgres"}
+EXTENSIONS = {"_rawjson": ROOT / "connectors" / "mongodb", "_pgrows": ROOT / "connectors" / "postgres",
+              "_binrows": ROOT / "connectors" / "mysql"}
 
 
 def target(name: str) -> Path:

@@ -52,7 +52,9 @@ def assert_built_together_as_alone(together, alone, changes: list, position_afte
             folded = position_after(change, folded)
         together_position = position_after_changes(run, together_position)
         assert position_fields(together_position) == position_fields(folded), seed
-    assert messages == expected, seed
+    for built, wanted in zip(messages, expected, strict=False):  # the first difference, if any, is shown
+        assert built == wanted, (seed, built, wanted)
+    assert len(messages) == len(expected), seed
     assert (totals, filtered_together) == (by_operation, filtered), seed
     firsts, lasts = [f for f in firsts if f is not None], [last for last in lasts if last is not None]
     assert firsts[0] is captured[0] and lasts[-1] is captured[-1], seed

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.core.allocator import keep_freed_memory
 from connectors.core.config import (
     SNAPSHOT_ALWAYS,
     SNAPSHOT_INITIAL_ONLY,
@@ -140,6 +141,7 @@ class Pipeline:
         snapshot_metrics: SnapshotMetrics | None = None,
         chunk_executor: ChunkExecutorFactory | None = None,
     ):
+        keep_freed_memory()  # a batch's memory serves the next one (core.allocator)
         self.config = config
         self.source = source
         self.bootstrap_servers = bootstrap_servers

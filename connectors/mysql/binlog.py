@@ -32,6 +32,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors.mysql import compiled_rows
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.status import show_binlog_status
@@ -157,6 +158,7 @@ class _ZeroDate:
 
 ZERO_DATE = _ZeroDate()
 _ZERO_SOURCES = {"out of date range", "out of datetime range", "out of datetime2 range"}
+_NOT_LAID_OUT = object()
 
 
 def _read_time2(self, column) -> datetime.timedelta:
@@ -238,6 +240,8 @@ class BinlogReader:
     _tables: dict[int, tuple[bool, ...]] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
     _schemas: dict[int, tuple[list, TableSchema]] = field(default_factory=dict, init=False, repr=False)
+    # schema -> the compiled decoder's layout of its columns (None: the library decodes its rows)
+    _layouts: dict[TableSchema, tuple | None] = field(default_factory=dict, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -420,26 +424,36 @@ class BinlogReader:
             op = "u"
         else:
             op = "d"
-        rows = event.rows
-        for number, row in enumerate(rows):
-            if number < skip:
-                continue
+        images = self._images(event, schema, op)
+        start, file, packet = txn.start, self._file, event.packet
+        pos, server_id, ts_sec = packet.log_pos - packet.event_size, packet.server_id, event.timestamp
+        last = len(images) - 1
+        for number in range(skip, len(images)):
+            before, after = images[number]
+            position = (BinlogPosition(start.file, start.pos, start.gtids, index + 1, 0) if number == last
+                        else BinlogPosition(start.file, start.pos, start.gtids, index, number + 1))
+            yield RowChange(op, schema, before, after, txn.gtid, file, pos, number, server_id, ts_sec, txn.thread,
+                            txn.query, position)
+
+    def _images(self, event, schema: TableSchema, op: str) -> list[tuple[dict | None, dict | None]]:
+        """(before, after) of each row of the rows event: decoded by the compiled module when it can, else by the
+        library."""
+        columns = None
+        if compiled_rows.compiled is not None:
+            columns = self._layouts.get(schema, _NOT_LAID_OUT)
+            if columns is _NOT_LAID_OUT:
+                columns = self._layouts[schema] = compiled_rows.layout(schema)
+        rows = compiled_rows.decoded_rows(event, columns) if columns is not None else None
+        if rows is not None:
             if op == "u":
-                before = _values(row["before_values"], row["before_none_sources"], schema)
-                after = _values(row["after_values"], row["after_none_sources"], schema)
-            elif op == "c":
-                before, after = None, _values(row["values"], row["none_sources"], schema)
-            else:
-                before, after = _values(row["values"], row["none_sources"], schema), None
-            done = number + 1
-            start = txn.start
-            position = (BinlogPosition(start.file, start.pos, start.gtids, index + 1, 0) if done == len(rows)
-                        else BinlogPosition(start.file, start.pos, start.gtids, index, done))
-            yield RowChange(
-                op=op, schema=schema, before=before, after=after, gtid=txn.gtid, file=self._file,
-                pos=event.packet.log_pos - event.packet.event_size, row=number, server_id=event.packet.server_id,
-                ts_sec=event.timestamp, thread=txn.thread, query=txn.query, position=position,
-            )
+                return rows
+            return [(None, row) for row in rows] if op == "c" else [(row, None) for row in rows]
+        if op == "u":
+            return [(_values(row["before_values"], row["before_none_sources"], schema),
+                     _values(row["after_values"], row["after_none_sources"], schema)) for row in event.rows]
+        if op == "c":
+            return [(None, _values(row["values"], row["none_sources"], schema)) for row in event.rows]
+        return [(_values(row["values"], row["none_sources"], schema), None) for row in event.rows]
 
 
 def _text(value) -> str:

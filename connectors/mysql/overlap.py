@@ -263,6 +263,11 @@ class ActiveOverlap:
         if overlap is not None and overlap.server_ordered and self._connect is not None:
             self._server = ServerKeyOrder(self._connect)
 
+    @property
+    def filtering(self) -> bool:
+        """Whether `apply` may still drop or change a change (False once the stream passed the filter)."""
+        return not self._passed
+
     def apply(self, change: Any) -> Any:
         if self._passed:
             return change

@@ -23,7 +23,7 @@ from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachabl
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
 from connectors.core.snapshot.incremental import IncrementalSnapshots
-from connectors.core.source import ChangeSummary, Start, StoredOffset
+from connectors.core.source import BuiltChanges, ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
 from connectors.events import schema as s
@@ -136,9 +136,7 @@ class MySqlEventBuilder:
             if (change.op in self._skipped or not self._captures(schema.database, schema.table)
                     or not self.config.captures_gtid(change.gtid)):
                 return None
-            source = SourceInfo(schema.database, schema.table, change.ts_sec * 1000, change.server_id, change.file,
-                                change.pos, change.row, "false", change.gtid, change.thread,
-                                change.query if self.config.include_query else None)
+            source = self._source(change)
             if self.transactions is None:
                 return change.op, self.table_events(schema).messages(change.op, change.before, change.after, source)
             # Debezium's id: the GTID, or where the transaction starts in the binlog when GTIDs are off
@@ -157,6 +155,54 @@ class MySqlEventBuilder:
         if type(change) is TransactionCommit and self.transactions is not None:
             return None, self.transactions.end(change.ts_sec * 1000)
         return None, []  # a transaction's commit (or a heartbeat): moves the position only
+
+    def build_changes(self, changes: list, messages: list) -> BuiltChanges:
+        """`build` of each change (core.source.EventBuilder.build_changes). A row change is written from its rows
+        event's parts (TableEvents.streamed_parts), made once per event; with transaction metadata, or while a
+        snapshot's filter still applies, every change goes through `build`. Events built in one call share their
+        `ts_ms`."""
+        by_operation: dict[str, int] = {}
+        filtered = 0
+        first = last = None
+        streamed = self.transactions is None and not self.overlap.filtering
+        skipped = self._skipped
+        captures_gtid = self.config.captures_gtid
+        # (file, pos) -> the rows event's table and parts: a rows event is one table's, before and after any DDL
+        parts_of: dict[tuple[str, int], tuple[TableEvents, tuple[str, str, str, str]]] = {}
+        now = time.time_ns()
+        for change in changes:
+            if streamed and type(change) is RowChange:
+                schema = change.schema
+                operation = change.op
+                if (operation in skipped or not self._captures(schema.database, schema.table)
+                        or not captures_gtid(change.gtid)):
+                    filtered += 1
+                    continue
+                at = (change.file, change.pos)
+                made = parts_of.get(at)
+                if made is None:
+                    events = self.table_events(schema)
+                    made = parts_of[at] = (events, events.streamed_parts(operation, self._source(change), now))
+                made[0].append_streamed(messages, made[1], operation, change.before, change.after, change.row)
+            else:
+                built = self.build(change)
+                if built is None:
+                    filtered += 1
+                    continue
+                operation, out = built
+                messages.extend(out)
+                if operation is None:
+                    continue
+            by_operation[operation] = by_operation.get(operation, 0) + 1
+            if first is None:
+                first = change
+            last = change
+        return BuiltChanges(by_operation, filtered, first, last)
+
+    def _source(self, change: RowChange) -> SourceInfo:
+        return SourceInfo(change.schema.database, change.schema.table, change.ts_sec * 1000, change.server_id,
+                          change.file, change.pos, change.row, "false", change.gtid, change.thread,
+                          change.query if self.config.include_query else None)
 
     def describe(self, change: Any) -> ChangeSummary:
         position = change.position.to_offset()
@@ -313,6 +359,11 @@ class ServerSource:
         if isinstance(item, Idle):
             return item.position if item.position is not None else previous
         return MySqlPosition(item.position, item.ts_sec)
+
+    @staticmethod
+    def position_after_changes(changes: list, previous: MySqlPosition | None) -> MySqlPosition | None:
+        """`position_after` folded over changes (no markers): each change carries the position after it."""
+        return MySqlPosition(changes[-1].position, changes[-1].ts_sec) if changes else previous
 
     def on_committed(self, position: MySqlPosition) -> None:
         self._last_committed = position

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from pymysqlreplication.row_event import RowsEvent
 
+from connectors.mysql import compiled_rows
 from connectors.mysql.binlog import BinlogPosition, RowChange, TransactionCommit
 from connectors.mysql.connection import connect
 from tests.mariadb.binlog_reading import read_to_end
@@ -41,6 +42,13 @@ def test_rows_of_unwanted_tables_are_never_decoded_and_resume_still_counts_them(
         fetch(event)
 
     monkeypatch.setattr(RowsEvent, "_fetch_rows", recording)
+    decode = compiled_rows.decoded_rows
+
+    def recording_compiled(event, columns):  # the compiled decoder, where it decodes the table's rows
+        decoded.append(event.table)
+        return decode(event, columns)
+
+    monkeypatch.setattr(compiled_rows, "decoded_rows", recording_compiled)
     changes = read(mariadb, mariadb_db, BinlogPosition(gtids=start.gtids))
     rows = [c for c in changes if isinstance(c, RowChange)]
     assert ids(rows) == [("c", n) for n in range(1, 6)]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from connectors.core.allocator import keep_freed_memory
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
@@ -55,6 +56,7 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
 
     Safe to run again, concurrently or after a crash: read_committed consumers see the chunk's events once.
     """
+    keep_freed_memory()  # a chunk's memory serves the next one (core.allocator)
     started = time.monotonic()
     topic_admin = topic_admin or TopicAdmin(bootstrap_servers)
     markers = ChunkMarkers(bootstrap_servers, config.offset_storage_topic, admin=topic_admin.admin)

@@ -1,0 +1,82 @@
+"""The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by
+scripts/build_extensions.py) instead of python-mysql-replication's per-value Python: the same values in the same
+dicts, for tables whose every column is of a kind below (integers, floats, YEAR, strings and blobs of any character
+set). Other tables, a partial JSON update, or no module (not built, or built from older sources): the library
+decodes the rows, as before (tests/mariadb/test_compiled_rows.py compares the two on real events)."""
+
+from __future__ import annotations
+
+import codecs
+
+from pymysqlreplication.constants import BINLOG, FIELD_TYPE
+from pymysqlreplication.row_event import RowsEvent
+
+try:
+    from connectors.mysql import _binrows as compiled
+except ImportError:
+    compiled = None
+if compiled is not None and not hasattr(compiled, "decode_rows"):
+    compiled = None
+
+# binrows.c's column kinds
+INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR = range(14)
+_INTEGERS = {FIELD_TYPE.TINY: (INT8, UINT8), FIELD_TYPE.SHORT: (INT16, UINT16), FIELD_TYPE.INT24: (INT24, UINT24),
+             FIELD_TYPE.LONG: (INT32, UINT32), FIELD_TYPE.LONGLONG: (INT64, UINT64)}
+_ROWS_EVENTS = frozenset({BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.WRITE_ROWS_EVENT_V2, BINLOG.UPDATE_ROWS_EVENT_V1,
+                          BINLOG.UPDATE_ROWS_EVENT_V2, BINLOG.DELETE_ROWS_EVENT_V1, BINLOG.DELETE_ROWS_EVENT_V2})
+
+
+def _encoding(charset: str | None) -> str | None:
+    """The codec the library decodes a string column with (None: it keeps the bytes, its codec lookup failing)."""
+    encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return None
+    return encoding
+
+
+def _column(column) -> tuple | None:
+    """(name, kind, length prefix size, encoding) of a binlog.ColumnInfo; None: a kind binrows.c does not decode."""
+    kind = column.type_code
+    if kind in _INTEGERS:
+        return column.name, _INTEGERS[kind][column.unsigned], 0, None
+    if kind == FIELD_TYPE.FLOAT:
+        return column.name, FLOAT, 0, None
+    if kind == FIELD_TYPE.DOUBLE:
+        return column.name, DOUBLE, 0, None
+    if kind == FIELD_TYPE.YEAR:
+        return column.name, YEAR, 0, None
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING) and column.max_length is not None:
+        return column.name, STRING, 2 if column.max_length > 255 else 1, _encoding(column.charset)
+    if kind == FIELD_TYPE.BLOB and column.length_size in (1, 2, 3, 4):
+        return column.name, STRING, column.length_size, _encoding(column.charset)
+    return None
+
+
+def layout(schema) -> tuple | None:
+    """binrows.c's description of a binlog.TableSchema's columns (None: the compiled module cannot decode its
+    rows)."""
+    if compiled is None:
+        return None
+    columns = tuple(_column(column) for column in schema.columns)
+    if not columns or any(c is None or not c[0] for c in columns):
+        return None  # a type it does not decode, or a column without a name (the library names it itself)
+    if len({c[0] for c in columns}) != len(columns):
+        return None
+    return columns
+
+
+def decoded_rows(event, columns: tuple) -> list | None:
+    """The rows of `event` (a rows event the library has not read rows from yet): a dict per row for writes and
+    deletes, a (before, after) pair per row for updates. None: the library is to read them (another event type)."""
+    if event.event_type not in _ROWS_EVENTS or event.number_of_columns != len(columns):
+        return None
+    packet = event.packet
+    body = packet.read(event.event_size - packet.read_bytes)
+    try:
+        return compiled.decode_rows(body, columns, event.columns_present_bitmap,
+                                    getattr(event, "columns_present_bitmap2", None))
+    except ValueError:
+        packet.unread(body)  # the library reads the event and says what is wrong with it
+        return None

@@ -1,0 +1,227 @@
+/* The compiled module _binrows (connectors/mysql/compiled_rows.py): the rows of a binlog rows event, decoded from
+   the event's body as python-mysql-replication's RowsEvent decodes them (the same values, the same dicts) for the
+   column types of compiled_rows.KINDS; a table with any other type is left to the library.
+   tests/mariadb/test_compiled_rows.py compares the two on real binlog events. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Column kinds (compiled_rows.py) */
+enum {
+    INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR
+};
+
+typedef struct {
+    PyObject *name;     /* borrowed from the layout */
+    int kind;
+    int length_size;    /* STRING: bytes of the length prefix */
+    const char *encoding; /* STRING: Python codec, NULL for bytes */
+    int utf8;
+} Column;
+
+typedef struct {
+    const unsigned char *data;
+    Py_ssize_t length;
+    Py_ssize_t pos;
+} Reader;
+
+static int truncated(void) {
+    PyErr_SetString(PyExc_ValueError, "the rows event ends inside a row");
+    return -1;
+}
+
+static int need(Reader *in, Py_ssize_t n) {
+    return in->length - in->pos < n ? truncated() : 0;
+}
+
+static uint64_t little(const unsigned char *p, int n) {
+    uint64_t value = 0;
+    for (int i = n - 1; i >= 0; i--) value = (value << 8) | p[i];
+    return value;
+}
+
+static PyObject *value_of(Reader *in, const Column *column) {
+    const unsigned char *p = in->data + in->pos;
+    switch (column->kind) {
+    case INT8: if (need(in, 1)) return NULL; in->pos += 1; return PyLong_FromLong((int8_t)p[0]);
+    case UINT8: if (need(in, 1)) return NULL; in->pos += 1; return PyLong_FromLong(p[0]);
+    case YEAR: if (need(in, 1)) return NULL; in->pos += 1; return PyLong_FromLong(p[0] + 1900);
+    case INT16: if (need(in, 2)) return NULL; in->pos += 2; return PyLong_FromLong((int16_t)little(p, 2));
+    case UINT16: if (need(in, 2)) return NULL; in->pos += 2; return PyLong_FromLong((long)little(p, 2));
+    case INT24: {
+        if (need(in, 3)) return NULL;
+        in->pos += 3;
+        long value = (long)little(p, 3);
+        return PyLong_FromLong(value >= 0x800000 ? value - 0x1000000 : value);
+    }
+    case UINT24: if (need(in, 3)) return NULL; in->pos += 3; return PyLong_FromLong((long)little(p, 3));
+    case INT32: if (need(in, 4)) return NULL; in->pos += 4; return PyLong_FromLong((int32_t)little(p, 4));
+    case UINT32: if (need(in, 4)) return NULL; in->pos += 4; return PyLong_FromUnsignedLong((unsigned long)little(p, 4));
+    case INT64: if (need(in, 8)) return NULL; in->pos += 8; return PyLong_FromLongLong((int64_t)little(p, 8));
+    case UINT64: if (need(in, 8)) return NULL; in->pos += 8; return PyLong_FromUnsignedLongLong(little(p, 8));
+    case FLOAT: {
+        if (need(in, 4)) return NULL;
+        in->pos += 4;
+        uint32_t bits = (uint32_t)little(p, 4);
+        float value;
+        memcpy(&value, &bits, 4);
+        return PyFloat_FromDouble((double)value);
+    }
+    case DOUBLE: {
+        if (need(in, 8)) return NULL;
+        in->pos += 8;
+        uint64_t bits = little(p, 8);
+        double value;
+        memcpy(&value, &bits, 8);
+        return PyFloat_FromDouble(value);
+    }
+    case STRING: {
+        if (need(in, column->length_size)) return NULL;
+        uint64_t length = little(p, column->length_size);
+        in->pos += column->length_size;
+        if ((uint64_t)(in->length - in->pos) < length) {
+            truncated();
+            return NULL;
+        }
+        const char *text = (const char *)in->data + in->pos;
+        in->pos += (Py_ssize_t)length;
+        /* the library's bytes.decode gives "" for no bytes before it looks its codec up (even one it lacks) */
+        if (length == 0) return PyUnicode_New(0, 0);
+        if (column->encoding == NULL) return PyBytes_FromStringAndSize(text, (Py_ssize_t)length);
+        if (column->utf8) return PyUnicode_DecodeUTF8(text, (Py_ssize_t)length, "strict");
+        return PyUnicode_Decode(text, (Py_ssize_t)length, column->encoding, "strict");
+    }
+    }
+    PyErr_SetString(PyExc_ValueError, "unknown column kind");
+    return NULL;
+}
+
+static int bit(const unsigned char *bitmap, Py_ssize_t index) {
+    return (bitmap[index / 8] >> (index % 8)) & 1;
+}
+
+/* One row image: {name: value} for every column (None when NULL or not in the image, as the library gives). */
+static PyObject *image(Reader *in, const Column *columns, Py_ssize_t count, const unsigned char *present) {
+    Py_ssize_t in_image = 0;
+    for (Py_ssize_t i = 0; i < count; i++) in_image += bit(present, i);
+    Py_ssize_t null_bytes = (in_image + 7) / 8;
+    if (need(in, null_bytes)) return NULL;
+    const unsigned char *nulls = in->data + in->pos;
+    in->pos += null_bytes;
+    PyObject *row = _PyDict_NewPresized(count);
+    if (row == NULL) return NULL;
+    Py_ssize_t null_index = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *value;
+        if (!bit(present, i)) {
+            value = Py_NewRef(Py_None);
+        } else {
+            value = bit(nulls, null_index) ? Py_NewRef(Py_None) : value_of(in, &columns[i]);
+            null_index++;
+        }
+        if (value == NULL || PyDict_SetItem(row, columns[i].name, value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(row);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    return row;
+}
+
+/* decode_rows(body, layout, present, present_after) -> list: the event's rows, each a dict (write and delete
+   events) or a (before, after) tuple of dicts (update events: present_after is not None). `layout`: a tuple of
+   (name, kind, length_size, encoding or None) per column, as compiled_rows.layout makes it. */
+static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_rows(body, layout, present, present_after)");
+        return NULL;
+    }
+    Py_buffer body, present, after;
+    if (PyObject_GetBuffer(args[0], &body, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[2], &present, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&body);
+        return NULL;
+    }
+    int update = args[3] != Py_None;
+    if (update && PyObject_GetBuffer(args[3], &after, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&body);
+        PyBuffer_Release(&present);
+        return NULL;
+    }
+    PyObject *rows = NULL;
+    Column *columns = NULL;
+    PyObject *layout = args[1];
+    if (!PyTuple_Check(layout)) {
+        PyErr_SetString(PyExc_TypeError, "layout must be a tuple");
+        goto done;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(layout);
+    if ((count + 7) / 8 > present.len || (update && (count + 7) / 8 > after.len)) {
+        PyErr_SetString(PyExc_ValueError, "a columns-present bitmap is shorter than the layout");
+        goto done;
+    }
+    columns = PyMem_Calloc((size_t)(count ? count : 1), sizeof(Column));
+    if (columns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(layout, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, length_size, encoding)");
+            goto done;
+        }
+        columns[i].name = PyTuple_GET_ITEM(spec, 0);
+        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        columns[i].length_size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) goto done;
+        if (columns[i].kind == STRING && (columns[i].length_size < 1 || columns[i].length_size > 4)) {
+            PyErr_SetString(PyExc_ValueError, "a string's length prefix is 1 to 4 bytes");
+            goto done;
+        }
+        PyObject *encoding = PyTuple_GET_ITEM(spec, 3);
+        if (encoding != Py_None) {
+            columns[i].encoding = PyUnicode_AsUTF8(encoding);
+            if (columns[i].encoding == NULL) goto done;
+            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
+        }
+    }
+    rows = PyList_New(0);
+    if (rows == NULL) goto done;
+    Reader in = {body.buf, body.len, 0};
+    while (in.pos < in.length) {
+        PyObject *row = image(&in, columns, count, present.buf);
+        if (row != NULL && update) {
+            PyObject *changed = image(&in, columns, count, after.buf);
+            PyObject *pair = changed == NULL ? NULL : PyTuple_Pack(2, row, changed);
+            Py_DECREF(row);
+            Py_XDECREF(changed);
+            row = pair;
+        }
+        if (row == NULL || PyList_Append(rows, row) < 0) {
+            Py_XDECREF(row);
+            Py_CLEAR(rows);
+            goto done;
+        }
+        Py_DECREF(row);
+    }
+done:
+    PyMem_Free(columns);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&present);
+    if (update) PyBuffer_Release(&after);
+    return rows;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
+     "decode_rows(body, layout, present, present_after) -> list"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {PyModuleDef_HEAD_INIT, "_binrows", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__binrows(void) { return PyModule_Create(&module_definition); }

@@ -1,0 +1,101 @@
+"""The pipeline's batch path for MariaDB (`MySqlEventBuilder.build_changes`, `position_after_changes`) gives what
+`build` and `position_after` give change by change: binlog changes of a random workload read from the real server
+(multi-row inserts, updates and deletes, so rows events of many rows; key changes; DDL between a table's changes;
+annotated statements), under configurations that take the streamed fast path and those that go through `build`."""
+
+from __future__ import annotations
+
+import random
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from connectors.mysql import envelope, schema_changes
+from connectors.mysql import source as mysql_source
+from connectors.mysql.binlog import BinlogPosition, SchemaStatement
+from connectors.mysql.connection import connect
+from connectors.mysql.source import JsonColumns, MySqlEventBuilder, ServerSource
+from connectors.mysql.status import show_binlog_status
+from connectors.sources import engine_config
+from tests.built_together import assert_built_together_as_alone
+from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.test_source import properties
+
+pytestmark = [pytest.mark.integration]
+
+CONFIGS = {
+    "default": {},
+    "schemas": {"key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"},
+    "no-tombstones": {"tombstones.on.delete": "false"},
+    "skip-updates": {"skipped.operations": "u"},
+    "transactions": {"provide.transaction.metadata": "true"},
+    "queries": {"include.query": "true"},
+    "some-tables": {"table.exclude.list": ".*\\.unkeyed"},
+}
+
+
+def _workload(mariadb, database: str, rng: random.Random) -> None:
+    connection = connect(mariadb.admin.with_database(database), autocommit=False)
+    next_key = 1
+    try:
+        with connection.cursor() as cursor:
+            for number in range(80):
+                if number in (20, 50):  # DDL (its own binlog group) between two changes of the table
+                    cursor.execute("INSERT INTO keyed (id, label) VALUES (%s, 'before a schema change')",
+                                   (next_key,))
+                    connection.commit()
+                    next_key += 1
+                    cursor.execute(f"ALTER TABLE keyed ADD COLUMN extra{number} INT DEFAULT 7")
+                for _ in range(rng.randint(1, 8)):
+                    action = rng.random()
+                    if action < 0.4:
+                        count = rng.randint(1, 60)
+                        cursor.executemany("INSERT INTO keyed (id, label, body) VALUES (%s, %s, %s)",
+                                           [(next_key + i, f"label {next_key + i}", "é" * rng.choice([0, 5, 3000]))
+                                            for i in range(count)])
+                        next_key += count
+                    elif action < 0.6:
+                        low = rng.randrange(next_key)
+                        cursor.execute("UPDATE keyed SET label = %s WHERE id BETWEEN %s AND %s",
+                                       (f"changed {rng.random()}", low, low + rng.randint(0, 40)))
+                    elif action < 0.7:
+                        cursor.execute("UPDATE keyed SET id = %s WHERE id = %s", (next_key, rng.randrange(next_key)))
+                        next_key += 1
+                    elif action < 0.8:
+                        low = rng.randrange(next_key)
+                        cursor.execute("DELETE FROM keyed WHERE id BETWEEN %s AND %s", (low, low + rng.randint(0, 20)))
+                    else:
+                        cursor.executemany("INSERT INTO unkeyed VALUES (%s, %s)",
+                                           [(rng.randrange(100), "u") for _ in range(rng.randint(1, 20))])
+                connection.commit()
+    finally:
+        connection.close()
+
+
+def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariadb_db, monkeypatch):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    mariadb.execute("CREATE TABLE keyed (id INT PRIMARY KEY, label VARCHAR(80), amount DECIMAL(10,2) DEFAULT 1.5, "
+                    "body TEXT, at DATETIME(3) DEFAULT '2024-05-06 07:08:09.123')",
+                    "CREATE TABLE unkeyed (n INT, label VARCHAR(10))", database=mariadb_db)
+    connection = connect(mariadb.admin)
+    try:
+        with connection.cursor() as cursor:
+            status = show_binlog_status(cursor)
+    finally:
+        connection.close()
+    _workload(mariadb, mariadb_db, rng)
+    changes = read_to_end(mariadb.cdc, 6202, BinlogPosition(gtids=status.gtids), mariadb_db)
+    assert sum(1 for change in changes if type(change) is SchemaStatement) == 2
+    assert len(changes) > 1000
+
+    fixed = SimpleNamespace(time=lambda: 1_700_000_000.5, time_ns=lambda: 1_700_000_000_123_456_789,
+                            monotonic=time.monotonic, sleep=time.sleep)
+    for module in (mysql_source, envelope, schema_changes):  # the events' ts_ms
+        monkeypatch.setattr(module, "time", fixed)
+    for name, extra in CONFIGS.items():
+        _, config = engine_config(properties(mariadb, mariadb_db, **extra))
+        together, alone = (MySqlEventBuilder(config, JsonColumns(config)) for _ in range(2))
+        assert_built_together_as_alone(together, alone, changes, ServerSource.position_after,
+                                       ServerSource.position_after_changes, rng, (name, seed))
