@@ -57,10 +57,12 @@ if [ -f package.json ]; then
   fi
 fi
 
-# The C extensions (MongoDB documents, PostgreSQL tuples and rows: connectors/*/csrc/*.c), built in place; each skipped
-# when built from its source already. Without them the connectors write the same text in Python, more slowly.
+# The C extensions (MongoDB documents, PostgreSQL tuples and rows, binlog rows: connectors/*/csrc/*.c), built in place;
+# each skipped when built from its source already. Without them the connectors give the same results in Python, more
+# slowly.
 if ! "$PYTHON" scripts/build_extensions.py; then
-  echo "warning: could not build connectors/mongodb/_rawjson or connectors/postgres/_pgrows (needs gcc and the Python" \
+  echo "warning: could not build connectors/mongodb/_rawjson, connectors/postgres/_pgrows or connectors/mysql/_binrows" \
+    "(needs gcc and the Python" \
     "headers); those connectors use their slower Python paths" >&2
 fi
 

@@ -1,8 +1,9 @@
 """The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by
 scripts/build_extensions.py) instead of python-mysql-replication's per-value Python: the same values in the same
-dicts, for tables whose every column is of a kind below (integers, floats, YEAR, strings and blobs of any character
-set). Other tables, a partial JSON update, or no module (not built, or built from older sources): the library
-decodes the rows, as before (tests/mariadb/test_compiled_rows.py compares the two on real events)."""
+dicts, for tables whose every column is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP,
+TIME, strings and blobs of any character set). Other tables (ENUM, SET, BIT, JSON, geometry), an event with a zero
+date, a partial JSON update, or no module (not built, or built from older sources): the library decodes the rows, as
+before (tests/mariadb/test_compiled_rows.py compares the two on real events)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ if compiled is not None and not hasattr(compiled, "decode_rows"):
     compiled = None
 
 # binrows.c's column kinds
-INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR = range(14)
+(INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,
+ TIMESTAMP2, TIME2, NEWDECIMAL) = range(19)
+_TEMPORALS = {FIELD_TYPE.DATETIME2: DATETIME2, FIELD_TYPE.TIMESTAMP2: TIMESTAMP2, FIELD_TYPE.TIME2: TIME2}
 _INTEGERS = {FIELD_TYPE.TINY: (INT8, UINT8), FIELD_TYPE.SHORT: (INT16, UINT16), FIELD_TYPE.INT24: (INT24, UINT24),
              FIELD_TYPE.LONG: (INT32, UINT32), FIELD_TYPE.LONGLONG: (INT64, UINT64)}
 _ROWS_EVENTS = frozenset({BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.WRITE_ROWS_EVENT_V2, BINLOG.UPDATE_ROWS_EVENT_V1,
@@ -37,7 +40,8 @@ def _encoding(charset: str | None) -> str | None:
 
 
 def _column(column) -> tuple | None:
-    """(name, kind, length prefix size, encoding) of a binlog.ColumnInfo; None: a kind binrows.c does not decode."""
+    """(name, kind, size, encoding or scale) of a binlog.ColumnInfo (size: a string's length prefix, a temporal's
+    fraction digits, a decimal's precision); None: a kind binrows.c does not decode."""
     kind = column.type_code
     if kind in _INTEGERS:
         return column.name, _INTEGERS[kind][column.unsigned], 0, None
@@ -47,6 +51,12 @@ def _column(column) -> tuple | None:
         return column.name, DOUBLE, 0, None
     if kind == FIELD_TYPE.YEAR:
         return column.name, YEAR, 0, None
+    if kind == FIELD_TYPE.DATE:
+        return column.name, DATE, 0, None
+    if kind in _TEMPORALS:
+        return column.name, _TEMPORALS[kind], column.fsp or 0, None
+    if kind == FIELD_TYPE.NEWDECIMAL and column.precision and column.scale is not None:
+        return column.name, NEWDECIMAL, column.precision, column.scale
     if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING) and column.max_length is not None:
         return column.name, STRING, 2 if column.max_length > 255 else 1, _encoding(column.charset)
     if kind == FIELD_TYPE.BLOB and column.length_size in (1, 2, 3, 4):
@@ -72,11 +82,14 @@ def decoded_rows(event, columns: tuple) -> list | None:
     deletes, a (before, after) pair per row for updates. None: the library is to read them (another event type)."""
     if event.event_type not in _ROWS_EVENTS or event.number_of_columns != len(columns):
         return None
-    packet = event.packet
-    body = packet.read(event.event_size - packet.read_bytes)
+    # read from pymysql's packet under the library's reader, left where it was: when the compiled module hands the
+    # event back the library reads it (the reader's `unread` would not do: it appends to what the library unreads)
+    packet = event.packet.packet
+    rest = packet.read_all()
+    packet.rewind(len(packet.get_all_data()) - len(rest))
+    body = memoryview(rest)[:event.event_size - event.packet.read_bytes]  # not the checksum after it
     try:
         return compiled.decode_rows(body, columns, event.columns_present_bitmap,
                                     getattr(event, "columns_present_bitmap2", None))
     except ValueError:
-        packet.unread(body)  # the library reads the event and says what is wrong with it
-        return None
+        return None  # a value the library is to decode (a zero date), or an event it will say is malformed

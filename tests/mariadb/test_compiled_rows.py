@@ -1,8 +1,9 @@
 """The compiled rows decoder (connectors/mysql/_binrows, compiled_rows.py) gives the binlog reader the same row
 changes as python-mysql-replication's own decoding: random rows of every type it decodes (integers of each width
-at their limits, signed and unsigned, floats, YEAR, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, in
+at their limits, signed and unsigned, floats, decimals of every digit grouping, YEAR, DATE, DATETIME, TIMESTAMP and
+TIME of every fraction width, negative times, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, in
 utf8mb4, latin1, utf16 and ascii, NULLs) inserted, updated and deleted many rows a statement, read from the real
-server both ways; and a table with a type it leaves to the library."""
+server both ways; zero dates, whose events it leaves to the library; and a table with a type it does not decode."""
 
 from __future__ import annotations
 
@@ -46,7 +47,45 @@ COLUMNS = {
     "bn": ("BINARY(4)", lambda rng: rng.randbytes(rng.randint(0, 4))),
     "vb": ("VARBINARY(300)", lambda rng: rng.randbytes(rng.randint(0, 300))),
     "bl": ("BLOB", lambda rng: rng.randbytes(rng.randint(0, 2000))),
+    "d1": ("DECIMAL(10,3)", lambda rng: _decimal(rng, 7, 3)),
+    "d2": ("DECIMAL(65,30)", lambda rng: _decimal(rng, 35, 30)),
+    "d3": ("DECIMAL(5,5)", lambda rng: _decimal(rng, 0, 5)),
+    "d4": ("DECIMAL(18,0)", lambda rng: _decimal(rng, 18, 0)),
+    "d5": ("DECIMAL(12,4) UNSIGNED", lambda rng: _decimal(rng, 8, 4).lstrip("-")),
+    "da": ("DATE", lambda rng: rng.choice(["1000-01-01", "9999-12-31", "2024-02-29", _date(rng)])),
+    "t0": ("DATETIME", lambda rng: f"{_date(rng)} {_time(rng, 0)}"),
+    "t3": ("DATETIME(3)", lambda rng: f"{_date(rng)} {_time(rng, 3)}"),
+    "t6": ("DATETIME(6)", lambda rng: rng.choice(["1000-01-01 00:00:00", "9999-12-31 23:59:59.999999",
+                                                   f"{_date(rng)} {_time(rng, 6)}"])),
+    "s0": ("TIMESTAMP NULL", lambda rng: f"{rng.randint(1971, 2037)}-{_date(rng)[5:]} {_time(rng, 0)}"),
+    "s5": ("TIMESTAMP(5) NULL", lambda rng: f"{rng.randint(1971, 2037)}-{_date(rng)[5:]} {_time(rng, 5)}"),
+    "h0": ("TIME", lambda rng: _duration(rng, 0)),
+    "h1": ("TIME(1)", lambda rng: _duration(rng, 1)),
+    "h2": ("TIME(2)", lambda rng: _duration(rng, 2)),
+    "h4": ("TIME(4)", lambda rng: _duration(rng, 4)),
+    "h6": ("TIME(6)", lambda rng: rng.choice(["-838:59:59.000000", "838:59:59.000000", "-00:00:00.000001",
+                                               _duration(rng, 6)])),
 }
+
+
+def _decimal(rng: random.Random, integral: int, scale: int) -> str:
+    whole = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, integral))) if integral else ""
+    fraction = "".join(rng.choice("0123456789") for _ in range(scale))
+    return f"{rng.choice(['', '-'])}{whole or '0'}{'.' + fraction if scale else ''}"
+
+
+def _date(rng: random.Random) -> str:
+    return f"{rng.randint(1000, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+
+
+def _time(rng: random.Random, fsp: int) -> str:
+    fraction = "." + "".join(rng.choice("0123456789") for _ in range(fsp)) if fsp else ""
+    return f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}"
+
+
+def _duration(rng: random.Random, fsp: int) -> str:
+    fraction = "." + "".join(rng.choice("0123456789") for _ in range(fsp)) if fsp else ""
+    return f"{rng.choice(['', '-'])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}"
 
 
 def _text(rng: random.Random, longest: int) -> str:
@@ -78,7 +117,8 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     rng = random.Random(seed)
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in COLUMNS.items())
     mariadb.execute(f"CREATE TABLE typed (id INT PRIMARY KEY, {columns})",
-                    "CREATE TABLE dated (id INT PRIMARY KEY, at DATETIME(3), label VARCHAR(10))", database=mariadb_db)
+                    "CREATE TABLE listed (id INT PRIMARY KEY, kind ENUM('a', 'b'), label VARCHAR(10))",
+                    database=mariadb_db)
     start = _status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
     marks = ", ".join(["%s"] * (len(COLUMNS) + 1))
@@ -88,11 +128,13 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
             for batch in range(12):
                 cursor.executemany(f"INSERT INTO typed VALUES ({marks})",  # noqa: S608 - the test's own columns
                                    [_row(rng, batch * 100 + n) for n in range(rng.randint(1, 40))])
-                cursor.execute("INSERT INTO dated VALUES (%s, '2024-01-02 03:04:05.678', 'x')", (batch,))
+                cursor.execute("INSERT INTO listed VALUES (%s, 'a', 'x')", (batch,))
+                if batch % 5 == 2:  # zero dates: the library decodes the event (and its reasons for None)
+                    cursor.execute("UPDATE typed SET da = '0000-00-00', t3 = '0000-00-00 00:00:00' WHERE id % 7 = 1")
                 name = rng.choice(list(COLUMNS))
                 value = COLUMNS[name][1](rng)
                 cursor.execute(f"UPDATE typed SET {name} = %s WHERE id %% 3 = %s", (value, batch % 3))  # noqa: S608
-                cursor.execute("UPDATE dated SET label = 'y' WHERE id = %s", (batch,))
+                cursor.execute("UPDATE listed SET label = 'y' WHERE id = %s", (batch,))
                 if batch % 4 == 3:
                     cursor.execute("DELETE FROM typed WHERE id %% 5 = %s", (batch % 5,))
                 connection.commit()
@@ -104,8 +146,8 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     typed = [c for c in compiled if type(c) is RowChange and c.schema.table == "typed"]
     assert {c.op for c in typed} == {"c", "u", "d"} and len(typed) > 200
     assert compiled_rows.layout(typed[0].schema) is not None  # this table's rows were the compiled module's
-    dated = next(c for c in compiled if type(c) is RowChange and c.schema.table == "dated")
-    assert compiled_rows.layout(dated.schema) is None  # DATETIME: the library's
+    listed = next(c for c in compiled if type(c) is RowChange and c.schema.table == "listed")
+    assert compiled_rows.layout(listed.schema) is None  # ENUM: the library's
     monkeypatch.setattr(compiled_rows, "compiled", None)
     by_library = read_to_end(mariadb.cdc, 6204, position, mariadb_db)
     assert len(compiled) == len(by_library), seed

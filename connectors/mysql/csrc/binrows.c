@@ -5,21 +5,89 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <datetime.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+
+static PyObject *decimal_type; /* decimal.Decimal */
 
 /* Column kinds (compiled_rows.py) */
 enum {
-    INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR
+    INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR,
+    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL
 };
 
 typedef struct {
     PyObject *name;     /* borrowed from the layout */
     int kind;
-    int length_size;    /* STRING: bytes of the length prefix */
+    int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision */
+    int scale;          /* NEWDECIMAL */
     const char *encoding; /* STRING: Python codec, NULL for bytes */
     int utf8;
 } Column;
+
+/* A value the library decodes to None with a reason the reader turns into ZERO_DATE (a zero or invalid date): the
+   event goes to the library, which keeps its own bookkeeping of those reasons. */
+static PyObject *for_the_library(void) {
+    PyErr_SetString(PyExc_ValueError, "a value the library decodes");
+    return NULL;
+}
+
+static uint64_t big(const unsigned char *p, int n) {
+    uint64_t value = 0;
+    for (int i = 0; i < n; i++) value = (value << 8) | p[i];
+    return value;
+}
+
+/* The fraction of a temporal value, as the library's __read_fsp reads it: (fsp + 1) / 2 big-endian bytes. */
+static long fraction(const unsigned char *p, int fsp) {
+    int bytes = (fsp + 1) / 2;
+    if (bytes == 0) return 0;
+    long value = (long)big(p, bytes);
+    if (fsp % 2) value /= 10;
+    for (int i = fsp; i < 6; i++) value *= 10;
+    return value;
+}
+
+static PyObject *decimal_of(const unsigned char *p, int precision, int scale) {
+    static const int compressed[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+    int integral = precision - scale;
+    int whole_integral = integral / 9, whole_fraction = scale / 9;
+    int lead = compressed[integral - whole_integral * 9], tail = compressed[scale - whole_fraction * 9];
+    int length = lead + 4 * (whole_integral + whole_fraction) + tail;
+    unsigned char bytes[64];
+    if (length > (int)sizeof(bytes)) return for_the_library();
+    memcpy(bytes, p, (size_t)length);
+    int negative = !(bytes[0] & 0x80);
+    bytes[0] ^= 0x80;
+    uint32_t mask = negative ? 0xFFFFFFFFu : 0;
+    char text[160];
+    int at = 0;
+    if (negative) text[at++] = '-';
+    const unsigned char *q = bytes;
+    if (lead) {
+        uint32_t value = ((uint32_t)big(q, lead) ^ mask) & (lead == 4 ? 0xFFFFFFFFu : ((1u << (8 * lead)) - 1));
+        at += snprintf(text + at, sizeof(text) - (size_t)at, "%u", value);
+        q += lead;
+    }
+    for (int i = 0; i < whole_integral; i++, q += 4)
+        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+    text[at++] = '.';
+    for (int i = 0; i < whole_fraction; i++, q += 4)
+        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+    if (tail) {
+        uint32_t value = ((uint32_t)big(q, tail) ^ mask) & (tail == 4 ? 0xFFFFFFFFu : ((1u << (8 * tail)) - 1));
+        at += snprintf(text + at, sizeof(text) - (size_t)at, "%0*u", scale - whole_fraction * 9, value);
+    }
+    return PyObject_CallFunction(decimal_type, "s#", text, (Py_ssize_t)at);
+}
+
+static int decimal_length(int precision, int scale) {
+    static const int compressed[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+    int integral = precision - scale;
+    return compressed[integral % 9] + 4 * (integral / 9 + scale / 9) + compressed[scale % 9];
+}
 
 typedef struct {
     const unsigned char *data;
@@ -77,10 +145,74 @@ static PyObject *value_of(Reader *in, const Column *column) {
         memcpy(&value, &bits, 8);
         return PyFloat_FromDouble(value);
     }
+    case DATE: {
+        if (need(in, 3)) return NULL;
+        in->pos += 3;
+        long packed = (long)little(p, 3);
+        int year = (int)((packed >> 9) & 0x7FFF), month = (int)((packed >> 5) & 0xF), day = (int)(packed & 0x1F);
+        if (year == 0 || month == 0 || day == 0) return for_the_library();
+        return PyDate_FromDate(year, month, day);
+    }
+    case DATETIME2: {
+        int bytes = 5 + (column->size + 1) / 2;
+        if (need(in, bytes)) return NULL;
+        in->pos += bytes;
+        uint64_t packed = big(p, 5);
+        long year_month = (long)((packed >> 22) & 0x1FFFF);
+        PyObject *value = PyDateTime_FromDateAndTime((int)(year_month / 13), (int)(year_month % 13),
+                                                     (int)((packed >> 17) & 0x1F), (int)((packed >> 12) & 0x1F),
+                                                     (int)((packed >> 6) & 0x3F), (int)(packed & 0x3F),
+                                                     (int)fraction(p + 5, column->size));
+        if (value == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            return for_the_library();
+        }
+        return value;
+    }
+    case TIMESTAMP2: {
+        int bytes = 4 + (column->size + 1) / 2;
+        if (need(in, bytes)) return NULL;
+        in->pos += bytes;
+        time_t seconds = (time_t)(int32_t)big(p, 4);
+        struct tm utc;
+        if (gmtime_r(&seconds, &utc) == NULL) return for_the_library();
+        return PyDateTime_FromDateAndTime(utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+                                          utc.tm_sec, (int)fraction(p + 4, column->size));
+    }
+    case TIME2: { /* binlog.py's _read_time2 */
+        int frac_bytes = (column->size + 1) / 2;
+        if (need(in, 3 + frac_bytes)) return NULL;
+        in->pos += 3 + frac_bytes;
+        int64_t intpart = (int64_t)big(p, 3) - 0x800000;
+        int64_t packed;
+        if (frac_bytes == 3) {
+            packed = (int64_t)big(p, 6) - 0x800000000000LL;
+        } else {
+            int64_t frac = frac_bytes ? (int64_t)big(p + 3, frac_bytes) : 0;
+            if (intpart < 0 && frac) {
+                intpart += 1;
+                frac -= (int64_t)1 << (8 * frac_bytes);
+            }
+            packed = intpart * ((int64_t)1 << 24) + frac * (frac_bytes == 1 ? 10000 : frac_bytes == 2 ? 100 : 0);
+        }
+        int negative = packed < 0;
+        int64_t magnitude = negative ? -packed : packed;
+        int64_t hms = magnitude >> 24, micros = magnitude % ((int64_t)1 << 24);
+        int64_t seconds = ((hms >> 12) % 1024) * 3600 + ((hms >> 6) % 64) * 60 + hms % 64;
+        seconds += micros / 1000000;
+        micros %= 1000000;
+        return PyDelta_FromDSU(0, (int)(negative ? -seconds : seconds), (int)(negative ? -micros : micros));
+    }
+    case NEWDECIMAL: {
+        int bytes = decimal_length(column->size, column->scale);
+        if (need(in, bytes)) return NULL;
+        in->pos += bytes;
+        return decimal_of(p, column->size, column->scale);
+    }
     case STRING: {
-        if (need(in, column->length_size)) return NULL;
-        uint64_t length = little(p, column->length_size);
-        in->pos += column->length_size;
+        if (need(in, column->size)) return NULL;
+        uint64_t length = little(p, column->size);
+        in->pos += column->size;
         if ((uint64_t)(in->length - in->pos) < length) {
             truncated();
             return NULL;
@@ -133,7 +265,8 @@ static PyObject *image(Reader *in, const Column *columns, Py_ssize_t count, cons
 
 /* decode_rows(body, layout, present, present_after) -> list: the event's rows, each a dict (write and delete
    events) or a (before, after) tuple of dicts (update events: present_after is not None). `layout`: a tuple of
-   (name, kind, length_size, encoding or None) per column, as compiled_rows.layout makes it. */
+   (name, kind, size, encoding or scale or None) per column, as compiled_rows.layout makes it. ValueError: a value
+   the library is to decode (or a truncated event). */
 static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "decode_rows(body, layout, present, present_after)");
@@ -171,22 +304,28 @@ static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *spec = PyTuple_GET_ITEM(layout, i);
         if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, length_size, encoding)");
+            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
             goto done;
         }
         columns[i].name = PyTuple_GET_ITEM(spec, 0);
         columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-        columns[i].length_size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
         if (PyErr_Occurred()) goto done;
-        if (columns[i].kind == STRING && (columns[i].length_size < 1 || columns[i].length_size > 4)) {
-            PyErr_SetString(PyExc_ValueError, "a string's length prefix is 1 to 4 bytes");
-            goto done;
-        }
-        PyObject *encoding = PyTuple_GET_ITEM(spec, 3);
-        if (encoding != Py_None) {
-            columns[i].encoding = PyUnicode_AsUTF8(encoding);
+        PyObject *last = PyTuple_GET_ITEM(spec, 3);
+        int kind = columns[i].kind, size = columns[i].size;
+        if (kind == STRING && last != Py_None) {
+            columns[i].encoding = PyUnicode_AsUTF8(last);
             if (columns[i].encoding == NULL) goto done;
             columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
+        } else if (kind == NEWDECIMAL) {
+            columns[i].scale = (int)PyLong_AsLong(last);
+            if (PyErr_Occurred()) goto done;
+        }
+        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
+            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
+            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
+            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
+            goto done;
         }
     }
     rows = PyList_New(0);
@@ -224,4 +363,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_definition = {PyModuleDef_HEAD_INIT, "_binrows", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__binrows(void) { return PyModule_Create(&module_definition); }
+PyMODINIT_FUNC PyInit__binrows(void) {
+    PyDateTime_IMPORT;
+    if (PyDateTimeAPI == NULL) return NULL;
+    PyObject *decimal = PyImport_ImportModule("decimal");
+    if (decimal == NULL) return NULL;
+    decimal_type = PyObject_GetAttrString(decimal, "Decimal");
+    Py_DECREF(decimal);
+    if (decimal_type == NULL) return NULL;
+    return PyModule_Create(&module_definition);
+}
