@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.core.allocator import keep_freed_memory
+from connectors.core.collector import batch_collection
 from connectors.core.config import (
     SNAPSHOT_ALWAYS,
     SNAPSHOT_INITIAL_ONLY,
@@ -385,6 +386,10 @@ class Pipeline:
     # -- streaming ------------------------------------------------------------------------------------------
 
     def _stream(self, start: Position | None) -> None:
+        with batch_collection():  # core.collector
+            self._stream_changes(start)
+
+    def _stream_changes(self, start: Position | None) -> None:
         changes = self._changes = ChangeQueue(self.config.max_queue_size)
         self.metrics.watch_queue(changes)
         reader_stop = threading.Event()

@@ -5,12 +5,14 @@ acknowledged only after commits, the idle slot released, a missing slot refused 
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import time
 
 import pytest
 
+from connectors.core.collector import BATCH_THRESHOLDS
 from connectors.core.errors import HistoryLost
 from connectors.kafka import OffsetStore
 from connectors.postgres.config import PostgresConfig
@@ -229,10 +231,12 @@ class _WritingWhenStreaming(ConnectorRunner):
     def __init__(self, config, bootstrap, db, stop):
         super().__init__(config, bootstrap, stop)
         self.db = db
+        self.collector_thresholds = None  # the garbage collector's, while streaming
 
     def pipeline(self, partition, on_phase=None):
         def insert_when_streaming(phase):
             if phase == "streaming":
+                self.collector_thresholds = gc.get_threshold()
                 self.db.execute("INSERT INTO items VALUES (100, 'at streaming', 1)")
         return super().pipeline(partition, insert_when_streaming)
 
@@ -253,6 +257,7 @@ def test_a_change_written_when_the_phase_shows_streaming_is_captured(items, stac
         thread.join(60)
     assert not runner.errors, runner.errors
     assert [(v["op"], v["after"]["id"]) for v in values] == [("c", 100)]
+    assert runner.collector_thresholds == BATCH_THRESHOLDS  # streams under core.collector's policy
 
 
 def test_idle_slot_is_acknowledged_while_only_unpublished_tables_change(items, stack, unique_name):

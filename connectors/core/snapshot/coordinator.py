@@ -30,9 +30,9 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, Protocol
 
+from connectors.core.collector import batch_collection
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, chunks_of
-from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
@@ -95,7 +95,7 @@ class InitialSnapshot:
         """Reads what is left; True when the snapshot completed, False when stopped part-way."""
         if self.config.snapshot_delay_ms and self.stop.wait(self.config.snapshot_delay_ms / 1000):
             return False
-        with snapshot_collection():
+        with batch_collection():
             return self._read()
 
     def _read(self) -> bool:

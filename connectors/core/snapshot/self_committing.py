@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from connectors.core.allocator import keep_freed_memory
+from connectors.core.collector import batch_collection
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.collector import snapshot_collection
 from connectors.core.snapshot.executors import (
     ChunkInterrupted,
     ChunkResult,
@@ -82,7 +82,7 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
     # meanwhile. Reading needs no fence, only the commit does. What an earlier attempt made unnecessary (a rare
     # redelivery) is dropped, and so is a read that failed: the chunk was committed, e.g. by an attempt that could
     # still read in a snapshot that is gone now.
-    with snapshot_collection(), ThreadPoolExecutor(1, thread_name_prefix="chunk-fence") as helper:
+    with batch_collection(), ThreadPoolExecutor(1, thread_name_prefix="chunk-fence") as helper:
         looked_up = helper.submit(fence_and_look)
         try:
             try:

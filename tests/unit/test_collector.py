@@ -1,10 +1,10 @@
-"""The garbage collector's policy while snapshots run (connectors/core/snapshot/collector.py)."""
+"""The garbage collector's policy while pipelines stream and snapshots run (connectors/core/collector.py)."""
 
 import gc
 
 import pytest
 
-from connectors.core.snapshot.collector import SNAPSHOT_THRESHOLDS, snapshot_collection
+from connectors.core.collector import BATCH_THRESHOLDS, batch_collection
 
 
 @pytest.fixture
@@ -19,8 +19,8 @@ def default_policy():
 
 def test_objects_frozen_and_thresholds_raised_while_a_snapshot_runs(default_policy):
     kept = [object()]
-    with snapshot_collection():
-        assert gc.get_threshold() == SNAPSHOT_THRESHOLDS
+    with batch_collection():
+        assert gc.get_threshold() == BATCH_THRESHOLDS
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == 0
@@ -28,11 +28,11 @@ def test_objects_frozen_and_thresholds_raised_while_a_snapshot_runs(default_poli
 
 
 def test_the_last_of_overlapping_snapshots_restores_the_policy(default_policy):
-    first, second = snapshot_collection(), snapshot_collection()
+    first, second = batch_collection(), batch_collection()
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)
-    assert gc.get_threshold() == SNAPSHOT_THRESHOLDS
+    assert gc.get_threshold() == BATCH_THRESHOLDS
     assert gc.get_freeze_count() > 0
     second.__exit__(None, None, None)
     assert gc.get_threshold() == (700, 10, 10)
@@ -40,7 +40,7 @@ def test_the_last_of_overlapping_snapshots_restores_the_policy(default_policy):
 
 
 def test_restored_when_the_snapshot_fails(default_policy):
-    with pytest.raises(RuntimeError), snapshot_collection():
+    with pytest.raises(RuntimeError), batch_collection():
         raise RuntimeError("chunk failed")
     assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == 0
@@ -49,8 +49,9 @@ def test_restored_when_the_snapshot_fails(default_policy):
 def test_objects_the_process_froze_stay_frozen(default_policy):
     gc.freeze()
     frozen = gc.get_freeze_count()
-    with snapshot_collection():
-        assert gc.get_threshold() == SNAPSHOT_THRESHOLDS
+    with batch_collection():
+        assert gc.get_threshold() == BATCH_THRESHOLDS
     assert frozen > 0
     assert gc.get_freeze_count() > 0  # not unfrozen by the snapshot
     assert gc.get_threshold() == (700, 10, 10)
+
