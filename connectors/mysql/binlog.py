@@ -158,7 +158,6 @@ class _ZeroDate:
 
 ZERO_DATE = _ZeroDate()
 _ZERO_SOURCES = {"out of date range", "out of datetime range", "out of datetime2 range"}
-_NOT_LAID_OUT = object()
 
 
 def _read_time2(self, column) -> datetime.timedelta:
@@ -240,8 +239,8 @@ class BinlogReader:
     _tables: dict[int, tuple[bool, ...]] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
     _schemas: dict[int, tuple[list, TableSchema]] = field(default_factory=dict, init=False, repr=False)
-    # schema -> the compiled decoder's layout of its columns (None: the library decodes its rows)
-    _layouts: dict[TableSchema, tuple | None] = field(default_factory=dict, init=False, repr=False)
+    # table id -> (the schema, the compiled decoder's layout of its columns; None: the library decodes its rows)
+    _layouts: dict[int, tuple[TableSchema, tuple | None]] = field(default_factory=dict, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -440,9 +439,10 @@ class BinlogReader:
         library."""
         columns = None
         if compiled_rows.compiled is not None:
-            columns = self._layouts.get(schema, _NOT_LAID_OUT)
-            if columns is _NOT_LAID_OUT:
-                columns = self._layouts[schema] = compiled_rows.layout(schema)
+            laid_out = self._layouts.get(event.table_id)
+            if laid_out is None or laid_out[0] is not schema:
+                laid_out = self._layouts[event.table_id] = (schema, compiled_rows.layout(schema))
+            columns = laid_out[1]
         rows = compiled_rows.decoded_rows(event, columns) if columns is not None else None
         if rows is not None:
             if op == "u":
