@@ -87,6 +87,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "message.key.columns": ("message_key_columns", {}, columns.parse_key_columns),
     "snapshot.mode": ("snapshot_mode", "initial", _choice(SNAPSHOT_MODES)),
     "snapshot.locking.mode": ("snapshot_locking_mode", "minimal", _choice(LOCKING_MODES)),
+    "snapshot.lock.timeout.ms": ("snapshot_lock_timeout_ms", 10_000, _POSITIVE),
     "snapshot.max.threads": ("snapshot_max_threads", 1, _POSITIVE),
     "snapshot.chunk.size": ("snapshot_chunk_size", 8192, _POSITIVE),
     "snapshot.fetch.size": ("snapshot_fetch_size", 0, _NON_NEGATIVE),
@@ -158,6 +159,7 @@ class MySqlConfig(DerivedTopicNames):
     column_hashes: tuple[columns.ColumnHash, ...] = ()  # column.mask.hash.*: salts are Secrets
     snapshot_mode: str = "initial"
     snapshot_locking_mode: str = "minimal"
+    snapshot_lock_timeout_ms: int = 10_000  # MySQL: how long the global read lock is waited for
     snapshot_max_threads: int = 1
     snapshot_chunk_size: int = 8192
     snapshot_fetch_size: int = 0

@@ -128,8 +128,9 @@ def chunk_select(schema: TableSchema, key: tuple[str, ...], chunk: Chunk, condit
 
 
 class MySqlSnapshotReader:
-    def __init__(self, config: MySqlConfig):
+    def __init__(self, config: MySqlConfig, stop: threading.Event | None = None):
         self.config = config
+        self._stop = stop  # the pipeline's: ends a wait for MySQL's global read lock
         self._lock = threading.Lock()
         self._connection = None
         self._position: SnapshotPosition | None = None
@@ -146,7 +147,8 @@ class MySqlSnapshotReader:
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SET SESSION time_zone = '+00:00'")  # TIMESTAMP values in UTC, as the binlog has them
-            position = start_consistent_snapshot(connection, self.config.snapshot_locking_mode)
+            position = start_consistent_snapshot(connection, self.config.snapshot_locking_mode,
+                                                 self.config.snapshot_lock_timeout_ms / 1000, self._stop)
         except BaseException:
             _close(connection)
             raise

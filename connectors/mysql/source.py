@@ -315,6 +315,7 @@ class ServerSource:
         self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._last_committed: MySqlPosition | None = None
         self._watermarks: MySqlWatermarks | None = None
+        self._stop: threading.Event | None = None  # the pipeline's (connect)
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -392,6 +393,7 @@ class ServerSource:
 
     def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
         """Checks what the source needs (binlog settings, privileges) before anything is written."""
+        self._stop = stop  # a wait for MySQL's global read lock ends when the pipeline stops
         problems = failures(check_source(self.config.connection, self.config.snapshot_locking_mode))
         if problems:
             raise ConnectorError(f"{self.config.name}: MySQL/MariaDB at {self.config.connection.describe()} is not "
@@ -451,7 +453,7 @@ class ServerSource:
     # -- snapshots ----------------------------------------------------------------------------------------------
 
     def snapshot_reader(self) -> MySqlSnapshotReader:
-        return MySqlSnapshotReader(self.config)
+        return MySqlSnapshotReader(self.config, self._stop)
 
     def snapshot_context(self, config, bootstrap_servers: str, reader, stop: threading.Event,
                          metrics) -> SnapshotContext:

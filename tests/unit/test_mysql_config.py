@@ -24,6 +24,7 @@ def test_defaults_are_debeziums():
     assert config.include_schema_changes and config.tombstones_on_delete and config.skipped_operations == ("t",)
     assert config.mariadb and config.errors_topic_name == "m1.errors"
     assert config.heartbeat_topic_name == "__debezium-heartbeat.m1"
+    assert config.snapshot_lock_timeout_ms == 10_000
 
 
 @pytest.mark.parametrize(("prop", "value"), [
@@ -33,6 +34,7 @@ def test_defaults_are_debeziums():
     ("tombstones.on.delete", "maybe"), ("max.batch.size", "0"), ("table.include.list", "a[("),
     ("message.key.columns", "db.t"), ("heartbeat.interval.ms", "-1"), ("topic.prefix", "bad topic"),
     ("provide.transaction.metadata", "maybe"), ("topic.transaction", "bad topic"), ("no.such.property", "1"),
+    ("snapshot.lock.timeout.ms", "0"),
 ])
 def test_invalid_values_name_their_property(prop, value):
     found = problems(**{prop: value})
