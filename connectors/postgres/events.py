@@ -218,8 +218,9 @@ class PgEventBuilder:
 
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
         """`build` of each change (core.source.EventBuilder.build_changes). An insert, or an update that sends no
-        old row, is written from its transaction's parts (EnvelopeWriter.streamed_parts), made once per table and
-        operation; the rest goes through `build`. Events built in one call share their `ts_ms`."""
+        old row, is written from its transaction's parts (EnvelopeWriter.streamed_parts), made once per table,
+        transaction and operation; the rest goes through `build`, and so does everything while transaction metadata
+        is on or a resumed snapshot's filter applies. Events built in one call share their `ts_ms`."""
         by_operation: dict[str, int] = {}
         filtered = 0
         first = last = None
