@@ -21,6 +21,7 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT / "connectors" / "csrc"  # headers every module may include (json_text.h)
 EXTENSIONS = {"_rawjson": ROOT / "connectors" / "mongodb", "_pgrows": ROOT / "connectors" / "postgres",
               "_binrows": ROOT / "connectors" / "mysql"}
 
@@ -30,7 +31,8 @@ def target(name: str) -> Path:
 
 
 def sources(name: str) -> list[Path]:
-    return sorted((EXTENSIONS[name] / "csrc").glob("*.[ch]"))
+    """The module's C files and headers, and the shared headers (a change to any of them rebuilds it)."""
+    return sorted((EXTENSIONS[name] / "csrc").glob("*.[ch]")) + sorted(SHARED.glob("*.h"))
 
 
 def source_hash(name: str) -> str:
@@ -57,6 +59,7 @@ def build(name: str) -> int:
         "-Werror",
         "-fvisibility=hidden",  # only PyInit_<name> is exported: the helpers' short names stay inside the module
         f"-I{sysconfig.get_paths()['include']}",
+        f"-I{SHARED}",
         *(str(source) for source in sources(name) if source.suffix == ".c"),
         "-o",
         str(partial),

@@ -3,7 +3,10 @@ scripts/build_extensions.py) instead of python-mysql-replication's per-value Pyt
 dicts, for tables whose every column is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP,
 TIME, strings and blobs of any character set). Other tables (ENUM, SET, BIT, JSON, geometry), an event with a zero
 date, a partial JSON update, or no module (not built, or built from older sources): the library decodes the rows, as
-before (tests/mariadb/test_compiled_rows.py compares the two on real events)."""
+before (tests/mariadb/test_compiled_rows.py compares the two on real events).
+
+`write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
+column without a rule or a logical type in C, any other value by the column's own writer."""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ try:
     from connectors.mysql import _binrows as compiled
 except ImportError:
     compiled = None
-if compiled is not None and not hasattr(compiled, "decode_rows"):
+if compiled is not None and not all(hasattr(compiled, name) for name in ("decode_rows", "write_row")):
     compiled = None
+write_row = compiled.write_row if compiled is not None else None  # (values, writers) -> a row's JSON, or None
+WRITE_CALL, WRITE_INTEGER, WRITE_STRING = 0, 1, 2  # write_row's column kinds (envelope.TableEvents' writers)
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,

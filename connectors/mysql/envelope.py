@@ -8,6 +8,7 @@ Topic `<prefix>.<database>.<table>`; key struct `….Key` of the primary key (or
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -18,6 +19,7 @@ from connectors.events.json_converter import string_json
 from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
 from connectors.mysql.binlog import TableSchema
+from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_row
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping, text_value
 
@@ -124,11 +126,13 @@ class TableEvents:
                               for f in (self.key_schema.fields if self.key_schema else ())]
         converters = dict(self.converters)
         mapped = {m.column.name: m for m in self.columns}
-        # (name, "name": with its comma, writer of a binlog value): `messages` writes a row from the binlog's values
-        self._writers = [(name, ("," if index else "") + prefix, _writer(mapped[name], converters[name], encode))
-                         for index, (name, prefix, encode) in enumerate(self._encoders)]
-        self._key_writers = [(name, ("," if index else "") + prefix, _writer(mapped[name], converters[name], encode))
-                             for index, (name, prefix, encode) in enumerate(self._key_encoders)]
+        # (name, "name": with its comma, kind, writer of a binlog value): `messages` writes a row from the binlog's
+        # values, by the compiled module where it is built (compiled_rows.write_row)
+        self._writers = tuple((name, ("," if index else "") + prefix, *_writer(mapped[name], converters[name], encode))
+                              for index, (name, prefix, encode) in enumerate(self._encoders))
+        self._key_writers = tuple((name, ("," if index else "") + prefix,
+                                   *_writer(mapped[name], converters[name], encode))
+                                  for index, (name, prefix, encode) in enumerate(self._key_encoders))
         connector = "mariadb" if config.mariadb else "mysql"
         self._source_prefix = (f'{{"version":{string_json(VERSION)},"connector":"{connector}",'
                                f'"name":{string_json(config.topic_prefix)},')
@@ -222,15 +226,12 @@ class TableEvents:
     def _row_json(self, values: dict | None) -> str:
         if values is None:
             return "null"
-        get = values.get
-        return "{" + "".join([prefix + write(get(name)) for name, prefix, write in self._writers]) + "}"
+        return _written(values, self._writers)
 
     def _key_json(self, values: dict) -> bytes | None:
         if self.key_schema is None:
             return None
-        get = values.get
-        return self._key_bytes("{" + "".join([prefix + write(get(name)) for name, prefix, write in self._key_writers])
-                               + "}")
+        return self._key_bytes(_written(values, self._key_writers))
 
     def _query_json(self, query: str | None) -> str:
         """The statement of a transaction's rows is one (possibly large) string for all of them: encoded once."""
@@ -290,20 +291,31 @@ class _LastTexts:
         return text
 
 
-def _writer(column: ColumnMapping, convert, encode):
-    """`encode(convert(value))` of a binlog value, in one call for the most common columns: integers and text (whose
-    conversion keeps an int or a str as it is) written at once, anything else the long way."""
+def _written(values: dict, writers: tuple) -> str:
+    """A row's JSON from the binlog's values (`writers`: TableEvents' (name, prefix, kind, write) of each column)."""
+    if write_row is not None and type(values) is dict:
+        text = write_row(values, writers)
+        if text is not None:
+            return text
+    get = values.get
+    return "{" + "".join([prefix + write(get(name)) for name, prefix, _, write in writers]) + "}"
+
+
+def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
+    """(kind, `encode(convert(value))` of a binlog value), in one call for the most common columns: integers and text
+    (whose conversion keeps an int or a str as it is) written at once, anything else the long way. The kind tells
+    the compiled row writer which values it writes itself (an int, a str), the same way."""
     schema = column.schema
     plain = convert == column.value and schema.name is None  # no column rule, no logical type
     if plain and column.convert_function is int and schema.type in _INTS:
         def integer(value):
             return str(value) if type(value) is int else encode(convert(value))
-        return integer
+        return WRITE_INTEGER, integer
     if plain and column.convert_function is text_value and schema.type == "string":
         def text(value):
             return string_json(value) if type(value) is str else encode(convert(value))
-        return text
-    return lambda value: encode(convert(value))
+        return WRITE_STRING, text
+    return WRITE_CALL, lambda value: encode(convert(value))
 
 
 def _encoder(schema: Schema):

@@ -1,7 +1,8 @@
 /* The compiled module _binrows (connectors/mysql/compiled_rows.py): the rows of a binlog rows event, decoded from
    the event's body as python-mysql-replication's RowsEvent decodes them (the same values, the same dicts) for the
-   column types of compiled_rows.KINDS; a table with any other type is left to the library.
-   tests/mariadb/test_compiled_rows.py compares the two on real binlog events. */
+   column kinds compiled_rows.py lists; a table with any other type is left to the library
+   (tests/mariadb/test_compiled_rows.py compares the two on real binlog events). And a row's JSON text from those
+   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -9,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+#include "json_text.h"
 
 static PyObject *decimal_type; /* decimal.Decimal */
 
@@ -355,7 +358,81 @@ done:
     return rows;
 }
 
+/* write_row(values, columns) -> str | None: "{" + the columns' `prefix + text` + "}", each text written here for an
+   int (INTEGER) or a str (STRING) and by the column's `write(value)` otherwise; `columns` holds (name, prefix, kind,
+   write) tuples (envelope.TableEvents' writers), a value missing from `values` is None. None: a text with no UTF-8
+   (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
+enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2 };
+
+static int put_written(Buffer *out, PyObject *write, PyObject *value) {
+    PyObject *text = PyObject_CallOneArg(write, value);
+    if (text == NULL) return -1;
+    int failed = PyUnicode_Check(text) ? put_str(out, text) : -1;
+    if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a column writer must return a str");
+    Py_DECREF(text);
+    return failed;
+}
+
+static int put_integer(Buffer *out, PyObject *value, PyObject *write) {
+    int overflow;
+    long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (overflow) return put_written(out, write, value);
+    char digits_text[24];
+    int length = snprintf(digits_text, sizeof(digits_text), "%lld", number);
+    return put(out, digits_text, length);
+}
+
+static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "write_row(values: dict, columns: tuple)");
+        return NULL;
+    }
+    PyObject *values = args[0], *columns = args[1];
+    Buffer out = {NULL, 0, 0};
+    if (put(&out, "{", 1) < 0) goto failed;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(columns); i++) {
+        PyObject *spec = PyTuple_GET_ITEM(columns, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a column is (name, prefix, kind, write)");
+            goto failed;
+        }
+        PyObject *value = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(spec, 0));
+        if (value == NULL) {
+            if (PyErr_Occurred()) goto failed;
+            value = Py_None;
+        }
+        if (put_str(&out, PyTuple_GET_ITEM(spec, 1)) < 0) goto failed;
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (kind == -1 && PyErr_Occurred()) goto failed;
+        PyObject *write = PyTuple_GET_ITEM(spec, 3);
+        int failure;
+        if (kind == WRITE_INTEGER && PyLong_CheckExact(value)) {
+            failure = put_integer(&out, value, write);
+        } else if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
+            Py_ssize_t length;
+            const char *text = PyUnicode_AsUTF8AndSize(value, &length);
+            failure = text == NULL ? -1 : put_json_string(&out, text, length);
+        } else {
+            failure = put_written(&out, write, value);
+        }
+        if (failure) goto failed;
+    }
+    if (put(&out, "}", 1) < 0) goto failed;
+    PyObject *text = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
+    PyMem_Free(out.data);
+    return text;
+failed:
+    PyMem_Free(out.data);
+    if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL, "write_row(values, columns) -> str"},
     {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
      "decode_rows(body, layout, present, present_after) -> list"},
     {NULL, NULL, 0, NULL},
