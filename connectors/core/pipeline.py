@@ -72,12 +72,6 @@ class SeenEvents:
         self.first: Any = None
         self.last: Any = None
 
-    def add(self, operation: str, change: Any) -> None:
-        self.by_operation[operation] = self.by_operation.get(operation, 0) + 1
-        if self.first is None:
-            self.first = change
-        self.last = change
-
     def add_built(self, built: BuiltChanges) -> None:
         by_operation = self.by_operation
         for operation, count in built.by_operation.items():
@@ -474,21 +468,15 @@ class Pipeline:
             return self._position_after_changes(changes, pending.position)
         messages = pending.messages
         position = pending.position
-        seen = pending.seen
+        built = BuiltChanges()
         build = self.builder.build
         position_after = self.source.position_after
         for change in changes:
             position = position_after(change, position)
             if incremental is not None:
                 messages.extend(incremental.on_change(change))  # chunk rows at their high watermark
-            built = build(change)
-            if built is None:
-                seen.filtered += 1
-                continue
-            operation, out = built
-            messages.extend(out)
-            if operation is not None:
-                seen.add(operation, change)
+            built.add(build(change), change, messages)
+        pending.seen.add_built(built)
         return position
 
     def _position_after_changes(self, changes: list, previous: Position | None) -> Position | None:

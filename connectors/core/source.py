@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from connectors.core.metrics import StreamingMetrics
@@ -85,14 +85,31 @@ class EventBuilder(Protocol):
     #     saves its per-change calls there (MongoDB's raw events: about half of what building one costs).
 
 
-@dataclass
+@dataclass(slots=True)
 class BuiltChanges:
-    """What `EventBuilder.build_changes` built: the counts `build` would have given change by change."""
+    """What `EventBuilder.build_changes` built: the counts `build` would have given change by change (counted with
+    `captured` and `add`)."""
 
-    by_operation: dict[str, int]  # captured events by operation
-    filtered: int  # changes not captured (`build` gave None)
-    first: Any  # the first and last captured change (None: none), as SeenEvents keeps them
-    last: Any
+    by_operation: dict[str, int] = field(default_factory=dict)  # captured events by operation
+    filtered: int = 0  # changes not captured (`build` gave None)
+    first: Any = None  # the first and last captured change (None: none), as SeenEvents keeps them
+    last: Any = None
+
+    def captured(self, operation: str, change: Any) -> None:
+        self.by_operation[operation] = self.by_operation.get(operation, 0) + 1
+        if self.first is None:
+            self.first = change
+        self.last = change
+
+    def add(self, built: tuple[str | None, list[OutMessage]] | None, change: Any, messages: list) -> None:
+        """Counts what `EventBuilder.build` gave for `change`; its messages go to `messages`."""
+        if built is None:
+            self.filtered += 1
+            return
+        operation, out = built
+        messages.extend(out)
+        if operation is not None:
+            self.captured(operation, change)
 
 
 @dataclass(frozen=True)

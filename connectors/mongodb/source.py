@@ -76,30 +76,18 @@ class MongoEventBuilder:
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
         """`build` of each change (core.source.EventBuilder.build_changes): raw events the compiled module writes
         cost one call each here."""
-        by_operation: dict[str, int] = {}
-        filtered = 0
-        first = last = None
+        built = BuiltChanges()
         write = self.raw_writer.build_into if self.raw_writer is not None else None
         for change in changes:
             raw = type(change) is RawChangeEvent
             operation = write(change, messages) if raw and write is not None else NOT_WRITTEN
-            if operation is NOT_WRITTEN:
-                built = self._build_decoded(change.event if raw else change)
-                if built is None:
-                    filtered += 1
-                    continue
-                operation, out = built
-                messages.extend(out)
-                if operation is None:  # no captured event (an error record)
-                    continue
+            if operation is NOT_WRITTEN:  # an error record is built with no captured event's operation
+                built.add(self._build_decoded(change.event if raw else change), change, messages)
             elif operation is None:
-                filtered += 1
-                continue
-            by_operation[operation] = by_operation.get(operation, 0) + 1
-            if first is None:
-                first = change
-            last = change
-        return BuiltChanges(by_operation, filtered, first, last)
+                built.filtered += 1
+            else:
+                built.captured(operation, change)
+        return built
 
     def _build_decoded(self, change: Any) -> tuple[str | None, list] | None:
         if type(change) is not dict:

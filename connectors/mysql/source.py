@@ -161,9 +161,7 @@ class MySqlEventBuilder:
         event's parts (TableEvents.streamed_parts), made once per event; with transaction metadata, or while a
         snapshot's filter still applies, every change goes through `build`. Events built in one call share their
         `ts_ms`."""
-        by_operation: dict[str, int] = {}
-        filtered = 0
-        first = last = None
+        built = BuiltChanges()
         streamed = self.transactions is None and not self.overlap.filtering
         skipped = self._skipped
         captures_gtid = self.config.captures_gtid
@@ -176,7 +174,7 @@ class MySqlEventBuilder:
                 operation = change.op
                 if (operation in skipped or not self._captures(schema.database, schema.table)
                         or not captures_gtid(change.gtid)):
-                    filtered += 1
+                    built.filtered += 1
                     continue
                 at = (change.file, change.pos)
                 made = parts_of.get(at)
@@ -184,20 +182,10 @@ class MySqlEventBuilder:
                     events = self.table_events(schema)
                     made = parts_of[at] = (events, events.streamed_parts(operation, self._source(change), now))
                 made[0].append_streamed(messages, made[1], operation, change.before, change.after, change.row)
+                built.captured(operation, change)
             else:
-                built = self.build(change)
-                if built is None:
-                    filtered += 1
-                    continue
-                operation, out = built
-                messages.extend(out)
-                if operation is None:
-                    continue
-            by_operation[operation] = by_operation.get(operation, 0) + 1
-            if first is None:
-                first = change
-            last = change
-        return BuiltChanges(by_operation, filtered, first, last)
+                built.add(self.build(change), change, messages)
+        return built
 
     def _source(self, change: RowChange) -> SourceInfo:
         return SourceInfo(change.schema.database, change.schema.table, change.ts_sec * 1000, change.server_id,

@@ -221,9 +221,7 @@ class PgEventBuilder:
         old row, is written from its transaction's parts (EnvelopeWriter.streamed_parts), made once per table,
         transaction and operation; the rest goes through `build`, and so does everything while transaction metadata
         is on or a resumed snapshot's filter applies. Events built in one call share their `ts_ms`."""
-        by_operation: dict[str, int] = {}
-        filtered = 0
-        first = last = None
+        built = BuiltChanges()
         streamed = self.transactions is None and not self.overlap.filtering
         inserts, updates = "c" not in self.skipped, "u" not in self.skipped
         tables = self.tables
@@ -235,7 +233,7 @@ class PgEventBuilder:
             if streamed and ((kind is p.Insert and inserts) or (kind is p.Update and message.old is None and updates)):
                 table = tables.get(message.relation_id)
                 if table is None:
-                    filtered += 1
+                    built.filtered += 1
                     continue
                 operation = "c" if kind is p.Insert else "u"
                 at = (message.relation_id, change.commit_lsn, operation)
@@ -247,22 +245,12 @@ class PgEventBuilder:
                 value = f"{parts[0]}{table.row_of_tuple(values)}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}"
                 key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
                 messages.append(OutMessage(table.topic, key, value.encode()))
+                built.captured(operation, change)
             else:
                 if kind is p.Relation:
                     parts_of.clear()  # the table's schemas may have changed
-                built = self.build(change)
-                if built is None:
-                    filtered += 1
-                    continue
-                operation, out = built
-                messages.extend(out)
-                if operation is None:
-                    continue
-            by_operation[operation] = by_operation.get(operation, 0) + 1
-            if first is None:
-                first = change
-            last = change
-        return BuiltChanges(by_operation, filtered, first, last)
+                built.add(self.build(change), change, messages)
+        return built
 
     def _build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
         message = change.message

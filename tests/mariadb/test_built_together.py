@@ -16,10 +16,10 @@ from connectors.mysql import source as mysql_source
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement
 from connectors.mysql.connection import connect
 from connectors.mysql.source import JsonColumns, MySqlEventBuilder, ServerSource
-from connectors.mysql.status import show_binlog_status
 from connectors.sources import engine_config
 from tests.built_together import assert_built_together_as_alone
 from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.test_binlog_reader import status
 from tests.mariadb.test_source import properties
 
 pytestmark = [pytest.mark.integration]
@@ -79,14 +79,9 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
     mariadb.execute("CREATE TABLE keyed (id INT PRIMARY KEY, label VARCHAR(80), amount DECIMAL(10,2) DEFAULT 1.5, "
                     "body TEXT, at DATETIME(3) DEFAULT '2024-05-06 07:08:09.123')",
                     "CREATE TABLE unkeyed (n INT, label VARCHAR(10))", database=mariadb_db)
-    connection = connect(mariadb.admin)
-    try:
-        with connection.cursor() as cursor:
-            status = show_binlog_status(cursor)
-    finally:
-        connection.close()
+    start = status(mariadb)
     _workload(mariadb, mariadb_db, rng)
-    changes = read_to_end(mariadb.cdc, 6202, BinlogPosition(gtids=status.gtids), mariadb_db)
+    changes = read_to_end(mariadb.cdc, 6202, BinlogPosition(gtids=start.gtids), mariadb_db)
     assert sum(1 for change in changes if type(change) is SchemaStatement) == 2
     assert len(changes) > 1000
 

@@ -15,8 +15,8 @@ import pytest
 from connectors.mysql import compiled_rows
 from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
-from connectors.mysql.status import show_binlog_status
 from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.test_binlog_reader import status
 
 pytestmark = [pytest.mark.integration]
 
@@ -98,15 +98,6 @@ def _row(rng: random.Random, key: int) -> tuple:
     return (key, *(None if rng.random() < 0.15 else make(rng) for _, make in COLUMNS.values()))
 
 
-def _status(mariadb):
-    connection = connect(mariadb.admin)
-    try:
-        with connection.cursor() as cursor:
-            return show_binlog_status(cursor)
-    finally:
-        connection.close()
-
-
 def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db, monkeypatch):
     if compiled_rows.compiled is None:
         message = "connectors/mysql/_binrows is not built (scripts/install.sh or scripts/build_extensions.py)"
@@ -119,7 +110,7 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     mariadb.execute(f"CREATE TABLE typed (id INT PRIMARY KEY, {columns})",
                     "CREATE TABLE listed (id INT PRIMARY KEY, kind ENUM('a', 'b'), label VARCHAR(10))",
                     database=mariadb_db)
-    start = _status(mariadb)
+    start = status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
     marks = ", ".join(["%s"] * (len(COLUMNS) + 1))
     try:
