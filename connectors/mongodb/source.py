@@ -13,7 +13,7 @@ from bson import Timestamp, json_util
 from bson.json_util import RELAXED_JSON_OPTIONS
 
 from connectors.config import ConnectorConfig
-from connectors.config_types import CaptureScope, MessageTooLargePolicy, StartupMode
+from connectors.config_types import MessageTooLargePolicy, StartupMode
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkExecutor
 from connectors.core.snapshot.incremental import IncrementalSnapshots
@@ -28,7 +28,7 @@ from connectors.mongodb.elections import ElectionWatcher
 from connectors.mongodb.filters import change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
-from connectors.mongodb.rawjson import RawChangeEvent, raw_stream_options
+from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.mongodb.records import ChangeRecord, UnsupportedChangeEvent
 from connectors.mongodb.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
 from connectors.mongodb.snapshots.incremental import MongoWatermarks
@@ -138,7 +138,6 @@ class ReplicaSetSource:
         self.replica_set = replica_set
         self.name = replica_set.name
         self.client = None
-        self.stream_client = None  # the client change streams are opened on
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -162,16 +161,8 @@ class ReplicaSetSource:
         watcher = ElectionWatcher(metrics.record_election, metrics.record_members)
         self.client = open_client(self.replica_set.client_options, [watcher])
         check_connection(self.client, self.replica_set.client_options)
-        self.stream_client = self.client
-        if (watch_target(self.config).scope is CaptureScope.DEPLOYMENT
-                and raw_stream_options(self.client.codec_options) is not None):
-            # pymongo opens a deployment-wide stream on the client itself, with the client's codec options: a client
-            # of its own reads the events raw (a collection or database stream takes them as options).
-            self.stream_client = open_client({**self.replica_set.client_options, "document_class": RawChangeEvent})
 
     def close(self) -> None:
-        if self.stream_client is not None and self.stream_client is not self.client:
-            self.stream_client.close()
         if self.client is not None:
             self.client.close()
 
@@ -217,7 +208,7 @@ class ReplicaSetSource:
             max_await_ms=min(config.poll_interval_ms, config.cursor_max_await_time_ms or 1000),
         )
         start = position.start() if position is not None else MongoPosition(None).start()
-        reader = ChangeStreamReader(self.stream_client, target, change_stream_pipeline(config, target), options, start,
+        reader = ChangeStreamReader(self.client, target, change_stream_pipeline(config, target), options, start,
                                     queue, metrics, backoff, stop)
         reader.pin_start()  # "from now" is now, before the pipeline shows it streams
         return reader

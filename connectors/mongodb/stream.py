@@ -24,6 +24,7 @@ from connectors.config_types import CaptureScope
 from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.mongodb.change_batches import ChangeCursor
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
@@ -94,34 +95,45 @@ class ChangeStreamReader:
         self._scope = scope
         self._pipeline = pipeline
         self._options = options
-        self._start = start
         self._out = out
         self._metrics = metrics
         self._backoff = backoff
         self._stop = stop
         self._on_connected = on_connected
         # Events stay raw BSON (rawjson.RawChangeEvent), queued as they are and written to JSON without being decoded.
-        # A deployment-wide stream has no codec options of its own (pymongo opens it on the client): it reads raw when
-        # the client does (ReplicaSetSource gives it a client of its own), else it decodes and queues dicts.
-        deployment = scope.scope is CaptureScope.DEPLOYMENT
-        self._raw_options = None if deployment else raw_stream_options(client.codec_options)
+        self._raw_options = raw_stream_options(client.codec_options)
+        # Read a batch at a time (change_batches) from the primary; a client that reads from other members keeps
+        # pymongo's ChangeStream, which pins its cursor's getMores to the member it chose. pymongo opens such a
+        # deployment-wide stream on the client itself, with the client's codec options: it decodes the events.
+        self._by_batch = client.read_preference.mode == pymongo.ReadPreference.PRIMARY.mode
+        if not self._by_batch and scope.scope is CaptureScope.DEPLOYMENT:
+            self._raw_options = None
+        self._position = start  # where the stream (re)opens
+        self._last_change = None  # the last change handed to the queue: a reopened stream resumes after it
+        self._failures = 0  # consecutive failed attempts
+        self._was_open = False  # the stream opened since the last failure
         self._thread = threading.Thread(target=self._run, name=f"change-stream-{metrics.partition}", daemon=True)
+
+    @property
+    def reads_by_batch(self) -> bool:
+        """Whether the stream is read a batch at a time (change_batches), not by pymongo's ChangeStream."""
+        return self._by_batch
 
     def pin_start(self) -> None:
         """With no start position ("from now"), fixes now here, as the resume token of a stream opened and closed on
         the calling thread: what commits after this call is read however late the reader's thread opens its stream.
         When the server cannot answer now, now is left to the thread, whose retries report why."""
-        if self._start != StartPosition():
+        if self._position != StartPosition():
             return
         try:
-            with self._open(self._start) as stream:
+            with self._open(self._position) as stream:
                 token = stream.resume_token
         except PyMongoError as error:
             log.info("%s: could not open the change stream yet (%s); it starts when it opens", self._metrics.partition,
                      error)
             return
         if token is not None:
-            self._start = StartPosition(resume_after=token)
+            self._position = StartPosition(resume_after=token)
 
     def start(self) -> None:
         self._thread.start()
@@ -153,6 +165,15 @@ class ChangeStreamReader:
             kwargs["show_expanded_events"] = True
         return self._watch_target().watch(**{k: v for k, v in kwargs.items() if v is not None})
 
+    def _stage(self, start: StartPosition) -> dict:
+        """The $changeStream stage's options, as pymongo's ChangeStream writes them."""
+        options = self._options
+        stage = {"fullDocument": options.full_document, "fullDocumentBeforeChange": options.full_document_before_change,
+                 "resumeAfter": start.resume_after, "startAfter": start.start_after,
+                 "startAtOperationTime": start.start_at_operation_time,
+                 "showExpandedEvents": True if options.show_expanded_events else None}
+        return {name: value for name, value in stage.items() if value is not None}
+
     def _put(self, item) -> bool:
         """Blocks while the queue is full (back-pressure), but wakes up to honour a stop request."""
         while not self._stop.is_set():
@@ -163,66 +184,94 @@ class ChangeStreamReader:
                 continue
         return False
 
+    def _put_all(self, items: list) -> bool:
+        """`_put` for a whole batch: as many at a time as the queue has room for."""
+        while items and not self._stop.is_set():
+            try:
+                items = items[self._out.put_many(items, timeout=0.2):]
+            except queue.Full:
+                continue
+        return not items
+
+    def _opened(self) -> None:
+        self._failures, self._was_open = 0, True
+        self._metrics.record_connected()
+        if self._on_connected:
+            self._on_connected()
+
+    def _idle(self, token, last_idle_token) -> bool:
+        """After a batch with no change: the stream's position is ``token`` (None: unknown), queued as an Idle
+        marker when it moved since ``last_idle_token``. False when stopped."""
+        if token is not None:
+            self._position, self._last_change = StartPosition(resume_after=token), None
+        return token == last_idle_token or self._put(Idle(token))
+
+    def _read_stream(self) -> bool:
+        """Reads with pymongo's ChangeStream until stopped (returns False)."""
+        with self._open(self._position) as stream:
+            self._opened()
+            last_idle_token = None
+            while not self._stop.is_set():
+                change = stream.try_next()
+                if change is not None:
+                    if not self._put(change):
+                        return False
+                    self._last_change = change
+                    continue
+                token = stream.resume_token
+                if not self._idle(token, last_idle_token):
+                    return False
+                last_idle_token = token
+        return False
+
+    def _read_batches(self) -> bool:
+        """Reads a batch at a time until stopped (False), or until the server ends the cursor (True: reopen)."""
+        options = self._options
+        with ChangeCursor(self._client, self._scope, self._stage(self._position), self._pipeline, options.batch_size,
+                          options.max_await_ms, self._raw_options is not None) as cursor:
+            batch = cursor.open()
+            self._opened()
+            last_idle_token = None
+            while not self._stop.is_set():
+                if batch.events:
+                    if not self._put_all(batch.events):
+                        return False
+                    self._last_change = batch.events[-1]
+                else:
+                    if not self._idle(batch.resume_token, last_idle_token):
+                        return False
+                    last_idle_token = batch.resume_token
+                if batch.ended:
+                    # After an invalidate: a new stream starts after it (as a restart of the connector would), once
+                    # the await time has passed, so a cursor the server keeps ending is not reopened in a tight loop.
+                    self._position, self._last_change = _position_after(self._last_change, self._position), None
+                    return not self._stop.wait(options.max_await_ms / 1000)
+                batch = cursor.next_batch()
+        return False
+
     def _run(self) -> None:
-        start = self._start
-        failures = 0
-        last_change = None  # the last change handed to the queue: where a reopened stream resumes
+        read = self._read_batches if self._by_batch else self._read_stream
         while not self._stop.is_set():
             try:
-                with self._open(start) as stream:
-                    failures = 0
-                    self._metrics.record_connected()
-                    if self._on_connected:
-                        self._on_connected()
-                    last_idle_token = None
-                    while not self._stop.is_set():
-                        change = stream.try_next()
-                        if change is not None:
-                            if not self._put(change):
-                                return
-                            last_change = change
-                            continue
-                        token = stream.resume_token
-                        if token is not None:
-                            start, last_change = StartPosition(resume_after=token), None
-                        if token != last_idle_token:
-                            last_idle_token = token
-                            if not self._put(Idle(token)):
-                                return
+                if not read():
                     return
             except OperationFailure as error:
-                start, last_change = _position_after(last_change, start), None
+                self._position, self._last_change = _position_after(self._last_change, self._position), None
                 if error.code == BSON_OBJECT_TOO_LARGE:
-                    after = self._skip_oversized(start, error) if self._options.skip_oversized_events else None
+                    after = self._skip_oversized(self._position, error) if self._options.skip_oversized_events else None
                     if after is None:
                         self._put(ReaderFailed(_too_large_error(error)))
                         return
-                    start = after
+                    self._position = after
                     continue
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
-                    failure = (
-                        HistoryLost(
-                            "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); "
-                            "changes were missed, so a new snapshot is needed (snapshot.mode=when_needed does it "
-                            "automatically) or reset the offset"
-                        )
-                        if error.code == HISTORY_LOST
-                        else NotAReplicaSet(
-                            "MongoDB refused the change stream because the server is a standalone server, not a "
-                            f"replica set member; change streams need a replica set ({REPLICA_SET_FIX})"
-                        )
-                        if error.code == ONLY_ON_REPLICA_SETS
-                        else ConnectorError(f"the change stream failed: {error}")
-                    )
-                    self._put(ReaderFailed(failure))
+                    self._put(ReaderFailed(_fatal_error(error)))
                     return
-                failures += 1
-                if not self._retry(failures, error):
+                if not self._retry(error):
                     return
             except (ConnectionFailure, PyMongoError) as error:
-                start, last_change = _position_after(last_change, start), None
-                failures += 1
-                if not self._retry(failures, error):
+                self._position, self._last_change = _position_after(self._last_change, self._position), None
+                if not self._retry(error):
                     return
             except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
                 self._put(ReaderFailed(error))
@@ -258,7 +307,11 @@ class ChangeStreamReader:
         skipped = OversizedSkipped(event["_id"], summary)
         return StartPosition(resume_after=event["_id"]) if self._put(skipped) else None
 
-    def _retry(self, failures: int, error: BaseException) -> bool:
+    def _retry(self, error: BaseException) -> bool:
+        """After a resumable failure: False when the reader gives up (the failure is queued) or is stopped, else
+        True once the backoff has passed. A stream that was open resumes at once, as pymongo's ChangeStream does."""
+        self._failures += 1
+        failures = self._failures
         self._metrics.record_disconnect(f"{type(error).__name__}: {error}")
         if failures > self._backoff.max_attempts:
             self._put(
@@ -270,6 +323,9 @@ class ChangeStreamReader:
                 )
             )
             return False
+        if self._was_open:
+            self._was_open = False
+            return not self._stop.is_set()
         delay = self._backoff.delay(failures)
         log.warning(
             "change stream of %s interrupted (%s); retry %d in %.1fs",
@@ -279,6 +335,20 @@ class ChangeStreamReader:
             delay,
         )
         return not self._stop.wait(delay)
+
+
+def _fatal_error(error: OperationFailure) -> BaseException:
+    if error.code == HISTORY_LOST:
+        return HistoryLost(
+            "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); changes were "
+            "missed, so a new snapshot is needed (snapshot.mode=when_needed does it automatically) or reset the offset"
+        )
+    if error.code == ONLY_ON_REPLICA_SETS:
+        return NotAReplicaSet(
+            "MongoDB refused the change stream because the server is a standalone server, not a replica set member; "
+            f"change streams need a replica set ({REPLICA_SET_FIX})"
+        )
+    return ConnectorError(f"the change stream failed: {error}")
 
 
 def _too_large_error(error: OperationFailure) -> ChangeEventTooLarge:

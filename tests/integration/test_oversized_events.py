@@ -5,7 +5,6 @@ reader steps over it and goes on."""
 from __future__ import annotations
 
 import json
-import queue
 import threading
 
 import pymongo
@@ -24,6 +23,7 @@ from connectors.mongodb.stream import (
     next_cluster_time,
 )
 from tests.integration.pipeline_harness import RunningConnector, connector_config, wait_for_events
+from tests.reader_queue import ReaderQueue
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def _read(mongo_rs, name: str, skip: bool) -> list:
     coll.insert_one({"_id": 1})
     coll.update_one({"_id": 0}, {"$set": {"b": "y" * (6 * MB)}})
     coll.insert_one({"_id": 2})
-    out: queue.Queue = queue.Queue()
+    out = ReaderQueue()
     stop = threading.Event()
     reader = ChangeStreamReader(
         client, WatchTarget(CaptureScope.COLLECTION, name, "big"), [],

@@ -5,7 +5,6 @@ Snapshot chunks read raw give the messages of decoded ones."""
 
 from __future__ import annotations
 
-import queue
 import threading
 
 import bson
@@ -27,6 +26,7 @@ from connectors.mongodb.snapshots.executors import read_range
 from connectors.mongodb.source import MongoEventBuilder, MongoSource
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions, next_cluster_time
 from connectors.mongodb.transformer import Transformer
+from tests.reader_queue import ReaderQueue
 from tests.unit.document_writers import require_compiled
 from tests.unit.test_extjson import VALUES
 
@@ -42,9 +42,9 @@ CONFIGS = {
 }
 
 
-def _changes(uri: str, database: str) -> tuple[list[rawjson.RawChangeEvent], list[dict]]:
+def _changes(uri: str, database: str, read_preference: str) -> tuple[list[rawjson.RawChangeEvent], list[dict]]:
     """The same changes read by the pipeline's reader (raw events) and by a plain decoding watch()."""
-    client = open_client({"host": uri, "serverSelectionTimeoutMS": 10_000})
+    client = open_client({"host": uri, "serverSelectionTimeoutMS": 10_000, "readPreference": read_preference})
     coll = client[database].docs
     start = client[database].command("ping")["operationTime"]
     documents = [{"_id": Int64(i), **VALUES, "i": i} for i in range(3)]
@@ -55,13 +55,15 @@ def _changes(uri: str, database: str) -> tuple[list[rawjson.RawChangeEvent], lis
     coll.delete_one({"_id": Int64(2)})
     total = len(documents) + 3
     options = StreamOptions(full_document="updateLookup")
-    out: queue.Queue = queue.Queue()
+    out = ReaderQueue()
     stop = threading.Event()
     reader = ChangeStreamReader(
         client, WatchTarget(CaptureScope.COLLECTION, database, "docs"), [], options,
         StartPosition(start_at_operation_time=next_cluster_time(start)), out, StreamingMetrics(database, "rs0"),
         Backoff(initial_ms=1000, max_attempts=3), stop,
     )
+    # From the primary the reader reads a batch at a time (change_batches); otherwise with pymongo's ChangeStream.
+    assert reader.reads_by_batch is (read_preference == "primary")
     raw: list[rawjson.RawChangeEvent] = []
     try:
         reader.start()
@@ -82,9 +84,10 @@ def _changes(uri: str, database: str) -> tuple[list[rawjson.RawChangeEvent], lis
     return raw, decoded
 
 
-def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo_rs, unique_name):
+@pytest.mark.parametrize("read_preference", ["primary", "primaryPreferred"])
+def test_raw_documents_give_the_fields_and_messages_of_decoded_ones(stack, mongo_rs, unique_name, read_preference):
     require_compiled()
-    raw_events, decoded = _changes(mongo_rs.uri, "r" + unique_name.replace("-", "")[-12:])
+    raw_events, decoded = _changes(mongo_rs.uri, "r" + unique_name.replace("-", "")[-12:], read_preference)
     raw = [event.event for event in raw_events]
     assert [type(change) for change in raw] == [dict] * len(decoded)
     assert any(type(change.get("fullDocument")) is RawBSONDocument for change in raw)
@@ -140,7 +143,7 @@ def test_snapshot_chunks_read_raw_give_the_messages_of_decoded_ones(stack, mongo
         decoding_client.close()
 
 
-def test_a_deployment_wide_stream_reads_raw_events_on_a_client_of_its_own(stack, mongo_rs, unique_name):
+def test_a_deployment_wide_stream_reads_raw_events(stack, mongo_rs, unique_name):
     require_compiled()
     database = "d" + unique_name.replace("-", "")[-12:]
     config = ConnectorConfig.from_properties({**BASE, "name": database, "mongodb.connection.string": mongo_rs.uri})
@@ -148,10 +151,9 @@ def test_a_deployment_wide_stream_reads_raw_events_on_a_client_of_its_own(stack,
     (replica_set,) = MongoSource(config).partitions()
     source = MongoSource(config).open(replica_set)
     source.connect(StreamingMetrics(database, replica_set.name))
-    out: queue.Queue = queue.Queue()
+    out = ReaderQueue()
     stop = threading.Event()
     try:
-        assert source.stream_client is not source.client
         start = source.client[database].command("ping")["operationTime"]
         reader = source.open_reader(MongoPosition(None, start_at=next_cluster_time(start)), out,
                                     StreamingMetrics(database, replica_set.name), Backoff(initial_ms=1000), stop)

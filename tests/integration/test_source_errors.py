@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamO
 from connectors.mongodb.topology import discover
 from connectors.runner import ConnectorRunner
 from tests.integration.pipeline_harness import connector_config
+from tests.reader_queue import ReaderQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,7 @@ def test_standalone_server_fails_the_cli_run_without_a_traceback(stack, standalo
 def test_change_stream_refused_by_a_standalone_fails_at_once(standalone):
     """A server that answers $changeStream with 40573 (it was restarted without --replSet) is not retried."""
     client = pymongo.MongoClient(standalone.uri, serverSelectionTimeoutMS=5000)
-    out: queue.Queue = queue.Queue()
+    out = ReaderQueue()
     reader = ChangeStreamReader(client, WatchTarget(CaptureScope.DATABASE, "inventory"), [], StreamOptions(),
                                 StartPosition(), out, StreamingMetrics("standalone", "rs0"),
                                 Backoff(initial_ms=60_000, max_attempts=16), threading.Event())
