@@ -8,6 +8,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "plain_bytes.h"
+
 typedef struct {
     char *data;
     Py_ssize_t length;
@@ -48,12 +50,14 @@ static const char HEX[] = "0123456789ABCDEF";
 static inline int put_json_string(Buffer *out, const char *text, Py_ssize_t length) {
     if (reserve(out, length + 2) < 0) return -1;
     out->data[out->length++] = '"';
-    Py_ssize_t run = 0; /* start of the bytes not yet copied */
-    for (Py_ssize_t i = 0; i < length; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        if (put(out, text + run, i - run) < 0) return -1;
-        run = i + 1;
+    const unsigned char *bytes = (const unsigned char *)text;
+    Py_ssize_t i = 0;
+    while (i < length) {
+        Py_ssize_t end = (Py_ssize_t)json_plain_end(bytes, (size_t)i, (size_t)length);
+        if (put(out, text + i, end - i) < 0) return -1;
+        if (end >= length) break;
+        unsigned char c = bytes[end];
+        i = end + 1;
         char escape[6] = {'\\', 0, 0, 0, 0, 0};
         Py_ssize_t size = 2;
         switch (c) {
@@ -74,7 +78,6 @@ static inline int put_json_string(Buffer *out, const char *text, Py_ssize_t leng
         }
         if (put(out, escape, size) < 0) return -1;
     }
-    if (put(out, text + run, length - run) < 0) return -1;
     return put(out, "\"", 1);
 }
 

@@ -19,6 +19,7 @@ from connectors.postgres.types import bool_json, builtin, int_json
 from tests.postgres.compiled_rows import require_compiled
 from tests.postgres.test_row_text_writer import outcome
 from tests.postgres.test_types import DEFAULT, numeric_typmod
+from tests.unit.test_plain_bytes import strings_around_special_characters
 
 
 def tuple_data(values: list) -> bytes:
@@ -125,3 +126,13 @@ def test_numerics_and_utc_timestamps_are_written_as_python_writes_them(width):
                   rng.choice([str(unscaled), rng.choice(odd_numbers)]),
                   rng.choice([f"{instant}{'.' + digits if digits else ''}+00", rng.choice(odd_times), None]))
         assert outcome(native, values) == outcome(python, values), values
+
+
+def test_strings_around_special_characters_are_written_as_python_writes_them():
+    """The compiled string writer finds what it escapes eight bytes at a time (connectors/csrc/plain_bytes.h):
+    every special character at every offset of a word and of the tail (tests/unit/test_plain_bytes.py)."""
+    require_compiled()
+    rows = RowMapper("p.public.t.Value", [RowColumn("s", builtin(t.TEXT))], DEFAULT)
+    python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
+    for text in strings_around_special_characters():
+        assert outcome(native, (text,)) == outcome(python, (text,)), repr(text)

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "plain_bytes.h"
+
 #include "writer.h"
 
 /* One element of a document: its BSON type and where its value lies (type 0: absent). */
@@ -287,8 +289,7 @@ static int put_json_string(Buffer *out, const unsigned char *text, size_t length
     if (put_char(out, '"') < 0) return -1;
     size_t i = 0;
     while (i < length) {
-        size_t run = i;
-        while (run < length && text[run] >= 0x20 && text[run] != '"' && text[run] != '\\') run++;
+        size_t run = json_plain_end(text, i, length);
         if (run > i && put(out, (const char *)text + i, run - i) < 0) return -1;
         if (run >= length) break;
         if (put_escaped_ascii(out, text[run]) < 0) return -1;

@@ -79,6 +79,5 @@ static struct PyModuleDef module_definition = {
 };
 
 PyMODINIT_FUNC PyInit__rawjson(void) {
-    writer_init();
     return PyModule_Create(&module_definition);
 }

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plain_bytes.h"
+
 #define MAX_DEPTH 200
 
 static unsigned char escape_bits[0x10000 / 8];
@@ -50,13 +52,6 @@ static const char HEX[] = "0123456789abcdef";
 static int put_unit(Buffer *out, unsigned unit) {
     char text[6] = {'\\', 'u', HEX[(unit >> 12) & 15], HEX[(unit >> 8) & 15], HEX[(unit >> 4) & 15], HEX[unit & 15]};
     return put(out, text, 6);
-}
-
-/* The bytes written as they are: printable ASCII but the quote and the backslash. */
-static unsigned char PLAIN[256];
-
-void writer_init(void) {
-    for (int c = 0x20; c < 0x7F; c++) PLAIN[c] = c != '"' && c != '\\';
 }
 
 int put_escaped_ascii(Buffer *out, unsigned char c) {
@@ -106,8 +101,7 @@ Outcome put_string(Buffer *out, const unsigned char *text, size_t length) {
     if (put_char(out, '"') < 0) return NO_MEMORY;
     size_t i = 0;
     while (i < length) {
-        size_t run = i;
-        while (run < length && PLAIN[text[run]]) run++;
+        size_t run = ascii_plain_end(text, i, length); /* written as they are: printable ASCII but " and \ */
         if (run > i && put(out, (const char *)text + i, run - i) < 0) return NO_MEMORY;
         i = run;
         if (i >= length) break;

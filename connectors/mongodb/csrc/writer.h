@@ -42,6 +42,5 @@ Outcome put_document(Buffer *out, const unsigned char *data, size_t length, int 
 /* The BMP code points the Java driver escapes, one bit each; writer_ready() is 0 until they are set. */
 int set_escape_bits(const unsigned char *bits, size_t length);
 int writer_ready(void);
-void writer_init(void);
 
 #endif

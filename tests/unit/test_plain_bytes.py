@@ -1,0 +1,51 @@
+"""The compiled JSON string writers find the bytes they must escape eight at a time (connectors/csrc/plain_bytes.h).
+Every character they treat apart (controls, the quote, the backslash, DEL, UTF-8 of two to four bytes, a code point
+the Java driver escapes), at every offset of a word and of the tail after the last whole word, comes out as the
+Python writers write it: MongoDB's documents (writer.c) and their text inside a change value (change_event.c), and
+MariaDB's row strings (json_text.h; PostgreSQL's in tests/postgres/test_pgrows.py)."""
+
+from __future__ import annotations
+
+import os
+
+import bson
+import orjson
+import pytest
+
+from connectors.events.json_converter import string_json
+from connectors.mongodb import rawjson
+from connectors.mongodb.events import encode_envelope
+from connectors.mysql import compiled_rows
+from connectors.mysql.compiled_rows import WRITE_STRING
+from tests.unit.document_writers import require_compiled
+
+SPECIAL = ["\x00", "\x1f", "\n", '"', "\\", "\x7f", "/", "é", "€", "\u2028", "\U0001f600"]
+
+
+def strings_around_special_characters() -> list[str]:
+    """Plain runs of 0-17 characters, one special character, and a plain run of 0-9 after it."""
+    return [("p" * before) + special + ("s" * after)
+            for special in SPECIAL for before in range(18) for after in range(10)] + ["x" * n for n in range(34)]
+
+
+def test_mongodb_documents_and_their_text_in_a_value_are_written_as_python_writes_them():
+    require_compiled()
+    prefix = b'{"version":"1","connector":"mongodb","name":"n","ts_ms":'
+    for text in strings_around_special_characters():
+        raw = bson.encode({"_id": 1, "s": text})
+        expected = rawjson.python_document_json(raw)
+        assert rawjson.compiled.document_json(raw, True) == expected, repr(text)
+        value, key = rawjson.compiled.snapshot_value(raw, prefix, True, 1, "false", "db", "coll")
+        assert encode_envelope(expected) in value, repr(text)
+        assert orjson.loads(value)["after"] == expected
+
+
+def test_mariadb_row_strings_are_written_as_python_writes_them():
+    if compiled_rows.write_row is None:
+        message = "connectors/mysql/_binrows is not built (scripts/install.sh or scripts/build_extensions.py)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    writers = (("c", '"c":', WRITE_STRING, string_json),)
+    for text in strings_around_special_characters():
+        assert compiled_rows.write_row({"c": text}, writers) == "{" + '"c":' + string_json(text) + "}", repr(text)
