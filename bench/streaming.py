@@ -41,6 +41,7 @@ from confluent_kafka import Consumer, TopicPartition
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
+from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
@@ -156,9 +157,8 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document, transac
     # topics) is a one-time cost, printed apart.
     started = time.monotonic()
     thread.start()
-    while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
-        time.sleep(0.001)
-    began, cpu, threads = time.monotonic(), time.process_time(), thread_cpu.sample()
+    began = wait_until_streaming(runner, thread)
+    cpu, threads = time.process_time(), thread_cpu.sample()
     machine = thread_cpu.machine_sample(neighbours)
     print(f"pipeline start-up (not in the catch-up figures): {began - started:.2f}s", flush=True)
     done = _wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
