@@ -4,8 +4,10 @@ The queue decouples MongoDB round trips from Kafka transactions (Debezium's `max
 either change documents or `Idle` markers carrying the post-batch resume token: the marker keeps the stream's
 position moving while nothing captured happens, which is what heartbeats commit.
 
-On a resumable failure the reader reopens the stream after the last token it handed to the queue, with
-exponential backoff, so nothing is lost or repeated; after `max_attempts` consecutive failures it gives up.
+The stream is read a whole batch at a time (`change_batches`), or by pymongo's ChangeStream when the client reads
+from other members than the primary. On a resumable failure the reader reopens the stream after the last change it
+handed to the queue, so nothing is lost or repeated: at once when the stream had been open (as ChangeStream resumes
+by itself), then with exponential backoff; after `max_attempts` consecutive failures it gives up.
 """
 
 from __future__ import annotations
@@ -325,6 +327,8 @@ class ChangeStreamReader:
             return False
         if self._was_open:
             self._was_open = False
+            log.info("change stream of %s interrupted (%s: %s); resuming", self._metrics.partition,
+                     type(error).__name__, error)
             return not self._stop.is_set()
         delay = self._backoff.delay(failures)
         log.warning(
@@ -338,6 +342,7 @@ class ChangeStreamReader:
 
 
 def _fatal_error(error: OperationFailure) -> BaseException:
+    """What the pipeline reports for a failure no resume can mend."""
     if error.code == HISTORY_LOST:
         return HistoryLost(
             "the stored resume position is no longer in the MongoDB oplog (ChangeStreamHistoryLost); changes were "
