@@ -23,21 +23,24 @@ typedef struct {
         lsid, txn_number;
 } EventFields;
 
+#define EVENT_FIELD(name, member) {name, sizeof name - 1, offsetof(EventFields, member)}
+
 static const struct {
     const char *name;
+    size_t length; /* compared first: most names differ in length */
     size_t offset;
 } EVENT_FIELDS[] = {
-    {"_id", offsetof(EventFields, id)},
-    {"operationType", offsetof(EventFields, operation_type)},
-    {"clusterTime", offsetof(EventFields, cluster_time)},
-    {"wallTime", offsetof(EventFields, wall_time)},
-    {"ns", offsetof(EventFields, ns)},
-    {"documentKey", offsetof(EventFields, document_key)},
-    {"fullDocument", offsetof(EventFields, full_document)},
-    {"fullDocumentBeforeChange", offsetof(EventFields, before)},
-    {"updateDescription", offsetof(EventFields, update_description)},
-    {"lsid", offsetof(EventFields, lsid)},
-    {"txnNumber", offsetof(EventFields, txn_number)},
+    EVENT_FIELD("_id", id),
+    EVENT_FIELD("operationType", operation_type),
+    EVENT_FIELD("clusterTime", cluster_time),
+    EVENT_FIELD("wallTime", wall_time),
+    EVENT_FIELD("ns", ns),
+    EVENT_FIELD("documentKey", document_key),
+    EVENT_FIELD("fullDocument", full_document),
+    EVENT_FIELD("fullDocumentBeforeChange", before),
+    EVENT_FIELD("updateDescription", update_description),
+    EVENT_FIELD("lsid", lsid),
+    EVENT_FIELD("txnNumber", txn_number),
 };
 
 /* Calls `found` for each element of the document data[0..length); -1 when it is malformed, else 0. */
@@ -160,7 +163,7 @@ failed:
 
 static int take_event_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
     for (size_t k = 0; k < sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]; k++) {
-        if (strlen(EVENT_FIELDS[k].name) == name_length && memcmp(EVENT_FIELDS[k].name, name, name_length) == 0) {
+        if (EVENT_FIELDS[k].length == name_length && memcmp(EVENT_FIELDS[k].name, name, name_length) == 0) {
             Element *field = (Element *)((char *)state + EVENT_FIELDS[k].offset);
             if (field->type) return -1; /* a repeated field: left to the Python path */
             *field = *element;
