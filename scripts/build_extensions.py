@@ -21,7 +21,7 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT / "connectors" / "csrc"  # headers every module may include (json_text.h)
+SHARED = ROOT / "connectors" / "csrc"  # headers every module may include (json_text.h, plain_bytes.h)
 EXTENSIONS = {"_rawjson": ROOT / "connectors" / "mongodb", "_pgrows": ROOT / "connectors" / "postgres",
               "_binrows": ROOT / "connectors" / "mysql"}
 
