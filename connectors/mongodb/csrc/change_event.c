@@ -229,10 +229,29 @@ static PyObject *resume_token(const Element *id) {
     const unsigned char *text = data.start + 1 + sizeof "_data" + 4; /* type, name and its 0, string length */
     PyObject *value = PyUnicode_DecodeUTF8((const char *)text, data.end - 1 - text, "strict");
     if (value == NULL) return NULL;
+    static PyObject *data_key = NULL; /* "_data", made once: the GIL is held */
+    if (data_key == NULL && (data_key = PyUnicode_InternFromString("_data")) == NULL) {
+        Py_DECREF(value);
+        return NULL;
+    }
     PyObject *token = PyDict_New();
-    if (token == NULL || PyDict_SetItemString(token, "_data", value) < 0) Py_CLEAR(token);
+    if (token == NULL || PyDict_SetItem(token, data_key, value) < 0) Py_CLEAR(token);
     Py_DECREF(value);
     return token;
+}
+
+/* A tuple of `count` new references, which it takes; NULL (each released) when one of them is NULL (its error
+   set) or the tuple cannot be made. */
+static PyObject *tuple_taking(PyObject **items, Py_ssize_t count) {
+    PyObject *tuple = NULL;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (items[k] == NULL) goto failed;
+    if ((tuple = PyTuple_New(count)) == NULL) goto failed;
+    for (Py_ssize_t k = 0; k < count; k++) PyTuple_SET_ITEM(tuple, k, items[k]);
+    return tuple;
+failed:
+    for (Py_ssize_t k = 0; k < count; k++) Py_XDECREF(items[k]);
+    return NULL;
 }
 
 /* event_head(data): (operationType, db, coll, resume token (see resume_token), (time, increment) of clusterTime,
@@ -255,10 +274,14 @@ PyObject *event_head(PyObject *module, PyObject *argument) {
     items[1] = string_or_none(ns.db, ns.db_length);
     items[2] = string_or_none(ns.coll, ns.coll_length);
     items[3] = fields.id.type == 0x03 ? resume_token(&fields.id) : Py_NewRef(Py_None);
-    items[4] = fields.cluster_time.type == 0x11
-                   ? Py_BuildValue("(kk)", (unsigned long)(uint32_t)read_int32(fields.cluster_time.value + 4),
-                                   (unsigned long)(uint32_t)read_int32(fields.cluster_time.value))
-                   : Py_NewRef(Py_None);
+    if (fields.cluster_time.type == 0x11) {
+        PyObject *time_and_increment[2] = {
+            PyLong_FromUnsignedLong((uint32_t)read_int32(fields.cluster_time.value + 4)),
+            PyLong_FromUnsignedLong((uint32_t)read_int32(fields.cluster_time.value))};
+        items[4] = tuple_taking(time_and_increment, 2);
+    } else {
+        items[4] = Py_NewRef(Py_None);
+    }
     items[5] = fields.update_description.type == 0x03
                    ? PyBytes_FromStringAndSize((const char *)fields.update_description.value,
                                                fields.update_description.size)
@@ -274,7 +297,7 @@ PyObject *event_head(PyObject *module, PyObject *argument) {
             return result;
         }
     }
-    return Py_BuildValue("(NNNNNN)", items[0], items[1], items[2], items[3], items[4], items[5]);
+    return tuple_taking(items, 6);
 }
 
 /* --- Debezium's value ------------------------------------------------------------------------------------------ */
