@@ -2,7 +2,8 @@
 Every character they treat apart (controls, the quote, the backslash, DEL, UTF-8 of two to four bytes, a code point
 the Java driver escapes), at every offset of a word and of the tail after the last whole word, comes out as the
 Python writers write it: MongoDB's documents (writer.c) and their text inside a change value (change_event.c), and
-MariaDB's row strings (json_text.h; PostgreSQL's in tests/postgres/test_pgrows.py)."""
+MariaDB's row strings (json_text.h; PostgreSQL's in tests/postgres/test_pgrows.py). And the MongoDB value writer's
+buffers, kept from one call to the next, leave nothing of a large document in what it writes after it."""
 
 from __future__ import annotations
 
@@ -49,3 +50,16 @@ def test_mariadb_row_strings_are_written_as_python_writes_them():
     writers = (("c", '"c":', WRITE_STRING, string_json),)
     for text in strings_around_special_characters():
         assert compiled_rows.write_row({"c": text}, writers) == "{" + '"c":' + string_json(text) + "}", repr(text)
+
+
+def test_values_written_after_a_large_document_are_those_written_before_it():
+    """The compiled writer keeps its buffers between calls and gives back one a large document grew past 1 MB
+    (change_event.c `keep_buffer`): what it writes next is unchanged."""
+    require_compiled()
+    prefix = b'{"version":"1","connector":"mongodb","name":"n","ts_ms":'
+    small, large = bson.encode({"_id": 1, "s": 'a"b'}), bson.encode({"_id": 2, "s": "x" * 3_000_000})
+    first = rawjson.compiled.snapshot_value(small, prefix, True, 1, "false", "db", "coll")
+    value, _ = rawjson.compiled.snapshot_value(large, prefix, True, 1, "false", "db", "coll")
+    assert orjson.loads(value)["after"] == rawjson.python_document_json(large)
+    assert rawjson.compiled.snapshot_value(small, prefix, True, 1, "false", "db", "coll") == first
+    assert orjson.loads(first[0])["after"] == rawjson.python_document_json(small)

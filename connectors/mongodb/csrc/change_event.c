@@ -463,6 +463,26 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
 
 /* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error; the three
    buffers are freed. */
+/* The value, key and scratch buffers change_value and snapshot_value write into, kept from one call to the next: a
+   call allocates nothing but its results. The interpreter lock is held throughout a call and nothing in one calls
+   back into Python, so no two calls share them. A buffer a large document grew past KEPT_CAPACITY is given back. */
+#define KEPT_CAPACITY ((size_t)1 << 20)
+static Buffer kept_buffers[3];
+
+static void take_buffers(Buffer *value, Buffer *key, Buffer *scratch) {
+    *value = kept_buffers[0], *key = kept_buffers[1], *scratch = kept_buffers[2];
+    value->length = key->length = scratch->length = 0;
+}
+
+static void keep_buffer(Buffer *slot, const Buffer *used) {
+    if (used->capacity > KEPT_CAPACITY) {
+        PyMem_RawFree(used->data);
+        *slot = (Buffer){NULL, 0, 0};
+    } else {
+        *slot = *used;
+    }
+}
+
 static PyObject *written_pair(Outcome outcome, Outcome key_outcome, Buffer *value, Buffer *key, Buffer *scratch) {
     PyObject *result = NULL;
     if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) {
@@ -477,9 +497,9 @@ static PyObject *written_pair(Outcome outcome, Outcome key_outcome, Buffer *valu
         Py_XDECREF(value_bytes);
         Py_XDECREF(key_bytes);
     }
-    PyMem_RawFree(value->data);
-    PyMem_RawFree(key->data);
-    PyMem_RawFree(scratch->data);
+    keep_buffer(&kept_buffers[0], value);
+    keep_buffer(&kept_buffers[1], key);
+    keep_buffer(&kept_buffers[2], scratch);
     return result;
 }
 
@@ -528,7 +548,8 @@ PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     EventFields fields;
     Namespace ns;
-    Buffer value = {NULL, 0, 0}, key = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Buffer value, key, scratch;
+    take_buffers(&value, &key, &scratch);
     Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
     if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
         if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
@@ -562,7 +583,8 @@ PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nar
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     Element document = {0x03, view.buf, (size_t)view.len};
-    Buffer value = {NULL, 0, 0}, key = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    Buffer value, key, scratch;
+    take_buffers(&value, &key, &scratch);
     Outcome outcome = NO_MEMORY, key_outcome = UNSUPPORTED;
     if (grow(&value, (size_t)view.len * 2 + 512) == 0 && grow(&scratch, (size_t)view.len + 256) == 0) {
         int failed = PUT_LITERAL(&value, "{\"before\":null,\"after\":") < 0;
