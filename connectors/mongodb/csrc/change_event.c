@@ -461,8 +461,6 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
     return WRITTEN;
 }
 
-/* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error; the three
-   buffers are freed. */
 /* The value, key and scratch buffers change_value and snapshot_value write into, kept from one call to the next: a
    call allocates nothing but its results. The interpreter lock is held throughout a call and nothing in one calls
    back into Python, so no two calls share them. A buffer a large document grew past KEPT_CAPACITY is given back. */
@@ -483,6 +481,8 @@ static void keep_buffer(Buffer *slot, const Buffer *used) {
     }
 }
 
+/* (value, key) as bytes (key None when not written), None when the value was not written, NULL on error; the three
+   buffers are kept for the next call. */
 static PyObject *written_pair(Outcome outcome, Outcome key_outcome, Buffer *value, Buffer *key, Buffer *scratch) {
     PyObject *result = NULL;
     if (outcome == NO_MEMORY || key_outcome == NO_MEMORY) {
