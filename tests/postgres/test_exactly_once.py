@@ -237,6 +237,30 @@ def progress_of(value: bytes | None) -> tuple[int, int, bool]:
     return done.count("1"), len(done), bool(snapshot.get("completed"))
 
 
+def freeze_inside_the_snapshot(runner: subprocess.Popen, log_path, log_start: int, bootstrap: str, topic: str,
+                               key: bytes, at_least: int) -> tuple[int, int, bool]:
+    """Freezes the runner (SIGSTOP) once the offset records it wrote, committed or not, show at least `at_least`
+    chunks done, and returns that state; fails if the snapshot is then not short of its last two chunks.
+
+    Frozen, the runner writes nothing more, but what it sent may still reach the broker: at most the offset record of
+    one more chunk (each commits in its own transaction) and that transaction's commit. Its log (from `log_start`)
+    says when to look: each chunk it reads logs a line. Until the records show enough, it runs a few milliseconds at
+    a time between looks, so a snapshot of 0.9 s cannot end between two of them."""
+    deadline = time.monotonic() + 90
+    while True:
+        assert runner.poll() is None, log_path.read_text()[-3000:]
+        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+        if b"read chunk" in log_path.read_bytes()[log_start:]:
+            os.kill(runner.pid, signal.SIGSTOP)
+            written = written_snapshot_state(bootstrap, topic, key)
+            assert not written[2], f"the snapshot got too far to be killed: {written}"
+            if written[0] >= at_least:
+                assert written[0] + 1 < written[1], f"the snapshot got too far to be killed: {written}"
+                return written
+            os.kill(runner.pid, signal.SIGCONT)
+        time.sleep(0.005)
+
+
 class RowWriter(threading.Thread):
     """Adds 1 to `seq` of random rows, one or five rows a transaction, until halted."""
 
@@ -289,21 +313,13 @@ def test_kill_minus_nine_inside_the_snapshot_under_load_gives_every_row_its_exac
     writer.start()
     runner = start_runner(config_path, bootstrap, log_path)
     try:
-        done_before = 0
+        done_before = log_start = 0
         for _ in range(2):
-            deadline = time.monotonic() + 90
-            while (done := snapshot_state(store, key))[0] < done_before + 3:
-                assert runner.poll() is None, log_path.read_text()[-3000:]
-                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
-                time.sleep(0.05)
-            # frozen, the runner writes nothing more, but what it sent may still reach the broker: at most the
-            # offset record of one more chunk (each commits in its own transaction) and that transaction's commit
-            os.kill(runner.pid, signal.SIGSTOP)
-            written = written_snapshot_state(bootstrap, f"{name}.offsets", key)
-            assert not written[2] and written[0] + 1 < written[1], f"the snapshot got too far to be killed: {written}"
+            written = freeze_inside_the_snapshot(runner, log_path, log_start, bootstrap, f"{name}.offsets", key,
+                                                 done_before + 3)
             os.kill(runner.pid, signal.SIGKILL)
             runner.wait()
-            done_before = done[0]
+            done_before, log_start = written[0], log_path.stat().st_size
             runner = start_runner(config_path, bootstrap, log_path)
         deadline = time.monotonic() + 120
         while not snapshot_state(store, key)[2]:
