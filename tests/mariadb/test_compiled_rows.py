@@ -7,7 +7,6 @@ server both ways; zero dates, whose events it leaves to the library; and a table
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from connectors.mysql import compiled_rows
 from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
+from tests.compiled_modules import require_built
 from tests.mariadb.binlog_reading import read_to_end
 from tests.mariadb.test_binlog_reader import status
 
@@ -99,11 +99,7 @@ def _row(rng: random.Random, key: int) -> tuple:
 
 
 def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db, monkeypatch):
-    if compiled_rows.compiled is None:
-        message = "connectors/mysql/_binrows is not built (scripts/install.sh or scripts/build_extensions.py)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in COLUMNS.items())

@@ -3,16 +3,9 @@ them with their Python twins: without the module a test skips, except in CI (CI=
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
 from connectors.postgres.compiled import compiled
+from tests.compiled_modules import require_built
 
 
 def require_compiled() -> None:
-    if compiled is None:
-        message = "connectors/postgres/_pgrows is not built (scripts/install.sh or scripts/build_extensions.py)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_built(compiled, "connectors/postgres/_pgrows")

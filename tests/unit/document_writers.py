@@ -7,16 +7,15 @@ CI (CI=true), where it fails.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import bson
-import pytest
 from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
 
 from connectors.mongodb import extjson, rawjson
+from tests.compiled_modules import require_built
 
 PATHS = ["python", "compiled"]
 # Native uuid.UUID values are stored as subtype 4, which the sources decode as Binary (written the same).
@@ -24,11 +23,7 @@ ENCODE_OPTIONS = CodecOptions(uuid_representation=UuidRepresentation.STANDARD)
 
 
 def require_compiled() -> None:
-    if rawjson.compiled is None:
-        message = "connectors/mongodb/_rawjson is not built (scripts/install.sh or scripts/build_extensions.py)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_built(rawjson.compiled, "connectors/mongodb/_rawjson")
 
 
 def compiled_document_json(data: bytes, *, bare_non_finite: bool = True) -> str | None:

@@ -5,14 +5,12 @@ other values, under every column kind. Without the module the test skips, except
 
 from __future__ import annotations
 
-import os
 import random
-
-import pytest
 
 from connectors.events.json_converter import string_json
 from connectors.mysql import compiled_rows
 from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING
+from tests.compiled_modules import require_built
 
 
 def _python(values: dict, writers: tuple) -> str:
@@ -45,11 +43,7 @@ def _value(rng: random.Random):
 
 
 def test_the_compiled_writer_writes_what_the_python_loop_writes():
-    if compiled_rows.write_row is None:
-        message = "connectors/mysql/_binrows is not built (scripts/install.sh or scripts/build_extensions.py)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     rng = random.Random(7)
     writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other}
     written_by_module = 0

@@ -7,17 +7,15 @@ buffers, kept from one call to the next, leave nothing of a large document in wh
 
 from __future__ import annotations
 
-import os
-
 import bson
 import orjson
-import pytest
 
 from connectors.events.json_converter import string_json
 from connectors.mongodb import rawjson
 from connectors.mongodb.events import encode_envelope
 from connectors.mysql import compiled_rows
 from connectors.mysql.compiled_rows import WRITE_STRING
+from tests.compiled_modules import require_built
 from tests.unit.document_writers import require_compiled
 
 SPECIAL = ["\x00", "\x1f", "\n", '"', "\\", "\x7f", "/", "é", "€", "\u2028", "\U0001f600"]
@@ -42,11 +40,7 @@ def test_mongodb_documents_and_their_text_in_a_value_are_written_as_python_write
 
 
 def test_mariadb_row_strings_are_written_as_python_writes_them():
-    if compiled_rows.write_row is None:
-        message = "connectors/mysql/_binrows is not built (scripts/install.sh or scripts/build_extensions.py)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     writers = (("c", '"c":', WRITE_STRING, string_json),)
     for text in strings_around_special_characters():
         assert compiled_rows.write_row({"c": text}, writers) == "{" + '"c":' + string_json(text) + "}", repr(text)
