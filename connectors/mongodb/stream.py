@@ -177,17 +177,11 @@ class ChangeStreamReader:
         return {name: value for name, value in stage.items() if value is not None}
 
     def _put(self, item) -> bool:
-        """Blocks while the queue is full (back-pressure), but wakes up to honour a stop request."""
-        while not self._stop.is_set():
-            try:
-                self._out.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return self._put_all([item])
 
     def _put_all(self, items: list) -> bool:
-        """`_put` for a whole batch: as many at a time as the queue has room for."""
+        """Queues `items`, as many at a time as the queue has room for: blocks while it is full (back-pressure), but
+        wakes up to honour a stop request (then False)."""
         while items and not self._stop.is_set():
             try:
                 items = items[self._out.put_many(items, timeout=0.2):]
