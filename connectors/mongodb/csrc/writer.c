@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal_text.h"
 #include "plain_bytes.h"
 
 #define MAX_DEPTH 200
@@ -23,27 +24,13 @@
 static unsigned char escape_bits[0x10000 / 8];
 static int escape_table_set = 0;
 
-int grow(Buffer *out, size_t more) {
-    if (out->length + more <= out->capacity) return 0;
+int grow_capacity(Buffer *out, size_t more) {
     size_t capacity = out->capacity ? out->capacity : 256;
     while (capacity < out->length + more) capacity *= 2;
     char *data = PyMem_RawRealloc(out->data, capacity);
     if (data == NULL) return -1;
     out->data = data;
     out->capacity = capacity;
-    return 0;
-}
-
-int put(Buffer *out, const char *text, size_t length) {
-    if (grow(out, length) < 0) return -1;
-    memcpy(out->data + out->length, text, length);
-    out->length += length;
-    return 0;
-}
-
-int put_char(Buffer *out, char c) {
-    if (grow(out, 1) < 0) return -1;
-    out->data[out->length++] = c;
     return 0;
 }
 
@@ -215,9 +202,9 @@ static int put_double(Buffer *out, double value) {
 }
 
 int put_int64(Buffer *out, long long value) {
-    char text[32];
-    int n = snprintf(text, sizeof text, "%lld", value);
-    return put(out, text, n);
+    if (grow(out, CDC_INT64_TEXT_MAX) < 0) return -1;
+    out->length += decimal_int64(out->data + out->length, value);
+    return 0;
 }
 
 static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -362,11 +349,13 @@ static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *d
             return put_int64(out, read_int32(data + i)) < 0 ? NO_MEMORY : WRITTEN;
         case 0x11: { /* timestamp: increment, then time */
             if (left < 8) return UNSUPPORTED;
-            char text[64];
-            int n = snprintf(text, sizeof text, "{\"$timestamp\": {\"t\": %u,\"i\": %u}}",
-                             (unsigned)read_int32(data + i + 4), (unsigned)read_int32(data + i));
             *at = i + 8;
-            return put(out, text, n) < 0 ? NO_MEMORY : WRITTEN;
+            return PUT_LITERAL(out, "{\"$timestamp\": {\"t\": ") < 0 ||
+                           put_int64(out, (uint32_t)read_int32(data + i + 4)) < 0 ||
+                           PUT_LITERAL(out, ",\"i\": ") < 0 || put_int64(out, (uint32_t)read_int32(data + i)) < 0 ||
+                           PUT_LITERAL(out, "}}") < 0
+                       ? NO_MEMORY
+                       : WRITTEN;
         }
         case 0x12: /* int64 */
             if (left < 8) return UNSUPPORTED;

@@ -7,6 +7,7 @@
 #include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     char *data;
@@ -17,9 +18,27 @@ typedef struct {
 /* Why a document cannot be written here (the caller falls back to Python). */
 typedef enum { WRITTEN = 0, UNSUPPORTED = 1, NO_MEMORY = 2 } Outcome;
 
-int grow(Buffer *out, size_t more);
-int put(Buffer *out, const char *text, size_t length);
-int put_char(Buffer *out, char c);
+/* The buffer's room grown to hold `more` bytes past its length (grow's slow path); -1 when out of memory. */
+int grow_capacity(Buffer *out, size_t more);
+
+/* Inline: an event's value is written in dozens of short pieces, and a call for each cost more than its copy. */
+static inline int grow(Buffer *out, size_t more) {
+    return out->length + more <= out->capacity ? 0 : grow_capacity(out, more);
+}
+
+static inline int put(Buffer *out, const char *text, size_t length) {
+    if (grow(out, length) < 0) return -1;
+    memcpy(out->data + out->length, text, length);
+    out->length += length;
+    return 0;
+}
+
+static inline int put_char(Buffer *out, char c) {
+    if (grow(out, 1) < 0) return -1;
+    out->data[out->length++] = c;
+    return 0;
+}
+
 int put_int64(Buffer *out, long long value);
 #define PUT_LITERAL(out, text) put((out), (text), sizeof(text) - 1)
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decimal_text.h"
 #include "json_text.h"
 
 static PyObject *decimal_type; /* decimal.Decimal */
@@ -378,9 +379,8 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write) {
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (number == -1 && PyErr_Occurred()) return -1;
     if (overflow) return put_written(out, write, value);
-    char digits_text[24];
-    int length = snprintf(digits_text, sizeof(digits_text), "%lld", number);
-    return put(out, digits_text, length);
+    char digits_text[CDC_INT64_TEXT_MAX];
+    return put(out, digits_text, decimal_int64(digits_text, number));
 }
 
 static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
