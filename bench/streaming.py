@@ -44,6 +44,7 @@ from bench.emulator import one_member_deployment
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.config import ConnectorConfig
+from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.runner import ConnectorRunner
 from devstack import kafka as devstack_kafka
 from devstack import settings
@@ -267,7 +268,7 @@ class StageMarks:
 
 
 def _change_number(change) -> int | None:
-    document = change.get("fullDocument") if isinstance(change, Mapping) else None  # a dict, or RawChangeEvent
+    document = change.get("fullDocument") if isinstance(change, Mapping | RawChangeEvent) else None
     number = document.get("n") if isinstance(document, Mapping) else None  # a dict, or RawBSONDocument
     return number if isinstance(number, int) else None
 

@@ -24,7 +24,7 @@ from pymongo.errors import PyMongoError
 
 from connectors.config_types import CaptureScope
 from connectors.mongodb.filters import WatchTarget
-from connectors.mongodb.rawjson import DECODE_OPTIONS, RAW_EVENT_OPTIONS, RAW_OPTIONS
+from connectors.mongodb.rawjson import DECODE_OPTIONS, RAW_OPTIONS, RawChangeEvent, reply_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +97,18 @@ class ChangeCursor:
             session.end_session()
 
     def _batch(self, reply, key: str) -> ChangeBatch:
-        cursor = reply["cursor"]
-        if self._raw:
-            # the events as RawChangeEvent: the cursor's fields read with them as its document class
-            cursor = RawBSONDocument(cursor.raw, RAW_EVENT_OPTIONS)
+        split = reply_events(reply) if self._raw else None
+        if split is not None:
+            events, cursor = split
+        else:
+            cursor = reply["cursor"]
+            events = cursor[key]
+            if self._raw:  # a reply the compiled module does not read: its events as RawBSONDocument
+                events = [RawChangeEvent.of(event.raw) for event in events]
         self._cursor_id = cursor["id"]
         if not self._collection:
             self._collection = cursor["ns"].split(".", 1)[1]
         token = cursor.get("postBatchResumeToken")
         if isinstance(token, RawBSONDocument):
             token = bson.decode(token.raw, DECODE_OPTIONS)
-        return ChangeBatch(cursor[key], token, not self._cursor_id)
+        return ChangeBatch(events, token, not self._cursor_id)

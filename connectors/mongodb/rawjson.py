@@ -40,7 +40,7 @@ except ImportError:
 if compiled is not None and not all(
     hasattr(compiled, name)
     for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "snapshot_value",
-                 "set_escape_table")
+                 "reply_events", "set_escape_table")
 ):
     compiled = None  # built from older sources: scripts/build_extensions.py rebuilds it
 if compiled is not None:
@@ -67,45 +67,37 @@ def document_json(data: bytes | memoryview, *, bare_non_finite: bool = True) -> 
 RAW_DOCUMENT_FIELDS = ("fullDocument", "fullDocumentBeforeChange")
 
 
-class RawChangeEvent(RawBSONDocument):
-    """The document class of a change stream that keeps its full documents raw.
+class RawChangeEvent:
+    """A change stream event kept as its BSON bytes: the reader builds one per event of a reply (`reply_events`), the
+    pipeline places it by its `head` and `raw_events` writes its Kafka messages from `raw`, without decoding it.
 
-    pymongo builds one for each document of a reply (the reply, its cursor, each event) and reads the event's ``_id``,
-    which `head` gives without decoding the rest. The change stream reader queues the event itself: the pipeline
-    places it by its `head` and `raw_events` writes its Kafka messages from the raw bytes. Where a field is read
-    otherwise, a document holding fullDocument or fullDocumentBeforeChange (an event) is cut in C: its other fields
-    are decoded as the client decodes, its full documents stay RawBSONDocument; RawBSONDocument's own field access
-    would build a RawBSONDocument of every sub-document, which costs more than decoding them. Any other document
-    behaves as a RawBSONDocument. ``event`` is the dict a decoding stream returns, but for the raw full documents.
+    ``head`` is the compiled module's `event_head` of the bytes, read when the event was built: ``(operationType, db,
+    coll, resume token, (time, increment), updateDescription as BSON)``, None where absent (the token a ``{"_data":
+    …}`` dict, or its BSON when it holds more); ``head`` is None when they cannot be read so (then `event` has them).
+    `event` is the dict a decoding stream returns, but for its full documents, left raw (RawBSONDocument). It is
+    decoded each time it is asked for: only the paths the compiled writer leaves to Python ask for it.
     """
 
-    # Defaults on the class, set on the instance when first computed: pymongo builds one per event, and an __init__
-    # of our own would cost a Python call each.
-    _split: dict[str, Any] | bool | None = None  # None: not yet cut; False: nothing to cut
-    _head: tuple | bool | None = None  # None: not yet read; False: unreadable (malformed)
-    _token: Any = None
+    __slots__ = ("raw", "head")
 
-    @property
-    def head(self) -> tuple | None:
-        """``(operationType, db, coll, resume token, (time, increment), updateDescription as BSON)`` read from the raw
-        bytes (None where absent; the token a ``{"_data": …}`` dict, or its BSON when it holds more); None when they
-        cannot be read so (then `event` has them)."""
-        if self._head is None:
-            self._head = compiled.event_head(self.raw) or False
-        return self._head or None
+    def __init__(self, raw: bytes, head: tuple | None):
+        self.raw = raw
+        self.head = head
+
+    @classmethod
+    def of(cls, raw: bytes) -> RawChangeEvent:
+        """The event whose BSON is ``raw``."""
+        return cls(raw, compiled.event_head(raw))
 
     @property
     def resume_token(self) -> Any:
         """The event's ``_id`` (its resume token), decoded as a decoding stream gives it."""
-        if self._token is None:
-            head = self.head
-            if head is None or head[3] is None:
-                self._token = self.event.get("_id")
-            elif type(head[3]) is bytes:  # a token of other fields than _data
-                self._token = bson.decode(head[3], DECODE_OPTIONS)
-            else:
-                self._token = head[3]
-        return self._token
+        head = self.head
+        if head is None or head[3] is None:
+            return self.event.get("_id")
+        if type(head[3]) is bytes:  # a token of other fields than _data
+            return bson.decode(head[3], DECODE_OPTIONS)
+        return head[3]
 
     @property
     def cluster_time(self) -> Timestamp | None:
@@ -119,54 +111,57 @@ class RawChangeEvent(RawBSONDocument):
         head = self.head
         return self.event.get("operationType") if head is None else head[0]
 
-    def _with_raw_documents(self) -> dict[str, Any] | None:
-        if self._split is None:
-            parts = compiled.split_event(self.raw)
-            if parts is None or (parts[1] is None and parts[2] is None):
-                self._split = False
-            else:
-                rest, full_document, before = parts
-                event = bson.decode(rest, DECODE_OPTIONS)
-                if full_document is not None:
-                    event["fullDocument"] = RawBSONDocument(full_document, RAW_OPTIONS)
-                if before is not None:
-                    event["fullDocumentBeforeChange"] = RawBSONDocument(before, RAW_OPTIONS)
-                self._split = event
-        return self._split or None
-
     @property
     def event(self) -> dict[str, Any]:
-        return self._with_raw_documents() or bson.decode(self.raw, DECODE_OPTIONS)
+        parts = compiled.split_event(self.raw)
+        if parts is None:
+            return bson.decode(self.raw, DECODE_OPTIONS)
+        rest, full_document, before = parts
+        event = bson.decode(rest, DECODE_OPTIONS)
+        if full_document is not None:
+            event["fullDocument"] = RawBSONDocument(full_document, RAW_OPTIONS)
+        if before is not None:
+            event["fullDocumentBeforeChange"] = RawBSONDocument(before, RAW_OPTIONS)
+        return event
 
-    def __getitem__(self, key: str) -> Any:
-        if key == "_id" and self._split is None:
-            return self.resume_token  # what pymongo reads of every event
-        event = self._with_raw_documents()
-        return event[key] if event is not None else super().__getitem__(key)
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field of `event` (the resume token and the operation read from `head`, without decoding)."""
+        if name == "_id":
+            return self.resume_token
+        if name == "operationType" and self.head is not None:
+            return self.head[0]
+        return self.event.get(name, default)
 
-    def __iter__(self):
-        event = self._with_raw_documents()
-        return iter(event) if event is not None else super().__iter__()
+    def __getitem__(self, name: str) -> Any:
+        value = self.get(name, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(name)
+        return value
 
-    def __len__(self) -> int:
-        event = self._with_raw_documents()
-        return len(event) if event is not None else super().__len__()
-
-    def items(self):
-        event = self._with_raw_documents()
-        return event.items() if event is not None else super().items()
+    def __repr__(self) -> str:
+        return f"RawChangeEvent(head={self.head!r})"
 
 
-RAW_EVENT_OPTIONS = DECODE_OPTIONS.with_options(document_class=RawChangeEvent)
+_ABSENT = object()
+
+
+def reply_events(reply: RawBSONDocument) -> tuple[list[RawChangeEvent], dict[str, Any]] | None:
+    """The events of a change stream reply (`RawChangeEvent`), and its cursor document without its batch (id, ns,
+    postBatchResumeToken) decoded; None when the reply is not one the compiled module reads."""
+    split = compiled.reply_events(reply.raw, RawChangeEvent)
+    if split is None:
+        return None
+    events, cursor = split
+    return events, bson.decode(cursor, DECODE_OPTIONS)
 
 
 def raw_stream_options(client_options: CodecOptions) -> CodecOptions | None:
-    """The codec options a change stream reads with to keep its documents raw (its items are `RawChangeEvent`);
-    None (decode as the client does) without the compiled writer, or when the client decodes differently from
-    DECODE_OPTIONS (its own UUID or date handling), since `decoded` and the writers assume those."""
+    """The codec options a change stream reads with to keep its events raw (`RawChangeEvent`); None (decode as the
+    client does) without the compiled writer, or when the client decodes differently from DECODE_OPTIONS (its own
+    UUID or date handling), since `decoded` and the writers assume those."""
     if compiled is None or client_options != DECODE_OPTIONS:
         return None
-    return RAW_EVENT_OPTIONS
+    return RAW_OPTIONS
 
 
 def decoded(document: Any) -> Any:

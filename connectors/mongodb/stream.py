@@ -30,7 +30,7 @@ from connectors.mongodb.change_batches import ChangeCursor
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
-from connectors.mongodb.rawjson import raw_stream_options
+from connectors.mongodb.rawjson import RawChangeEvent, decoded, raw_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -204,12 +204,15 @@ class ChangeStreamReader:
 
     def _read_stream(self) -> bool:
         """Reads with pymongo's ChangeStream until stopped (returns False)."""
+        raw = self._raw_options is not None
         with self._open(self._position) as stream:
             self._opened()
             last_idle_token = None
             while not self._stop.is_set():
                 change = stream.try_next()
                 if change is not None:
+                    if raw:  # a RawBSONDocument: as the batch reader reads it
+                        change = RawChangeEvent.of(change.raw)
                     if not self._put(change):
                         return False
                     self._last_change = change
@@ -288,6 +291,7 @@ class ChangeStreamReader:
             return None
         if event is None:
             return None
+        event = decoded(event)
         log.warning(
             "skipped a change event over MongoDB's 16 MB limit (message.too.large.policy=skip): %s of %s, "
             "documentKey %s, clusterTime %s (%s)",

@@ -118,7 +118,7 @@ def test_raw_events_give_the_messages_of_decoded_ones(name):
     written = in_transactions = 0
     for _ in range(1500):
         data = random_event(rng, sessions)
-        raw = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
+        raw = rawjson.RawChangeEvent.of(data)
         assert raw_builder.build(raw) == decoded_builder.build(bson.decode(data, rawjson.DECODE_OPTIONS)), (seed, data)
         if outcomes and outcomes.pop() is not NOT_WRITTEN:
             written += 1
@@ -151,7 +151,7 @@ def test_changes_built_together_give_what_each_built_alone_gives(name, monkeypat
         data = random_event(rng, sessions)
         kind = rng.random()
         if kind < 0.8:
-            changes.append(rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS))
+            changes.append(rawjson.RawChangeEvent.of(data))
         elif kind < 0.97:
             changes.append(bson.decode(data, rawjson.DECODE_OPTIONS))
         else:
@@ -165,11 +165,49 @@ def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding()
     rng = random.Random(5)
     for _ in range(300):
         data = random_event(rng)
-        event = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS)
+        event = rawjson.RawChangeEvent.of(data)
         expected = bson.decode(data, rawjson.DECODE_OPTIONS)
         assert event["_id"] == expected["_id"]
-        assert event.head is not None and event._split is None  # noqa: SLF001 - nothing decoded but the token
+        assert event.head is not None
         assert (event.cluster_time, event.operation_type) == (expected.get("clusterTime"), expected["operationType"])
+
+
+@pytest.mark.parametrize("batch", ["firstBatch", "nextBatch"])
+def test_a_replys_events_are_those_of_its_batch_each_with_its_head(batch):
+    require_compiled()
+    rng = random.Random(11)
+    for _ in range(30):
+        events = [random_event(rng) for _ in range(rng.randrange(0, 40))]
+        cursor = {"id": Int64(rng.randrange(2**40)), "ns": "db0.c0", batch: [RawBSONDocument(data) for data in events]}
+        if rng.random() < 0.5:
+            cursor["postBatchResumeToken"] = {"_data": rng.randbytes(8).hex()}
+        reply = RawBSONDocument(bson.encode({"cursor": cursor, "ok": 1.0}), rawjson.RAW_OPTIONS)
+        read, rest = rawjson.reply_events(reply)
+        assert [type(event) for event in read] == [rawjson.RawChangeEvent] * len(events)
+        assert [event.raw for event in read] == events
+        assert [event.head for event in read] == [rawjson.RawChangeEvent.of(data).head for data in events]
+        assert rest == {name: value for name, value in cursor.items() if name != batch}
+
+
+@pytest.mark.parametrize("reply", [
+    {"ok": 1.0},  # no cursor
+    {"cursor": {"id": Int64(0), "ns": "a.b"}},  # no batch
+    {"cursor": {"id": Int64(0), "firstBatch": [], "nextBatch": []}},  # two
+    {"cursor": {"id": Int64(0), "nextBatch": {"0": {"a": 1}}}},  # not an array
+    {"cursor": {"id": Int64(0), "nextBatch": [{"a": 1}, 5]}},  # not only documents
+    {"cursor": "text"},
+])
+def test_a_reply_that_is_not_one_batch_of_documents_is_left_to_the_decoder(reply):
+    require_compiled()
+    assert rawjson.reply_events(RawBSONDocument(bson.encode(reply), rawjson.RAW_OPTIONS)) is None
+
+
+def test_a_malformed_reply_is_left_to_the_decoder():
+    require_compiled()
+    data = bson.encode({"cursor": {"id": Int64(0), "nextBatch": [{"a": "x" * 20}]}})
+    for cut in (5, len(data) // 2, len(data) - 3):
+        broken = data[:cut] + b"\xff" * (len(data) - cut)
+        assert rawjson.compiled.reply_events(broken, rawjson.RawChangeEvent) is None
 
 
 @pytest.mark.parametrize("name", [

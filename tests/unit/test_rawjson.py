@@ -264,7 +264,7 @@ def test_change_events_are_cut_into_decoded_fields_and_raw_full_documents():
         order = list(fields.items())
         rng.shuffle(order)
         data = bson.encode(dict(order))
-        event = rawjson.RawChangeEvent(data, rawjson.RAW_EVENT_OPTIONS).event
+        event = rawjson.RawChangeEvent.of(data).event
         expected = bson.decode(data, rawjson.DECODE_OPTIONS)
         for name in rawjson.RAW_DOCUMENT_FIELDS:
             if isinstance(expected.get(name), dict):

@@ -69,6 +69,9 @@ static PyMethodDef methods[] = {
     {"snapshot_value", (PyCFunction)(void (*)(void))snapshot_value, METH_FASTCALL,
      "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
      "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
+    {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
+     "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events as "
+     "event_class(data, event_head(data)) each, and its cursor document without the batch as BSON."},
     {"set_escape_table", set_escape_table, METH_O,
      "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
     {NULL, NULL, 0, NULL},
