@@ -117,9 +117,7 @@ def load(rs) -> bool:
             chunk = docs[i]
             i += 1
             for d in chunk["docs"]:
-                idk = hash_key(d["_id"])
-                coll.docs[idk] = d
-                coll._index_add(idk, d)
+                coll.store(hash_key(d["_id"]), d)
             if not chunk.get("more"):
                 break
         db = rs.catalog.databases.get(coll.db)

@@ -72,14 +72,9 @@ def select(coll, flt=None, sort=None, skip=0, limit=0, hint=None, single=False) 
         sort = None
     if rng is not None and (not sort or sort_is_id) and hasattr(coll, "id_range"):
         reverse = bool(sort_is_id and to_int(sort["_id"]) == -1)
-        docs = coll.id_range(*rng, reverse=reverse)
-        end = skip + limit if limit else None
-        return docs[skip:end]
+        return coll.id_range(*rng, reverse=reverse, skip=skip, limit=limit)
     if not flt and sort_is_id and hasattr(coll, "sorted_by_id") and hasattr(coll, "id_range"):
-        reverse = to_int(sort["_id"]) == -1
-        docs = coll.id_range(reverse=reverse)
-        end = skip + limit if limit else None
-        return docs[skip:end]
+        return coll.id_range(reverse=to_int(sort["_id"]) == -1, skip=skip, limit=limit)
     match = compile_filter(flt) if flt else None
     values = list(coll.values())
     if natural_desc:

@@ -309,9 +309,7 @@ class ReplicaSet:
                     if old is not None:
                         coll.delete(old)
                 elif old is None:
-                    coll.docs[idk] = doc
-                    coll._index_add(idk, doc)
-                    coll._sorted_ids = None
+                    coll.store(idk, doc)
                 else:
                     coll._index_remove(idk, old)
                     coll.docs[idk] = doc

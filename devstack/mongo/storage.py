@@ -75,7 +75,11 @@ class Collection:
         self.options = dict(options or {})
         self.docs: dict = {}
         self.indexes: dict[str, Index] = {"_id_": Index({"v": 2, "key": {"_id": 1}, "name": "_id_"})}
-        self._sorted_ids: list | None = None
+        # The _id index: (sort key, hash key) in _id order, and the sort keys alone (for bisect). Kept up to date
+        # while documents come in _id order (ObjectIds, counters), as a server's index is; any other insert, or a
+        # delete, drops it until the next read in _id order sorts it again.
+        self._sorted_ids: list | None = []
+        self._sorted_keys: list = []
 
     @property
     def ns(self) -> str:
@@ -110,9 +114,20 @@ class Collection:
         if idk in self.docs:
             raise duplicate_key(self, self.indexes["_id_"], doc)
         self.check_unique(doc)
+        self.store(idk, doc)
+
+    def store(self, idk, doc: dict):
+        """Adds a document under its new hash key `idk` without checking it: its write was checked already (one
+        read back from disk, one a committed transaction wrote)."""
         self.docs[idk] = doc
         self._index_add(idk, doc)
-        self._sorted_ids = None
+        if self._sorted_ids is not None:
+            key = sort_key(doc["_id"])
+            if self._sorted_keys and not key > self._sorted_keys[-1]:
+                self._sorted_ids = None
+            else:
+                self._sorted_ids.append((key, idk))
+                self._sorted_keys.append(key)
 
     def replace(self, old: dict, new: dict):
         idk = hash_key(old["_id"])
@@ -160,7 +175,9 @@ class Collection:
             self._sorted_keys = [t[0] for t in self._sorted_ids]
         return self._sorted_ids
 
-    def id_range(self, low=MISSING, low_incl=True, high=MISSING, high_incl=False, reverse=False):
+    def id_range(self, low=MISSING, low_incl=True, high=MISSING, high_incl=False, reverse=False, skip=0, limit=0):
+        """The documents whose _id is within the bounds, in _id order (`reverse`: descending), from the `skip`-th,
+        at most `limit` (0: all) of them: only those are looked up (a find sorted by _id with limit 1 costs one)."""
         entries = self.sorted_by_id()
         keys = self._sorted_keys
         lo = 0
@@ -172,6 +189,7 @@ class Collection:
             k = sort_key(high)
             hi = bisect.bisect_right(keys, k) if high_incl else bisect.bisect_left(keys, k)
         rng = range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)
+        rng = rng[skip:skip + limit] if limit else rng[skip:]
         docs = self.docs
         return [docs[entries[i][1]] for i in rng if entries[i][1] in docs]
 

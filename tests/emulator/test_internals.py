@@ -103,3 +103,50 @@ def test_tokens_order_like_events():
     d = tokens.make_event_token(Timestamp(10, 2))
     assert hwm["_data"] < a["_data"] < b["_data"] < c["_data"] < d["_data"]
     assert tokens.decode_token(c).from_invalidate and tokens.decode_token(b).txn_op_index == 1
+
+
+def test_the_id_order_stays_right_through_inserts_in_and_out_of_order_deletes_and_stores():
+    import random
+
+    from devstack.mongo.bsonutil import MISSING, hash_key
+    from devstack.mongo.storage import Collection
+
+    rng = random.Random(7)
+    coll = Collection("db", "c")
+    ids: set = set()
+    next_id = 0
+    for step in range(3000):
+        action = rng.random()
+        if action < 0.6:  # mostly in order, as ObjectIds and counters come
+            next_id += rng.randrange(1, 4)
+            new = next_id if rng.random() < 0.9 else rng.choice([rng.randrange(-50, next_id), f"s{rng.randrange(99)}"])
+            if new in ids:
+                continue
+            doc = {"_id": new}
+            if rng.random() < 0.8:
+                coll.insert(doc)
+            else:
+                coll.store(hash_key(new), doc)
+            ids.add(new)
+        elif action < 0.7 and ids:
+            gone = rng.choice(sorted(ids, key=sort_key))
+            coll.delete(coll.get(gone))
+            ids.discard(gone)
+        else:
+            expected = sorted(ids, key=sort_key)
+            low = rng.choice([MISSING, *expected[:5], rng.randrange(-60, next_id + 5)])
+            high = rng.choice([MISSING, rng.randrange(-60, next_id + 5), "s50"])
+            low_incl, high_incl, reverse = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
+            skip, limit = rng.choice([0, 0, 1, 3]), rng.choice([0, 0, 1, 2, 10])
+
+            def within(value):
+                key = sort_key(value)
+                above = low is MISSING or (key >= sort_key(low) if low_incl else key > sort_key(low))
+                below = high is MISSING or (key <= sort_key(high) if high_incl else key < sort_key(high))
+                return above and below
+            wanted = [value for value in expected if within(value)]
+            if reverse:
+                wanted.reverse()
+            wanted = wanted[skip:skip + limit] if limit else wanted[skip:]
+            got = coll.id_range(low, low_incl, high, high_incl, reverse=reverse, skip=skip, limit=limit)
+            assert [doc["_id"] for doc in got] == wanted, step

@@ -6,7 +6,7 @@ import random
 
 from bson.int64 import Int64
 
-from devstack.mongo.bsonutil import encode, is_number, sort_key, to_int, truthy, type_name
+from devstack.mongo.bsonutil import MISSING, encode, is_number, sort_key, to_int, truthy, type_name
 from devstack.mongo.commands import command
 from devstack.mongo.commands.query import cursor_reply
 from devstack.mongo.cursors import DEFAULT_FIRST_BATCH, Cursor
@@ -380,20 +380,21 @@ def split_vector(ctx):
     if coll is None:
         raise CommandError(26, "ns not found")
     fields = list(key)
-    docs = list(coll.docs.values())
-    if not docs:
-        return {"splitKeys": []}
     rng_min, rng_max = ctx.cmd.get("min"), ctx.cmd.get("max")
 
     def keyval(d):
         return tuple(sort_key(get_path(d, f)) for f in fields)
-    docs.sort(key=keyval)
-    if rng_min:
-        lo = tuple(sort_key(rng_min.get(f)) for f in fields)
-        docs = [d for d in docs if keyval(d) >= lo]
-    if rng_max:
-        hi = tuple(sort_key(rng_max.get(f)) for f in fields)
-        docs = [d for d in docs if keyval(d) < hi]
+    if fields == ["_id"]:  # the _id index's order, kept by the collection (no sort per call)
+        docs = coll.id_range(rng_min.get("_id") if rng_min else MISSING, True,
+                             rng_max.get("_id") if rng_max else MISSING, False)
+    else:
+        docs = sorted(coll.docs.values(), key=keyval)
+        if rng_min:
+            lo = tuple(sort_key(rng_min.get(f)) for f in fields)
+            docs = [d for d in docs if keyval(d) >= lo]
+        if rng_max:
+            hi = tuple(sort_key(rng_max.get(f)) for f in fields)
+            docs = [d for d in docs if keyval(d) < hi]
     if not docs:
         return {"splitKeys": []}
     max_bytes = ctx.cmd.get("maxChunkSizeBytes")
