@@ -29,6 +29,7 @@ def assert_built_together_as_alone(together, alone, changes: list, position_afte
         if operation is not None:
             by_operation[operation] = by_operation.get(operation, 0) + 1
             captured.append(change)
+    captured_ids = {id(change) for change in captured}
     messages: list = []
     totals: dict[str, int] = {}
     filtered_together = 0
@@ -46,6 +47,9 @@ def assert_built_together_as_alone(together, alone, changes: list, position_afte
         for operation, count in built.by_operation.items():
             totals[operation] = totals.get(operation, 0) + count
         filtered_together += built.filtered
+        run_captured = [change for change in run if id(change) in captured_ids]
+        assert built.first is (run_captured[0] if run_captured else None), seed
+        assert built.last is (run_captured[-1] if run_captured else None), seed
         firsts.append(built.first)
         lasts.append(built.last)
         for change in run:

@@ -101,6 +101,14 @@ class BuiltChanges:
             self.first = change
         self.last = change
 
+    def captured_run(self, counts: dict[str, int], first: Any, last: Any) -> None:
+        """Counts a run of captured changes: `counts` by operation, `first` and `last` the run's first and last."""
+        for operation, count in counts.items():
+            self.by_operation[operation] = self.by_operation.get(operation, 0) + count
+        if self.first is None:
+            self.first = first
+        self.last = last
+
     def add(self, built: tuple[str | None, list[OutMessage]] | None, change: Any, messages: list) -> None:
         """Counts what `EventBuilder.build` gave for `change`; its messages go to `messages`."""
         if built is None:

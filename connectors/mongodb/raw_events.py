@@ -20,8 +20,10 @@ import orjson
 from bson.raw_bson import RawBSONDocument
 
 from connectors.config import EventFormat
+from connectors.core.source import BuiltChanges
 from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
-from connectors.mongodb.events import TOMBSTONE, KafkaMessage, encode_envelope
+from connectors.mongodb.events import CHANGE, TOMBSTONE, KafkaMessage, encode_envelope
+from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.mongodb.records import (
     Namespace,
     Operation,
@@ -68,6 +70,7 @@ class RawEventWriter:
         config = transformer.config
         self._transformer = transformer
         self._events = transformer.events
+        self._now_ms = transformer.events.now_ms
         self._skipped_values = frozenset(operation.value for operation in transformer.filter.skipped)
         self._bare = transformer.events.context.bare_non_finite
         self._tombstones = config.tombstones_on_delete
@@ -81,6 +84,14 @@ class RawEventWriter:
         self._collections: dict[tuple[str, str], _Collection] = {}
         self._transactions = transformer.transactions  # None without provide.transaction.metadata
         self._lsids: dict[bytes, str] = {}  # an lsid as the source block writes it -> its JSON text
+        # {db: {coll: topic}} of the captured collections written as they are: what `write_run` hands the compiled
+        # module, which writes runs of their changes without a Python call per change. Runs are not written with
+        # schemas (they wrap each message) or transaction metadata (the tracker sees each event).
+        self._plain_topics: dict[str, dict[str, str]] = {}
+        self.writes_runs = self._transactions is None and not self._key_schemas and not self._value_schemas
+        self._run_writing = (RawChangeEvent, KafkaMessage, self._plain_topics, "".join(sorted(self._skipped_values)),
+                             self._source_prefix, self._bare)
+        self._run_writing_tail = (self._replica_set, self._tombstones, (), CHANGE, TOMBSTONE)
 
     @classmethod
     def for_transformer(cls, transformer: Transformer) -> RawEventWriter | None:
@@ -105,7 +116,20 @@ class RawEventWriter:
                 self._transformer.field_rules.for_namespace(namespace).is_identity,
                 topic, self._events.data_collection_of(namespace), key_schema, value_schema,
             )
+            if collection.captured and collection.plain:
+                self._plain_topics.setdefault(db, {})[coll] = topic
         return collection
+
+    def write_run(self, changes: list, start: int, messages: list, built: BuiltChanges) -> int:
+        """Appends the messages of changes[start:] while the compiled module writes each whole (an insert, replace,
+        delete or update without an update description, of a collection seen before, captured and written as it is;
+        `change_messages`), counted in `built`. Returns the index of the first change it left (len(changes) when
+        none): `build_into` or the Transformer builds that one. One ts_ms serves the run (a few milliseconds)."""
+        writing = (*self._run_writing, self._now_ms(), *self._run_writing_tail)
+        index, counts, first, last = rawjson.compiled.change_messages(changes, start, writing, messages)
+        if first >= 0:
+            built.captured_run(counts, changes[first], changes[last])
+        return index
 
     def build_into(self, event: rawjson.RawChangeEvent, messages: list) -> str | None | object:
         """Appends the messages of ``event`` to ``messages``; returns its operation ("c", "u", "d"), None when it is
@@ -126,7 +150,7 @@ class RawEventWriter:
         if description is not None and operation == "u":
             update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
             description_json = encode_envelope(envelopes.update_description_block(update))
-        ts_ms = self._events.now_ms()
+        ts_ms = self._now_ms()
         written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, ts_ms, description_json,
                                                 self._replica_set)
         if written is None:

@@ -74,11 +74,20 @@ class MongoEventBuilder:
         return next(iter(built.by_operation), None), messages
 
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
-        """`build` of each change (core.source.EventBuilder.build_changes): raw events the compiled module writes
-        cost one call each here."""
+        """`build` of each change (core.source.EventBuilder.build_changes): runs of raw events the compiled module
+        writes whole cost one call per run (`RawEventWriter.write_run`), the others one call each here."""
         built = BuiltChanges()
-        write = self.raw_writer.build_into if self.raw_writer is not None else None
-        for change in changes:
+        writer = self.raw_writer
+        write = writer.build_into if writer is not None else None
+        write_run = writer.write_run if writer is not None and writer.writes_runs else None
+        index, count = 0, len(changes)
+        while index < count:
+            if write_run is not None:
+                index = write_run(changes, index, messages, built)
+                if index == count:
+                    break
+            change = changes[index]
+            index += 1
             raw = type(change) is RawChangeEvent
             operation = write(change, messages) if raw and write is not None else NOT_WRITTEN
             if operation is NOT_WRITTEN:  # an error record is built with no captured event's operation

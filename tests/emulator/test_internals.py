@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import random
 
 import bson
 import pytest
@@ -10,12 +11,12 @@ from bson.int64 import Int64
 from bson.timestamp import Timestamp
 
 from devstack.mongo import tokens
-from devstack.mongo.bsonutil import encode_in_order, sort_key
+from devstack.mongo.bsonutil import MISSING, encode_in_order, hash_key, sort_key
 from devstack.mongo.changestream import ChangeStreamCursor, StreamSpec, diff_to_description
 from devstack.mongo.errors import CommandError
 from devstack.mongo.oplog import Entry, Op
 from devstack.mongo.query import compile_filter
-from devstack.mongo.storage import new_uuid
+from devstack.mongo.storage import Collection, new_uuid
 from devstack.mongo.update import apply_operators, compute_diff
 
 
@@ -105,12 +106,14 @@ def test_tokens_order_like_events():
     assert tokens.decode_token(c).from_invalidate and tokens.decode_token(b).txn_op_index == 1
 
 
+def _within(value, low, low_incl: bool, high, high_incl: bool) -> bool:
+    key = sort_key(value)
+    above = low is MISSING or (key >= sort_key(low) if low_incl else key > sort_key(low))
+    below = high is MISSING or (key <= sort_key(high) if high_incl else key < sort_key(high))
+    return above and below
+
+
 def test_the_id_order_stays_right_through_inserts_in_and_out_of_order_deletes_and_stores():
-    import random
-
-    from devstack.mongo.bsonutil import MISSING, hash_key
-    from devstack.mongo.storage import Collection
-
     rng = random.Random(7)
     coll = Collection("db", "c")
     ids: set = set()
@@ -138,13 +141,7 @@ def test_the_id_order_stays_right_through_inserts_in_and_out_of_order_deletes_an
             high = rng.choice([MISSING, rng.randrange(-60, next_id + 5), "s50"])
             low_incl, high_incl, reverse = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
             skip, limit = rng.choice([0, 0, 1, 3]), rng.choice([0, 0, 1, 2, 10])
-
-            def within(value):
-                key = sort_key(value)
-                above = low is MISSING or (key >= sort_key(low) if low_incl else key > sort_key(low))
-                below = high is MISSING or (key <= sort_key(high) if high_incl else key < sort_key(high))
-                return above and below
-            wanted = [value for value in expected if within(value)]
+            wanted = [value for value in expected if _within(value, low, low_incl, high, high_incl)]
             if reverse:
                 wanted.reverse()
             wanted = wanted[skip:skip + limit] if limit else wanted[skip:]

@@ -731,3 +731,189 @@ done:
     PyBuffer_Release(&view);
     return result;
 }
+
+/* --- a run of change events to Kafka messages ------------------------------------------------------------------ */
+
+/* What change_messages needs besides the events, from its `writing` tuple. */
+typedef struct {
+    PyTypeObject *event_class, *message_class;
+    PyObject *topics;   /* {db: {coll: topic}} of the captured collections written as they are */
+    PyObject *skipped;  /* str: the operations ("c", "u", "d") skipped.operations leaves out */
+    Writing writing;
+    char *rs;
+    Py_ssize_t rs_length;
+    int tombstones;
+    PyObject *no_headers, *change_kind, *tombstone_kind;
+} Run;
+
+/* A message_class instance (a slotted class of topic, key, value, headers and kind) built without its __init__. */
+static PyObject *new_message(const Run *run, PyObject *topic, PyObject *key, PyObject *value, PyObject *kind) {
+    static PyObject *names[5] = {NULL};
+    static const char *const texts[5] = {"topic", "key", "value", "headers", "kind"};
+    for (int k = 0; k < 5; k++)
+        if (names[k] == NULL && (names[k] = PyUnicode_InternFromString(texts[k])) == NULL) return NULL;
+    PyObject *message = run->message_class->tp_alloc(run->message_class, 0);
+    PyObject *values[5] = {topic, key, value, run->no_headers, kind};
+    for (int k = 0; message != NULL && k < 5; k++)
+        if (PyObject_SetAttr(message, names[k], values[k]) < 0) Py_CLEAR(message);
+    return message;
+}
+
+static int read_run(PyObject *writing, Run *run) {
+    if (!PyTuple_Check(writing) || PyTuple_GET_SIZE(writing) != 12) {
+        PyErr_SetString(PyExc_TypeError, "change_messages: writing must be a tuple of 12");
+        return -1;
+    }
+    PyObject *const *items = &PyTuple_GET_ITEM(writing, 0);
+    if (!PyType_Check(items[0]) || !PyType_Check(items[1]) || !PyDict_Check(items[2]) || !PyUnicode_Check(items[3])) {
+        PyErr_SetString(PyExc_TypeError, "change_messages: (event_class, message_class, topics, skipped, ...)");
+        return -1;
+    }
+    run->event_class = (PyTypeObject *)items[0];
+    run->message_class = (PyTypeObject *)items[1];
+    run->topics = items[2];
+    run->skipped = items[3];
+    /* items 4..7: source_prefix, bare_non_finite, ts_ms, rs, as change_value takes them (after data) */
+    PyObject *writing_args[4] = {NULL, items[4], items[5], items[6]};
+    if (read_writing(writing_args, 4, 4, "change_messages", &run->writing) < 0) return -1;
+    run->rs = NULL, run->rs_length = 0;
+    if (items[7] != Py_None && PyBytes_AsStringAndSize(items[7], &run->rs, &run->rs_length) < 0) return -1;
+    if ((run->tombstones = PyObject_IsTrue(items[8])) < 0) return -1;
+    run->no_headers = items[9], run->change_kind = items[10], run->tombstone_kind = items[11];
+    return 0;
+}
+
+/* The topic of a captured collection written as it is, or NULL (no error) when the run must stop there. */
+static PyObject *plain_topic(const Run *run, PyObject *db, PyObject *coll) {
+    if (!PyUnicode_CheckExact(db) || !PyUnicode_CheckExact(coll)) return NULL;
+    PyObject *collections = PyDict_GetItemWithError(run->topics, db);
+    if (collections == NULL || !PyDict_Check(collections)) return NULL;
+    PyObject *topic = PyDict_GetItemWithError(collections, coll);
+    return topic != NULL && PyUnicode_CheckExact(topic) ? topic : NULL;
+}
+
+/* Appends the messages of one event; 1 when written, 0 when the run stops before it (nothing appended), -1 on
+   error. `operation` is set to 'c', 'u' or 'd'. */
+static int append_event_messages(const Run *run, PyObject *event, PyObject *messages, char *operation) {
+    static PyObject *raw_name = NULL, *head_name = NULL;
+    if (raw_name == NULL && ((raw_name = PyUnicode_InternFromString("raw")) == NULL ||
+                             (head_name = PyUnicode_InternFromString("head")) == NULL))
+        return -1;
+    if (Py_TYPE(event) != run->event_class) return 0;
+    PyObject *head = PyObject_GetAttr(event, head_name);
+    if (head == NULL) return -1;
+    int appended = 0;
+    PyObject *raw = NULL, *topic;
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 6 || !PyUnicode_Check(PyTuple_GET_ITEM(head, 0))) goto done;
+    PyObject *operation_type = PyTuple_GET_ITEM(head, 0);
+    if (PyUnicode_CompareWithASCIIString(operation_type, "insert") == 0) *operation = 'c';
+    else if (PyUnicode_CompareWithASCIIString(operation_type, "delete") == 0) *operation = 'd';
+    else if (PyUnicode_CompareWithASCIIString(operation_type, "replace") == 0) *operation = 'u';
+    else if (PyUnicode_CompareWithASCIIString(operation_type, "update") == 0 && PyTuple_GET_ITEM(head, 5) == Py_None)
+        *operation = 'u';
+    else goto done; /* another operation, or an update description to write: Python's */
+    if (PyUnicode_FindChar(run->skipped, *operation, 0, PyUnicode_GET_LENGTH(run->skipped), 1) != -1) goto done;
+    if ((topic = plain_topic(run, PyTuple_GET_ITEM(head, 1), PyTuple_GET_ITEM(head, 2))) == NULL) {
+        appended = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if ((raw = PyObject_GetAttr(event, raw_name)) == NULL) {
+        appended = -1;
+        goto done;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) {
+        appended = -1;
+        goto done;
+    }
+    EventFields fields;
+    Namespace ns;
+    Buffer value, key, scratch;
+    take_buffers(&value, &key, &scratch);
+    Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
+    if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
+        if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
+            outcome = NO_MEMORY;
+        } else {
+            outcome = put_value(&value, &scratch, &fields, &ns, run->writing.prefix, run->writing.prefix_length,
+                                run->writing.bare, run->writing.ts_ms, NULL, 0, run->rs, run->rs_length);
+            if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
+        }
+    }
+    PyBuffer_Release(&view);
+    /* a key the module leaves to Python (an _id of another type) stops the run as an unwritten value does */
+    PyObject *pair = written_pair(outcome, key_outcome == WRITTEN ? WRITTEN : UNSUPPORTED, &value, &key, &scratch);
+    if (pair == NULL) {
+        appended = -1;
+        goto done;
+    }
+    if (pair == Py_None || PyTuple_GET_ITEM(pair, 1) == Py_None) {
+        Py_DECREF(pair);
+        goto done;
+    }
+    PyObject *message = new_message(run, topic, PyTuple_GET_ITEM(pair, 1), PyTuple_GET_ITEM(pair, 0),
+                                    run->change_kind);
+    PyObject *tombstone = NULL;
+    if (message != NULL && *operation == 'd' && run->tombstones)
+        tombstone = new_message(run, topic, PyTuple_GET_ITEM(pair, 1), Py_None, run->tombstone_kind);
+    Py_DECREF(pair);
+    if (message == NULL || (*operation == 'd' && run->tombstones && tombstone == NULL) ||
+        PyList_Append(messages, message) < 0 || (tombstone != NULL && PyList_Append(messages, tombstone) < 0)) {
+        appended = -1;
+        /* a message appended before a failure is left: the caller raises, and the batch is dropped */
+    } else {
+        appended = 1;
+    }
+    Py_XDECREF(message);
+    Py_XDECREF(tombstone);
+done:
+    Py_DECREF(head);
+    Py_XDECREF(raw);
+    return appended;
+}
+
+/* change_messages(events, start, writing, messages): appends the Kafka messages of events[start:] to `messages`
+   while each is one this module writes whole: a RawChangeEvent insert, replace, delete or update without an
+   update description, of a collection in `writing`'s topics, of an operation not skipped, with a value and a key it
+   writes. Returns (index, counts, first, last): where it stopped (the event Python must build, or len(events)), the
+   events written by operation ({"c": n, ...}), and the indexes of the first and last written (-1: none).
+   `writing` is (event_class, message_class, topics {db: {coll: topic}}, skipped operations as a str,
+   source_prefix, bare_non_finite, ts_ms, rs, tombstones.on.delete, the messages' headers, their kind, a tombstone's
+   kind): what change_value takes, and one ts_ms for the whole run. Deletes are followed by their tombstone. */
+PyObject *change_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyLong_Check(args[1]) || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "change_messages(events: list, start: int, writing: tuple, messages: list)");
+        return NULL;
+    }
+    Run run;
+    if (read_run(args[2], &run) < 0) return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "change_messages: start must not be negative");
+        return NULL;
+    }
+    Py_ssize_t index = start, first = -1, last = -1, counts[3] = {0, 0, 0};
+    for (; index < PyList_GET_SIZE(args[0]); index++) {
+        char operation = 0;
+        int appended = append_event_messages(&run, PyList_GET_ITEM(args[0], index), args[3], &operation);
+        if (appended < 0) return NULL;
+        if (appended == 0) break;
+        counts[operation == 'c' ? 0 : operation == 'u' ? 1 : 2]++;
+        if (first < 0) first = index;
+        last = index;
+    }
+    PyObject *by_operation = PyDict_New();
+    if (by_operation == NULL) return NULL;
+    static const char *const operations[3] = {"c", "u", "d"};
+    for (int k = 0; k < 3; k++) {
+        if (counts[k] == 0) continue;
+        PyObject *count = PyLong_FromSsize_t(counts[k]);
+        int failed = count == NULL || PyDict_SetItemString(by_operation, operations[k], count) < 0;
+        Py_XDECREF(count);
+        if (failed) {
+            Py_DECREF(by_operation);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("(nNnn)", index, by_operation, first, last);
+}

@@ -72,6 +72,9 @@ static PyMethodDef methods[] = {
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
      "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events as "
      "event_class(data, event_head(data)) each, and its cursor document without the batch as BSON."},
+    {"change_messages", (PyCFunction)(void (*)(void))change_messages, METH_FASTCALL,
+     "change_messages(events, start, writing, messages) -> (index, counts, first, last): the Kafka messages of "
+     "events[start:] appended while this module writes them whole; index is where it stopped."},
     {"set_escape_table", set_escape_table, METH_O,
      "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
     {NULL, NULL, 0, NULL},
