@@ -121,8 +121,8 @@ class RawEventWriter:
         return collection
 
     def write_run(self, changes: list, start: int, messages: list, built: BuiltChanges) -> int:
-        """Appends the messages of changes[start:] while the compiled module writes each whole (an insert, replace,
-        delete or update without an update description, of a collection seen before, captured and written as it is;
+        """Appends the messages of changes[start:] while the compiled module writes each whole (an insert, update,
+        replace or delete of a collection seen before, captured and written as it is;
         `change_messages`), counted in `built`. Returns the index of the first change it left (len(changes) when
         none): `build_into` or the Transformer builds that one. One ts_ms serves the run (a few milliseconds)."""
         writing = (*self._run_writing, self._now_ms(), *self._run_writing_tail)
@@ -148,8 +148,10 @@ class RawEventWriter:
             return NOT_WRITTEN
         description_json = None
         if description is not None and operation == "u":
-            update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
-            description_json = encode_envelope(envelopes.update_description_block(update))
+            description_json = rawjson.compiled.update_description(description)
+            if description_json is None:  # a value relaxed mode writes differently: decoded
+                update = UpdateDescription.from_event(bson.decode(description, rawjson.DECODE_OPTIONS))
+                description_json = encode_envelope(envelopes.update_description_block(update))
         ts_ms = self._now_ms()
         written = rawjson.compiled.change_value(event.raw, self._source_prefix, self._bare, ts_ms, description_json,
                                                 self._replica_set)

@@ -15,11 +15,12 @@ from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
 
 from connectors.config import ConnectorConfig
-from connectors.mongodb import rawjson
+from connectors.mongodb import envelopes, rawjson
 from connectors.mongodb import source as mongo_source
+from connectors.mongodb.events import encode_envelope
 from connectors.mongodb.position import MongoPosition, position_after, position_after_changes
 from connectors.mongodb.raw_events import RawEventWriter
-from connectors.mongodb.records import DATA_OPERATION_TYPES, ChangeRecord, Namespace, SnapshotMarker
+from connectors.mongodb.records import DATA_OPERATION_TYPES, ChangeRecord, Namespace, SnapshotMarker, UpdateDescription
 from connectors.mongodb.source import MongoEventBuilder
 from connectors.mongodb.stream import OversizedSkipped
 from connectors.mongodb.transformer import Transformer
@@ -171,6 +172,41 @@ def test_the_resume_token_cluster_time_and_operation_are_read_without_decoding()
         assert event["_id"] == expected["_id"]
         assert event.head is not None
         assert (event.cluster_time, event.operation_type) == (expected.get("clusterTime"), expected["operationType"])
+
+
+def _random_description(rng: random.Random) -> dict:
+    description: dict = {}
+    if rng.random() < 0.95:
+        names = [random_text(rng, 6).replace("\x00", ""), f"a.{rng.randrange(9)}", ":colon", "ünï.☃"]
+        keys = [rng.choice(names) for _ in range(4)]
+        description["updatedFields"] = {key: random_value(rng, rng.randint(0, 2)) for key in keys[:rng.randint(0, 4)]}
+        if rng.random() < 0.05:
+            description["updatedFields"] = None
+    if rng.random() < 0.9:
+        description["removedFields"] = [random_text(rng, 5) for _ in range(rng.randint(0, 3))]
+    if rng.random() < 0.5:
+        description["truncatedArrays"] = [
+            {"field": random_text(rng, 4), "newSize": rng.choice([rng.randint(0, 9), Int64(rng.randint(0, 2**40))])}
+            for _ in range(rng.randint(0, 2))]
+    if rng.random() < 0.2:
+        description["disambiguatedPaths"] = {"a.0": ["a", "0"]}
+    return description
+
+
+def test_update_descriptions_written_in_c_are_the_transformers():
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    written = 0
+    for _ in range(3000):
+        data = bson.encode(_random_description(rng))
+        expected = encode_envelope(envelopes.update_description_block(
+            UpdateDescription.from_event(bson.decode(data, rawjson.DECODE_OPTIONS))))
+        text = rawjson.compiled.update_description(data)
+        if text is not None:
+            assert text == expected, (seed, data)
+            written += 1
+    assert written > 1000, (seed, written)  # values relaxed mode writes differently (dates, binaries) are Python's
 
 
 @pytest.mark.parametrize("batch", ["firstBatch", "nextBatch"])

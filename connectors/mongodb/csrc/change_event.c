@@ -405,6 +405,118 @@ static Outcome put_key(Buffer *out, Buffer *scratch, const Element *document_key
     return WRITTEN;
 }
 
+/* --- an update's updateDescription block ------------------------------------------------------------------- */
+
+/* The fields of an updateDescription this module reads (the others, e.g. disambiguatedPaths, are not written). */
+typedef struct {
+    Element updated, removed, truncated;
+} Description;
+
+static int take_description_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    Description *description = state;
+    Element *field = NULL;
+    if (name_length == 13 && memcmp(name, "updatedFields", 13) == 0) field = &description->updated;
+    else if (name_length == 13 && memcmp(name, "removedFields", 13) == 0) field = &description->removed;
+    else if (name_length == 15 && memcmp(name, "truncatedArrays", 15) == 0) field = &description->truncated;
+    if (field == NULL) return 0;
+    if (field->type) return -1;
+    *field = *element;
+    return 0;
+}
+
+/* A JSON string of a BSON string element's text; UNSUPPORTED unless it is valid UTF-8. */
+static Outcome put_string_element(Buffer *out, const Element *element) {
+    if (!is_string(element) || !valid_utf8(element->value + 4, element->size - 5)) return UNSUPPORTED;
+    return put_json_string(out, element->value + 4, element->size - 5) < 0 ? NO_MEMORY : WRITTEN;
+}
+
+typedef struct {
+    Buffer *out;
+    Outcome outcome;
+    int count;
+} ListWriting;
+
+static int put_removed_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    ListWriting *list = state;
+    if (list->count++ && put_char(list->out, ',') < 0) return list->outcome = NO_MEMORY, -1;
+    list->outcome = put_string_element(list->out, element);
+    return list->outcome == WRITTEN ? 0 : -1;
+}
+
+typedef struct {
+    Element field, new_size;
+} Truncation;
+
+static int take_truncation_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    Truncation *truncation = state;
+    Element *field = NULL;
+    if (name_length == 5 && memcmp(name, "field", 5) == 0) field = &truncation->field;
+    else if (name_length == 7 && memcmp(name, "newSize", 7) == 0) field = &truncation->new_size;
+    if (field == NULL) return 0;
+    if (field->type) return -1;
+    *field = *element;
+    return 0;
+}
+
+static int put_truncation(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    ListWriting *list = state;
+    Truncation truncation = {{0, NULL, 0}, {0, NULL, 0}};
+    list->outcome = UNSUPPORTED;
+    if (element->type != 0x03 || each_element(element->value, element->size, take_truncation_field, &truncation) < 0)
+        return -1;
+    long long size;
+    if (truncation.new_size.type == 0x10) size = read_int32(truncation.new_size.value);
+    else if (truncation.new_size.type == 0x12) size = read_int64(truncation.new_size.value);
+    else return -1;
+    if ((list->count++ && put_char(list->out, ',') < 0) || PUT_LITERAL(list->out, "{\"field\":") < 0)
+        return list->outcome = NO_MEMORY, -1;
+    if ((list->outcome = put_string_element(list->out, &truncation.field)) != WRITTEN) return -1;
+    if (PUT_LITERAL(list->out, ",\"size\":") < 0 || put_int64(list->out, size) < 0 || put_char(list->out, '}') < 0)
+        return list->outcome = NO_MEMORY, -1;
+    return 0;
+}
+
+/* `[items]` of a BSON array, each written by `put_item`, or null when it is absent, null or empty (Python's
+   `list(…) or None`). */
+static Outcome put_list_or_null(Buffer *out, const Element *array, OnElement put_item) {
+    if (array->type == 0 || array->type == 0x0A || (array->type == 0x04 && array->size == 5))
+        return PUT_LITERAL(out, "null") < 0 ? NO_MEMORY : WRITTEN;
+    if (array->type != 0x04) return UNSUPPORTED;
+    ListWriting list = {out, WRITTEN, 0};
+    if (put_char(out, '[') < 0) return NO_MEMORY;
+    if (each_element(array->value, array->size, put_item, &list) < 0) return list.outcome == WRITTEN ? UNSUPPORTED
+                                                                                                    : list.outcome;
+    return put_char(out, ']') < 0 ? NO_MEMORY : WRITTEN;
+}
+
+/* The updateDescription block of an update (envelopes.update_description_block, as encode_envelope writes it) from
+   the event's updateDescription document: {"removedFields":…,"updatedFields":"<relaxed JSON>","truncatedArrays":…}.
+   UNSUPPORTED where Python must write it (a value relaxed mode writes differently, a field of another type). */
+static Outcome put_update_description(Buffer *out, Buffer *scratch, const Element *element) {
+    Description description = {{0, NULL, 0}, {0, NULL, 0}, {0, NULL, 0}};
+    if (element->type != 0x03 ||
+        each_element(element->value, element->size, take_description_field, &description) < 0)
+        return UNSUPPORTED;
+    Outcome outcome;
+    if (PUT_LITERAL(out, "{\"removedFields\":") < 0) return NO_MEMORY;
+    if ((outcome = put_list_or_null(out, &description.removed, put_removed_field)) != WRITTEN) return outcome;
+    if (PUT_LITERAL(out, ",\"updatedFields\":") < 0) return NO_MEMORY;
+    scratch->length = 0;
+    if (description.updated.type == 0 || description.updated.type == 0x0A) {
+        if (PUT_LITERAL(scratch, "{}") < 0) return NO_MEMORY;
+    } else if (description.updated.type != 0x03) {
+        return UNSUPPORTED;
+    } else if ((outcome = put_relaxed_document(scratch, description.updated.value, description.updated.size)) !=
+               WRITTEN) {
+        return outcome;
+    }
+    if (put_json_string(out, (const unsigned char *)scratch->data, scratch->length) < 0 ||
+        PUT_LITERAL(out, ",\"truncatedArrays\":") < 0)
+        return NO_MEMORY;
+    if ((outcome = put_list_or_null(out, &description.truncated, put_truncation)) != WRITTEN) return outcome;
+    return put_char(out, '}') < 0 ? NO_MEMORY : WRITTEN;
+}
+
 /* Milliseconds to microseconds and nanoseconds stay within int64 (Python's ints would not overflow). */
 #define MAX_EXACT_MILLIS 9000000000000LL
 
@@ -483,6 +595,7 @@ static Outcome put_value(Buffer *out, Buffer *scratch, const EventFields *fields
    back into Python, so no two calls share them. A buffer a large document grew past KEPT_CAPACITY is given back. */
 #define KEPT_CAPACITY ((size_t)1 << 20)
 static Buffer kept_buffers[3];
+static Buffer kept_description; /* change_messages' and update_description's */
 
 static void take_buffers(Buffer *value, Buffer *key, Buffer *scratch) {
     *value = kept_buffers[0], *key = kept_buffers[1], *scratch = kept_buffers[2];
@@ -809,9 +922,8 @@ static int append_event_messages(const Run *run, PyObject *event, PyObject *mess
     if (PyUnicode_CompareWithASCIIString(operation_type, "insert") == 0) *operation = 'c';
     else if (PyUnicode_CompareWithASCIIString(operation_type, "delete") == 0) *operation = 'd';
     else if (PyUnicode_CompareWithASCIIString(operation_type, "replace") == 0) *operation = 'u';
-    else if (PyUnicode_CompareWithASCIIString(operation_type, "update") == 0 && PyTuple_GET_ITEM(head, 5) == Py_None)
-        *operation = 'u';
-    else goto done; /* another operation, or an update description to write: Python's */
+    else if (PyUnicode_CompareWithASCIIString(operation_type, "update") == 0) *operation = 'u';
+    else goto done; /* another operation: Python's */
     if (PyUnicode_FindChar(run->skipped, *operation, 0, PyUnicode_GET_LENGTH(run->skipped), 1) != -1) goto done;
     if ((topic = plain_topic(run, PyTuple_GET_ITEM(head, 1), PyTuple_GET_ITEM(head, 2))) == NULL) {
         appended = PyErr_Occurred() ? -1 : 0;
@@ -828,18 +940,26 @@ static int append_event_messages(const Run *run, PyObject *event, PyObject *mess
     }
     EventFields fields;
     Namespace ns;
-    Buffer value, key, scratch;
+    Buffer value, key, scratch, description;
     take_buffers(&value, &key, &scratch);
+    description = kept_description, description.length = 0;
     Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
     if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
         if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
             outcome = NO_MEMORY;
         } else {
-            outcome = put_value(&value, &scratch, &fields, &ns, run->writing.prefix, run->writing.prefix_length,
-                                run->writing.bare, run->writing.ts_ms, NULL, 0, run->rs, run->rs_length);
+            outcome = *operation == 'u' && fields.update_description.type
+                          ? put_update_description(&description, &scratch, &fields.update_description)
+                          : WRITTEN;
+            if (outcome == WRITTEN)
+                outcome = put_value(&value, &scratch, &fields, &ns, run->writing.prefix, run->writing.prefix_length,
+                                    run->writing.bare, run->writing.ts_ms,
+                                    description.length ? description.data : NULL, description.length, run->rs,
+                                    run->rs_length);
             if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
         }
     }
+    keep_buffer(&kept_description, &description);
     PyBuffer_Release(&view);
     /* a key the module leaves to Python (an _id of another type) stops the run as an unwritten value does */
     PyObject *pair = written_pair(outcome, key_outcome == WRITTEN ? WRITTEN : UNSUPPORTED, &value, &key, &scratch);
@@ -916,4 +1036,27 @@ PyObject *change_messages(PyObject *module, PyObject *const *args, Py_ssize_t na
         }
     }
     return Py_BuildValue("(nNnn)", index, by_operation, first, last);
+}
+
+/* update_description(data): the updateDescription block (bytes) of an update event's updateDescription document
+   `data`, as envelopes.update_description_block gives it encoded; None when Python must write it. */
+PyObject *update_description(PyObject *module, PyObject *argument) {
+    if (!writer_ready()) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Element element = {0x03, view.buf, (size_t)view.len};
+    Buffer out = kept_description, scratch = kept_buffers[2];
+    out.length = scratch.length = 0;
+    Outcome outcome = is_document(view.buf, (size_t)view.len) ? put_update_description(&out, &scratch, &element)
+                                                               : UNSUPPORTED;
+    PyBuffer_Release(&view);
+    PyObject *result = outcome == WRITTEN     ? PyBytes_FromStringAndSize(out.data, (Py_ssize_t)out.length)
+                       : outcome == NO_MEMORY ? PyErr_NoMemory()
+                                              : Py_NewRef(Py_None);
+    keep_buffer(&kept_description, &out);
+    keep_buffer(&kept_buffers[2], &scratch);
+    return result;
 }

@@ -12,6 +12,7 @@ PyObject *event_head(PyObject *module, PyObject *argument);
 PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *reply_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *change_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *update_description(PyObject *module, PyObject *argument);
 PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -75,6 +75,9 @@ static PyMethodDef methods[] = {
     {"change_messages", (PyCFunction)(void (*)(void))change_messages, METH_FASTCALL,
      "change_messages(events, start, writing, messages) -> (index, counts, first, last): the Kafka messages of "
      "events[start:] appended while this module writes them whole; index is where it stopped."},
+    {"update_description", update_description, METH_O,
+     "update_description(data) -> bytes | None: the updateDescription block of an update event's updateDescription "
+     "document; None when the Python path must write it."},
     {"set_escape_table", set_escape_table, METH_O,
      "set_escape_table(bits): the BMP code points to write as \\uXXXX, one bit each (8192 bytes)."},
     {NULL, NULL, 0, NULL},

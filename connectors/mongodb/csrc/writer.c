@@ -246,13 +246,30 @@ int64_t read_int64(const unsigned char *p) {
     return (int64_t)(low | (high << 32));
 }
 
-static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int bare, int depth);
+/* How a document is written: strict mode with bare NaN and ±Infinity (STYLE_BARE) or with them as
+   {"$numberDouble": …}; or relaxed mode (STYLE_RELAXED, extjson.updated_fields_json: ", " between members, int64 as
+   plain numbers), where only the types below that it writes alike are written and the rest is left to Python. */
+#define STYLE_BARE 1
+#define STYLE_RELAXED 2
+
+static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int style,
+                             int depth);
+
+/* Whether relaxed mode writes a value of BSON `type` as this writer does (strict mode's text, int64 apart). */
+static int relaxed_writes(unsigned char type) {
+    switch (type) {
+        case 0x01: case 0x02: case 0x03: case 0x04: case 0x07: case 0x08: case 0x0A: case 0x10: case 0x12: return 1;
+        default: return 0;
+    }
+}
 
 /* One element's value starting at data[*at] (of BSON type `type`), moving *at past it. */
 static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *data, size_t length, size_t *at,
-                         int bare, int depth) {
+                         int style, int depth) {
     size_t i = *at;
     size_t left = length - i;
+    int bare = style & STYLE_BARE;
+    if ((style & STYLE_RELAXED) && !relaxed_writes(type)) return UNSUPPORTED;
     switch (type) {
         case 0x01: { /* double */
             if (left < 8) return UNSUPPORTED;
@@ -261,6 +278,7 @@ static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *d
             memcpy(&value, &bits, 8);
             *at = i + 8;
             if (isfinite(value)) return put_double(out, value) < 0 ? NO_MEMORY : WRITTEN;
+            if (style & STYLE_RELAXED) return UNSUPPORTED;
             const char *name = isnan(value) ? "NaN" : (value > 0 ? "Infinity" : "-Infinity");
             int failed = bare ? put(out, name, strlen(name)) < 0
                               : PUT_LITERAL(out, "{\"$numberDouble\": \"") < 0 || put(out, name, strlen(name)) < 0 ||
@@ -273,6 +291,7 @@ static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *d
             int32_t size = read_int32(data + i);
             if (size < 1 || (size_t)size > left - 4 || data[i + 4 + size - 1] != 0) return UNSUPPORTED;
             *at = i + 4 + size;
+            if ((style & STYLE_RELAXED) && size > 1 && data[i + 4] == ':') return UNSUPPORTED; /* extjson's fallback */
             return put_string(out, data + i + 4, size - 1);
         }
         case 0x03:   /* document */
@@ -282,7 +301,7 @@ static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *d
             if (size < 5 || (size_t)size > left || data[i + size - 1] != 0) return UNSUPPORTED;
             *at = i + size;
             if (depth >= MAX_DEPTH) return UNSUPPORTED;
-            return put_container(out, data + i, size, type == 0x04, bare, depth + 1);
+            return put_container(out, data + i, size, type == 0x04, style, depth + 1);
         }
         case 0x05: { /* binary */
             if (left < 5) return UNSUPPORTED;
@@ -360,6 +379,7 @@ static Outcome put_value(Buffer *out, unsigned char type, const unsigned char *d
         case 0x12: /* int64 */
             if (left < 8) return UNSUPPORTED;
             *at = i + 8;
+            if (style & STYLE_RELAXED) return put_int64(out, read_int64(data + i)) < 0 ? NO_MEMORY : WRITTEN;
             return PUT_LITERAL(out, "{\"$numberLong\": \"") < 0 || put_int64(out, read_int64(data + i)) < 0 ||
                            PUT_LITERAL(out, "\"}") < 0
                        ? NO_MEMORY
@@ -399,7 +419,8 @@ static int has_duplicates(Name *names, size_t count) {
 }
 
 /* A document or array: data[0..length) is the whole BSON container (its int32 size through its final 0). */
-static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int bare, int depth) {
+static Outcome put_container(Buffer *out, const unsigned char *data, size_t length, int is_array, int style,
+                             int depth) {
     if (put_char(out, is_array ? '[' : '{') < 0) return NO_MEMORY;
     Name local[32];
     Name *names = local;
@@ -425,7 +446,7 @@ static Outcome put_container(Buffer *out, const unsigned char *data, size_t leng
             outcome = UNSUPPORTED;
             break;
         }
-        if (count && put_char(out, ',') < 0) {
+        if (count && ((style & STYLE_RELAXED) ? PUT_LITERAL(out, ", ") : put_char(out, ',')) < 0) {
             outcome = NO_MEMORY;
             break;
         }
@@ -441,6 +462,10 @@ static Outcome put_container(Buffer *out, const unsigned char *data, size_t leng
                 names = grown;
                 capacity *= 2;
             }
+            if ((style & STYLE_RELAXED) && name_length && name[0] == ':') { /* extjson's fallback */
+                outcome = UNSUPPORTED;
+                break;
+            }
             names[count].text = name;
             names[count].length = name_length;
             if ((outcome = put_string(out, name, name_length)) != WRITTEN) break;
@@ -450,7 +475,7 @@ static Outcome put_container(Buffer *out, const unsigned char *data, size_t leng
             }
         }
         count++;
-        if ((outcome = put_value(out, type, data, length - 1, &at, bare, depth)) != WRITTEN) break;
+        if ((outcome = put_value(out, type, data, length - 1, &at, style, depth)) != WRITTEN) break;
     }
     if (outcome == WRITTEN && at != length - 1) outcome = UNSUPPORTED;
     if (outcome == WRITTEN && !is_array && has_duplicates(names, count)) outcome = UNSUPPORTED;
@@ -466,7 +491,12 @@ int is_document(const unsigned char *data, size_t length) {
 
 Outcome put_document(Buffer *out, const unsigned char *data, size_t length, int bare) {
     if (!is_document(data, length)) return UNSUPPORTED;
-    return put_container(out, data, length, 0, bare, 0);
+    return put_container(out, data, length, 0, bare ? STYLE_BARE : 0, 0);
+}
+
+Outcome put_relaxed_document(Buffer *out, const unsigned char *data, size_t length) {
+    if (!is_document(data, length)) return UNSUPPORTED;
+    return put_container(out, data, length, 0, STYLE_RELAXED, 0);
 }
 
 int set_escape_bits(const unsigned char *bits, size_t length) {

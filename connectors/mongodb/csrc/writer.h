@@ -57,6 +57,9 @@ size_t read_utf8(const unsigned char *text, size_t left, uint32_t *code);
 Outcome put_string(Buffer *out, const unsigned char *text, size_t length);
 /* The strict Extended JSON of one whole BSON document (extjson.document_json). */
 Outcome put_document(Buffer *out, const unsigned char *data, size_t length, int bare);
+/* The relaxed Extended JSON of a document as extjson.updated_fields_json writes it; UNSUPPORTED for the types whose
+   relaxed text differs from strict mode's (dates, binaries, …), non-finite doubles and colon-first strings. */
+Outcome put_relaxed_document(Buffer *out, const unsigned char *data, size_t length);
 
 /* The BMP code points the Java driver escapes, one bit each; writer_ready() is 0 until they are set. */
 int set_escape_bits(const unsigned char *bits, size_t length);
