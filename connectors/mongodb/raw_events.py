@@ -89,6 +89,9 @@ class RawEventWriter:
         # schemas (they wrap each message) or transaction metadata (the tracker sees each event).
         self._plain_topics: dict[str, dict[str, str]] = {}
         self.writes_runs = self._transactions is None and not self._key_schemas and not self._value_schemas
+        # `change_messages`' writing tuple, around the run's ts_ms: (event class, message class, topics, skipped
+        # operations, source prefix, bare non-finite, ts_ms, rs, tombstones, a message's headers, its kind, a
+        # tombstone's kind)
         self._run_writing = (RawChangeEvent, KafkaMessage, self._plain_topics, "".join(sorted(self._skipped_values)),
                              self._source_prefix, self._bare)
         self._run_writing_tail = (self._replica_set, self._tombstones, (), CHANGE, TOMBSTONE)

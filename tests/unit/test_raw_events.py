@@ -5,6 +5,7 @@ documents."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import random
 
@@ -17,7 +18,7 @@ from bson.raw_bson import RawBSONDocument
 from connectors.config import ConnectorConfig
 from connectors.mongodb import envelopes, rawjson
 from connectors.mongodb import source as mongo_source
-from connectors.mongodb.events import encode_envelope
+from connectors.mongodb.events import KafkaMessage, encode_envelope
 from connectors.mongodb.position import MongoPosition, position_after, position_after_changes
 from connectors.mongodb.raw_events import RawEventWriter
 from connectors.mongodb.records import DATA_OPERATION_TYPES, ChangeRecord, Namespace, SnapshotMarker, UpdateDescription
@@ -277,3 +278,9 @@ def test_snapshot_reads_of_the_2x_format_are_left_to_the_transformer():
     writer = RawEventWriter.for_transformer(Transformer(config, "rs0"))
     document = RawBSONDocument(bson.encode({"_id": 1, "a": "b"}), rawjson.RAW_OPTIONS)
     assert writer.read_messages(Namespace("db0", "c"), document, SnapshotMarker.TRUE) is None
+
+
+def test_change_messages_sets_every_field_of_a_kafka_message():
+    # change_event.c's new_message builds a KafkaMessage without its __init__, setting these five slots: a field
+    # added to the class must be added there too.
+    assert [field.name for field in dataclasses.fields(KafkaMessage)] == ["topic", "key", "value", "headers", "kind"]
