@@ -284,3 +284,42 @@ def test_change_messages_sets_every_field_of_a_kafka_message():
     # change_event.c's new_message builds a KafkaMessage without its __init__, setting these five slots: a field
     # added to the class must be added there too.
     assert [field.name for field in dataclasses.fields(KafkaMessage)] == ["topic", "key", "value", "headers", "kind"]
+
+
+def _corrupted(rng: random.Random, data: bytes) -> bytes:
+    """`data` with a few bytes changed, cut out or added."""
+    corrupted = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        at, kind = rng.randrange(len(corrupted)), rng.random()
+        if kind < 0.6:
+            corrupted[at] = rng.randrange(256)
+        elif kind < 0.8:
+            del corrupted[at:at + rng.randint(1, 8)]
+        else:
+            corrupted[at:at] = rng.randbytes(rng.randint(1, 8))
+        corrupted = corrupted or bytearray(b"\x00")
+    return bytes(corrupted)
+
+
+def test_the_compiled_readers_and_writers_take_corrupted_bytes_without_failing():
+    """Malformed or non-UTF-8 input gives None (Python's path then decides), never an error or a crash."""
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    compiled = rawjson.compiled
+    topics = {"db0": {"c": "t0", "docs": "t1"}, "db1": {"c": "t2"}, "db-2": {"c": "t3"}}
+    writing = (rawjson.RawChangeEvent, KafkaMessage, topics, "", b'{"version":"x","ts_ms":', True, 1700000000000,
+               None, True, (), "change", "tombstone")
+    for _ in range(3000):
+        events = [random_event(rng) for _ in range(rng.randint(1, 3))]
+        cursor = {"id": Int64(1), "ns": "db0.c", "nextBatch": [RawBSONDocument(data) for data in events]}
+        read = compiled.reply_events(_corrupted(rng, bson.encode({"cursor": cursor, "ok": 1.0})),
+                                     rawjson.RawChangeEvent)
+        changes = [rawjson.RawChangeEvent.of(_corrupted(rng, data)) for data in events]
+        compiled.change_messages(changes + (read[0] if read is not None else []), 0, writing, [])
+        compiled.update_description(_corrupted(rng, bson.encode(_random_description(rng))))
+        for data in events:
+            corrupted = _corrupted(rng, data)
+            compiled.change_value(corrupted, b'{"a":', True, 1, None, None)
+            compiled.split_event(corrupted)
+            compiled.id_document(corrupted)

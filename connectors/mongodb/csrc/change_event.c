@@ -271,6 +271,14 @@ failed:
     return NULL;
 }
 
+/* (time, increment) of a clusterTime timestamp element; None for another type. */
+static PyObject *time_and_increment(const Element *cluster_time) {
+    if (cluster_time->type != 0x11) Py_RETURN_NONE;
+    PyObject *pair[2] = {PyLong_FromUnsignedLong((uint32_t)read_int32(cluster_time->value + 4)), NULL};
+    if (pair[0] != NULL) pair[1] = PyLong_FromUnsignedLong((uint32_t)read_int32(cluster_time->value));
+    return tuple_taking(pair, 2);
+}
+
 /* event_head(data): (operationType, db, coll, resume token (see resume_token), (time, increment) of clusterTime,
    updateDescription as BSON bytes), each None where the event has none of it; None for malformed input or text that
    is not UTF-8. */
@@ -285,24 +293,19 @@ PyObject *event_head(PyObject *module, PyObject *argument) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
+    /* Each item is made only while no error is pending: a Python call with an exception set is an error itself. */
     PyObject *items[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
-    items[0] = fields.operation_type.type ? string_or_none(fields.operation_type.value + 4, fields.operation_type.size - 5)
-                                          : Py_NewRef(Py_None);
-    items[1] = string_or_none(ns.db, ns.db_length);
-    items[2] = string_or_none(ns.coll, ns.coll_length);
-    items[3] = fields.id.type == 0x03 ? resume_token(&fields.id) : Py_NewRef(Py_None);
-    if (fields.cluster_time.type == 0x11) {
-        PyObject *time_and_increment[2] = {
-            PyLong_FromUnsignedLong((uint32_t)read_int32(fields.cluster_time.value + 4)),
-            PyLong_FromUnsignedLong((uint32_t)read_int32(fields.cluster_time.value))};
-        items[4] = tuple_taking(time_and_increment, 2);
-    } else {
-        items[4] = Py_NewRef(Py_None);
-    }
-    items[5] = fields.update_description.type == 0x03
-                   ? PyBytes_FromStringAndSize((const char *)fields.update_description.value,
-                                               fields.update_description.size)
-                   : Py_NewRef(Py_None);
+    if ((items[0] = fields.operation_type.type
+                        ? string_or_none(fields.operation_type.value + 4, fields.operation_type.size - 5)
+                        : Py_NewRef(Py_None)) != NULL &&
+        (items[1] = string_or_none(ns.db, ns.db_length)) != NULL &&
+        (items[2] = string_or_none(ns.coll, ns.coll_length)) != NULL &&
+        (items[3] = fields.id.type == 0x03 ? resume_token(&fields.id) : Py_NewRef(Py_None)) != NULL &&
+        (items[4] = time_and_increment(&fields.cluster_time)) != NULL)
+        items[5] = fields.update_description.type == 0x03
+                       ? PyBytes_FromStringAndSize((const char *)fields.update_description.value,
+                                                   fields.update_description.size)
+                       : Py_NewRef(Py_None);
     PyBuffer_Release(&view);
     for (int k = 0; k < 6; k++) {
         if (items[k] == NULL) {
