@@ -336,6 +336,7 @@ static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t
     if (rows == NULL) goto done;
     Reader in = {body.buf, body.len, 0};
     while (in.pos < in.length) {
+        Py_ssize_t row_start = in.pos;
         PyObject *row = image(&in, columns, count, present.buf);
         if (row != NULL && update) {
             PyObject *changed = image(&in, columns, count, after.buf);
@@ -343,6 +344,10 @@ static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t
             Py_DECREF(row);
             Py_XDECREF(changed);
             row = pair;
+        }
+        if (row != NULL && in.pos == row_start) { /* a row of no bytes (no column present) would never end */
+            Py_CLEAR(row);
+            PyErr_SetString(PyExc_ValueError, "a row of no bytes");
         }
         if (row == NULL || PyList_Append(rows, row) < 0) {
             Py_XDECREF(row);
