@@ -23,13 +23,18 @@ typedef struct {
         lsid, txn_number;
 } EventFields;
 
-#define EVENT_FIELD(name, member) {name, sizeof name - 1, offsetof(EventFields, member)}
-
-static const struct {
+/* A field a document's reader takes by name: where its Element goes in the reader's struct. */
+typedef struct {
     const char *name;
     size_t length; /* compared first: most names differ in length */
     size_t offset;
-} EVENT_FIELDS[] = {
+} NamedField;
+
+#define NAMED_FIELD(type, name, member) {name, sizeof name - 1, offsetof(type, member)}
+#define EVENT_FIELD(name, member) NAMED_FIELD(EventFields, name, member)
+#define FIELD_COUNT(table) (sizeof table / sizeof table[0])
+
+static const NamedField EVENT_FIELDS[] = {
     EVENT_FIELD("_id", id),
     EVENT_FIELD("operationType", operation_type),
     EVENT_FIELD("clusterTime", cluster_time),
@@ -161,10 +166,19 @@ failed:
     return NULL;
 }
 
-static int take_event_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
-    for (size_t k = 0; k < sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]; k++) {
-        if (EVENT_FIELDS[k].length == name_length && memcmp(EVENT_FIELDS[k].name, name, name_length) == 0) {
-            Element *field = (Element *)((char *)state + EVENT_FIELDS[k].offset);
+/* take_named_field's state: the fields to take and the struct of Elements they go to (zeroed by the caller). */
+typedef struct {
+    const NamedField *fields;
+    size_t count;
+    void *target;
+} NamedFields;
+
+static int take_named_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
+    const NamedFields *taking = state;
+    for (size_t k = 0; k < taking->count; k++) {
+        const NamedField *named = &taking->fields[k];
+        if (named->length == name_length && memcmp(named->name, name, name_length) == 0) {
+            Element *field = (Element *)((char *)taking->target + named->offset);
             if (field->type) return -1; /* a repeated field: left to the Python path */
             *field = *element;
             return 0;
@@ -173,9 +187,17 @@ static int take_event_field(void *state, const unsigned char *name, size_t name_
     return 0;
 }
 
+/* Takes the elements of document data[0..length) named in `fields` into `target` (a struct of Elements, zeroed
+   here); -1 for a malformed document or a repeated field. */
+static int take_fields(const unsigned char *data, size_t length, const NamedField *fields, size_t count, void *target,
+                       size_t target_size) {
+    memset(target, 0, target_size);
+    NamedFields taking = {fields, count, target};
+    return each_element(data, length, take_named_field, &taking);
+}
+
 static int read_event(const unsigned char *data, size_t length, EventFields *fields) {
-    memset(fields, 0, sizeof *fields);
-    return each_element(data, length, take_event_field, fields);
+    return take_fields(data, length, EVENT_FIELDS, FIELD_COUNT(EVENT_FIELDS), fields, sizeof *fields);
 }
 
 /* The db and coll strings of an event's ns (text without its terminating 0; NULL where absent). */
@@ -415,17 +437,11 @@ typedef struct {
     Element updated, removed, truncated;
 } Description;
 
-static int take_description_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
-    Description *description = state;
-    Element *field = NULL;
-    if (name_length == 13 && memcmp(name, "updatedFields", 13) == 0) field = &description->updated;
-    else if (name_length == 13 && memcmp(name, "removedFields", 13) == 0) field = &description->removed;
-    else if (name_length == 15 && memcmp(name, "truncatedArrays", 15) == 0) field = &description->truncated;
-    if (field == NULL) return 0;
-    if (field->type) return -1;
-    *field = *element;
-    return 0;
-}
+static const NamedField DESCRIPTION_FIELDS[] = {
+    NAMED_FIELD(Description, "updatedFields", updated),
+    NAMED_FIELD(Description, "removedFields", removed),
+    NAMED_FIELD(Description, "truncatedArrays", truncated),
+};
 
 /* A JSON string of a BSON string element's text; UNSUPPORTED unless it is valid UTF-8. */
 static Outcome put_string_element(Buffer *out, const Element *element) {
@@ -450,22 +466,17 @@ typedef struct {
     Element field, new_size;
 } Truncation;
 
-static int take_truncation_field(void *state, const unsigned char *name, size_t name_length, const Element *element) {
-    Truncation *truncation = state;
-    Element *field = NULL;
-    if (name_length == 5 && memcmp(name, "field", 5) == 0) field = &truncation->field;
-    else if (name_length == 7 && memcmp(name, "newSize", 7) == 0) field = &truncation->new_size;
-    if (field == NULL) return 0;
-    if (field->type) return -1;
-    *field = *element;
-    return 0;
-}
+static const NamedField TRUNCATION_FIELDS[] = {
+    NAMED_FIELD(Truncation, "field", field),
+    NAMED_FIELD(Truncation, "newSize", new_size),
+};
 
 static int put_truncation(void *state, const unsigned char *name, size_t name_length, const Element *element) {
     ListWriting *list = state;
-    Truncation truncation = {{0, NULL, 0}, {0, NULL, 0}};
+    Truncation truncation;
     list->outcome = UNSUPPORTED;
-    if (element->type != 0x03 || each_element(element->value, element->size, take_truncation_field, &truncation) < 0)
+    if (element->type != 0x03 || take_fields(element->value, element->size, TRUNCATION_FIELDS,
+                                             FIELD_COUNT(TRUNCATION_FIELDS), &truncation, sizeof truncation) < 0)
         return -1;
     long long size;
     if (truncation.new_size.type == 0x10) size = read_int32(truncation.new_size.value);
@@ -496,9 +507,9 @@ static Outcome put_list_or_null(Buffer *out, const Element *array, OnElement put
    the event's updateDescription document: {"removedFields":…,"updatedFields":"<relaxed JSON>","truncatedArrays":…}.
    UNSUPPORTED where Python must write it (a value relaxed mode writes differently, a field of another type). */
 static Outcome put_update_description(Buffer *out, Buffer *scratch, const Element *element) {
-    Description description = {{0, NULL, 0}, {0, NULL, 0}, {0, NULL, 0}};
-    if (element->type != 0x03 ||
-        each_element(element->value, element->size, take_description_field, &description) < 0)
+    Description description;
+    if (element->type != 0x03 || take_fields(element->value, element->size, DESCRIPTION_FIELDS,
+                                             FIELD_COUNT(DESCRIPTION_FIELDS), &description, sizeof description) < 0)
         return UNSUPPORTED;
     Outcome outcome;
     if (PUT_LITERAL(out, "{\"removedFields\":") < 0) return NO_MEMORY;
@@ -660,6 +671,36 @@ static int read_writing(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want
     return PyBytes_AsStringAndSize(args[1], &writing->prefix, &writing->prefix_length);
 }
 
+/* (value, key) of a change event's BSON data[0..length) as change_value answers (key None, or None), written into
+   the kept buffers. `description` is an update's updateDescription block as text (NULL: none given); with `describe`
+   the block is written here from the event's updateDescription instead. */
+static PyObject *written_change(const unsigned char *data, size_t length, const Writing *writing,
+                                const char *description, size_t description_length, int describe, const char *rs,
+                                size_t rs_length) {
+    EventFields fields;
+    Namespace ns;
+    Buffer value, key, scratch, block = kept_description;
+    take_buffers(&value, &key, &scratch);
+    block.length = 0;
+    Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
+    if (read_event(data, length, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
+        if (grow(&value, length * 2 + 512) < 0 || grow(&scratch, length + 256) < 0) {
+            outcome = NO_MEMORY;
+        } else {
+            outcome = WRITTEN;
+            if (describe && fields.update_description.type &&
+                (outcome = put_update_description(&block, &scratch, &fields.update_description)) == WRITTEN)
+                description = block.data, description_length = block.length;
+            if (outcome == WRITTEN)
+                outcome = put_value(&value, &scratch, &fields, &ns, writing->prefix, writing->prefix_length,
+                                    writing->bare, writing->ts_ms, description, description_length, rs, rs_length);
+            if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
+        }
+    }
+    keep_buffer(&kept_description, &block);
+    return written_pair(outcome, key_outcome, &value, &key, &scratch);
+}
+
 /* change_value(data, source_prefix, bare_non_finite, ts_ms, update_description, rs): (value, key) of a change event's
    raw BSON, as Debezium 3.x's MongoDB connector writes them without schemas; key None for an _id of a type other
    than int, string and ObjectId. `source_prefix` is the source block's text up to its ts_ms value; update_description
@@ -679,22 +720,10 @@ PyObject *change_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     if (args[5] != Py_None && PyBytes_AsStringAndSize(args[5], &rs, &rs_length) < 0) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    EventFields fields;
-    Namespace ns;
-    Buffer value, key, scratch;
-    take_buffers(&value, &key, &scratch);
-    Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
-    if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
-        if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
-            outcome = NO_MEMORY;
-        } else {
-            outcome = put_value(&value, &scratch, &fields, &ns, writing.prefix, writing.prefix_length, writing.bare,
-                                writing.ts_ms, description, description_length, rs, rs_length);
-            if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
-        }
-    }
+    PyObject *pair = written_change(view.buf, (size_t)view.len, &writing, description, description_length, 0, rs,
+                                    rs_length);
     PyBuffer_Release(&view);
-    return written_pair(outcome, key_outcome, &value, &key, &scratch);
+    return pair;
 }
 
 /* snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll): (value, key) of a snapshot read
@@ -745,7 +774,7 @@ PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nar
 
 /* --- a change stream reply's batch ----------------------------------------------------------------------------- */
 
-/* What reply_events builds: one `event_class(data, event_head(data))` per document of the batch. */
+/* What reply_events builds: one event_class holding (data, event_head(data)) per document of the batch. */
 typedef struct {
     PyObject *module, *event_class, *events;
 } BatchEvents;
@@ -792,9 +821,8 @@ static PyObject *without_element(const unsigned char *data, size_t length, const
 }
 
 /* reply_events(reply, event_class): the events of a change stream reply (an aggregate's or a getMore's raw BSON),
-   each an event_class holding its BSON bytes (raw) and their event_head (head), built without its
-   __init__ and its event_head, and the reply's cursor document
-   without its batch (id, ns, postBatchResumeToken) as BSON: (events, cursor). None when the reply is not a cursor
+   each an event_class holding its BSON bytes (raw) and their event_head (head), built without its __init__, and
+   the reply's cursor document without its batch (id, ns, postBatchResumeToken) as BSON: (events, cursor). None when the reply is not a cursor
    with one batch of documents (then the caller decodes it). Building the events here costs a fraction of what
    decoding the reply with a document class costs: that runs RawBSONDocument's Python constructor once per event. */
 PyObject *reply_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -941,36 +969,14 @@ static int append_event_messages(const Run *run, PyObject *event, PyObject *mess
         appended = -1;
         goto done;
     }
-    EventFields fields;
-    Namespace ns;
-    Buffer value, key, scratch, description;
-    take_buffers(&value, &key, &scratch);
-    description = kept_description, description.length = 0;
-    Outcome outcome = UNSUPPORTED, key_outcome = UNSUPPORTED;
-    if (read_event(view.buf, (size_t)view.len, &fields) == 0 && read_namespace(&fields.ns, &ns) == 0) {
-        if (grow(&value, (size_t)view.len * 2 + 512) < 0 || grow(&scratch, (size_t)view.len + 256) < 0) {
-            outcome = NO_MEMORY;
-        } else {
-            outcome = *operation == 'u' && fields.update_description.type
-                          ? put_update_description(&description, &scratch, &fields.update_description)
-                          : WRITTEN;
-            if (outcome == WRITTEN)
-                outcome = put_value(&value, &scratch, &fields, &ns, run->writing.prefix, run->writing.prefix_length,
-                                    run->writing.bare, run->writing.ts_ms,
-                                    description.length ? description.data : NULL, description.length, run->rs,
-                                    run->rs_length);
-            if (outcome == WRITTEN) key_outcome = put_key(&key, &scratch, &fields.document_key);
-        }
-    }
-    keep_buffer(&kept_description, &description);
+    PyObject *pair = written_change(view.buf, (size_t)view.len, &run->writing, NULL, 0, *operation == 'u', run->rs,
+                                    (size_t)run->rs_length);
     PyBuffer_Release(&view);
-    /* a key the module leaves to Python (an _id of another type) stops the run as an unwritten value does */
-    PyObject *pair = written_pair(outcome, key_outcome == WRITTEN ? WRITTEN : UNSUPPORTED, &value, &key, &scratch);
     if (pair == NULL) {
         appended = -1;
         goto done;
     }
-    if (pair == Py_None || PyTuple_GET_ITEM(pair, 1) == Py_None) {
+    if (pair == Py_None || PyTuple_GET_ITEM(pair, 1) == Py_None) { /* a key left to Python stops the run too */
         Py_DECREF(pair);
         goto done;
     }
@@ -996,9 +1002,8 @@ done:
 }
 
 /* change_messages(events, start, writing, messages): appends the Kafka messages of events[start:] to `messages`
-   while each is one this module writes whole: a RawChangeEvent insert, replace, delete or update without an
-   update description, of a collection in `writing`'s topics, of an operation not skipped, with a value and a key it
-   writes. Returns (index, counts, first, last): where it stopped (the event Python must build, or len(events)), the
+   while each is one this module writes whole: a RawChangeEvent insert, update, replace or delete of a collection
+   in `writing`'s topics, of an operation not skipped, with a value, a key and an update description it writes. Returns (index, counts, first, last): where it stopped (the event Python must build, or len(events)), the
    events written by operation ({"c": n, ...}), and the indexes of the first and last written (-1: none).
    `writing` is (event_class, message_class, topics {db: {coll: topic}}, skipped operations as a str,
    source_prefix, bare_non_finite, ts_ms, rs, tombstones.on.delete, the messages' headers, their kind, a tombstone's

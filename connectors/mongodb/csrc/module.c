@@ -70,8 +70,8 @@ static PyMethodDef methods[] = {
      "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
      "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
-     "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events as "
-     "event_class(data, event_head(data)) each, and its cursor document without the batch as BSON."},
+     "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events, each an "
+     "event_class holding its bytes (raw) and event_head (head), and its cursor document without the batch as BSON."},
     {"change_messages", (PyCFunction)(void (*)(void))change_messages, METH_FASTCALL,
      "change_messages(events, start, writing, messages) -> (index, counts, first, last): the Kafka messages of "
      "events[start:] appended while this module writes them whole; index is where it stopped."},
