@@ -66,9 +66,12 @@ if not CDC_ENCRYPTION_KEY:
     )
 # How long an offset reset with stop=true waits for the running pipeline to stop (its lease to be released).
 CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
-# Before a connector's configuration is saved or called valid, its MongoDB must answer within this many ms
+# Before a connector's configuration is saved or called valid, its source must answer within this many ms
 # (web/connectors/connectivity.py); 0 turns the check off.
 CDC_CONNECTIVITY_CHECK_MS = env_int("CDC_CONNECTIVITY_CHECK_MS", 5000)
+# How many connection checks one user may start (DRF throttle rate syntax), and how many run at once per process.
+CDC_CONNECTIVITY_CHECK_RATE = env_str("CDC_CONNECTIVITY_CHECK_RATE", "20/min")
+CDC_CONNECTIVITY_CHECKS_AT_ONCE = max(1, env_int("CDC_CONNECTIVITY_CHECKS_AT_ONCE", 4))
 # Timeout of Kafka calls made by the web process (reading and resetting offsets).
 CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
 # Who reads initial-snapshot chunks (docs/snapshots.md, "Chunks as Celery tasks"): auto = Celery tasks on the

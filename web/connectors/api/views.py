@@ -122,7 +122,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def _validation(self, serializer, extra: list[dict[str, str]] = ()) -> Response:
         valid = serializer.is_valid()
         problems = ([] if valid else problems_of(serializer)) + list(extra)
-        return Response({"valid": not problems, "error_count": len(problems), "problems": problems})
+        return Response({"valid": not problems, "error_count": len(problems), "problems": problems,
+                         "connection_checked": getattr(serializer, "connection_checked", False)})
 
     @extend_schema(summary="Validate a new connector's configuration without saving it",
                    operation_id="connectors_validate",
@@ -133,14 +134,14 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         name = request.data.get("name") if isinstance(request.data, dict) else None
         taken = isinstance(name, str) and Connector.objects.filter(name=name.strip()).exists()
         extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}]
-        return self._validation(s.ConnectorSerializer(data=request.data), extra if taken else ())
+        return self._validation(self.get_serializer(data=request.data), extra if taken else ())
 
     @extend_schema(summary="Validate changes to this connector without saving them (PATCH semantics)",
                    operation_id="connectors_validate_changes",
                    request=s.ConnectorSerializer, responses=s.ValidationResultSerializer)
     @action(detail=True, methods=["post"], url_path="validate")
     def validate_existing(self, request, name=None):
-        return self._validation(s.ConnectorSerializer(self.get_object(), data=request.data, partial=True))
+        return self._validation(self.get_serializer(self.get_object(), data=request.data, partial=True))
 
     # -- desired state ----------------------------------------------------------------------------------------
 

@@ -67,12 +67,12 @@ def check_name(url_name: str, config: dict) -> dict:
     return {**config, "name": url_name}
 
 
-def prepare(config: dict, current: Connector | None = None):
+def prepare(config: dict, request, current: Connector | None = None):
     try:
         parts = drafts.prepare(config, current)
     except drafts.InvalidConfiguration as error:
         raise ConnectError(400, shapes.invalid_config_message(error.problems)) from None
-    problems = connectivity.check(parts)
+    problems = connectivity.check(parts, request) if connectivity.allowed(request) else []
     if problems:
         raise ConnectError(400, shapes.invalid_config_message(problems))
     return parts
@@ -113,8 +113,8 @@ class ValidateView(ConnectView):
         if named is not None and not config.get("connector.class"):
             config = {**config, "connector.class": named}  # the path names the plugin; Connect's body may not
         problems = drafts.check(config)
-        if not problems:
-            problems = connectivity.check(drafts.prepare(config))
+        if not problems and connectivity.allowed(request):
+            problems = connectivity.check(drafts.prepare(config), request)
         return Response(config_infos(plugin, config, problems))
 
 
@@ -149,7 +149,7 @@ class ConnectorsView(ConnectView):
         config = check_name(name, config)
         if Connector.objects.filter(name=name).exists():
             raise ConnectError(409, f"Connector {name} already exists")
-        parts = prepare(config)
+        parts = prepare(config, request)
         connector = self.call(services.create_connector, parts, user=request.user, source="connect",
                               desired_state=INITIAL_STATES[initial])
         response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)
@@ -177,7 +177,7 @@ class ConfigView(ConnectView):
     def put(self, request, name):
         config = check_name(name, config_body(request.data))
         current = Connector.objects.filter(name=name).first()
-        parts = prepare(config, current)
+        parts = prepare(config, request, current)
         if current is None:
             connector = self.call(services.create_connector, parts, user=request.user, source="connect")
             response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)
