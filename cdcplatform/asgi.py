@@ -18,11 +18,11 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from cdcplatform.routing import websocket_urlpatterns  # noqa: E402
+from web.dashboard.static_files import PlainStaticFiles  # noqa: E402
 
 application = ProtocolTypeRouter({
-    "http": ASGIStaticFilesHandler(django_http) if settings.SERVE_STATIC else django_http,
+    "http": PlainStaticFiles(django_http) if settings.SERVE_STATIC else django_http,
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

@@ -144,7 +144,7 @@ class ConnectorsView(ConnectView):
         if not isinstance(config, dict):
             raise ConnectError(400, "Connector config must be a JSON object of properties")
         initial = body.get("initial_state", "RUNNING")
-        if initial not in INITIAL_STATES:
+        if not isinstance(initial, str) or initial not in INITIAL_STATES:
             raise ConnectError(400, f"Invalid initial state {initial!r}; use RUNNING, PAUSED or STOPPED")
         config = check_name(name, config)
         if Connector.objects.filter(name=name).exists():
