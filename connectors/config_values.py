@@ -369,8 +369,8 @@ def parse_connection_string(value: str) -> ParsedConnectionString:
         parts = split_userinfo(value)
         if parts is not None and parts[1] is not None and userinfo_is_malformed(parts[1]):
             # The parser's message would quote a piece of the password it took for a host or a port.
-            message = ("the user name or password holds a character that must be percent-encoded (@ : / ? # [ ] "
-                       "or %); encode them with urllib.parse.quote_plus")
+            message = ("the user name or password holds a character that must be escaped (percent-encoded): "
+                       "@ : / ? # [ ] or %; escape them with urllib.parse.quote_plus")
         else:
             message = scrub_secrets(_first_line(error), value)
         raise ValueError(f"{message}; expected mongodb://[user:password@]host[:port][,…][/?options]") from None
