@@ -11,6 +11,7 @@ Every variable is listed in docs/configuration-django.md.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -117,6 +118,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",  # login lockout (web/accounts/lockout.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "web.accounts",
@@ -135,6 +137,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "web.dashboard.errors.ErrorPages",  # 403/404/500 in the site's layout, JSON under /api/ and /connect/
+    "axes.middleware.AxesMiddleware",  # last, as axes requires: turns a lockout into web.accounts.lockout's answer
 ]
 CSRF_FAILURE_VIEW = "web.dashboard.errors.csrf_failure"
 
@@ -183,6 +186,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Login lockout (django-axes; web/accounts/lockout.py): LOGIN_FAILURE_LIMIT failed logins for one user name from one
+# address lock that pair out for LOGIN_LOCKOUT_MINUTES, on the login pages, /api/auth/token/ and /connect/'s Basic
+# authentication. LOGIN_FAILURE_LIMIT=0 turns it off. An admin unlocks with `manage.py axes_reset_username <name>`.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_ENABLED = LOGIN_FAILURE_LIMIT > 0
+AXES_FAILURE_LIMIT = max(LOGIN_FAILURE_LIMIT, 1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the lock ends LOGIN_LOCKOUT_MINUTES after the last failure
+AXES_LOCKOUT_CALLABLE = "web.accounts.lockout.lockout_response"
+AXES_VERBOSE = False
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -233,6 +252,12 @@ REST_FRAMEWORK = {
     # JSON only: the browsable API would echo submitted passwords back into its HTML forms after a 400. The
     # browsable documentation is Swagger UI at /api/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's parsers, with JSON bounded in depth and refusing lone surrogates: such bodies are a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "cdcplatform.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CDC platform API",
@@ -272,5 +297,6 @@ LOGGING = {
     "loggers": {
         "django": {"level": env_str("DJANGO_LOG_LEVEL", "INFO").upper(), "propagate": True},
         "django.db.backends": {"level": "INFO"},  # SQL at DEBUG only when asked for by this logger
+        "axes": {"level": "WARNING"},  # each failed login and lockout, without axes' INFO chatter
     },
 }

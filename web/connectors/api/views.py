@@ -133,8 +133,9 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         # a name already taken is reported here too, so a form hears of it while it is filled in (create: 409)
         name = request.data.get("name") if isinstance(request.data, dict) else None
         taken = isinstance(name, str) and Connector.objects.filter(name=name.strip()).exists()
-        extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}]
-        return self._validation(self.get_serializer(data=request.data), extra if taken else ())
+        extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}
+                 ] if taken else ()
+        return self._validation(self.get_serializer(data=request.data), extra)
 
     @extend_schema(summary="Validate changes to this connector without saving them (PATCH semantics)",
                    operation_id="connectors_validate_changes",

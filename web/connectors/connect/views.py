@@ -8,13 +8,14 @@ import json
 
 from django.http import HttpResponse
 from rest_framework import status
-from rest_framework.authentication import BasicAuthentication, SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cdcplatform.celery import app as celery_app
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from connectors.sources import DEBEZIUM_CLASSES
+from web.accounts.api import LockoutBasicAuthentication
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
 from web.connectors import audit, connectivity, drafts, kafka_cluster, services
 from web.connectors.api.permissions import RolePermission
@@ -33,7 +34,7 @@ NOT_STOPPED = (
 
 
 class ConnectView(APIView):
-    authentication_classes = [BasicAuthentication, TokenAuthentication, SessionAuthentication]
+    authentication_classes = [LockoutBasicAuthentication, TokenAuthentication, SessionAuthentication]
     permission_classes = [RolePermission]
     action_roles: dict[str, str] = {}
 
@@ -144,7 +145,7 @@ class ConnectorsView(ConnectView):
         if not isinstance(config, dict):
             raise ConnectError(400, "Connector config must be a JSON object of properties")
         initial = body.get("initial_state", "RUNNING")
-        if initial not in INITIAL_STATES:
+        if not isinstance(initial, str) or initial not in INITIAL_STATES:
             raise ConnectError(400, f"Invalid initial state {initial!r}; use RUNNING, PAUSED or STOPPED")
         config = check_name(name, config)
         if Connector.objects.filter(name=name).exists():
