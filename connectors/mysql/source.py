@@ -229,13 +229,17 @@ _HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.
 
 class BinlogChangeReader(threading.Thread):
     """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
-    last position it queued (the library's own reconnect would replay from where it was opened)."""
+    last position it queued (the library's own reconnect would replay from where it was opened).
+
+    `report_start`: the start is "now" (no stored position); it is queued first as an `Idle` position, which the
+    pipeline commits at once, so a restart resumes there."""
 
     def __init__(self, config: MySqlConfig, start: BinlogPosition, changes: ChangeQueue,
-                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event):
+                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event, report_start: bool = False):
         super().__init__(name=f"binlog-{config.name}", daemon=True)
         self.config, self.changes, self.metrics, self.backoff, self.stop = config, changes, metrics, backoff, stop
         self.position = start
+        self.report_start = report_start
 
     def _put(self, item) -> bool:
         while not self.stop.is_set():
@@ -247,6 +251,8 @@ class BinlogChangeReader(threading.Thread):
         return False
 
     def run(self) -> None:
+        if self.report_start and not self._put(Idle(MySqlPosition(self.position, int(time.time())))):
+            return
         attempt = 0
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
@@ -436,7 +442,7 @@ class ServerSource:
                      self.config.name, position.binlog.file, position.binlog.pos, until.file, until.pos)
         # no position (streaming from now): "now" is taken here, before the pipeline shows it streams
         start = position.binlog if position is not None else current_position(self.config.connection)
-        return BinlogChangeReader(self.config, start, queue, metrics, backoff, stop)
+        return BinlogChangeReader(self.config, start, queue, metrics, backoff, stop, report_start=position is None)
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 
