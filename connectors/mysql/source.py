@@ -181,7 +181,12 @@ class MySqlEventBuilder:
                 if made is None:
                     events = self.table_events(schema)
                     made = parts_of[at] = (events, events.streamed_parts(operation, self._source(change), now))
-                made[0].append_streamed(messages, made[1], operation, change.before, change.after, change.row)
+                events = made[0]
+                if operation == "u" and events.moves_key(change.before, change.after):
+                    messages.extend(events.messages(operation, change.before, change.after, self._source(change),
+                                                    now_ns=now))
+                else:
+                    events.append_streamed(messages, made[1], operation, change.before, change.after, change.row)
                 built.captured(operation, change)
             else:
                 built.add(self.build(change), change, messages)

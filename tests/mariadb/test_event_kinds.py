@@ -1,0 +1,78 @@
+"""Debezium's events for the changes that are not a plain insert, update or delete of a keyed row: an update that
+changes the primary key, a TRUNCATE, a delete on a table without a key. Streamed from a real MariaDB into real
+Kafka and read back as a read_committed consumer."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.integration.kafka_reading import read_topic
+from tests.mariadb.test_offsets_when_idle import stored_offsets, wait_for
+from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
+
+pytestmark = pytest.mark.integration
+
+
+def streaming(mariadb, database: str, **extra) -> tuple[dict, InProcess]:
+    """A no_data connector that has committed its start (a change written after this is captured)."""
+    props = properties(mariadb, database, **{"snapshot.mode": "no_data", **extra})
+    runner = InProcess(props)
+    try:
+        wait_for(lambda: stored_offsets(props), "the start's commit")
+    except BaseException:
+        runner.close()
+        raise
+    return props, runner
+
+
+def records_of(props: dict, database: str, table: str, count: int, timeout: float = 60.0) -> list:
+    topic = f"{props['topic.prefix']}.{database}.{table}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            records = read_topic(BOOTSTRAP, topic)
+        except KeyError:
+            records = []
+        if len(records) >= count:
+            return records
+        assert time.monotonic() < deadline, f"{topic}: {len(records)} records of {count}: {records}"
+        time.sleep(0.3)
+
+
+def test_an_update_of_the_primary_key_deletes_the_old_key_and_creates_the_new(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO t VALUES (1, 'a'), (5, 'e')",
+                    database=mariadb_db)
+    props, runner = streaming(mariadb, mariadb_db)
+    try:
+        mariadb.execute("UPDATE t SET id = 2, v = 'b' WHERE id = 1", "UPDATE t SET v = 'f' WHERE id = 5",
+                        database=mariadb_db)
+        records = records_of(props, mariadb_db, "t", 4)
+    finally:
+        runner.close()
+    delete, tombstone, create, update = records
+    assert json.loads(delete.key) == {"id": 1} and json.loads(delete.value)["op"] == "d"
+    assert json.loads(delete.value)["before"] == {"id": 1, "v": "a"} and json.loads(delete.value)["after"] is None
+    assert dict(delete.headers) == {"__debezium.newkey": b'{"id":2}'}
+    assert json.loads(tombstone.key) == {"id": 1} and tombstone.value is None
+    assert dict(tombstone.headers) == {"__debezium.newkey": b'{"id":2}'}
+    assert json.loads(create.key) == {"id": 2} and json.loads(create.value)["op"] == "c"
+    assert json.loads(create.value)["before"] is None and json.loads(create.value)["after"] == {"id": 2, "v": "b"}
+    assert dict(create.headers) == {"__debezium.oldkey": b'{"id":1}'}
+    assert json.loads(update.value)["op"] == "u" and not update.headers  # the key stays: an update
+
+
+def test_a_key_change_inside_a_multi_row_update_with_transaction_metadata(mariadb, mariadb_db):
+    """The per-change path (`build`, taken with transaction metadata) splits a key change as the batched path does."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)",
+                    database=mariadb_db)
+    props, runner = streaming(mariadb, mariadb_db, **{"provide.transaction.metadata": "true"})
+    try:
+        mariadb.execute("UPDATE t SET id = id + 10", database=mariadb_db)
+        records = records_of(props, mariadb_db, "t", 6)
+    finally:
+        runner.close()
+    ops = [(json.loads(r.key)["id"], json.loads(r.value)["op"] if r.value else None) for r in records]
+    assert sorted(ops, key=str) == sorted([(1, "d"), (1, None), (11, "c"), (2, "d"), (2, None), (12, "c")], key=str)
