@@ -170,6 +170,15 @@ class TableEvents:
             return self._key_change(before, after, source, transaction, now_ns)
         return self._event(op, before, after, source, transaction, now_ns)
 
+    def truncate_messages(self, source: SourceInfo, transaction: dict | None = None,
+                          now_ns: int | None = None) -> list[OutMessage]:
+        """Debezium's truncate event: op "t", no key, before and after null."""
+        payload = self._envelope_json("t", "null", "null", source, time.time_ns() if now_ns is None else now_ns,
+                                      transaction)
+        if self.config.value_schemas_enable:
+            payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
+        return [OutMessage(self.topic, None, payload.encode())]
+
     def moves_key(self, before: dict, after: dict) -> bool:
         """An update changes the row's message key (its primary key, or message.key.columns)."""
         return any(before.get(name) != after.get(name) for name in self.key_names)

@@ -32,6 +32,7 @@ _CREATE = re.compile(
 _ALTER = re.compile(rf"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}", re.I)
 _DROP = re.compile(r"^\s*DROP\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?(.*?)(?:\s+(?:RESTRICT|CASCADE))?\s*;?\s*$",
                    re.I | re.S)
+_TRUNCATE = re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
 _RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
 _TO = re.compile(rf"{_QUALIFIED}\s+TO\s+{_QUALIFIED}", re.I)
 _ITEM = re.compile(_QUALIFIED)
@@ -69,6 +70,12 @@ def affected_tables(ddl: str, default_db: str) -> list[tuple[str, str, str]]:
             out.append(("CREATE", *_qualified(pair.group(3), pair.group(4), default_db)))
         return out
     return []
+
+
+def truncated_table(ddl: str, default_db: str) -> tuple[str, str] | None:
+    """(database, table) a TRUNCATE statement empties; None for any other statement."""
+    m = _TRUNCATE.match(re.sub(r"/\*.*?\*/", " ", ddl, flags=re.S))
+    return _qualified(m.group(1), m.group(2), default_db) if m else None
 
 
 def _column_schema() -> Schema:

@@ -29,7 +29,7 @@ from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
-from connectors.mysql import chunk_tasks, types
+from connectors.mysql import catalog, chunk_tasks, types
 from connectors.mysql.binlog import (
     BinlogPosition,
     BinlogReader,
@@ -47,7 +47,7 @@ from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
 from connectors.mysql.overlap import ActiveOverlap
 from connectors.mysql.position import OVERLAP_FIELD, MySqlPosition, MySqlSnapshotProgress
-from connectors.mysql.schema_changes import SchemaChanges
+from connectors.mysql.schema_changes import SchemaChanges, truncated_table
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from connectors.mysql.status import binlog_files, bytes_behind, show_binlog_status
 
@@ -149,9 +149,11 @@ class MySqlEventBuilder:
             self.json_columns.forget(change.database)
             self._tables.clear()
             self._last_table = (None, None)
-            if self.schema_changes is None:
-                return None, []
-            return None, self.schema_changes.messages(change)
+            messages = [] if self.schema_changes is None else self.schema_changes.messages(change)
+            truncated = self._truncate_messages(change)
+            if truncated:
+                return "t", messages + truncated
+            return None, messages
         if type(change) is TransactionCommit and self.transactions is not None:
             return None, self.transactions.end(change.ts_sec * 1000)
         return None, []  # a transaction's commit (or a heartbeat): moves the position only
@@ -191,6 +193,26 @@ class MySqlEventBuilder:
             else:
                 built.add(self.build(change), change, messages)
         return built
+
+    def _truncate_messages(self, statement: SchemaStatement) -> list[OutMessage]:
+        """The truncate event of a captured table (when skipped.operations lets "t" through)."""
+        if "t" in self._skipped:
+            return []
+        truncated = truncated_table(statement.ddl, statement.database)
+        if truncated is None or not self._captures(*truncated) or not self.config.captures_gtid(statement.gtid):
+            return []
+        database, table = truncated
+        connection = connect(self.config.connection)
+        try:
+            schema = catalog.table_schema(connection, database, table)
+        finally:
+            connection.close()
+        events = TableEvents(self.config, schema, self.json_columns.of(database, table))
+        position = statement.position
+        source = SourceInfo(database, table, statement.ts_sec * 1000, statement.server_id, position.file or "",
+                            position.pos or 0, 0, "false", statement.gtid,
+                            query=statement.ddl if self.config.include_query else None)
+        return events.truncate_messages(source)  # a statement outside BEGIN/COMMIT: no transaction block
 
     def _source(self, change: RowChange) -> SourceInfo:
         return SourceInfo(change.schema.database, change.schema.table, change.ts_sec * 1000, change.server_id,

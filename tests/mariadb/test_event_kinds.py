@@ -76,3 +76,37 @@ def test_a_key_change_inside_a_multi_row_update_with_transaction_metadata(mariad
         runner.close()
     ops = [(json.loads(r.key)["id"], json.loads(r.value)["op"] if r.value else None) for r in records]
     assert sorted(ops, key=str) == sorted([(1, "d"), (1, None), (11, "c"), (2, "d"), (2, None), (12, "c")], key=str)
+
+
+def test_truncate_is_an_event_when_not_skipped(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", "CREATE TABLE kept (id INT PRIMARY KEY)",
+                    database=mariadb_db)
+    props, runner = streaming(mariadb, mariadb_db, **{"skipped.operations": "none",
+                                                      "table.include.list": f"{mariadb_db}.t",
+                                                      "value.converter.schemas.enable": "true"})
+    try:
+        mariadb.execute("INSERT INTO t VALUES (1, 1)", "TRUNCATE TABLE kept", "TRUNCATE TABLE t",
+                        "INSERT INTO t VALUES (2, 2)", database=mariadb_db)
+        records = records_of(props, mariadb_db, "t", 3)
+    finally:
+        runner.close()
+    create, truncate, second = records
+    assert json.loads(create.value)["payload"]["op"] == "c" and json.loads(second.value)["payload"]["op"] == "c"
+    assert truncate.key is None
+    value = json.loads(truncate.value)
+    assert value["schema"]["name"] == f"{props['topic.prefix']}.{mariadb_db}.t.Envelope"
+    payload = value["payload"]
+    assert payload["op"] == "t" and payload["before"] is None and payload["after"] is None
+    assert payload["source"]["db"] == mariadb_db and payload["source"]["table"] == "t" and payload["source"]["gtid"]
+
+
+def test_truncate_is_skipped_by_default(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mariadb_db)
+    props, runner = streaming(mariadb, mariadb_db)
+    try:
+        mariadb.execute("INSERT INTO t VALUES (1, 1)", "TRUNCATE TABLE t", "INSERT INTO t VALUES (2, 2)",
+                        database=mariadb_db)
+        records = records_of(props, mariadb_db, "t", 2)
+    finally:
+        runner.close()
+    assert [json.loads(r.value)["op"] for r in records] == ["c", "c"]
