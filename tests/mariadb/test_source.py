@@ -137,12 +137,16 @@ class Writer(threading.Thread):
         assert self.error is None, self.error
 
 
+def fill(mariadb, database: str) -> str:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=database)
+    values = ", ".join(f"({i}, 0, 's{i}')" for i in range(1000))
+    mariadb.execute(f"INSERT INTO t VALUES {values}", database=database)  # noqa: S608 - literal numbers
+    return database
+
+
 @pytest.fixture
 def filled(mariadb, mariadb_db):
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
-    values = ", ".join(f"({i}, 0, 's{i}')" for i in range(1000))
-    mariadb.execute(f"INSERT INTO t VALUES {values}", database=mariadb_db)  # noqa: S608 - literal numbers
-    return mariadb_db
+    return fill(mariadb, mariadb_db)
 
 
 class InProcess:
@@ -317,7 +321,14 @@ def test_kill9_under_load_exactly_once(mariadb, filled, tmp_path):
     assert log.count("starting: resuming at") + log.count("starting: resuming the snapshot") >= 3, log[-3000:]
 
 
-def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(mariadb, filled):
+@pytest.fixture
+def own_filled(own_mariadb, own_mariadb_db):
+    return fill(own_mariadb, own_mariadb_db)
+
+
+def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(own_mariadb, own_filled):
+    """Purges the binlogs of a server of the test's own (the shared one keeps its history)."""
+    mariadb, filled = own_mariadb, own_filled
     props = properties(mariadb, filled)
     runner = InProcess(props)
     try:
