@@ -110,3 +110,18 @@ def test_truncate_is_skipped_by_default(mariadb, mariadb_db):
     finally:
         runner.close()
     assert [json.loads(r.value)["op"] for r in records] == ["c", "c"]
+
+
+def test_a_delete_on_a_keyless_table_is_followed_by_a_tombstone(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE t (v INT, s VARCHAR(10))", database=mariadb_db)
+    props, runner = streaming(mariadb, mariadb_db)
+    try:
+        mariadb.execute("INSERT INTO t VALUES (1, 'a')", "DELETE FROM t", "INSERT INTO t VALUES (2, 'b')",
+                        database=mariadb_db)
+        records = records_of(props, mariadb_db, "t", 4)
+    finally:
+        runner.close()
+    create, delete, tombstone, second = records
+    assert [json.loads(r.value)["op"] for r in (create, delete, second)] == ["c", "d", "c"]
+    assert delete.key is None and json.loads(delete.value)["before"] == {"v": 1, "s": "a"}
+    assert tombstone.key is None and tombstone.value is None
