@@ -18,6 +18,7 @@ from connectors.events import schema as s
 from connectors.events.json_converter import string_json
 from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
+from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_row
 from connectors.mysql.config import MySqlConfig
@@ -32,7 +33,8 @@ OLD_KEY_HEADER = "__debezium.oldkey"  # on the create of that update
 
 
 def topic_name(prefix: str, database: str, table: str) -> str:
-    return f"{prefix}.{database}.{table}"
+    """`<prefix>.<database>.<table>`, each character Kafka refuses in a topic name replaced by `_` (as Debezium)."""
+    return sanitize_topic(f"{prefix}.{database}.{table}")
 
 
 @lru_cache(maxsize=4)

@@ -125,3 +125,20 @@ def test_a_delete_on_a_keyless_table_is_followed_by_a_tombstone(mariadb, mariadb
     assert [json.loads(r.value)["op"] for r in (create, delete, second)] == ["c", "d", "c"]
     assert delete.key is None and json.loads(delete.value)["before"] == {"v": 1, "s": "a"}
     assert tombstone.key is None and tombstone.value is None
+
+
+def test_tables_whose_names_kafka_refuses_in_a_topic_get_topics_with_underscores(mariadb, mariadb_db):
+    mariadb.execute("CREATE TABLE `order$items` (id INT PRIMARY KEY)", "CREATE TABLE `a b+c` (id INT PRIMARY KEY)",
+                    "INSERT INTO `order$items` VALUES (1)", "INSERT INTO `a b+c` VALUES (2)", database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"snapshot.mode": "initial"})
+    runner = InProcess(props)
+    try:
+        (snapshot,) = records_of(props, mariadb_db, "order_items", 1)
+        mariadb.execute("INSERT INTO `a b+c` VALUES (3)", database=mariadb_db)
+        read, created = records_of(props, mariadb_db, "a_b_c", 2)
+    finally:
+        runner.close()
+    assert not runner.runner.errors, runner.runner.errors
+    assert json.loads(snapshot.value)["op"] == "r" and json.loads(snapshot.value)["source"]["table"] == "order$items"
+    assert json.loads(read.value)["after"] == {"id": 2} and json.loads(created.value)["after"] == {"id": 3}
+    assert json.loads(created.value)["source"]["table"] == "a b+c"
