@@ -127,7 +127,9 @@ class SchemaChanges:
         self.value_schema = value_schema(config.mariadb)
         self._known: dict[tuple[str, str], dict] = {}  # last described structure per table (for DROP)
 
-    def messages(self, statement: SchemaStatement) -> list[OutMessage]:
+    def messages(self, statement: SchemaStatement, snapshot: str = "false") -> list[OutMessage]:
+        """The schema change record of a statement (`snapshot`: the source block's marker, "true" for the
+        CREATE TABLE statements a snapshot writes)."""
         database = statement.database
         changes = affected_tables(statement.ddl, database)
         captured = [c for c in changes if self.config.captures_table(c[1], c[2])]
@@ -141,7 +143,7 @@ class SchemaChanges:
         position = statement.position
         source = {
             "version": VERSION, "connector": "mariadb" if self.config.mariadb else "mysql",
-            "name": self.config.topic_prefix, "ts_ms": statement.ts_sec * 1000, "snapshot": "false",
+            "name": self.config.topic_prefix, "ts_ms": statement.ts_sec * 1000, "snapshot": snapshot,
             "db": database, "sequence": None, "ts_us": statement.ts_sec * 1_000_000,
             "ts_ns": statement.ts_sec * 1_000_000_000, "table": ",".join(c[2] for c in captured) or None,
             "server_id": statement.server_id, "gtid": statement.gtid, "file": position.file or "",
