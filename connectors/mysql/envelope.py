@@ -22,7 +22,14 @@ from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_row
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping, text_value
+from connectors.mysql.types import (
+    ColumnMapping,
+    UnmappedType,
+    declared_length,
+    is_character,
+    mapping,
+    text_value,
+)
 
 VERSION = "3.0.8.Final"
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
@@ -83,16 +90,23 @@ class TableEvents:
         self.database, self.table = table.database, table.table
         self.topic = topic_name(config.topic_prefix, table.database, table.table)
         options = config.type_options
-        self.columns: list[ColumnMapping] = [
-            mapping(c, options, declared_json=c.name in json_columns)
-            for c in table.columns if config.captures_column(table.database, table.table, c.name)
-        ]
+        try:
+            self.columns: list[ColumnMapping] = [
+                mapping(c, options, declared_json=c.name in json_columns)
+                for c in table.columns if config.captures_column(table.database, table.table, c.name)
+            ]
+        except UnmappedType as error:
+            qualified = f"{table.database}.{table.table}.{error.column}"
+            raise ConnectorError(
+                f"column {qualified} has a type this connector does not map ({_declared_type(table, error.column)}); "
+                f"leave it out with column.exclude.list={qualified}") from None
         rules = config.column_rules
         fields = []
         self.converters = []
         for m in self.columns:
-            field_schema = s.primitive(m.schema.type, optional=m.schema.optional, name=m.schema.name,
-                                       version=m.schema.version, parameters=m.schema.parameters or None)
+            field_schema = m.schema.struct or s.primitive(m.schema.type, optional=m.schema.optional,
+                                                          name=m.schema.name, version=m.schema.version,
+                                                          parameters=m.schema.parameters or None)
             convert = m.value
             if m.schema.type == "string":
                 qualified = f"{table.database}.{table.table}.{m.column.name}"
@@ -293,6 +307,11 @@ class TableEvents:
 
 
 _INTS = ("int8", "int16", "int32", "int64")
+
+
+def _declared_type(table: TableSchema, name: str) -> str:
+    column = next(c for c in table.columns if c.name == name)
+    return column.type_name or f"binlog type {column.type_code}"
 
 
 def _block_json(block: dict | None) -> str:
