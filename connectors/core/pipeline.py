@@ -422,9 +422,7 @@ class Pipeline:
                     self._hand(pending)
                     pending = PendingBatch()
             self._hand(pending)  # stopping: what was built is committed, as it would have been a moment later
-            self._await_commit()
-            if self.latest is not None and self.latest != self.committed:
-                self._commit([], self.latest)  # where the reader got to without a captured event
+            self._commit_position_reached()
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored position.
             try:
@@ -438,6 +436,19 @@ class Pipeline:
                     self.incremental.detach()
                 reader_stop.set()
                 reader.join(5)
+
+    def _commit_position_reached(self) -> None:
+        """At a clean stop: where the reader got to with no captured change since the last commit. When Kafka
+        refuses it the stop stays clean: the next start reads again from the last committed position."""
+        self._await_commit()
+        if self.latest is None or self.latest == self.committed:
+            return
+        try:
+            self._commit([], self.latest)
+            self._await_commit()
+        except (SinkRetriableError, SinkFatalError) as error:
+            log.warning("%s/%s: the position reached could not be committed at stop (%s); the next start reads "
+                        "from the last committed one", self.config.name, self.name, error)
 
     def _drain(self, changes: ChangeQueue, limit: int) -> list:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
