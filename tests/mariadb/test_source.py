@@ -439,12 +439,12 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
                         "ALTER TABLE t DROP COLUMN s", "UPDATE t SET v = 3 WHERE id = 1",
                         "ALTER TABLE t MODIFY v BIGINT NOT NULL", "INSERT INTO t (id, v) VALUES (3, 5000000000)",
                         "CREATE TABLE t2 (k VARCHAR(3) PRIMARY KEY)", database=mariadb_db)
-        while len(read_topic(BOOTSTRAP, props["topic.prefix"])) < 4:  # t2 described while it exists
+        while len(read_topic(BOOTSTRAP, props["topic.prefix"])) < 5:  # t2 described while it exists
             assert time.monotonic() < deadline
             time.sleep(0.3)
         mariadb.execute("DROP TABLE t2", database=mariadb_db)
         while len(records := read_topic(BOOTSTRAP, topic)) < 4 or \
-                len(changes := read_topic(BOOTSTRAP, props["topic.prefix"])) < 5:
+                len(changes := read_topic(BOOTSTRAP, props["topic.prefix"])) < 6:
             assert time.monotonic() < deadline
             time.sleep(0.3)
     finally:
@@ -460,7 +460,8 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
     assert after_fields(events[2]) == {"id": "int32", "v": "int32", "extra": "string"}
     assert events[3]["payload"]["after"] == {"id": 3, "v": 5000000000, "extra": "z"}
     assert after_fields(events[3])["v"] == "int64"
-    values = [json.loads(r.value)["payload"] for r in changes]
+    snapshot, *values = [json.loads(r.value)["payload"] for r in changes]
+    assert snapshot["ddl"].startswith("CREATE TABLE `t`") and snapshot["source"]["snapshot"] == "true"
     assert [v["ddl"].split()[0].upper() for v in values] == ["ALTER", "ALTER", "ALTER", "CREATE", "DROP"]
     assert all(json.loads(r.key) == {"databaseName": mariadb_db} for r in changes)  # key schemas off
     kinds = [[(c["type"], c["id"]) for c in v["tableChanges"]] for v in values]
