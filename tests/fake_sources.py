@@ -4,7 +4,8 @@
 records each connection and every byte it receives. PostgreSQL's fake answers the startup message with
 AuthenticationCleartextPassword; MySQL/MariaDB's greets with mysql_native_password and then switches the client to
 mysql_clear_password; MongoDB's only listens (a SCRAM client never sends its password, so any connection at all
-counts). `passwords` are the clear-text passwords received. The fakes' threads are named `fake-…`.
+counts); `banner` is another service, which greets with SSH's banner and then answers anything with HTTP's 400.
+`passwords` are the clear-text passwords received. The fakes' threads are named `fake-…`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import socket
 import struct
 import threading
 from dataclasses import dataclass, field
+
+BANNER = b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"
 
 
 @dataclass
@@ -54,7 +57,8 @@ class FakeSource:
                 continue
             self.connections += 1
             self.clients.append(client)
-            talk = {"postgres": self.talk_postgres, "mysql": self.talk_mysql}.get(self.kind, self.listen)
+            talk = {"postgres": self.talk_postgres, "mysql": self.talk_mysql, "banner": self.talk_banner}.get(
+                self.kind, self.listen)
             threading.Thread(target=self.guarded, args=(talk, client), daemon=True,
                              name=f"fake-{self.kind}-client").start()
 
@@ -81,6 +85,12 @@ class FakeSource:
             if not chunk:
                 return
             self.received += chunk
+
+    def talk_banner(self, client: socket.socket) -> None:
+        client.sendall(BANNER)
+        self.received += client.recv(65536)
+        client.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        client.close()
 
     # -- PostgreSQL: SSLRequest -> 'N', StartupMessage -> AuthenticationCleartextPassword, PasswordMessage -------
 

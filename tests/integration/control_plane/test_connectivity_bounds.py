@@ -74,3 +74,23 @@ def test_each_user_has_a_rate_of_checks(operator, silent, settings):
         messages.append(" ".join(problem["message"] for problem in result["problems"]))
     assert all("too many connection checks" not in message for message in messages[:2]), messages
     assert "too many connection checks (2/min)" in messages[2], messages
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_another_service_is_not_fingerprinted(operator, settings, kind):
+    """A check that lands on another service says so, without quoting anything that service sent."""
+    from tests.fake_sources import BANNER
+    from tests.integration.control_plane.test_secret_destinations import CONNECTORS, moved
+
+    settings.CDC_CONNECTIVITY_CHECK_MS = CHECK_MS
+    fake = FakeSource.start("banner")
+    try:
+        config = {**CONNECTORS[kind], **moved(kind, fake.port), "name": "elsewhere"}
+        result = operator.post("/api/connectors/validate/", {"name": "elsewhere", "config": config},
+                               format="json").json()
+    finally:
+        fake.close()
+    message = " ".join(problem["message"] for problem in result["problems"])
+    assert fake.connections >= 1 and "did not answer as" in message, result
+    banner_words = {BANNER[:1].decode(), str(BANNER[0]), "SSH", "OpenSSH", "HTTP", "received", "got"}
+    assert not any(word in message.split() or word + ")" in message for word in banner_words), message
