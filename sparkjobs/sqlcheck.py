@@ -74,6 +74,12 @@ LABELS = {
 }
 
 
+# Set on the session before a query is checked: `${env:X}`, `${system:p}` and `${spark.conf}` in the text would be
+# replaced (environment, Java properties, configuration values) before the parser even sees it; and no file is
+# read as a table by its path.
+SESSION_CONF = {"spark.sql.variable.substitute": "false", "spark.sql.runSQLOnFiles": "false"}
+
+
 class QueryRefused(InvalidArguments):
     """The `sql` argument is not one read-only query over the job's views."""
 
@@ -212,8 +218,16 @@ def split_statements(sql: str) -> list[str]:
     return [statement.strip() for statement in statements if statement.strip()]
 
 
+def lock_session(spark: SparkSession) -> None:
+    """The session settings a checked query runs under (SESSION_CONF)."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+
+
 def check_query(spark: SparkSession, sql: str, views: Iterable[str]) -> None:
     """Raises QueryRefused unless ``sql`` is one read-only query over ``views``; runs nothing."""
+    if "${" in sql and spark.conf.get("spark.sql.variable.substitute") != "false":
+        raise QueryRefused("variable substitution (${…}) is not allowed")
     from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import convert_exception
 

@@ -417,6 +417,7 @@ def run_sql(ctx: JobContext) -> dict[str, Any]:
     if extra:
         ctx.topics = ctx.topics + ctx.source.with_topics(extra).resolve()
     allowed = view_names(_views(args, ctx.topics), ctx.topics)
+    sqlcheck.lock_session(ctx.spark)
     sqlcheck.check_query(ctx.spark, args["sql"], allowed)
     views = register_views(ctx, ctx.topics, args["sql"])
     ctx.emit(event="views", views=views)

@@ -173,3 +173,18 @@ def test_queries_over_the_views_still_run(run_job, stack, topics, sql, rows):
                                   "views": {"orders": topics["orders"], "users": topics["users"]}, "sql": sql})
     assert code == 0, lines[-1]
     assert lines[-1]["preview"]["rows"] == rows
+
+
+def test_variables_in_the_text_are_not_substituted(run_job, spark, stack, topics):
+    """`${env:…}`, `${system:…}` and `${conf}` would be replaced by Spark before parsing: the environment, Java's
+    properties and the session's settings. The job turns substitution off: the text stays text."""
+    sql = "SELECT '${env:PATH}' AS e, '${system:user.name}' AS s, '${spark.app.name}' AS c"
+    code, lines = run_job("sql", {"bootstrap_servers": stack.kafka_bootstrap, "topics": [topics["users"]], "sql": sql})
+    assert code == 0, lines[-1]
+    assert lines[-1]["preview"]["rows"] == [["${env:PATH}", "${system:user.name}", "${spark.app.name}"]]
+    spark.conf.set("spark.sql.variable.substitute", "true")  # a session that was not locked: the check refuses
+    try:
+        with pytest.raises(sqlcheck.QueryRefused, match="variable substitution"):
+            sqlcheck.check_query(spark, sql, VIEWS)
+    finally:
+        sqlcheck.lock_session(spark)

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from sparkjobs.sqlcheck import RULE, split_statements
+from sparkjobs.sqlcheck import RULE, SESSION_CONF, split_statements
 from web.sparkjobs.models import JobDefinition, JobRun, Mode, Template
 
 PATH_ARGUMENTS = ("output_path", "checkpoint_path")
@@ -32,7 +32,6 @@ _SECRET_OPTION = re.compile(r"password|secret|jaas|token|credential|key$", re.IG
 _QUERY = re.compile(r"^[(\s]*(select|with|values|table|from)\b", re.IGNORECASE)
 _REFLECTION = re.compile(r"\b(reflect|java_method|try_reflect)`?\s*\(", re.IGNORECASE)
 _NAMED_ARGUMENT = re.compile(r"`(\w+)`")
-SQL_CONF = {"spark.sql.runSQLOnFiles": "false"}
 
 
 class ArgumentProblem(ValueError):
@@ -150,9 +149,9 @@ def run_arguments(definition: JobDefinition, run_id: int) -> dict[str, Any]:
 
 
 def spark_conf(run: JobRun) -> dict[str, str]:
-    """Spark settings a run gets beyond the defaults: an SQL run's session cannot read files by path (a second
-    lock behind the job's own query check)."""
-    return dict(SQL_CONF) if run.template == Template.SQL else {}
+    """Spark settings a run gets beyond the defaults: an SQL run's session substitutes no variables and reads no
+    file by its path from the start (the job sets them too, before it checks its query)."""
+    return dict(SESSION_CONF) if run.template == Template.SQL else {}
 
 
 def masked(arguments: dict[str, Any]) -> dict[str, Any]:
