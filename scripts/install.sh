@@ -67,7 +67,7 @@ if ! "$PYTHON" scripts/build_extensions.py; then
 fi
 
 # Spark jobs run as an unprivileged user of their own (sparkjobs/jobuser.py): they cannot read the platform's key
-# file, database or environment. Output written before it existed is handed over to it once. It must reach the
+# file, database or environment. Job folders written before it existed are handed over to it. It must reach the
 # Python interpreter and this checkout: a private folder on the way (pyenv under /root) lets it through (search
 # only, by an ACL for that user alone).
 job_user="${SPARK_JOB_USER:-cdc-spark}"
@@ -75,7 +75,9 @@ if [ "$(id -u)" = 0 ]; then
   if ! id "$job_user" >/dev/null 2>&1; then
     echo "creating the user $job_user that Spark jobs run as"
     useradd --system --create-home --home-dir "/var/lib/$job_user" --shell /usr/sbin/nologin "$job_user"
-    if [ -d .devstack/spark ]; then chown -R "$job_user:" .devstack/spark; fi
+  fi
+  if [ -d .devstack/spark ]; then  # job folders of the development output root, written before jobs ran as it
+    find .devstack/spark -mindepth 1 -maxdepth 1 ! -name .runs ! -user "$job_user" -exec chown -R "$job_user:" {} +
   fi
   for target in "$(readlink -f "$("$PYTHON" -c 'import sys; print(sys.executable)')")" "$(pwd)/sparkjobs/run.py"; do
     folder=""
