@@ -11,6 +11,7 @@ Every variable is listed in docs/configuration-django.md.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -178,6 +179,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     if DATABASES["default"]["NAME"] == str(_default_sqlite):
         STATE_DIR.mkdir(parents=True, exist_ok=True)
+    # Readable by the platform's user only (Spark jobs run as another user, docs/spark.md); SQLite gives its -wal and
+    # -shm files the database file's mode.
+    _sqlite_file = Path(DATABASES["default"]["NAME"])
+    if _sqlite_file.is_absolute() and _sqlite_file.parent.is_dir():
+        try:
+            os.close(os.open(_sqlite_file, os.O_RDONLY | os.O_CREAT, 0o600))  # created private, before SQLite does
+            for _private in (_sqlite_file, Path(f"{_sqlite_file}-wal"), Path(f"{_sqlite_file}-shm")):
+                if _private.exists() and _private.stat().st_uid == os.geteuid():
+                    _private.chmod(0o600)
+        except OSError:
+            pass  # not ours to change: whoever set the file up chose its mode
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Authentication -------------------------------------------------------------------------------------------
