@@ -76,3 +76,16 @@ def read_or_create_secret_key(path: Path, generate: Callable[[], str] = get_rand
     finally:
         os.unlink(temporary)
     return path.read_text().strip()
+
+
+def private_sqlite_file(path: Path) -> None:
+    """Creates the SQLite database file (and its directory) readable by the owner only — 0600 in a 0700
+    directory — before SQLite does with the umask's 0644: it holds sessions, API tokens and the audit log. SQLite
+    gives its -wal and -shm files the database file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.chmod(0o700)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)

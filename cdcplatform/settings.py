@@ -18,7 +18,7 @@ import dj_database_url
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from cdcplatform.env import env_bool, env_int, env_list, env_str, read_or_create_secret_key
+from cdcplatform.env import env_bool, env_int, env_list, env_str, private_sqlite_file, read_or_create_secret_key
 from devstack import settings as devstack
 from web.dashboard.vendor import static_dirs as vendor_static_dirs
 
@@ -174,7 +174,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     if DATABASES["default"]["NAME"] == str(_default_sqlite):
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        private_sqlite_file(_default_sqlite)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Authentication -------------------------------------------------------------------------------------------
