@@ -290,6 +290,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"SparkJobModeEnum": "web.sparkjobs.models.Mode"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "cdcplatform.openapi.document_error_answers",  # the 4xx answers of every operation
+    ],
 }
 
 # --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------
