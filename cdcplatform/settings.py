@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "axes",  # login lockout (web/accounts/lockout.py)
+    "csp",  # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "web.accounts",
@@ -137,6 +138,7 @@ MIDDLEWARE = [
     "web.accounts.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "web.dashboard.errors.ErrorPages",  # 403/404/500 in the site's layout, JSON under /api/ and /connect/
     "axes.middleware.AxesMiddleware",  # last, as axes requires: turns a lockout into web.accounts.lockout's answer
 ]
@@ -250,13 +252,31 @@ _proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")  # e.g. HTTP_X_FORWARDED_
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp) on every answer: scripts, styles, images and connections from the site itself
+# only, nothing inline (the dashboard's scripts and styles are files under /static/, no CDN), no plugins, no framing.
+# The API docs (Swagger UI, Redoc) send their own, looser policy (web/connectors/api/docs.py), which is kept.
+# 'self' in connect-src covers the dashboard's WebSocket (ws:/wss: to the same host and port).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 # --- REST API -------------------------------------------------------------------------------------------------
 # Token first: anonymous API callers get 401 with `WWW-Authenticate: Token`; the browser's session still works.
 # Session authentication enforces CSRF on writes. Roles are checked per action (web/connectors/api/permissions.py).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "web.accounts.tokens.HashedTokenAuthentication",  # DRF's `Token <key>`, keys stored hashed
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -285,6 +305,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"SparkJobModeEnum": "web.sparkjobs.models.Mode"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "cdcplatform.openapi.document_error_answers",  # the 4xx answers of every operation
+    ],
 }
 
 # --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------

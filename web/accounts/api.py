@@ -8,8 +8,10 @@ from rest_framework import exceptions
 from rest_framework.authentication import BasicAuthentication
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
 
 from cdcplatform.parsers import BoundedJSONParser
+from web.accounts import tokens
 from web.accounts.lockout import raise_if_locked_out
 
 
@@ -29,15 +31,19 @@ class LockoutBasicScheme(BasicScheme):
 
 
 class TokenView(ObtainAuthToken):
-    """`POST /api/auth/token/` with `username` and `password`: the user's API token."""
+    """`POST /api/auth/token/` with `username` and `password`: a new API token of the user."""
 
     parser_classes = (FormParser, MultiPartParser, BoundedJSONParser)
 
     def post(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
         try:
-            return super().post(request, *args, **kwargs)
+            serializer.is_valid(raise_exception=True)
         except exceptions.ValidationError:
             data = request.data if isinstance(request.data, dict) else {}
             raise_if_locked_out(request, {"username": data.get("username")})
             raise
+        # Keys are stored hashed, so the existing ones cannot be handed out again: each call issues a new token
+        # (earlier ones keep working until an admin deletes them).
+        return Response({"token": tokens.issue(serializer.validated_data["user"])})
 

@@ -3,6 +3,8 @@ bounded number of generated requests (as an admin, against the real Redis and Ka
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.management import call_command
 from hypothesis import HealthCheck, given
@@ -16,6 +18,10 @@ from web.connectors.models import Connector
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 EXAMPLES_PER_OPERATION = 6
+# Findings printed but not failing the test: schema-valid requests the server refuses for reasons the schema cannot
+# say (a wrong password, a property value the connector validation refuses), schema-violating requests it tolerates
+# (extra properties of a connector's free-form configuration), and Connect's answer to invalid credentials.
+REPORTED_ONLY = {"ST201", "ST202", "ST401"}
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +80,9 @@ def test_schema_and_docs_pages_are_served(client, django_user_model):
 @pytest.mark.parametrize("role", ["viewer", "admin"])
 def test_generated_requests_pass_every_check(openapi, django_user_model, stack, settings, role):
     """Every operation (/api/ and /connect/), positive and negative data, every schemathesis check (the same as
-    `schemathesis run --checks all`); any answer of 500 or more fails the test on its own."""
+    `schemathesis run --checks all`). Any answer of 500 or more fails the test, and so does any finding of the
+    conformance checks (undocumented status, response not matching its schema, content type, headers): the
+    OpenAPI document describes what the server returns. REPORTED_ONLY findings are printed."""
     import schemathesis
     from django.core.wsgi import get_wsgi_application
     from schemathesis.checks import CHECKS, load_all_checks
@@ -95,9 +103,16 @@ def test_generated_requests_pass_every_check(openapi, django_user_model, stack, 
             except Unsatisfiable:
                 assert mode == GenerationMode.NEGATIVE, operation.label  # nothing in it can be made invalid
     assert run.server_errors == []
-    print(f"{len(run.check_failures)} check failures (schema conformance):", *run.check_failures, sep="\n")
+    conformance = [failure for failure in run.check_failures if not failure_codes(failure) <= REPORTED_ONLY]
+    assert conformance == [], "\n".join(conformance)
+    reported = sorted({code for failure in run.check_failures for code in failure_codes(failure)})
+    print(f"{len(run.check_failures)} findings of the checks reported only ({', '.join(reported)})")
     if role == "admin":
         assert sum(200 <= status < 300 for status in run.statuses) > len(run.statuses) / 8, run.statuses
+
+
+def failure_codes(failure: str) -> set[str]:
+    return set(re.findall(r"- (ST\d+) ", failure))
 
 
 def existing_ids() -> dict:

@@ -135,8 +135,8 @@ class ConnectorSerializer(serializers.ModelSerializer):
     )
     desired_state = serializers.ChoiceField(choices=DesiredState.choices, required=False)
     filters = FilterSerializer(many=True, read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Connector
@@ -404,12 +404,18 @@ class TimestampJsonSerializer(serializers.Serializer):
 
 
 class OffsetSerializer(serializers.Serializer):
-    replica_set = serializers.CharField()
-    resume_token = serializers.JSONField(allow_null=True)
-    cluster_time = TimestampJsonSerializer(allow_null=True)
-    token_cluster_time = TimestampJsonSerializer(allow_null=True)
-    snapshot = serializers.JSONField(allow_null=True)
-    pending_reset = serializers.JSONField(allow_null=True)
+    """One partition's committed position. MongoDB's has resume_token, cluster_time and token_cluster_time;
+    PostgreSQL's and MySQL/MariaDB's have `position` (Debezium's offset fields: lsn, txId…; file, pos, gtids…).
+    A MongoDB offset deleted by a reset to `initial` is shown as its `replica_set` alone."""
+
+    replica_set = serializers.CharField(help_text="The replica set, or the partition of another source.")
+    resume_token = serializers.JSONField(allow_null=True, required=False, help_text="MongoDB only.")
+    cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")
+    token_cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")
+    position = serializers.JSONField(allow_null=True, required=False,
+                                     help_text="PostgreSQL and MySQL/MariaDB only: the stored offset fields.")
+    snapshot = serializers.JSONField(allow_null=True, required=False)
+    pending_reset = serializers.JSONField(allow_null=True, required=False)
 
 
 class OffsetsSerializer(serializers.Serializer):

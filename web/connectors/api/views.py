@@ -200,7 +200,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
 
     @extend_schema(summary="Activity log: requests and how they ended, phase changes, errors, configuration "
                            "changes; newest first",
-                   parameters=[OpenApiParameter("limit", int, description="1-500, default 100")],
+                   parameters=[OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 500},
+                                                description="1-500, default 100")],
                    responses=s.ActivitySerializer(many=True))
     @action(detail=True, methods=["get"])
     def activity(self, request, name=None):

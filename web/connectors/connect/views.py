@@ -8,7 +8,7 @@ import json
 
 from django.http import HttpResponse
 from rest_framework import status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,6 +17,7 @@ from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, Offs
 from connectors.sources import DEBEZIUM_CLASSES
 from web.accounts.api import LockoutBasicAuthentication
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
+from web.accounts.tokens import HashedTokenAuthentication
 from web.connectors import audit, connectivity, drafts, kafka_cluster, services
 from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import active_topics, loggers, shapes
@@ -34,7 +35,7 @@ NOT_STOPPED = (
 
 
 class ConnectView(APIView):
-    authentication_classes = [LockoutBasicAuthentication, TokenAuthentication, SessionAuthentication]
+    authentication_classes = [LockoutBasicAuthentication, HashedTokenAuthentication, SessionAuthentication]
     permission_classes = [RolePermission]
     action_roles: dict[str, str] = {}
 
