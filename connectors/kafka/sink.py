@@ -297,7 +297,7 @@ class TransactionalSink:
         missing = [self.new_topic(topic) for topic in topics if not self.topics.is_known(topic)]
         if offset is not None and not self.topics.is_known(self.offsets_topic.name):
             missing.append(self.offsets_topic)
-        self._ensure_topics(missing)
+        self._ensure_topics(missing, "The batch was not written; writing it again is safe.")
         limits = {topic: self._limit(topic) for topic in topics}
         smallest = min(limits.values(), default=0)
         oversized, payload = {}, 0
@@ -548,11 +548,14 @@ class TransactionalSink:
         except BaseException as exception:
             raise _severed(exception) from None
 
-    def _ensure_topics(self, specs: list[TopicSpec]) -> None:
+    def _ensure_topics(self, specs: list[TopicSpec], if_retriable: str = "") -> None:
+        """TopicAdmin.ensure, its failures as SinkErrors; `if_retriable` is a sentence added to a retriable one."""
         try:
             self.topics.ensure(specs)
         except TopicAdminError as error:
-            raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
+            if error.retriable:
+                raise SinkRetriableError(f"{error} {if_retriable}".strip()) from None
+            raise SinkError(str(error)) from None
 
     def _limit(self, topic: str) -> int:
         producer_limit = int(self._config["message.max.bytes"])
