@@ -38,7 +38,8 @@ HISTORY_LOST = 286
 ONLY_ON_REPLICA_SETS = 40573  # the server became (or is) a standalone mongod
 BSON_OBJECT_TOO_LARGE = 10334  # a change event over 16 MB: MongoDB fails every getMore that reaches it
 # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken, $changeStream on a standalone
-FATAL_CODES = {HISTORY_LOST, 280, 260, ONLY_ON_REPLICA_SETS}
+TOKEN_NOT_FOUND = 280  # ChangeStreamFatalError: "cannot resume stream; the resume token was not found"
+FATAL_CODES = {HISTORY_LOST, TOKEN_NOT_FOUND, 260, ONLY_ON_REPLICA_SETS}
 # What a probe for an oversized event leaves of it: enough to name it and resume after it.
 _WITHOUT_DOCUMENTS = {"$project": {"fullDocument": 0, "fullDocumentBeforeChange": 0, "updateDescription": 0}}
 
@@ -92,10 +93,15 @@ class ChangeStreamReader:
         backoff: Backoff,
         stop: threading.Event,
         on_connected: Callable[[], None] | None = None,
+        wider: tuple[WatchTarget, list[dict]] | None = None,
     ):
         self._client = client
         self._scope = scope
         self._pipeline = pipeline
+        # The deployment-wide target and its pipeline, for a scope narrowed from the include lists: a resume token
+        # stored under other include lists may be an event outside the narrowed scope, which the server then cannot
+        # find (280) but a deployment-wide stream finds.
+        self._wider = wider
         self._options = options
         self._out = out
         self._metrics = metrics
@@ -263,6 +269,8 @@ class ChangeStreamReader:
                         return
                     self._position = after
                     continue
+                if error.code == TOKEN_NOT_FOUND and self._widen():
+                    continue
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
                     self._put(ReaderFailed(_fatal_error(error)))
                     return
@@ -275,6 +283,19 @@ class ChangeStreamReader:
             except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
                 self._put(ReaderFailed(error))
                 return
+
+    def _widen(self) -> bool:
+        """Resumes deployment-wide (once) when a narrowed stream cannot find its resume token: the token may be an
+        event of a namespace the include lists no longer name. False when there is nothing wider to try."""
+        if self._wider is None or self._position.resume_after is None:
+            return False
+        (self._scope, self._pipeline), self._wider = self._wider, None
+        if not self._by_batch:
+            self._raw_options = None  # pymongo opens a deployment-wide stream with the client's codec options
+        log.warning("change stream of %s: the resume token is not in the narrowed stream (it is an event outside "
+                    "the namespaces now included); resuming from it deployment-wide instead",
+                    self._metrics.partition)
+        return True
 
     def _skip_oversized(self, start: StartPosition, error: OperationFailure) -> StartPosition | None:
         """Under the skip policy: the position after the oversized event, found by reading it once without its
