@@ -1,14 +1,17 @@
 """A broker that freezes while the sink checks a batch's topics (after an aborted batch it checks them again):
-the batch fails as retriable, with a sentence saying so, and is written once the broker is back.
+the batch fails as retriable, with a sentence saying so, and is written once the broker is back. And one that
+freezes mid-batch, so that aborting the batch fails too: the error says what becomes of the batch.
 
 The runner used to crash here with a bare TimeoutError ("failed ()") from the topic check's futures."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from connectors.kafka.errors import SinkRetriableError
+from connectors.kafka.errors import SinkFatalError, SinkRetriableError
 from connectors.kafka.sink import OutMessage, TransactionalSink
 from connectors.kafka.topics import TopicAdmin
 from devstack.private_kafka import PrivateKafka
@@ -65,3 +68,26 @@ def test_a_broker_frozen_during_the_topic_check_fails_the_batch_as_retriable(bro
         )
         sink.write_batch([OutMessage(topic, b"2", b"two")])
     assert [record.value for record in read_topic(broker.bootstrap, topic)] == [b"one", b"two"]
+
+
+@pytest.mark.timeout(180)
+def test_a_batch_whose_abort_fails_says_what_happens_to_it(broker, unique_name):
+    """The broker freezes mid-batch: the flush times out, so does the abort. The error says the producer is
+    recreated (which aborts the batch) and why the batch failed, without claiming the abort succeeded."""
+    topic = f"abort.{unique_name}"
+    sink = TransactionalSink(broker.bootstrap, unique_name, "rs0", offsets_topic=f"{topic}.offsets")
+    with sink:
+        sink.write_batch([OutMessage(topic, b"1", b"one")])
+        sink.timeout = 6.0  # how long the flush and the abort wait (opening kept the default: a loaded machine)
+        broker.freeze()
+        try:
+            with pytest.raises(SinkFatalError) as raised:
+                sink.write_batch([OutMessage(topic, b"2", b"two")])
+        finally:
+            broker.thaw()
+    assert re.fullmatch(
+        r"Kafka failed while aborting a failed batch \(_TIMED_OUT: [^()]+\)\. The producer is recreated, which "
+        r"aborts the batch \(read_committed readers never see it\), and the batch is written again\. The batch had "
+        r"failed because: Kafka acknowledged 0 of 1 messages within 6s",
+        str(raised.value),
+    ), str(raised.value)
