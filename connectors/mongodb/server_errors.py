@@ -26,7 +26,7 @@ def server_message(error: PyMongoError) -> str:
     if not isinstance(error, OperationFailure):
         return str(error)
     details = decoded(error.details) if error.details is not None else {}
-    message = str(details.get("errmsg") or error.args[0] if error.args else "").strip()
+    message = str(details.get("errmsg") or (error.args[0] if error.args else "")).strip()
     name = details.get("codeName")
     code = f"{name}, code {error.code}" if name else f"code {error.code}"
     return f"{message} ({code})" if message else f"MongoDB failed the command ({code})"
