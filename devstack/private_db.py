@@ -22,9 +22,9 @@ class PrivateServer:
     service = ""  # the devstack service name
     port_variable = ""  # the environment variable that gives its port
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, ports: range | None = None):
         self.home = home
-        (self.port,) = free_ports(1)
+        (self.port,) = free_ports(1, ports)
         self.env = {**os.environ, "DEVSTACK_HOME": str(home), self.port_variable: str(self.port)}
         for inherited in ("POSTGRES_DSN", "MARIADB_DSN"):  # they would name the shared server instead
             self.env.pop(inherited, None)

@@ -20,8 +20,10 @@ from devstack import settings
 from devstack.process import StackError
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports nothing listens on right now."""
+def free_ports(count: int, within: range | None = None) -> list[int]:
+    """`count` distinct ports nothing listens on right now: any (the system's choice), or consecutive ones `within`."""
+    if within is not None:
+        return _free_run(count, within)
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
@@ -32,10 +34,27 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_run(count: int, within: range) -> list[int]:
+    for first in range(within.start, within.stop - count + 1):
+        run = list(range(first, first + count))
+        if all(_is_free(port) for port in run):
+            return run
+    raise StackError(f"no {count} consecutive free ports between {within.start} and {within.stop - 1}")
+
+
 class PrivateKafka:
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, ports: range | None = None):
         self.home = home
-        self.port, controller = free_ports(2)
+        self.port, controller = free_ports(2, ports)
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.env = {**os.environ, "DEVSTACK_HOME": str(home), "DEVSTACK_KAFKA_PORT": str(self.port),
                     "DEVSTACK_KAFKA_CONTROLLER_PORT": str(controller)}

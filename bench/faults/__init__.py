@@ -1,20 +1,20 @@
 """Fault campaign: exactly-once evidence under crashes, broker stalls, elections and source restarts.
 
     python -m bench.faults [--source mongodb|postgres|mariadb] [--short] [--runs N] [--scenarios a,b,...]
-                           [--freeze 35] [--rate 150] [--seed N] [--json PATH] [--keep]
+                           [--freeze 35] [--rate 150] [--seed N] [--json PATH] [--ports LOW-HIGH] [--keep]
 
 Everything runs on a private stack so faults disturb nobody: its own Kafka broker (started with `python -m devstack
-up kafka` in a temporary DEVSTACK_HOME on free ports, so it can be SIGSTOPped) and its own database: an emulated
-replica set (`devstack.mongo.start_replica_set`, so the primary can be stepped down), or a PostgreSQL cluster /
-MariaDB server started with `python -m devstack up postgres|mariadb` in a temporary DEVSTACK_HOME on a free port
-(devstack/private_db.py, so it can be restarted). The connector is the real runner, `python -m connectors run
-cfg.json`, in its own process. An independent writer process inserts rows (documents) whose key is a sequence
-number, one autocommit write at a time, and records each acknowledged write; a read_committed consumer reads the
-topics while the faults happen. Per scenario it prints: faults injected (runs), writes checked, lost
-(acknowledged, never delivered), duplicated (delivered twice as the same kind of event), reordered (a streamed
-event after a later one), the recovery time (from the end of a fault to the next event a read_committed consumer
-receives), and rows re-snapshotted (read again by a snapshot that started over with a new `source.lsn`: not
-counted as duplicated; PostgreSQL snapshots now resume their plan, so it stays 0).
+up kafka` in a temporary DEVSTACK_HOME, so it can be SIGSTOPped) and its own database: an emulated replica set
+(`devstack.mongo.start_replica_set`, so the primary can be stepped down), or a PostgreSQL cluster / MariaDB server
+started with `python -m devstack up postgres|mariadb` in a temporary DEVSTACK_HOME (devstack/private_db.py, so it
+can be restarted). Each listens on free ports: any, or within --ports LOW-HIGH. The connector is the real runner,
+`python -m connectors run cfg.json`, in its own process. An independent writer process inserts rows (documents)
+whose key is a sequence number, one autocommit write at a time, and records each acknowledged write; a
+read_committed consumer reads the topics while the faults happen. Per scenario it prints: faults injected (runs),
+writes checked, lost (acknowledged, never delivered), duplicated (delivered twice as the same kind of event),
+reordered (a streamed event after a later one), the recovery time (from the end of a fault to the next event a
+read_committed consumer receives), and rows re-snapshotted (read again by a snapshot that started over with a new
+`source.lsn`: not counted as duplicated; PostgreSQL snapshots now resume their plan, so it stays 0).
 
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart
@@ -30,7 +30,8 @@ Scenarios (all sources unless named):
                   fast shutdown, as `pg_ctl restart -m fast`; MariaDB: SIGTERM), then a start
 
 Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart for postgres
-and mariadb. Exit status 1 when anything was lost, duplicated or reordered.
+and mariadb. Exit status 1 when anything was lost, duplicated or reordered, a scenario was aborted, or a runner
+exited on its own (it is restarted, as a supervisor would, and counted under "runner exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session

@@ -100,7 +100,9 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return bool(self.lost or self.duplicated or self.reordered or self.aborted)
+        """Anything lost, duplicated or reordered, a scenario aborted, or a runner that exited on its own (a crash:
+        restarting it hid the failure from the figures, not from the users of a real deployment)."""
+        return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits)
 
     def add(self, other: Outcome) -> None:
         for name in ("faults", "writes", "lost", "duplicated", "reordered", "resnapshotted", "unplanned_exits"):

@@ -31,6 +31,18 @@ def _terminated(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def port_range(text: str) -> range:
+    """`--ports LOW-HIGH` (inclusive)."""
+    low, _, high = text.partition("-")
+    try:
+        ports = range(int(low), int(high) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW-HIGH, e.g. 58000-58500, not {text!r}") from None
+    if not ports or ports.start < 1024 or ports.stop > 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range of ports between 1024 and 65535")
+    return ports
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["writer"]:
@@ -51,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=WRITE_RATE, help="the writer's inserts per second")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the fault timing")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--ports", type=port_range,
+                        help="LOW-HIGH: the private broker and database listen on free ports in this range "
+                        "(default: any free ports)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, acks) afterwards")
     args = parser.parse_args(argv)
     source = SOURCES[args.source]()
@@ -66,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _terminated)  # so that a stopped campaign still stops its broker and processes
     workdir = Path(tempfile.mkdtemp(prefix="cdc-faults-"))
-    kafka = PrivateKafka(workdir / "stack")
+    kafka = PrivateKafka(workdir / "stack", args.ports)
     source_started = False
     results: dict[str, Outcome] = {}
     try:
         print(f"work directory {workdir} (seed {seed}); starting a private Kafka broker...", flush=True)
         kafka.start()
         source_started = True
-        described = source.start(workdir)
+        described = source.start(workdir, args.ports)
         print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
         campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate)
         for scenario in scenarios:

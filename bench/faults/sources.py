@@ -49,10 +49,12 @@ class MongoSource:
     def __init__(self, rs=None):
         self.rs = rs
 
-    def start(self, workdir: Path) -> str:
+    def start(self, workdir: Path, ports: range | None = None) -> str:
         from devstack.mongo import start_replica_set
+        from devstack.private_kafka import free_ports
 
-        self.rs = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05,
+        first = free_ports(3, ports)[0] if ports is not None else 0  # 0: the emulator picks free ports itself
+        self.rs = start_replica_set(members=3, port=first, election_timeout=0.3, stepdown_election_delay=0.05,
                                     noop_interval=0.5)
         return f"replica set {self.rs.uri}"
 
@@ -127,10 +129,10 @@ class PostgresSource(RelationalSource):
     kind = "postgres"
     parse = staticmethod(parse_postgres)
 
-    def start(self, workdir: Path) -> str:
+    def start(self, workdir: Path, ports: range | None = None) -> str:
         from devstack.private_db import PrivatePostgres
 
-        self.server = PrivatePostgres(workdir / "postgres")
+        self.server = PrivatePostgres(workdir / "postgres", ports)
         self.server.start()
         return f"PostgreSQL 127.0.0.1:{self.server.port} (pid {self.server.pid})"
 
@@ -170,10 +172,10 @@ class MariaDbSource(RelationalSource):
     kind = "mariadb"
     parse = staticmethod(parse_relational)
 
-    def start(self, workdir: Path) -> str:
+    def start(self, workdir: Path, ports: range | None = None) -> str:
         from devstack.private_db import PrivateMariaDb
 
-        self.server = PrivateMariaDb(workdir / "mariadb")
+        self.server = PrivateMariaDb(workdir / "mariadb", ports)
         self.server.start()
         return f"MariaDB 127.0.0.1:{self.server.port} (pid {self.server.pid})"
 

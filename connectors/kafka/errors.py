@@ -13,7 +13,13 @@ from connectors.core.errors import ConnectorError, PipelineFenced
 
 
 class SinkError(ConnectorError):
-    """A batch was not committed: none of its messages nor its offset are visible to read_committed readers."""
+    """A batch was not committed: none of its messages nor its offset are visible to read_committed readers.
+
+    `reason` is what failed, without what follows from it (for a message that cites this one)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class SinkFencedError(SinkError, PipelineFenced):
@@ -81,15 +87,19 @@ def describe(error: KafkaError) -> str:
     return f"{error.name()}: {error.str()}"
 
 
-def classify(error: KafkaError, context: str) -> SinkError:
-    """The SinkError a failed producer call maps to. `context` names the step, e.g. "committing the batch"."""
+RETRY_BATCH = "The batch was aborted; writing it again is safe."
+
+
+def classify(error: KafkaError, context: str, retry: str = RETRY_BATCH) -> SinkError:
+    """The SinkError a failed producer call maps to. `context` names the step, e.g. "committing the batch";
+    `retry` says what a retriable failure leaves behind (a batch aborted, by default)."""
     text = f"Kafka failed while {context} ({describe(error)})"
     if error.code() in FENCED_CODES:
         return SinkFencedError(
-            f"{text}. Another worker now runs this pipeline with the same transactional id; this one stops."
+            f"{text}. Another worker now runs this pipeline with the same transactional id; this one stops.", text
         )
     if error.fatal():
-        return SinkFatalError(f"{text}. The producer must be recreated; open the sink again.")
+        return SinkFatalError(f"{text}. The producer must be recreated; open the sink again.", text)
     if error.code() in PERMANENT_CODES:
-        return SinkError(f"{text}. Retrying cannot help; fix the cause (permissions, topic config) and restart.")
-    return SinkRetriableError(f"{text}. The batch was aborted; writing it again is safe.")
+        return SinkError(f"{text}. Retrying cannot help; fix the cause (permissions, topic config) and restart.", text)
+    return SinkRetriableError(f"{text}. {retry}", text)

@@ -209,7 +209,8 @@ class TransactionalSink:
                 self._init_transactions(producer)
             except KafkaException as exception:
                 self._state = "broken"
-                raise classify(exception.args[0], f"starting the transactional producer {lane_id}") from None
+                raise classify(exception.args[0], f"starting the transactional producer {lane_id}",
+                               "Starting it again is safe.") from None
         self._turn = 0
         self._state = "open"
 
@@ -297,7 +298,7 @@ class TransactionalSink:
         missing = [self.new_topic(topic) for topic in topics if not self.topics.is_known(topic)]
         if offset is not None and not self.topics.is_known(self.offsets_topic.name):
             missing.append(self.offsets_topic)
-        self._ensure_topics(missing)
+        self._ensure_topics(missing, "The batch was not written; writing it again is safe.")
         limits = {topic: self._limit(topic) for topic in topics}
         smallest = min(limits.values(), default=0)
         oversized, payload = {}, 0
@@ -392,10 +393,9 @@ class TransactionalSink:
         if remaining:
             for topic in self._batch_topics:  # a topic deleted behind our back stalls; the retry re-checks them
                 self.topics.forget(topic)
-            raise SinkRetriableError(
-                f"Kafka acknowledged {deliveries.produced - remaining} of {deliveries.produced} messages within "
-                f"{self.timeout}s; the batch was aborted and writing it again is safe."
-            )
+            reason = (f"Kafka acknowledged {deliveries.produced - remaining} of {deliveries.produced} messages "
+                      f"within {self.timeout:g}s")
+            raise SinkRetriableError(f"{reason}; the batch was aborted and writing it again is safe.", reason)
         if deliveries.failures:
             for error, topic, _ in deliveries.failures:
                 if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
@@ -478,9 +478,11 @@ class TransactionalSink:
             raise
         except Exception as error:  # noqa: BLE001 - any failure leaves the outcome unknown; say so, never guess
             self._state = "broken"
+            learned = error.reason if isinstance(error, SinkError) else str(error)
             raise CommitOutcomeUnknownError(
-                f"Committing a batch of {self.transactional_id} did not complete ({describe(cause)}) and its "
-                f"outcome could not be learned ({error}); the pipeline must start again from its committed offset."
+                f"Committing a batch of {self.transactional_id} did not complete ({describe(cause)}) and whether it "
+                f"committed could not be learned: {learned}. The pipeline starts again from its committed offset, "
+                "which tells."
             ) from error
         log.warning("the batch of %s whose commit had an unknown outcome %s", self.transactional_id,
                     "committed" if committed else "did not commit; it is written again")
@@ -504,7 +506,7 @@ class TransactionalSink:
             self._state = "fenced" if isinstance(abort_error, SinkFencedError) else "broken"
             if isinstance(abort_error, SinkFencedError):
                 return abort_error
-            return SinkFatalError(f"{abort_error} (the batch had failed with: {exception})")
+            return SinkFatalError(abort_failed_text(abort_error.reason, exception))
         return exception
 
     def _abort_transaction(self) -> None:
@@ -548,11 +550,14 @@ class TransactionalSink:
         except BaseException as exception:
             raise _severed(exception) from None
 
-    def _ensure_topics(self, specs: list[TopicSpec]) -> None:
+    def _ensure_topics(self, specs: list[TopicSpec], if_retriable: str = "") -> None:
+        """TopicAdmin.ensure, its failures as SinkErrors; `if_retriable` is a sentence added to a retriable one."""
         try:
             self.topics.ensure(specs)
         except TopicAdminError as error:
-            raise (SinkRetriableError if error.retriable else SinkError)(str(error)) from None
+            if error.retriable:
+                raise SinkRetriableError(f"{error} {if_retriable}".strip()) from None
+            raise SinkError(str(error)) from None
 
     def _limit(self, topic: str) -> int:
         producer_limit = int(self._config["message.max.bytes"])
@@ -593,6 +598,13 @@ class TransactionalSink:
                     self._served(producer.close)
             except KafkaException as exception:  # a fenced or failed producer reports its error once more
                 log.debug("closing the producer of %s: %s", self.transactional_id, describe(exception.args[0]))
+
+
+def abort_failed_text(abort_failure: str, batch_failure: BaseException) -> str:
+    """A batch failed and aborting it failed too: the producer is recreated, which aborts the batch."""
+    failed = batch_failure.reason if isinstance(batch_failure, SinkError) else str(batch_failure)
+    return (f"{abort_failure}. The producer is recreated, which aborts the batch (read_committed readers never see "
+            f"it), and the batch is written again. The batch had failed because: {failed}")
 
 
 def _severed(exception: BaseException) -> BaseException:

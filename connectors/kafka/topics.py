@@ -108,6 +108,8 @@ class TopicAdmin:
             try:
                 future.result(timeout=self.timeout)
                 created.append(name)
+            except TimeoutError:  # the future's own wait: a broker that stopped answering (frozen, overloaded)
+                raise self._no_answer(f"creating topic {name!r}") from None
             except KafkaException as exception:
                 error = exception.args[0]
                 if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
@@ -127,12 +129,16 @@ class TopicAdmin:
                 try:
                     entries = future.result(timeout=self.timeout)
                     configs[resource.name] = {key: entry.value for key, entry in entries.items()}
+                except TimeoutError:
+                    raise self._no_answer(f"reading the settings of topic {resource.name!r}") from None
                 except KafkaException as exception:
                     error = exception.args[0]
                     # A just-created topic can take a moment to reach the broker's metadata.
                     if error.code() in _RETRIABLE_DESCRIBE and time.monotonic() < deadline:
                         retry.append(resource.name)
                         continue
+                    if error.code() in _RETRIABLE_DESCRIBE:
+                        raise self._no_answer(f"reading the settings of topic {resource.name!r}") from None
                     raise TopicAdminError(
                         f"Could not read the settings of topic {resource.name!r} ({describe(error)}). "
                         f"{_HINTS.get(error.code(), '')}".strip()
@@ -141,6 +147,9 @@ class TopicAdmin:
             if pending:
                 time.sleep(0.1)
         return configs
+
+    def _no_answer(self, doing: str) -> TopicAdminRetriableError:
+        return TopicAdminRetriableError(f"Kafka did not answer within {self.timeout:g}s while {doing}.")
 
 
 def ensure_topics(admin_or_bootstrap: AdminClient | str | TopicAdmin, specs: Iterable[TopicSpec]) -> list[str]:

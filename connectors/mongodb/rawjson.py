@@ -17,11 +17,15 @@ from bson.raw_bson import RawBSONDocument
 from bson.timestamp import Timestamp
 
 from connectors.mongodb import extjson
+from connectors.mongodb.java_utf8 import JAVA_REPLACE
 
-# How the sources decode documents (connectors/mongodb/client.py): dates outside datetime's range as DatetimeMS.
-DECODE_OPTIONS = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+# How the sources decode documents (connectors/mongodb/client.py): dates outside datetime's range as DatetimeMS,
+# strings that are not valid UTF-8 with U+FFFD where the Java driver (Debezium) puts them.
+DECODE_OPTIONS = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO,
+                              unicode_decode_error_handler=JAVA_REPLACE)
 # What the change stream reads: the event's fields decoded, its documents left raw (see `RawDocument`).
-RAW_OPTIONS = CodecOptions(document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+RAW_OPTIONS = CodecOptions(document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_AUTO,
+                           unicode_decode_error_handler=JAVA_REPLACE)
 
 
 def escape_table(pattern: re.Pattern[str]) -> bytes:
@@ -155,11 +159,17 @@ def reply_events(reply: RawBSONDocument) -> tuple[list[RawChangeEvent], dict[str
     return events, bson.decode(cursor, DECODE_OPTIONS)
 
 
+def _decodes_as_sources(client_options: CodecOptions) -> bool:
+    """Whether a client decodes as DECODE_OPTIONS, but for invalid UTF-8 (a client takes only Python's own error
+    handlers: its documents are read raw and decoded with DECODE_OPTIONS, so the Java driver's rule applies)."""
+    return client_options.with_options(unicode_decode_error_handler=JAVA_REPLACE) == DECODE_OPTIONS
+
+
 def raw_stream_options(client_options: CodecOptions) -> CodecOptions | None:
     """The codec options a change stream reads with to keep its events raw (`RawChangeEvent`); None (decode as the
     client does) without the compiled writer, or when the client decodes differently from DECODE_OPTIONS (its own
     UUID or date handling), since `decoded` and the writers assume those."""
-    if compiled is None or client_options != DECODE_OPTIONS:
+    if compiled is None or not _decodes_as_sources(client_options):
         return None
     return RAW_OPTIONS
 
@@ -177,7 +187,7 @@ def decoded(document: Any) -> Any:
 def raw_snapshot_options(client_options: CodecOptions) -> CodecOptions | None:
     """The codec options a snapshot reads documents with to keep them raw (RawBSONDocument); None (decode as the
     client does) as for `raw_stream_options`."""
-    if compiled is None or client_options != DECODE_OPTIONS:
+    if compiled is None or not _decodes_as_sources(client_options):
         return None
     return RAW_OPTIONS
 

@@ -13,7 +13,7 @@ from bson import Timestamp, json_util
 from bson.json_util import RELAXED_JSON_OPTIONS
 
 from connectors.config import ConnectorConfig
-from connectors.config_types import MessageTooLargePolicy, StartupMode
+from connectors.config_types import CaptureScope, MessageTooLargePolicy, StartupMode
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkExecutor
 from connectors.core.snapshot.incremental import IncrementalSnapshots
@@ -25,7 +25,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.mongodb import position as positions
 from connectors.mongodb.client import check_connection, open_client
 from connectors.mongodb.elections import ElectionWatcher
-from connectors.mongodb.filters import change_stream_pipeline, watch_target
+from connectors.mongodb.filters import WatchTarget, change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
 from connectors.mongodb.rawjson import RawChangeEvent
@@ -217,8 +217,12 @@ class ReplicaSetSource:
             max_await_ms=min(config.poll_interval_ms, config.cursor_max_await_time_ms or 1000),
         )
         start = position.start() if position is not None else MongoPosition(None).start()
+        wider = None
+        if target.scope is not CaptureScope.DEPLOYMENT and config.capture_scope is CaptureScope.DEPLOYMENT:
+            whole = WatchTarget(CaptureScope.DEPLOYMENT)  # narrowed from the include lists, not by capture.scope
+            wider = (whole, change_stream_pipeline(config, whole))
         reader = ChangeStreamReader(self.client, target, change_stream_pipeline(config, target), options, start,
-                                    queue, metrics, backoff, stop)
+                                    queue, metrics, backoff, stop, wider=wider)
         reader.pin_start()  # "from now" is now, before the pipeline shows it streams
         return reader
 

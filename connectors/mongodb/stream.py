@@ -17,6 +17,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pymongo
 from bson import Timestamp
@@ -31,6 +32,7 @@ from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.rawjson import RawChangeEvent, decoded, raw_stream_options
+from connectors.mongodb.server_errors import as_json, server_message
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ HISTORY_LOST = 286
 ONLY_ON_REPLICA_SETS = 40573  # the server became (or is) a standalone mongod
 BSON_OBJECT_TOO_LARGE = 10334  # a change event over 16 MB: MongoDB fails every getMore that reaches it
 # ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken, $changeStream on a standalone
-FATAL_CODES = {HISTORY_LOST, 280, 260, ONLY_ON_REPLICA_SETS}
+TOKEN_NOT_FOUND = 280  # ChangeStreamFatalError: "cannot resume stream; the resume token was not found"
+FATAL_CODES = {HISTORY_LOST, TOKEN_NOT_FOUND, 260, ONLY_ON_REPLICA_SETS}
 # What a probe for an oversized event leaves of it: enough to name it and resume after it.
 _WITHOUT_DOCUMENTS = {"$project": {"fullDocument": 0, "fullDocumentBeforeChange": 0, "updateDescription": 0}}
 
@@ -92,10 +95,15 @@ class ChangeStreamReader:
         backoff: Backoff,
         stop: threading.Event,
         on_connected: Callable[[], None] | None = None,
+        wider: tuple[WatchTarget, list[dict]] | None = None,
     ):
         self._client = client
         self._scope = scope
         self._pipeline = pipeline
+        # The deployment-wide target and its pipeline, for a scope narrowed from the include lists: a resume token
+        # stored under other include lists may be an event outside the narrowed scope, which the server then cannot
+        # find (280) but a deployment-wide stream finds.
+        self._wider = wider
         self._options = options
         self._out = out
         self._metrics = metrics
@@ -263,8 +271,11 @@ class ChangeStreamReader:
                         return
                     self._position = after
                     continue
+                if error.code == TOKEN_NOT_FOUND and self._widen():
+                    continue
                 if error.code in FATAL_CODES or error.has_error_label("NonResumableChangeStreamError"):
-                    self._put(ReaderFailed(_fatal_error(error)))
+                    token = self._position.resume_after or self._position.start_after
+                    self._put(ReaderFailed(_fatal_error(error, token)))
                     return
                 if not self._retry(error):
                     return
@@ -275,6 +286,19 @@ class ChangeStreamReader:
             except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
                 self._put(ReaderFailed(error))
                 return
+
+    def _widen(self) -> bool:
+        """Resumes deployment-wide (once) when a narrowed stream cannot find its resume token: the token may be an
+        event of a namespace the include lists no longer name. False when there is nothing wider to try."""
+        if self._wider is None or self._position.resume_after is None:
+            return False
+        (self._scope, self._pipeline), self._wider = self._wider, None
+        if not self._by_batch:
+            self._raw_options = None  # pymongo opens a deployment-wide stream with the client's codec options
+        log.warning("change stream of %s: the resume token is not in the narrowed stream (it is an event outside "
+                    "the namespaces now included); resuming from it deployment-wide instead",
+                    self._metrics.partition)
+        return True
 
     def _skip_oversized(self, start: StartPosition, error: OperationFailure) -> StartPosition | None:
         """Under the skip policy: the position after the oversized event, found by reading it once without its
@@ -292,18 +316,10 @@ class ChangeStreamReader:
         if event is None:
             return None
         event = decoded(event)
-        log.warning(
-            "skipped a change event over MongoDB's 16 MB limit (message.too.large.policy=skip): %s of %s, "
-            "documentKey %s, clusterTime %s (%s)",
-            event.get("operationType"),
-            event.get("ns"),
-            event.get("documentKey"),
-            event.get("clusterTime"),
-            error,
-        )
+        log.warning(skipped_event_text(event, error))
         summary = {"operationType": event.get("operationType"), "ns": event.get("ns"),
                    "documentKey": event.get("documentKey"), "clusterTime": event.get("clusterTime"),
-                   "reason": str(error)}
+                   "reason": server_message(error)}
         skipped = OversizedSkipped(event["_id"], summary)
         return StartPosition(resume_after=event["_id"]) if self._put(skipped) else None
 
@@ -312,13 +328,13 @@ class ChangeStreamReader:
         True once the backoff has passed. A stream that was open resumes at once, as pymongo's ChangeStream does."""
         self._failures += 1
         failures = self._failures
-        self._metrics.record_disconnect(f"{type(error).__name__}: {error}")
+        self._metrics.record_disconnect(f"{type(error).__name__}: {server_message(error)}")
         if failures > self._backoff.max_attempts:
             self._put(
                 ReaderFailed(
                     ConnectorError(
                         f"gave up after {self._backoff.max_attempts} attempts to reconnect to the change stream "
-                        f"(connect.max.attempts); last error: {error}"
+                        f"(connect.max.attempts); last error: {server_message(error)}"
                     )
                 )
             )
@@ -326,7 +342,7 @@ class ChangeStreamReader:
         if self._was_open:
             self._was_open = False
             log.info("change stream of %s interrupted (%s: %s); resuming", self._metrics.partition,
-                     type(error).__name__, error)
+                     type(error).__name__, server_message(error))
             return not self._stop.is_set()
         delay = self._backoff.delay(failures)
         log.warning(
@@ -339,7 +355,7 @@ class ChangeStreamReader:
         return not self._stop.wait(delay)
 
 
-def _fatal_error(error: OperationFailure) -> BaseException:
+def _fatal_error(error: OperationFailure, token: Any = None) -> BaseException:
     """What the pipeline reports for a failure no resume can mend."""
     if error.code == HISTORY_LOST:
         return HistoryLost(
@@ -351,11 +367,18 @@ def _fatal_error(error: OperationFailure) -> BaseException:
             "MongoDB refused the change stream because the server is a standalone server, not a replica set member; "
             f"change streams need a replica set ({REPLICA_SET_FIX})"
         )
-    return ConnectorError(f"the change stream failed: {error}")
+    if error.code == TOKEN_NOT_FOUND:
+        return ConnectorError(
+            f"MongoDB cannot resume the change stream from the stored resume token {as_json(token)}: the stream no "
+            "longer contains the event it names (ChangeStreamFatalError, code 280), for example because "
+            "capture.scope or capture.target changed since it was stored. Reset the connector's offset to start "
+            "from now, or take a new snapshot."
+        )
+    return ConnectorError(f"The change stream failed: {server_message(error)}.")
 
 
 def _too_large_error(error: OperationFailure) -> ChangeEventTooLarge:
-    reason = error.details.get("errmsg") if error.details else str(error)
+    reason = server_message(error)
     return ChangeEventTooLarge(
         "MongoDB cannot return a change event because it is larger than its 16 MB limit (BSONObjectTooLarge, code "
         f"10334: {reason}). The event carries the document and "
@@ -364,6 +387,14 @@ def _too_large_error(error: OperationFailure) -> ChangeEventTooLarge:
         "collection with a capture.mode without pre-images or without full update documents, or choose "
         "message.too.large.policy=skip to skip such events (each skip is logged)"
     )
+
+
+def skipped_event_text(event: dict, error: PyMongoError) -> str:
+    """The warning for a change event skipped as too large, its BSON values as relaxed Extended JSON."""
+    ns = event.get("ns") or {}
+    return (f"Skipped a change event ({event.get('operationType')}) of {ns.get('db')}.{ns.get('coll')} over "
+            f"MongoDB's 16 MB limit (message.too.large.policy=skip): document key {as_json(event.get('documentKey'))}, "
+            f"cluster time {as_json(event.get('clusterTime'))}. MongoDB said: {server_message(error)}.")
 
 
 def _position_after(change: dict | None, start: StartPosition) -> StartPosition:

@@ -26,8 +26,10 @@ from bson.raw_bson import RawBSONDocument
 from bson.regex import Regex
 from bson.timestamp import Timestamp
 
-# Dates outside datetime's years 1-9999 (a real mongod stores any 64-bit date) decode as DatetimeMS.
-CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+from devstack.mongo import rawstrings
+
+# Dates outside datetime's years 1-9999 as DatetimeMS, string bytes that are not UTF-8 kept (rawstrings.py).
+CODEC = rawstrings.CODEC
 RAW_CODEC = CodecOptions(document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 MAX_BSON_SIZE = 16 * 1024 * 1024
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -70,7 +72,7 @@ MISSING = _Missing()
 
 
 def encode(doc) -> bytes:
-    return bson.encode(doc, codec_options=CODEC)
+    return rawstrings.encode(doc)
 
 
 try:
@@ -83,7 +85,10 @@ except Exception:  # pragma: no cover - a bson without the private helper
 def encode_in_order(doc: dict) -> bytes:
     """Encode without moving `_id` to the front (bson.encode does that for top-level documents)."""
     if _dict_to_bson is not None:
-        return _dict_to_bson(doc, False, CODEC, False)
+        try:
+            return _dict_to_bson(doc, False, CODEC, False)
+        except UnicodeEncodeError:
+            return rawstrings.encode(doc, top_level=False)
     data = bson.encode({"": doc}, codec_options=CODEC)
     return data[4 + 1 + 1: -1]
 
@@ -159,13 +164,13 @@ def decode(data: bytes) -> dict:
 
 def copy_doc(doc: dict) -> dict:
     """A deep copy that keeps every BSON type exactly (round trip through the C codec)."""
-    return bson.decode(bson.encode(doc), codec_options=CODEC)
+    return bson.decode(rawstrings.encode(doc), codec_options=CODEC)
 
 
 def raw(doc) -> RawBSONDocument:
     if isinstance(doc, RawBSONDocument):
         return doc
-    return RawBSONDocument(bson.encode(doc))
+    return RawBSONDocument(rawstrings.encode(doc))
 
 
 def to_plain(value):

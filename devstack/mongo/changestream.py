@@ -700,9 +700,9 @@ class ChangeStreamCursor:
                                   "First element: _id: ...")
 
     def _not_found(self):
-        token = self.spec.start_value
+        token = self.spec.start_value.get("_data")  # mongod writes a token as BSON's toString does: {_data: "82..."}
         raise CommandError(280, "Executor error during aggregate :: caused by :: cannot resume stream; the resume "
-                                f"token was not found. {token}")
+                                f'token was not found. {{_data: "{token}"}}')
 
     def post_batch_resume_token(self) -> dict:
         return self.last_token

@@ -12,6 +12,7 @@ import bson
 from bson.int64 import Int64
 from bson.timestamp import Timestamp
 
+from devstack.mongo import rawstrings
 from devstack.mongo.bsonutil import CODEC, hash_key
 from devstack.mongo.oplog import Entry, Op
 from devstack.mongo.storage import Collection, Database
@@ -50,12 +51,12 @@ def save(rs):
     with open(tmp / "catalog.bson", "wb") as f:
         for d in rs.catalog.databases.values():
             for c in d.collections.values():
-                f.write(bson.encode({"db": c.db, "name": c.name, "uuid": c.uuid, "options": c.options,
-                                     "indexes": c.index_specs()}, codec_options=CODEC))
+                f.write(rawstrings.encode({"db": c.db, "name": c.name, "uuid": c.uuid, "options": c.options,
+                                     "indexes": c.index_specs()}))
                 docs = list(c.docs.values())
                 for i in range(0, len(docs), 5000):
-                    f.write(bson.encode({"docs": docs[i:i + 5000], "more": True}, codec_options=CODEC))
-                f.write(bson.encode({"docs": [], "end": True}, codec_options=CODEC))
+                    f.write(rawstrings.encode({"docs": docs[i:i + 5000], "more": True}))
+                f.write(rawstrings.encode({"docs": [], "end": True}))
     with open(tmp / "oplog.bson", "wb") as f:
         for e in rs.oplog.entries:
             doc = {"ts": e.ts, "t": Int64(e.term), "wall": e.wall}
@@ -66,9 +67,9 @@ def save(rs):
                 doc["ops"] = [_op_doc(op) for op in e.ops]
             else:
                 doc["op"] = _op_doc(e.op)
-            f.write(bson.encode(doc, codec_options=CODEC))
+            f.write(rawstrings.encode(doc))
     with open(tmp / "meta.bson", "wb") as f:
-        f.write(bson.encode(meta, codec_options=CODEC))
+        f.write(rawstrings.encode(meta))
     old = target.with_name(target.name + ".old")
     if old.exists():
         shutil.rmtree(old)

@@ -64,6 +64,8 @@ class Projection:
                 continue
             self._set_mode("include" if f else "exclude", path)
             self._add(path, f)
+        if self.mode is None and self.include_id and "_id" in self.spec and not self.specials:
+            self.mode = "include"  # {_id: 1} alone: only the _id, as mongod returns it
 
     def _set_mode(self, mode, path):
         if self.mode is None:

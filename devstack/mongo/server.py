@@ -9,7 +9,7 @@ import struct
 
 import bson
 
-from devstack.mongo import wire
+from devstack.mongo import rawstrings, wire
 from devstack.mongo.bsonutil import RawCursor, elements
 from devstack.mongo.dispatch import CloseConnection, run_command
 from devstack.mongo.errors import CommandError
@@ -106,7 +106,7 @@ class Connection:
                 chunks = cursor.chunks()
                 size = 4 + 8 + sum(map(len, chunks)) + len(rest) + 1
                 return b"".join([_I32.pack(size), b"\x03cursor\x00", *chunks, rest, b"\x00"])
-            return bson.encode(reply, codec_options=wire.CODEC)
+            return rawstrings.encode(reply)
         except Exception as exc:
             log.exception("cannot encode reply")
             err = CommandError(10334, f"BSONObj size is invalid or reply could not be encoded: {exc}")

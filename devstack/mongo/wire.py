@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 
 import bson
-from bson import CodecOptions
-from bson.codec_options import DatetimeConversion
+
+from devstack.mongo import rawstrings
 
 OP_REPLY = 1
 OP_QUERY = 2004
@@ -24,8 +24,8 @@ _INT = struct.Struct("<i")
 _UINT = struct.Struct("<I")
 _REPLY = struct.Struct("<iqii")
 
-# A real mongod stores any 64-bit date: those outside datetime's years 1-9999 are kept as DatetimeMS.
-CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+# Dates outside datetime's years 1-9999 as DatetimeMS, string bytes that are not UTF-8 kept (rawstrings.py).
+CODEC = rawstrings.CODEC
 
 MAX_MESSAGE_SIZE = 48_000_000
 
@@ -84,7 +84,7 @@ def parse_op_query(body: bytes) -> tuple[int, str, int, int, dict]:
 
 
 def encode_op_msg(request_id: int, response_to: int, doc, flags: int = 0, encoded: bytes | None = None) -> bytes:
-    payload = encoded if encoded is not None else bson.encode(doc, codec_options=CODEC)
+    payload = encoded if encoded is not None else rawstrings.encode(doc)
     length = 16 + 4 + 1 + len(payload)
     return b"".join((_HEADER.pack(length, request_id, response_to, OP_MSG), _UINT.pack(flags), b"\x00", payload))
 
@@ -96,7 +96,7 @@ def op_msg_parts(request_id: int, response_to: int, payload: bytes, flags: int =
 
 
 def encode_op_reply(request_id: int, response_to: int, docs: list, cursor_id: int = 0, flags: int = 0) -> bytes:
-    payload = b"".join(bson.encode(d, codec_options=CODEC) for d in docs)
+    payload = b"".join(rawstrings.encode(d) for d in docs)
     length = 16 + 20 + len(payload)
     return b"".join((_HEADER.pack(length, request_id, response_to, OP_REPLY),
                      _REPLY.pack(flags, cursor_id, 0, len(docs)), payload))

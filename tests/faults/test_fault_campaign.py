@@ -91,3 +91,23 @@ def test_a_runner_that_keeps_exiting_aborts_the_scenario(tmp_path):
         session.wait(120)
     assert session.outcome.unplanned_exits == MAX_EXITS and session.runner.poll() is not None
     assert not session.checker.is_alive()
+
+
+def test_a_runner_that_exited_on_its_own_fails_the_campaign():
+    """A runner restarted after a crash delivered everything, but the crash itself is a failure of the run."""
+    crashed = Outcome(faults=1, writes=100, unplanned_exits=1, notes=["runner exited with status 1; restarted"])
+    assert crashed.failed
+    assert not Outcome(faults=1, writes=100).failed
+
+
+def test_ports_come_from_the_range_given(tmp_path):
+    from bench.faults.cli import port_range
+    from devstack.private_kafka import PrivateKafka, free_ports
+
+    ports = port_range("45300-45309")
+    assert ports == range(45300, 45310)
+    first = free_ports(3, ports)
+    assert first == list(range(first[0], first[0] + 3)) and set(first) <= set(ports)
+    assert PrivateKafka(tmp_path, ports).port in ports
+    with pytest.raises(Exception, match="LOW-HIGH"):
+        port_range("58000")
