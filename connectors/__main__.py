@@ -65,7 +65,8 @@ def _run(args) -> int:
         return 1
     for partition, outcome in outcomes.items():
         error = runner.errors.get(partition)
-        print(f"{config.name}/{partition}: {outcome}" + (f" ({error})" if error is not None else ""))
+        reason = (str(error) or type(error).__name__) if error is not None else None  # a bare TimeoutError too
+        print(f"{config.name}/{partition}: {outcome}" + (f" ({reason})" if reason is not None else ""))
     return 1 if runner.errors else 0
 
 
