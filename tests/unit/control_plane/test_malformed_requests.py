@@ -48,6 +48,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 @pytest.mark.parametrize(("method", "url"), [
     ("post", VALIDATE), ("post", "/api/connectors/"), ("put", CONNECT_VALIDATE), ("post", "/connect/connectors"),
+    ("post", "/api/auth/token/"),
 ])
 def test_json_nested_too_deep_is_a_400(admin, method, url):
     create_connector("orders", state="stopped")
