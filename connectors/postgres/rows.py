@@ -12,6 +12,7 @@ unknown or longer (`ColumnRules.string_rule`); the key schema takes the row sche
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,7 +35,10 @@ from connectors.postgres.types import (
     TypeSettings,
     column_mapping,
     compiled_kind,
+    omission_warning,
 )
+
+log = logging.getLogger(__name__)
 
 DEFAULT_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 
@@ -65,6 +69,7 @@ class RowMapper:
                 continue
             mapping = column_mapping(column.type, settings, column.optional, column.name)
             if mapping is None:
+                log.warning("%s", omission_warning(column.type, qualified if table else column.name))
                 continue
             if column_rules is not None and mapping.schema.type == "string":
                 # a mask: any string value (json, uuid… too), what it names is never sent; a hash: the character

@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import decimal
 import re
+import struct
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.core.errors import ConnectorError
 from connectors.events import logical
 from connectors.events import schema as s
 from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes
@@ -36,8 +38,9 @@ HSTORE_HANDLING_MODES = ("json", "map")
 VARBIT_UNBOUNDED_LENGTH = 2**31 - 1
 
 
-class TypeMappingError(ValueError):
-    """A value or setting the mapping cannot handle; the message names the column or the property."""
+class TypeMappingError(ConnectorError, ValueError):
+    """A value or setting the mapping cannot handle; the message names the column or the property (a connector
+    error: the pipeline stops with it)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,8 @@ BUILTIN_ARRAYS = {
 _UNSUPPORTED_ARRAY_ELEMENTS = {MONEY, NAME, INTERVAL, VARBIT, XML, POINT}
 _STRING_TYPES = {CHAR, NAME, TEXT, BPCHAR, VARCHAR, INET, CIDR, MACADDR, MACADDR8,
                  INT4RANGE, NUMRANGE, TSRANGE, TSTZRANGE, DATERANGE, INT8RANGE}
+# extension types Debezium's connector maps (PostGIS, pgvector) and this one does not: never left out silently
+_UNMAPPED_EXTENSION_TYPES = {"geometry", "geography", "vector", "halfvec", "sparsevec"}
 _STRING_EXTENSION_TYPES = {"citext", "isbn", "isbn13", "ismn", "ismn13", "issn", "issn13", "ean13", "upc"}
 
 
@@ -327,6 +332,15 @@ def _timestamp(unit_us: int) -> Callable[[str], int]:
     return convert
 
 
+def _point(text: str) -> dict:
+    """PostgreSQL's `(x,y)` → Debezium's Point: the coordinates and their WKB (little-endian, type 1), no SRID."""
+    if not (text.startswith("(") and text.endswith(")")):
+        raise TypeMappingError(f"not a point: {text[:80]!r}")
+    x_text, y_text = text[1:-1].split(",")
+    x, y = float(x_text), float(y_text)
+    return {"x": x, "y": y, "wkb": struct.pack("<BIdd", 1, 1, x, y), "srid": None}
+
+
 def _hstore_pairs(text: str) -> dict[str, str | None]:
     pairs: dict[str, str | None] = {}
     pos, length = 0, len(text)
@@ -461,6 +475,8 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         if settings.hstore_handling_mode == "json":
             return logical.named("string", logical.JSON), _hstore_json
         return s.map_(s.string(), s.string(optional=True)), _hstore_pairs
+    if oid == POINT:
+        return logical.point(), _point
     if oid == BYTEA:
         return _binary(settings.binary_handling_mode)
     if oid in (BIT, VARBIT):
@@ -517,8 +533,14 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
 def column_mapping(
     column_type: ColumnType, settings: TypeSettings, optional: bool = True, column: str = "?"
 ) -> ColumnMapping | None:
-    """The schema and converter of one column; None when Debezium would leave the column out."""
+    """The schema and converter of one column; None when Debezium would leave the column out (`omission_warning`
+    says so); a TypeMappingError for a type Debezium maps and this connector cannot."""
     resolved = _resolve_domain(column_type)
+    element = _resolve_domain(resolved.element) if resolved.element is not None else None
+    if (element or resolved).name in _UNMAPPED_EXTENSION_TYPES:
+        raise TypeMappingError(
+            f"column {column} has type {column_type.name}, which this connector cannot write as Debezium does; "
+            "leave the column out with column.exclude.list")
     if resolved.element is not None:
         element_type = _resolve_domain(resolved.element)
         if element_type.oid in _UNSUPPORTED_ARRAY_ELEMENTS:
@@ -543,6 +565,18 @@ def column_mapping(
     schema, convert = scalar[:2]
     json = scalar[2] if len(scalar) > 2 else _TEXT_JSON.get(convert)
     return ColumnMapping(schema.as_optional() if optional else schema, convert, json)
+
+
+def omission_warning(column_type: ColumnType, column: str) -> str:
+    """What to log of a column `column_mapping` leaves out (as Debezium logs it): which type, and what to do."""
+    resolved = _resolve_domain(column_type)
+    name = column_type.name or BUILTIN_NAMES.get(column_type.oid) or f"OID {column_type.oid}"
+    if resolved.element is not None and _resolve_domain(resolved.element).oid in _UNSUPPORTED_ARRAY_ELEMENTS:
+        how = "Debezium's PostgreSQL connector has no schema for this array type"
+    else:
+        how = "set include.unknown.datatypes=true to carry its text as bytes"
+    return (f"column {column} of type {name} is left out of the change events: {how}, or name it in "
+            "column.exclude.list to leave it out without this warning")
 
 
 def _unknown(settings: TypeSettings) -> Callable[[str], Any]:
