@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import logging
 import re
 import struct
 import weakref
@@ -36,6 +37,8 @@ BINARY_HANDLING_MODES = ("bytes", "base64", "base64-url-safe", "hex")
 INTERVAL_HANDLING_MODES = ("numeric", "string")
 HSTORE_HANDLING_MODES = ("json", "map")
 VARBIT_UNBOUNDED_LENGTH = 2**31 - 1
+
+log = logging.getLogger(__name__)
 
 
 class TypeMappingError(ConnectorError, ValueError):
@@ -262,7 +265,7 @@ def _bits(text: str) -> bytes:
 _NUMERIC_SPECIAL = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 
 
-def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
+def _numeric(column: str, mode: str, scale: int | None, optional: bool = True) -> Callable[[str], Any]:
     quantum = decimal.Decimal(1).scaleb(-scale) if scale is not None else None
 
     def convert(text: str) -> Any:
@@ -271,10 +274,13 @@ def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
                 return _NUMERIC_SPECIAL[text]
             if mode == "double":
                 return float(text)
-            raise TypeMappingError(
-                f"column {column} holds {text}, which decimal.handling.mode=precise cannot represent; "
-                "set decimal.handling.mode to string or double"
-            )
+            # as Debezium: the value it cannot convert becomes null, with a warning (a NOT NULL column cannot be)
+            problem = (f"column {column} holds {text}, which decimal.handling.mode=precise cannot represent "
+                       "(decimal.handling.mode=string writes it as text, double as a JSON string)")
+            if not optional:
+                raise TypeMappingError(f"{problem}; the column is NOT NULL, so it cannot be written as null")
+            log.warning("%s: written as null", problem)
+            return None
         value = decimal.Decimal(text)
         if mode == "double":
             return float(value)
@@ -327,7 +333,7 @@ def _timestamp(unit_us: int) -> Callable[[str], int]:
             return temporal.TIMESTAMP_POSITIVE_INFINITY_US // unit_us
         if text == "-infinity":
             return temporal.TIMESTAMP_NEGATIVE_INFINITY_US // unit_us
-        return temporal.timestamp_micros(text) // unit_us
+        return temporal.saturated_int64(temporal.timestamp_micros(text) // unit_us)
 
     return convert
 
@@ -440,7 +446,7 @@ def _resolve_domain(column_type: ColumnType) -> ColumnType:
     return column_type
 
 
-def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tuple | None:
+def _scalar(column_type: ColumnType, settings: TypeSettings, column: str, optional: bool = True) -> tuple | None:
     """(schema, convert) or (schema, convert, json) of a column that is not an array; None when Debezium leaves it
     out."""
     oid, typmod = column_type.oid, column_type.type_modifier
@@ -492,9 +498,10 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         if decimal_mode == "string":
             return s.string(), _numeric(column, "string", None)
         if precision_scale is None:
-            return logical.variable_scale_decimal(), _numeric(column, "precise", None)
+            return logical.variable_scale_decimal(), _numeric(column, "precise", None, optional)
         precision, scale = precision_scale
-        return logical.decimal(scale, precision), _numeric(column, "precise", scale), _fixed_scale_json(scale)
+        return (logical.decimal(scale, precision), _numeric(column, "precise", scale, optional),
+                _fixed_scale_json(scale))
     if oid == MONEY:
         digits, decimal_mode = settings.money_fraction_digits, settings.decimal_handling_mode
         schema = {"double": s.float64(), "string": s.string()}.get(decimal_mode) or logical.decimal(digits)
@@ -556,7 +563,7 @@ def column_mapping(
         element_schema = element_schema if element_type.kind == "e" else element_schema.as_optional()
         element = ColumnMapping(element_schema, convert)
         return ColumnMapping(s.array(element.schema, optional=optional), _array(element))
-    scalar = _scalar(resolved, settings, column)
+    scalar = _scalar(resolved, settings, column, optional)
     if scalar is None:
         if not settings.include_unknown_datatypes:
             return None

@@ -216,8 +216,10 @@ def test_decimal_handling_modes():
     assert mapped(builtin(t.MONEY), "-$1,234.56", string)[1] == "-1234.56"
     money3 = TypeSettings(money_fraction_digits=3)
     assert mapped(builtin(t.MONEY), "$1.50", money3)[1] == unscaled(1500)
-    mapping = column_mapping(builtin(t.NUMERIC), DEFAULT, column="price")
-    with pytest.raises(TypeMappingError, match="column price holds NaN.*decimal.handling.mode"):
+    # precise: as Debezium, null with a warning; a NOT NULL column cannot hold it
+    assert column_mapping(builtin(t.NUMERIC), DEFAULT, column="price").convert("NaN") is None
+    mapping = column_mapping(builtin(t.NUMERIC), DEFAULT, optional=False, column="price")
+    with pytest.raises(TypeMappingError, match="column price holds NaN.*decimal.handling.mode.*NOT NULL"):
         mapping.convert("NaN")
 
 
