@@ -193,7 +193,8 @@ class PgEventBuilder:
         return OutMessage(table.topic, key, value.encode())
 
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
-        if not self.config.tombstones_on_delete or table.key_text is None:
+        """A delete's tombstone; a table without a key gets one too, with a null key, as Debezium writes it."""
+        if not self.config.tombstones_on_delete:
             return []
         return [OutMessage(table.topic, self._key(table, key_row), None)]
 
