@@ -11,9 +11,7 @@ keys and values use Kafka Connect's ``{"schema": …, "payload": …}`` form; to
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,13 +20,11 @@ from typing import Any
 import orjson
 
 from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
+from connectors.core.topic_names import MAX_TOPIC_LENGTH, sanitize_topic  # noqa: F401 - MAX_TOPIC_LENGTH re-exported
 from connectors.core.transactions import TransactionBoundary
 from connectors.mongodb import connect_schemas as schemas
 from connectors.mongodb import envelopes, extjson
 from connectors.mongodb.records import ChangeRecord, Namespace, Operation
-
-MAX_TOPIC_LENGTH = 249
-_INVALID_TOPIC_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 
 CHANGE = "change"
 TOMBSTONE = "tombstone"
@@ -46,15 +42,6 @@ class KafkaMessage:
     value: bytes | None  # None: a tombstone
     headers: tuple[tuple[str, bytes], ...] = ()
     kind: str = CHANGE
-
-
-def sanitize_topic(name: str) -> str:
-    """A valid Kafka topic name; over-long names are cut and suffixed with a hash to stay distinct."""
-    cleaned = _INVALID_TOPIC_CHARACTERS.sub("_", name)
-    if len(cleaned) <= MAX_TOPIC_LENGTH:
-        return cleaned
-    digest = hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:12]
-    return f"{cleaned[: MAX_TOPIC_LENGTH - 13]}_{digest}"
 
 
 def topic_name(prefix: str, namespace: Namespace) -> str:
