@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from connectors.core.topic_names import sanitize_topic
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Field, Schema
@@ -23,7 +24,9 @@ SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_co
 
 
 def topic_name(prefix: str, schema: str, table: str) -> str:
-    return f"{prefix}.{schema}.{table}"
+    """`<prefix>.<schema>.<table>` with each character Kafka refuses in a topic name replaced by `_`, as Debezium's
+    topic naming does (the schemas' names follow the topic's; `source` keeps the table's own name)."""
+    return sanitize_topic(f"{prefix}.{schema}.{table}")
 
 
 def snapshot_schema() -> Schema:

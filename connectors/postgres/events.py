@@ -11,6 +11,7 @@ Debezium emits it.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,8 @@ from connectors.postgres.catalog import describe_type, published_columns, table_
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.overlap import StreamOverlap
 from connectors.postgres.rows import RowColumn, RowMapper
+
+log = logging.getLogger(__name__)
 
 VERSION = "3.0.0.Final-cdcplatform"
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
@@ -141,6 +144,9 @@ class PgEventBuilder:
 
         catalog, row_columns = self._read_catalog(read)
         topic = env.topic_name(self.config.topic_prefix, schema, name)
+        if topic != f"{self.config.topic_prefix}.{schema}.{name}":
+            log.warning("table %s.%s is written to topic %s: Kafka refuses some characters of its name in topic "
+                        "names", schema, name, topic)
         rules = self.config.column_rules
         rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder,
                          rules, f"{schema}.{name}")
