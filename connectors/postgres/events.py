@@ -31,12 +31,14 @@ from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import describe_type, published_columns, table_columns
 from connectors.postgres.config import PostgresConfig
+from connectors.postgres.errors import retriable
 from connectors.postgres.overlap import StreamOverlap
 from connectors.postgres.rows import RowColumn, RowMapper
 
 log = logging.getLogger(__name__)
 
 VERSION = "3.0.0.Final-cdcplatform"
+_CATALOG_ATTEMPTS = 5  # catalog reads on fresh connections that each failed (each connection waits for the server)
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
          "string": "", "bytes": b""}
 
@@ -107,14 +109,18 @@ class PgEventBuilder:
 
     def _read_catalog(self, read):
         """read(cursor), on a catalog connection the server may have ended since its last use (a server restart, a
-        terminated backend): then it is opened again, once. The replication connection reconnects by itself, and
-        the Relation messages that follow must not fail on the old session."""
-        try:
-            return read(self.cursor)
-        except psycopg.OperationalError:
-            if self._catalog is None or not self._catalog.closed:
-                raise  # the connection is fine: the query itself failed
-            return read(self.cursor)  # `cursor` opens a new connection
+        terminated backend): an error that says the server went away (errors.retriable) opens it again, and
+        `connect_catalog` waits while the server is down, starting up or shutting down. The replication connection
+        reconnects by itself, and the Relation messages that follow must not fail on the old session."""
+        for attempt in range(1, _CATALOG_ATTEMPTS + 1):
+            try:
+                return read(self.cursor)
+            except psycopg.Error as error:
+                if not retriable(error) or attempt == _CATALOG_ATTEMPTS:
+                    raise
+                log.warning("reading the catalog failed (%s); reconnecting", str(error).strip() or type(error).__name__)
+                if self._catalog is not None:
+                    self._catalog.close()  # `cursor` opens a new connection
 
     # -- tables -------------------------------------------------------------------------------------------------
 
@@ -363,7 +369,7 @@ class PgEventBuilder:
 
     def heartbeat(self) -> list[OutMessage]:
         if self.config.heartbeat_action_query:
-            self.cursor.execute(self.config.heartbeat_action_query)
+            self._read_catalog(lambda cursor: cursor.execute(self.config.heartbeat_action_query))
         key: dict = {"serverName": self.config.topic_prefix}
         value: dict = {"ts_ms": now_ns() // 1_000_000}
         key_text = encode(_HEARTBEAT_KEY, key, self.config.key_schemas)
