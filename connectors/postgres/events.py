@@ -3,10 +3,10 @@ through Kafka Connect's JsonConverter encoding, keys `{<primary key columns>}` (
 
 A Relation message (sent before a table's first change of a session and again after its schema changed) gives the
 table's row schema from that change on. Replica identity: with DEFAULT, `before` of a delete holds the key columns
-only (required non-key columns get their type's zero value, Debezium's struct cannot leave them null); with FULL,
-the whole old row, and an unchanged TOASTed value of the new row is taken from it (else it becomes
-`unavailable.value.placeholder`). An update that changes the key is a delete (+ tombstone) and a create, as
-Debezium emits it.
+only (required non-key columns get Debezium's fallback for their type, RowMapper.fallback: its struct cannot
+leave them null); with FULL, the whole old row, and an unchanged TOASTed value of the new row is taken from it
+(else it becomes `unavailable.value.placeholder`). An update that changes the key is a delete (+ tombstone) and a
+create, as Debezium emits it.
 """
 
 from __future__ import annotations
@@ -166,7 +166,8 @@ class PgEventBuilder:
             key_names = [c.name for c in keyed if c.name in fields]
         key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names],
                                      required=chosen is None) if key_names else None)
-        zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
+        zero = {f.name: rows.fallback(f.name) if rows.fallback(f.name) is not None else _ZERO.get(f.schema.type)
+                for f in rows.schema.fields
                 if not f.schema.optional and f.name not in key_names}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         key_text = key_of_tuple = None

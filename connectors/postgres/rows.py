@@ -25,7 +25,10 @@ from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.types import (
     BPCHAR,
     CHAR,
+    MONEY,
     NAME,
+    NUMERIC,
+    POINT,
     TEXT,
     VARCHAR,
     XML,
@@ -62,6 +65,7 @@ class RowMapper:
     ):
         """`column_rules` (column.include/exclude.list, masks, hashes, truncation) apply to `<table>.<column>`."""
         self._mappings: list[tuple[int, str, ColumnMapping]] = []
+        self._fallback_texts: dict[str, str] = {}
         masks: dict[str, str] = {}  # column -> what it shows for an unchanged TOASTed value
         for position, column in enumerate(columns):
             qualified = f"{table}.{column.name}"
@@ -86,6 +90,8 @@ class RowMapper:
                         # would read as data)
                         masks[column.name] = rule.convert(unavailable_value)
             self._mappings.append((position, column.name, mapping))
+            if _underlying(column.type).oid in _FALLBACK_TEXTS:
+                self._fallback_texts[column.name] = _FALLBACK_TEXTS[_underlying(column.type).oid]
         self.column_count = len(columns)
         self.schema: Schema = s.struct(
             [(name, mapping.schema) for _, name, mapping in self._mappings], name=schema_name, optional=True
@@ -94,6 +100,15 @@ class RowMapper:
         # column always reads masked); a truncated one keeps the whole placeholder, which a cut one would not be
         self._placeholders = {name: masks.get(name, _placeholder(mapping.schema, unavailable_value))
                               for _, name, mapping in self._mappings}
+
+    def fallback(self, name: str):
+        """What Debezium writes in a NOT NULL column a row does not carry (a key-only `before`), for the columns
+        whose value is not their schema type's plain zero: a numeric's or money's 0 in the column's decimal mode,
+        the point (0,0). None for the others."""
+        text = self._fallback_texts.get(name)
+        if text is None:
+            return None
+        return next(mapping.convert(text) for _, column, mapping in self._mappings if column == name)
 
     @property
     def column_names(self) -> list[str]:
@@ -194,6 +209,9 @@ def _json_or_none(encode: Callable[[object], str], value) -> str | None:
     except Exception:  # noqa: BLE001 - any refusal: that value then takes the long way
         return None
 
+
+# the text of Debezium's fallback value (JdbcValueConverters.convertValue's) for the types whose zero is not plain
+_FALLBACK_TEXTS = {NUMERIC: "0", MONEY: "0", POINT: "(0,0)"}
 
 # the character types (JDBC CHAR, VARCHAR, SQLXML) Debezium's column.truncate.to.N.chars applies to
 _CHARACTER_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME, XML})
