@@ -74,3 +74,60 @@ def test_keepalives_never_move_the_slot_past_the_acknowledged_position(pg_db, ot
         assert confirmed_flush(pg_db, slot) == commit.end_lsn
     finally:
         stream.close()
+
+
+def test_after_a_too_large_stop_the_connector_starts_again_from_its_offset(pg_db, other_database, stack,
+                                                                           unique_name):
+    """message.too.large.policy=fail stops the pipeline at a row larger than the broker takes, while another
+    database writes; the slot is then still where the stored offset says, and the connector starts again from it
+    (with policy skip) without a new snapshot: the rows after the big one arrive."""
+    import threading
+
+    from connectors.kafka import OffsetStore
+    from connectors.postgres.offsets import acknowledgeable, decode_offset, offset_key
+    from tests.postgres.test_source import Running, payloads, pg_config
+    from tests.type_check import records_at_least
+
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    topic = f"{name}.public.t"
+    pg_db.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    pg_db.execute("INSERT INTO t VALUES (1, 'small')")
+    writing = threading.Event()
+
+    def write_elsewhere():
+        with other_database.cursor() as cur:
+            while not writing.wait(0.05):
+                cur.execute("INSERT INTO w (pad) SELECT repeat('x', 100) FROM generate_series(1, 50)")
+
+    writer = threading.Thread(target=write_elsewhere, daemon=True)
+    writer.start()
+    try:
+        config = pg_config(pg_db, name, **{"status.update.interval.ms": 1000})
+        running = Running(config, bootstrap)
+        try:
+            records_at_least(running, bootstrap, topic, 1)
+            time.sleep(3)  # idle positions committed and acknowledged while the other database writes
+            pg_db.execute("INSERT INTO t VALUES (2, repeat('x', 2000000))")  # over the broker's 1 MB
+            deadline = time.monotonic() + 60
+            while not running.runner.errors:
+                assert time.monotonic() < deadline, "the pipeline did not stop at the big row"
+                time.sleep(0.2)
+            assert "over the limit" in str(next(iter(running.runner.errors.values())))
+            time.sleep(5)  # keepalives keep coming while the connection closes and afterwards
+        finally:
+            running.stop()
+        stored, _ = OffsetStore(bootstrap, config.offset_storage_topic).read_value(
+            offset_key(config.name, config.topic_prefix))
+        assert confirmed_flush(pg_db, pg_db.name) <= acknowledgeable(decode_offset(stored).position)
+        pg_db.execute("INSERT INTO t VALUES (3, 'after')")
+        again = Running(pg_config(pg_db, name, **{"message.too.large.policy": "skip"}), bootstrap)
+        try:
+            records = records_at_least(again, bootstrap, topic, 2)
+        finally:
+            again.stop()
+    finally:
+        writing.set()
+        writer.join(5)
+    assert [v["after"]["id"] for v in payloads(records)] == [1, 3]
+    assert not again.runner.errors
