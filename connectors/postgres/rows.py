@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from connectors.core.columns import ColumnRules
-from connectors.events import json_converter
+from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.compiled import compiled
@@ -30,6 +30,8 @@ from connectors.postgres.types import (
     NUMERIC,
     POINT,
     TEXT,
+    TIMESTAMPTZ,
+    TIMETZ,
     VARCHAR,
     XML,
     ColumnMapping,
@@ -65,7 +67,7 @@ class RowMapper:
     ):
         """`column_rules` (column.include/exclude.list, masks, hashes, truncation) apply to `<table>.<column>`."""
         self._mappings: list[tuple[int, str, ColumnMapping]] = []
-        self._fallback_texts: dict[str, str] = {}
+        self._fallbacks: dict[str, object] = {}  # the columns whose fallback is not their schema type's zero
         masks: dict[str, str] = {}  # column -> what it shows for an unchanged TOASTed value
         for position, column in enumerate(columns):
             qualified = f"{table}.{column.name}"
@@ -90,8 +92,9 @@ class RowMapper:
                         # would read as data)
                         masks[column.name] = rule.convert(unavailable_value)
             self._mappings.append((position, column.name, mapping))
-            if _underlying(column.type).oid in _FALLBACK_TEXTS:
-                self._fallback_texts[column.name] = _FALLBACK_TEXTS[_underlying(column.type).oid]
+            fallback = _fallback(column.type, mapping)
+            if fallback is not None:
+                self._fallbacks[column.name] = fallback
         self.column_count = len(columns)
         self.schema: Schema = s.struct(
             [(name, mapping.schema) for _, name, mapping in self._mappings], name=schema_name, optional=True
@@ -102,13 +105,9 @@ class RowMapper:
                               for _, name, mapping in self._mappings}
 
     def fallback(self, name: str):
-        """What Debezium writes in a NOT NULL column a row does not carry (a key-only `before`), for the columns
-        whose value is not their schema type's plain zero: a numeric's or money's 0 in the column's decimal mode,
-        the point (0,0). None for the others."""
-        text = self._fallback_texts.get(name)
-        if text is None:
-            return None
-        return next(mapping.convert(text) for _, column, mapping in self._mappings if column == name)
+        """What Debezium writes in a NOT NULL column a row does not carry (a key-only `before`) when it is not the
+        column's schema type's plain zero (`""`, 0, false): see `_fallback`. None for the others."""
+        return self._fallbacks.get(name)
 
     @property
     def column_names(self) -> list[str]:
@@ -212,6 +211,29 @@ def _json_or_none(encode: Callable[[object], str], value) -> str | None:
 
 # the text of Debezium's fallback value (JdbcValueConverters.convertValue's) for the types whose zero is not plain
 _FALLBACK_TEXTS = {NUMERIC: "0", MONEY: "0", POINT: "(0,0)"}
+_FALLBACK_VALUES = {TIMESTAMPTZ: "1970-01-01T00:00:00Z", TIMETZ: "00:00:00Z"}
+
+
+def _fallback(column_type: ColumnType, mapping: ColumnMapping):
+    """Debezium's converters' fallback for a null in a NOT NULL column (JdbcValueConverters.convertValue's and
+    PostgresValueConverter's), where it is not the schema type's plain zero: an empty list for an array, an empty map
+    or `{}` for hstore, 0 in the column's decimal form for numeric and money, the point (0,0), the epoch or midnight
+    in UTC for timestamptz and timetz, a zero ISO interval. None: the plain zero."""
+    schema = mapping.schema
+    oid = _underlying(column_type).oid
+    if schema.type == "array":
+        return []
+    if schema.type == "map":
+        return {}
+    if oid in _FALLBACK_TEXTS:
+        return mapping.convert(_FALLBACK_TEXTS[oid])
+    if oid in _FALLBACK_VALUES:
+        return _FALLBACK_VALUES[oid]
+    if schema.name == logical.INTERVAL:
+        return "P0Y0M0DT0H0M0S"
+    if _underlying(column_type).name == "hstore":
+        return "{}"
+    return None
 
 # the character types (JDBC CHAR, VARCHAR, SQLXML) Debezium's column.truncate.to.N.chars applies to
 _CHARACTER_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME, XML})

@@ -33,8 +33,8 @@ def test_a_delete_on_a_keyless_table_is_followed_by_a_tombstone_with_a_null_key(
 def test_a_key_only_before_fills_not_null_columns_with_debeziums_fallbacks(pg_db, stack, unique_name):
     """REPLICA IDENTITY DEFAULT: a delete's old row holds the key only; a NOT NULL column outside it gets the value
     Debezium's converters fall back to (JdbcValueConverters.convertValue): "", 0, a numeric's 0 in the column's
-    decimal form, the point (0,0). (Before, a NOT NULL numeric or point failed the pipeline, a numeric(p, s) was
-    written as empty bytes.)"""
+    decimal form, the point (0,0), an empty array, the epoch in UTC for timestamptz. (Before, a NOT NULL numeric,
+    point or array failed the pipeline, a numeric(p, s) was written as empty bytes, a timestamptz as "".)"""
     import base64
     import struct
 
@@ -42,8 +42,8 @@ def test_a_key_only_before_fills_not_null_columns_with_debeziums_fallbacks(pg_db
     name = "pg" + unique_name.replace("-", "")[-12:]
     topic = f"{name}.public.kept"
     pg_db.execute("CREATE TABLE kept (id int PRIMARY KEY, t text NOT NULL, i int NOT NULL, n numeric NOT NULL, "
-                  "d numeric(6,2) NOT NULL, p point NOT NULL, o text)")
-    pg_db.execute("INSERT INTO kept VALUES (1, 'x', 5, 1.5, 2.25, '(1,2)', 'y')")
+                  "d numeric(6,2) NOT NULL, p point NOT NULL, a int[] NOT NULL, z timestamptz NOT NULL, o text)")
+    pg_db.execute("INSERT INTO kept VALUES (1, 'x', 5, 1.5, 2.25, '(1,2)', '{1}', now(), 'y')")
     running = Running(pg_config(pg_db, name), bootstrap)
     try:
         records_at_least(running, bootstrap, topic, 1)  # the snapshot's row: the delete can only be streamed
@@ -54,4 +54,4 @@ def test_a_key_only_before_fills_not_null_columns_with_debeziums_fallbacks(pg_db
     zero = base64.b64encode(b"\x00").decode()
     origin = {"x": 0.0, "y": 0.0, "wkb": base64.b64encode(struct.pack("<BIdd", 1, 1, 0.0, 0.0)).decode(), "srid": None}
     assert payloads(records)[1]["before"] == {"id": 1, "t": "", "i": 0, "n": {"scale": 0, "value": zero}, "d": zero,
-                                              "p": origin, "o": None}
+                                              "p": origin, "a": [], "z": "1970-01-01T00:00:00Z", "o": None}
