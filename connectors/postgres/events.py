@@ -145,7 +145,9 @@ class PgEventBuilder:
                 known = catalog.get(column)
                 column_type = known.type if known is not None and known.type.oid == oid else describe_type(
                     cursor, oid, typmod)
-                row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null)))
+                row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null),
+                                             known.default if known is not None and column_type is known.type
+                                             else None))
             return catalog, row_columns
 
         catalog, row_columns = self._read_catalog(read)
@@ -167,8 +169,8 @@ class PgEventBuilder:
         key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names],
                                      required=chosen is None) if key_names else None)
         zero = {f.name: rows.fallback(f.name) if rows.fallback(f.name) is not None else _ZERO.get(f.schema.type)
-                for f in rows.schema.fields
-                if not f.schema.optional and f.name not in key_names}
+                for f in rows.schema.fields  # (a field with a default: JsonConverter writes that for a null)
+                if not f.schema.optional and f.name not in key_names and f.schema.default is s.NO_DEFAULT}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         key_text = key_of_tuple = None
         if key_schema is not None:

@@ -21,6 +21,7 @@ from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.compiled import compiled
+from connectors.postgres.defaults import column_default
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.types import (
     BPCHAR,
@@ -53,6 +54,7 @@ class RowColumn:
     name: str
     type: ColumnType
     optional: bool = True
+    default: str | None = None  # the DEFAULT expression: the field schema's default (defaults.column_default)
 
 
 class RowMapper:
@@ -77,6 +79,9 @@ class RowMapper:
             if mapping is None:
                 log.warning("%s", omission_warning(column.type, qualified if table else column.name))
                 continue
+            default = column_default(column.type, column.default, mapping)
+            if default is not s.NO_DEFAULT:
+                mapping = ColumnMapping(mapping.schema.with_default(default), mapping.convert, mapping.json)
             if column_rules is not None and mapping.schema.type == "string":
                 # a mask: any string value (json, uuid… too), what it names is never sent; a hash: the character
                 # types; a truncation: those and xml (as Debezium's: json, uuid… stay whole)

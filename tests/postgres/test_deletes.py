@@ -3,6 +3,8 @@ delete on a table without a primary key (REPLICA IDENTITY FULL) is followed by a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.postgres.test_source import Running, payloads, pg_config
@@ -55,3 +57,36 @@ def test_a_key_only_before_fills_not_null_columns_with_debeziums_fallbacks(pg_db
     origin = {"x": 0.0, "y": 0.0, "wkb": base64.b64encode(struct.pack("<BIdd", 1, 1, 0.0, 0.0)).decode(), "srid": None}
     assert payloads(records)[1]["before"] == {"id": 1, "t": "", "i": 0, "n": {"scale": 0, "value": zero}, "d": zero,
                                               "p": origin, "a": [], "z": "1970-01-01T00:00:00Z", "o": None}
+
+
+def test_column_defaults_are_in_the_schema_and_fill_a_key_only_before(pg_db, stack, unique_name):
+    """Debezium puts a column's DEFAULT in its field schema (PostgresDefaultValueConverter: a literal, a function's
+    placeholder: nextval → 0, now() → the epoch), JsonConverter writes it for a null (replace.null.with.default),
+    and so a key-only `before` carries the defaults where the row has nothing."""
+    import base64
+
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    topic = f"{name}.public.dflt"
+    pg_db.execute("CREATE TABLE dflt (id serial PRIMARY KEY, t text NOT NULL DEFAULT 'dflt', n int NOT NULL DEFAULT 7,"
+                  " c timestamptz NOT NULL DEFAULT now(), nd numeric(6,2) NOT NULL DEFAULT 1.5, o text DEFAULT 'opt',"
+                  " plain text NOT NULL)")
+    pg_db.execute("INSERT INTO dflt (t, n, nd, o, plain) VALUES ('x', 1, 2, NULL, 'p')")
+    running = Running(pg_config(pg_db, name, **{"schemas.enable": "true"}), bootstrap)
+    try:
+        records_at_least(running, bootstrap, topic, 1)  # the snapshot's row: the delete can only be streamed
+        pg_db.execute("DELETE FROM dflt")
+        records = records_at_least(running, bootstrap, topic, 3)
+    finally:
+        running.stop()
+    values = payloads(records)
+    fields = {f["field"]: f for f in values[0]["schema"]["fields"][1]["fields"]}
+    epoch = "1970-01-01T00:00:00.000000Z"
+    assert {name: field.get("default") for name, field in fields.items()} == {
+        "id": 0, "t": "dflt", "n": 7, "c": epoch, "nd": base64.b64encode(b"\x00\x96").decode(), "o": "opt",
+        "plain": None}
+    key_fields = {f["field"]: f for f in json.loads(records[0].key)["schema"]["fields"]}
+    assert key_fields["id"]["default"] == 0
+    assert values[0]["payload"]["after"]["o"] == "opt"  # a null: JsonConverter writes the default
+    assert values[1]["payload"]["before"] == {"id": 1, "t": "dflt", "n": 7, "c": epoch,
+                                              "nd": base64.b64encode(b"\x00\x96").decode(), "o": "opt", "plain": ""}
