@@ -1,8 +1,8 @@
 """The ASGI application: HTTP through Django, WebSocket through Channels.
 
 Serve it with `daphne -b 127.0.0.1 -p 8000 cdcplatform.asgi:application`.
-WebSocket connections must come from an allowed host (Origin checked against ALLOWED_HOSTS) and carry the
-Django session cookie; consumers refuse anonymous users themselves.
+WebSocket connections must come from the site's own origin (host and port; cdcplatform/websocket_origin.py) and
+carry the Django session cookie; consumers refuse anonymous users themselves.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ django_http = get_asgi_application()  # sets Django up before anything below imp
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from cdcplatform.routing import websocket_urlpatterns  # noqa: E402
+from cdcplatform.websocket_origin import SameOriginValidator  # noqa: E402
+from web.dashboard.static_files import PlainStaticFiles  # noqa: E402
 
 application = ProtocolTypeRouter({
-    "http": ASGIStaticFilesHandler(django_http) if settings.SERVE_STATIC else django_http,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "http": PlainStaticFiles(django_http) if settings.SERVE_STATIC else django_http,
+    "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

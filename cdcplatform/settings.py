@@ -11,6 +11,8 @@ Every variable is listed in docs/configuration-django.md.
 
 from __future__ import annotations
 
+import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -66,9 +68,12 @@ if not CDC_ENCRYPTION_KEY:
     )
 # How long an offset reset with stop=true waits for the running pipeline to stop (its lease to be released).
 CDC_STOP_WAIT_SECONDS = float(env_int("CDC_STOP_WAIT_SECONDS", 15))
-# Before a connector's configuration is saved or called valid, its MongoDB must answer within this many ms
+# Before a connector's configuration is saved or called valid, its source must answer within this many ms
 # (web/connectors/connectivity.py); 0 turns the check off.
 CDC_CONNECTIVITY_CHECK_MS = env_int("CDC_CONNECTIVITY_CHECK_MS", 5000)
+# How many connection checks one user may start (DRF throttle rate syntax), and how many run at once per process.
+CDC_CONNECTIVITY_CHECK_RATE = env_str("CDC_CONNECTIVITY_CHECK_RATE", "20/min")
+CDC_CONNECTIVITY_CHECKS_AT_ONCE = max(1, env_int("CDC_CONNECTIVITY_CHECKS_AT_ONCE", 4))
 # Timeout of Kafka calls made by the web process (reading and resetting offsets).
 CDC_KAFKA_TIMEOUT_SECONDS = float(env_int("CDC_KAFKA_TIMEOUT_SECONDS", 15))
 # Who reads initial-snapshot chunks (docs/snapshots.md, "Chunks as Celery tasks"): auto = Celery tasks on the
@@ -114,6 +119,8 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",  # login lockout (web/accounts/lockout.py)
+    "csp",  # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "web.accounts",
@@ -131,7 +138,9 @@ MIDDLEWARE = [
     "web.accounts.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "web.dashboard.errors.ErrorPages",  # 403/404/500 in the site's layout, JSON under /api/ and /connect/
+    "axes.middleware.AxesMiddleware",  # last, as axes requires: turns a lockout into web.accounts.lockout's answer
 ]
 CSRF_FAILURE_VIEW = "web.dashboard.errors.csrf_failure"
 
@@ -172,6 +181,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     if DATABASES["default"]["NAME"] == str(_default_sqlite):
         STATE_DIR.mkdir(parents=True, exist_ok=True)
+    # Readable by the platform's user only (Spark jobs run as another user, docs/spark.md); SQLite gives its -wal and
+    # -shm files the database file's mode.
+    _sqlite_file = Path(DATABASES["default"]["NAME"])
+    if _sqlite_file.is_absolute() and _sqlite_file.parent.is_dir():
+        try:
+            os.close(os.open(_sqlite_file, os.O_RDONLY | os.O_CREAT, 0o600))  # created private, before SQLite does
+            for _private in (_sqlite_file, Path(f"{_sqlite_file}-wal"), Path(f"{_sqlite_file}-shm")):
+                if _private.exists() and _private.stat().st_uid == os.geteuid():
+                    _private.chmod(0o600)
+        except OSError:
+            pass  # not ours to change: whoever set the file up chose its mode
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Authentication -------------------------------------------------------------------------------------------
@@ -180,6 +200,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Login lockout (django-axes; web/accounts/lockout.py): LOGIN_FAILURE_LIMIT failed logins for one user name from one
+# address lock that pair out for LOGIN_LOCKOUT_MINUTES, on the login pages, /api/auth/token/ and /connect/'s Basic
+# authentication. LOGIN_FAILURE_LIMIT=0 turns it off. An admin unlocks with `manage.py axes_reset_username <name>`.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_ENABLED = LOGIN_FAILURE_LIMIT > 0
+AXES_FAILURE_LIMIT = max(LOGIN_FAILURE_LIMIT, 1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the lock ends LOGIN_LOCKOUT_MINUTES after the last failure
+AXES_LOCKOUT_CALLABLE = "web.accounts.lockout.lockout_response"
+AXES_VERBOSE = False
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -216,13 +252,31 @@ _proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")  # e.g. HTTP_X_FORWARDED_
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp) on every answer: scripts, styles, images and connections from the site itself
+# only, nothing inline (the dashboard's scripts and styles are files under /static/, no CDN), no plugins, no framing.
+# The API docs (Swagger UI, Redoc) send their own, looser policy (web/connectors/api/docs.py), which is kept.
+# 'self' in connect-src covers the dashboard's WebSocket (ws:/wss: to the same host and port).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 # --- REST API -------------------------------------------------------------------------------------------------
 # Token first: anonymous API callers get 401 with `WWW-Authenticate: Token`; the browser's session still works.
 # Session authentication enforces CSRF on writes. Roles are checked per action (web/connectors/api/permissions.py).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "web.accounts.tokens.HashedTokenAuthentication",  # DRF's `Token <key>`, keys stored hashed
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -230,6 +284,12 @@ REST_FRAMEWORK = {
     # JSON only: the browsable API would echo submitted passwords back into its HTML forms after a 400. The
     # browsable documentation is Swagger UI at /api/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's parsers, with JSON bounded in depth and refusing lone surrogates: such bodies are a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "cdcplatform.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CDC platform API",
@@ -245,6 +305,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"SparkJobModeEnum": "web.sparkjobs.models.Mode"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "cdcplatform.openapi.document_error_answers",  # the 4xx answers of every operation
+    ],
 }
 
 # --- Channels and Celery (both on REDIS_URL) --------------------------------------------------------------------
@@ -269,5 +333,6 @@ LOGGING = {
     "loggers": {
         "django": {"level": env_str("DJANGO_LOG_LEVEL", "INFO").upper(), "propagate": True},
         "django.db.backends": {"level": "INFO"},  # SQL at DEBUG only when asked for by this logger
+        "axes": {"level": "WARNING"},  # each failed login and lockout, without axes' INFO chatter
     },
 }

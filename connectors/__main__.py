@@ -2,6 +2,8 @@
 
 Ctrl-C (or SIGTERM) stops gracefully: the batch in flight is committed with its offset, nothing else is.
 `python -m connectors validate CONFIG.json` prints every problem of a configuration at once.
+`python -m connectors preflight --timeout-ms N` is the child process of a connectivity check
+(connectors/preflight_process.py).
 """
 
 from __future__ import annotations
@@ -75,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     check = sub.add_parser("validate", help="print every problem of a configuration")
     check.add_argument("config")
+    child = sub.add_parser("preflight", help="check a configuration's source (properties as JSON on stdin)")
+    child.add_argument("--timeout-ms", type=int, required=True)
     args = parser.parse_args(argv)
+    if args.command == "preflight":
+        from connectors.preflight_process import serve
+
+        return serve(args.timeout_ms)
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -28,7 +28,7 @@ from connectors.config_types import (
     SKIPPABLE_OPERATIONS,
     SOURCE_FIELDS,
 )
-from connectors.secrets import MASK, SECRET_URI_OPTIONS, Secret
+from connectors.secrets import MASK, SECRET_URI_OPTIONS, Secret, split_userinfo, userinfo_is_malformed
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -366,7 +366,13 @@ def parse_connection_string(value: str) -> ParsedConnectionString:
     try:
         parsed = uri_parser.parse_uri(uri, validate=True, warn=False)
     except (ValueError, InvalidURI, ConfigurationError) as error:
-        message = scrub_secrets(_first_line(error), value)
+        parts = split_userinfo(value)
+        if parts is not None and parts[1] is not None and userinfo_is_malformed(parts[1]):
+            # The parser's message would quote a piece of the password it took for a host or a port.
+            message = ("the user name or password holds a character that must be escaped (percent-encoded): "
+                       "@ : / ? # [ ] or %; escape them with urllib.parse.quote_plus")
+        else:
+            message = scrub_secrets(_first_line(error), value)
         raise ValueError(f"{message}; expected mongodb://[user:password@]host[:port][,…][/?options]") from None
     nodes = tuple(parsed["nodelist"])
     if srv and (len(nodes) != 1 or _has_explicit_port(uri)):
@@ -383,9 +389,9 @@ def parse_connection_string(value: str) -> ParsedConnectionString:
 def scrub_secrets(message: str, uri: str) -> str:
     """The message with the URI's password and secret option values masked, should a parser quote them."""
     secrets = []
-    authority = uri.split("://", 1)[-1].split("/", 1)[0]
-    userinfo, has_userinfo, _ = authority.rpartition("@")
-    if has_userinfo and ":" in userinfo:
+    parts = split_userinfo(uri)
+    userinfo = parts[1] if parts is not None else None
+    if userinfo is not None and ":" in userinfo:
         secrets.append(userinfo.split(":", 1)[1])
     query = uri.partition("?")[2]
     for pair in re.split(r"[&;]", query):

@@ -23,7 +23,11 @@ SECRET_URI_OPTIONS = frozenset(
     }
 )
 
-_URI = re.compile(r"^(?P<scheme>mongodb(?:\+srv)?://)(?:(?P<userinfo>[^@/?]*)@)?(?P<rest>.*)$", re.DOTALL)
+_SCHEME = re.compile(r"^(mongodb(?:\+srv)?://)(.*)$", re.DOTALL)
+# What may follow the `@` that ends the user info: a host list, then the path, the options or the end.
+_AFTER_USERINFO = re.compile(r"[A-Za-z0-9.\-_~%\[\]:,]*(?=[/?]|$)")
+# Characters that must be percent-encoded inside the user info; finding one means the user mistyped the URI.
+_UNESCAPED_IN_USERINFO = re.compile(r"[@/?#\[\]]|%(?![0-9A-Fa-f]{2})")
 
 
 class Secret:
@@ -60,22 +64,46 @@ class Secret:
         raise TypeError("Secret values cannot be pickled; pass the configuration properties instead")
 
 
-def redact_connection_string(uri: str) -> str:
-    """The URI with its password and secret options masked; anything unparsable is masked whole."""
-    match = _URI.match(uri.strip())
+def split_userinfo(uri: str) -> tuple[str, str | None, str] | None:
+    """(scheme, user info or None, the rest) of a MongoDB URI; None when it is not one.
+
+    The user info ends at the LAST `@` followed by a host list, not the first: a password typed with an unescaped
+    `@`, `/` or `?` (`mongodb://u:p@ss@host`) is then wholly user info, and no part of it is taken for a host.
+    """
+    match = _SCHEME.match(uri.strip())
     if match is None:
+        return None
+    scheme, body = match.groups()
+    for at in reversed([index for index, char in enumerate(body) if char == "@"]):
+        if _AFTER_USERINFO.match(body, at + 1):
+            return scheme, body[:at], body[at + 1:]
+    return scheme, None, body
+
+
+def userinfo_is_malformed(userinfo: str) -> bool:
+    """Whether user info holds a character that must be percent-encoded there (`@ / ? # [ ]`, a second `:`, a
+    stray `%`): the user mistyped the URI, and any parser would split it somewhere inside the password."""
+    return bool(_UNESCAPED_IN_USERINFO.search(userinfo)) or userinfo.count(":") > 1
+
+
+def redact_connection_string(uri: str) -> str:
+    """The URI with its password and secret options masked; anything unparsable is masked whole. Malformed user
+    info is masked whole, user name included (which part of it is the user name is a guess)."""
+    parts = split_userinfo(uri)
+    if parts is None:
         return MASK
-    userinfo = match.group("userinfo")
-    rest = match.group("rest")
+    scheme, userinfo, rest = parts
     shown_userinfo = ""
-    if userinfo is not None:
+    if userinfo is not None and userinfo_is_malformed(userinfo):
+        shown_userinfo = f"{MASK}@"
+    elif userinfo is not None:
         user, has_password, _ = userinfo.partition(":")
         shown_userinfo = f"{user}:{MASK}@" if has_password else f"{user}@"
     hosts_and_db, has_query, query = rest.partition("?")
     if has_query:
         query = _redact_query(query)
         rest = f"{hosts_and_db}?{query}"
-    return f"{match.group('scheme')}{shown_userinfo}{rest}"
+    return f"{scheme}{shown_userinfo}{rest}"
 
 
 def _redact_query(query: str) -> str:

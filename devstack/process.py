@@ -36,6 +36,19 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def private_directory(path: Path) -> None:
+    """Creates `path` readable by its owner only (0700), and tightens it if it exists: logs quote requests."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+
+
+def open_private_log(path: Path):
+    """`path` opened for appending, created 0600 (an existing log is tightened to 0600)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(descriptor, 0o600)
+    return os.fdopen(descriptor, "ab")
+
+
 @dataclass
 class ManagedProcess:
     name: str
@@ -72,9 +85,9 @@ class ManagedProcess:
         return self.pid() is not None
 
     def start(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(self.log_file.parent)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_file, "ab") as log:
+        with open_private_log(self.log_file) as log:
             log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {' '.join(argv)}\n".encode())
             log.flush()
             proc = subprocess.Popen(

@@ -1,16 +1,62 @@
-"""Debian's redis-server on 127.0.0.1, installed with apt-get when missing."""
+"""Debian's redis-server on 127.0.0.1, installed with apt-get when missing, with a password.
+
+Any local user can reach 127.0.0.1, and Redis carries Celery tasks, the channel layer and the pipelines' leases, so
+the server requires a password: generated on the first start into `<state dir>/redis_password` (mode 0600), given
+to redis-server in a 0600 configuration file (not on its command line, which `ps` shows), and carried by
+`url()`, which devstack.settings.redis_url() and so REDIS_URL's default return. A server started before the
+password existed keeps running without one (`url()` then has none) until it is restarted."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
+from urllib.parse import quote
 
 from devstack import settings
 from devstack.process import ManagedProcess, StackError, port_in_use, wait_until
 
 HOME = settings.STATE_DIR / "redis"
+PASSWORD_FILE = settings.STATE_DIR / "redis_password"
+CONFIG_FILE = HOME / "redis.conf"
 process = ManagedProcess("redis")
+
+
+def password() -> str | None:
+    """The devstack Redis's password, None before its first start with one."""
+    try:
+        return PASSWORD_FILE.read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def url(database: int = 0) -> str:
+    secret = password()
+    credentials = f":{quote(secret, safe='')}@" if secret else ""
+    return f"redis://{credentials}127.0.0.1:{settings.REDIS_PORT}/{database}"
+
+
+def endpoint() -> str:
+    """Where the devstack Redis listens, for people: its URL with the password masked."""
+    shown = f"redis://:****@127.0.0.1:{settings.REDIS_PORT}/0" if password() else url()
+    return "REDIS_URL (from the environment)" if os.environ.get("REDIS_URL") else shown
+
+
+def _write_private(path, text: str) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+
+
+def _password_for_start() -> str:
+    existing = password()
+    if existing:
+        return existing
+    PASSWORD_FILE.parent.mkdir(parents=True, exist_ok=True)
+    _write_private(PASSWORD_FILE, secrets.token_urlsafe(32) + "\n")
+    return password()
 
 
 def _redis_server() -> str:
@@ -35,7 +81,8 @@ def ping() -> bool:
     import redis
 
     try:
-        return bool(redis.Redis(host="127.0.0.1", port=settings.REDIS_PORT, socket_timeout=1).ping())
+        return bool(redis.Redis(host="127.0.0.1", port=settings.REDIS_PORT, password=password(),
+                                socket_timeout=1).ping())
     except Exception:
         return False
 
@@ -49,10 +96,12 @@ def up() -> str:
             f"port {settings.REDIS_PORT} is taken by another program (a system Redis?). Stop it "
             "(systemctl stop redis-server) or choose another port with DEVSTACK_REDIS_PORT."
         )
-    HOME.mkdir(parents=True, exist_ok=True)
+    HOME.mkdir(parents=True, exist_ok=True, mode=0o700)
+    HOME.chmod(0o700)  # its dump.rdb holds queued tasks and channel messages
+    _write_private(CONFIG_FILE, f"requirepass {_password_for_start()}\n")
     process.start([
-        _redis_server(), "--bind", "127.0.0.1", "--port", str(settings.REDIS_PORT), "--dir", str(HOME),
-        "--daemonize", "no", "--save", "60 1", "--appendonly", "no", "--protected-mode", "yes",
+        _redis_server(), str(CONFIG_FILE), "--bind", "127.0.0.1", "--port", str(settings.REDIS_PORT),
+        "--dir", str(HOME), "--daemonize", "no", "--save", "60 1", "--appendonly", "no", "--protected-mode", "yes",
     ])
     wait_until(ping, 20, "Redis to answer PING", process)
     return f"started on 127.0.0.1:{settings.REDIS_PORT}"

@@ -43,7 +43,10 @@ def kafka_bootstrap() -> str:
 
 
 def redis_url() -> str:
-    return os.environ.get("REDIS_URL", f"redis://127.0.0.1:{REDIS_PORT}/0")
+    """REDIS_URL, else the devstack Redis with its generated password (devstack.redis)."""
+    from devstack import redis  # imports this module
+
+    return os.environ.get("REDIS_URL") or redis.url()
 
 
 def emulator_uri() -> str:

@@ -19,7 +19,7 @@ class Service:
 
 def services() -> list[Service]:
     return [
-        Service("redis", redis, settings.redis_url()),
+        Service("redis", redis, redis.endpoint()),
         Service("kafka", kafka, settings.kafka_bootstrap()),
         Service("mongo", mongo_service, settings.mongodb_uri()),
         Service("postgres", postgres, postgres.endpoint()),

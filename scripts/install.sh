@@ -66,6 +66,33 @@ if ! "$PYTHON" scripts/build_extensions.py; then
     "headers); those connectors use their slower Python paths" >&2
 fi
 
+# Spark jobs run as an unprivileged user of their own (sparkjobs/jobuser.py): they cannot read the platform's key
+# file, database or environment. Job folders written before it existed are handed over to it. It must reach the
+# Python interpreter and this checkout: a private folder on the way (pyenv under /root) lets it through (search
+# only, by an ACL for that user alone).
+job_user="${SPARK_JOB_USER:-cdc-spark}"
+if [ "$(id -u)" = 0 ]; then
+  if ! id "$job_user" >/dev/null 2>&1; then
+    echo "creating the user $job_user that Spark jobs run as"
+    useradd --system --create-home --home-dir "/var/lib/$job_user" --shell /usr/sbin/nologin "$job_user"
+  fi
+  if [ -d .devstack/spark ]; then  # job folders of the development output root, written before jobs ran as it
+    find .devstack/spark -mindepth 1 -maxdepth 1 ! -name .runs ! -user "$job_user" -exec chown -R "$job_user:" {} +
+  fi
+  for target in "$(readlink -f "$("$PYTHON" -c 'import sys; print(sys.executable)')")" "$(pwd)/sparkjobs/run.py"; do
+    folder=""
+    IFS=/ read -ra parts <<< "$(dirname "${target#/}")"
+    for part in "${parts[@]}"; do
+      folder="$folder/$part"
+      if ! runuser -u "$job_user" -- test -x "$folder"; then
+        command -v setfacl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends acl >/dev/null
+        echo "letting $job_user through $folder (search only)"
+        setfacl -m "u:$job_user:x" "$folder"
+      fi
+    done
+  done
+fi
+
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"
 
 # MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)

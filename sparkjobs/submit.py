@@ -7,6 +7,11 @@
 with ``SPARK_KAFKA_PACKAGES``), driver memory, the quiet log4j configuration beside this file, and
 ``sparkjobs/run.py`` with the template and its arguments. ``python -m sparkjobs.submit`` execs it, so
 the launcher's process *is* spark-submit and its signals reach it directly.
+
+A job never runs with the launcher's privileges: its environment is built from an allow-list (no
+``SECRET_KEY``, ``DATABASE_URL``, ``CDC_ENCRYPTION_KEY``, tokens), and a launcher running as root starts it as
+the unprivileged ``SPARK_JOB_USER`` (``cdc-spark``, created by scripts/install.sh) through ``setpriv``, so it
+cannot read the platform's key file or database (mode 0600, owned by the platform's user).
 """
 
 from __future__ import annotations
@@ -20,10 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from sparkjobs.errors import JobError
+from sparkjobs.jobuser import JobUser, job_user
 from sparkjobs.session import PACKAGE_DIR, default_master, kafka_jars, kafka_packages
 
 RUN_PY = PACKAGE_DIR / "run.py"
 LOG4J = PACKAGE_DIR / "log4j2.properties"
+ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "JAVA_HOME", "HADOOP_CONF_DIR", "KUBECONFIG",
+               "KAFKA_BOOTSTRAP_SERVERS", "VIRTUAL_ENV")
+ENV_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "JAVA_", "CDCJOB_")
+WRITTEN_PATHS = ("output_path", "checkpoint_path")
+
+
+def job_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """Only what Spark needs from ``env``: the platform's secrets (SECRET_KEY, DATABASE_URL, CDC_ENCRYPTION_KEY,
+    REDIS_URL, tokens) stay out of reach of a job, which could print them."""
+    return {key: value for key, value in env.items() if key in ENV_ALLOWED or key.startswith(ENV_PREFIXES)}
 
 
 def spark_submit_binary() -> str:
@@ -78,14 +94,31 @@ def command(
     argv += [str(RUN_PY), template, "--args-json", json.dumps(dict(args))]
     if result_file:
         argv += ["--result-file", result_file]
-    env = dict(os.environ)
+    env = job_environment(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    root = str(PACKAGE_DIR.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    return argv, env
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))
+    user = job_user()
+    if user is None:
+        env["HOME"] = os.environ.get("HOME", "/")
+        return argv, env
+    user.check_can_run(env["PYSPARK_PYTHON"], str(PACKAGE_DIR.parent))
+    _hand_over(user, args, result_file)
+    env.update(HOME=user.home, USER=user.name, LOGNAME=user.name)
+    return user.wrap(argv), env
+
+
+def _hand_over(user: JobUser, args: Mapping[str, Any], result_file: str | None) -> None:
+    """Makes the places the job writes writable by its user: the result file, and the folders that will hold
+    ``output_path`` and ``checkpoint_path`` (created for it when missing)."""
+    if result_file:
+        user.own_file(Path(result_file))
+    for key in WRITTEN_PATHS:
+        value = args.get(key)
+        if isinstance(value, str) and value and "://" not in value:
+            user.writable_folder(Path(value).absolute().parent, purpose=f"`{key}`")
 
 
 def main(argv: list[str] | None = None) -> int:

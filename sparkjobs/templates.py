@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkjobs import output
+from sparkjobs import output, sqlcheck
 from sparkjobs.errors import InvalidArguments, JobCancelled, JobError
 from sparkjobs.events import parse_events
 from sparkjobs.latest_state import latest_state
+from sparkjobs.sqlcheck import split_statements
 from sparkjobs.stats import change_stats, merge_stats, ordered
 from sparkjobs.topics import TopicSource
 
@@ -371,40 +372,24 @@ def _views(args: Mapping[str, Any], topics: list[str]) -> dict[str, str]:
     return views
 
 
-def split_statements(sql: str) -> list[str]:
-    """Statements separated by ``;`` outside quotes and comments."""
-    statements, current, quote, i = [], [], None, 0
-    while i < len(sql):
-        char = sql[i]
-        if quote:
-            current.append(char)
-            if char == "\\" and i + 1 < len(sql):
-                current.append(sql[i + 1])
-                i += 1
-            elif char == quote:
-                quote = None
-        elif char in ("'", '"', "`"):
-            quote = char
-            current.append(char)
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = len(sql) if end < 0 else end
-            continue
-        elif char == ";":
-            statements.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-        i += 1
-    statements.append("".join(current))
-    return [statement.strip() for statement in statements if statement.strip()]
+OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 
 
 def _validate_sql(args: dict[str, Any]) -> None:
     sql = args.get("sql")
     if not isinstance(sql, str) or not split_statements(sql):
         raise InvalidArguments("`sql` is required: the query to run over the topic views")
+    if len(split_statements(sql)) > 1:
+        raise sqlcheck.QueryRefused(f"the text holds {len(split_statements(sql))} statements separated by `;`")
+    if args.get("output_format", "parquet") not in OUTPUT_FORMATS:
+        raise InvalidArguments(f"`output_format` must be one of {', '.join(OUTPUT_FORMATS)}")
     _views(args, list(args.get("topics") or []))
+
+
+def view_names(views: Mapping[str, str], topics: list[str]) -> list[str]:
+    """Every name `register_views` may register for these views: a query may read these and nothing else."""
+    names = [*views, *(f"{name}_latest" for name in views)]
+    return names + ["cdc_events"] if views or topics else names
 
 
 def register_views(ctx: JobContext, topics: list[str], sql: str | None = None) -> dict[str, str]:
@@ -425,16 +410,20 @@ def register_views(ctx: JobContext, topics: list[str], sql: str | None = None) -
 
 
 def run_sql(ctx: JobContext) -> dict[str, Any]:
+    """One read-only query over the topic views (`sqlcheck`): refused before anything runs, otherwise its result
+    is previewed and written to ``output_path`` if given."""
     args = ctx.args
     extra = [topic for topic in (args.get("views") or {}).values() if topic not in ctx.topics]
     if extra:
         ctx.topics = ctx.topics + ctx.source.with_topics(extra).resolve()
+    allowed = view_names(_views(args, ctx.topics), ctx.topics)
+    sqlcheck.lock_session(ctx.spark)
+    sqlcheck.check_query(ctx.spark, args["sql"], allowed)
     views = register_views(ctx, ctx.topics, args["sql"])
     ctx.emit(event="views", views=views)
-    result = None
+    result = ctx.spark.sql(args["sql"])  # a query: analysed here, run by what follows
+    sqlcheck.check_analyzed(result, allowed)
     ctx.step("sql")
-    for statement in split_statements(args["sql"]):
-        result = ctx.spark.sql(statement)
     result = result.persist()
     try:
         path = args.get("output_path")

@@ -35,6 +35,15 @@ def stack():
         devstack.down(started, echo=lambda line: None)
 
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Each test starts with no request counted against the rate limits (they live in Django's cache)."""
+    yield
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def unique_name(request):
     """A short name unique to this test, for topics, transactional ids and connectors; it carries the session's tag,

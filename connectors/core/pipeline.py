@@ -5,8 +5,10 @@
 The loop drains the queue into a batch of at most `max.batch.size` changes or `poll.interval.ms`, turns it into
 Kafka messages through the source's `EventBuilder`, and writes them together with the batch's last `Position` in
 one Kafka transaction. A crash anywhere therefore resumes after the last committed batch: nothing lost, nothing
-duplicated for read_committed consumers. Heartbeats commit the position the reader reports while nothing captured
-happens. The source (connectors.core.source) supplies everything that knows the database.
+duplicated for read_committed consumers. The position the reader reports while nothing captured happens is committed
+without an event (an offset-only transaction): at once when no position was committed yet (a first run streaming from
+"now" then resumes there, not at a later "now"), every `IDLE_COMMIT_SECONDS` (or at each heartbeat) after that, and
+once more at a clean stop. The source (connectors.core.source) supplies everything that knows the database.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT
 from connectors.kafka.topics import TopicSpec, offsets_topic_spec
 
 log = logging.getLogger(__name__)
+
+# How often a position that moved with no captured event is committed when no heartbeat does it (Kafka Connect's
+# default offset.flush.interval.ms): the source's history before it can then be released (a purged binlog)
+IDLE_COMMIT_SECONDS = 60.0
 
 
 @dataclass
@@ -163,6 +169,7 @@ class Pipeline:
         self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
         self.sink.commit_check = self._batch_committed
         self.committed: Position | None = None  # the position of the last committed offset record
+        self.latest: Position | None = None  # the position after the last item built (committed or not)
         self._last_commit = time.monotonic()
         self._committer: ThreadPoolExecutor | None = None
         self._in_flight: Future | None = None
@@ -385,6 +392,7 @@ class Pipeline:
 
     def _stream_changes(self, start: Position | None) -> None:
         changes = self._changes = ChangeQueue(self.config.max_queue_size)
+        self.latest = None  # a run started again after an unknown commit outcome resumes from what is committed
         self.metrics.watch_queue(changes)
         reader_stop = threading.Event()
         reader = self.source.open_reader(start, changes, self.metrics, self.backoff, reader_stop)
@@ -414,6 +422,7 @@ class Pipeline:
                     self._hand(pending)
                     pending = PendingBatch()
             self._hand(pending)  # stopping: what was built is committed, as it would have been a moment later
+            self._commit_position_reached()
         finally:
             # Changes still queued are not committed: the next start reads them again after the stored position.
             try:
@@ -427,6 +436,19 @@ class Pipeline:
                     self.incremental.detach()
                 reader_stop.set()
                 reader.join(5)
+
+    def _commit_position_reached(self) -> None:
+        """At a clean stop: where the reader got to with no captured change since the last commit. When Kafka
+        refuses it the stop stays clean: the next start reads again from the last committed position."""
+        self._await_commit()
+        if self.latest is None or self.latest == self.committed:
+            return
+        try:
+            self._commit([], self.latest)
+            self._await_commit()
+        except (SinkRetriableError, SinkFatalError) as error:
+            log.warning("%s/%s: the position reached could not be committed at stop (%s); the next start reads "
+                        "from the last committed one", self.config.name, self.name, error)
 
     def _drain(self, changes: ChangeQueue, limit: int) -> list:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
@@ -492,6 +514,8 @@ class Pipeline:
         """Commits what `pending` holds (changes, idle position, heartbeat or incremental snapshot progress)."""
         builder = self.builder
         messages, position = pending.messages, pending.position
+        if position is not None:
+            self.latest = position
         oldest = pending.seen.report(self.metrics, builder)
         if pending.failure is not None:
             self._commit(messages, position, oldest=oldest)
@@ -515,7 +539,9 @@ class Pipeline:
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, beat_position, heartbeat=True)
-        elif pending.idle and self._commits_idle and position is not None and position != self.committed:
+        elif position is not None and position != self.committed and (
+                self.committed is None or (pending.idle and self._commits_idle)
+                or time.monotonic() - self._last_commit >= IDLE_COMMIT_SECONDS):
             self._commit(messages, position)  # an offset-only commit: the source may then release what it holds
 
     def offset_record(self, position: Position | None, snapshot: dict | None = None, startup: dict | None = None):

@@ -165,6 +165,8 @@ class SnapshotReader(Protocol):
     def chunk_failure(self, error: BaseException, chunk: Chunk, remote: bool) -> BaseException | None:
         """None when reading the chunk again may succeed; otherwise the error to fail the snapshot with."""
 
+    # optional: def opening_messages(self, builder: EventBuilder) -> list[OutMessage] -- committed with the plan, before
+    #     any chunk, once per snapshot (not when it resumes): e.g. MySQL's schema change records of the tables
     # optional: def close(self) -> None -- called once the snapshot ends (done, stopped or failed), before streaming:
     #     the reader's sessions hold views (a PostgreSQL exported snapshot, a MariaDB transaction and its metadata
     #     locks) that must not outlive it, also while the error that ended it is kept

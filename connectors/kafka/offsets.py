@@ -14,6 +14,7 @@ running somewhere is fenced (its next batch fails with SinkFencedError) and cann
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -45,6 +46,18 @@ from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec
 log = logging.getLogger(__name__)
 
 
+def _key_connector(key: bytes) -> str | None:
+    """The connector named by an offset key of any source's layout (`["<connector>", {…}]`, Kafka Connect's), or
+    None when the key is not of that shape."""
+    try:
+        parsed = json.loads(key)
+    except ValueError:
+        return None
+    if isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str):
+        return parsed[0]
+    return None
+
+
 class OffsetStoreError(ConnectorError):
     retriable = True
 
@@ -67,8 +80,9 @@ class OffsetStore:
     # -- reading ----------------------------------------------------------------------------------------------
 
     def load(self, connector: str) -> dict[str, OffsetRecord]:
-        """The committed offset of each replica set of `connector`, keyed by replica set name."""
-        return {rs: record for (name, rs), record in self.load_all().items() if name == connector}
+        """The committed offset of each replica set of `connector`, keyed by replica set name. Records of other
+        connectors (whatever their source's key layout) are skipped without being decoded."""
+        return {rs: record for (_, rs), record in self._load(connector).items()}
 
     def get(self, connector: str, replica_set: str) -> OffsetRecord | None:
         record, _ = self.read(connector, replica_set)
@@ -115,13 +129,33 @@ class OffsetStore:
         return found.get(key, (None, None))
 
     def load_all(self) -> dict[tuple[str, str], OffsetRecord]:
+        """Every MongoDB-layout offset of the topic, keyed by (connector, replica set). Records of other layouts
+        (PostgreSQL's and MySQL/MariaDB's keys share the topic) are skipped and counted in one debug line."""
+        return self._load(None)
+
+    def _load(self, connector: str | None) -> dict[tuple[str, str], OffsetRecord]:
         records: dict[tuple[str, str], OffsetRecord] = {}
+        unreadable: list[OffsetDecodeError] = []
+
+        def apply(message) -> None:
+            key = message.key() or b""
+            if connector is not None and _key_connector(key) != connector:
+                return  # another connector's record: not ours to read, not worth a line
+            try:
+                self._apply(records, key, message.value())
+            except OffsetDecodeError as error:
+                unreadable.append(error)
+
         consumer = self._consumer()
         try:
-            self._scan(consumer, self._partitions(consumer),
-                       lambda message: self._apply(records, message.key(), message.value()))
+            self._scan(consumer, self._partitions(consumer), apply)
         finally:
             consumer.close()
+        if unreadable:
+            # One line per read, not one per record: a shared topic holds many records of other sources.
+            level = logging.WARNING if connector is not None else logging.DEBUG
+            log.log(level, "ignored %d record(s) of %s that are not MongoDB offset records (first: %s)",
+                    len(unreadable), self.topic.name, unreadable[0])
         return records
 
     def _admin_client(self) -> AdminClient:
@@ -151,15 +185,13 @@ class OffsetStore:
                 "at the latest after its transaction.timeout.ms, so trying again is safe."
             ) from None
 
-    def _apply(self, records: dict, key: bytes | None, value: bytes | None) -> None:
-        try:
-            identity = decode_key(key or b"")
-            if value is None:
-                records.pop(identity, None)
-            else:
-                records[identity] = OffsetRecord.from_kafka(key, value)
-        except OffsetDecodeError as error:
-            log.warning("ignoring a record of %s that is not an offset record: %s", self.topic.name, error)
+    @staticmethod
+    def _apply(records: dict, key: bytes, value: bytes | None) -> None:
+        identity = decode_key(key)
+        if value is None:
+            records.pop(identity, None)
+        else:
+            records[identity] = OffsetRecord.from_kafka(key, value)
 
     def _on_read_error(self, error: KafkaError) -> None:
         if error.fatal() or not error.retriable():

@@ -8,6 +8,8 @@ Known topics are cached, so steady-state batches cost no admin round trip.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import TopicAdminError, TopicAdminRetriableError, describe
 
 LIST_TIMEOUT_SECONDS = 10.0
+MAX_TOPIC_LENGTH = 249
+_INVALID_TOPIC_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 BROKER_DEFAULT = -1  # partitions / replication factor chosen by the broker (num.partitions, default.replication.factor)
 
 _HINTS = {
@@ -31,6 +35,16 @@ _HINTS = {
     KafkaError.TOPIC_EXCEPTION: "Topic names may contain only [A-Za-z0-9._-], up to 249 characters.",
 }
 _RETRIABLE_DESCRIBE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
+
+
+def sanitize_topic(name: str) -> str:
+    """A valid Kafka topic name, as Debezium's topic naming makes it: each character Kafka refuses becomes `_`;
+    over-long names are cut and suffixed with a hash to stay distinct."""
+    cleaned = _INVALID_TOPIC_CHARACTERS.sub("_", name)
+    if len(cleaned) <= MAX_TOPIC_LENGTH:
+        return cleaned
+    digest = hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:12]
+    return f"{cleaned[: MAX_TOPIC_LENGTH - 13]}_{digest}"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from connectors.mongodb.errors import NotAReplicaSet
 AUTH_FAILED_CODES = {18, 13}
 REPLICA_SET_FIX = "start mongod with --replSet and run rs.initiate(), even for a single member"
 PROBE_TIMEOUT_MS = 2000
+MAX_SEEDS = 50  # members of a replica set, at most
 
 
 def describe_hosts(options: Mapping[str, Any]) -> str:
@@ -151,6 +152,9 @@ def connection_problem(options: Mapping[str, Any], timeout_ms: int = 5000) -> st
         seeds, _, _ = _probe_settings(options)
     except Exception as error:  # noqa: BLE001 - e.g. an SRV name that does not resolve
         return f"Unable to connect to MongoDB at {where}: {error}"
+    if len(seeds) > MAX_SEEDS:
+        return (f"the connection string names {len(seeds)} hosts; a replica set has at most {MAX_SEEDS} members, so "
+                f"give at most {MAX_SEEDS} seed hosts (a few are enough: the others are discovered)")
     reasons = [_socket_problem(seed, deadline, len(seeds)) for seed in seeds]
     if all(reasons):
         return f"Unable to connect to MongoDB: {'; '.join(reasons)}"

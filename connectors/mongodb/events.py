@@ -22,6 +22,7 @@ import orjson
 from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
 from connectors.core.topic_names import MAX_TOPIC_LENGTH, sanitize_topic  # noqa: F401 - MAX_TOPIC_LENGTH re-exported
 from connectors.core.transactions import TransactionBoundary
+from connectors.kafka.topics import sanitize_topic
 from connectors.mongodb import connect_schemas as schemas
 from connectors.mongodb import envelopes, extjson
 from connectors.mongodb.records import ChangeRecord, Namespace, Operation

@@ -95,6 +95,8 @@ class ColumnInfo:
     enum_values: tuple[str, ...] = ()
     set_values: tuple[str, ...] = ()
     primary: bool = False
+    # the declared type, when information_schema told it (the binlog does not): for error messages only
+    type_name: str | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True, unsafe_hash=True)

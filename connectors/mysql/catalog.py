@@ -17,6 +17,8 @@ _TYPES = {
     "set": FIELD_TYPE.SET, "date": FIELD_TYPE.DATE, "time": FIELD_TYPE.TIME2, "datetime": FIELD_TYPE.DATETIME2,
     "timestamp": FIELD_TYPE.TIMESTAMP2, "char": FIELD_TYPE.STRING, "varchar": FIELD_TYPE.VARCHAR,
     "binary": FIELD_TYPE.STRING, "varbinary": FIELD_TYPE.VARCHAR, "json": FIELD_TYPE.JSON,
+    **dict.fromkeys(("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+                     "geometrycollection"), FIELD_TYPE.GEOMETRY),
 }
 _BLOBS = {"tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
 _TEXTS = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4}
@@ -63,7 +65,7 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
         fsp=fsp if data_type in ("time", "datetime", "timestamp") else None,
         bits=precision if data_type == "bit" else None, length_size=length_size,
         enum_values=listed if data_type == "enum" else (), set_values=listed if data_type == "set" else (),
-        primary=key == "PRI",
+        primary=key == "PRI", type_name=column_type,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import urllib.parse
 from dataclasses import dataclass, field, replace
 
@@ -84,6 +85,10 @@ def connect(settings: ConnectionSettings, **options) -> pymysql.connections.Conn
         if tls.forget(settings.server) and _code(error) not in _UNREACHABLE:
             return connect(settings, **options)
         raise connection_error(settings, error) from None
+    except (pymysql.err.InternalError, pymysql.err.ProgrammingError, ValueError, IndexError, struct.error):
+        # what pymysql raises when the far end does not speak MySQL's protocol; its words quote the bytes it got
+        raise SourceUnreachable(f"{settings.describe()} did not answer as MySQL/MariaDB (another service on that "
+                                "port?)") from None
     tls.learn(settings.server, connection)
     return connection
 

@@ -18,19 +18,30 @@ from connectors.events import schema as s
 from connectors.events.json_converter import string_json
 from connectors.events.schema import Field, Schema
 from connectors.kafka.sink import OutMessage
+from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_row
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.types import ColumnMapping, declared_length, is_character, mapping, text_value
+from connectors.mysql.types import (
+    ColumnMapping,
+    UnmappedType,
+    declared_length,
+    is_character,
+    mapping,
+    text_value,
+)
 
 VERSION = "3.0.8.Final"
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
                    "incremental")
 ENVELOPE_VERSION = 2
+NEW_KEY_HEADER = "__debezium.newkey"  # on the delete of an update that changed the key
+OLD_KEY_HEADER = "__debezium.oldkey"  # on the create of that update
 
 
 def topic_name(prefix: str, database: str, table: str) -> str:
-    return f"{prefix}.{database}.{table}"
+    """`<prefix>.<database>.<table>`, each character Kafka refuses in a topic name replaced by `_` (as Debezium)."""
+    return sanitize_topic(f"{prefix}.{database}.{table}")
 
 
 @lru_cache(maxsize=4)
@@ -79,16 +90,23 @@ class TableEvents:
         self.database, self.table = table.database, table.table
         self.topic = topic_name(config.topic_prefix, table.database, table.table)
         options = config.type_options
-        self.columns: list[ColumnMapping] = [
-            mapping(c, options, declared_json=c.name in json_columns)
-            for c in table.columns if config.captures_column(table.database, table.table, c.name)
-        ]
+        try:
+            self.columns: list[ColumnMapping] = [
+                mapping(c, options, declared_json=c.name in json_columns)
+                for c in table.columns if config.captures_column(table.database, table.table, c.name)
+            ]
+        except UnmappedType as error:
+            qualified = f"{table.database}.{table.table}.{error.column}"
+            raise ConnectorError(
+                f"column {qualified} has a type this connector does not map ({_declared_type(table, error.column)}); "
+                f"leave it out with column.exclude.list={qualified}") from None
         rules = config.column_rules
         fields = []
         self.converters = []
         for m in self.columns:
-            field_schema = s.primitive(m.schema.type, optional=m.schema.optional, name=m.schema.name,
-                                       version=m.schema.version, parameters=m.schema.parameters or None)
+            field_schema = m.schema.struct or s.primitive(m.schema.type, optional=m.schema.optional,
+                                                          name=m.schema.name, version=m.schema.version,
+                                                          parameters=m.schema.parameters or None)
             convert = m.value
             if m.schema.type == "string":
                 qualified = f"{table.database}.{table.table}.{m.column.name}"
@@ -163,15 +181,43 @@ class TableEvents:
         """The event (and a delete's tombstone) of one row change, `before`/`after` as the binlog gives them: written
         as `encode_value` writes `row(before)`, `row(after)`, without those rows (`now_ns`: the event's time, by
         default now)."""
-        payload = self._envelope_json(op, self._row_json(before), self._row_json(after), source,
-                                      time.time_ns() if now_ns is None else now_ns, transaction)
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        if op == "u" and self.moves_key(before, after):
+            return self._key_change(before, after, source, transaction, now_ns)
+        return self._event(op, before, after, source, transaction, now_ns)
+
+    def truncate_messages(self, source: SourceInfo, transaction: dict | None = None,
+                          now_ns: int | None = None) -> list[OutMessage]:
+        """Debezium's truncate event: op "t", no key, before and after null."""
+        payload = self._envelope_json("t", "null", "null", source, time.time_ns() if now_ns is None else now_ns,
+                                      transaction)
+        if self.config.value_schemas_enable:
+            payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
+        return [OutMessage(self.topic, None, payload.encode())]
+
+    def moves_key(self, before: dict, after: dict) -> bool:
+        """An update changes the row's message key (its primary key, or message.key.columns)."""
+        return any(before.get(name) != after.get(name) for name in self.key_names)
+
+    def _event(self, op: str, before: dict | None, after: dict | None, source: SourceInfo,
+               transaction: dict | None, now_ns: int, headers: list | None = None) -> list[OutMessage]:
+        payload = self._envelope_json(op, self._row_json(before), self._row_json(after), source, now_ns, transaction)
         if self.config.value_schemas_enable:
             payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
         key = self._key_json(after if after is not None else before)
-        out = [OutMessage(self.topic, key, payload.encode())]
+        out = [OutMessage(self.topic, key, payload.encode(), headers)]
         if op == "d" and self.config.tombstones_on_delete:
-            out.append(OutMessage(self.topic, key, None))
+            out.append(OutMessage(self.topic, key, None, headers))
         return out
+
+    def _key_change(self, before: dict, after: dict, source: SourceInfo, transaction: dict | None,
+                    now_ns: int) -> list[OutMessage]:
+        """Debezium's events of an update that changes the key: a delete (and its tombstone) under the old key,
+        headed `__debezium.newkey`, then a create under the new key, headed `__debezium.oldkey`; each header holds
+        the other key as Kafka Connect's default header converter writes a struct."""
+        old_key, new_key = _written(before, self._key_writers), _written(after, self._key_writers)
+        return [*self._event("d", before, None, source, transaction, now_ns, [(NEW_KEY_HEADER, new_key.encode())]),
+                *self._event("c", None, after, source, transaction, now_ns, [(OLD_KEY_HEADER, old_key.encode())])]
 
     def streamed_parts(self, op: str, source: SourceInfo, now_ns: int) -> tuple[str, str, str, str]:
         """The value `messages(op, before, after, source, now_ns=now_ns)` writes for any row of the rows event
@@ -261,6 +307,11 @@ class TableEvents:
 
 
 _INTS = ("int8", "int16", "int32", "int64")
+
+
+def _declared_type(table: TableSchema, name: str) -> str:
+    column = next(c for c in table.columns if c.name == name)
+    return column.type_name or f"binlog type {column.type_code}"
 
 
 def _block_json(block: dict | None) -> str:

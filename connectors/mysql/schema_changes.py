@@ -32,6 +32,7 @@ _CREATE = re.compile(
 _ALTER = re.compile(rf"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}", re.I)
 _DROP = re.compile(r"^\s*DROP\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?(.*?)(?:\s+(?:RESTRICT|CASCADE))?\s*;?\s*$",
                    re.I | re.S)
+_TRUNCATE = re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
 _RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
 _TO = re.compile(rf"{_QUALIFIED}\s+TO\s+{_QUALIFIED}", re.I)
 _ITEM = re.compile(_QUALIFIED)
@@ -69,6 +70,12 @@ def affected_tables(ddl: str, default_db: str) -> list[tuple[str, str, str]]:
             out.append(("CREATE", *_qualified(pair.group(3), pair.group(4), default_db)))
         return out
     return []
+
+
+def truncated_table(ddl: str, default_db: str) -> tuple[str, str] | None:
+    """(database, table) a TRUNCATE statement empties; None for any other statement."""
+    m = _TRUNCATE.match(re.sub(r"/\*.*?\*/", " ", ddl, flags=re.S))
+    return _qualified(m.group(1), m.group(2), default_db) if m else None
 
 
 def _column_schema() -> Schema:
@@ -120,7 +127,9 @@ class SchemaChanges:
         self.value_schema = value_schema(config.mariadb)
         self._known: dict[tuple[str, str], dict] = {}  # last described structure per table (for DROP)
 
-    def messages(self, statement: SchemaStatement) -> list[OutMessage]:
+    def messages(self, statement: SchemaStatement, snapshot: str = "false") -> list[OutMessage]:
+        """The schema change record of a statement (`snapshot`: the source block's marker, "true" for the
+        CREATE TABLE statements a snapshot writes)."""
         database = statement.database
         changes = affected_tables(statement.ddl, database)
         captured = [c for c in changes if self.config.captures_table(c[1], c[2])]
@@ -134,7 +143,7 @@ class SchemaChanges:
         position = statement.position
         source = {
             "version": VERSION, "connector": "mariadb" if self.config.mariadb else "mysql",
-            "name": self.config.topic_prefix, "ts_ms": statement.ts_sec * 1000, "snapshot": "false",
+            "name": self.config.topic_prefix, "ts_ms": statement.ts_sec * 1000, "snapshot": snapshot,
             "db": database, "sequence": None, "ts_us": statement.ts_sec * 1_000_000,
             "ts_ns": statement.ts_sec * 1_000_000_000, "table": ",".join(c[2] for c in captured) or None,
             "server_id": statement.server_id, "gtid": statement.gtid, "file": position.file or "",

@@ -26,7 +26,7 @@ from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.executors import SNAPSHOT_TRUE, ChunkInterrupted
 from connectors.core.snapshot.progress import SnapshotStart
 from connectors.mysql import catalog
-from connectors.mysql.binlog import BinlogPosition, TableSchema
+from connectors.mysql.binlog import BinlogPosition, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
 from connectors.mysql.envelope import SourceInfo
@@ -188,6 +188,27 @@ class MySqlSnapshotReader:
         with self._lock:
             tables = catalog.base_tables(self._view())
         return [f"{db}.{table}" for db, table in tables if self.config.captures_table(db, table)]
+
+    def opening_messages(self, builder) -> list:
+        """The schema change record of each captured table, its `SHOW CREATE TABLE` in the snapshot's view, written
+        with the plan before any row (as Debezium's snapshot writes them; none when include.schema.changes is
+        off)."""
+        schema_changes = builder.schema_changes
+        if schema_changes is None:
+            return []
+        collections = self.collections()
+        with self._lock:
+            position = self._position
+            statements = []
+            with self._view().cursor() as cursor:
+                for collection in collections:
+                    database, _, table = collection.partition(".")
+                    cursor.execute(f"SHOW CREATE TABLE {quote(database)}.{quote(table)}")
+                    statements.append((database, cursor.fetchone()[1]))
+        binlog = BinlogPosition(file=position.file, pos=position.position, gtids=position.gtids or None)
+        now = int(time.time())
+        return [message for database, ddl in statements
+                for message in schema_changes.messages(SchemaStatement(database, ddl, None, binlog, now, 0), "true")]
 
     def _schema(self, collection: str) -> TableSchema:
         schema = self._schemas.get(collection)

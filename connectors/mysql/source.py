@@ -29,7 +29,7 @@ from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
-from connectors.mysql import chunk_tasks, types
+from connectors.mysql import catalog, chunk_tasks, types
 from connectors.mysql.binlog import (
     BinlogPosition,
     BinlogReader,
@@ -47,7 +47,7 @@ from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
 from connectors.mysql.overlap import ActiveOverlap
 from connectors.mysql.position import OVERLAP_FIELD, MySqlPosition, MySqlSnapshotProgress
-from connectors.mysql.schema_changes import SchemaChanges
+from connectors.mysql.schema_changes import SchemaChanges, truncated_table
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from connectors.mysql.status import binlog_files, bytes_behind, show_binlog_status
 
@@ -149,9 +149,11 @@ class MySqlEventBuilder:
             self.json_columns.forget(change.database)
             self._tables.clear()
             self._last_table = (None, None)
-            if self.schema_changes is None:
-                return None, []
-            return None, self.schema_changes.messages(change)
+            messages = [] if self.schema_changes is None else self.schema_changes.messages(change)
+            truncated = self._truncate_messages(change)
+            if truncated:
+                return "t", messages + truncated
+            return None, messages
         if type(change) is TransactionCommit and self.transactions is not None:
             return None, self.transactions.end(change.ts_sec * 1000)
         return None, []  # a transaction's commit (or a heartbeat): moves the position only
@@ -181,11 +183,36 @@ class MySqlEventBuilder:
                 if made is None:
                     events = self.table_events(schema)
                     made = parts_of[at] = (events, events.streamed_parts(operation, self._source(change), now))
-                made[0].append_streamed(messages, made[1], operation, change.before, change.after, change.row)
+                events = made[0]
+                if operation == "u" and events.moves_key(change.before, change.after):
+                    messages.extend(events.messages(operation, change.before, change.after, self._source(change),
+                                                    now_ns=now))
+                else:
+                    events.append_streamed(messages, made[1], operation, change.before, change.after, change.row)
                 built.captured(operation, change)
             else:
                 built.add(self.build(change), change, messages)
         return built
+
+    def _truncate_messages(self, statement: SchemaStatement) -> list[OutMessage]:
+        """The truncate event of a captured table (when skipped.operations lets "t" through)."""
+        if "t" in self._skipped:
+            return []
+        truncated = truncated_table(statement.ddl, statement.database)
+        if truncated is None or not self._captures(*truncated) or not self.config.captures_gtid(statement.gtid):
+            return []
+        database, table = truncated
+        connection = connect(self.config.connection)
+        try:
+            schema = catalog.table_schema(connection, database, table)
+        finally:
+            connection.close()
+        events = TableEvents(self.config, schema, self.json_columns.of(database, table))
+        position = statement.position
+        source = SourceInfo(database, table, statement.ts_sec * 1000, statement.server_id, position.file or "",
+                            position.pos or 0, 0, "false", statement.gtid,
+                            query=statement.ddl if self.config.include_query else None)
+        return events.truncate_messages(source)  # a statement outside BEGIN/COMMIT: no transaction block
 
     def _source(self, change: RowChange) -> SourceInfo:
         return SourceInfo(change.schema.database, change.schema.table, change.ts_sec * 1000, change.server_id,
@@ -229,13 +256,17 @@ _HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.
 
 class BinlogChangeReader(threading.Thread):
     """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
-    last position it queued (the library's own reconnect would replay from where it was opened)."""
+    last position it queued (the library's own reconnect would replay from where it was opened).
+
+    `report_start`: the start is "now" (no stored position); it is queued first as an `Idle` position, which the
+    pipeline commits at once, so a restart resumes there."""
 
     def __init__(self, config: MySqlConfig, start: BinlogPosition, changes: ChangeQueue,
-                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event):
+                 metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event, report_start: bool = False):
         super().__init__(name=f"binlog-{config.name}", daemon=True)
         self.config, self.changes, self.metrics, self.backoff, self.stop = config, changes, metrics, backoff, stop
         self.position = start
+        self.report_start = report_start
 
     def _put(self, item) -> bool:
         while not self.stop.is_set():
@@ -247,6 +278,8 @@ class BinlogChangeReader(threading.Thread):
         return False
 
     def run(self) -> None:
+        if self.report_start and not self._put(Idle(MySqlPosition(self.position, int(time.time())))):
+            return
         attempt = 0
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
@@ -436,7 +469,7 @@ class ServerSource:
                      self.config.name, position.binlog.file, position.binlog.pos, until.file, until.pos)
         # no position (streaming from now): "now" is taken here, before the pipeline shows it streams
         start = position.binlog if position is not None else current_position(self.config.connection)
-        return BinlogChangeReader(self.config, start, queue, metrics, backoff, stop)
+        return BinlogChangeReader(self.config, start, queue, metrics, backoff, stop, report_start=position is None)
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors.core.errors import ConnectorError
+from connectors.events import json_converter
+from connectors.events import schema as s
 from connectors.events.json_converter import unscaled_bytes
+from connectors.events.schema import Schema
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
 
 MODES = {
@@ -62,14 +65,17 @@ class TypeOptions:
 class FieldSchema:
     """A Kafka Connect field schema: type, optional, logical name, version and parameters."""
 
-    type: str  # int16, int32, int64, float32, float64, boolean, string, bytes
+    type: str  # int16, int32, int64, float32, float64, boolean, string, bytes, struct
     optional: bool
     name: str | None = None
     version: int | None = None
     parameters: dict[str, str] = field(default_factory=dict)
+    struct: Schema | None = None  # a struct's whole schema (connectors.events.schema)
 
     def to_json(self, field_name: str) -> dict:
         """As JsonConverter writes a struct field's schema."""
+        if self.struct is not None:
+            return {**json.loads(json_converter.schema_json(self.struct)), "field": field_name}
         out: dict = {"type": self.type, "optional": self.optional}
         if self.name:
             out["name"] = self.name
@@ -173,10 +179,34 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
             pad = column.max_length if code == FIELD_TYPE.STRING else None
             return _binary(options, of, pad)
         return of("string", text_value)
-    raise ConnectorError(
-        f"column {column.name!r} has binlog type {code}, which this connector does not map yet; exclude it with "
-        "column.exclude.list"
-    )
+    if code == FIELD_TYPE.GEOMETRY:
+        return ColumnMapping(column, FieldSchema("struct", column.nullable, GEOMETRY, 1,
+                                                 struct=geometry_schema(column.nullable)), _geometry)
+    raise UnmappedType(column.name)
+
+
+GEOMETRY = "io.debezium.data.geometry.Geometry"
+
+
+class UnmappedType(ConnectorError):
+    """A column of a type the connector has no mapping for; TableEvents names its table."""
+
+    def __init__(self, column: str):
+        super().__init__(f"column {column!r} has a type this connector does not map")
+        self.column = column
+
+
+def geometry_schema(optional: bool) -> Schema:
+    """Debezium's spatial struct: the value's WKB and its SRID."""
+    return s.struct([("wkb", s.bytes_()), ("srid", s.int32(optional=True))], name=GEOMETRY, version=1,
+                    doc="Geometry", optional=optional)
+
+
+def _geometry(value) -> dict:
+    """MySQL's internal geometry (a 4-byte little-endian SRID, then WKB) as Debezium's struct; SRID 0: null."""
+    data = bytes(value)
+    srid = int.from_bytes(data[:4], "little")
+    return {"wkb": data[4:], "srid": srid or None}
 
 
 def _is_binary(column: ColumnInfo) -> bool:

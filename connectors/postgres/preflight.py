@@ -26,6 +26,8 @@ from connectors.postgres.publication import (
 
 LOGIN_PROPERTIES = "database.hostname, database.port, database.user and database.password"
 NAMED_AT_MOST = 10  # tables named in one finding
+NOT_POSTGRES = ("received invalid response", "expected authentication request", "invalid length of startup packet",
+                "unexpected message", "received unexpected", "lost synchronization")
 
 
 def problems(config: PostgresConfig, timeout_ms: int = 5000) -> list[tuple[str, str]]:
@@ -57,6 +59,9 @@ def login_problem(config: PostgresConfig, error: psycopg.OperationalError) -> tu
         return "database.password", f"PostgreSQL at {where} refused the login of {config.user!r}: {text}"
     if "role" in text and "does not exist" in text:
         return "database.user", f"PostgreSQL at {where} has no role {config.user!r}"
+    if any(phrase in text for phrase in NOT_POSTGRES):  # libpq quotes what it got: another service's first bytes
+        return "database.hostname", (f"Unable to connect to PostgreSQL at {where}: it did not answer as PostgreSQL "
+                                     f"(another service on that port?); check {LOGIN_PROPERTIES}")
     return "database.hostname", f"Unable to connect to PostgreSQL at {where}: {text} (check {LOGIN_PROPERTIES})"
 
 

@@ -2,6 +2,9 @@
 
 The session fixture starts the private server when it is not running and stops it at the end only if it started
 it (DEVSTACK_KEEP=1 keeps it). Each test gets its own database from `mariadb_db`.
+
+A test that does something to the whole server (purges its binlogs, changes a global setting, restarts it) uses
+`own_mariadb` instead: a server of the test session's own (devstack.private_db), which nothing else uses.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pytest
 from connectors.mysql.connection import ConnectionSettings, connect
 from devstack import settings
 from devstack import stack as devstack
+from devstack.private_db import PrivateMariaDb
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,29 @@ def mariadb(stack):  # the tests also need Kafka
         devstack.down(started, echo=lambda line: None)
 
 
+_SERVER_WIDE = ("SELECT @@global.binlog_format, @@global.binlog_row_image, @@global.binlog_row_metadata",
+                "SHOW BINARY LOGS")
+
+
+def _server_wide_state(mariadb: MariaDB) -> tuple:
+    settings_row, binlogs = (mariadb.execute(query) for query in _SERVER_WIDE)
+    return settings_row[0], binlogs[0][0]  # the global settings and the oldest binlog
+
+
+@pytest.fixture(autouse=True)
+def shared_server_untouched(request):
+    """A test on the shared server leaves its binlogs and global settings as they were (the demo reads them)."""
+    if "mariadb" not in request.fixturenames:
+        yield
+        return
+    mariadb = request.getfixturevalue("mariadb")
+    before = _server_wide_state(mariadb)
+    yield
+    after = _server_wide_state(mariadb)
+    assert after == before, (f"the test changed the shared MariaDB server ({before} -> {after}): use own_mariadb for "
+                             "what affects the whole server")
+
+
 @pytest.fixture
 def mariadb_db(mariadb):
     """A fresh database for one test, dropped afterwards."""
@@ -55,3 +82,23 @@ def mariadb_db(mariadb):
     mariadb.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
     yield name
     mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture(scope="session")
+def own_mariadb(stack, tmp_path_factory):
+    """A MariaDB server of this test session's own, set up as the devstack's, stopped at the end."""
+    server = PrivateMariaDb(tmp_path_factory.mktemp("own-mariadb")).start()
+    admin = ConnectionSettings.from_dsn(server.admin_dsn)
+    try:
+        yield MariaDB(admin=admin, cdc=admin.as_user(*settings.MARIADB_CDC_USER))
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_mariadb_db(own_mariadb):
+    """A fresh database on `own_mariadb`, dropped afterwards."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    own_mariadb.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    yield name
+    own_mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")

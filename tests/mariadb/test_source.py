@@ -137,12 +137,16 @@ class Writer(threading.Thread):
         assert self.error is None, self.error
 
 
+def fill(mariadb, database: str) -> str:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=database)
+    values = ", ".join(f"({i}, 0, 's{i}')" for i in range(1000))
+    mariadb.execute(f"INSERT INTO t VALUES {values}", database=database)  # noqa: S608 - literal numbers
+    return database
+
+
 @pytest.fixture
 def filled(mariadb, mariadb_db):
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", database=mariadb_db)
-    values = ", ".join(f"({i}, 0, 's{i}')" for i in range(1000))
-    mariadb.execute(f"INSERT INTO t VALUES {values}", database=mariadb_db)  # noqa: S608 - literal numbers
-    return mariadb_db
+    return fill(mariadb, mariadb_db)
 
 
 class InProcess:
@@ -317,7 +321,14 @@ def test_kill9_under_load_exactly_once(mariadb, filled, tmp_path):
     assert log.count("starting: resuming at") + log.count("starting: resuming the snapshot") >= 3, log[-3000:]
 
 
-def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(mariadb, filled):
+@pytest.fixture
+def own_filled(own_mariadb, own_mariadb_db):
+    return fill(own_mariadb, own_mariadb_db)
+
+
+def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(own_mariadb, own_filled):
+    """Purges the binlogs of a server of the test's own (the shared one keeps its history)."""
+    mariadb, filled = own_mariadb, own_filled
     props = properties(mariadb, filled)
     runner = InProcess(props)
     try:
@@ -428,12 +439,12 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
                         "ALTER TABLE t DROP COLUMN s", "UPDATE t SET v = 3 WHERE id = 1",
                         "ALTER TABLE t MODIFY v BIGINT NOT NULL", "INSERT INTO t (id, v) VALUES (3, 5000000000)",
                         "CREATE TABLE t2 (k VARCHAR(3) PRIMARY KEY)", database=mariadb_db)
-        while len(read_topic(BOOTSTRAP, props["topic.prefix"])) < 4:  # t2 described while it exists
+        while len(read_topic(BOOTSTRAP, props["topic.prefix"])) < 5:  # t2 described while it exists
             assert time.monotonic() < deadline
             time.sleep(0.3)
         mariadb.execute("DROP TABLE t2", database=mariadb_db)
         while len(records := read_topic(BOOTSTRAP, topic)) < 4 or \
-                len(changes := read_topic(BOOTSTRAP, props["topic.prefix"])) < 5:
+                len(changes := read_topic(BOOTSTRAP, props["topic.prefix"])) < 6:
             assert time.monotonic() < deadline
             time.sleep(0.3)
     finally:
@@ -449,7 +460,8 @@ def test_ddl_mid_stream(mariadb, mariadb_db):
     assert after_fields(events[2]) == {"id": "int32", "v": "int32", "extra": "string"}
     assert events[3]["payload"]["after"] == {"id": 3, "v": 5000000000, "extra": "z"}
     assert after_fields(events[3])["v"] == "int64"
-    values = [json.loads(r.value)["payload"] for r in changes]
+    snapshot, *values = [json.loads(r.value)["payload"] for r in changes]
+    assert snapshot["ddl"].startswith("CREATE TABLE `t`") and snapshot["source"]["snapshot"] == "true"
     assert [v["ddl"].split()[0].upper() for v in values] == ["ALTER", "ALTER", "ALTER", "CREATE", "DROP"]
     assert all(json.loads(r.key) == {"databaseName": mariadb_db} for r in changes)  # key schemas off
     kinds = [[(c["type"], c["id"]) for c in v["tableChanges"]] for v in values]

@@ -162,10 +162,10 @@ def test_sql_over_topic_views(run_job, shop, stack, tmp_path):
     orders, users = (t for t in shop["topics"])
     sql = """
         -- every topic is a view of parsed events, and <view>_latest its latest state
-        CREATE OR REPLACE TEMP VIEW live_orders AS SELECT * FROM orders_latest;
+        WITH live_orders AS (SELECT * FROM orders_latest)
         SELECT o.op, count(*) AS n, max(o.collection) AS coll,
                (SELECT count(*) FROM live_orders) AS live, (SELECT count(*) FROM USERS_VIEW) AS u
-        FROM orders o WHERE NOT o.is_tombstone GROUP BY o.op ORDER BY o.op
+        FROM orders o WHERE NOT o.is_tombstone GROUP BY o.op ORDER BY o.op;
     """.replace("USERS_VIEW", users.replace(".", "_"))
     code, lines = run_job("sql", args(stack, topics=[users], views={"orders": orders}, sql=sql,
                                       output_path=str(tmp_path / "sql")))

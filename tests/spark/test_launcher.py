@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from bson import json_util
@@ -55,7 +58,9 @@ class Api:
 def platform(stack, tmp_path_factory):
     """daphne and one Celery worker on the spark queue; API tokens of an operator and a viewer."""
     tmp = tmp_path_factory.mktemp("launcher")
-    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(tmp / "spark"))
+    output_root = Path(tempfile.mkdtemp(prefix="cdc-spark-launcher-"))  # reachable by the jobs' user, unlike tmp
+    output_root.chmod(0o755)
+    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(output_root))
     processes.migrate()
     tokens = processes.django(
         "from django.contrib.auth.models import Group, User\n"
@@ -70,6 +75,7 @@ def platform(stack, tmp_path_factory):
     processes.start_web()
     yield processes
     processes.stop()
+    shutil.rmtree(output_root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,10 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 
 from connectors.config import ConnectorConfig
 from connectors.core.transactions import TransactionBoundary
+from connectors.kafka.topics import MAX_TOPIC_LENGTH, sanitize_topic
 from connectors.mongodb import extjson
 from connectors.mongodb.envelopes import apply_update
-from connectors.mongodb.events import MAX_TOPIC_LENGTH, EventBuilder, KafkaMessage, sanitize_topic, topic_name
+from connectors.mongodb.events import EventBuilder, KafkaMessage, topic_name
 from connectors.mongodb.records import (
     ChangeRecord,
     Namespace,

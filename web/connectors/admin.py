@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from connectors.secrets import MASK
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors import drafts, services, validation
 from web.connectors import properties as props
@@ -103,7 +104,7 @@ class ConnectorForm(forms.ModelForm):
         if data.get("password"):
             given[password] = data["password"]
         elif stored.password and not data.get("clear_password"):
-            given[password] = stored.password
+            given[password] = MASK  # kept, if the connector still logs in where it was stored for
         given.update(props.filter_properties(stored.filters))
         try:
             self.parts = drafts.prepare(given, self.instance if self.instance.pk else None)

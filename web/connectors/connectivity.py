@@ -3,24 +3,58 @@ form, Kafka Connect's create/validate), in bounded time (CDC_CONNECTIVITY_CHECK_
 reason a person can act on: DNS, refused port, timeout, credentials, and what the source needs (a MongoDB replica
 set; PostgreSQL's wal_level, REPLICATION and publication; MySQL/MariaDB's binlog settings and grants), by
 connectors.sources.preflight.
+
+A check makes the server connect where a configuration says, so it is an operator's action: a viewer's
+validation checks the configuration only. Each user may start CDC_CONNECTIVITY_CHECK_RATE checks (DRF's throttle
+syntax, "20/min"), at most CDC_CONNECTIVITY_CHECKS_AT_ONCE run at a time in a web process, and each runs in a child
+process killed at its deadline (connectors/preflight_process.py), so no check leaves a thread or a connection
+behind the request that started it.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
+import threading
 
+from django.conf import settings
+from rest_framework.throttling import UserRateThrottle
+
+from connectors import preflight_process
 from connectors.config import Problem
-from connectors.sources import preflight
+from web.accounts.roles import OPERATOR, has_role
 from web.connectors import properties as props
+
+QUEUE_WAIT_S = 1.0
+_running = threading.BoundedSemaphore(settings.CDC_CONNECTIVITY_CHECKS_AT_ONCE)
+
+
+class ConnectivityThrottle(UserRateThrottle):
+    scope = "connectivity"
+
+    def get_rate(self):
+        return settings.CDC_CONNECTIVITY_CHECK_RATE
 
 
 def enabled() -> bool:
     return settings.CDC_CONNECTIVITY_CHECK_MS > 0
 
 
-def check(parts: props.Parts) -> list[Problem]:
-    """[] when the source answers as the connector needs (or the check is off); else the problems, each naming the
-    property to change."""
-    if not enabled():
-        return []
-    return preflight(props.join(parts), settings.CDC_CONNECTIVITY_CHECK_MS)
+def allowed(request) -> bool:
+    """Whether this request's user may make the server connect to a source (operator or admin)."""
+    return enabled() and request is not None and has_role(request.user, OPERATOR)
+
+
+def check(parts: props.Parts, request) -> list[Problem]:
+    """[] when the source answers as the connector needs; else the problems, each naming the property to change.
+    Call only when `allowed(request)`."""
+    throttle = ConnectivityThrottle()
+    if not throttle.allow_request(request, None):
+        wait = throttle.wait()
+        return [Problem("", f"too many connection checks ({settings.CDC_CONNECTIVITY_CHECK_RATE}); try again in "
+                            f"{max(1, round(wait or 1))} s")]
+    if not _running.acquire(timeout=QUEUE_WAIT_S):
+        return [Problem("", "the server is running as many connection checks as it allows at once; try again in a "
+                            "moment")]
+    try:
+        return preflight_process.run(props.join(parts), settings.CDC_CONNECTIVITY_CHECK_MS)
+    finally:
+        _running.release()

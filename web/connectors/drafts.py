@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.config import Problem
+from connectors.destinations import secret_destination
+from connectors.secrets import MASK
 from web.connectors import properties as props
 from web.connectors import validation
 from web.connectors.definitions import parts_of
@@ -35,9 +37,34 @@ def prepare(given: Any, current: Connector | None = None, *, merge: bool = False
         flat = {key: value for key, value in unmasked.items() if value is not None}
     problems = [Problem(prop, message) for prop, message in mask_problems]
     problems += validation.check(flat)
+    if stored is not None and not problems:
+        problems += moved_secret_problems(flat, props.join(stored), kept_secrets(given, stored, merge))
     if problems:
         raise InvalidConfiguration(problems)
     return props.split(flat)
+
+
+def kept_secrets(given: dict[str, Any], stored: props.Parts, merge: bool) -> set[str]:
+    """The secret properties whose stored value this request keeps instead of giving it."""
+    kept = {key for key in props.PASSWORDS if given.get(key) == MASK}
+    connection_string = given.get(props.CONNECTION_STRING)
+    if isinstance(connection_string, str) and MASK in connection_string:
+        kept.add(props.CONNECTION_STRING)
+    if merge:
+        stored_secrets = {props.password_property(stored.properties): stored.password,
+                          props.CONNECTION_STRING: stored.connection_string}
+        kept |= {key for key, value in stored_secrets.items() if value and key not in given}
+    return kept
+
+
+def moved_secret_problems(flat: dict[str, Any], stored_flat: dict[str, Any], kept: set[str]) -> list[Problem]:
+    kept = {key for key in kept if flat.get(key)}
+    if not kept or secret_destination(flat) == secret_destination(stored_flat):
+        return []
+    what = "the connection string" if kept == {props.CONNECTION_STRING} else "the password"
+    return [Problem(key, f"give {what} again: this change makes the connector log in somewhere else (another host, "
+                         f"port or seed list), and a stored secret is only sent to where it was stored for")
+            for key in sorted(kept)]
 
 
 def check(given: Any, current: Connector | None = None, *, merge: bool = False) -> list[Problem]:

@@ -3,17 +3,14 @@ works too); a person's browser sends its session."""
 
 from __future__ import annotations
 
-from rest_framework.authtoken.models import Token
+from web.accounts.tokens import user_of
 
 
 def token_user(header: str):
     scheme, _, key = (header or "").strip().partition(" ")
     if scheme.lower() not in ("bearer", "token") or not key.strip():
         return None
-    token = Token.objects.select_related("user").filter(key=key.strip()).first()
-    if token is None or not token.user.is_active:
-        return None
-    return token.user
+    return user_of(key)
 
 
 def metrics_user(request):

@@ -144,7 +144,7 @@ def connector_topics(request, name):
 
 def _save_connector(request, form: ConnectorForm | RelationalConnectorForm, connector: Connector | None):
     """Validates the form's API body with the API's serializer and saves it through the services."""
-    serializer = ConnectorSerializer(connector, data=form.api_body())
+    serializer = ConnectorSerializer(connector, data=form.api_body(), context={"request": request})
     if not serializer.is_valid():
         form.add_problems(problems_of(serializer))
         return None

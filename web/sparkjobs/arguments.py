@@ -5,9 +5,11 @@ from the definition's fields, Kafka from settings, and places under SPARK_OUTPUT
 writes and names no place for. Users below admin are held to what a template job needs:
 
 - paths (`output_path`, `checkpoint_path`) are relative, inside the job's own folder under SPARK_OUTPUT_ROOT;
-- `sql` is queries only (SELECT, WITH, VALUES, TABLE, FROM, SHOW, DESCRIBE, EXPLAIN, CREATE TEMP VIEW … AS), with
-  no Java reflection, and runs with `spark.sql.runSQLOnFiles=false`, so it can neither read nor write files;
 - `script` jobs (arbitrary code) are for admins only (checked by the API and pages).
+
+Everyone's `sql` is one read-only query over the job's views. The job checks that on Spark's own parse of the
+statement before anything runs (sparkjobs/sqlcheck.py); saving a definition only catches the plain mistakes early
+(several statements, a statement that is no query, Java reflection), without starting Spark.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
+from sparkjobs.sqlcheck import RULE, SESSION_CONF, split_statements
 from web.sparkjobs.models import JobDefinition, JobRun, Mode, Template
 
 PATH_ARGUMENTS = ("output_path", "checkpoint_path")
@@ -26,15 +29,9 @@ RESERVED = {"topics": "the job's topics field", "mode": "the job's mode field",
 STREAMING_TEMPLATES = (Template.LATEST_STATE, Template.STATS)
 MASK = "********"
 _SECRET_OPTION = re.compile(r"password|secret|jaas|token|credential|key$", re.IGNORECASE)
-_QUERY = re.compile(
-    r"^(select|with|values|table|from|show|describe|desc|explain)\b"
-    r"|^create\s+(or\s+replace\s+)?(global\s+)?temp(orary)?\s+view\s+[\w.`]+\s+as\s",
-    re.IGNORECASE,
-)
-_REFLECTION = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
-_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_QUERY = re.compile(r"^[(\s]*(select|with|values|table|from)\b", re.IGNORECASE)
+_REFLECTION = re.compile(r"\b(reflect|java_method|try_reflect)`?\s*\(", re.IGNORECASE)
 _NAMED_ARGUMENT = re.compile(r"`(\w+)`")
-RESTRICTED_SQL_CONF = {"spark.sql.runSQLOnFiles": "false"}
 
 
 class ArgumentProblem(ValueError):
@@ -63,18 +60,16 @@ def _relative_path_problem(value: Any) -> str | None:
 
 
 def _sql_problem(sql: Any) -> str | None:
-    from sparkjobs.templates import split_statements
-
-    if not isinstance(sql, str) or not sql.strip():
+    """The mistakes a text can show without Spark's parser (which decides, in the job)."""
+    if not isinstance(sql, str) or not split_statements(sql):
         return None  # the template's own check names the missing query
-    for statement in split_statements(_COMMENTS.sub(" ", sql)):
-        text = statement.strip()
-        if not text:
-            continue
-        if not _QUERY.match(text):
-            return f"only queries are allowed (admins may run other statements): {text[:60]!r}"
-        if _REFLECTION.search(text):
-            return "Java reflection (reflect, java_method) is for admins only"
+    statements = split_statements(sql)
+    if len(statements) > 1:
+        return f"{RULE}, not {len(statements)} statements separated by `;`"
+    if not _QUERY.match(statements[0]):
+        return f"{RULE}: {statements[0][:60]!r} is not a query"
+    if _REFLECTION.search(statements[0]):
+        return f"{RULE}: Java reflection (reflect, java_method, try_reflect) is not allowed"
     return None
 
 
@@ -96,8 +91,8 @@ def check_definition(values: dict[str, Any], *, admin: bool) -> None:
         for key in PATH_ARGUMENTS:
             if key in arguments and (problem := _relative_path_problem(arguments[key])):
                 problems[f"arguments.{key}"] = problem
-        if template == Template.SQL and (problem := _sql_problem(arguments.get("sql"))):
-            problems["arguments.sql"] = problem
+    if template == Template.SQL and (problem := _sql_problem(arguments.get("sql"))):
+        problems["arguments.sql"] = problem
     if template == Template.SCRIPT and not (values.get("script") or "").strip() and not arguments.get("script_path"):
         problems["script"] = "the PySpark code to run"
     if not problems:
@@ -154,8 +149,9 @@ def run_arguments(definition: JobDefinition, run_id: int) -> dict[str, Any]:
 
 
 def spark_conf(run: JobRun) -> dict[str, str]:
-    """Spark settings a run gets beyond the defaults: SQL of non-admin definitions cannot touch files."""
-    return dict(RESTRICTED_SQL_CONF) if run.template == Template.SQL and run.restricted else {}
+    """Spark settings a run gets beyond the defaults: an SQL run's session substitutes no variables and reads no
+    file by its path from the start (the job sets them too, before it checks its query)."""
+    return dict(SESSION_CONF) if run.template == Template.SQL else {}
 
 
 def masked(arguments: dict[str, Any]) -> dict[str, Any]:

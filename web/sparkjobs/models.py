@@ -44,7 +44,7 @@ class JobDefinition(models.Model):
     arguments = models.JSONField(default=dict, blank=True, help_text="The template's other arguments.")
     script = models.TextField(blank=True, help_text="PySpark code of a `script` job.")
     restricted = models.BooleanField(
-        default=True, help_text="Last saved by a non-admin: its SQL runs without access to files (arguments.py)."
+        default=True, help_text="Last saved by a non-admin: its paths stay inside its folder (arguments.py)."
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

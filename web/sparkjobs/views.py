@@ -18,6 +18,7 @@ from web.dashboard.views import role_required
 from web.sparkjobs import services
 from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
 from web.sparkjobs.arguments import job_dir, masked
+from web.sparkjobs.csv_cells import csv_cell
 from web.sparkjobs.forms import SparkJobForm
 from web.sparkjobs.models import JobDefinition, JobRun
 
@@ -118,7 +119,7 @@ def run_detail(request, run_id):
 @require_safe
 @role_required(VIEWER)
 def run_preview_csv(request, run_id):
-    """The run's preview (the rows the run page shows) as CSV; nested values as JSON text."""
+    """The run's preview (the rows the run page shows) as CSV; nested values as JSON text, formulas defused."""
     run = get_object_or_404(JobRun.objects.select_related("definition"), pk=run_id)
     preview = run.preview or {}
     if not preview.get("columns"):
@@ -126,8 +127,7 @@ def run_preview_csv(request, run_id):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{run.definition.name}-run-{run.pk}.csv"'
     writer = csv.writer(response)
-    writer.writerow(preview["columns"])
+    writer.writerow([csv_cell(name) for name in preview["columns"]])
     for row in preview.get("rows", []):
-        writer.writerow(["" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
-                         for v in row])
+        writer.writerow([csv_cell(value) for value in row])
     return response

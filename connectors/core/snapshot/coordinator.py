@@ -111,7 +111,7 @@ class InitialSnapshot:
                 if self.stop.is_set():
                     early.shutdown()
                     return False
-                self._commit([])  # the plan and the stream position, before any chunk
+                self._commit(self._opening_messages())  # the plan and the stream position, before any chunk
             except BaseException:
                 early.shutdown()
                 raise
@@ -249,6 +249,11 @@ class InitialSnapshot:
 
     def _commit(self, messages: list, completed: bool = False) -> None:
         self.pipeline.commit_snapshot(messages, self.progress, completed)
+
+    def _opening_messages(self) -> list:
+        """What the reader writes with the plan, before any row (optional `opening_messages` of a SnapshotReader)."""
+        opening = getattr(self.reader, "opening_messages", None)
+        return opening(self.pipeline.builder) if opening is not None else []
 
     # -- start ------------------------------------------------------------------------------------------------
 

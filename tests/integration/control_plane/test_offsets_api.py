@@ -175,3 +175,30 @@ def test_notify_reaches_a_subscriber_within_a_second(stack, unique_name):
 def test_notify_never_raises_without_redis(monkeypatch, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     assert control.notify("x", "stop") is False
+
+
+class _OtherLayoutRecord:
+    """An offset record of another source's key layout (PostgreSQL's and MariaDB's `["<name>", {"server": …}]`)."""
+
+    def __init__(self, connector: str):
+        self.key = json.dumps([connector, {"server": connector}]).encode()
+
+    def to_value(self) -> bytes:
+        return b'{"lsn": 123, "txId": 7}'
+
+
+def test_offsets_of_other_sources_in_a_shared_topic_are_skipped_silently(admin, connector, caplog):
+    """A viewer's read of one connector's offsets writes no log line per record of other connectors."""
+    store = offset_views.store_for(connector)
+    store.write(OffsetRecord(connector.name, "rs0", resume_token=TOKEN))
+    for number in range(3):
+        other = f"{connector.name}-pg{number}"
+        store.write_partition(other, other, _OtherLayoutRecord(other))
+    caplog.set_level("DEBUG", logger="connectors.kafka.offsets")
+    shown = admin.get(f"/api/connectors/{connector.name}/offsets/").json()
+    assert [position["replica_set"] for position in shown["offsets"]] == ["rs0"]
+    assert [r.getMessage() for r in caplog.records if r.name == "connectors.kafka.offsets"] == []
+    everything = store.load_all()
+    assert set(everything) == {(connector.name, "rs0")}
+    lines = [r for r in caplog.records if r.name == "connectors.kafka.offsets"]
+    assert len(lines) == 1 and lines[0].levelname == "DEBUG" and "ignored 3 record(s)" in lines[0].getMessage()

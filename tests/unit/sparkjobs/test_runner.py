@@ -3,6 +3,7 @@ failed with a message; a spark-submit child dies with the worker that started it
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -49,12 +50,18 @@ def test_a_run_that_is_no_longer_queued_is_left_alone(run):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_the_job_process_dies_with_the_worker(tmp_path):
+@pytest.mark.parametrize("as_job_user", [False, True])
+def test_the_job_process_dies_with_the_worker(tmp_path, as_job_user):
+    """Also when it runs as the job user: a change of user clears the parent-death signal, which setpriv restores."""
+    if as_job_user and os.geteuid() != 0:
+        pytest.skip("only root starts jobs as another user")
     pid_file = tmp_path / "pid"
+    wrap = "job_user().wrap" if as_job_user else "list"
     worker = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
+        from sparkjobs.jobuser import job_user
         from workers.spark_process import SparkProcess
-        job = SparkProcess(["sleep", "300"], {{"PATH": "/usr/bin:/bin"}})
+        job = SparkProcess({wrap}(["sleep", "300"]), {{"PATH": "/usr/bin:/bin"}})
         open({str(pid_file)!r}, "w").write(str(job.pid))
         time.sleep(300)
     """)])
@@ -63,6 +70,10 @@ def test_the_job_process_dies_with_the_worker(tmp_path):
         time.sleep(0.1)
     job = int(pid_file.read_text())
     assert _alive(job)
+    if as_job_user:  # setpriv has changed user once the process belongs to it
+        while os.stat(f"/proc/{job}").st_uid != job_user_uid() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert os.stat(f"/proc/{job}").st_uid == job_user_uid()
     worker.kill()
     worker.wait(10)
     deadline = time.monotonic() + 10
@@ -77,3 +88,9 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def job_user_uid() -> int:
+    from sparkjobs.jobuser import job_user
+
+    return job_user().uid

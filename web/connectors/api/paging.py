@@ -34,6 +34,15 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
     def get_offset(self, request):
         return whole_number(request.query_params, self.offset_query_param, minimum=0) or 0
 
+    def get_schema_operation_parameters(self, view):
+        """DRF's parameters with the ranges enforced above, so the OpenAPI document says what a 400 is for."""
+        ranges = {self.limit_query_param: {"minimum": 1, "maximum": self.max_limit},
+                  self.offset_query_param: {"minimum": 0}}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"] = {**parameter["schema"], **ranges.get(parameter["name"], {})}
+        return parameters
+
 
 def check_query(params, allowed: dict[str, Iterable[str] | None]) -> None:
     """400 for a parameter not in `allowed` or a value outside its choices (None: any value)."""

@@ -13,7 +13,7 @@ from connectors.config_types import SKIPPABLE_OPERATIONS, ConfigError
 from connectors.config_values import check_namespace, parse_json_query, split_list
 from connectors.postgres.events import TableFilter
 from connectors.postgres.incremental import parse_filter as parse_sql_condition
-from connectors.secrets import redact_connection_string
+from connectors.secrets import MASK, redact_connection_string
 from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
 from web.connectors import state as connector_state
@@ -135,8 +135,8 @@ class ConnectorSerializer(serializers.ModelSerializer):
     )
     desired_state = serializers.ChoiceField(choices=DesiredState.choices, required=False)
     filters = FilterSerializer(many=True, read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Connector
@@ -173,12 +173,12 @@ class ConnectorSerializer(serializers.ModelSerializer):
             if config.get(props.NAME, self.instance.name) != self.instance.name:
                 errors["name"] = ["a connector cannot be renamed; create a new one"]
             config.setdefault(props.NAME, self.instance.name)
-            if not self.partial:  # PUT: secrets not given are kept (they are never returned)
+            if not self.partial:  # PUT: secrets not given are kept (they are never returned), where they were
                 stored = parts_of(self.instance)
                 if props.CONNECTION_STRING not in config and stored.connection_string:
-                    config[props.CONNECTION_STRING] = stored.connection_string
+                    config[props.CONNECTION_STRING] = redact_connection_string(stored.connection_string)
                 if password not in config and stored.password:
-                    config[password] = stored.password
+                    config[password] = MASK
                 if props.TOPIC_PREFIX not in config and props.TOPIC_PREFIX_ALIAS not in config:
                     config[props.TOPIC_PREFIX] = stored.topic_prefix
         if errors:
@@ -192,8 +192,11 @@ class ConnectorSerializer(serializers.ModelSerializer):
         except drafts.InvalidConfiguration as error:
             self.problems = error.problems
             raise serializers.ValidationError(validation.api_errors(error.problems)) from None
-        if self.instance is None or self._connection_changed(attrs["parts"]):
-            problems = connectivity.check(attrs["parts"])
+        request = self.context.get("request")
+        self.connection_checked = False
+        if (self.instance is None or self._connection_changed(attrs["parts"])) and connectivity.allowed(request):
+            problems = connectivity.check(attrs["parts"], request)
+            self.connection_checked = True
             if problems:
                 self.problems = problems
                 raise serializers.ValidationError(validation.api_errors(problems))
@@ -215,6 +218,9 @@ class ValidationResultSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
     error_count = serializers.IntegerField()
     problems = ProblemSerializer(many=True)
+    connection_checked = serializers.BooleanField(
+        help_text="Whether the server connected to the source: only for operators and admins, only for a new "
+                  "connector or a changed connection, and only while CDC_CONNECTIVITY_CHECK_MS is not 0.")
 
 
 class ActionResultSerializer(serializers.Serializer):
@@ -398,12 +404,18 @@ class TimestampJsonSerializer(serializers.Serializer):
 
 
 class OffsetSerializer(serializers.Serializer):
-    replica_set = serializers.CharField()
-    resume_token = serializers.JSONField(allow_null=True)
-    cluster_time = TimestampJsonSerializer(allow_null=True)
-    token_cluster_time = TimestampJsonSerializer(allow_null=True)
-    snapshot = serializers.JSONField(allow_null=True)
-    pending_reset = serializers.JSONField(allow_null=True)
+    """One partition's committed position. MongoDB's has resume_token, cluster_time and token_cluster_time;
+    PostgreSQL's and MySQL/MariaDB's have `position` (Debezium's offset fields: lsn, txId…; file, pos, gtids…).
+    A MongoDB offset deleted by a reset to `initial` is shown as its `replica_set` alone."""
+
+    replica_set = serializers.CharField(help_text="The replica set, or the partition of another source.")
+    resume_token = serializers.JSONField(allow_null=True, required=False, help_text="MongoDB only.")
+    cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")
+    token_cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")
+    position = serializers.JSONField(allow_null=True, required=False,
+                                     help_text="PostgreSQL and MySQL/MariaDB only: the stored offset fields.")
+    snapshot = serializers.JSONField(allow_null=True, required=False)
+    pending_reset = serializers.JSONField(allow_null=True, required=False)
 
 
 class OffsetsSerializer(serializers.Serializer):

@@ -3,9 +3,9 @@
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from web.accounts.api import TokenView
 from web.connectors.api.docs import local_only
 from web.connectors.api.views import NAME_PATTERN, AuditViewSet, ConnectorViewSet, FilterViewSet, MeView
 
@@ -18,7 +18,7 @@ router.register("audit", AuditViewSet, basename="audit")
 urlpatterns = [
     path("", include(router.urls)),
     path("me/", MeView.as_view(), name="api-me"),
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", TokenView.as_view(), name="api-token"),
     # Browsable docs: a login page for anonymous browsers (the schema itself answers 401 to scripts).
     path("docs/", login_required(local_only(SpectacularSwaggerView.as_view(url_name="api-schema"))), name="api-docs"),
     path("redoc/", login_required(local_only(SpectacularRedocView.as_view(url_name="api-schema",

@@ -122,7 +122,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def _validation(self, serializer, extra: list[dict[str, str]] = ()) -> Response:
         valid = serializer.is_valid()
         problems = ([] if valid else problems_of(serializer)) + list(extra)
-        return Response({"valid": not problems, "error_count": len(problems), "problems": problems})
+        return Response({"valid": not problems, "error_count": len(problems), "problems": problems,
+                         "connection_checked": getattr(serializer, "connection_checked", False)})
 
     @extend_schema(summary="Validate a new connector's configuration without saving it",
                    operation_id="connectors_validate",
@@ -132,15 +133,16 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         # a name already taken is reported here too, so a form hears of it while it is filled in (create: 409)
         name = request.data.get("name") if isinstance(request.data, dict) else None
         taken = isinstance(name, str) and Connector.objects.filter(name=name.strip()).exists()
-        extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}]
-        return self._validation(s.ConnectorSerializer(data=request.data), extra if taken else ())
+        extra = [{"property": "name", "field": "name", "message": services.already_exists_message(name.strip())}
+                 ] if taken else ()
+        return self._validation(self.get_serializer(data=request.data), extra)
 
     @extend_schema(summary="Validate changes to this connector without saving them (PATCH semantics)",
                    operation_id="connectors_validate_changes",
                    request=s.ConnectorSerializer, responses=s.ValidationResultSerializer)
     @action(detail=True, methods=["post"], url_path="validate")
     def validate_existing(self, request, name=None):
-        return self._validation(s.ConnectorSerializer(self.get_object(), data=request.data, partial=True))
+        return self._validation(self.get_serializer(self.get_object(), data=request.data, partial=True))
 
     # -- desired state ----------------------------------------------------------------------------------------
 
@@ -198,7 +200,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
 
     @extend_schema(summary="Activity log: requests and how they ended, phase changes, errors, configuration "
                            "changes; newest first",
-                   parameters=[OpenApiParameter("limit", int, description="1-500, default 100")],
+                   parameters=[OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 500},
+                                                description="1-500, default 100")],
                    responses=s.ActivitySerializer(many=True))
     @action(detail=True, methods=["get"])
     def activity(self, request, name=None):

@@ -8,14 +8,16 @@ import json
 
 from django.http import HttpResponse
 from rest_framework import status
-from rest_framework.authentication import BasicAuthentication, SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cdcplatform.celery import app as celery_app
 from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from connectors.sources import DEBEZIUM_CLASSES
+from web.accounts.api import LockoutBasicAuthentication
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
+from web.accounts.tokens import HashedTokenAuthentication
 from web.connectors import audit, connectivity, drafts, kafka_cluster, services
 from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import active_topics, loggers, shapes
@@ -33,7 +35,7 @@ NOT_STOPPED = (
 
 
 class ConnectView(APIView):
-    authentication_classes = [BasicAuthentication, TokenAuthentication, SessionAuthentication]
+    authentication_classes = [LockoutBasicAuthentication, HashedTokenAuthentication, SessionAuthentication]
     permission_classes = [RolePermission]
     action_roles: dict[str, str] = {}
 
@@ -67,12 +69,12 @@ def check_name(url_name: str, config: dict) -> dict:
     return {**config, "name": url_name}
 
 
-def prepare(config: dict, current: Connector | None = None):
+def prepare(config: dict, request, current: Connector | None = None):
     try:
         parts = drafts.prepare(config, current)
     except drafts.InvalidConfiguration as error:
         raise ConnectError(400, shapes.invalid_config_message(error.problems)) from None
-    problems = connectivity.check(parts)
+    problems = connectivity.check(parts, request) if connectivity.allowed(request) else []
     if problems:
         raise ConnectError(400, shapes.invalid_config_message(problems))
     return parts
@@ -113,8 +115,8 @@ class ValidateView(ConnectView):
         if named is not None and not config.get("connector.class"):
             config = {**config, "connector.class": named}  # the path names the plugin; Connect's body may not
         problems = drafts.check(config)
-        if not problems:
-            problems = connectivity.check(drafts.prepare(config))
+        if not problems and connectivity.allowed(request):
+            problems = connectivity.check(drafts.prepare(config), request)
         return Response(config_infos(plugin, config, problems))
 
 
@@ -144,12 +146,12 @@ class ConnectorsView(ConnectView):
         if not isinstance(config, dict):
             raise ConnectError(400, "Connector config must be a JSON object of properties")
         initial = body.get("initial_state", "RUNNING")
-        if initial not in INITIAL_STATES:
+        if not isinstance(initial, str) or initial not in INITIAL_STATES:
             raise ConnectError(400, f"Invalid initial state {initial!r}; use RUNNING, PAUSED or STOPPED")
         config = check_name(name, config)
         if Connector.objects.filter(name=name).exists():
             raise ConnectError(409, f"Connector {name} already exists")
-        parts = prepare(config)
+        parts = prepare(config, request)
         connector = self.call(services.create_connector, parts, user=request.user, source="connect",
                               desired_state=INITIAL_STATES[initial])
         response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)
@@ -177,7 +179,7 @@ class ConfigView(ConnectView):
     def put(self, request, name):
         config = check_name(name, config_body(request.data))
         current = Connector.objects.filter(name=name).first()
-        parts = prepare(config, current)
+        parts = prepare(config, request, current)
         if current is None:
             connector = self.call(services.create_connector, parts, user=request.user, source="connect")
             response = Response(shapes.info(connector), status=status.HTTP_201_CREATED)

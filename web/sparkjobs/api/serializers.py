@@ -23,8 +23,8 @@ class ArgumentsField(serializers.DictField):
 class JobDefinitionSerializer(serializers.ModelSerializer):
     topics = serializers.ListField(child=serializers.CharField(max_length=249), required=False)
     arguments = ArgumentsField(required=False)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     last_run = serializers.SerializerMethodField()
 
     class Meta:
@@ -72,8 +72,8 @@ class RunLogLineSerializer(serializers.ModelSerializer):
 class JobRunSerializer(serializers.ModelSerializer):
     job = serializers.SlugRelatedField(source="definition", slug_field="name", read_only=True)
     arguments = ArgumentsField(read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    cancel_requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    cancel_requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     finished = serializers.BooleanField(read_only=True)
     preview = serializers.JSONField(read_only=True)
     result = serializers.JSONField(read_only=True)

@@ -84,6 +84,10 @@ class JobViewSet(viewsets.ModelViewSet):
 class OptionalPaging(StrictLimitOffsetPagination):
     default_limit = None  # a plain list unless ?limit= is given
 
+    def get_paginated_response_schema(self, schema):
+        return {"oneOf": [super().get_paginated_response_schema(schema), schema],
+                "description": "A page ({count, next, previous, results}) with ?limit=, else the plain list."}
+
 
 @extend_schema_view(
     list=extend_schema(summary="Spark runs, newest first", parameters=[
