@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
-from connectors.core.topic_names import MAX_TOPIC_LENGTH, sanitize_topic  # noqa: F401 - MAX_TOPIC_LENGTH re-exported
 from connectors.core.transactions import TransactionBoundary
 from connectors.kafka.topics import sanitize_topic
 from connectors.mongodb import connect_schemas as schemas

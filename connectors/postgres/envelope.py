@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from connectors.core.topic_names import sanitize_topic
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Field, Schema
+from connectors.kafka.topics import sanitize_topic
 
 CONNECTOR = "postgresql"
 SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
