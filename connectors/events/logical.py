@@ -3,7 +3,7 @@ Debezium's connectors write them)."""
 
 from __future__ import annotations
 
-from connectors.events.schema import Schema, array, bytes_, int32, primitive, struct
+from connectors.events.schema import Schema, array, bytes_, float64, int32, primitive, struct
 
 # Kafka Connect's own logical types
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -33,6 +33,7 @@ ENUM_SET = "io.debezium.data.EnumSet"
 BITS = "io.debezium.data.Bits"
 LTREE = "io.debezium.data.Ltree"
 TSVECTOR = "io.debezium.data.Tsvector"
+POINT = "io.debezium.data.geometry.Point"
 
 DECIMAL_PRECISION_PARAMETER = "connect.decimal.precision"
 
@@ -78,6 +79,17 @@ def enum(allowed: list[str], optional: bool = False) -> Schema:
 
 def bits(length: int, optional: bool = False) -> Schema:
     return named("bytes", BITS, optional, length=length)
+
+
+def point(optional: bool = False) -> Schema:
+    """Debezium's geometry Point: the coordinates, and the point as WKB (no SRID: PostgreSQL's point has none)."""
+    return struct(
+        [("x", float64()), ("y", float64()), ("wkb", bytes_(optional=True)), ("srid", int32(optional=True))],
+        name=POINT,
+        version=1,
+        doc="Geometry (POINT)",
+        optional=optional,
+    )
 
 
 def array_of(items: Schema, optional: bool = False) -> Schema:

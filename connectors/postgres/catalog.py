@@ -41,12 +41,15 @@ class TableColumn:
     type: ColumnType
     not_null: bool
     primary_key_position: int | None  # 1-based position in the primary key, None when not part of it
+    default: str | None = None  # the DEFAULT expression (pg_get_expr), None without one (or a generated column)
 
 
 _COLUMNS = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, array_position(i.indkey::int2[], a.attnum)
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, array_position(i.indkey::int2[], a.attnum),
+       CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END
 FROM pg_attribute a
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
@@ -56,8 +59,8 @@ def table_columns(cursor, relation_id: int) -> list[TableColumn]:
     cursor.execute(_COLUMNS, (relation_id,))
     rows = cursor.fetchall()
     return [
-        TableColumn(name, describe_type(cursor, type_oid, typmod), not_null, None if pk is None else pk + 1)
-        for name, type_oid, typmod, not_null, pk in rows
+        TableColumn(name, describe_type(cursor, type_oid, typmod), not_null, None if pk is None else pk + 1, default)
+        for name, type_oid, typmod, not_null, pk, default in rows
     ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Field, Schema
+from connectors.kafka.topics import sanitize_topic
 
 CONNECTOR = "postgresql"
 SOURCE_SCHEMA_NAME = "io.debezium.connector.postgresql.Source"
@@ -23,7 +24,9 @@ SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_co
 
 
 def topic_name(prefix: str, schema: str, table: str) -> str:
-    return f"{prefix}.{schema}.{table}"
+    """`<prefix>.<schema>.<table>` with each character Kafka refuses in a topic name replaced by `_`, as Debezium's
+    topic naming does (the schemas' names follow the topic's; `source` keeps the table's own name)."""
+    return sanitize_topic(f"{prefix}.{schema}.{table}")
 
 
 def snapshot_schema() -> Schema:

@@ -3,14 +3,15 @@ through Kafka Connect's JsonConverter encoding, keys `{<primary key columns>}` (
 
 A Relation message (sent before a table's first change of a session and again after its schema changed) gives the
 table's row schema from that change on. Replica identity: with DEFAULT, `before` of a delete holds the key columns
-only (required non-key columns get their type's zero value, Debezium's struct cannot leave them null); with FULL,
-the whole old row, and an unchanged TOASTed value of the new row is taken from it (else it becomes
-`unavailable.value.placeholder`). An update that changes the key is a delete (+ tombstone) and a create, as
-Debezium emits it.
+only (required non-key columns get Debezium's fallback for their type, RowMapper.fallback: its struct cannot
+leave them null); with FULL, the whole old row, and an unchanged TOASTed value of the new row is taken from it
+(else it becomes `unavailable.value.placeholder`). An update that changes the key is a delete (+ tombstone) and a
+create, as Debezium emits it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -30,10 +31,14 @@ from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import describe_type, published_columns, table_columns
 from connectors.postgres.config import PostgresConfig
+from connectors.postgres.errors import retriable
 from connectors.postgres.overlap import StreamOverlap
 from connectors.postgres.rows import RowColumn, RowMapper
 
+log = logging.getLogger(__name__)
+
 VERSION = "3.0.0.Final-cdcplatform"
+_CATALOG_ATTEMPTS = 5  # catalog reads on fresh connections that each failed (each connection waits for the server)
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
          "string": "", "bytes": b""}
 
@@ -104,14 +109,18 @@ class PgEventBuilder:
 
     def _read_catalog(self, read):
         """read(cursor), on a catalog connection the server may have ended since its last use (a server restart, a
-        terminated backend): then it is opened again, once. The replication connection reconnects by itself, and
-        the Relation messages that follow must not fail on the old session."""
-        try:
-            return read(self.cursor)
-        except psycopg.OperationalError:
-            if self._catalog is None or not self._catalog.closed:
-                raise  # the connection is fine: the query itself failed
-            return read(self.cursor)  # `cursor` opens a new connection
+        terminated backend): an error that says the server went away (errors.retriable) opens it again, and
+        `connect_catalog` waits while the server is down, starting up or shutting down. The replication connection
+        reconnects by itself, and the Relation messages that follow must not fail on the old session."""
+        for attempt in range(1, _CATALOG_ATTEMPTS + 1):
+            try:
+                return read(self.cursor)
+            except psycopg.Error as error:
+                if not retriable(error) or attempt == _CATALOG_ATTEMPTS:
+                    raise
+                log.warning("reading the catalog failed (%s); reconnecting", str(error).strip() or type(error).__name__)
+                if self._catalog is not None:
+                    self._catalog.close()  # `cursor` opens a new connection
 
     # -- tables -------------------------------------------------------------------------------------------------
 
@@ -136,11 +145,16 @@ class PgEventBuilder:
                 known = catalog.get(column)
                 column_type = known.type if known is not None and known.type.oid == oid else describe_type(
                     cursor, oid, typmod)
-                row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null)))
+                row_columns.append(RowColumn(column, column_type, not (known is not None and known.not_null),
+                                             known.default if known is not None and column_type is known.type
+                                             else None))
             return catalog, row_columns
 
         catalog, row_columns = self._read_catalog(read)
         topic = env.topic_name(self.config.topic_prefix, schema, name)
+        if topic != f"{self.config.topic_prefix}.{schema}.{name}":
+            log.warning("table %s.%s is written to topic %s: Kafka refuses some characters of its name in topic "
+                        "names", schema, name, topic)
         rules = self.config.column_rules
         rows = RowMapper(f"{topic}.Value", row_columns, self.config.types, self.config.unavailable_value_placeholder,
                          rules, f"{schema}.{name}")
@@ -154,8 +168,9 @@ class PgEventBuilder:
             key_names = [c.name for c in keyed if c.name in fields]
         key_schema = (env.key_schema(self.config.topic_prefix, schema, name, [fields[n] for n in key_names],
                                      required=chosen is None) if key_names else None)
-        zero = {f.name: _ZERO.get(f.schema.type) for f in rows.schema.fields
-                if not f.schema.optional and f.name not in key_names}
+        zero = {f.name: rows.fallback(f.name) if rows.fallback(f.name) is not None else _ZERO.get(f.schema.type)
+                for f in rows.schema.fields  # (a field with a default: JsonConverter writes that for a null)
+                if not f.schema.optional and f.name not in key_names and f.schema.default is s.NO_DEFAULT}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         key_text = key_of_tuple = None
         if key_schema is not None:
@@ -193,7 +208,8 @@ class PgEventBuilder:
         return OutMessage(table.topic, key, value.encode())
 
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
-        if not self.config.tombstones_on_delete or table.key_text is None:
+        """A delete's tombstone; a table without a key gets one too, with a null key, as Debezium writes it."""
+        if not self.config.tombstones_on_delete:
             return []
         return [OutMessage(table.topic, self._key(table, key_row), None)]
 
@@ -356,7 +372,7 @@ class PgEventBuilder:
 
     def heartbeat(self) -> list[OutMessage]:
         if self.config.heartbeat_action_query:
-            self.cursor.execute(self.config.heartbeat_action_query)
+            self._read_catalog(lambda cursor: cursor.execute(self.config.heartbeat_action_query))
         key: dict = {"serverName": self.config.topic_prefix}
         value: dict = {"ts_ms": now_ns() // 1_000_000}
         key_text = encode(_HEARTBEAT_KEY, key, self.config.key_schemas)

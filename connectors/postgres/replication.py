@@ -1,27 +1,32 @@
-"""Reading a logical replication slot with the `pgoutput` plugin, over psycopg2's replication protocol support.
+"""Reading a logical replication slot with the `pgoutput` plugin over the streaming replication protocol, spoken
+through libpq itself (psycopg's `pq` module: psycopg 3 has no replication API of its own).
 
-psycopg 3 has no API for the streaming replication protocol (CopyBoth); psycopg2's `LogicalReplicationConnection`
-has, so this module is the only place that imports psycopg2.
+psycopg2's replication cursor is not used: on each server keepalive it moves the flush position it reports to the
+server's WAL end whenever everything received so far has been acknowledged, and on a new connection (where nothing
+has been received yet) always. The slot then moved past what Kafka held, without any acknowledgement (seen after a
+failed batch while another database wrote, and on every reconnect). Here the server is told exactly the position
+`acknowledge` was given, nothing else.
 
 `ReplicationStream` owns one replication connection:
 - `create_slot(export_snapshot=True)` runs `CREATE_REPLICATION_SLOT … LOGICAL pgoutput EXPORT_SNAPSHOT`; the returned
   snapshot name stays importable (`SET TRANSACTION SNAPSHOT`) by other sessions until this connection runs its next
   command, so read the snapshot before calling `start`.
 - `start(start_lsn)` begins streaming; `read(timeout)` returns the decoded messages that arrived (possibly none).
-- The slot moves only when told: `acknowledge(lsn)` sends the flush position. Keepalive replies psycopg2 sends on
-  its own repeat the last acknowledged position, so a connection that never acknowledges replays everything.
+- The slot moves only when told: `acknowledge(lsn)` sends the flush position; the status updates sent every
+  `status_interval` seconds and in answer to the server's keepalives repeat the last acknowledged position, so a
+  connection that never acknowledges replays everything.
 """
 
 from __future__ import annotations
 
 import select
+import struct
 import time
 from dataclasses import dataclass
 
-import psycopg2
-import psycopg2.extensions
-import psycopg2.extras
-from psycopg2 import sql
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from connectors.postgres.pgoutput import Decoder, Message, lsn_from_text
 
@@ -33,13 +38,29 @@ SESSION_SETTINGS = {
     "extra_float_digits": "3",
     "lc_monetary": "C",
 }
+_PG_EPOCH_SECONDS = 946_684_800  # 2000-01-01: the protocol's times count from it
+_XLOG_DATA = struct.Struct(">QQq")  # 'w': data start, WAL end, send time
+_KEEPALIVE = struct.Struct(">Qq?")  # 'k': WAL end, send time, reply requested
+_STATUS = struct.Struct(">cQQQq?")  # 'r': written, flushed, applied, client time, reply requested
 
 
 def with_session_settings(dsn: str) -> str:
     """`dsn` with SESSION_SETTINGS added to its `options` (settings it already gives stay, ours come after)."""
-    given = psycopg2.extensions.parse_dsn(dsn).get("options", "")
+    given = conninfo_to_dict(dsn).get("options") or ""
     ours = " ".join(f"-c {name}={value.replace(' ', '')}" for name, value in SESSION_SETTINGS.items())
-    return psycopg2.extensions.make_dsn(dsn, options=f"{given} {ours}".strip())
+    return make_conninfo(dsn, options=f"{given} {ours}".strip())
+
+
+def lsn_text(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 class ReplicationError(RuntimeError):
@@ -56,7 +77,7 @@ class SlotCreated:
 
 @dataclass(slots=True, unsafe_hash=True)  # one per WAL message: see pgoutput.Begin
 class WalMessage:
-    data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Commit's end)
+    data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Relation)
     message: Message
 
 
@@ -81,92 +102,137 @@ class ReplicationStream:
         self.status_interval = status_interval
         self._decoder = Decoder()
         self._acknowledged = 0
-        try:
-            self._conn = psycopg2.connect(
-                with_session_settings(dsn), connection_factory=psycopg2.extras.LogicalReplicationConnection
-            )
-        except psycopg2.Error as error:
-            raise ReplicationError(f"cannot open a replication connection: {str(error).strip()}") from None
-        self._cursor = self._conn.cursor()
+        self._wal_end = 0
+        self._last_status = 0.0
         self.started = False
+        self._conn = pq.PGconn.connect(make_conninfo(with_session_settings(dsn), replication="database").encode())
+        if self._conn.status != pq.ConnStatus.OK:
+            problem = self._error_text()
+            self._conn.finish()
+            raise ReplicationError(f"cannot open a replication connection: {problem}")
+        self._cancel = self._conn.get_cancel()
+
+    def _error_text(self, result: pq.PGresult | None = None) -> str:
+        raw = (result.error_message if result is not None else None) or self._conn.error_message
+        return raw.decode("utf-8", "replace").strip() or "the connection failed"
+
+    def _execute(self, command: str, action: str) -> pq.PGresult:
+        """Runs a replication command; its result (the last one), or ReplicationError naming `action`. Waits on the
+        socket (a slot's creation may wait for running transactions; `cancel` ends that wait)."""
+        conn = self._conn
+        try:
+            conn.send_query(command.encode())  # raises what libpq refuses
+            while conn.is_busy():
+                select.select([conn.socket], [], [], 1.0)
+                conn.consume_input()
+            last = None
+            while (result := conn.get_result()) is not None:
+                last = result
+                if result.status == pq.ExecStatus.COPY_BOTH:
+                    break  # streaming began: no other result follows
+        except psycopg.Error as error:
+            raise ReplicationError(f"{action}: {str(error).strip()}") from None
+        if last is None or last.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK,
+                                                pq.ExecStatus.COPY_BOTH):
+            raise ReplicationError(f"{action}: {self._error_text(last)}")
+        return last
 
     # --- slot -----------------------------------------------------------------------------------------------------
     def create_slot(self, export_snapshot: bool = True, temporary: bool = False) -> SlotCreated:
-        command = sql.SQL("CREATE_REPLICATION_SLOT {} {}LOGICAL pgoutput {}").format(
-            sql.Identifier(self.slot_name),
-            sql.SQL("TEMPORARY " if temporary else ""),
-            sql.SQL("EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"),
-        )
-        try:
-            self._cursor.execute(command)
-            slot_name, consistent_point, snapshot_name, plugin = self._cursor.fetchone()
-        except psycopg2.Error as error:
-            raise ReplicationError(f"cannot create replication slot {self.slot_name!r}: {str(error).strip()}") from None
-        return SlotCreated(slot_name, lsn_from_text(consistent_point), snapshot_name, plugin)
+        command = (f"CREATE_REPLICATION_SLOT {_identifier(self.slot_name)} {'TEMPORARY ' if temporary else ''}"
+                   f"LOGICAL pgoutput {'EXPORT_SNAPSHOT' if export_snapshot else 'NOEXPORT_SNAPSHOT'}")
+        result = self._execute(command, f"cannot create replication slot {self.slot_name!r}")
+
+        def value(column: int) -> str | None:
+            raw = result.get_value(0, column)
+            return None if raw is None else bytes(raw).decode()
+
+        return SlotCreated(value(0) or self.slot_name, lsn_from_text(value(1) or "0/0"), value(2), value(3) or "")
 
     def drop_slot(self) -> None:
-        try:
-            self._cursor.drop_replication_slot(self.slot_name)
-        except psycopg2.Error as error:
-            raise ReplicationError(f"cannot drop replication slot {self.slot_name!r}: {str(error).strip()}") from None
+        self._execute(f"DROP_REPLICATION_SLOT {_identifier(self.slot_name)}",
+                      f"cannot drop replication slot {self.slot_name!r}")
 
     # --- streaming ------------------------------------------------------------------------------------------------
     def start(self, start_lsn: int = 0) -> None:
-        options = {"proto_version": str(self.proto_version), "publication_names": ",".join(self.publication_names)}
+        options = {"proto_version": str(self.proto_version),
+                   "publication_names": ",".join(_identifier(name) for name in self.publication_names)}
         if self.messages:
             options["messages"] = "true"
         if self.proto_version >= 2:
             options["streaming"] = "true"
-        try:
-            self._cursor.start_replication(
-                slot_name=self.slot_name,
-                slot_type=psycopg2.extras.REPLICATION_LOGICAL,
-                start_lsn=start_lsn,
-                options=options,
-                decode=False,
-                status_interval=self.status_interval,
-            )
-        except psycopg2.Error as error:
-            raise ReplicationError(
-                f"cannot start replication from slot {self.slot_name!r}: {str(error).strip()}"
-            ) from None
+        listed = ", ".join(f"{_identifier(k)} {_literal(v)}" for k, v in options.items())
+        self._execute(f"START_REPLICATION SLOT {_identifier(self.slot_name)} LOGICAL {lsn_text(start_lsn)} ({listed})",
+                      f"cannot start replication from slot {self.slot_name!r}")
         self.started = True
+        self._last_status = time.monotonic()
 
     def read(self, timeout: float = 1.0, max_messages: int = 10_000) -> list[WalMessage]:
         """The messages available now, else those that arrive within `timeout` seconds (an empty list if none)."""
         out: list[WalMessage] = []
         deadline = time.monotonic() + timeout
-        cursor = self._cursor
+        conn = self._conn
+        decode = self._decoder.decode
         try:
             while len(out) < max_messages:
-                raw = cursor.read_message()
-                if raw is not None:
-                    # (psycopg2 makes a datetime for each read of send_time: nothing here needs it)
-                    out.append(WalMessage(raw.data_start, self._decoder.decode(raw.payload)))
+                size, data = conn.get_copy_data(1)
+                if size > 0:
+                    kind = data[0]
+                    if kind == 0x77:  # 'w'
+                        data_start, self._wal_end, _ = _XLOG_DATA.unpack_from(data, 1)
+                        out.append(WalMessage(data_start, decode(bytes(data[25:]))))
+                    elif kind == 0x6B:  # 'k'
+                        self._wal_end, _, reply = _KEEPALIVE.unpack_from(data, 1)
+                        if reply:
+                            self._send_status()
                     continue
+                if size < 0:
+                    raise ReplicationError(f"replication stream from slot {self.slot_name!r} failed: "
+                                           f"{self._stream_end_text()}")
+                if time.monotonic() - self._last_status >= self.status_interval:
+                    self._send_status()
                 if out:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                select.select([self._conn], [], [], min(remaining, self.status_interval))
-        except psycopg2.Error as error:
+                select.select([conn.socket], [], [], min(remaining, self.status_interval))
+                conn.consume_input()
+        except psycopg.Error as error:
             raise ReplicationError(
-                f"replication stream from slot {self.slot_name!r} failed: {str(error).strip()}"
-            ) from None
+                f"replication stream from slot {self.slot_name!r} failed: {str(error).strip()}") from None
         return out
+
+    def _stream_end_text(self) -> str:
+        """Why the server ended the stream (the error of the result that follows the copy)."""
+        try:
+            result = self._conn.get_result()
+        except psycopg.Error as error:
+            return str(error).strip()
+        if result is not None and result.error_message:
+            return self._error_text(result)
+        return self._error_text() if self._conn.error_message else "the server ended the stream"
+
+    def _send_status(self) -> None:
+        """A standby status update reporting the acknowledged position as written, flushed and applied."""
+        lsn = self._acknowledged
+        now_us = int((time.time() - _PG_EPOCH_SECONDS) * 1_000_000)
+        conn = self._conn
+        conn.put_copy_data(_STATUS.pack(b"r", lsn, lsn, lsn, now_us, False))
+        while conn.flush():  # 1: not all of it was sent yet
+            select.select([], [conn.socket], [], 1.0)
+        self._last_status = time.monotonic()
 
     def acknowledge(self, flush_lsn: int) -> None:
         """Tell the server everything up to `flush_lsn` is durably handled: the slot may release WAL before it."""
         if flush_lsn < self._acknowledged:
             raise ValueError(f"acknowledged position cannot move back ({flush_lsn} < {self._acknowledged})")
-        try:
-            self._cursor.send_feedback(write_lsn=flush_lsn, flush_lsn=flush_lsn, apply_lsn=flush_lsn, force=True)
-        except psycopg2.Error as error:
-            raise ReplicationError(
-                f"cannot acknowledge position on slot {self.slot_name!r}: {str(error).strip()}"
-            ) from None
         self._acknowledged = flush_lsn
+        try:
+            self._send_status()
+        except psycopg.Error as error:
+            raise ReplicationError(
+                f"cannot acknowledge position on slot {self.slot_name!r}: {str(error).strip()}") from None
 
     @property
     def acknowledged(self) -> int:
@@ -175,20 +241,17 @@ class ReplicationStream:
     @property
     def server_wal_end(self) -> int:
         """The server's WAL end as last reported (data messages and keepalives); 0 before the first."""
-        return self._cursor.wal_end or 0
+        return self._wal_end
 
     def cancel(self) -> None:
         """Cancels the command running on this connection (from another thread): it then fails."""
         try:
-            self._conn.cancel()
-        except psycopg2.Error:
+            self._cancel.cancel()
+        except psycopg.Error:
             pass
 
     def close(self) -> None:
-        try:
-            self._conn.close()
-        except psycopg2.Error:
-            pass
+        self._conn.finish()
 
     def __enter__(self) -> ReplicationStream:
         return self

@@ -12,20 +12,27 @@ unknown or longer (`ColumnRules.string_rule`); the key schema takes the row sche
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from connectors.core.columns import ColumnRules
-from connectors.events import json_converter
+from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.schema import Schema
 from connectors.postgres.compiled import compiled
+from connectors.postgres.defaults import column_default
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.types import (
     BPCHAR,
     CHAR,
+    MONEY,
     NAME,
+    NUMERIC,
+    POINT,
     TEXT,
+    TIMESTAMPTZ,
+    TIMETZ,
     VARCHAR,
     XML,
     ColumnMapping,
@@ -34,7 +41,10 @@ from connectors.postgres.types import (
     TypeSettings,
     column_mapping,
     compiled_kind,
+    omission_warning,
 )
+
+log = logging.getLogger(__name__)
 
 DEFAULT_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 
@@ -44,6 +54,7 @@ class RowColumn:
     name: str
     type: ColumnType
     optional: bool = True
+    default: str | None = None  # the DEFAULT expression: the field schema's default (defaults.column_default)
 
 
 class RowMapper:
@@ -58,6 +69,7 @@ class RowMapper:
     ):
         """`column_rules` (column.include/exclude.list, masks, hashes, truncation) apply to `<table>.<column>`."""
         self._mappings: list[tuple[int, str, ColumnMapping]] = []
+        self._fallbacks: dict[str, object] = {}  # the columns whose fallback is not their schema type's zero
         masks: dict[str, str] = {}  # column -> what it shows for an unchanged TOASTed value
         for position, column in enumerate(columns):
             qualified = f"{table}.{column.name}"
@@ -65,7 +77,11 @@ class RowMapper:
                 continue
             mapping = column_mapping(column.type, settings, column.optional, column.name)
             if mapping is None:
+                log.warning("%s", omission_warning(column.type, qualified if table else column.name))
                 continue
+            default = column_default(column.type, column.default, mapping)
+            if default is not s.NO_DEFAULT:
+                mapping = ColumnMapping(mapping.schema.with_default(default), mapping.convert, mapping.json)
             if column_rules is not None and mapping.schema.type == "string":
                 # a mask: any string value (json, uuid… too), what it names is never sent; a hash: the character
                 # types; a truncation: those and xml (as Debezium's: json, uuid… stay whole)
@@ -81,6 +97,9 @@ class RowMapper:
                         # would read as data)
                         masks[column.name] = rule.convert(unavailable_value)
             self._mappings.append((position, column.name, mapping))
+            fallback = _fallback(column.type, mapping)
+            if fallback is not None:
+                self._fallbacks[column.name] = fallback
         self.column_count = len(columns)
         self.schema: Schema = s.struct(
             [(name, mapping.schema) for _, name, mapping in self._mappings], name=schema_name, optional=True
@@ -89,6 +108,11 @@ class RowMapper:
         # column always reads masked); a truncated one keeps the whole placeholder, which a cut one would not be
         self._placeholders = {name: masks.get(name, _placeholder(mapping.schema, unavailable_value))
                               for _, name, mapping in self._mappings}
+
+    def fallback(self, name: str):
+        """What Debezium writes in a NOT NULL column a row does not carry (a key-only `before`) when it is not the
+        column's schema type's plain zero (`""`, 0, false): see `_fallback`. None for the others."""
+        return self._fallbacks.get(name)
 
     @property
     def column_names(self) -> list[str]:
@@ -189,6 +213,32 @@ def _json_or_none(encode: Callable[[object], str], value) -> str | None:
     except Exception:  # noqa: BLE001 - any refusal: that value then takes the long way
         return None
 
+
+# the text of Debezium's fallback value (JdbcValueConverters.convertValue's) for the types whose zero is not plain
+_FALLBACK_TEXTS = {NUMERIC: "0", MONEY: "0", POINT: "(0,0)"}
+_FALLBACK_VALUES = {TIMESTAMPTZ: "1970-01-01T00:00:00Z", TIMETZ: "00:00:00Z"}
+
+
+def _fallback(column_type: ColumnType, mapping: ColumnMapping):
+    """Debezium's converters' fallback for a null in a NOT NULL column (JdbcValueConverters.convertValue's and
+    PostgresValueConverter's), where it is not the schema type's plain zero: an empty list for an array, an empty map
+    or `{}` for hstore, 0 in the column's decimal form for numeric and money, the point (0,0), the epoch or midnight
+    in UTC for timestamptz and timetz, a zero ISO interval. None: the plain zero."""
+    schema = mapping.schema
+    oid = _underlying(column_type).oid
+    if schema.type == "array":
+        return []
+    if schema.type == "map":
+        return {}
+    if oid in _FALLBACK_TEXTS:
+        return mapping.convert(_FALLBACK_TEXTS[oid])
+    if oid in _FALLBACK_VALUES:
+        return _FALLBACK_VALUES[oid]
+    if schema.name == logical.INTERVAL:
+        return "P0Y0M0DT0H0M0S"
+    if _underlying(column_type).name == "hstore":
+        return "{}"
+    return None
 
 # the character types (JDBC CHAR, VARCHAR, SQLXML) Debezium's column.truncate.to.N.chars applies to
 _CHARACTER_TYPES = frozenset({TEXT, VARCHAR, BPCHAR, CHAR, NAME, XML})

@@ -21,6 +21,7 @@ import psycopg
 
 from connectors.core.errors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
+from connectors.core.pipeline import StopRequested
 from connectors.core.snapshot.executors import SnapshotContext
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
@@ -29,6 +30,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle
 from connectors.postgres import chunk_tasks, offsets
 from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig
+from connectors.postgres.errors import retriable
 from connectors.postgres.events import PgEventBuilder, TableFilter
 from connectors.postgres.incremental import PgWatermarks, signal_table_problem
 from connectors.postgres.overlap import StreamOverlap
@@ -88,6 +90,8 @@ class SlotSource:
         self.name = database.name
         self.dsn = config.dsn()
         self.acks = Acknowledger()
+        self.backoff = Backoff(config.connect_backoff_initial_delay_ms, config.connect_backoff_max_delay_ms,
+                               config.connect_max_attempts)
         self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._sql: psycopg.Connection | None = None
         self._status_sql: psycopg.Connection | None = None  # status() runs on the reporting thread
@@ -131,11 +135,12 @@ class SlotSource:
     # -- life cycle ---------------------------------------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection:
-        return connect_sql(self.dsn)
+        """A SQL session for the catalog and the slot's checks, waiting while the server is away."""
+        return connect_sql_waiting(self.dsn, self.backoff, self._stop, self.config.name)
 
     def sql(self) -> psycopg.Connection:
         if self._sql is None or self._sql.closed:
-            self._sql = connect_sql(self.dsn)
+            self._sql = self._connect()
         return self._sql
 
     def connect(self, metrics: StreamingMetrics, stop: threading.Event | None = None) -> None:
@@ -335,13 +340,37 @@ class SlotSource:
 
 
 def connect_sql(dsn: str) -> psycopg.Connection:
+    """A SQL session; SourceUnreachable when the server is away for now (errors.retriable: down, starting up,
+    shutting down), AuthenticationFailed or ConnectorError when waiting would not help."""
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.OperationalError as error:
         text = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
-        if "password authentication failed" in text or "authentication" in text:
+        if retriable(error):
+            raise SourceUnreachable(f"cannot connect to PostgreSQL: {text}") from None
+        if "authentication" in text:
             raise AuthenticationFailed(f"PostgreSQL refused the login: {text}") from None
-        raise SourceUnreachable(f"cannot connect to PostgreSQL: {text}") from None
+        raise ConnectorError(f"cannot connect to PostgreSQL: {text}") from None
+
+
+def connect_sql_waiting(dsn: str, backoff: Backoff, stop: threading.Event | None, name: str) -> psycopg.Connection:
+    """`connect_sql`, tried again with `backoff` while the server is away (a restart, a failover), up to
+    connect.max.attempts; StopRequested when the pipeline stops meanwhile."""
+    attempt = 0
+    while True:
+        try:
+            return connect_sql(dsn)
+        except SourceUnreachable as error:
+            attempt += 1
+            if attempt > backoff.max_attempts:
+                raise SourceUnreachable(f"{error} (gave up after {backoff.max_attempts} attempts, "
+                                        "connect.max.attempts)") from None
+            delay = backoff.delay(attempt)
+            log.warning("%s: %s; retry %d in %.1fs", name, error, attempt, delay)
+            if stop is not None and stop.wait(delay):
+                raise StopRequested("for PostgreSQL to accept connections") from None
+            if stop is None:
+                time.sleep(delay)
 
 
 class PostgresSource:

@@ -26,14 +26,23 @@ _INTERVAL_PART = re.compile(r"([+-]?\d+) (year|years|mon|mons|day|days)\b")
 _INTERVAL_TIME = re.compile(r"([+-])?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 class TemporalFormatError(ValueError):
     pass
+
+
+def saturated_int64(value: int) -> int:
+    """`value` held to an int64 field's range, as Java's TimeUnit conversions and (long) casts of a double
+    saturate: PostgreSQL's last timestamps in microseconds and its longest intervals are beyond it."""
+    return INT64_MIN if value < INT64_MIN else INT64_MAX if value > INT64_MAX else value
 
 
 def days_from_civil(year: int, month: int, day: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (astronomical year: 1 BC is year 0)."""
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # floor division: the algorithm's (y - 399) / 400 is its C form for truncating division
     year_of_era = year - era * 400
     day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
@@ -42,7 +51,7 @@ def days_from_civil(year: int, month: int, day: int) -> int:
 
 def civil_from_days(days: int) -> tuple[int, int, int]:
     days += 719468
-    era = (days if days >= 0 else days - 146096) // 146097
+    era = days // 146097
     day_of_era = days - era * 146097
     year_of_era = (day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096) // 365
     year = year_of_era + era * 400
@@ -181,7 +190,7 @@ def interval_micro_duration(text: str) -> int:
     years, months, days, hours, minutes, seconds = interval_fields(text)
     number_of_days = ((years * 12) + months) * DAYS_PER_MONTH_AVG + days
     number_of_seconds = (((number_of_days * 24 + hours) * 60) + minutes) * 60 + seconds
-    return int(number_of_seconds * 1e6)
+    return saturated_int64(int(number_of_seconds * 1e6))
 
 
 def interval_iso_text(text: str) -> str:

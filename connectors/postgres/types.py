@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import base64
 import decimal
+import logging
 import re
+import struct
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.core.errors import ConnectorError
 from connectors.events import logical
 from connectors.events import schema as s
 from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes
@@ -35,9 +38,12 @@ INTERVAL_HANDLING_MODES = ("numeric", "string")
 HSTORE_HANDLING_MODES = ("json", "map")
 VARBIT_UNBOUNDED_LENGTH = 2**31 - 1
 
+log = logging.getLogger(__name__)
 
-class TypeMappingError(ValueError):
-    """A value or setting the mapping cannot handle; the message names the column or the property."""
+
+class TypeMappingError(ConnectorError, ValueError):
+    """A value or setting the mapping cannot handle; the message names the column or the property (a connector
+    error: the pipeline stops with it)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,8 @@ BUILTIN_ARRAYS = {
 _UNSUPPORTED_ARRAY_ELEMENTS = {MONEY, NAME, INTERVAL, VARBIT, XML, POINT}
 _STRING_TYPES = {CHAR, NAME, TEXT, BPCHAR, VARCHAR, INET, CIDR, MACADDR, MACADDR8,
                  INT4RANGE, NUMRANGE, TSRANGE, TSTZRANGE, DATERANGE, INT8RANGE}
+# extension types Debezium's connector maps (PostGIS, pgvector) and this one does not: never left out silently
+_UNMAPPED_EXTENSION_TYPES = {"geometry", "geography", "vector", "halfvec", "sparsevec"}
 _STRING_EXTENSION_TYPES = {"citext", "isbn", "isbn13", "ismn", "ismn13", "issn", "issn13", "ean13", "upc"}
 
 
@@ -257,7 +265,7 @@ def _bits(text: str) -> bytes:
 _NUMERIC_SPECIAL = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 
 
-def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
+def _numeric(column: str, mode: str, scale: int | None, optional: bool = True) -> Callable[[str], Any]:
     quantum = decimal.Decimal(1).scaleb(-scale) if scale is not None else None
 
     def convert(text: str) -> Any:
@@ -266,10 +274,13 @@ def _numeric(column: str, mode: str, scale: int | None) -> Callable[[str], Any]:
                 return _NUMERIC_SPECIAL[text]
             if mode == "double":
                 return float(text)
-            raise TypeMappingError(
-                f"column {column} holds {text}, which decimal.handling.mode=precise cannot represent; "
-                "set decimal.handling.mode to string or double"
-            )
+            # as Debezium: the value it cannot convert becomes null, with a warning (a NOT NULL column cannot be)
+            problem = (f"column {column} holds {text}, which decimal.handling.mode=precise cannot represent "
+                       "(decimal.handling.mode=string writes it as text, double as a JSON string)")
+            if not optional:
+                raise TypeMappingError(f"{problem}; the column is NOT NULL, so it cannot be written as null")
+            log.warning("%s: written as null", problem)
+            return None
         value = decimal.Decimal(text)
         if mode == "double":
             return float(value)
@@ -322,9 +333,18 @@ def _timestamp(unit_us: int) -> Callable[[str], int]:
             return temporal.TIMESTAMP_POSITIVE_INFINITY_US // unit_us
         if text == "-infinity":
             return temporal.TIMESTAMP_NEGATIVE_INFINITY_US // unit_us
-        return temporal.timestamp_micros(text) // unit_us
+        return temporal.saturated_int64(temporal.timestamp_micros(text) // unit_us)
 
     return convert
+
+
+def _point(text: str) -> dict:
+    """PostgreSQL's `(x,y)` → Debezium's Point: the coordinates and their WKB (little-endian, type 1), no SRID."""
+    if not (text.startswith("(") and text.endswith(")")):
+        raise TypeMappingError(f"not a point: {text[:80]!r}")
+    x_text, y_text = text[1:-1].split(",")
+    x, y = float(x_text), float(y_text)
+    return {"x": x, "y": y, "wkb": struct.pack("<BIdd", 1, 1, x, y), "srid": None}
 
 
 def _hstore_pairs(text: str) -> dict[str, str | None]:
@@ -426,7 +446,7 @@ def _resolve_domain(column_type: ColumnType) -> ColumnType:
     return column_type
 
 
-def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tuple | None:
+def _scalar(column_type: ColumnType, settings: TypeSettings, column: str, optional: bool = True) -> tuple | None:
     """(schema, convert) or (schema, convert, json) of a column that is not an array; None when Debezium leaves it
     out."""
     oid, typmod = column_type.oid, column_type.type_modifier
@@ -461,6 +481,8 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         if settings.hstore_handling_mode == "json":
             return logical.named("string", logical.JSON), _hstore_json
         return s.map_(s.string(), s.string(optional=True)), _hstore_pairs
+    if oid == POINT:
+        return logical.point(), _point
     if oid == BYTEA:
         return _binary(settings.binary_handling_mode)
     if oid in (BIT, VARBIT):
@@ -476,9 +498,10 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
         if decimal_mode == "string":
             return s.string(), _numeric(column, "string", None)
         if precision_scale is None:
-            return logical.variable_scale_decimal(), _numeric(column, "precise", None)
+            return logical.variable_scale_decimal(), _numeric(column, "precise", None, optional)
         precision, scale = precision_scale
-        return logical.decimal(scale, precision), _numeric(column, "precise", scale), _fixed_scale_json(scale)
+        return (logical.decimal(scale, precision), _numeric(column, "precise", scale, optional),
+                _fixed_scale_json(scale))
     if oid == MONEY:
         digits, decimal_mode = settings.money_fraction_digits, settings.decimal_handling_mode
         schema = {"double": s.float64(), "string": s.string()}.get(decimal_mode) or logical.decimal(digits)
@@ -517,8 +540,14 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str) -> tup
 def column_mapping(
     column_type: ColumnType, settings: TypeSettings, optional: bool = True, column: str = "?"
 ) -> ColumnMapping | None:
-    """The schema and converter of one column; None when Debezium would leave the column out."""
+    """The schema and converter of one column; None when Debezium would leave the column out (`omission_warning`
+    says so); a TypeMappingError for a type Debezium maps and this connector cannot."""
     resolved = _resolve_domain(column_type)
+    element = _resolve_domain(resolved.element) if resolved.element is not None else None
+    if (element or resolved).name in _UNMAPPED_EXTENSION_TYPES:
+        raise TypeMappingError(
+            f"column {column} has type {column_type.name}, which this connector cannot write as Debezium does; "
+            "leave the column out with column.exclude.list")
     if resolved.element is not None:
         element_type = _resolve_domain(resolved.element)
         if element_type.oid in _UNSUPPORTED_ARRAY_ELEMENTS:
@@ -534,7 +563,7 @@ def column_mapping(
         element_schema = element_schema if element_type.kind == "e" else element_schema.as_optional()
         element = ColumnMapping(element_schema, convert)
         return ColumnMapping(s.array(element.schema, optional=optional), _array(element))
-    scalar = _scalar(resolved, settings, column)
+    scalar = _scalar(resolved, settings, column, optional)
     if scalar is None:
         if not settings.include_unknown_datatypes:
             return None
@@ -543,6 +572,18 @@ def column_mapping(
     schema, convert = scalar[:2]
     json = scalar[2] if len(scalar) > 2 else _TEXT_JSON.get(convert)
     return ColumnMapping(schema.as_optional() if optional else schema, convert, json)
+
+
+def omission_warning(column_type: ColumnType, column: str) -> str:
+    """What to log of a column `column_mapping` leaves out (as Debezium logs it): which type, and what to do."""
+    resolved = _resolve_domain(column_type)
+    name = column_type.name or BUILTIN_NAMES.get(column_type.oid) or f"OID {column_type.oid}"
+    if resolved.element is not None and _resolve_domain(resolved.element).oid in _UNSUPPORTED_ARRAY_ELEMENTS:
+        how = "Debezium's PostgreSQL connector has no schema for this array type"
+    else:
+        how = "set include.unknown.datatypes=true to carry its text as bytes"
+    return (f"column {column} of type {name} is left out of the change events: {how}, or name it in "
+            "column.exclude.list to leave it out without this warning")
 
 
 def _unknown(settings: TypeSettings) -> Callable[[str], Any]:

@@ -5,6 +5,7 @@ the type tests through the slot (test_types_live) and through the whole connecto
 from __future__ import annotations
 
 import base64
+import struct
 from datetime import date
 
 DDL = """
@@ -114,10 +115,12 @@ EXPECTED_DEFAULT = {
     "c_int_arr": [1, None, 3], "c_text_arr": ["a b", 'c"d', None], "c_numeric_arr": [unscaled(150), unscaled(200)],
     "c_mood_arr": ["sad", "happy"], "c_tstz_arr": ["2018-06-20T13:13:16.945104Z"],
     "c_date_arr": [days(date(2024, 2, 29))], "c_bytea_arr": [b64(b"\x01\xff")],
+    # io.debezium.data.geometry.Point: the coordinates and their WKB (byte order 1, type 1, x, y), no SRID
+    "c_point": {"x": 1.0, "y": 2.0, "wkb": b64(struct.pack("<BIdd", 1, 1, 1.0, 2.0)), "srid": None},
     "c_required": "required",
 }
-# money[], point and pg_lsn have no Debezium schema: the columns are left out of the events
-LEFT_OUT = {"c_money_arr", "c_point", "c_lsn"}
+# money[] and pg_lsn have no Debezium schema: the columns are left out of the events
+LEFT_OUT = {"c_money_arr", "c_lsn"}
 
 
 def expected_nulls(row_id: int, columns=EXPECTED_DEFAULT) -> dict:
@@ -141,7 +144,7 @@ OTHER_MODES_CHANGED = {
     "c_time": 47655123, "c_time3": 47655123, "c_timestamp": 1529507596945, "c_timestamp3": 1529507596945,
     "c_bytea": "00ff10", "c_bytea_arr": ["01ff"], "c_interval": "P1Y2M3DT4H5M6.78S",
     "c_hstore": {"a": "1", "b": None},
-    "c_point": b"(1,2)".hex(), "c_lsn": b"0/16B3748".hex(),  # unknown types: their text's bytes, as binary
+    "c_lsn": b"0/16B3748".hex(),  # an unknown type: its text's bytes, as binary
 }
 # decimal.handling.mode=double
 DOUBLE_CHANGED = {
@@ -219,12 +222,18 @@ EXPECTED_SCHEMAS = {
     "c_tstz_arr": array_of(named("string", "io.debezium.time.ZonedTimestamp")),
     "c_date_arr": array_of(named("int32", "io.debezium.time.Date")),
     "c_bytea_arr": array_of(connect_schema("bytes")),
+    "c_point": connect_schema(
+        "struct", "io.debezium.data.geometry.Point", doc="Geometry (POINT)",
+        fields=[{"type": "double", "optional": False, "field": "x"},
+                {"type": "double", "optional": False, "field": "y"},
+                {"type": "bytes", "optional": True, "field": "wkb"},
+                {"type": "int32", "optional": True, "field": "srid"}]),
     "c_required": connect_schema("string", optional=False),
 }
 OTHER_MODES_SCHEMAS = {
     **{name: connect_schema("string") for name in ("c_numeric", "c_numeric_p", "c_numeric_p0", "c_money", "c_price",
                                                     "c_numeric_big", "c_numeric_wide",
-                                                    "c_bytea", "c_point", "c_lsn")},
+                                                    "c_bytea", "c_lsn")},
     "c_date": named("int32", "org.apache.kafka.connect.data.Date"),
     "c_time": named("int32", "org.apache.kafka.connect.data.Time"),
     "c_time3": named("int32", "org.apache.kafka.connect.data.Time"),
