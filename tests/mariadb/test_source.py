@@ -300,11 +300,20 @@ def test_kill9_under_load_exactly_once(mariadb, filled, tmp_path):
             return subprocess.Popen([sys.executable, "-m", "connectors", "run", str(path), "--bootstrap-servers",
                                      BOOTSTRAP], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
 
+    def started(count: int) -> None:
+        """Waits for the count-th pipeline start in the log: each kill lands on a runner that has started."""
+        deadline = time.monotonic() + 120
+        while log_path.read_text().count(" starting: ") < count:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            time.sleep(0.1)
+
     process = start()
     writer.start()
     try:
-        for _ in range(4):
-            time.sleep(chooser.uniform(1.0, 4.0))
+        for run in range(1, 5):
+            started(run)
+            time.sleep(chooser.uniform(0.5, 3.0))
             assert process.poll() is None, log_path.read_text()[-3000:]
             process.send_signal(signal.SIGKILL)
             process.wait(10)
