@@ -15,15 +15,14 @@ from django.views.decorators.http import require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
 from web.connectors import services
-from web.connectors.api.serializers import ConnectorSerializer, request_outcomes
-from web.connectors.api.views import problems_of
+from web.connectors.api.serializers import request_outcomes
 from web.connectors.connect import shapes
 from web.connectors.models import AuditEntry, Connector, ReplicaSetState, SourceKind
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
 from web.connectors.partition_offsets import RESET_MODES as PARTITION_RESET_MODES
 from web.dashboard import health, history, observed, prometheus, topics
 from web.dashboard.auth import metrics_user
-from web.dashboard.forms import ConnectorForm
+from web.dashboard.forms import ConnectorForm, api_problems
 from web.dashboard.relational_form import RelationalConnectorForm
 from web.dashboard.vocabulary import terms_for
 
@@ -144,9 +143,9 @@ def connector_topics(request, name):
 
 def _save_connector(request, form: ConnectorForm | RelationalConnectorForm, connector: Connector | None):
     """Validates the form's API body with the API's serializer and saves it through the services."""
-    serializer = ConnectorSerializer(connector, data=form.api_body(), context={"request": request})
-    if not serializer.is_valid():
-        form.add_problems(problems_of(serializer))
+    problems, serializer = api_problems(form, request)
+    if problems:  # the serializer's and a taken name, together
+        form.add_problems(problems)
         return None
     data = serializer.validated_data
     try:
