@@ -88,6 +88,8 @@ def drop(config: PostgresConfig, *, slot: bool, publication: bool, active_wait_s
             cursor.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
             return [_drop_slot(cursor, config, active_wait_s) if kind == "slot" else _drop_publication(cursor, config)
                     for kind in wanted]
+    except psycopg.Error as error:  # the connection lost between the two
+        return [kept(config, kind, f"PostgreSQL failed: {_last_line(error)}") for kind in wanted]
     finally:
         connection.close()
 
