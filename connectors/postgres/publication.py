@@ -85,6 +85,22 @@ def ensure_publication(cursor, name: str, mode: str, tables: Sequence[tuple[str,
         raise PublicationError(f"cannot {action} publication {name!r} ({mode}): {str(error).strip()}{hint}") from None
 
 
+def drop_publication(cursor, name: str) -> bool:
+    """Drops publication `name`; False when there was none. Needs ownership of the publication."""
+    if publication_tables(cursor, name) is None:
+        return False
+    cursor.execute(f"DROP PUBLICATION IF EXISTS {_quote(name)}")
+    return True
+
+
+def drop_publication_sql(name: str) -> str:
+    return f"DROP PUBLICATION IF EXISTS {_quote(name)};"
+
+
+def drop_slot_sql(slot_name: str) -> str:
+    return "SELECT pg_drop_replication_slot('" + slot_name.replace("'", "''") + "');"
+
+
 @dataclass(frozen=True)
 class SlotStatus:
     slot_name: str

@@ -23,6 +23,7 @@ from connectors.config import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace
+from connectors.postgres import leftovers
 from web.connectors import audit, drafts, partition_offsets
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
@@ -165,25 +166,93 @@ def update_connector(connector: Connector, parts: props.Parts, *, user, source: 
     return connector
 
 
-def delete_connector(connector: Connector, *, user, source: str, delete_offsets: bool = False) -> None:
+def delete_connector(connector: Connector, *, user, source: str, delete_offsets: bool = False,
+                     drop_slot: bool = False, drop_publication: bool | None = None) -> list[leftovers.Outcome]:
     """Deletes the definition; its committed offsets stay in Kafka (as in Kafka Connect) unless `delete_offsets`:
     then the pipeline is stopped first (its final commit) and a tombstone written for every replica set, so a
-    connector created later under the same name starts as on a first run."""
+    connector created later under the same name starts as on a first run.
+
+    A PostgreSQL connector's replication slot and publication stay on the server (as with Debezium) unless
+    `drop_slot` / `drop_publication` (None: as `drop_slot` when the connector creates its publication, i.e.
+    publication.autocreate.mode is not disabled). Dropping waits for the pipeline to stop (refused with
+    PipelineRunning when it does not) and happens once the connector is deleted; whatever could not be dropped is
+    reported in the returned outcomes (each a sentence with the SQL to drop it by hand), never as an error."""
     name = connector.name
+    server = postgres_config(connector)
+    if server is not None and drop_publication is None:
+        drop_publication = drop_slot and creates_publication(server)
+    dropping = server is not None and (drop_slot or drop_publication)
     if delete_offsets and connector.source != SourceKind.MONGODB:
         reset_offsets(connector, "initial", user=user, source=source, stop=True)
-    elif delete_offsets:
+    elif delete_offsets or dropping:
         ensure_stopped(connector, stop=True, user=user, source=source)
+    if delete_offsets and connector.source == SourceKind.MONGODB:
         current = read_offsets(connector)
         tombstones = [OffsetTombstone(name, rs) for rs in known_replica_sets(connector, current)]
         if tombstones:
             alter_offsets(connector, tombstones, user=user, source=source)
+    shared = shared_server_objects(connector, server) if server is not None else {}
     with transaction.atomic():
         before = describe(connector)
         connector.delete()
         audit.record(user, source, "connector.delete", _target(name), before,
                      {"offsets": "deleted"} if delete_offsets else None)
         _notify_on_commit(name, "delete")
+    if server is None:
+        return []
+    return server_leftovers(server, drop_slot=drop_slot, drop_publication=bool(drop_publication), shared=shared)
+
+
+def postgres_config(connector: Connector):
+    """The engine configuration of a PostgreSQL connector; None for other sources or an unreadable one."""
+    if connector.source != SourceKind.POSTGRES:
+        return None
+    try:
+        return engine_config(connector)
+    except ConfigError:
+        return None
+
+
+def creates_publication(config) -> bool:
+    """Whether the connector makes its publication itself (all_tables, filtered), rather than using one made by
+    hand (disabled)."""
+    return config.publication_autocreate_mode != "disabled"
+
+
+def shared_server_objects(connector: Connector, config) -> dict[str, str]:
+    """{"slot"/"publication": name of another stored connector using the same one} on the same server and
+    database: those are never dropped with this connector."""
+    found: dict[str, str] = {}
+    place = (config.hostname, config.port, config.dbname)
+    for other in Connector.objects.filter(source=SourceKind.POSTGRES).exclude(pk=connector.pk).order_by("name"):
+        theirs = postgres_config(other)
+        if theirs is None or (theirs.hostname, theirs.port, theirs.dbname) != place:
+            continue
+        if theirs.slot_name == config.slot_name:
+            found.setdefault("slot", other.name)
+        if theirs.publication_name == config.publication_name:
+            found.setdefault("publication", other.name)
+    return found
+
+
+def server_leftovers(config, *, drop_slot: bool, drop_publication: bool,
+                     shared: dict[str, str]) -> list[leftovers.Outcome]:
+    """Drops what was asked and not shared; an outcome for the slot and one for the publication."""
+    asked = {"slot": drop_slot, "publication": drop_publication}
+    dropped = {outcome.kind: outcome for outcome in leftovers.drop(
+        config, slot=asked["slot"] and "slot" not in shared,
+        publication=asked["publication"] and "publication" not in shared)}
+    outcomes = []
+    for kind in ("slot", "publication"):
+        if kind in dropped:
+            outcomes.append(dropped[kind])
+        elif kind in shared:
+            outcomes.append(leftovers.kept(config, kind, f"connector {shared[kind]} uses it too"))
+        else:
+            outcomes.append(leftovers.kept(config, kind, "not asked to drop it"))
+    for outcome in outcomes:
+        log.log(logging.INFO if outcome.dropped or outcome.sql is None else logging.WARNING, "%s", outcome.message)
+    return outcomes
 
 
 def clone_connector(original: Connector, name: str, topic_prefix: str, *, user, source: str) -> Connector:

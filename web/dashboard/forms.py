@@ -227,16 +227,8 @@ class ConnectorForm(forms.Form):
         return self.cleaned_data.get("other", "")
 
     def clean(self):
-        """A form with errors of its own (e.g. a line of Other properties that is not key=value) is also checked
-        by the API's serializer, so every other problem shows at once; a form without any is checked when saved."""
         data = super().clean()
-        if self.errors:
-            from web.connectors.api.serializers import ConnectorSerializer
-            from web.connectors.api.views import problems_of
-
-            serializer = ConnectorSerializer(self.connector, data=self.api_body())
-            if not serializer.is_valid():
-                self.add_problems(problems_of(serializer), skip=set(self.errors))
+        check_with_api(self)
         return data
 
     def add_problems(self, problems: list[dict[str, str]], skip: set[str] = frozenset()) -> None:
@@ -257,6 +249,32 @@ class ConnectorForm(forms.Form):
                 self.add_error(field, problem["message"])
             else:
                 self.add_error(None, problem["message"])
+
+
+def api_problems(form, request=None) -> tuple[list[dict[str, str]], Any]:
+    """Every problem the API would report for the form's body ({property, field, message}), a name already taken
+    included, and the serializer (validated when there are none)."""
+    from web.connectors.api.serializers import ConnectorSerializer
+    from web.connectors.api.views import problems_of
+    from web.connectors.services import already_exists_message
+
+    body = form.api_body()
+    serializer = ConnectorSerializer(form.connector, data=body, context={"request": request} if request else {})
+    problems = [] if serializer.is_valid() else problems_of(serializer)
+    name = (body.get("name") or "").strip()
+    if form.connector is None and name and Connector.objects.filter(name=name).exists():
+        problems.insert(0, {"property": props.NAME, "field": "name", "message": already_exists_message(name)})
+    return problems, serializer
+
+
+def check_with_api(form) -> None:
+    """A form with errors of its own (e.g. a line of Other properties that is not key=value) is also checked by the
+    API, so every problem shows at once after submit; a form without any is checked when saved. Fields whose own
+    value was refused are not blamed again, except Other properties, whose valid lines are still checked."""
+    if not form.errors:
+        return
+    problems, _ = api_problems(form)
+    form.add_problems(problems, skip=set(form.errors) - {"other"})
 
 
 def _text(value: Any) -> str:

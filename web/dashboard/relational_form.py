@@ -15,7 +15,7 @@ from web.connectors import properties as props
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector
 from web.connectors.validation import NAME_RULE
-from web.dashboard.forms import lines, parse_other
+from web.dashboard.forms import check_with_api, lines, parse_other
 
 SOURCES = [(POSTGRES, "PostgreSQL"), (MARIADB, "MariaDB"), (MYSQL, "MySQL")]
 SNAPSHOT_MODES = [
@@ -139,6 +139,11 @@ class RelationalConnectorForm(forms.Form):
         if bad:
             raise forms.ValidationError(bad)
         return self.cleaned_data.get("other", "")
+
+    def clean(self):
+        data = super().clean()
+        check_with_api(self)
+        return data
 
     def add_problems(self, problems: list[dict[str, str]], skip: set[str] = frozenset()) -> None:
         for problem in problems:

@@ -10,6 +10,7 @@ NAME = "<slug:name>"
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/", views.cluster_health, name="health"),
+    path("idle-slots/", views.idle_slots, name="idle-slots"),
     path("metrics", views.metrics, name="metrics"),
     path("connectors/new/", views.connector_create, name="connector-new"),
     path(f"connectors/{NAME}/", views.connector_detail, name="connector"),

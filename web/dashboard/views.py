@@ -13,17 +13,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from connectors.postgres.publication import drop_publication_sql, drop_slot_sql
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role, highest_role
 from web.connectors import services
-from web.connectors.api.serializers import ConnectorSerializer, request_outcomes
-from web.connectors.api.views import problems_of
+from web.connectors.api.serializers import request_outcomes
 from web.connectors.connect import shapes
 from web.connectors.models import AuditEntry, Connector, ReplicaSetState, SourceKind
 from web.connectors.offsets import RESET_MODES, describe, offsets_topic
 from web.connectors.partition_offsets import RESET_MODES as PARTITION_RESET_MODES
-from web.dashboard import health, history, observed, prometheus, topics
+from web.dashboard import health, history, observed, prometheus, slots, topics
 from web.dashboard.auth import metrics_user
-from web.dashboard.forms import ConnectorForm
+from web.dashboard.forms import ConnectorForm, api_problems
 from web.dashboard.relational_form import RelationalConnectorForm
 from web.dashboard.vocabulary import terms_for
 
@@ -144,9 +144,9 @@ def connector_topics(request, name):
 
 def _save_connector(request, form: ConnectorForm | RelationalConnectorForm, connector: Connector | None):
     """Validates the form's API body with the API's serializer and saves it through the services."""
-    serializer = ConnectorSerializer(connector, data=form.api_body(), context={"request": request})
-    if not serializer.is_valid():
-        form.add_problems(problems_of(serializer))
+    problems, serializer = api_problems(form, request)
+    if problems:  # the serializer's and a taken name, together
+        form.add_problems(problems)
         return None
     data = serializer.validated_data
     try:
@@ -209,20 +209,39 @@ def connector_edit(request, name):
 
 @role_required(ADMIN)
 def connector_delete(request, name):
-    """GET: what deleting means, with the offsets choice Kafka Connect users know; POST: delete."""
+    """GET: what deleting means, with the offsets choice Kafka Connect users know and, for PostgreSQL, whether its
+    slot and publication are dropped; POST: delete."""
     connector = get_object_or_404(Connector, name=name)
+    server = services.postgres_config(connector)
     if request.method == "POST":
         delete_offsets = request.POST.get("offsets") == "delete"
         try:
-            services.delete_connector(connector, user=request.user, source=SOURCE, delete_offsets=delete_offsets)
+            outcomes = services.delete_connector(
+                connector, user=request.user, source=SOURCE, delete_offsets=delete_offsets,
+                drop_slot=request.POST.get("drop_slot") == "on",
+                drop_publication=request.POST.get("drop_publication") == "on")
         except services.ServiceError as error:
             messages.error(request, f"{name} was not deleted: {error}")
             return redirect("dashboard:connector-delete", name=name)
         messages.success(request, f"Connector {name} deleted; its offsets were "
                                   + ("deleted too." if delete_offsets else "kept in Kafka."))
+        for outcome in outcomes:
+            (messages.warning if outcome.sql else messages.info)(request, outcome.message)
         return redirect("home")
-    return render(request, "dashboard/delete.html",
-                  {"connector": connector, "topic": offsets_topic(connector)[0], **_roles(request)})
+    context = {"connector": connector, "topic": offsets_topic(connector)[0], "server": server, **_roles(request)}
+    if server is not None:
+        context.update(creates_publication=services.creates_publication(server),
+                       shared=services.shared_server_objects(connector, server),
+                       drop_slot_sql=drop_slot_sql(server.slot_name),
+                       drop_publication_sql=drop_publication_sql(server.publication_name))
+    return render(request, "dashboard/delete.html", context)
+
+
+@require_safe
+@role_required(VIEWER)
+def idle_slots(request):
+    """The overview's warning: inactive replication slots of stored PostgreSQL connectors, retaining WAL."""
+    return render(request, "dashboard/_idle_slots.html", {"slots": slots.idle_slots()})
 
 
 @require_POST

@@ -29,7 +29,8 @@ def test_a_bad_other_line_does_not_hide_the_other_problems(client, django_user_m
                                                 "collection_include": "inventory.(orders"})
     assert response.status_code == 400
     errors = response.context["form"].errors
-    assert errors["other"] == ['line 1: expected key=value, got "nonsense"']  # the parse error
+    assert list(errors["other"]) == ['line 1: expected key=value, got "nonsense"',  # the parse error
+                                     "poll.interval.ms: must be at least 1, got -5"]  # and the valid line's problem
     assert "not a valid regular expression" in errors["collection_include"][0]  # and the engine's problems too
     assert not Connector.objects.exists()
 

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
@@ -81,7 +87,26 @@ def accepted(connector: Connector, command: str, request=None) -> Response:
     create=extend_schema(summary="Create a connector (admin)", responses={201: s.ConnectorSerializer, 400: ERROR}),
     update=extend_schema(summary="Replace a connector's configuration (admin)"),
     partial_update=extend_schema(summary="Change some of a connector's configuration (admin)"),
-    destroy=extend_schema(summary="Delete a connector (admin)"),
+    destroy=extend_schema(
+        summary="Delete a connector (admin); a PostgreSQL connector's slot and publication stay unless dropped",
+        parameters=[
+            OpenApiParameter("drop_slot", bool, description=(
+                "PostgreSQL: also drop the connector's replication slot (once its pipeline has stopped) and, when "
+                "the connector creates its publication (publication.autocreate.mode is not disabled), the "
+                "publication. Default false: both stay on the server, and the slot keeps WAL until dropped.")),
+            OpenApiParameter("drop_publication", bool, description=(
+                "PostgreSQL: drop the publication (true) or keep it (false); default: as drop_slot for a "
+                "publication the connector creates, kept for one made by hand.")),
+        ],
+        responses={204: OpenApiResponse(description="Deleted (connectors other than PostgreSQL)"),
+                   200: inline_serializer("ConnectorDeleted", {
+                       "name": serializers.CharField(),
+                       "server_objects": serializers.ListField(child=serializers.DictField(), help_text=(
+                           "PostgreSQL: what became of the slot and the publication, each {kind, name, dropped, "
+                           "message, sql}; sql drops by hand one that was left behind.")),
+                       "warnings": serializers.ListField(child=serializers.CharField(), help_text=(
+                           "A sentence for each object left behind, naming it with the SQL to drop it."))}),
+                   400: ERROR, 409: ERROR, 503: ERROR}),
 )
 class ConnectorViewSet(viewsets.ModelViewSet):
     serializer_class = s.ConnectorSerializer
@@ -114,8 +139,19 @@ class ConnectorViewSet(viewsets.ModelViewSet):
             source=source_of(self.request), desired_state=data.get("desired_state"),
         )
 
-    def perform_destroy(self, instance):
-        run(services.delete_connector, instance, user=self.request.user, source=source_of(self.request))
+    def destroy(self, request, *args, **kwargs):
+        yes_no = ("true", "false", "1", "0", "yes", "no")
+        check_query(request.query_params, {"drop_slot": yes_no, "drop_publication": yes_no})
+        flag = {name: request.query_params.get(name, "").lower() for name in ("drop_slot", "drop_publication")}
+        connector = self.get_object()
+        outcomes = run(services.delete_connector, connector, user=request.user, source=source_of(request),
+                       drop_slot=flag["drop_slot"] in ("true", "1", "yes"),
+                       drop_publication=flag["drop_publication"] in ("true", "1", "yes")
+                       if flag["drop_publication"] else None)
+        if not outcomes:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response({"name": connector.name, "server_objects": [outcome.as_dict() for outcome in outcomes],
+                         "warnings": [outcome.message for outcome in outcomes if outcome.sql]})
 
     # -- validation ---------------------------------------------------------------------------------------------
 
