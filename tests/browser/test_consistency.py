@@ -75,7 +75,7 @@ def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mong
     page.goto(f"/connectors/{name}/")
     wait_streaming(page, name)
     page.goto(f"/connectors/{name}/offsets/")
-    assert not page.get_by_role("button", name="Resume").count()  # running: nothing to resume
+    assert not page.get_by_role("button", name="Resume", exact=True).count()  # running: nothing to resume
 
     page.get_by_role("button", name="Reset offsets").click()  # running and "Stop it first" not ticked
     announce = page.locator("#announce")
@@ -97,12 +97,12 @@ def test_offsets_page_keeps_the_confirmation_and_resumes(session, platform, mong
         assert DATETIME.match(time_text.strip()), time_text
 
     page.evaluate(MARK_PAGE)
-    page.get_by_role("button", name="Resume").click()
+    page.get_by_role("button", name="Resume", exact=True).click()
     page.wait_for_function(f"() => {RELOADED} && "  # reloaded: running again, so no Resume button
                            "document.getElementById('announce').textContent.includes('resume requested')",
                            timeout=15_000)
     assert "resume requested" in page.locator("#announce").inner_text()
-    assert not page.get_by_role("button", name="Resume").count()
+    assert not page.get_by_role("button", name="Resume", exact=True).count()
     page.goto(f"/connectors/{name}/")
     wait_streaming(page, name)
     screenshot(page, "offsets-after-resume")

@@ -66,7 +66,10 @@ def secret_files():
     files = {name: str(state / name) for name in ("encryption_key", "secret_key")}
     for path in files.values():
         read_or_create_secret_key(Path(path))
-    files["database"] = settings.DATABASES["default"]["NAME"]  # created (empty, 0600) by settings.py if missing
+    # the default database file, where settings.py creates it 0600 (the test run's own database is in memory)
+    database = state / "db.sqlite3"
+    os.close(os.open(database, os.O_RDONLY | os.O_CREAT, 0o600))
+    files["database"] = str(database)
     for path in files.values():
         assert os.access(path, os.R_OK), f"the launcher itself must read {path}"
     return files
