@@ -264,6 +264,6 @@ def test_pause_changes_the_state_badge(session, platform, mongo_rs):
     page.get_by_role("button", name="Pause").click()  # the confirmation is accepted by the session
     page.wait_for_function("badge => badge.textContent === 'paused'", arg=badge.element_handle(), timeout=15_000)
     assert page.locator('[data-bind="desired"]').inner_text() == "paused"
-    assert page.get_by_role("button", name="Resume").is_visible()
+    assert page.get_by_role("button", name="Resume", exact=True).is_visible()
     assert not page.get_by_role("button", name="Pause").is_visible()
     page.wait_for_function("() => document.querySelector('[data-rs] [data-bind=phase]').textContent === 'stopped'")

@@ -91,7 +91,7 @@ def test_create_snapshot_pause_clone_export_delete(session, platform, mongo_rs, 
     assert "while-paused" not in ids_in(stack.kafka_bootstrap, topic)
     assert json.loads(page.request.get(f"/connect/connectors/{name}/status").text())["connector"]["state"] \
         == "PAUSED"
-    page.get_by_role("button", name="Resume").click()
+    page.get_by_role("button", name="Resume", exact=True).click()
     page.wait_for_function("() => document.querySelector('#state-badge').textContent === 'running'",
                            timeout=60_000)
     request_row(page, "control", "resume").locator('[data-status="done"]').wait_for(timeout=60_000)
