@@ -14,6 +14,8 @@ from pathlib import Path
 
 from bench.faults.checker import Checker, Outcome, account
 from bench.faults.hook import CommitHook
+from bench.faults.verify import Collector, verify
+from bench.faults.workload import TARGETS, Workload, read_log
 from bench.faults.writer import TARGET_VARIABLE, WRITE_RATE, read_acks
 from devstack import settings
 from devstack.private_kafka import PrivateKafka
@@ -21,6 +23,7 @@ from devstack.private_kafka import PrivateKafka
 PRELOAD = 20_000  # rows the kill-snapshot runs snapshot
 DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
 MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+SEED_ROWS = 300  # rows per workload table before the connector starts (its snapshot reads them under writes)
 
 
 class CampaignAborted(Exception):
@@ -38,6 +41,18 @@ class Session:
         self.config_path = self.dir / "connector.json"
         source = campaign.source
         source.prepare(self.name)
+        # the mixed writer (relational sources): inserts, updates, deletes, multi-statement transactions
+        self.workload_tables = source.workload_topics(self.name) if source.kind in TARGETS else {}
+        self.workload_log = self.dir / "workload.jsonl"
+        if self.workload_tables:
+            target = TARGETS[source.kind](source.writer_target(self.name), self.name)
+            target.create_tables()
+            Workload(target, self.workload_log).seed(SEED_ROWS)
+            properties = {"provide.transaction.metadata": True, **properties}
+        self.transaction_topic = f"{self.name}.transaction"
+        self.collector = Collector(campaign.kafka.bootstrap, [*self.workload_tables, self.transaction_topic])
+        self.workload: subprocess.Popen | None = None
+        self.workload_rows: dict | None = None
         self.config_path.write_text(json.dumps({
             "name": self.name, "topic.prefix": self.name, **source.properties(self.name),
             "offset.storage.topic": f"{self.name}.offsets", "poll.interval.ms": 50, "max.batch.size": 64,
@@ -52,7 +67,7 @@ class Session:
         self.faults: list[tuple[float, float]] = []  # (start, end) of each fault, monotonic
         self.preloaded = 0
         self.commit_hook = CommitHook(self.dir / "hook") if hooked else None  # runner started with the hook
-        self.outcome = Outcome()
+        self.outcome = Outcome(sessions=1)
 
     # processes
     def start_runner(self) -> None:
@@ -88,6 +103,13 @@ class Session:
                  str(self.acks_path), "--rate", str(self.campaign.rate)],
                 env={**os.environ, TARGET_VARIABLE: source.writer_target(self.name)},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
+        if self.workload_tables:
+            with open(self.dir / "workload.log", "ab") as log:
+                self.workload = subprocess.Popen(
+                    [sys.executable, "-m", "bench.faults", "workload", "--source", source.kind, self.name,
+                     str(self.workload_log), "--rate", str(max(1.0, self.campaign.rate / 3))],
+                    env={**os.environ, TARGET_VARIABLE: source.writer_target(self.name)},
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
 
     def wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -116,6 +138,8 @@ class Session:
     # the session
     def __enter__(self) -> Session:
         self.checker.start()
+        if self.workload_tables:
+            self.collector.start()
         self.start_runner()
         return self
 
@@ -130,16 +154,20 @@ class Session:
             self._stop_processes()
             return
         try:
-            if self.writer is not None:
-                self.writer.send_signal(signal.SIGTERM)
-                self.writer.wait(30)
+            for writer in (self.writer, self.workload):
+                if writer is not None:
+                    writer.send_signal(signal.SIGTERM)
+            for writer, timeout in ((self.writer, 30), (self.workload, 120)):
+                if writer is not None:
+                    writer.wait(timeout)
             self._drain()
+            self._drain_workload()
         finally:
             self._stop_processes()
         self._check()
 
     def _stop_processes(self) -> None:
-        for process in (self.writer, self.runner):
+        for process in (self.writer, self.workload, self.runner):
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
@@ -149,6 +177,9 @@ class Session:
                     process.wait()
         self.checker.halt.set()
         self.checker.join(10)
+        self.collector.halt.set()
+        if self.collector.is_alive():
+            self.collector.join(10)
 
     def _drain(self) -> None:
         acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
@@ -162,9 +193,23 @@ class Session:
 
         self.wait_for(complete, DRAIN_S, "every acknowledged write to be delivered")
 
+    def _verify_workload(self, rows):
+        return verify(read_log(self.workload_log), self.collector.snapshot(), self.workload_tables,
+                      self.transaction_topic, rows)
+
+    def _drain_workload(self) -> None:
+        """Waits until every logged write is delivered, then reads the tables for the final-state check."""
+        if not self.workload_tables:
+            return
+        self.wait_for(lambda: self._verify_workload(None).lost == 0, DRAIN_S, "every workload write to be delivered")
+        target = TARGETS[self.campaign.source.kind](self.campaign.source.writer_target(self.name), self.name)
+        self.workload_rows = target.rows()
+
     def _check(self) -> None:
         acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
         account(self.outcome, acks, self.checker.snapshot(), self.preloaded, self.faults)
+        if self.workload_tables:
+            self.outcome.add_verdict(self._verify_workload(self.workload_rows), self.name)
         if self.outcome.recovery.count(None):
             self.outcome.notes.append(f"{self.name}: no event after a fault at all")
         self.outcome.recovery = [r for r in self.outcome.recovery if r is not None]

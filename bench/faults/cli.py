@@ -17,6 +17,7 @@ from bench.faults.campaign import Campaign, CampaignAborted
 from bench.faults.checker import Outcome, report
 from bench.faults.hook import runner_main
 from bench.faults.sources import SOURCES
+from bench.faults.workload import workload_main
 from bench.faults.writer import WRITE_RATE, writer_main
 from devstack.private_kafka import PrivateKafka
 from devstack.process import StackError
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["writer"]:
         return writer_main(argv[1:])
+    if argv[:1] == ["workload"]:
+        return workload_main(argv[1:])
     if argv[:1] == ["runner"]:
         return runner_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench.faults", description=package.__doc__,
@@ -110,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"logs and acknowledged writes kept in {workdir}")
     print(report(results))
     if args.json:
-        args.json.write_text(json.dumps({s: {"runs": o.faults, "writes": o.writes, "lost": o.lost,
+        args.json.write_text(json.dumps({s: {"runs": o.faults, "sessions": o.sessions, "writes": o.writes,
+                                             "changes": o.changes, "snapshot_rows": o.snapshot_rows,
+                                             "tombstone_errors": o.tombstone_errors,
+                                             "transaction_errors": o.transaction_errors,
+                                             "state_mismatches": o.state_mismatches, "unexpected": o.unexpected,
+                                             "lost": o.lost,
                                              "duplicated": o.duplicated, "reordered": o.reordered,
                                              "resnapshotted": o.resnapshotted,
                                              "recovery_s": o.recovery, "runner_exits": o.unplanned_exits,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from bench.faults.workload import TABLES as WORKLOAD_TABLES
+
 PRELOAD_PAD = "x" * 100
 
 
@@ -121,6 +123,10 @@ class RelationalSource:
     def topics(self, name: str) -> dict[str, str]:
         return {kind: f"{name}.{self.schema(name)}.{kind}" for kind in ("events", "preload")}
 
+    def workload_topics(self, name: str) -> dict[str, str]:
+        """The mixed writer's tables (workload.py): topic -> table."""
+        return {f"{name}.{self.schema(name)}.{table}": table for table in WORKLOAD_TABLES}
+
     def schema(self, name: str) -> str:
         raise NotImplementedError
 
@@ -147,7 +153,8 @@ class PostgresSource(RelationalSource):
         return {
             "connector.class": "postgres", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password, "database.dbname": name, "slot.name": name,
-            "publication.autocreate.mode": "filtered", "table.include.list": "public.events,public.preload",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": ",".join(f"public.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
@@ -193,6 +200,7 @@ class MariaDbSource(RelationalSource):
             "connector.class": "mariadb", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password,
             "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
+            "table.include.list": ",".join(f"{name}.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
