@@ -209,7 +209,12 @@ class Session:
         acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
         account(self.outcome, acks, self.checker.snapshot(), self.preloaded, self.faults)
         if self.workload_tables:
-            self.outcome.add_verdict(self._verify_workload(self.workload_rows), self.name)
+            verdict = self._verify_workload(self.workload_rows)
+            self.outcome.add_verdict(verdict, self.name)
+            if verdict.failed:  # what the consumer held, to look into (the work directory is kept)
+                with open(self.dir / "topics.jsonl", "w") as dump:
+                    for r in self.collector.snapshot():
+                        dump.write(json.dumps([r.topic, r.partition, r.key, r.value, round(r.at, 3)]) + "\n")
         if self.outcome.recovery.count(None):
             self.outcome.notes.append(f"{self.name}: no event after a fault at all")
         self.outcome.recovery = [r for r in self.outcome.recovery if r is not None]

@@ -96,13 +96,6 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
             blocks.append((seq, value["transaction"]))
 
     topic_state: dict[tuple[str, int], int] = {}
-    streamed_seqs: list[int] = []
-    for events in per_key.values():
-        for op, seq in events:
-            if op in ("c", "u", "d") and seq is not None:
-                streamed_seqs.append(seq)
-    first_streamed = min(streamed_seqs, default=None)
-
     for key in set(writes) | set(per_key):
         logged = writes.get(key, [])
         logged_seqs = {seq for seq, _ in logged}
@@ -114,14 +107,14 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
             if cut not in logged_seqs:
                 out.unexpected += 1
                 out.note(f"{key}: snapshot read seq {cut}, which no logged write wrote")
+        elif any(op in ("c", "u", "d") for op, _ in events) or not logged:
+            cut = -1  # not read by the snapshot: the key did not exist when its chunk was read, every write streams
+        elif logged[-1][1] == "d":
+            cut = logged[-1][0]  # inserted and deleted before its chunk was read: nothing in the topics
         else:
-            # not read by the snapshot: every write from the first streamed one on must be streamed, and the key
-            # must not have existed at the snapshot (its last earlier write, if any, is a delete)
-            cut = -1 if first_streamed is None else first_streamed - 1
-            earlier = [(seq, op) for seq, op in logged if seq <= cut]
-            if earlier and earlier[-1][1] != "d":
-                out.lost += 1
-                out.note(f"{key}: row (seq {earlier[-1][0]}) neither snapshotted nor deleted before the snapshot")
+            cut = logged[-1][0]
+            out.lost += 1
+            out.note(f"{key}: row (seq {cut}) neither snapshotted nor streamed")
         expected = [seq for seq, _ in logged if seq > cut]
         out.changes += len(expected)
         streamed = [(op, seq) for op, seq in events if op in ("c", "u", "d")]
