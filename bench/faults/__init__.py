@@ -31,10 +31,12 @@ Scenarios (all sources unless named):
   step-down       (mongodb) replSetStepDown of the primary under the write load
   source-restart  (postgres, mariadb) a clean restart of the private server under the write load (PostgreSQL:
                   fast shutdown, as `pg_ctl restart -m fast`; MariaDB: SIGTERM), then a start
+  source-network  (postgres, mariadb) the connector reaches the server through a TCP fault proxy (netproxy.py):
+                  in turn 0.2 s latency for 5-8 s, a 20-25 s blackhole ended by a reset, a reset (RST)
 
-Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart for postgres
-and mariadb. Exit status 1 when any error column is not 0, a scenario was aborted, or a runner
-exited on its own (it is restarted, as a supervisor would, and counted under "runner exits").
+Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart,
+source-network for postgres and mariadb. Exit status 1 when any error column is not 0, a scenario was aborted, or
+a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session

@@ -14,15 +14,17 @@ from pathlib import Path
 
 from bench.faults.checker import Checker, Outcome, account
 from bench.faults.hook import CommitHook
+from bench.faults.netproxy import FaultProxy
 from bench.faults.verify import Collector, verify
 from bench.faults.workload import TARGETS, Workload, read_log
 from bench.faults.writer import TARGET_VARIABLE, WRITE_RATE, read_acks
 from devstack import settings
-from devstack.private_kafka import PrivateKafka
+from devstack.private_kafka import PrivateKafka, free_ports
 
 PRELOAD = 20_000  # rows the kill-snapshot runs snapshot
 DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
 MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+NETWORK_FAULTS = ("latency", "blackhole", "reset")  # source-network, in turn
 SEED_ROWS = 300  # rows per workload table before the connector starts (its snapshot reads them under writes)
 
 
@@ -222,9 +224,9 @@ class Session:
 
 class Campaign:
     def __init__(self, kafka: PrivateKafka, source, workdir: Path, rng: random.Random, freeze_s: float,
-                 rate: float = WRITE_RATE):
+                 rate: float = WRITE_RATE, ports: range | None = None):
         self.kafka, self.source, self.dir, self.rng = kafka, source, workdir, rng
-        self.freeze_s, self.rate = freeze_s, rate
+        self.freeze_s, self.rate, self.ports = freeze_s, rate, ports
 
     def kill_streaming(self, runs: int) -> Outcome:
         with Session(self, "ks") as session:
@@ -368,4 +370,35 @@ class Campaign:
                 session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
                                  180, "events after the server came back")
             session.wait(2)
+        return session.outcome
+
+    def source_network(self, runs: int) -> Outcome:
+        """The connector reaches its server through the fault proxy; faults in turn: 0.2 s latency each way for
+        5-8 s, a blackhole of 20-25 s ended by a reset (as toxiproxy's timeout toxic), a reset of every connection.
+        The writers go to the server directly."""
+        listen = free_ports(1, self.ports)[0] if self.ports is not None else 0
+        proxy = FaultProxy("127.0.0.1", self.source.server.port, listen).start()
+        try:
+            with Session(self, "nw", **{"database.port": proxy.port}) as session:
+                session.wait_streaming()
+                for run in range(runs):
+                    session.wait(self.rng.uniform(0.5, 3.0))
+                    fault = NETWORK_FAULTS[run % len(NETWORK_FAULTS)]
+                    started = time.monotonic()
+                    if fault == "latency":
+                        proxy.latency(0.2)
+                        session.wait(self.rng.uniform(5, 8))
+                    elif fault == "blackhole":
+                        proxy.blackhole()
+                        session.wait(self.rng.uniform(20, 25))
+                        proxy.reset()
+                    else:
+                        proxy.reset()
+                    proxy.heal()
+                    session.fault(started)
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     180, f"events after the network {fault}")
+                session.wait(2)
+        finally:
+            proxy.close()
         return session.outcome

@@ -23,9 +23,11 @@ from devstack.private_kafka import PrivateKafka
 from devstack.process import StackError
 
 SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
-              "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2}
+              "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2,
+              "source-network": 3}
 FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
-             "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5}
+             "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5,
+             "source-network": 6}
 
 
 def _terminated(signum, frame):
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         source_started = True
         described = source.start(workdir, args.ports)
         print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
-        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate)
+        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate, args.ports)
         for scenario in scenarios:
             runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
             started = time.monotonic()

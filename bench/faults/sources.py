@@ -101,9 +101,9 @@ class RelationalSource:
     slowed or held here: chunks are small instead (the snapshot lasts seconds), and a kill that came too late is
     reported in the notes."""
 
-    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "source-restart")
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "source-restart", "source-network")
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "source-restart")
+                 "source-restart", "source-network")
     chunk = 100
     server = None
 
