@@ -28,15 +28,19 @@ Scenarios (all sources unless named):
   broker-stop-commit    the same freeze, exactly as a streaming batch's commit_transaction goes out (the runner is
                         started through `python -m bench.faults runner`, which hooks the sink's producer)
   broker-stop-snapshot  the same freeze as a snapshot chunk's commit goes out
+  broker-kill     kill -9 of the broker, then a start
+  commit-stall    the broker frozen as a commit goes out for 150-160 s, past the sink's commit deadline (not a
+                  default scenario)
   step-down       (mongodb) replSetStepDown of the primary under the write load
   source-restart  (postgres, mariadb) a clean restart of the private server under the write load (PostgreSQL:
                   fast shutdown, as `pg_ctl restart -m fast`; MariaDB: SIGTERM), then a start
+  source-crash    (postgres, mariadb) the server dies (PostgreSQL immediate shutdown, MariaDB kill -9), then a start
   source-network  (postgres, mariadb) the connector reaches the server through a TCP fault proxy (netproxy.py):
                   in turn 0.2 s latency for 5-8 s, a 20-25 s blackhole ended by a reset, a reset (RST)
 
-Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart,
-source-network for postgres and mariadb. Exit status 1 when any error column is not 0, a scenario was aborted, or
-a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
+Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, broker-kill, source-restart,
+source-crash, source-network for postgres and mariadb. Exit status 1 when any error column is not 0, a scenario was
+aborted, or a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session

@@ -15,6 +15,7 @@ from pathlib import Path
 from bench.faults.checker import Checker, Outcome, account
 from bench.faults.hook import CommitHook
 from bench.faults.netproxy import FaultProxy
+from bench.faults.sources import wait_gone
 from bench.faults.verify import Collector, verify
 from bench.faults.workload import TARGETS, Workload, read_log
 from bench.faults.writer import TARGET_VARIABLE, WRITE_RATE, read_acks
@@ -24,6 +25,7 @@ from devstack.private_kafka import PrivateKafka, free_ports
 PRELOAD = 20_000  # rows the kill-snapshot runs snapshot
 DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
 MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+COMMIT_STALL_S = 150  # past the sink's commit deadline
 NETWORK_FAULTS = ("latency", "blackhole", "reset")  # source-network, in turn
 SEED_ROWS = 300  # rows per workload table before the connector starts (its snapshot reads them under writes)
 
@@ -297,8 +299,10 @@ class Campaign:
             session.wait(2)
         return session.outcome
 
-    def _freeze_at_commit(self, session: Session) -> bool:
-        """Arms the hook, freezes the broker as the next commit goes out, thaws it 35-45 s later."""
+    def _freeze_at_commit(self, session: Session, low_s: float | None = None) -> bool:
+        """Arms the hook, freezes the broker as the next commit goes out, thaws it low_s to low_s + 10 s later
+        (default --freeze)."""
+        low_s = self.freeze_s if low_s is None else low_s
         hook = session.commit_hook
         hook.arm()
         if not session.wait_for(hook.at_commit.exists, 60, "a commit to freeze the broker at"):
@@ -308,7 +312,7 @@ class Campaign:
         self.kafka.freeze()
         hook.frozen.touch()
         try:
-            session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
+            session.wait(self.rng.uniform(low_s, low_s + 10))
         finally:
             self.kafka.thaw()
             hook.disarm()
@@ -323,6 +327,19 @@ class Campaign:
                 if self._freeze_at_commit(session):
                     session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
                                      180, "events after the broker came back")
+            session.wait(2)
+        return session.outcome
+
+    def commit_stall(self, runs: int) -> Outcome:
+        """A commit_transaction stalled past the sink's commit deadline (120 s by default): the broker frozen as a
+        streaming batch's commit goes out, for COMMIT_STALL_S to COMMIT_STALL_S + 10 s."""
+        with Session(self, "cs", hooked=True) as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                if self._freeze_at_commit(session, COMMIT_STALL_S):
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     240, "events after the stalled commit")
             session.wait(2)
         return session.outcome
 
@@ -369,6 +386,37 @@ class Campaign:
                 session.fault(started)
                 session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
                                  180, "events after the server came back")
+            session.wait(2)
+        return session.outcome
+
+    def source_crash(self, runs: int) -> Outcome:
+        """The server crashes under the write load (PostgreSQL immediate shutdown, MariaDB kill -9), then starts."""
+        with Session(self, "sc") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                self.source.crash()
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 180, "events after the server crashed and came back")
+            session.wait(2)
+        return session.outcome
+
+    def broker_kill(self, runs: int) -> Outcome:
+        """kill -9 of the broker under the write load, then a start (log and transaction state recovery)."""
+        with Session(self, "bk") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                pid = self.kafka.pid
+                os.kill(pid, signal.SIGKILL)
+                wait_gone(pid)
+                self.kafka.start()
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 240, "events after the broker was killed and came back")
             session.wait(2)
         return session.outcome
 

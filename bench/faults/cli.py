@@ -24,10 +24,10 @@ from devstack.process import StackError
 
 SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
               "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2,
-              "source-network": 3}
+              "source-crash": 2, "broker-kill": 1, "source-network": 3, "commit-stall": 1}
 FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
              "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5,
-             "source-network": 6}
+             "source-crash": 5, "broker-kill": 3, "source-network": 6, "commit-stall": 2}
 
 
 def _terminated(signum, frame):

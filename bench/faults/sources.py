@@ -4,12 +4,27 @@ events go and how to read them back, how to preload a table, how the writer conn
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import time
 from pathlib import Path
 
 from bench.faults.workload import TABLES as WORKLOAD_TABLES
 
 PRELOAD_PAD = "x" * 100
+
+
+def wait_gone(pid: int, timeout: float = 60) -> None:
+    """Until no process has this pid (a killed server, reparented to init, is reaped there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"process {pid} still runs {timeout:.0f}s after it was killed")
 
 
 def _payload(event: dict) -> dict:
@@ -42,9 +57,9 @@ class MongoSource:
     """An emulated three-member replica set (`devstack.mongo.start_replica_set`) in the campaign's process."""
 
     kind = "mongodb"
-    scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "step-down")
-    default_scenarios = scenarios
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit",
+                         "broker-stop-snapshot", "broker-kill", "step-down")
+    scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
     parse = staticmethod(parse_mongo)
 
@@ -101,9 +116,10 @@ class RelationalSource:
     slowed or held here: chunks are small instead (the snapshot lasts seconds), and a kill that came too late is
     reported in the notes."""
 
-    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "source-restart", "source-network")
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "source-restart",
+                         "source-crash", "source-network")
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "source-restart", "source-network")
+                 "broker-kill", "source-restart", "source-crash", "source-network", "commit-stall")
     chunk = 100
     server = None
 
@@ -114,6 +130,16 @@ class RelationalSource:
     def restart(self) -> None:
         """A clean restart of the server under the write load; returns once it accepts connections again."""
         self.server.restart()
+
+    crash_signal = signal.SIGKILL
+
+    def crash(self) -> None:
+        """The server dies (PostgreSQL: immediate shutdown, SIGQUIT to the postmaster, as `pg_ctl stop -m immediate`;
+        MariaDB: kill -9), then a start; returns once it accepts connections again (crash recovery done)."""
+        pid = self.server.pid
+        os.kill(pid, self.crash_signal)
+        wait_gone(pid)
+        self.server.start()
 
     def slow_snapshot(self) -> None:
         pass
@@ -133,6 +159,7 @@ class RelationalSource:
 
 class PostgresSource(RelationalSource):
     kind = "postgres"
+    crash_signal = signal.SIGQUIT
     parse = staticmethod(parse_postgres)
 
     def start(self, workdir: Path, ports: range | None = None) -> str:
