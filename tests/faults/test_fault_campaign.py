@@ -74,7 +74,7 @@ def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path):
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop-commit")
     result = subprocess.run(
         [sys.executable, "-m", "bench.faults", "--short", "--runs", "1", "--scenarios", ",".join(scenarios),
-         "--json", str(figures)],
+         "--json", str(figures), *_port_range()],
         cwd=ROOT, capture_output=True, text=True, timeout=280,
     )
     assert figures.exists(), result.stdout[-3000:] + result.stderr[-3000:]
