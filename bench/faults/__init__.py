@@ -8,13 +8,16 @@ up kafka` in a temporary DEVSTACK_HOME, so it can be SIGSTOPped) and its own dat
 (`devstack.mongo.start_replica_set`, so the primary can be stepped down), or a PostgreSQL cluster / MariaDB server
 started with `python -m devstack up postgres|mariadb` in a temporary DEVSTACK_HOME (devstack/private_db.py, so it
 can be restarted). Each listens on free ports: any, or within --ports LOW-HIGH. The connector is the real runner,
-`python -m connectors run cfg.json`, in its own process. An independent writer process inserts rows (documents)
-whose key is a sequence number, one autocommit write at a time, and records each acknowledged write; a
-read_committed consumer reads the topics while the faults happen. Per scenario it prints: faults injected (runs),
-writes checked, lost (acknowledged, never delivered), duplicated (delivered twice as the same kind of event),
-reordered (a streamed event after a later one), the recovery time (from the end of a fault to the next event a
-read_committed consumer receives), and rows re-snapshotted (read again by a snapshot that started over with a new
-`source.lsn`: not counted as duplicated; PostgreSQL snapshots now resume their plan, so it stays 0).
+`python -m connectors run cfg.json`, in its own process. An independent writer process (the inserter) inserts rows
+(documents) whose key is a sequence number, one autocommit write at a time, and records each acknowledged write; on
+PostgreSQL and MariaDB a second one (the mixed writer, workload.py) runs inserts, updates, deletes and multi-
+statement transactions over three tables, each write with a unique sequence number, from before the snapshot on. Two
+read_committed consumers read the topics while the faults happen; verify.py checks the mixed writer's per key (lost,
+duplicated, reordered, one tombstone per delete), its transaction metadata and the final topic state against the
+tables. Per scenario it prints (checker.report): runs, faults, writes checked (changes and snapshot rows apart, and
+the inserter's), lost, duplicated, reordered, tombstone / transaction / state errors, unexpected runner exits,
+recovery p50 / max (from the end of a fault to the next event a read_committed consumer receives), and rows re-
+snapshotted (read again by a snapshot that started over with a new `source.lsn`: not counted as duplicated).
 
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart
@@ -25,13 +28,19 @@ Scenarios (all sources unless named):
   broker-stop-commit    the same freeze, exactly as a streaming batch's commit_transaction goes out (the runner is
                         started through `python -m bench.faults runner`, which hooks the sink's producer)
   broker-stop-snapshot  the same freeze as a snapshot chunk's commit goes out
+  broker-kill     kill -9 of the broker, then a start
+  commit-stall    the broker frozen as a commit goes out for 150-160 s, past the sink's commit deadline (not a
+                  default scenario)
   step-down       (mongodb) replSetStepDown of the primary under the write load
   source-restart  (postgres, mariadb) a clean restart of the private server under the write load (PostgreSQL:
                   fast shutdown, as `pg_ctl restart -m fast`; MariaDB: SIGTERM), then a start
+  source-crash    (postgres, mariadb) the server dies (PostgreSQL immediate shutdown, MariaDB kill -9), then a start
+  source-network  (postgres, mariadb) the connector reaches the server through a TCP fault proxy (netproxy.py):
+                  in turn 0.2 s latency for 5-8 s, a 20-25 s blackhole ended by a reset, a reset (RST)
 
-Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, source-restart for postgres
-and mariadb. Exit status 1 when anything was lost, duplicated or reordered, a scenario was aborted, or a runner
-exited on its own (it is restarted, as a supervisor would, and counted under "runner exits").
+Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, broker-kill, source-restart,
+source-crash, source-network for postgres and mariadb. Exit status 1 when any error column is not 0, a scenario was
+aborted, or a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session

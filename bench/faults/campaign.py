@@ -14,13 +14,20 @@ from pathlib import Path
 
 from bench.faults.checker import Checker, Outcome, account
 from bench.faults.hook import CommitHook
+from bench.faults.netproxy import FaultProxy
+from bench.faults.sources import wait_gone
+from bench.faults.verify import Collector, verify
+from bench.faults.workload import TARGETS, Workload, read_log
 from bench.faults.writer import TARGET_VARIABLE, WRITE_RATE, read_acks
 from devstack import settings
-from devstack.private_kafka import PrivateKafka
+from devstack.private_kafka import PrivateKafka, free_ports
 
 PRELOAD = 20_000  # rows the kill-snapshot runs snapshot
 DRAIN_S = 120  # how long the checker may take to see every acknowledged write after the last fault
 MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
+COMMIT_STALL_S = 150  # past the sink's commit deadline
+NETWORK_FAULTS = ("latency", "blackhole", "reset")  # source-network, in turn
+SEED_ROWS = 300  # rows per workload table before the connector starts (its snapshot reads them under writes)
 
 
 class CampaignAborted(Exception):
@@ -38,6 +45,18 @@ class Session:
         self.config_path = self.dir / "connector.json"
         source = campaign.source
         source.prepare(self.name)
+        # the mixed writer (relational sources): inserts, updates, deletes, multi-statement transactions
+        self.workload_tables = source.workload_topics(self.name) if source.kind in TARGETS else {}
+        self.workload_log = self.dir / "workload.jsonl"
+        if self.workload_tables:
+            target = TARGETS[source.kind](source.writer_target(self.name), self.name)
+            target.create_tables()
+            Workload(target, self.workload_log).seed(SEED_ROWS)
+            properties = {"provide.transaction.metadata": True, **properties}
+        self.transaction_topic = f"{self.name}.transaction"
+        self.collector = Collector(campaign.kafka.bootstrap, [*self.workload_tables, self.transaction_topic])
+        self.workload: subprocess.Popen | None = None
+        self.workload_rows: dict | None = None
         self.config_path.write_text(json.dumps({
             "name": self.name, "topic.prefix": self.name, **source.properties(self.name),
             "offset.storage.topic": f"{self.name}.offsets", "poll.interval.ms": 50, "max.batch.size": 64,
@@ -52,7 +71,7 @@ class Session:
         self.faults: list[tuple[float, float]] = []  # (start, end) of each fault, monotonic
         self.preloaded = 0
         self.commit_hook = CommitHook(self.dir / "hook") if hooked else None  # runner started with the hook
-        self.outcome = Outcome()
+        self.outcome = Outcome(sessions=1)
 
     # processes
     def start_runner(self) -> None:
@@ -88,6 +107,13 @@ class Session:
                  str(self.acks_path), "--rate", str(self.campaign.rate)],
                 env={**os.environ, TARGET_VARIABLE: source.writer_target(self.name)},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
+        if self.workload_tables:
+            with open(self.dir / "workload.log", "ab") as log:
+                self.workload = subprocess.Popen(
+                    [sys.executable, "-m", "bench.faults", "workload", "--source", source.kind, self.name,
+                     str(self.workload_log), "--rate", str(max(1.0, self.campaign.rate / 3))],
+                    env={**os.environ, TARGET_VARIABLE: source.writer_target(self.name)},
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.PROJECT_ROOT)
 
     def wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -116,6 +142,8 @@ class Session:
     # the session
     def __enter__(self) -> Session:
         self.checker.start()
+        if self.workload_tables:
+            self.collector.start()
         self.start_runner()
         return self
 
@@ -130,16 +158,20 @@ class Session:
             self._stop_processes()
             return
         try:
-            if self.writer is not None:
-                self.writer.send_signal(signal.SIGTERM)
-                self.writer.wait(30)
+            for writer in (self.writer, self.workload):
+                if writer is not None:
+                    writer.send_signal(signal.SIGTERM)
+            for writer, timeout in ((self.writer, 30), (self.workload, 120)):
+                if writer is not None:
+                    writer.wait(timeout)
             self._drain()
+            self._drain_workload()
         finally:
             self._stop_processes()
         self._check()
 
     def _stop_processes(self) -> None:
-        for process in (self.writer, self.runner):
+        for process in (self.writer, self.workload, self.runner):
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
@@ -149,6 +181,9 @@ class Session:
                     process.wait()
         self.checker.halt.set()
         self.checker.join(10)
+        self.collector.halt.set()
+        if self.collector.is_alive():
+            self.collector.join(10)
 
     def _drain(self) -> None:
         acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
@@ -162,9 +197,28 @@ class Session:
 
         self.wait_for(complete, DRAIN_S, "every acknowledged write to be delivered")
 
+    def _verify_workload(self, rows):
+        return verify(read_log(self.workload_log), self.collector.snapshot(), self.workload_tables,
+                      self.transaction_topic, rows)
+
+    def _drain_workload(self) -> None:
+        """Waits until every logged write is delivered, then reads the tables for the final-state check."""
+        if not self.workload_tables:
+            return
+        self.wait_for(lambda: self._verify_workload(None).lost == 0, DRAIN_S, "every workload write to be delivered")
+        target = TARGETS[self.campaign.source.kind](self.campaign.source.writer_target(self.name), self.name)
+        self.workload_rows = target.rows()
+
     def _check(self) -> None:
         acks = read_acks(self.acks_path) if self.acks_path.exists() else {}
         account(self.outcome, acks, self.checker.snapshot(), self.preloaded, self.faults)
+        if self.workload_tables:
+            verdict = self._verify_workload(self.workload_rows)
+            self.outcome.add_verdict(verdict, self.name)
+            if verdict.failed:  # what the consumer held, to look into (the work directory is kept)
+                with open(self.dir / "topics.jsonl", "w") as dump:
+                    for r in self.collector.snapshot():
+                        dump.write(json.dumps([r.topic, r.partition, r.key, r.value, round(r.at, 3)]) + "\n")
         if self.outcome.recovery.count(None):
             self.outcome.notes.append(f"{self.name}: no event after a fault at all")
         self.outcome.recovery = [r for r in self.outcome.recovery if r is not None]
@@ -172,9 +226,9 @@ class Session:
 
 class Campaign:
     def __init__(self, kafka: PrivateKafka, source, workdir: Path, rng: random.Random, freeze_s: float,
-                 rate: float = WRITE_RATE):
+                 rate: float = WRITE_RATE, ports: range | None = None):
         self.kafka, self.source, self.dir, self.rng = kafka, source, workdir, rng
-        self.freeze_s, self.rate = freeze_s, rate
+        self.freeze_s, self.rate, self.ports = freeze_s, rate, ports
 
     def kill_streaming(self, runs: int) -> Outcome:
         with Session(self, "ks") as session:
@@ -245,8 +299,10 @@ class Campaign:
             session.wait(2)
         return session.outcome
 
-    def _freeze_at_commit(self, session: Session) -> bool:
-        """Arms the hook, freezes the broker as the next commit goes out, thaws it 35-45 s later."""
+    def _freeze_at_commit(self, session: Session, low_s: float | None = None) -> bool:
+        """Arms the hook, freezes the broker as the next commit goes out, thaws it low_s to low_s + 10 s later
+        (default --freeze)."""
+        low_s = self.freeze_s if low_s is None else low_s
         hook = session.commit_hook
         hook.arm()
         if not session.wait_for(hook.at_commit.exists, 60, "a commit to freeze the broker at"):
@@ -256,7 +312,7 @@ class Campaign:
         self.kafka.freeze()
         hook.frozen.touch()
         try:
-            session.wait(self.rng.uniform(self.freeze_s, self.freeze_s + 10))
+            session.wait(self.rng.uniform(low_s, low_s + 10))
         finally:
             self.kafka.thaw()
             hook.disarm()
@@ -271,6 +327,19 @@ class Campaign:
                 if self._freeze_at_commit(session):
                     session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
                                      180, "events after the broker came back")
+            session.wait(2)
+        return session.outcome
+
+    def commit_stall(self, runs: int) -> Outcome:
+        """A commit_transaction stalled past the sink's commit deadline (120 s by default): the broker frozen as a
+        streaming batch's commit goes out, for COMMIT_STALL_S to COMMIT_STALL_S + 10 s."""
+        with Session(self, "cs", hooked=True) as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                if self._freeze_at_commit(session, COMMIT_STALL_S):
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     240, "events after the stalled commit")
             session.wait(2)
         return session.outcome
 
@@ -318,4 +387,66 @@ class Campaign:
                 session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
                                  180, "events after the server came back")
             session.wait(2)
+        return session.outcome
+
+    def source_crash(self, runs: int) -> Outcome:
+        """The server crashes under the write load (PostgreSQL immediate shutdown, MariaDB kill -9), then starts."""
+        with Session(self, "sc") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                self.source.crash()
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 180, "events after the server crashed and came back")
+            session.wait(2)
+        return session.outcome
+
+    def broker_kill(self, runs: int) -> Outcome:
+        """kill -9 of the broker under the write load, then a start (log and transaction state recovery)."""
+        with Session(self, "bk") as session:
+            session.wait_streaming()
+            for _ in range(runs):
+                session.wait(self.rng.uniform(0.5, 3.0))
+                started = time.monotonic()
+                pid = self.kafka.pid
+                os.kill(pid, signal.SIGKILL)
+                wait_gone(pid)
+                self.kafka.start()
+                session.fault(started)
+                session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                 240, "events after the broker was killed and came back")
+            session.wait(2)
+        return session.outcome
+
+    def source_network(self, runs: int) -> Outcome:
+        """The connector reaches its server through the fault proxy; faults in turn: 0.2 s latency each way for
+        5-8 s, a blackhole of 20-25 s ended by a reset (as toxiproxy's timeout toxic), a reset of every connection.
+        The writers go to the server directly."""
+        listen = free_ports(1, self.ports)[0] if self.ports is not None else 0
+        proxy = FaultProxy("127.0.0.1", self.source.server.port, listen).start()
+        try:
+            with Session(self, "nw", **{"database.port": proxy.port}) as session:
+                session.wait_streaming()
+                for run in range(runs):
+                    session.wait(self.rng.uniform(0.5, 3.0))
+                    fault = NETWORK_FAULTS[run % len(NETWORK_FAULTS)]
+                    started = time.monotonic()
+                    if fault == "latency":
+                        proxy.latency(0.2)
+                        session.wait(self.rng.uniform(5, 8))
+                    elif fault == "blackhole":
+                        proxy.blackhole()
+                        session.wait(self.rng.uniform(20, 25))
+                        proxy.reset()
+                    else:
+                        proxy.reset()
+                    proxy.heal()
+                    session.fault(started)
+                    session.wait_for(lambda n=session.checker.count("events"): session.checker.count("events") > n,
+                                     180, f"events after the network {fault}")
+                session.wait(2)
+        finally:
+            proxy.close()
         return session.outcome

@@ -87,8 +87,15 @@ class Checker(threading.Thread):
 
 @dataclass
 class Outcome:
+    sessions: int = 0  # connectors run (one per session)
     faults: int = 0
-    writes: int = 0
+    writes: int = 0  # the inserter's acknowledged writes and preloaded rows
+    changes: int = 0  # the mixed writer's streamed writes checked (verify.py)
+    snapshot_rows: int = 0  # the mixed writer's rows read by a snapshot
+    tombstone_errors: int = 0
+    transaction_errors: int = 0
+    state_mismatches: int = 0
+    unexpected: int = 0  # events of no logged write
     lost: int = 0
     duplicated: int = 0
     reordered: int = 0
@@ -102,10 +109,20 @@ class Outcome:
     def failed(self) -> bool:
         """Anything lost, duplicated or reordered, a scenario aborted, or a runner that exited on its own (a crash:
         restarting it hid the failure from the figures, not from the users of a real deployment)."""
-        return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits)
+        return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits
+                    or self.tombstone_errors or self.transaction_errors or self.state_mismatches or self.unexpected)
+
+    def add_verdict(self, verdict, session: str) -> None:
+        """Adds the mixed writer's check (verify.Verdict) of one session."""
+        for name in ("changes", "snapshot_rows", "lost", "duplicated", "reordered", "unexpected", "tombstone_errors",
+                     "transaction_errors", "state_mismatches"):
+            setattr(self, name, getattr(self, name) + getattr(verdict, name))
+        self.notes += [f"{session}: {example}" for example in verdict.examples]
 
     def add(self, other: Outcome) -> None:
-        for name in ("faults", "writes", "lost", "duplicated", "reordered", "resnapshotted", "unplanned_exits"):
+        for name in ("sessions", "faults", "writes", "changes", "snapshot_rows", "tombstone_errors",
+                     "transaction_errors", "state_mismatches", "unexpected", "lost", "duplicated", "reordered",
+                     "resnapshotted", "unplanned_exits"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.aborted = self.aborted or other.aborted
         self.recovery += other.recovery
@@ -149,12 +166,32 @@ def _recovery(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} / {max(values):.1f}"
 
 
+COLUMNS = (  # heading, width, value
+    ("scenario", 22, None),
+    ("runs", 5, lambda o: o.sessions),
+    ("faults", 7, lambda o: o.faults),
+    ("changes", 9, lambda o: o.changes),
+    ("snapshot rows", 14, lambda o: o.snapshot_rows),
+    ("inserts", 9, lambda o: o.writes),
+    ("lost", 6, lambda o: o.lost),
+    ("dup", 5, lambda o: o.duplicated),
+    ("reord", 6, lambda o: o.reordered),
+    ("tomb", 5, lambda o: o.tombstone_errors),
+    ("txn", 5, lambda o: o.transaction_errors),
+    ("state", 6, lambda o: o.state_mismatches),
+    ("unexp exits", 12, lambda o: o.unplanned_exits),
+    ("recovery p50/max s", 20, lambda o: _recovery(o.recovery)),
+    ("re-snap", 8, lambda o: o.resnapshotted),
+)
+
+
 def report(results: dict[str, Outcome]) -> str:
-    lines = [f"{'scenario':<22}{'runs':>6}{'writes checked':>16}{'lost':>7}{'duplicated':>12}{'reordered':>11}"
-             f"{'recovery s (median / max)':>28}{'runner exits':>14}{'re-snapshotted':>16}"]
+    """One row per scenario: runs (connectors), faults, writes checked (the mixed writer's streamed changes and
+    snapshot rows, the inserter's writes plus preloaded rows), lost, duplicated, reordered, tombstone, transaction
+    metadata and final-state errors, unexpected runner exits, recovery median / max."""
+    lines = [COLUMNS[0][0].ljust(COLUMNS[0][1]) + "".join(f"{h:>{w}}" for h, w, _ in COLUMNS[1:])]
     for scenario, o in results.items():
-        lines.append(f"{scenario:<22}{o.faults:>6}{o.writes:>16}{o.lost:>7}{o.duplicated:>12}{o.reordered:>11}"
-                     f"{_recovery(o.recovery):>28}{o.unplanned_exits:>14}{o.resnapshotted:>16}")
+        lines.append(scenario.ljust(COLUMNS[0][1]) + "".join(f"{value(o)!s:>{w}}" for _, w, value in COLUMNS[1:]))
     for scenario, o in results.items():
         lines += [f"  {scenario}: {note}" for note in o.notes]
     return "\n".join(lines)

@@ -17,14 +17,17 @@ from bench.faults.campaign import Campaign, CampaignAborted
 from bench.faults.checker import Outcome, report
 from bench.faults.hook import runner_main
 from bench.faults.sources import SOURCES
+from bench.faults.workload import workload_main
 from bench.faults.writer import WRITE_RATE, writer_main
 from devstack.private_kafka import PrivateKafka
 from devstack.process import StackError
 
 SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
-              "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2}
+              "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2,
+              "source-crash": 2, "broker-kill": 1, "source-network": 3, "commit-stall": 1}
 FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
-             "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5}
+             "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5,
+             "source-crash": 5, "broker-kill": 3, "source-network": 6, "commit-stall": 2}
 
 
 def _terminated(signum, frame):
@@ -47,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["writer"]:
         return writer_main(argv[1:])
+    if argv[:1] == ["workload"]:
+        return workload_main(argv[1:])
     if argv[:1] == ["runner"]:
         return runner_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench.faults", description=package.__doc__,
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         source_started = True
         described = source.start(workdir, args.ports)
         print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
-        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate)
+        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate, args.ports)
         for scenario in scenarios:
             runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
             started = time.monotonic()
@@ -110,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"logs and acknowledged writes kept in {workdir}")
     print(report(results))
     if args.json:
-        args.json.write_text(json.dumps({s: {"runs": o.faults, "writes": o.writes, "lost": o.lost,
+        args.json.write_text(json.dumps({s: {"runs": o.faults, "sessions": o.sessions, "writes": o.writes,
+                                             "changes": o.changes, "snapshot_rows": o.snapshot_rows,
+                                             "tombstone_errors": o.tombstone_errors,
+                                             "transaction_errors": o.transaction_errors,
+                                             "state_mismatches": o.state_mismatches, "unexpected": o.unexpected,
+                                             "lost": o.lost,
                                              "duplicated": o.duplicated, "reordered": o.reordered,
                                              "resnapshotted": o.resnapshotted,
                                              "recovery_s": o.recovery, "runner_exits": o.unplanned_exits,

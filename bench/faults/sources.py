@@ -4,10 +4,27 @@ events go and how to read them back, how to preload a table, how the writer conn
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import time
 from pathlib import Path
 
+from bench.faults.workload import TABLES as WORKLOAD_TABLES
+
 PRELOAD_PAD = "x" * 100
+
+
+def wait_gone(pid: int, timeout: float = 60) -> None:
+    """Until no process has this pid (a killed server, reparented to init, is reaped there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"process {pid} still runs {timeout:.0f}s after it was killed")
 
 
 def _payload(event: dict) -> dict:
@@ -40,9 +57,9 @@ class MongoSource:
     """An emulated three-member replica set (`devstack.mongo.start_replica_set`) in the campaign's process."""
 
     kind = "mongodb"
-    scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "step-down")
-    default_scenarios = scenarios
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit",
+                         "broker-stop-snapshot", "broker-kill", "step-down")
+    scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
     parse = staticmethod(parse_mongo)
 
@@ -99,9 +116,10 @@ class RelationalSource:
     slowed or held here: chunks are small instead (the snapshot lasts seconds), and a kill that came too late is
     reported in the notes."""
 
-    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "source-restart")
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "source-restart",
+                         "source-crash", "source-network")
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "source-restart")
+                 "broker-kill", "source-restart", "source-crash", "source-network", "commit-stall")
     chunk = 100
     server = None
 
@@ -113,6 +131,16 @@ class RelationalSource:
         """A clean restart of the server under the write load; returns once it accepts connections again."""
         self.server.restart()
 
+    crash_signal = signal.SIGKILL
+
+    def crash(self) -> None:
+        """The server dies (PostgreSQL: immediate shutdown, SIGQUIT to the postmaster, as `pg_ctl stop -m immediate`;
+        MariaDB: kill -9), then a start; returns once it accepts connections again (crash recovery done)."""
+        pid = self.server.pid
+        os.kill(pid, self.crash_signal)
+        wait_gone(pid)
+        self.server.start()
+
     def slow_snapshot(self) -> None:
         pass
 
@@ -121,12 +149,17 @@ class RelationalSource:
     def topics(self, name: str) -> dict[str, str]:
         return {kind: f"{name}.{self.schema(name)}.{kind}" for kind in ("events", "preload")}
 
+    def workload_topics(self, name: str) -> dict[str, str]:
+        """The mixed writer's tables (workload.py): topic -> table."""
+        return {f"{name}.{self.schema(name)}.{table}": table for table in WORKLOAD_TABLES}
+
     def schema(self, name: str) -> str:
         raise NotImplementedError
 
 
 class PostgresSource(RelationalSource):
     kind = "postgres"
+    crash_signal = signal.SIGQUIT
     parse = staticmethod(parse_postgres)
 
     def start(self, workdir: Path, ports: range | None = None) -> str:
@@ -147,7 +180,8 @@ class PostgresSource(RelationalSource):
         return {
             "connector.class": "postgres", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password, "database.dbname": name, "slot.name": name,
-            "publication.autocreate.mode": "filtered", "table.include.list": "public.events,public.preload",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": ",".join(f"public.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
@@ -193,6 +227,7 @@ class MariaDbSource(RelationalSource):
             "connector.class": "mariadb", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password,
             "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
+            "table.include.list": ",".join(f"{name}.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
