@@ -3,8 +3,8 @@
 Any local user can reach 127.0.0.1, and Redis carries Celery tasks, the channel layer and the pipelines' leases, so
 the server requires a password: generated on the first start into `<state dir>/redis_password` (mode 0600), given
 to redis-server in a 0600 configuration file (not on its command line, which `ps` shows), and carried by
-`url()`, which devstack.settings.redis_url() and so REDIS_URL's default return. A server started before the
-password existed keeps running without one (`url()` then has none) until it is restarted."""
+devstack.settings.redis_url() and so REDIS_URL's default. A server started before the password existed keeps
+running without one (the URL then has none) until it is restarted."""
 
 from __future__ import annotations
 
@@ -12,34 +12,20 @@ import os
 import secrets
 import shutil
 import subprocess
-from urllib.parse import quote
 
 from devstack import settings
 from devstack.process import ManagedProcess, StackError, port_in_use, wait_until
 
 HOME = settings.STATE_DIR / "redis"
-PASSWORD_FILE = settings.STATE_DIR / "redis_password"
+PASSWORD_FILE = settings.REDIS_PASSWORD_FILE
 CONFIG_FILE = HOME / "redis.conf"
 process = ManagedProcess("redis")
-
-
-def password() -> str | None:
-    """The devstack Redis's password, None before its first start with one."""
-    try:
-        return PASSWORD_FILE.read_text().strip() or None
-    except FileNotFoundError:
-        return None
-
-
-def url(database: int = 0) -> str:
-    secret = password()
-    credentials = f":{quote(secret, safe='')}@" if secret else ""
-    return f"redis://{credentials}127.0.0.1:{settings.REDIS_PORT}/{database}"
+password = settings.redis_password
 
 
 def endpoint() -> str:
     """Where the devstack Redis listens, for people: its URL with the password masked."""
-    shown = f"redis://:****@127.0.0.1:{settings.REDIS_PORT}/0" if password() else url()
+    shown = f"redis://:****@127.0.0.1:{settings.REDIS_PORT}/0" if password() else settings.devstack_redis_url()
     return "REDIS_URL (from the environment)" if os.environ.get("REDIS_URL") else shown
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("DEVSTACK_HOME", PROJECT_ROOT / ".devstack"))
@@ -27,6 +28,7 @@ def _port(name: str, default: int) -> int:
 KAFKA_PORT = _port("DEVSTACK_KAFKA_PORT", 9092)
 KAFKA_CONTROLLER_PORT = _port("DEVSTACK_KAFKA_CONTROLLER_PORT", 9093)
 REDIS_PORT = _port("DEVSTACK_REDIS_PORT", 6379)
+REDIS_PASSWORD_FILE = STATE_DIR / "redis_password"
 MONGO_PORT = _port("DEVSTACK_MONGO_PORT", 27017)
 POSTGRES_PORT = _port("DEVSTACK_POSTGRES_PORT", 5433)  # 5432 is left to a system cluster
 POSTGRES_HOME = STATE_DIR / "postgres"
@@ -42,11 +44,23 @@ def kafka_bootstrap() -> str:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", f"127.0.0.1:{KAFKA_PORT}")
 
 
-def redis_url() -> str:
-    """REDIS_URL, else the devstack Redis with its generated password (devstack.redis)."""
-    from devstack import redis  # imports this module
+def redis_password() -> str | None:
+    """The devstack Redis's password (devstack.redis generates it), None before its first start with one."""
+    try:
+        return REDIS_PASSWORD_FILE.read_text().strip() or None
+    except FileNotFoundError:
+        return None
 
-    return os.environ.get("REDIS_URL") or redis.url()
+
+def devstack_redis_url(database: int = 0) -> str:
+    secret = redis_password()
+    credentials = f":{quote(secret, safe='')}@" if secret else ""
+    return f"redis://{credentials}127.0.0.1:{REDIS_PORT}/{database}"
+
+
+def redis_url() -> str:
+    """REDIS_URL, else the devstack Redis with its generated password."""
+    return os.environ.get("REDIS_URL") or devstack_redis_url()
 
 
 def emulator_uri() -> str:
