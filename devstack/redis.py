@@ -9,7 +9,6 @@ running without one (the URL then has none) until it is restarted."""
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 
@@ -34,15 +33,6 @@ def _write_private(path, text: str) -> None:
     os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(text)
-
-
-def _password_for_start() -> str:
-    existing = password()
-    if existing:
-        return existing
-    PASSWORD_FILE.parent.mkdir(parents=True, exist_ok=True)
-    _write_private(PASSWORD_FILE, secrets.token_urlsafe(32) + "\n")
-    return password()
 
 
 def _redis_server() -> str:
@@ -84,7 +74,7 @@ def up() -> str:
         )
     HOME.mkdir(parents=True, exist_ok=True, mode=0o700)
     HOME.chmod(0o700)  # its dump.rdb holds queued tasks and channel messages
-    _write_private(CONFIG_FILE, f"requirepass {_password_for_start()}\n")
+    _write_private(CONFIG_FILE, f"requirepass {settings.redis_password() or settings.create_redis_password()}\n")
     process.start([
         _redis_server(), str(CONFIG_FILE), "--bind", "127.0.0.1", "--port", str(settings.REDIS_PORT),
         "--dir", str(HOME), "--daemonize", "no", "--save", "60 1", "--appendonly", "no", "--protected-mode", "yes",

@@ -7,6 +7,8 @@ can run on one machine.
 from __future__ import annotations
 
 import os
+import secrets
+import socket
 from pathlib import Path
 from urllib.parse import quote
 
@@ -52,8 +54,31 @@ def redis_password() -> str | None:
         return None
 
 
+def create_redis_password() -> str:
+    """A new password in REDIS_PASSWORD_FILE (0600), or the one another process wrote first."""
+    REDIS_PASSWORD_FILE.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(REDIS_PASSWORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return redis_password() or ""
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(secrets.token_urlsafe(32) + "\n")
+    return redis_password() or ""
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 def devstack_redis_url(database: int = 0) -> str:
+    """The devstack Redis's URL. Its password exists before the server first starts: a process that reads the URL
+    first (Django's settings, before a test session starts Redis) then holds the password the server will require.
+    A server already running without one (started before passwords) keeps being reached without."""
     secret = redis_password()
+    if secret is None and not listening(REDIS_PORT):
+        secret = create_redis_password()
     credentials = f":{quote(secret, safe='')}@" if secret else ""
     return f"redis://{credentials}127.0.0.1:{REDIS_PORT}/{database}"
 

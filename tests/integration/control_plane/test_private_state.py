@@ -84,3 +84,15 @@ def test_sqlite_database_is_private(private_env, tmp_path):
     for companion in ("db.sqlite3-wal", "db.sqlite3-shm"):
         if (state / companion).exists():
             assert mode(state / companion) == 0o600, companion
+
+
+def test_a_url_read_before_the_first_start_holds_the_password_the_server_requires(private_env):
+    """As in a test session on a fresh machine: Django's settings read REDIS_URL before the session starts Redis."""
+    early = run(["-c", "from devstack import settings; print(settings.redis_url())"], private_env).strip()
+    assert early.startswith("redis://:") and "@127.0.0.1:" in early
+    try:
+        run(["-m", "devstack", "up", "redis"], private_env)
+        assert redis_client.Redis.from_url(early, socket_timeout=5).ping()
+    finally:
+        subprocess.run([sys.executable, "-m", "devstack", "down", "redis"], cwd=ROOT, env=private_env,
+                       capture_output=True, timeout=60)
