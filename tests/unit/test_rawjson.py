@@ -226,13 +226,15 @@ def test_repeated_names_are_handed_to_python():
     [b"\xed\xa0\x80", b"\xc0\xaf", b"\xff", b"a\xe2\x82", b"\xf4\x90\x80\x80"],
     ids=["surrogate", "overlong", "invalid-byte", "truncated", "beyond-unicode"],
 )
-def test_invalid_utf8_is_the_python_paths_error(encoded):
+def test_invalid_utf8_is_the_python_paths_text(encoded):
+    """The compiled writer leaves such a string to the Python path, which writes U+FFFD by the Java driver's rules
+    (tests/integration/test_invalid_utf8.py holds them against the Java driver)."""
     string = len(encoded + b"\x00").to_bytes(4, "little") + encoded + b"\x00"
     body = b"\x02s\x00" + string + b"\x00"
     data = (len(body) + 4).to_bytes(4, "little") + body
     assert compiled_document_json(data) is None
     assert compiled_outcome(data, True) == python_outcome(data, True)
-    assert python_outcome(data, True).startswith("InvalidBSON")
+    assert "\ufffd" in python_outcome(data, True)
 
 
 def test_malformed_bson_is_the_python_paths_error():
