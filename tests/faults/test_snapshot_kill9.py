@@ -16,7 +16,7 @@ from connectors.kafka import OffsetStore
 from connectors.kafka.sink import lane_transactional_ids
 from connectors.mongodb.snapshots import SnapshotProgress
 from tests.faults.test_exactly_once_kill9 import _start_runner
-from tests.integration.kafka_reading import read_topic
+from tests.integration.kafka_reading import last_snapshot_record, read_topic
 from tests.integration.pipeline_harness import topic_exists
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -27,10 +27,8 @@ READ = re.compile(r"snapshot \S+: read chunk (\d+) ")
 
 
 def _progress(store: OffsetStore, name: str) -> SnapshotProgress | None:
-    record = store.get(name, "rs0")
-    if record is None or not record.snapshot:
-        return None
-    return SnapshotProgress.from_json(record.snapshot)
+    snapshot = last_snapshot_record(store.bootstrap_servers, store.topic.name, name)
+    return None if snapshot is None else SnapshotProgress.from_json(snapshot)
 
 
 def _fence(bootstrap_servers: str, name: str) -> None:

@@ -64,3 +64,15 @@ def committed_row_events(bootstrap: str, topic: str, column: str = "id") -> list
 
 def committed_row_ids(bootstrap: str, topic: str, column: str = "id") -> list:
     return [row for _, row in committed_row_events(bootstrap, topic, column)]
+
+
+def last_snapshot_record(bootstrap: str, offsets_topic: str, connector: str, replica_set: str = "rs0") -> dict | None:
+    """The snapshot field of the connector's last offset record that has one. Once streaming begins, the records
+    that follow (position commits at start and while idle) carry none, so the latest record alone may not tell."""
+    from connectors.kafka.offset_record import OffsetRecord, decode_key
+
+    found = None
+    for record in read_topic(bootstrap, offsets_topic):
+        if record.value and record.key and decode_key(record.key) == (connector, replica_set):
+            found = OffsetRecord.from_kafka(record.key, record.value).snapshot or found
+    return found

@@ -18,7 +18,6 @@ from pymongo import monitoring
 from pymongo.errors import OperationFailure
 
 import connectors.mongodb.source
-from connectors.kafka import OffsetStore
 from connectors.mongodb.pipeline import ReplicaSetPipeline
 from connectors.mongodb.snapshots import (
     ChunkTask,
@@ -35,7 +34,7 @@ from connectors.mongodb.snapshots.executors import ChunkInterrupted
 from connectors.mongodb.snapshots.progress import SnapshotProgress
 from connectors.mongodb.topology import discover
 from devstack.mongo import start_replica_set
-from tests.integration.kafka_reading import read_topic
+from tests.integration.kafka_reading import last_snapshot_record, read_topic
 from tests.integration.pipeline_harness import RunningConnector, connector_config, values, wait_for_events
 from tests.integration.topic_state import wait_for_state
 
@@ -478,9 +477,9 @@ def test_chunks_as_separate_worker_processes(stack, mongo_rs, client, unique_nam
         assert len(records) == count and len(set(_keys(records))) == count
 
     # A chunk task run again (a retry, or a zombie's twin) finds its marker and writes nothing.
-    stored = OffsetStore(stack.kafka_bootstrap, config.offset_storage_topic).get(name, "rs0")
-    assert stored.snapshot is not None and stored.snapshot["completed"]
-    progress = SnapshotProgress.from_json(stored.snapshot)
+    snapshot = last_snapshot_record(stack.kafka_bootstrap, config.offset_storage_topic, name)
+    assert snapshot is not None and snapshot["completed"]
+    progress = SnapshotProgress.from_json(snapshot)
     chunk = progress.chunks()[0]
     task = ChunkTask(name, "rs0", "replayed", chunk, progress.cluster_time)
     first = run_chunk_task(config, replica_set, stack.kafka_bootstrap, task)
