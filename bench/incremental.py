@@ -20,7 +20,7 @@ import pymongo
 
 from bench.emulator import one_member_deployment
 from bench.topics import delete_topics
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
 from devstack import settings
 

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from bench.emulator import one_member_deployment
 from bench.rss import report, sample, start
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.runner import ConnectorRunner
 
 

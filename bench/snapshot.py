@@ -106,7 +106,7 @@ def _produce(producer, topic: str, value: bytes, failed: list) -> None:
 def child(args) -> None:
     import logging
 
-    from connectors.config import ConnectorConfig
+    from connectors.mongodb.config import ConnectorConfig
     from connectors.mongodb.snapshots import ProcessPoolChunkExecutor, SnapshotContext
     from connectors.mongodb.topology import discover
     from connectors.runner import ConnectorRunner

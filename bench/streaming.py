@@ -43,7 +43,7 @@ from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.runner import ConnectorRunner
 from devstack import kafka as devstack_kafka

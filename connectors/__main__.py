@@ -3,7 +3,7 @@
 Ctrl-C (or SIGTERM) stops gracefully: the batch in flight is committed with its offset, nothing else is.
 `python -m connectors validate CONFIG.json` prints every problem of a configuration at once.
 `python -m connectors preflight --timeout-ms N` is the child process of a connectivity check
-(connectors/preflight_process.py).
+(connectors/config/preflight_process.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 
-from connectors.config import ConfigError
+from connectors.config.types import ConfigError
 from connectors.core.errors import ConnectorError, UnknownConnectorClass
 from connectors.sources import engine_config, validate
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     child.add_argument("--timeout-ms", type=int, required=True)
     args = parser.parse_args(argv)
     if args.command == "preflight":
-        from connectors.preflight_process import serve
+        from connectors.config.preflight_process import serve
 
         return serve(args.timeout_ms)
     logging.basicConfig(

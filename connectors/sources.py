@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.config_types import ConfigError, Problem
+from connectors.config.types import ConfigError, Problem
 from connectors.core.errors import UnknownConnectorClass
 
 MONGODB = "mongodb"
@@ -75,7 +75,7 @@ def engine_config(properties: Mapping[str, Any]):
         from connectors.mysql.config import MySqlConfig
 
         return kind, MySqlConfig.from_properties({**properties, "connector.class": DEBEZIUM_CLASSES[kind]})
-    from connectors.config import ConnectorConfig
+    from connectors.mongodb.config import ConnectorConfig
 
     props = dict(properties)
     if "connector.class" in props:
@@ -145,6 +145,21 @@ def preflight(properties: Mapping[str, Any], timeout_ms: int) -> list[Problem]:
         return []
     return [Problem("mongodb.connection.string" if properties.get("mongodb.connection.string") else "mongodb.hosts",
                     problem)]
+
+
+def secret_destination(properties: Mapping[str, Any]) -> tuple | None:
+    """Where these properties make the connector log in, comparable between two configurations (a stored secret is
+    only ever sent to the endpoint it was stored with): PostgreSQL's and MySQL/MariaDB's host and port, MongoDB's
+    seed list or SRV name. None when they are not a valid configuration (the validator reports why)."""
+    try:
+        kind, config = engine_config(properties)
+    except (UnknownConnectorClass, ConfigError):
+        return None
+    if kind == MONGODB:
+        from connectors.mongodb.endpoint import mongodb_endpoint
+
+        return (kind, *mongodb_endpoint(config.mongo_client_options()))
+    return kind, str(config.hostname or "").strip().lower(), int(config.port)
 
 
 def _mysql_property(check: str, detail: str) -> str:

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from cdcplatform.celery import app
-from connectors.config import ConfigError
+from connectors.config.types import ConfigError
 from connectors.core.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config

@@ -1,5 +1,5 @@
 """What the core reads from a connector's configuration: every source's configuration class provides these
-(MongoDB's: connectors.config.ConnectorConfig). Enumerations are compared by their Debezium values."""
+(MongoDB's: connectors.mongodb.config.ConnectorConfig). Enumerations are compared by their Debezium values."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from bson.int64 import Int64
 from bson.raw_bson import RawBSONDocument
 from pymongo.errors import PyMongoError
 
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.rawjson import DECODE_OPTIONS, RAW_OPTIONS, RawChangeEvent, reply_events
 

@@ -21,7 +21,7 @@ from typing import Any
 from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
 
-from connectors.config_types import ENVELOPE_FIELDS
+from connectors.config.types import ENVELOPE_FIELDS
 from connectors.mongodb import extjson, rawjson
 from connectors.mongodb.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
 

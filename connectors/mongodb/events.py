@@ -19,11 +19,17 @@ from typing import Any
 
 import orjson
 
-from connectors.config import ConnectorConfig, DebeziumCompatibility, DeleteHandling, EventFormat, NonFiniteDoubles
 from connectors.core.transactions import TransactionBoundary
 from connectors.kafka.topics import sanitize_topic
 from connectors.mongodb import connect_schemas as schemas
 from connectors.mongodb import envelopes, extjson
+from connectors.mongodb.config import (
+    ConnectorConfig,
+    DebeziumCompatibility,
+    DeleteHandling,
+    EventFormat,
+    NonFiniteDoubles,
+)
 from connectors.mongodb.records import ChangeRecord, Namespace, Operation
 
 CHANGE = "change"

@@ -24,9 +24,9 @@ from typing import Any
 
 from bson.binary import Binary
 
-from connectors.config import ConnectorConfig, HashMask
 from connectors.core.hashing import salted_hex
 from connectors.mongodb import extjson
+from connectors.mongodb.config import ConnectorConfig, HashMask
 from connectors.mongodb.records import Namespace, TruncatedArray, UpdateDescription
 
 WILDCARD = "*"

@@ -21,7 +21,7 @@ from typing import Any
 
 from bson.regex import Regex
 
-from connectors.config import CaptureScope, ConnectorConfig, CursorPipelineOrder
+from connectors.mongodb.config import CaptureScope, ConnectorConfig, CursorPipelineOrder
 from connectors.mongodb.records import ChangeRecord, Namespace, Operation
 
 BUILT_IN_DATABASES = frozenset({"admin", "config", "local"})

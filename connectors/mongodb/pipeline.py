@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from connectors.config import ConnectorConfig
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.pipeline import Pipeline
 from connectors.core.snapshot.executors import ChunkExecutorFactory
 from connectors.core.snapshot.metrics import SnapshotMetrics
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.source import ReplicaSetSource
 from connectors.mongodb.topology import ReplicaSet
 

@@ -19,7 +19,7 @@ import bson
 import orjson
 from bson.raw_bson import RawBSONDocument
 
-from connectors.config import EventFormat
+from connectors.config.types import EventFormat
 from connectors.core.source import BuiltChanges
 from connectors.mongodb import connect_schemas, envelopes, extjson, rawjson
 from connectors.mongodb.events import CHANGE, TOMBSTONE, KafkaMessage, encode_envelope

@@ -12,8 +12,7 @@ from typing import Any
 from bson import Timestamp, json_util
 from bson.json_util import RELAXED_JSON_OPTIONS
 
-from connectors.config import ConnectorConfig
-from connectors.config_types import CaptureScope, MessageTooLargePolicy, StartupMode
+from connectors.config.types import CaptureScope, MessageTooLargePolicy, StartupMode
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkExecutor
 from connectors.core.snapshot.incremental import IncrementalSnapshots
@@ -24,6 +23,7 @@ from connectors.kafka.offset_record import STARTUP_TIMESTAMP, STARTUP_TOKEN, Off
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb import position as positions
 from connectors.mongodb.client import check_connection, open_client
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.elections import ElectionWatcher
 from connectors.mongodb.filters import WatchTarget, change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition

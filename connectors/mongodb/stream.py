@@ -23,7 +23,7 @@ import pymongo
 from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed

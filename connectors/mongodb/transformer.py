@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from connectors.config import ConnectorConfig
 from connectors.core.transactions import TransactionTracker
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.events import EventBuilder, KafkaMessage
 from connectors.mongodb.field_rules import DocumentTransform, FieldRules
 from connectors.mongodb.filters import EventFilter

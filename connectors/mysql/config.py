@@ -1,6 +1,6 @@
 """A MySQL/MariaDB connector's configuration: Debezium's property names, each value checked with its property named.
 
-`MySqlConfig.from_properties(props)` raises `connectors.config_types.ConfigError` listing every invalid property
+`MySqlConfig.from_properties(props)` raises `connectors.config.types.ConfigError` listing every invalid property
 (`Problem(property, message)`); the engine reads the attributes of `connectors.core.config.EngineConfig`.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors import config_values as values
-from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
+from connectors.config import values
+from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
 from connectors.core import columns
 from connectors.core.config import DerivedTopicNames
 from connectors.mysql.connection import ConnectionSettings

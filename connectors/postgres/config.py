@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors import config_values as values
-from connectors.config_types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
+from connectors.config import values
+from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
 from connectors.core import columns
 from connectors.core.config import DerivedTopicNames
 from connectors.postgres.publication import AUTOCREATE_MODES

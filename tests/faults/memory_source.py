@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.config_types import CleanupPolicy, MessageTooLargePolicy
+from connectors.config.types import CleanupPolicy, MessageTooLargePolicy
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.executors import ChunkInterrupted, ChunkTask, SnapshotContext

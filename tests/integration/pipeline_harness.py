@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.snapshots import ChunkExecutorFactory
 from connectors.runner import ConnectorRunner
 from tests.integration.kafka_reading import Record, read_topic

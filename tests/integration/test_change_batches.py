@@ -8,7 +8,7 @@ import threading
 import pytest
 from pymongo import monitoring
 
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, Idle
 from connectors.mongodb.client import open_client

@@ -10,7 +10,7 @@ import threading
 import pymongo
 import pytest
 
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ReaderFailed
 from connectors.mongodb.errors import ChangeEventTooLarge

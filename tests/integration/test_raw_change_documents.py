@@ -12,12 +12,12 @@ import pytest
 from bson import Decimal128, Int64, MaxKey, MinKey
 from bson.raw_bson import RawBSONDocument
 
-from connectors.config import ConnectorConfig
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff
 from connectors.mongodb import rawjson
 from connectors.mongodb.client import open_client
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import WatchTarget, watch_target
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.records import ChangeRecord

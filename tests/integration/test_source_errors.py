@@ -14,7 +14,7 @@ from pathlib import Path
 import pymongo
 import pytest
 
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.errors import AuthenticationFailed, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ReaderFailed

@@ -21,7 +21,7 @@ from bson import Int64, ObjectId, Timestamp
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.envelopes import apply_update
 from connectors.mongodb.events import KafkaMessage
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker, UpdateDescription

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from connectors.config_types import ConfigError
+from connectors.config.types import ConfigError
 from connectors.core import hashing
 from connectors.core.columns import ColumnHash, ColumnRules, hash_rule, shown_hash_property
 from connectors.mysql.config import MySqlConfig

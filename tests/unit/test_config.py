@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from connectors.config import (
+from connectors.mongodb.config import (
     KNOWN_PROPERTIES,
     CaptureMode,
     CaptureScope,
@@ -800,7 +800,7 @@ def test_docs_list_every_property_with_its_default():
 
 
 def test_parser_messages_are_scrubbed_of_uri_secrets():
-    from connectors.config_values import scrub_secrets
+    from connectors.mongodb.config_values import scrub_secrets
 
     uri = "mongodb://u:p%40ss@h/?authMechanismProperties=AWS_SESSION_TOKEN:tok&w=1"
     message = scrub_secrets("bad p@ss and p%40ss and AWS_SESSION_TOKEN:tok", uri)

@@ -9,10 +9,11 @@ import pytest
 
 CONNECTORS = pathlib.Path(__file__).parents[2] / "connectors"
 PURE_MODULES = [
-    "config",
-    "config_checks",
-    "config_types",
-    "config_values",
+    "config/types",
+    "config/values",
+    "mongodb/config",
+    "mongodb/config_checks",
+    "mongodb/config_values",
     "mongodb/connect_schemas",
     "mongodb/envelopes",
     "mongodb/events",

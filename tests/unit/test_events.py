@@ -11,10 +11,10 @@ from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.binary import Binary
 from bson.codec_options import CodecOptions, DatetimeConversion
 
-from connectors.config import ConnectorConfig
 from connectors.core.transactions import TransactionBoundary
 from connectors.kafka.topics import MAX_TOPIC_LENGTH, sanitize_topic
 from connectors.mongodb import extjson
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.envelopes import apply_update
 from connectors.mongodb.events import EventBuilder, KafkaMessage, topic_name
 from connectors.mongodb.records import (

@@ -8,7 +8,7 @@ import pytest
 from bson import Int64, ObjectId
 from bson.binary import Binary
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.field_rules import (
     FieldRenameConflict,
     FieldRules,

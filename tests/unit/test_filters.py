@@ -8,7 +8,7 @@ import mongomock
 import pytest
 from bson.regex import Regex
 
-from connectors.config import CaptureScope, ConnectorConfig
+from connectors.mongodb.config import CaptureScope, ConnectorConfig
 from connectors.mongodb.filters import (
     BUILT_IN_DATABASES,
     LIFECYCLE_OPERATION_TYPES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.config_types import ConfigError
+from connectors.config.types import ConfigError
 from connectors.mysql.config import MySqlConfig
 
 BASE = {"name": "m1", "database.hostname": "db", "database.user": "cdc", "database.password": "s3cret",

@@ -15,9 +15,9 @@ from bson import Binary, Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
 
-from connectors.config import ConnectorConfig
 from connectors.mongodb import envelopes, rawjson
 from connectors.mongodb import source as mongo_source
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.events import KafkaMessage, encode_envelope
 from connectors.mongodb.position import MongoPosition, position_after, position_after_changes
 from connectors.mongodb.raw_events import RawEventWriter

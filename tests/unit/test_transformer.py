@@ -7,7 +7,7 @@ import json
 
 from bson import Int64, Timestamp
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.transformer import Transformer
 

@@ -7,7 +7,7 @@ connectors.sources.preflight.
 A check makes the server connect where a configuration says, so it is an operator's action: a viewer's
 validation checks the configuration only. Each user may start CDC_CONNECTIVITY_CHECK_RATE checks (DRF's throttle
 syntax, "20/min"), at most CDC_CONNECTIVITY_CHECKS_AT_ONCE run at a time in a web process, and each runs in a child
-process killed at its deadline (connectors/preflight_process.py), so no check leaves a thread or a connection
+process killed at its deadline (connectors/config/preflight_process.py), so no check leaves a thread or a connection
 behind the request that started it.
 """
 
@@ -18,8 +18,8 @@ import threading
 from django.conf import settings
 from rest_framework.throttling import UserRateThrottle
 
-from connectors import preflight_process
-from connectors.config import Problem
+from connectors.config import preflight_process
+from connectors.config.types import Problem
 from web.accounts.roles import OPERATOR, has_role
 from web.connectors import properties as props
 

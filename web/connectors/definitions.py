@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from connectors import sources
-from connectors.config import ConfigError, Problem
+from connectors.config.types import ConfigError, Problem
 from connectors.core.errors import UnknownConnectorClass
 from web.connectors import properties as props
 from web.connectors.models import Connector, ConnectorFilter

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.config import Problem
-from connectors.destinations import secret_destination
+from connectors.config.types import Problem
 from connectors.secrets import MASK
+from connectors.sources import secret_destination
 from web.connectors import properties as props
 from web.connectors import validation
 from web.connectors.definitions import parts_of

@@ -11,7 +11,7 @@ from bson import Timestamp, json_util
 from bson.json_util import RELAXED_JSON_OPTIONS
 from django.conf import settings
 
-from connectors.config import ConfigError
+from connectors.config.types import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStore, offsets_topic_spec
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from connectors.config import ConfigError
+from connectors.config.types import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.config import Problem
-from connectors.config_values import split_list
+from connectors.config.types import Problem
+from connectors.config.values import split_list
 from connectors.sources import validate
 from web.connectors import properties as props
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from django import forms
 
-from connectors.config_types import HASH_MASK_PREFIX
-from connectors.config_values import join_list, split_list
+from connectors.config.types import HASH_MASK_PREFIX
+from connectors.config.values import join_list, split_list
 from connectors.secrets import MASK
 from web.connectors import properties as props
 from web.connectors.definitions import masked_config

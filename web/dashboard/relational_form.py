@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 
-from connectors.config_values import split_list
+from connectors.config.values import split_list
 from connectors.sources import DEBEZIUM_CLASSES, MARIADB, MYSQL, POSTGRES
 from web.connectors import properties as props
 from web.connectors.definitions import masked_config

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException
 from django.conf import settings
 
-from connectors.config import ConfigError
+from connectors.config.types import ConfigError
 from web.connectors.definitions import engine_config
 from web.connectors.models import Connector
 from web.dashboard import topic_browser

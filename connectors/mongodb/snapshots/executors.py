@@ -21,7 +21,6 @@ from typing import Any
 from bson import json_util
 from bson.json_util import CANONICAL_JSON_OPTIONS
 
-from connectors.config import ConnectorConfig
 from connectors.core.snapshot.executors import ChunkInterrupted, ChunkResult, result_from_json
 from connectors.core.snapshot.executors import ChunkTask as CoreChunkTask
 from connectors.core.snapshot.executors import SnapshotContext as CoreContext
@@ -29,6 +28,7 @@ from connectors.core.snapshot.self_committing import SelfCommittingThreadExecuto
 from connectors.core.snapshot.self_committing import commit_chunk_once, result_json
 from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.raw_events import RawEventWriter
 from connectors.mongodb.rawjson import raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker

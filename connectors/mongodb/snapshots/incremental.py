@@ -26,8 +26,7 @@ from bson import json_util
 from bson.raw_bson import RawBSONDocument
 from pymongo.errors import PyMongoError
 
-from connectors.config import ConnectorConfig
-from connectors.config_types import CaptureScope
+from connectors.config.types import CaptureScope
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import (
@@ -38,6 +37,7 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_PREFIX,
     StreamEvent,
 )
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, watch_target
 from connectors.mongodb.rawjson import RawChangeEvent, decoded, document_key, raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker

@@ -7,11 +7,11 @@ import threading
 
 from pymongo.errors import OperationFailure
 
-from connectors.config import ConnectorConfig
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Plan
 from connectors.core.snapshot.progress import SnapshotStart
 from connectors.kafka.errors import SinkFencedError
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.records import Namespace

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from connectors.preflight_process import STARTUP_ALLOWANCE_S
+from connectors.config.preflight_process import STARTUP_ALLOWANCE_S
 from tests.api_support import client_for, make_user
 from tests.fake_sources import FakeSource
 

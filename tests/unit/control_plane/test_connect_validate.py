@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.config import KNOWN_PROPERTIES, property_docs
-from connectors.config_info import PROPERTIES
+from connectors.mongodb.config import KNOWN_PROPERTIES, property_docs
+from connectors.mongodb.config_info import PROPERTIES
 from tests.api_support import SALT, SECRET, sample_config
 
 pytestmark = pytest.mark.django_db

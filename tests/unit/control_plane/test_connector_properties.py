@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from web.connectors import properties as props
 
 FULL = {

@@ -9,8 +9,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from connectors.config_types import SKIPPABLE_OPERATIONS, ConfigError
-from connectors.config_values import check_namespace, parse_json_query, split_list
+from connectors.config.types import SKIPPABLE_OPERATIONS, ConfigError
+from connectors.config.values import split_list
+from connectors.mongodb.config_values import check_namespace, parse_json_query
 from connectors.postgres.events import TableFilter
 from connectors.postgres.incremental import parse_filter as parse_sql_condition
 from connectors.secrets import MASK, redact_connection_string

@@ -1,13 +1,14 @@
 """Kafka Connect's ConfigInfos (the body of `PUT /connector-plugins/{plugin}/config/validate`): every property of
-the connector with its ConfigKeyInfo definition (connectors.config_info) and its ConfigValueInfo (the value given,
+the connector with its ConfigKeyInfo definition
+(connectors.mongodb.config_info) and its ConfigValueInfo (the value given,
 else the default; secrets masked; the problems found), so Connect form generators can build a form."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from connectors.config import Problem
-from connectors.config_info import GROUPS, PROPERTIES, info_of
+from connectors.config.types import Problem
+from connectors.mongodb.config_info import GROUPS, PROPERTIES, info_of
 from connectors.sources import MONGODB
 from web.connectors import properties as props
 from web.connectors.connect.shapes import as_string
@@ -37,7 +38,7 @@ def config_infos(plugin: str, config: dict[str, Any], problems: list[Problem]) -
         errors.setdefault(problem.property, []).append(problem.message)
     given = props.mask(config)  # hash mask names carry salts: the masked names are listed
     configs = []
-    # the property catalogue (connectors.config_info) is MongoDB's; other sources list what was given
+    # the property catalogue (connectors.mongodb.config_info) is MongoDB's; other sources list what was given
     catalogue = PROPERTIES if props.source_of(config) == MONGODB else {}
     for name, info in catalogue.items():
         if name in given:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from connectors.config_types import DEBEZIUM_CONNECTOR_CLASS
+from connectors.config.types import DEBEZIUM_CONNECTOR_CLASS
 from connectors.sources import DEBEZIUM_CLASSES
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector, DesiredState, Phase

@@ -10,14 +10,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectors import config_values as values
-from connectors.config_types import (
+from connectors.config.types import (
     SNAPSHOT_FILTER_PREFIX,
     CaptureScope,
     EventFormat,
     Problem,
     StartupMode,
 )
+from connectors.mongodb import config_values as mongo_values
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _connection(data: CheckInput) -> list[Problem]:
     node_count = 0
     uri_user = None
     if has_uri:
-        uri = values.parse_connection_string(data.settings["connection_string"].reveal())
+        uri = mongo_values.parse_connection_string(data.settings["connection_string"].reveal())
         uri_user, node_count = uri.username, len(uri.hosts)
         if uri_user and has_user:
             problems.append(
@@ -125,7 +125,7 @@ def _capture_target(data: CheckInput) -> list[Problem]:
         if not target:
             return [Problem("capture.target", "capture.scope=collection needs capture.target: <database>.<collection>")]
         try:
-            values.check_namespace(target)
+            mongo_values.check_namespace(target)
         except ValueError as error:
             return [Problem("capture.target", f"capture.target: {error} (capture.scope=collection)")]
     elif target:

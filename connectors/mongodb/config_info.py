@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from connectors.config import ConnectorConfig, property_docs
-from connectors.config_types import HashMask
+from connectors.config.types import HashMask
+from connectors.mongodb.config import ConnectorConfig, property_docs
 from connectors.secrets import Secret
 
 # Connect's Common group first, as a Connect worker lists it; then the connector's groups in declaration order.

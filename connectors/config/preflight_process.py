@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from connectors.config_types import Problem
+from connectors.config.types import Problem
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_ALLOWANCE_S = 4.0  # the interpreter and the drivers' imports, on a loaded machine

@@ -23,9 +23,8 @@ from typing import Any
 
 from bson import json_util
 
-from connectors import config_values as values
-from connectors.config_checks import CheckInput, cross_checks
-from connectors.config_types import (
+from connectors.config import values
+from connectors.config.types import (
     DEBEZIUM_CONNECTOR_CLASS,
     HASH_MASK_PREFIX,
     SNAPSHOT_FILTER_PREFIX,
@@ -47,6 +46,8 @@ from connectors.config_types import (
     hashlib_name,
 )
 from connectors.core.config import DerivedTopicNames
+from connectors.mongodb import config_values as mongo_values
+from connectors.mongodb.config_checks import CheckInput, cross_checks
 from connectors.secrets import MASK, Secret, redact_connection_string
 
 __all__ = [
@@ -119,16 +120,16 @@ class ConnectorConfig(DerivedTopicNames):
     connection_string: Secret | None = _prop(
         "mongodb.connection.string",
         None,
-        values.parse_connection_string_secret,
+        mongo_values.parse_connection_string_secret,
         "MongoDB URI (mongodb:// or mongodb+srv://). Give this or mongodb.hosts.",
         empty_is_unset=True,
     )
-    hosts: values.HostList | None = _prop(
+    hosts: mongo_values.HostList | None = _prop(
         "mongodb.hosts",
         None,
-        values.parse_hosts,
+        mongo_values.parse_hosts,
         "Debezium 1.x seed list: [<replica set>/]host[:port],… . Give this or mongodb.connection.string.",
-        render=values.HostList.render,
+        render=mongo_values.HostList.render,
         empty_is_unset=True,
     )
     user: str | None = _prop(
@@ -260,7 +261,7 @@ class ConnectorConfig(DerivedTopicNames):
     signal_data_collection: str | None = _prop(
         "signal.data.collection",
         None,
-        values.parse_namespace,
+        mongo_values.parse_namespace,
         "<database>.<collection> read for signals; always captured.",
         empty_is_unset=True,
     )
@@ -292,7 +293,7 @@ class ConnectorConfig(DerivedTopicNames):
     cursor_pipeline: str | None = _prop(
         "cursor.pipeline",
         None,
-        values.parse_cursor_pipeline,
+        mongo_values.parse_cursor_pipeline,
         "Extra aggregation stages (JSON array) for the change stream.",
         empty_is_unset=True,
     )
@@ -476,14 +477,14 @@ class ConnectorConfig(DerivedTopicNames):
     snapshot_collection_filter_overrides: tuple[str, ...] = _prop(
         "snapshot.collection.filter.overrides",
         (),
-        values.parse_namespace_list,
+        mongo_values.parse_namespace_list,
         "Collections snapshotted through a filter given in snapshot.collection.filter.overrides.<db>.<collection>.",
         render=values.render_list,
     )
     snapshot_collection_filters: dict[str, str] = _prop(
         SNAPSHOT_FILTER_PREFIX + "<database>.<collection>",
         {},
-        values.parse_json_query,
+        mongo_values.parse_json_query,
         "MongoDB query (JSON) selecting the documents a snapshot reads from that collection.",
     )
     snapshot_delay_ms: int = _prop("snapshot.delay.ms", 0, _NON_NEGATIVE, "Wait before a snapshot starts.")
@@ -529,7 +530,7 @@ class ConnectorConfig(DerivedTopicNames):
     connector_class: str | None = _prop(
         "connector.class",
         None,
-        values.parse_connector_class,
+        mongo_values.parse_connector_class,
         f"Accepted when it is {DEBEZIUM_CONNECTOR_CLASS}.",
     )
     tasks_max: int = _prop("tasks.max", 1, _POSITIVE, "Accepted and ignored: each replica set is one pipeline.")
@@ -770,7 +771,7 @@ def _parse_hash_mask(key: str, raw: Any, masks: list[HashMask], problems: list[P
 def _parse_snapshot_filter(key: str, raw: Any, filters: dict[str, str], problems: list[Problem]) -> None:
     namespace = key[len(SNAPSHOT_FILTER_PREFIX) :]
     try:
-        values.check_namespace(namespace)
-        filters[namespace] = values.parse_json_query(raw)
+        mongo_values.check_namespace(namespace)
+        filters[namespace] = mongo_values.parse_json_query(raw)
     except ValueError as error:
         problems.append(Problem(key, f"{key}: {error}"))
