@@ -7,9 +7,9 @@ JSON structure (``{"$numberLong": "5"}`` is just a small object here) keeps ever
 result in the dialect of its input. That also keeps the Spark executors free of any dependency but the
 standard library.
 
-An update is applied the way MongoDB computes a post-image from an update description (and the way
-`connectors.mongodb.envelopes.apply_update` does on BSON): truncate arrays, unset removed paths, set updated
-paths (dot notation; numeric segments index arrays).
+An update is applied the way MongoDB computes a post-image from an update description, by the code the connector
+also applies to BSON (`connectors.mongodb.update_paths`, standard library only): truncate arrays, unset removed
+paths, set updated paths (dot notation; numeric segments index arrays).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from connectors.mongodb.update_paths import apply_update_description
 
 SEPARATORS = (",", ": ")  # Debezium's (the Java driver's) compact separators
 
@@ -54,16 +56,7 @@ def apply_update(
 ) -> dict[str, Any]:
     """The post-image of ``document`` after an update description (``document`` is left unchanged unless
     ``in_place``)."""
-    result = document if in_place else _copy(document)
-    for path, size in truncated or ():
-        array = _get(result, path.split("."))
-        if isinstance(array, list):
-            del array[int(size) :]
-    for path in removed or ():
-        _unset(result, path.split("."))
-    for path, value in (updated or {}).items():
-        _set(result, path.split("."), _copy(value))
-    return result
+    return apply_update_description(document, updated, removed, truncated, in_place=in_place)
 
 
 def fold(
@@ -116,57 +109,3 @@ def _pair(item: Any) -> tuple[str, int]:
         return item.field, int(item.size)
     field, size = item
     return field, int(size)
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
-
-
-def _child(node: Any, segment: str) -> Any:
-    if isinstance(node, dict):
-        return node.get(segment)
-    if isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
-        return node[int(segment)]
-    return None
-
-
-def _get(node: Any, segments: list[str]) -> Any:
-    for segment in segments:
-        node = _child(node, segment)
-    return node
-
-
-def _set(node: Any, segments: list[str], value: Any) -> None:
-    for position, segment in enumerate(segments):
-        last = position == len(segments) - 1
-        if isinstance(node, list) and segment.isdigit():
-            index = int(segment)
-            node.extend([None] * (index + 1 - len(node)))
-            if last:
-                node[index] = value
-                return
-            if not isinstance(node[index], dict | list):
-                node[index] = {}
-            node = node[index]
-        elif isinstance(node, dict):
-            if last:
-                node[segment] = value
-                return
-            if not isinstance(node.get(segment), dict | list):
-                node[segment] = {}
-            node = node[segment]
-        else:
-            return
-
-
-def _unset(node: Any, segments: list[str]) -> None:
-    parent = _get(node, segments[:-1])
-    leaf = segments[-1]
-    if isinstance(parent, dict):
-        parent.pop(leaf, None)
-    elif isinstance(parent, list) and leaf.isdigit() and int(leaf) < len(parent):
-        parent[int(leaf)] = None  # $unset of an array element leaves null in place

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# Modules of the connectors the UDFs use (standard library only), shipped beside the package.
+SHARED_MODULES = ("connectors/__init__.py", "connectors/mongodb/__init__.py", "connectors/mongodb/update_paths.py")
 KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
@@ -154,11 +156,13 @@ _SHIPPED: dict[int, str] = {}
 
 
 def package_zip(directory: str | None = None) -> str:
-    """A zip of the sparkjobs package (sources only), for --py-files or addPyFile."""
+    """A zip of the sparkjobs package (sources only) and the shared modules it uses, for --py-files or addPyFile."""
     target = Path(directory or tempfile.mkdtemp(prefix="sparkjobs-")) / "sparkjobs.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in sorted(PACKAGE_DIR.rglob("*.py")):
             archive.write(source, Path("sparkjobs") / source.relative_to(PACKAGE_DIR))
+        for module in SHARED_MODULES:
+            archive.write(PACKAGE_DIR.parent / module, module)
     return str(target)
 
 

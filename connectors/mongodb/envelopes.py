@@ -24,6 +24,7 @@ from bson.raw_bson import RawBSONDocument
 from connectors.config.types import ENVELOPE_FIELDS
 from connectors.mongodb import extjson, rawjson
 from connectors.mongodb.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
+from connectors.mongodb.update_paths import apply_update_description
 
 CONNECTOR_VERSION = "0.1.0"
 CONNECTOR_TYPE = "mongodb"
@@ -263,67 +264,9 @@ def flattened_value(
 
 def apply_update(before: Mapping[str, Any], description: UpdateDescription) -> dict[str, Any]:
     """The post-image MongoDB would compute from a pre-image and an update description."""
-    document = _copy(before)
-    for item in description.truncated_arrays:
-        array = _get(document, item.field.split("."))
-        if isinstance(array, list):
-            del array[item.new_size :]
-    for path in description.removed_fields:
-        _unset(document, path.split("."))
-    for path, value in description.updated_fields.items():
-        _set(document, path.split("."), _copy(value))
-    return document
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
-
-
-def _child(node: Any, segment: str) -> Any:
-    if isinstance(node, dict):
-        return node.get(segment)
-    if isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
-        return node[int(segment)]
-    return None
-
-
-def _get(node: Any, segments: list[str]) -> Any:
-    for segment in segments:
-        node = _child(node, segment)
-    return node
-
-
-def _set(node: Any, segments: list[str], value: Any) -> None:
-    for position, segment in enumerate(segments):
-        last = position == len(segments) - 1
-        if isinstance(node, list) and segment.isdigit():
-            index = int(segment)
-            node.extend([None] * (index + 1 - len(node)))
-            if last:
-                node[index] = value
-                return
-            if not isinstance(node[index], dict | list):
-                node[index] = {}
-            node = node[index]
-        elif isinstance(node, dict):
-            if last:
-                node[segment] = value
-                return
-            if not isinstance(node.get(segment), dict | list):
-                node[segment] = {}
-            node = node[segment]
-        else:
-            return
-
-
-def _unset(node: Any, segments: list[str]) -> None:
-    parent = _get(node, segments[:-1])
-    leaf = segments[-1]
-    if isinstance(parent, dict):
-        parent.pop(leaf, None)
-    elif isinstance(parent, list) and leaf.isdigit() and int(leaf) < len(parent):
-        parent[int(leaf)] = None  # $unset of an array element leaves null in place
+    return apply_update_description(
+        before,
+        description.updated_fields,
+        description.removed_fields,
+        [(item.field, item.new_size) for item in description.truncated_arrays],
+    )
