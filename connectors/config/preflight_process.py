@@ -25,7 +25,7 @@ from typing import Any
 
 from connectors.config.types import Problem
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_ALLOWANCE_S = 4.0  # the interpreter and the drivers' imports, on a loaded machine
 ADDRESS_SPACE_BYTES = 2 << 30
 THREAD_STACK_BYTES = 256 << 10

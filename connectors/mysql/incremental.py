@@ -34,6 +34,12 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_OPEN,
     StreamEvent,
 )
+from connectors.core.snapshot.signal_table import (
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    missing_columns_problem,
+    parse_sql_condition,
+)
 from connectors.mysql import catalog
 from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
@@ -42,11 +48,6 @@ from connectors.mysql.envelope import SourceInfo
 from connectors.mysql.snapshot_reader import chunk_key, chunk_select, plan_table, quote
 
 log = logging.getLogger(__name__)
-
-WINDOW_OPEN = "snapshot-window-open"
-WINDOW_CLOSE = "snapshot-window-close"
-SIGNAL_COLUMNS = ("id", "type", "data")
-
 
 def signal_table_problem(cursor, config: MySqlConfig) -> str | None:
     """What keeps `signal.data.collection` from carrying signals and watermarks (None: nothing)."""
@@ -61,9 +62,9 @@ def signal_table_problem(cursor, config: MySqlConfig) -> str | None:
     if not columns:
         return (f"signal.data.collection {name} does not exist (or the connector's user cannot see it); create it: "
                 f"CREATE TABLE {name} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)")
-    missing = [c for c in SIGNAL_COLUMNS if c not in columns]
+    missing = missing_columns_problem(name, columns)
     if missing:
-        return f"signal.data.collection {name} lacks column(s) {', '.join(missing)} (it needs id, type and data)"
+        return missing
     return None
 
 
@@ -78,17 +79,6 @@ def check_signal_table(config: MySqlConfig, settings: ConnectionSettings | None 
             return signal_table_problem(cursor, config)
     finally:
         connection.close()
-
-
-def parse_filter(value: Any) -> str | None:
-    """Debezium's additional condition: an SQL condition on the table's columns (None when empty)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"filter {value!r} is not an SQL condition (text such as \"status = 'A'\")")
-    if ";" in value:
-        raise ValueError(f"filter {value!r}: one SQL condition, without ';'")
-    return value.strip()
 
 
 def _text(value: Any) -> Any:
@@ -137,7 +127,7 @@ class MySqlWatermarks:
         if problem:
             raise ConnectorError(problem)
 
-    parse_filter = staticmethod(parse_filter)
+    parse_filter = staticmethod(parse_sql_condition)
 
     # -- the stream -----------------------------------------------------------------------------------------------
 

@@ -41,6 +41,12 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_OPEN,
     StreamEvent,
 )
+from connectors.core.snapshot.signal_table import (
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    missing_columns_problem,
+    parse_sql_condition,
+)
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.config import PostgresConfig
@@ -48,11 +54,6 @@ from connectors.postgres.events import VERSION, TableFilter
 from connectors.postgres.snapshot import plan_table, primary_key, range_clause
 
 log = logging.getLogger(__name__)
-
-WINDOW_OPEN = "snapshot-window-open"
-WINDOW_CLOSE = "snapshot-window-close"
-SIGNAL_COLUMNS = ("id", "type", "data")
-
 
 def signal_table_problem(cursor, config: PostgresConfig, *, require_published: bool = True) -> str | None:
     """What keeps `signal.data.collection` from carrying signals and watermarks (None: nothing). Before a
@@ -71,9 +72,9 @@ def signal_table_problem(cursor, config: PostgresConfig, *, require_published: b
     if not columns:
         return (f"signal.data.collection {name} does not exist; create it: CREATE TABLE {name} "
                 "(id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
-    missing = [c for c in SIGNAL_COLUMNS if c not in columns]
+    missing = missing_columns_problem(name, columns)
     if missing:
-        return f"signal.data.collection {name} lacks column(s) {', '.join(missing)} (it needs id, type and data)"
+        return missing
     cursor.execute("SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
                    (config.publication_name, schema, table))
     if require_published and cursor.fetchone() is None:
@@ -84,17 +85,6 @@ def signal_table_problem(cursor, config: PostgresConfig, *, require_published: b
     if not cursor.fetchone()[0]:
         return f"the connector's user may not INSERT into signal.data.collection {name} (GRANT INSERT ON {name} …)"
     return None
-
-
-def parse_filter(value: Any) -> str | None:
-    """Debezium's additional condition: an SQL condition on the table's columns (None when empty)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"filter {value!r} is not an SQL condition (text such as \"status = 'A'\")")
-    if ";" in value:
-        raise ValueError(f"filter {value!r}: one SQL condition, without ';'")
-    return value.strip()
 
 
 class PgWatermarks:
@@ -135,7 +125,7 @@ class PgWatermarks:
         if problem:
             raise ConnectorError(problem)
 
-    parse_filter = staticmethod(parse_filter)
+    parse_filter = staticmethod(parse_sql_condition)
 
     # -- the stream -----------------------------------------------------------------------------------------------
 

@@ -11,9 +11,9 @@ from rest_framework import serializers
 
 from connectors.config.types import SKIPPABLE_OPERATIONS, ConfigError
 from connectors.config.values import split_list
+from connectors.core.snapshot.signal_table import parse_sql_condition
 from connectors.mongodb.config_values import check_namespace, parse_json_query
 from connectors.postgres.events import TableFilter
-from connectors.postgres.incremental import parse_filter as parse_sql_condition
 from connectors.secrets import MASK, redact_connection_string
 from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
