@@ -12,12 +12,12 @@ from bson.codec_options import DatetimeConversion
 from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError, ServerSelectionTimeoutError
 
 from connectors.core.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors.mongodb.config_values import MAX_SEEDS
 from connectors.mongodb.errors import NotAReplicaSet
 
 AUTH_FAILED_CODES = {18, 13}
 REPLICA_SET_FIX = "start mongod with --replSet and run rs.initiate(), even for a single member"
 PROBE_TIMEOUT_MS = 2000
-MAX_SEEDS = 50  # members of a replica set, at most
 
 
 def describe_hosts(options: Mapping[str, Any]) -> str:

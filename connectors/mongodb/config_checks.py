@@ -81,6 +81,15 @@ def _connection(data: CheckInput) -> list[Problem]:
             )
     elif has_hosts:
         node_count = len(data.settings["hosts"].hosts)
+    if node_count > mongo_values.MAX_SEEDS:
+        problems.append(
+            Problem(
+                "mongodb.connection.string" if has_uri else "mongodb.hosts",
+                f"the connection string names {node_count} hosts; a replica set has at most "
+                f"{mongo_values.MAX_SEEDS} members, so give at most {mongo_values.MAX_SEEDS} seed hosts (a few are "
+                "enough: the others are discovered)",
+            )
+        )
     if "password" in data.explicit and not has_user and not uri_user:
         problems.append(Problem("mongodb.password", "mongodb.password is set without mongodb.user; set the user"))
     if not data.settings["members_auto_discover"] and node_count > 1:

@@ -17,6 +17,8 @@ from connectors.config.types import ACCEPTED_CONNECTOR_CLASSES, DEBEZIUM_CONNECT
 from connectors.config.values import parse_secret, parse_str, split_list
 from connectors.secrets import MASK, SECRET_URI_OPTIONS, Secret, split_userinfo, userinfo_is_malformed
 
+MAX_SEEDS = 50  # members of a replica set, at most
+
 
 def parse_connection_string_secret(raw: Any) -> Secret:
     secret = parse_secret(raw)

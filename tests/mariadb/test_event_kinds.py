@@ -42,16 +42,21 @@ def records_of(props: dict, database: str, table: str, count: int, timeout: floa
         time.sleep(0.3)
 
 
+def captured(mariadb, database: str, statements: list[str], count: int, **extra) -> tuple[dict, list]:
+    """The first `count` records of table t after `statements` run on a streaming connector."""
+    props, runner = streaming(mariadb, database, **extra)
+    try:
+        mariadb.execute(*statements, database=database)
+        return props, records_of(props, database, "t", count)
+    finally:
+        runner.close()
+
+
 def test_an_update_of_the_primary_key_deletes_the_old_key_and_creates_the_new(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO t VALUES (1, 'a'), (5, 'e')",
                     database=mariadb_db)
-    props, runner = streaming(mariadb, mariadb_db)
-    try:
-        mariadb.execute("UPDATE t SET id = 2, v = 'b' WHERE id = 1", "UPDATE t SET v = 'f' WHERE id = 5",
-                        database=mariadb_db)
-        records = records_of(props, mariadb_db, "t", 4)
-    finally:
-        runner.close()
+    props, records = captured(mariadb, mariadb_db, ["UPDATE t SET id = 2, v = 'b' WHERE id = 1",
+                                                    "UPDATE t SET v = 'f' WHERE id = 5"], 4)
     delete, tombstone, create, update = records
     assert json.loads(delete.key) == {"id": 1} and json.loads(delete.value)["op"] == "d"
     assert json.loads(delete.value)["before"] == {"id": 1, "v": "a"} and json.loads(delete.value)["after"] is None
@@ -68,12 +73,8 @@ def test_a_key_change_inside_a_multi_row_update_with_transaction_metadata(mariad
     """The per-change path (`build`, taken with transaction metadata) splits a key change as the batched path does."""
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)",
                     database=mariadb_db)
-    props, runner = streaming(mariadb, mariadb_db, **{"provide.transaction.metadata": "true"})
-    try:
-        mariadb.execute("UPDATE t SET id = id + 10", database=mariadb_db)
-        records = records_of(props, mariadb_db, "t", 6)
-    finally:
-        runner.close()
+    props, records = captured(mariadb, mariadb_db, ["UPDATE t SET id = id + 10"], 6,
+                              **{"provide.transaction.metadata": "true"})
     ops = [(json.loads(r.key)["id"], json.loads(r.value)["op"] if r.value else None) for r in records]
     assert sorted(ops, key=str) == sorted([(1, "d"), (1, None), (11, "c"), (2, "d"), (2, None), (12, "c")], key=str)
 
@@ -102,25 +103,15 @@ def test_truncate_is_an_event_when_not_skipped(mariadb, mariadb_db):
 
 def test_truncate_is_skipped_by_default(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mariadb_db)
-    props, runner = streaming(mariadb, mariadb_db)
-    try:
-        mariadb.execute("INSERT INTO t VALUES (1, 1)", "TRUNCATE TABLE t", "INSERT INTO t VALUES (2, 2)",
-                        database=mariadb_db)
-        records = records_of(props, mariadb_db, "t", 2)
-    finally:
-        runner.close()
+    props, records = captured(mariadb, mariadb_db, ["INSERT INTO t VALUES (1, 1)", "TRUNCATE TABLE t",
+                                                    "INSERT INTO t VALUES (2, 2)"], 2)
     assert [json.loads(r.value)["op"] for r in records] == ["c", "c"]
 
 
 def test_a_delete_on_a_keyless_table_is_followed_by_a_tombstone(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (v INT, s VARCHAR(10))", database=mariadb_db)
-    props, runner = streaming(mariadb, mariadb_db)
-    try:
-        mariadb.execute("INSERT INTO t VALUES (1, 'a')", "DELETE FROM t", "INSERT INTO t VALUES (2, 'b')",
-                        database=mariadb_db)
-        records = records_of(props, mariadb_db, "t", 4)
-    finally:
-        runner.close()
+    props, records = captured(mariadb, mariadb_db, ["INSERT INTO t VALUES (1, 'a')", "DELETE FROM t",
+                                                    "INSERT INTO t VALUES (2, 'b')"], 4)
     create, delete, tombstone, second = records
     assert [json.loads(r.value)["op"] for r in (create, delete, second)] == ["c", "d", "c"]
     assert delete.key is None and json.loads(delete.value)["before"] == {"v": 1, "s": "a"}

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+from dataclasses import dataclass
 
 import psycopg
 import psycopg2
@@ -133,68 +134,74 @@ def test_errors_of_a_server_going_away_are_retriable_and_others_not(private_pg):
     started_again(private_pg, pid)
 
 
-def test_the_connector_waits_out_a_fast_restart_and_a_shutdown(private_pg, stack, unique_name):
-    bootstrap = stack.kafka_bootstrap
+@dataclass
+class Streaming:
+    """A connector on `private_pg` that has delivered the snapshot's row (id 1) and a streamed one (id 2)."""
+
+    running: Running
+    bootstrap: str
+    dbname: str
+    topic: str
+
+    def records_at_least(self, count: int, timeout: float = 120):
+        return records_at_least(self.running, self.bootstrap, self.topic, count, timeout=timeout)
+
+
+@pytest.fixture
+def streaming(private_pg, stack, unique_name):
     name = "pg" + unique_name.replace("-", "")[-12:]
-    dbname = f"r_{name}"
-    topic = f"{name}.public.items"
+    dbname, topic = f"r_{name}", f"{name}.public.items"
     prepared(private_pg, dbname)
-    running = Running(connector_config(private_pg, dbname, name), bootstrap)
+    running = Running(connector_config(private_pg, dbname, name), stack.kafka_bootstrap)
     try:
-        records_at_least(running, bootstrap, topic, 1)  # the snapshot's row
+        records_at_least(running, stack.kafka_bootstrap, topic, 1)  # the snapshot's row
         insert(private_pg, dbname, 2)
-        records_at_least(running, bootstrap, topic, 2)
-        private_pg.restart()  # fast shutdown: the connector's sessions are ended, then a start
-        insert(private_pg, dbname, 3)
-        records_at_least(running, bootstrap, topic, 3, timeout=120)
-        # a shutdown the connector's reconnects run into: they are answered 57P03 until the held session ends
-        pid = private_pg.pid
-        held = smart_shutdown_begun(private_pg)
-        try:
-            held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cdc'")
-            time.sleep(3)  # reconnects refused meanwhile
-        finally:
-            held.close()
-        started_again(private_pg, pid)
-        insert(private_pg, dbname, 4)
-        records = records_at_least(running, bootstrap, topic, 4, timeout=120)
+        records_at_least(running, stack.kafka_bootstrap, topic, 2)  # streaming: the table's schema is known
+        yield Streaming(running, stack.kafka_bootstrap, dbname, topic)
     finally:
         running.stop()
+
+
+def test_the_connector_waits_out_a_fast_restart_and_a_shutdown(private_pg, streaming):
+    running, dbname = streaming.running, streaming.dbname
+    private_pg.restart()  # fast shutdown: the connector's sessions are ended, then a start
+    insert(private_pg, dbname, 3)
+    streaming.records_at_least(3)
+    # a shutdown the connector's reconnects run into: they are answered 57P03 until the held session ends
+    pid = private_pg.pid
+    held = smart_shutdown_begun(private_pg)
+    try:
+        held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cdc'")
+        time.sleep(3)  # reconnects refused meanwhile
+    finally:
+        held.close()
+    started_again(private_pg, pid)
+    insert(private_pg, dbname, 4)
+    records = streaming.records_at_least(4)
     assert not running.runner.errors
     assert ids(records) == [1, 2, 3, 4]
 
 
-def test_a_table_change_read_while_the_server_shuts_down_waits_for_it_to_come_back(private_pg, stack, unique_name):
+def test_a_table_change_read_while_the_server_shuts_down_waits_for_it_to_come_back(private_pg, streaming):
     """A Relation message (here: a column added) reaches the connector after its catalog session was ended and
     while the server refuses new sessions (57P03): the catalog is read again once the server is back."""
-    bootstrap = stack.kafka_bootstrap
-    name = "pg" + unique_name.replace("-", "")[-12:]
-    dbname = f"r_{name}"
-    topic = f"{name}.public.items"
-    prepared(private_pg, dbname)
-    running = Running(connector_config(private_pg, dbname, name), bootstrap)
+    running, dbname = streaming.running, streaming.dbname
+    pid = private_pg.pid
+    held = smart_shutdown_begun(private_pg, dbname)
     try:
-        records_at_least(running, bootstrap, topic, 1)  # the snapshot's row
-        insert(private_pg, dbname, 2)
-        records_at_least(running, bootstrap, topic, 2)  # streaming: the table's schema is known
-        pid = private_pg.pid
-        held = smart_shutdown_begun(private_pg, dbname)
-        try:
-            # the connector's SQL sessions end; its replication session (a walsender) streams on until the end
-            held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                         "WHERE usename = 'cdc' AND backend_type = 'client backend'")
-            held.execute("ALTER TABLE items ADD COLUMN note text")
-            held.execute("INSERT INTO items VALUES (3, 'after')")
-            time.sleep(3)  # the change is streamed; the catalog cannot be read meanwhile
-            assert not running.runner.errors
-            # the walsender too: a smart shutdown waits for it as for any session
-            held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cdc'")
-        finally:
-            held.close()
-        started_again(private_pg, pid)
-        records = records_at_least(running, bootstrap, topic, 3, timeout=120)
+        # the connector's SQL sessions end; its replication session (a walsender) streams on until the end
+        held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE usename = 'cdc' AND backend_type = 'client backend'")
+        held.execute("ALTER TABLE items ADD COLUMN note text")
+        held.execute("INSERT INTO items VALUES (3, 'after')")
+        time.sleep(3)  # the change is streamed; the catalog cannot be read meanwhile
+        assert not running.runner.errors
+        # the walsender too: a smart shutdown waits for it as for any session
+        held.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cdc'")
     finally:
-        running.stop()
+        held.close()
+    started_again(private_pg, pid)
+    records = streaming.records_at_least(3)
     assert not running.runner.errors
     assert ids(records) == [1, 2, 3]
     assert json.loads(records[-1].value)["after"] == {"id": 3, "note": "after"}

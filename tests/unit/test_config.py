@@ -503,6 +503,16 @@ def test_connection_string_and_hosts_are_exclusive():
     assert "keep one" in problem.message
 
 
+@pytest.mark.parametrize("prop", ["mongodb.connection.string", "mongodb.hosts"])
+def test_more_seeds_than_a_replica_set_has_members_are_refused_without_connecting(prop):
+    hosts = ",".join(f"10.0.{i // 250}.{i % 250}:27017" for i in range(51))
+    value = f"mongodb://{hosts}/?replicaSet=rs0" if prop == "mongodb.connection.string" else hosts
+    problem = only_problem({**{k: v for k, v in BASE.items() if k != "mongodb.connection.string"}, prop: value})
+    assert problem.property == prop
+    assert "names 51 hosts" in problem.message and "at most 50 seed hosts" in problem.message
+    assert not validate({**BASE, "mongodb.connection.string": f"mongodb://{hosts.rpartition(',')[0]}/"})
+
+
 def test_user_in_both_places():
     problem = only_problem({**BASE, "mongodb.connection.string": "mongodb://a:b@h1/", "mongodb.user": "c"})
     assert problem.property == "mongodb.user"
