@@ -38,9 +38,10 @@ _RETRIABLE_DESCRIBE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT, 
 
 
 def sanitize_topic(name: str) -> str:
-    """A valid Kafka topic name, as Debezium's topic naming makes it: each character Kafka refuses becomes `_`;
-    over-long names are cut and suffixed with a hash to stay distinct."""
-    cleaned = _INVALID_TOPIC_CHARACTERS.sub("_", name)
+    """A valid Kafka topic name, as Debezium's topic naming makes it: each UTF-16 unit of a character Kafka refuses
+    becomes `_` (Java strings are UTF-16: a character beyond U+FFFF gives two); over-long names are cut and suffixed
+    with a hash to stay distinct."""
+    cleaned = _INVALID_TOPIC_CHARACTERS.sub(lambda found: "__" if ord(found[0]) > 0xFFFF else "_", name)
     if len(cleaned) <= MAX_TOPIC_LENGTH:
         return cleaned
     digest = hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:12]

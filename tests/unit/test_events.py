@@ -61,6 +61,8 @@ def test_topic_names():
     assert topic_name("fulfillment", CUSTOMERS) == "fulfillment.inventory.customers"
     assert topic_name("p", Namespace("my db", "a$b/c")) == "p.my_db.a_b_c"
     assert topic_name("p", Namespace("db", "système")) == "p.db.syst_me"
+    # Debezium replaces each UTF-16 unit: a character beyond U+FFFF (a surrogate pair in Java) gives two
+    assert topic_name("p", Namespace("db", "emo😀")) == "p.db.emo__"
 
 
 def test_long_topic_names_are_cut_and_stay_distinct():
