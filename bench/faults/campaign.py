@@ -14,9 +14,10 @@ from pathlib import Path
 
 from bench.faults.hook import CommitHook
 from bench.faults.netproxy import FaultProxy
+from bench.faults.platform import PrivatePlatform
 from bench.faults.report import Outcome
 from bench.faults.sources import wait_gone
-from bench.faults.verify import Collector, recovery, snapshot_reads, streamed, verify
+from bench.faults.verify import Collector, recovery, verify
 from bench.faults.workload import TARGET_VARIABLE, TARGETS, WORKLOAD_RATE, Workload, read_log
 from devstack import settings
 from devstack.private_kafka import PrivateKafka, free_ports
@@ -116,10 +117,10 @@ class Session:
 
     # what the consumer received so far
     def changes(self) -> int:
-        return streamed(self.collector.snapshot())
+        return self.collector.count("c", "u", "d")
 
     def snapshot_rows(self) -> int:
-        return snapshot_reads(self.collector.snapshot())
+        return self.collector.count("r")
 
     def snapshot_done(self) -> bool:
         """Every seeded row is read, but those the writer deleted (a row deleted before its chunk's read is not)."""
@@ -138,14 +139,15 @@ class Session:
             self.supervise()
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
-    def wait_for(self, condition, timeout: float, what: str) -> bool:
+    def wait_for(self, condition, timeout: float, what: str, interval: float = 0.05) -> bool:
+        """`interval`: between two looks (longer for a condition that reads the whole log and topics)."""
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
                 self.outcome.notes.append(f"{self.name}: gave up after {timeout:.0f}s waiting for {what}")
                 return False
             self.supervise()
-            time.sleep(0.05)
+            time.sleep(interval)
         return True
 
     def fault(self, started: float) -> None:
@@ -200,7 +202,7 @@ class Session:
 
     def _drain(self) -> None:
         """Waits until every logged write is delivered, then reads the tables for the final-state check."""
-        self.wait_for(lambda: self._verify(None).lost == 0, DRAIN_S, "every write to be delivered")
+        self.wait_for(lambda: self._verify(None).lost == 0, DRAIN_S, "every write to be delivered", interval=1.0)
         self.workload_rows = self._target().rows()
 
     def _check(self) -> None:
@@ -214,6 +216,30 @@ class Session:
         if None in recoveries:
             self.outcome.notes.append(f"{self.name}: no event after a fault at all")
         self.outcome.recovery += [r for r in recoveries if r is not None]
+
+
+class WorkerSession(Session):
+    """A session whose connector runs as deployed: created through the platform's service layer, its pipeline run by
+    one of the platform's Celery workers under a lease (platform.py), not by `python -m connectors run`."""
+
+    def __init__(self, campaign: Campaign, label: str, platform: PrivatePlatform, **properties):
+        super().__init__(campaign, label, **properties)
+        self.platform = platform
+
+    def start_runner(self) -> None:
+        if self.runner_starts == 0:
+            self.platform.create_connector(json.loads(self.config_path.read_text()))
+        self.runner_starts += 1
+
+    def supervise(self) -> None:
+        gone = self.platform.exited()
+        if gone:
+            self.outcome.unplanned_exits += len(gone)
+            tail = "\n    ".join(self.log_text().splitlines()[-15:])
+            raise CampaignAborted(f"{self.name}: {', '.join(gone)} exited; the workers' last lines:\n    {tail}")
+
+    def log_text(self) -> str:
+        return self.platform.log_text()
 
 
 class Campaign:
@@ -266,7 +292,7 @@ class Campaign:
                         session.outcome.notes.append(f"{session.name}: the snapshot ended before the kill")
                     session.start_runner()
                     session.fault(started)
-                session.wait_for(session.snapshot_done, 180, "the snapshot")
+                session.wait_for(session.snapshot_done, 180, "the snapshot", interval=0.5)
                 session.wait_streaming()
         finally:
             self.source.normal_reads()
@@ -345,7 +371,7 @@ class Campaign:
                 at_least = self.rng.randint(2, PRELOAD // chunk // 4) * chunk
                 if session.wait_for(lambda: session.snapshot_rows() >= at_least, 120, f"{at_least} snapshot rows"):
                     self._freeze_at_commit(session)  # a chunk's commit: at least 20 chunks are left to read
-                session.wait_for(session.snapshot_done, 240, "the snapshot")
+                session.wait_for(session.snapshot_done, 240, "the snapshot", interval=0.5)
                 session.wait_streaming()
         finally:
             self.source.normal_reads()
@@ -422,6 +448,39 @@ class Campaign:
         proxy = self.kafka_proxy.start()
         with Session(self, "kw", bootstrap=f"127.0.0.1:{proxy.port}").setup() as session:
             self._network_faults(session, proxy, runs)
+        return session.outcome
+
+    def zombie_worker(self, runs: int) -> Outcome:
+        """Two Celery workers and beat (the supervisor); the worker whose pipeline holds the connector's lease is
+        stopped with SIGSTOP (it and its pipeline process) until the other one has taken the pipeline over (the
+        lease expired), then continued with SIGCONT: a zombie that wakes up in the middle of what it was doing, its
+        lease gone and its producer fenced, and must not write."""
+        platform = PrivatePlatform(self.dir / "platform", self.kafka.bootstrap, self.ports).start()
+        try:
+            platform.start_worker("wa")
+            platform.start_worker("wb")
+            platform.start_beat()
+            with WorkerSession(self, "zw", platform).setup() as session:
+                session.wait_streaming()
+                for _ in range(runs):
+                    session.wait(self.rng.uniform(0.5, 3.0))
+                    if not session.wait_for(lambda: platform.holder(session.name) in platform.workers, 60,
+                                            "a worker to hold the pipeline's lease"):
+                        break
+                    holder = platform.holder(session.name)
+                    started = time.monotonic()
+                    frozen = platform.freeze(holder)
+                    try:
+                        session.wait_for(lambda h=holder: platform.holder(session.name) not in (None, h), 120,
+                                         "the other worker to take the pipeline over")
+                        session.fault(started)
+                        session.wait_for_changes("events from the worker that took over", 120)
+                    finally:
+                        platform.thaw(frozen)  # the zombie wakes up
+                    session.wait(self.rng.uniform(5, 10))
+                session.wait(2)
+        finally:
+            platform.stop()
         return session.outcome
 
     def _network_faults(self, session: Session, proxy: FaultProxy, runs: int) -> None:

@@ -30,7 +30,7 @@ class MongoSource:
 
     kind = "mongodb"
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit",
-                         "broker-stop-snapshot", "broker-kill", "broker-network", "step-down")
+                         "broker-stop-snapshot", "broker-kill", "broker-network", "step-down", "zombie-worker")
     scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
 
@@ -82,9 +82,10 @@ class RelationalSource:
     reported in the notes."""
 
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "broker-network",
-                         "source-restart", "source-crash", "source-network")
+                         "source-restart", "source-crash", "source-network", "zombie-worker")
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "broker-kill", "broker-network", "source-restart", "source-crash", "source-network", "commit-stall")
+                 "broker-kill", "broker-network", "source-restart", "source-crash", "source-network", "zombie-worker",
+                 "commit-stall")
     chunk = 100
     server = None
 

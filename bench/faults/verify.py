@@ -259,16 +259,6 @@ def _check_transactions(out: Verdict, records: list[Record], topic: str, blocks:
             out.note(f"writer transaction {txn} ({size_of_txn.get(txn)} writes) came as transactions {sorted(ids)}")
 
 
-def snapshot_reads(records: list[Record]) -> int:
-    """Snapshot rows (`r` events) in the records."""
-    return sum(1 for r in records if r.value is not None and _payload(r.value).get("op") == "r")
-
-
-def streamed(records: list[Record]) -> int:
-    """Streamed change events in the records."""
-    return sum(1 for r in records if r.value is not None and _payload(r.value).get("op") in ("c", "u", "d"))
-
-
 def recovery(log: list[dict], records: list[Record], tables: dict[str, str],
              faults: list[tuple[float, float]]) -> list[float | None]:
     """Per fault (start, end), monotonic: seconds from its end to the first record received after it of a write
@@ -301,6 +291,7 @@ class Collector(threading.Thread):
         super().__init__(daemon=True)
         self.bootstrap, self.topics = bootstrap, list(topics)
         self.records: list[Record] = []
+        self.ops: Counter = Counter()  # events received per op ("r", "c", "u", "d"), for cheap progress checks
         self.halt = threading.Event()
         self._lock = threading.Lock()
 
@@ -337,11 +328,18 @@ class Collector(threading.Thread):
                     key = json.loads(message.key()) if message.key() else None
                     value = json.loads(message.value()) if message.value() is not None else None
                     batch.append(Record(message.topic(), message.partition(), key, value, time.monotonic()))
+                ops = Counter(_payload(r.value).get("op") for r in batch if r.value is not None)
                 with self._lock:
                     self.records.extend(batch)
+                    self.ops.update(ops)
         finally:
             consumer.close()
 
     def snapshot(self) -> list[Record]:
         with self._lock:
             return list(self.records)
+
+    def count(self, *ops: str) -> int:
+        """Events received so far of these ops."""
+        with self._lock:
+            return sum(self.ops[op] for op in ops)

@@ -258,6 +258,10 @@ class MongoTarget:
                 self._write(ops[0], None)
                 return
             with self.client.start_session() as session, session.start_transaction():
+                if len({(table, kind) for table, _, kind, _ in ops}) == 1 and ops[0][2] == "c":  # seeding
+                    self.database[ops[0][0]].insert_many([{"_id": key, "seq": seq, "pad": PAD}
+                                                          for _, key, _, seq in ops], session=session)
+                    return
                 for op in ops:
                     self._write(op, session)
         except PyMongoError as error:  # a duplicate key too: a retry of an insert whose answer was lost
