@@ -35,15 +35,20 @@ logger.apache.level = WARN
 
 def server_properties() -> str:
     port, controller = settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT
+    listeners, advertised, protocols = "", "", ""
+    if settings.KAFKA_PROXIED_LISTENER:
+        listen, _, shown = settings.KAFKA_PROXIED_LISTENER.partition(":")
+        listeners, advertised = f",PROXIED://127.0.0.1:{int(listen)}", f",PROXIED://127.0.0.1:{int(shown)}"
+        protocols = ",PROXIED:PLAINTEXT"
     return f"""\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}{listeners}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}{advertised}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{protocols}
 log.dirs={HOME / "data"}
 num.partitions=1
 auto.create.topics.enable=false

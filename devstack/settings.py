@@ -29,6 +29,9 @@ def _port(name: str, default: int) -> int:
 
 KAFKA_PORT = _port("DEVSTACK_KAFKA_PORT", 9092)
 KAFKA_CONTROLLER_PORT = _port("DEVSTACK_KAFKA_CONTROLLER_PORT", 9093)
+# "LISTEN:ADVERTISED": a second listener on LISTEN advertised at ADVERTISED, for a TCP proxy in front of the broker
+# (bench.faults' network faults between a pipeline and Kafka); unset: none
+KAFKA_PROXIED_LISTENER = os.environ.get("DEVSTACK_KAFKA_PROXIED_LISTENER", "")
 REDIS_PORT = _port("DEVSTACK_REDIS_PORT", 6379)
 REDIS_PASSWORD_FILE = STATE_DIR / "redis_password"
 MONGO_PORT = _port("DEVSTACK_MONGO_PORT", 27017)

@@ -1,27 +1,25 @@
 """Fault campaign: exactly-once evidence under crashes, broker stalls, elections and source restarts.
 
     python -m bench.faults [--source mongodb|postgres|mariadb] [--short] [--runs N] [--scenarios a,b,...]
-                           [--freeze 35] [--rate 150] [--seed N] [--json PATH] [--ports LOW-HIGH] [--keep]
+                           [--freeze 35] [--rate 60] [--seed N] [--json PATH] [--ports LOW-HIGH] [--keep]
 
 Everything runs on a private stack so faults disturb nobody: its own Kafka broker (started with `python -m devstack
 up kafka` in a temporary DEVSTACK_HOME, so it can be SIGSTOPped) and its own database: an emulated replica set
 (`devstack.mongo.start_replica_set`, so the primary can be stepped down), or a PostgreSQL cluster / MariaDB server
 started with `python -m devstack up postgres|mariadb` in a temporary DEVSTACK_HOME (devstack/private_db.py, so it
 can be restarted). Each listens on free ports: any, or within --ports LOW-HIGH. The connector is the real runner,
-`python -m connectors run cfg.json`, in its own process. An independent writer process (the inserter) inserts rows
-(documents) whose key is a sequence number, one autocommit write at a time, and records each acknowledged write; on
-PostgreSQL and MariaDB a second one (the mixed writer, workload.py) runs inserts, updates, deletes and multi-
-statement transactions over three tables, each write with a unique sequence number, from before the snapshot on. Two
-read_committed consumers read the topics while the faults happen; verify.py checks the mixed writer's per key (lost,
-duplicated, reordered, one tombstone per delete), its transaction metadata and the final topic state against the
-tables. Per scenario it prints (checker.report): runs, faults, writes checked (changes and snapshot rows apart, and
-the inserter's), lost, duplicated, reordered, tombstone / transaction / state errors, unexpected runner exits,
-recovery p50 / max (from the end of a fault to the next event a read_committed consumer receives), and rows re-
-snapshotted (read again by a snapshot that started over with a new `source.lsn`: not counted as duplicated).
+`python -m connectors run cfg.json`, in its own process. An independent writer process (workload.py) runs inserts,
+updates, deletes and multi-statement (MongoDB: multi-document) transactions over three tables (collections), each
+write with a unique sequence number, from before the snapshot on, at --rate transactions per second. A
+read_committed consumer reads the topics while the faults happen; verify.py checks per key (lost, duplicated,
+reordered, one tombstone per delete), the transaction metadata and the final topic state against the tables. Per
+scenario it prints (report.py): runs, faults, writes checked (streamed changes and snapshot rows apart), lost,
+duplicated, reordered, events of no logged write, tombstone / transaction / state errors, unexpected runner exits,
+recovery p50 / max (from the end of a fault to the next event a read_committed consumer receives that it held back).
 
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart
-  kill-snapshot   kill -9 of the runner during an initial snapshot of 20,000 preloaded rows, then a restart
+  kill-snapshot   kill -9 of the runner during an initial snapshot of 20,000 seeded rows, then a restart
                   (MongoDB: slowed chunk reads, held while it dies; PostgreSQL/MariaDB: 100-row chunks)
   broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
                   SIGCONT, at a random moment
@@ -37,13 +35,16 @@ Scenarios (all sources unless named):
   source-crash    (postgres, mariadb) the server dies (PostgreSQL immediate shutdown, MariaDB kill -9), then a start
   source-network  (postgres, mariadb) the connector reaches the server through a TCP fault proxy (netproxy.py):
                   in turn 0.2 s latency for 5-8 s, a 20-25 s blackhole ended by a reset, a reset (RST)
+  broker-network  the runner reaches Kafka through the fault proxy, in front of a second listener of the broker
+                  that advertises the proxy's port; the same faults in turn
 
-Default scenarios: all of them for mongodb; kill-streaming, kill-snapshot, broker-stop, broker-kill, source-restart,
-source-crash, source-network for postgres and mariadb. Exit status 1 when any error column is not 0, a scenario was
-aborted, or a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
+Default scenarios: all but commit-stall for mongodb; kill-streaming, kill-snapshot, broker-stop, broker-kill,
+broker-network, source-restart, source-crash, source-network for postgres and mariadb. Exit status 1 when any
+error column is not 0, a scenario was aborted, or a runner exited on its own (it is restarted, as a supervisor
+would, and counted under "unexp exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session
-from bench.faults.checker import Outcome, Seen, account, report
+from bench.faults.report import Outcome, report
 
-__all__ = ["MAX_EXITS", "Campaign", "CampaignAborted", "Outcome", "Seen", "Session", "account", "report"]
+__all__ = ["MAX_EXITS", "Campaign", "CampaignAborted", "Outcome", "Session", "report"]

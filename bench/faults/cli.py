@@ -14,20 +14,22 @@ from pathlib import Path
 
 import bench.faults as package
 from bench.faults.campaign import Campaign, CampaignAborted
-from bench.faults.checker import Outcome, report
 from bench.faults.hook import runner_main
+from bench.faults.netproxy import FaultProxy
+from bench.faults.report import Outcome, report
 from bench.faults.sources import SOURCES
-from bench.faults.workload import workload_main
-from bench.faults.writer import WRITE_RATE, writer_main
-from devstack.private_kafka import PrivateKafka
+from bench.faults.workload import WORKLOAD_RATE, workload_main
+from devstack.private_kafka import PrivateKafka, free_ports
 from devstack.process import StackError
 
 SHORT_RUNS = {"kill-streaming": 3, "kill-snapshot": 2, "broker-stop": 1, "broker-stop-commit": 1,
               "broker-stop-snapshot": 1, "step-down": 2, "source-restart": 2,
-              "source-crash": 2, "broker-kill": 1, "source-network": 3, "commit-stall": 1}
+              "source-crash": 2, "broker-kill": 1, "source-network": 3, "broker-network": 3, "commit-stall": 1,
+              "zombie-worker": 1}
 FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker-stop-commit": 3,
              "broker-stop-snapshot": 2, "step-down": 6, "source-restart": 5,
-             "source-crash": 5, "broker-kill": 3, "source-network": 6, "commit-stall": 2}
+             "source-crash": 5, "broker-kill": 3, "source-network": 6, "broker-network": 6, "commit-stall": 2,
+             "zombie-worker": 2}
 
 
 def _terminated(signum, frame):
@@ -48,8 +50,6 @@ def port_range(text: str) -> range:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["writer"]:
-        return writer_main(argv[1:])
     if argv[:1] == ["workload"]:
         return workload_main(argv[1:])
     if argv[:1] == ["runner"]:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{', '.join(SOURCES['postgres'].scenarios)}")
     parser.add_argument("--freeze", type=float, default=35.0,
                         help="seconds the broker stays stopped at least (broker-stop; up to 10 s more)")
-    parser.add_argument("--rate", type=float, default=WRITE_RATE, help="the writer's inserts per second")
+    parser.add_argument("--rate", type=float, default=WORKLOAD_RATE, help="the writer's transactions per second")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the fault timing")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--ports", type=port_range,
@@ -87,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)  # so that a stopped campaign still stops its broker and processes
     workdir = Path(tempfile.mkdtemp(prefix="cdc-faults-"))
     kafka = PrivateKafka(workdir / "stack", args.ports)
+    kafka_proxy = None
+    if "broker-network" in scenarios:
+        listen, shown = (free_ports(2, range(kafka.port + 2, args.ports.stop)) if args.ports is not None
+                         else free_ports(2))
+        kafka_proxy = FaultProxy("127.0.0.1", listen, shown)  # bound now: nothing started later takes its port
+        kafka.env["DEVSTACK_KAFKA_PROXIED_LISTENER"] = f"{listen}:{shown}"
     source_started = False
     results: dict[str, Outcome] = {}
     try:
@@ -95,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         source_started = True
         described = source.start(workdir, args.ports)
         print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
-        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate, args.ports)
+        campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate, args.ports,
+                            kafka_proxy)
         for scenario in scenarios:
             runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
             started = time.monotonic()
@@ -106,24 +113,16 @@ def main(argv: list[str] | None = None) -> int:
                 results[scenario] = Outcome(notes=[f"aborted: {error}"], aborted=True)
             print(f"{scenario}: done in {time.monotonic() - started:.0f}s", flush=True)
     finally:
+        if kafka_proxy is not None:
+            kafka_proxy.close()
         if source_started:
             source.stop()
         kafka.stop()
         if not args.keep and results and not any(o.failed for o in results.values()):
             shutil.rmtree(workdir, ignore_errors=True)
         else:
-            print(f"logs and acknowledged writes kept in {workdir}")
+            print(f"logs and the writers' logs kept in {workdir}")
     print(report(results))
     if args.json:
-        args.json.write_text(json.dumps({s: {"runs": o.faults, "sessions": o.sessions, "writes": o.writes,
-                                             "changes": o.changes, "snapshot_rows": o.snapshot_rows,
-                                             "tombstone_errors": o.tombstone_errors,
-                                             "transaction_errors": o.transaction_errors,
-                                             "state_mismatches": o.state_mismatches, "unexpected": o.unexpected,
-                                             "lost": o.lost,
-                                             "duplicated": o.duplicated, "reordered": o.reordered,
-                                             "resnapshotted": o.resnapshotted,
-                                             "recovery_s": o.recovery, "runner_exits": o.unplanned_exits,
-                                             "aborted": o.aborted, "notes": o.notes}
-                                         for s, o in results.items()}, indent=2))
+        args.json.write_text(json.dumps({s: o.figures() for s, o in results.items()}, indent=2))
     return 1 if any(o.failed for o in results.values()) else 0

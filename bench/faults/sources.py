@@ -1,5 +1,5 @@
-"""The databases the campaign runs against, each a private instance: what a connector's properties are, where its
-events go and how to read them back, how to preload a table, how the writer connects and how the server is faulted.
+"""The databases the campaign runs against, each a private instance: what a connector's properties are, where the
+writer's tables' events go, how the writer connects and how the server is faulted.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 
 from bench.faults.workload import TABLES as WORKLOAD_TABLES
-
-PRELOAD_PAD = "x" * 100
 
 
 def wait_gone(pid: int, timeout: float = 60) -> None:
@@ -27,41 +25,14 @@ def wait_gone(pid: int, timeout: float = 60) -> None:
     raise TimeoutError(f"process {pid} still runs {timeout:.0f}s after it was killed")
 
 
-def _payload(event: dict) -> dict:
-    return event["payload"] if "payload" in event and "schema" in event else event
-
-
-def parse_mongo(event: dict) -> tuple[str, int, None] | None:
-    import json
-
-    document = json.loads(event["after"]) if event.get("after") else {}
-    return (event["op"], document["_id"], None) if isinstance(document.get("_id"), int) else None
-
-
-def parse_relational(event: dict) -> tuple[str, int, None] | None:
-    payload = _payload(event)
-    seq = (payload.get("after") or {}).get("id")
-    return (payload["op"], seq, None) if isinstance(seq, int) else None
-
-
-def parse_postgres(event: dict) -> tuple[str, int, str | None] | None:
-    """A snapshot row carries the LSN of the snapshot that read it: a snapshot interrupted by a crash starts again
-    from scratch (an exported snapshot dies with its connection), under a new LSN."""
-    parsed = parse_relational(event)
-    if parsed is None or parsed[0] != "r":
-        return parsed
-    return parsed[0], parsed[1], str(_payload(event)["source"].get("lsn"))
-
-
 class MongoSource:
     """An emulated three-member replica set (`devstack.mongo.start_replica_set`) in the campaign's process."""
 
     kind = "mongodb"
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit",
-                         "broker-stop-snapshot", "broker-kill", "step-down")
+                         "broker-stop-snapshot", "broker-kill", "broker-network", "step-down", "zombie-worker")
     scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
-    parse = staticmethod(parse_mongo)
 
     def __init__(self, rs=None):
         self.rs = rs
@@ -85,18 +56,12 @@ class MongoSource:
     def properties(self, name: str) -> dict:
         return {"mongodb.connection.string": self.rs.uri, "database.include.list": name}
 
-    def topics(self, name: str) -> dict[str, str]:
-        return {kind: f"{name}.{name}.{kind}" for kind in ("events", "preload")}
+    def workload_topics(self, name: str) -> dict[str, str]:
+        """The writer's collections (workload.py): topic -> collection."""
+        return {f"{name}.{name}.{table}": table for table in WORKLOAD_TABLES}
 
     def prepare(self, name: str) -> None:
-        """Nothing: MongoDB creates the database and collections on the first insert."""
-
-    def preload(self, name: str, rows: int) -> None:
-        import pymongo
-
-        database = pymongo.MongoClient(self.rs.uri)[name]
-        for start in range(0, rows, 5000):
-            database.preload.insert_many([{"_id": i, "pad": PRELOAD_PAD} for i in range(start, start + 5000)])
+        """Nothing: the writer creates the collections (the database with them)."""
 
     def slow_snapshot(self) -> None:
         self.rs.set_delay(100, commands=["find"])  # slow chunk reads: the snapshot lasts seconds, not less
@@ -116,10 +81,11 @@ class RelationalSource:
     slowed or held here: chunks are small instead (the snapshot lasts seconds), and a kill that came too late is
     reported in the notes."""
 
-    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "source-restart",
-                         "source-crash", "source-network")
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "broker-network",
+                         "source-restart", "source-crash", "source-network", "zombie-worker")
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
-                 "broker-kill", "source-restart", "source-crash", "source-network", "commit-stall")
+                 "broker-kill", "broker-network", "source-restart", "source-crash", "source-network", "zombie-worker",
+                 "commit-stall")
     chunk = 100
     server = None
 
@@ -146,9 +112,6 @@ class RelationalSource:
 
     hold_snapshot = normal_reads = slow_snapshot
 
-    def topics(self, name: str) -> dict[str, str]:
-        return {kind: f"{name}.{self.schema(name)}.{kind}" for kind in ("events", "preload")}
-
     def workload_topics(self, name: str) -> dict[str, str]:
         """The mixed writer's tables (workload.py): topic -> table."""
         return {f"{name}.{self.schema(name)}.{table}": table for table in WORKLOAD_TABLES}
@@ -160,7 +123,6 @@ class RelationalSource:
 class PostgresSource(RelationalSource):
     kind = "postgres"
     crash_signal = signal.SIGQUIT
-    parse = staticmethod(parse_postgres)
 
     def start(self, workdir: Path, ports: range | None = None) -> str:
         from devstack.private_db import PrivatePostgres
@@ -181,7 +143,7 @@ class PostgresSource(RelationalSource):
             "connector.class": "postgres", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password, "database.dbname": name, "slot.name": name,
             "publication.autocreate.mode": "filtered",
-            "table.include.list": ",".join(f"public.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
+            "table.include.list": ",".join(f"public.{t}" for t in WORKLOAD_TABLES),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
@@ -191,20 +153,10 @@ class PostgresSource(RelationalSource):
         user, _ = self.server.cdc_user
         with psycopg.connect(self.server.admin_dsn(), autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}" OWNER "{user}"')
-        with psycopg.connect(self.server.cdc_dsn(name), autocommit=True) as conn:
-            conn.execute("CREATE TABLE events (id bigint PRIMARY KEY, seq bigint NOT NULL)")
-            conn.execute("CREATE TABLE preload (id int PRIMARY KEY, pad text NOT NULL)")
-
-    def preload(self, name: str, rows: int) -> None:
-        import psycopg
-
-        with psycopg.connect(self.server.cdc_dsn(name), autocommit=True) as conn:
-            conn.execute("INSERT INTO preload SELECT g, %s FROM generate_series(0, %s) g", (PRELOAD_PAD, rows - 1))
 
 
 class MariaDbSource(RelationalSource):
     kind = "mariadb"
-    parse = staticmethod(parse_relational)
 
     def start(self, workdir: Path, ports: range | None = None) -> str:
         from devstack.private_db import PrivateMariaDb
@@ -227,7 +179,7 @@ class MariaDbSource(RelationalSource):
             "connector.class": "mariadb", "database.hostname": "127.0.0.1", "database.port": self.server.port,
             "database.user": user, "database.password": password,
             "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
-            "table.include.list": ",".join(f"{name}.{t}" for t in ("events", "preload", *WORKLOAD_TABLES)),
+            "table.include.list": ",".join(f"{name}.{t}" for t in WORKLOAD_TABLES),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
         }
 
@@ -244,18 +196,6 @@ class MariaDbSource(RelationalSource):
         try:
             with connection.cursor() as cursor:
                 cursor.execute(f"CREATE DATABASE `{name}`")
-                cursor.execute(f"CREATE TABLE `{name}`.events (id BIGINT PRIMARY KEY, seq BIGINT NOT NULL)")
-                cursor.execute(f"CREATE TABLE `{name}`.preload (id INT PRIMARY KEY, pad VARCHAR(200) NOT NULL)")
-        finally:
-            connection.close()
-
-    def preload(self, name: str, rows: int) -> None:
-        connection = self._connect(name)
-        try:
-            with connection.cursor() as cursor:
-                for start in range(0, rows, 5000):
-                    cursor.executemany("INSERT INTO preload VALUES (%s, %s)",
-                                       [(i, PRELOAD_PAD) for i in range(start, min(rows, start + 5000))])
         finally:
             connection.close()
 

@@ -1,11 +1,15 @@
 """The workload's checker: what a read_committed consumer of the topics holds, against the workload's log and the
-tables' rows. It parses the JSON events itself (nothing of the connector's code decides what is right).
+tables' rows. It parses the JSON events itself (nothing of the connector's code decides what is right): the
+relational envelope (`after.seq`) and MongoDB's (`after` and `updateDescription.updatedFields` as extended JSON
+strings, the key's `id` too).
 
 Per key (table, id), in topic order: the snapshot's `r` (if any) sets the key's cut, every logged write after it
 must be streamed once (lost / duplicated), in seq order (reordered), each delete followed by one tombstone; each
 captured transaction has one BEGIN and one END whose `event_count` is its number of events, its events numbered
 `total_order` 1..n, and a multi-statement transaction's writes share one transaction id; the latest value per key
-(tombstones removing) equals the table's row.
+(tombstones removing) equals the table's row. A key read twice by the snapshot is duplicated (every source's
+snapshot resumes its plan after a crash, under the same position). Recovery after a fault: from its end to the
+first event it held back (of a write logged since it began, or a snapshot row).
 """
 
 from __future__ import annotations
@@ -54,10 +58,41 @@ def _payload(value: dict) -> dict:
     return value["payload"] if "payload" in value and "schema" in value else value
 
 
+def _extended(value):
+    """MongoDB's extended JSON scalars as plain values ({"$numberLong": "7"} -> 7)."""
+    if isinstance(value, dict) and len(value) == 1:
+        (name, inner), = value.items()
+        if name in ("$numberLong", "$numberInt"):
+            return int(inner)
+    return value
+
+
 def _key_id(key: dict | None):
     if key is None:
         return None
-    return _payload(key).get("id")
+    found = _payload(key).get("id")
+    if isinstance(found, str):  # MongoDB: the _id as extended JSON
+        try:
+            found = json.loads(found)
+        except ValueError:
+            return found
+    return _extended(found)
+
+
+def _document(field) -> dict:
+    """`after` or `updatedFields`: a dict (relational) or an extended JSON string (MongoDB)."""
+    if isinstance(field, str):
+        field = json.loads(field)
+    return field or {}
+
+
+def event_seq(value: dict) -> int | None:
+    """The seq an event's write wrote (None for a delete): an update's own fields first (MongoDB's `after` of an
+    update is the document as looked up later, which may hold a later write's seq)."""
+    updated = _document((value.get("updateDescription") or {}).get("updatedFields"))
+    if "seq" in updated:
+        return _extended(updated["seq"])
+    return _extended(_document(value.get("after")).get("seq"))
 
 
 def verify(log: list[dict], records: list[Record], tables: dict[str, str], transaction_topic: str | None,
@@ -67,11 +102,14 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
     writes: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)  # key -> [(seq, op)] in seq order
     txn_of_seq: dict[int, int] = {}
     size_of_txn: dict[int, int] = {}
+    logged_at: dict[int, float] = {}
     for entry in log:
         size_of_txn[entry["txn"]] = len(entry["ops"])
         for table, key, op, seq in entry["ops"]:
             writes[(table, key)].append((seq, op))
             txn_of_seq[seq] = entry["txn"]
+            logged_at[seq] = entry["at"]
+    started = min((r.at for r in records), default=0.0)  # the first event received: the stream had started
     for ops in writes.values():
         ops.sort()
     delete_seq = {k: seq for k, ops in writes.items() for seq, op in ops if op == "d"}
@@ -87,10 +125,7 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
             continue
         value = _payload(record.value)
         op = value.get("op")
-        if op == "d":
-            seq = delete_seq.get(key)
-        else:
-            seq = (value.get("after") or {}).get("seq")
+        seq = delete_seq.get(key) if op == "d" else event_seq(value)
         per_key[key].append((op, seq))
         if op != "r" and value.get("transaction") and seq is not None:
             blocks.append((seq, value["transaction"]))
@@ -103,12 +138,20 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
         reads = [seq for op, seq in events if op == "r"]
         if reads:
             out.snapshot_rows += 1
+            if len(reads) > 1:
+                out.duplicated += len(reads) - 1
+                out.note(f"{key}: read {len(reads)} times by the snapshot")
             cut = max(reads)
             if cut not in logged_seqs:
                 out.unexpected += 1
                 out.note(f"{key}: snapshot read seq {cut}, which no logged write wrote")
         elif any(op in ("c", "u", "d") for op, _ in events) or not logged:
-            cut = -1  # not read by the snapshot: the key did not exist when its chunk was read, every write streams
+            # not read by the snapshot: the key did not exist when its chunk was read, and every write streams that
+            # came after the stream's start (writes before the connector's first event may precede it: MongoDB
+            # streams from where the snapshot began, so a key deleted before its chunk's read shows only its delete)
+            first = min((seq for op, seq in events if op in ("c", "u", "d") and seq in logged_seqs), default=None)
+            before = [seq for seq, _ in logged if first is not None and seq < first and logged_at[seq] < started]
+            cut = max(before, default=-1)
         elif logged[-1][1] == "d":
             cut = logged[-1][0]  # inserted and deleted before its chunk was read: nothing in the topics
         else:
@@ -131,11 +174,11 @@ def verify(log: list[dict], records: list[Record], tables: dict[str, str], trans
             if seq not in delivered:
                 out.lost += 1
                 out.note(f"{key}: write seq {seq} never delivered")
-        highest = -1
+        highest = -1  # among streamed events (MongoDB streams again the writes a snapshot row already holds)
         for op, seq in events:
-            if op == "tomb" or seq is None:
+            if op in ("tomb", "r") or seq is None:
                 continue
-            if seq < highest and (op != "r"):
+            if seq < highest:
                 out.reordered += 1
                 out.note(f"{key}: {op} seq {seq} after seq {highest}")
             highest = max(highest, seq)
@@ -216,6 +259,31 @@ def _check_transactions(out: Verdict, records: list[Record], topic: str, blocks:
             out.note(f"writer transaction {txn} ({size_of_txn.get(txn)} writes) came as transactions {sorted(ids)}")
 
 
+def recovery(log: list[dict], records: list[Record], tables: dict[str, str],
+             faults: list[tuple[float, float]]) -> list[float | None]:
+    """Per fault (start, end), monotonic: seconds from its end to the first record received after it of a write
+    logged since it began, or of a snapshot row (rows written before it are consumed within milliseconds, before
+    it ends); None when nothing came."""
+    logged_at = {seq: entry["at"] for entry in log for _, _, _, seq in entry["ops"]}
+    delete_at = {(table, key): entry["at"] for entry in log for table, key, op, _ in entry["ops"] if op == "d"}
+    arrivals = []  # (received, written) of every data event
+    for record in records:
+        if record.topic not in tables or record.value is None:
+            continue
+        value = _payload(record.value)
+        if value.get("op") == "r":
+            arrivals.append((record.at, float("inf")))
+        elif value.get("op") == "d":
+            arrivals.append((record.at, delete_at.get((tables[record.topic], _key_id(record.key)), 0.0)))
+        else:
+            arrivals.append((record.at, logged_at.get(event_seq(value), 0.0)))
+    out = []
+    for start, end in faults:
+        after = [received for received, written in arrivals if received >= end and written >= start]
+        out.append(min(after) - end if after else None)
+    return out
+
+
 class Collector(threading.Thread):
     """Reads the given topics from their beginning with isolation.level=read_committed, keeping every record."""
 
@@ -223,6 +291,7 @@ class Collector(threading.Thread):
         super().__init__(daemon=True)
         self.bootstrap, self.topics = bootstrap, list(topics)
         self.records: list[Record] = []
+        self.ops: Counter = Counter()  # events received per op ("r", "c", "u", "d"), for cheap progress checks
         self.halt = threading.Event()
         self._lock = threading.Lock()
 
@@ -259,11 +328,18 @@ class Collector(threading.Thread):
                     key = json.loads(message.key()) if message.key() else None
                     value = json.loads(message.value()) if message.value() is not None else None
                     batch.append(Record(message.topic(), message.partition(), key, value, time.monotonic()))
+                ops = Counter(_payload(r.value).get("op") for r in batch if r.value is not None)
                 with self._lock:
                     self.records.extend(batch)
+                    self.ops.update(ops)
         finally:
             consumer.close()
 
     def snapshot(self) -> list[Record]:
         with self._lock:
             return list(self.records)
+
+    def count(self, *ops: str) -> int:
+        """Events received so far of these ops."""
+        with self._lock:
+            return sum(self.ops[op] for op in ops)

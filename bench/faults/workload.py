@@ -1,13 +1,17 @@
-"""The mixed writer for the relational sources, in its own process: inserts, updates, deletes and multi-statement
-transactions over several tables, each write carrying a unique sequence number in its row's `seq` column.
+"""The campaign's writer, in its own process: inserts, updates, deletes and multi-statement (multi-document)
+transactions over several tables (collections), each write carrying a unique sequence number in its row's `seq`
+column (its document's `seq` field).
 
-    python -m bench.faults workload --source postgres|mariadb DATABASE LOG [--rate N]
+    python -m bench.faults workload --source mongodb|postgres|mariadb DATABASE LOG [--rate N]
 
 The connection string comes from the environment (BENCH_FAULTS_TARGET). Each committed transaction is appended to
 LOG as one JSON line: {"txn": n, "at": monotonic time, "ops": [[table, key, op, seq], ...]} with op "c", "u" or "d".
 Keys are never reused, so a key has at most one insert and one delete. Each transaction also inserts its number into
 `applied` (a table the connector does not capture): when a commit's outcome is unknown (the server went away), the
-writer reconnects and looks there, then logs the transaction or runs it again. The log is also the writer's state:
+writer reconnects and looks there, then logs the transaction or runs it again. On MongoDB a single write is an
+ordinary (not a transaction's) write, as users mostly write, and several writes are one multi-document transaction;
+an unknown outcome is looked up in the first write's document (keys are never reused and the writer is the only
+one, so the document shows whether it was applied). The log is also the writer's state:
 a writer started on an existing LOG goes on from where it ended (seeding writes the first lines).
 """
 
@@ -22,8 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.faults.writer import TARGET_VARIABLE
-
+TARGET_VARIABLE = "BENCH_FAULTS_TARGET"  # the connection string, kept off the command line
 TABLES = ("w0", "w1", "w2")
 WORKLOAD_RATE = 60  # transactions per second
 RESOLVE_S = 90  # how long an unknown outcome is looked into, even after SIGTERM
@@ -233,7 +236,66 @@ class MariaDbTarget:
             self.connection = None
 
 
-TARGETS = {"postgres": PostgresTarget, "mariadb": MariaDbTarget}
+class MongoTarget:
+    """Collections w0, w1, w2 of documents {_id: key, seq, pad}."""
+
+    def __init__(self, uri: str, database: str):
+        import pymongo
+
+        self.client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000, socketTimeoutMS=20_000)
+        self.database = self.client[database]
+
+    def create_tables(self) -> None:
+        for table in TABLES:
+            self.database.create_collection(table)
+
+    def run(self, txn: int, ops: list) -> None:
+        from pymongo.errors import PyMongoError
+
+        self.last_ops = ops
+        try:
+            if len(ops) == 1:
+                self._write(ops[0], None)
+                return
+            with self.client.start_session() as session, session.start_transaction():
+                if len({(table, kind) for table, _, kind, _ in ops}) == 1 and ops[0][2] == "c":  # seeding
+                    self.database[ops[0][0]].insert_many([{"_id": key, "seq": seq, "pad": PAD}
+                                                          for _, key, _, seq in ops], session=session)
+                    return
+                for op in ops:
+                    self._write(op, session)
+        except PyMongoError as error:  # a duplicate key too: a retry of an insert whose answer was lost
+            raise Unavailable(error) from error
+
+    def _write(self, op: list, session) -> None:
+        table, key, kind, seq = op
+        collection = self.database[table]
+        if kind == "c":
+            collection.insert_one({"_id": key, "seq": seq, "pad": PAD}, session=session)
+        elif kind == "u":
+            collection.update_one({"_id": key}, {"$set": {"seq": seq}}, session=session)
+        else:
+            collection.delete_one({"_id": key}, session=session)
+
+    def applied(self, txn: int) -> bool:
+        """Whether the last attempted transaction (`run`'s ops) took effect: its first write shows it (all or none
+        of a transaction's writes apply)."""
+        from pymongo.errors import PyMongoError
+
+        table, key, kind, seq = self.last_ops[0]
+        try:
+            document = self.database[table].find_one({"_id": key})
+        except PyMongoError as error:
+            raise Unavailable(error) from error
+        if kind == "d":
+            return document is None
+        return document is not None and document["seq"] == seq
+
+    def rows(self) -> dict[tuple[str, int], int]:
+        return {(t, doc["_id"]): doc["seq"] for t in TABLES for doc in self.database[t].find({}, {"seq": 1})}
+
+
+TARGETS = {"mongodb": MongoTarget, "postgres": PostgresTarget, "mariadb": MariaDbTarget}
 
 
 class Workload:

@@ -1,12 +1,14 @@
-"""The mixed writer's checker (bench/faults/verify.py) on hand-made topic contents: it must report a lost write, a
-duplicate, a reorder, a missing tombstone, broken transaction metadata and a final state that differs from the
-table, and pass a clean history (so a campaign cannot pass while the checker sees nothing)."""
+"""The campaign's checker (bench/faults/verify.py) on hand-made topic contents: it must report a lost write, a
+duplicate (a row read twice by a snapshot too), a reorder, a missing tombstone, broken transaction metadata and a
+final state that differs from the table, pass a clean history (so a campaign cannot pass while the checker sees
+nothing), read MongoDB's envelope, and time the recovery after each fault."""
 
 from __future__ import annotations
 
+import json
 import random
 
-from bench.faults.verify import Record, verify
+from bench.faults.verify import Record, recovery, verify
 from bench.faults.workload import State
 
 TOPICS = {"p.public.w0": "w0", "p.public.w1": "w1"}
@@ -123,3 +125,64 @@ def test_a_key_inserted_and_deleted_before_its_chunk_was_read_needs_no_event():
     alive = [*LOG, {"txn": 6, "at": 5.0, "ops": [["w1", 2, "c", 7]]}]
     verdict = verify(alive, _clean(), TOPICS, TX, {**ROWS, ("w1", 2): 7})
     assert verdict.lost == 1 and verdict.state_mismatches == 1
+
+
+def test_a_row_read_twice_by_the_snapshot_is_duplicated():
+    records = _clean()
+    records.insert(1, records[0])
+    verdict = verify(LOG, records, TOPICS, TX, ROWS)
+    assert verdict.duplicated == 1 and verdict.failed
+
+
+def _mongo(op, key, seq=None, updated=None, tid=None, order=None):
+    """A MongoDB change event as the connector writes it: `after` and `updatedFields` are extended JSON strings."""
+    after = None if op == "d" else json.dumps({"_id": {"$numberLong": str(key)}, "seq": seq, "pad": "p"})
+    description = None if updated is None else {"updatedFields": json.dumps({"seq": updated}), "removedFields": []}
+    return {"before": None, "after": after, "updateDescription": description, "op": op, "source": {},
+            "transaction": None if tid is None else {"id": tid, "total_order": order, "data_collection_order": 1}}
+
+
+def _mongo_data(table, key, value, at=1.0):
+    topic = next(t for t, name in TOPICS.items() if name == table)
+    return Record(topic, 0, {"id": json.dumps({"$numberLong": str(key)})}, value, at)
+
+
+def test_mongodb_events_are_read_by_their_own_fields():
+    """An update's seq comes from its own `updatedFields` (the looked-up `after` may hold a later write's); the
+    stream starts where the snapshot began, so it may repeat writes a snapshot row holds and show only the delete of
+    a key deleted before its chunk's read."""
+    log = [{"txn": 0, "at": 0.0, "ops": [["w0", 0, "c", 0], ["w0", 1, "c", 1]]},
+           {"txn": 1, "at": 0.5, "ops": [["w0", 0, "u", 2]]},
+           {"txn": 2, "at": 0.6, "ops": [["w0", 1, "d", 3]]},
+           {"txn": 3, "at": 2.0, "ops": [["w0", 0, "u", 4], ["w1", 0, "c", 5]]}]
+    records = [
+        _mongo_data("w0", 0, _mongo("r", 0, 2)),  # the chunk read after the update of seq 2 (w0/1 already gone)
+        _mongo_data("w0", 0, _mongo("u", 0, 4, updated=2)),  # the stream repeats seq 2; `after` looked up later
+        _mongo_data("w0", 1, _mongo("d", 1)), _mongo_data("w0", 1, None),
+        Record(TX, 0, {"id": "t"}, {"status": "BEGIN", "id": "t"}, 2.1),
+        _mongo_data("w0", 0, _mongo("u", 0, 4, updated=4, tid="t", order=1), 2.1),
+        _mongo_data("w1", 0, _mongo("c", 0, 5, tid="t", order=2), 2.1),
+        Record(TX, 0, {"id": "t"}, {"status": "END", "id": "t", "event_count": 2}, 2.1),
+    ]
+    rows = {("w0", 0): 4, ("w1", 0): 5}
+    verdict = verify(log, records, TOPICS, TX, rows)
+    assert not verdict.failed, verdict.examples
+    assert (verdict.snapshot_rows, verdict.changes) == (1, 3)
+    without_update = [r for r in records if not (r.value and (r.value.get("updateDescription") or {})
+                                                 .get("updatedFields") == json.dumps({"seq": 4}))]
+    verdict = verify(log, without_update, TOPICS, TX, rows)
+    assert verdict.lost == 1 and verdict.state_mismatches == 1
+    late = [*log, {"txn": 4, "at": 3.0, "ops": [["w1", 0, "d", 6]]}]  # written after the stream started: must come
+    assert verify(late, records, TOPICS, TX, None).lost == 1
+
+
+def test_recovery_is_timed_from_a_faults_end_to_the_first_event_it_held_back():
+    """Per fault: the first event received after its end of a write logged since it began, or a snapshot row."""
+    log = [{"txn": n, "at": float(n), "ops": [["w0", n, "c", n]]} for n in range(6)]  # write n logged at time n
+    records = [_data("w0", n, _event("c", n, n)) for n in range(6)]
+    arrivals = [0.5, 2.5, 2.6, 3.6, 9.0, 9.1]
+    records = [Record(r.topic, r.partition, r.key, r.value, at) for r, at in zip(records, arrivals, strict=True)]
+    records.append(Record(records[0].topic, 0, {"id": 99}, _event("r", 99, 99), 12.0))
+    faults = [(1.5, 2.0), (4.5, 6.0), (9.5, 10.0), (12.5, 13.0)]
+    timed = recovery(log, records, TOPICS, faults)
+    assert [round(t, 6) if t is not None else None for t in timed] == [0.6, 3.1, 2.0, None]  # writes 2, 5; the r
