@@ -26,7 +26,7 @@ from typing import Any
 
 from sparkjobs.errors import JobError
 from sparkjobs.jobuser import JobUser, job_user
-from sparkjobs.session import PACKAGE_DIR, default_master, kafka_jars, kafka_packages
+from sparkjobs.session import DELTA_CONF, DELTA_TEMPLATES, PACKAGE_DIR, default_master, jars_and_packages
 
 RUN_PY = PACKAGE_DIR / "run.py"
 LOG4J = PACKAGE_DIR / "log4j2.properties"
@@ -73,17 +73,17 @@ def command(
     """argv and environment of the spark-submit process that runs ``template`` with ``args``."""
     master = master or default_master()
     argv = [spark_submit_binary(), "--master", master, "--name", f"cdc-{template}"]
-    packages = kafka_packages()
-    if packages:
-        argv += ["--packages", packages]
-    else:
-        argv += ["--jars", ",".join(kafka_jars())]
+    delta = template in DELTA_TEMPLATES
+    jars, packages = jars_and_packages(delta)
+    argv += ["--packages", packages] if packages else ["--jars", ",".join(jars)]
     argv += ["--driver-memory", driver_memory or os.environ.get("SPARK_DRIVER_MEMORY", "1g")]
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
     }
+    if delta:
+        settings.update(DELTA_CONF)
     if master.startswith("local"):
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
