@@ -42,6 +42,13 @@ def job_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in env.items() if key in ENV_ALLOWED or key.startswith(ENV_PREFIXES)}
 
 
+def on_loopback(master: str) -> bool:
+    """A local master, or a cluster on this machine's loopback (devstack's): the driver binds to 127.0.0.1 too."""
+    from urllib.parse import urlparse
+
+    return master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost")
+
+
 def spark_submit_binary() -> str:
     explicit = os.environ.get("SPARK_SUBMIT")
     if explicit:
@@ -84,7 +91,7 @@ def command(
     }
     if delta:
         settings.update(DELTA_CONF)
-    if master.startswith("local"):
+    if on_loopback(master):
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(conf or {})
@@ -97,7 +104,7 @@ def command(
     env = job_environment(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if master.startswith("local"):
+    if on_loopback(master):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))
     user = job_user()
