@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and fetch Spark's Kafka jars")
     up.add_argument(
         "services", nargs="*",
-        help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars); mariadb only when named",
+        help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars, spark); mariadb and spark (a standalone "
+             "master and two workers) only when named",
     )
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("services", nargs="*")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from devstack import kafka, mariadb, mongo_service, postgres, redis, settings, spark
+from devstack import kafka, mariadb, mongo_service, postgres, redis, settings, spark, spark_cluster
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ def services() -> list[Service]:
         Service("postgres", postgres, postgres.endpoint()),
         Service("mariadb", mariadb, mariadb.endpoint(), by_default=False),
         Service("spark-jars", spark, "spark-sql-kafka jars", long_running=False),
+        Service("spark", spark_cluster, spark_cluster.master_url(), by_default=False),
     ]
 
 

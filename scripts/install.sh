@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the platform needs on a fresh Debian machine, idempotently:
-# Debian packages (Redis, JDK, Maven), Python requirements, and the Kafka / Spark jars.
+# Debian packages (Redis, JDK, Maven), Python requirements, and the Kafka / Spark / Delta Lake jars.
 # A second run is a few seconds: each step is skipped when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -93,7 +93,7 @@ if [ "$(id -u)" = 0 ]; then
   done
 fi
 
-"$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"
+"$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars(); spark.delta_jars()"
 
 # MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)
 "$PYTHON" -m tests.emulator.spec_source

@@ -145,10 +145,11 @@ def main(argv: list[str] | None = None, *, spark=None, stdout=None, install_sign
         source = TopicSource.from_args(args, require=template.reads_topics == "required")
         topics = source.resolve() if (source.topics or source.pattern) else []
         if spark is None:
-            from sparkjobs.session import build_session
+            from sparkjobs.session import DELTA_TEMPLATES, build_session
 
             owned = True
-            spark = build_session(options.master, app_name=f"cdc-{template_name}")
+            spark = build_session(options.master, app_name=f"cdc-{template_name}",
+                                  delta=template_name in DELTA_TEMPLATES)
         from sparkjobs.session import check_kafka_source, ship_code
 
         ship_code(spark)

@@ -6,6 +6,9 @@
   devstack fetched (`devstack.spark.kafka_source_jars`); ``spark.jars.packages`` instead when
   ``SPARK_KAFKA_PACKAGES`` is set (``online`` for the coordinate matching the installed pyspark, or an
   explicit list of coordinates). A listed jar that does not exist is an error before any JVM starts.
+- Delta Lake (the ``delta_sync`` template, ``delta=True``): its jars from ``SPARK_DELTA_JARS`` or devstack
+  (`devstack.spark.delta_jars`), or its coordinate beside the Kafka source's in ``spark.jars.packages``; its SQL
+  extension and catalog.
 - sized for a 2-core machine: driver memory ``SPARK_DRIVER_MEMORY`` (1g), ``spark.sql.shuffle.partitions``
   ``SPARK_SHUFFLE_PARTITIONS`` (4); the web UI and the console progress bar off (jobs report stage
   progress as ``CDCJOB`` lines instead); session time zone UTC; local masters bind to 127.0.0.1.
@@ -33,6 +36,12 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # Modules of the connectors the UDFs use (standard library only), shipped beside the package.
 SHARED_MODULES = ("connectors/__init__.py", "connectors/mongodb/__init__.py", "connectors/mongodb/update_paths.py")
 KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+DELTA_TEMPLATES = frozenset({"delta_sync"})
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": "2",  # Delta's 50 are for clusters: a small log's state in 2 tasks
+}
 
 
 def default_master() -> str:
@@ -64,32 +73,61 @@ def kafka_packages() -> str | None:
     return raw
 
 
-def kafka_jars() -> list[str]:
-    """Paths of the Kafka source jars; raises JobError naming a jar that is missing."""
-    raw = os.environ.get("SPARK_KAFKA_JARS", "").strip()
+def delta_package() -> str:
+    """The Maven coordinate of Delta Lake for the installed pyspark and delta-spark."""
+    from importlib.metadata import version
+
+    import pyspark
+
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_{scala_binary_version()}:{version('delta-spark')}"
+
+
+def _jars(variable: str, fetcher: str, what: str) -> list[str]:
+    """Jar paths from ``variable`` (comma-separated) or devstack's ``fetcher``; raises JobError naming a missing
+    jar."""
+    raw = os.environ.get(variable, "").strip()
     if raw:
         jars = [part.strip() for part in raw.replace(os.pathsep, ",").split(",") if part.strip()]
     else:
         try:
-            from devstack.spark import kafka_source_jars
+            from devstack import spark as devstack_spark
         except ImportError:
             raise JobError(
-                "no Kafka source jars: set SPARK_KAFKA_JARS to the spark-sql-kafka-0-10 jars, or "
-                "SPARK_KAFKA_PACKAGES=online to let Spark download them"
+                f"no jars for {what}: set {variable} to its jars, or SPARK_KAFKA_PACKAGES=online to let Spark "
+                "download them"
             ) from None
         try:
-            jars = [str(path) for path in kafka_source_jars()]
+            jars = [str(path) for path in getattr(devstack_spark, fetcher)()]
         except Exception as error:  # devstack's StackError, a Maven failure, ...
-            raise JobError(f"could not fetch Spark's Kafka source jars: {error}") from error
+            raise JobError(f"could not fetch the jars of {what}: {error}") from error
     missing = [jar for jar in jars if not Path(jar).is_file()]
     if missing:
-        raise JobError(f"missing jar: {', '.join(missing)} (Spark's Kafka source cannot be loaded)")
+        raise JobError(f"missing jar: {', '.join(missing)} ({what} cannot be loaded)")
     if not jars:
-        raise JobError("SPARK_KAFKA_JARS lists no jar")
+        raise JobError(f"{variable} lists no jar")
     return jars
 
 
-def session_conf(master: str | None = None, app_name: str = "cdc-sparkjob") -> dict[str, str]:
+def kafka_jars() -> list[str]:
+    """Paths of the Kafka source jars; raises JobError naming a jar that is missing."""
+    return _jars("SPARK_KAFKA_JARS", "kafka_source_jars", "Spark's Kafka source")
+
+
+def delta_jars() -> list[str]:
+    """Paths of Delta Lake's jars; raises JobError naming a jar that is missing."""
+    return _jars("SPARK_DELTA_JARS", "delta_jars", "Delta Lake")
+
+
+def jars_and_packages(delta: bool) -> tuple[list[str], str | None]:
+    """(jar paths, Maven coordinates) a job needs: the Kafka source, and Delta Lake when ``delta``."""
+    packages = kafka_packages()
+    if packages:
+        return [], f"{packages},{delta_package()}" if delta else packages
+    return kafka_jars() + (delta_jars() if delta else []), None
+
+
+def session_conf(master: str | None = None, app_name: str = "cdc-sparkjob", *, delta: bool = False) -> dict[str, str]:
     """The configuration build_session applies (without starting anything)."""
     conf: dict[str, str] = {
         "spark.app.name": app_name,
@@ -107,11 +145,14 @@ def session_conf(master: str | None = None, app_name: str = "cdc-sparkjob") -> d
         if master.startswith("local"):
             conf["spark.driver.host"] = "127.0.0.1"
             conf["spark.driver.bindAddress"] = "127.0.0.1"
-    packages = kafka_packages()
-    if packages:
-        conf["spark.jars.packages"] = packages
-    elif not under_spark_submit():
-        conf["spark.jars"] = ",".join(kafka_jars())
+    if delta:
+        conf.update(DELTA_CONF)
+    if not under_spark_submit():
+        jars, packages = jars_and_packages(delta)
+        if packages:
+            conf["spark.jars.packages"] = packages
+        else:
+            conf["spark.jars"] = ",".join(jars)
     return conf
 
 
@@ -121,8 +162,9 @@ def build_session(
     conf: Mapping[str, str] | None = None,
     *,
     log_level: str = "WARN",
+    delta: bool = False,
 ) -> SparkSession:
-    settings = session_conf(master, app_name)
+    settings = session_conf(master, app_name, delta=delta)
     settings.update(conf or {})
     if settings.get("spark.master", "").startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

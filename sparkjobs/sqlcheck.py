@@ -13,7 +13,7 @@ it reads is one of the job's views.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sparkjobs.errors import InvalidArguments
@@ -103,6 +103,18 @@ def _quoted(parts: Iterable[str]) -> str:
     return ".".join(f"`{part}`" for part in parts)
 
 
+def _visit_parts(node: Any, logical_plan: Any, plan: Callable[[Any], None], expression: Callable[[Any], None]) -> None:
+    """What a plan node holds: its expressions, the plans inside it (a CTE's definitions, a subquery's) and its
+    children, each handed to the walker's ``plan`` or ``expression``."""
+    for item in _seq(node.expressions()):
+        expression(item)
+    for inner in _seq(node.innerChildren()):
+        if logical_plan.isInstance(inner):
+            plan(inner)
+    for child in _seq(node.children()):
+        plan(child)
+
+
 class _PlanWalker:
     def __init__(self, spark: SparkSession, views: Iterable[str]):
         jvm = spark._jvm
@@ -131,13 +143,7 @@ class _PlanWalker:
         elif simple == "WithWindowDefinition":  # its window specs are map values, not among expressions()
             for spec in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(node.windowDefinitions())).values():
                 self.expression(spec)
-        for expression in _seq(node.expressions()):
-            self.expression(expression)
-        for inner in _seq(node.innerChildren()):
-            if self.logical_plan.isInstance(inner):
-                self.plan(inner)
-        for child in _seq(node.children()):
-            self.plan(child)
+        _visit_parts(node, self.logical_plan, self.plan, self.expression)
 
     def _relation(self, node: Any) -> None:
         """A plain name goes on: a view or CTE of the query, or a name Spark's analyser reports as not found (and
@@ -271,13 +277,7 @@ class _AnalyzedWalker:
             return  # a view of the job: built by the template, it reads its topics
         if node.children().isEmpty() and name not in self.LEAVES:
             raise QueryRefused(f"{_label(name)} is not one of the job's views")
-        for expression in _seq(node.expressions()):
-            self.expression(expression)
-        for inner in _seq(node.innerChildren()):
-            if self.logical_plan.isInstance(inner):
-                self.plan(inner)
-        for child in _seq(node.children()):
-            self.plan(child)
+        _visit_parts(node, self.logical_plan, self.plan, self.expression)
 
     def expression(self, node: Any) -> None:
         name = node.getClass().getName()

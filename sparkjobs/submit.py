@@ -26,7 +26,7 @@ from typing import Any
 
 from sparkjobs.errors import JobError
 from sparkjobs.jobuser import JobUser, job_user
-from sparkjobs.session import PACKAGE_DIR, default_master, kafka_jars, kafka_packages
+from sparkjobs.session import DELTA_CONF, DELTA_TEMPLATES, PACKAGE_DIR, default_master, jars_and_packages
 
 RUN_PY = PACKAGE_DIR / "run.py"
 LOG4J = PACKAGE_DIR / "log4j2.properties"
@@ -40,6 +40,13 @@ def job_environment(env: Mapping[str, str]) -> dict[str, str]:
     """Only what Spark needs from ``env``: the platform's secrets (SECRET_KEY, DATABASE_URL, CDC_ENCRYPTION_KEY,
     REDIS_URL, tokens) stay out of reach of a job, which could print them."""
     return {key: value for key, value in env.items() if key in ENV_ALLOWED or key.startswith(ENV_PREFIXES)}
+
+
+def on_loopback(master: str) -> bool:
+    """A local master, or a cluster on this machine's loopback (devstack's): the driver binds to 127.0.0.1 too."""
+    from urllib.parse import urlparse
+
+    return master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost")
 
 
 def spark_submit_binary() -> str:
@@ -73,18 +80,18 @@ def command(
     """argv and environment of the spark-submit process that runs ``template`` with ``args``."""
     master = master or default_master()
     argv = [spark_submit_binary(), "--master", master, "--name", f"cdc-{template}"]
-    packages = kafka_packages()
-    if packages:
-        argv += ["--packages", packages]
-    else:
-        argv += ["--jars", ",".join(kafka_jars())]
+    delta = template in DELTA_TEMPLATES
+    jars, packages = jars_and_packages(delta)
+    argv += ["--packages", packages] if packages else ["--jars", ",".join(jars)]
     argv += ["--driver-memory", driver_memory or os.environ.get("SPARK_DRIVER_MEMORY", "1g")]
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
     }
-    if master.startswith("local"):
+    if delta:
+        settings.update(DELTA_CONF)
+    if on_loopback(master):
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(conf or {})
@@ -97,7 +104,7 @@ def command(
     env = job_environment(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if master.startswith("local"):
+    if on_loopback(master):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))
     user = job_user()

@@ -22,9 +22,6 @@ from dataclasses import dataclass
 from sparkjobs.output import PREFIX
 
 CANCEL_KILL_AFTER_S = 30.0  # docs/spark.md: SIGKILL the group if it is still alive 30 s after the SIGTERM
-ENV_ALLOWED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "JAVA_HOME", "HADOOP_CONF_DIR",
-               "KUBECONFIG", "KAFKA_BOOTSTRAP_SERVERS", "PYTHONPATH", "VIRTUAL_ENV")
-ENV_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "JAVA_", "CDCJOB_")
 
 # Sets PR_SET_PDEATHSIG, checks the parent did not die before that, then becomes the real command.
 _PDEATHSIG = (
@@ -35,12 +32,6 @@ _PDEATHSIG = (
 )
 
 log = logging.getLogger(__name__)
-
-
-def job_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """Only what Spark needs: the job must not see the platform's secrets (SECRET_KEY, DATABASE_URL, keys…),
-    which a script or a SQL `java_method('java.lang.System', 'getenv', …)` could print."""
-    return {key: value for key, value in env.items() if key in ENV_ALLOWED or key.startswith(ENV_PREFIXES)}
 
 
 @dataclass

@@ -18,6 +18,7 @@ from web.dashboard.views import role_required
 from web.sparkjobs import services
 from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
 from web.sparkjobs.arguments import job_dir, masked
+from web.sparkjobs.cluster import application_url
 from web.sparkjobs.csv_cells import csv_cell
 from web.sparkjobs.forms import SparkJobForm
 from web.sparkjobs.models import JobDefinition, JobRun
@@ -112,6 +113,7 @@ def run_detail(request, run_id):
     may_cancel = has_role(request.user, ADMIN if run.template == "script" else OPERATOR)
     return render(request, "sparkjobs/run.html", {
         "run": run, "job": run.definition, "may_cancel": may_cancel,
+        "application_url": application_url(run.master, run.app_id),
         "initial": JobRunSerializer(run).data, **_roles(request),
     })
 
