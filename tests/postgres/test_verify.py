@@ -3,7 +3,12 @@ is named key by key; a run under a concurrent write workload finds nothing."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import psycopg2
+import psycopg2.extensions
 import pytest
 
 from connectors.core.verify import Verifier, VerifyOptions
@@ -20,7 +25,21 @@ def run_verify(config, bootstrap, **options):
     return Verifier(config, pg_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=7, **options)).run()
 
 
-def test_verify_names_exactly_the_keys_a_corrupted_topic_gets_wrong(pg_db, stack, unique_name):
+def run_cli(pg_db, name, bootstrap, tmp_path):
+    """`python -m connectors verify` on the same connector's properties."""
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    props = {"name": name, "connector.class": "postgres", "topic.prefix": name, "database.hostname": dsn["host"],
+             "database.port": dsn["port"], "database.user": dsn["user"], "database.password": dsn.get("password"),
+             "database.dbname": pg_db.name, "slot.name": pg_db.name, "publication.autocreate.mode": "filtered",
+             "offset.storage.topic": f"{name}.offsets", "column.mask.with.4.chars": "public.items.name",
+             "snapshot.chunk.size": 7}
+    path = tmp_path / "connector.json"
+    path.write_text(json.dumps(props))
+    return subprocess.run([sys.executable, "-m", "connectors", "verify", str(path), "--bootstrap-servers", bootstrap],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_verify_names_exactly_the_keys_a_corrupted_topic_gets_wrong(pg_db, stack, unique_name, tmp_path):
     bootstrap = stack.kafka_bootstrap
     name = "pg" + unique_name.replace("-", "")[-12:]
     topic = f"{name}.public.items"
@@ -45,8 +64,12 @@ def test_verify_names_exactly_the_keys_a_corrupted_topic_gets_wrong(pg_db, stack
         produce(bootstrap, topic, {"id": 7}, with_after(value7, {**after_of(value7), "qty": 71}))  # changed value
 
         report = run_verify(config, bootstrap)
+        cli = run_cli(pg_db, name, bootstrap, tmp_path)
     finally:
         running.stop()
+    assert cli.returncode == 1, cli.stderr
+    assert "3 rows differ" in cli.stdout
+    assert 'different public.items {"id":7} {"qty": [70, 71]}' in " ".join(cli.stdout.split())
     assert found(report) == {'{"id":1000}': "extra", '{"id":5}': "extra", '{"id":7}': "different"}
     assert (report.extra, report.different, report.missing) == (2, 1, 0)
     changed = next(m for m in report.mismatches if m.kind == "different")
