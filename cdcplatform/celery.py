@@ -52,6 +52,10 @@ app.conf.beat_schedule = {
         "task": "workers.supervisor.reconcile",
         "schedule": float(os.environ.get("CDC_SUPERVISOR_SECONDS", "3")),
     },
+    "verify-nightly": {  # starts the nightly Verify runs whose hour it is (docs/verify.md)
+        "task": "workers.verify.start_nightly",
+        "schedule": float(os.environ.get("CDC_VERIFY_SCHEDULE_SECONDS", "600")),
+    },
     "spark-runs": {
         "task": "workers.supervisor.reap_spark_runs",
         "schedule": float(os.environ.get("CDC_SPARK_REAP_SECONDS", "15")),

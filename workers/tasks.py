@@ -13,4 +13,4 @@ def ping(self, payload):
 
 
 # Collected here so `autodiscover_tasks(["workers"])` registers every task module.
-from workers import loggers, snapshots, spark, streaming, supervisor  # noqa: E402, F401
+from workers import loggers, snapshots, spark, streaming, supervisor, verify  # noqa: E402, F401

@@ -220,3 +220,6 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username or '-'} {self.action} {self.target}"
+
+
+from web.connectors.verify_models import VerifyRun, VerifySchedule  # noqa: E402, F401 - registered with this app

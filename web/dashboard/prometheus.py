@@ -16,6 +16,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from web.connectors.models import Connector, DesiredState
+from web.connectors.verify_metrics import add_verify_samples
 from web.dashboard import observed
 
 PHASES = ("snapshot", "streaming", "stopped", "failed")
@@ -119,6 +120,7 @@ def families(connectors: Iterable[Connector] | None = None) -> Iterator[Metric]:
                     {"connector": connector.name, "state": state.value}, connector.desired_state == state)
         for rs_state in connector.replica_sets.all():
             _replica_set(out, rs_state, observed.replica_set_view(rs_state, now))
+        add_verify_samples(out, connector)
     yield from out.families.values()
 
 

@@ -1,13 +1,14 @@
 """/api/ URL map (docs/api.md)."""
 
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from web.accounts.api import TokenView
 from web.connectors.api.docs import local_only
 from web.connectors.api.views import NAME_PATTERN, AuditViewSet, ConnectorViewSet, FilterViewSet, MeView
+from web.connectors.verify_api import VerifyRunsView, VerifyRunView, VerifyScheduleView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -16,6 +17,11 @@ router.register(f"connectors/(?P<connector_name>{NAME_PATTERN})/filters", Filter
 router.register("audit", AuditViewSet, basename="audit")
 
 urlpatterns = [
+    re_path(rf"^connectors/(?P<name>{NAME_PATTERN})/verify/$", VerifyRunsView.as_view(), name="connector-verify"),
+    re_path(rf"^connectors/(?P<name>{NAME_PATTERN})/verify/schedule/$", VerifyScheduleView.as_view(),
+            name="connector-verify-schedule"),
+    re_path(rf"^connectors/(?P<name>{NAME_PATTERN})/verify/(?P<run_id>[0-9]+)/$", VerifyRunView.as_view(),
+            name="connector-verify-run"),
     path("", include(router.urls)),
     path("me/", MeView.as_view(), name="api-me"),
     path("auth/token/", TokenView.as_view(), name="api-token"),

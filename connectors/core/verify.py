@@ -1,0 +1,217 @@
+"""Verify: proves a connector's topics hold exactly what its source holds, row by row (docs/verify.md).
+
+For each partition of the source, a `VerifyView` reads the source in one consistent view at a known position (a
+PostgreSQL snapshot, a MariaDB consistent snapshot with its binlog position, a MongoDB snapshot transaction at a
+cluster time). Verify waits until the connector's committed offset covers that position, reads each captured
+table's topic (`read_committed`) to its end, keeping per key the latest state at or before the position
+(verify_topics), then reads the table in key-ordered chunks (the snapshot's own plan and reads, so rows are
+built into events by the connector's code: types, masks, excluded columns and renamed fields alike) and compares
+chunk checksums; only a chunk whose checksum differs is compared row by row. Keys in the topic that no chunk held
+are extra. A key that differs and changed after the position is compared again in a later view (at most
+`rounds` views), so writes going on while Verify runs raise no false alarm.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
+from connectors.core.verify_events import canonical, field_diff, key_text, read_event, row_hash
+from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
+from connectors.core.verify_topics import TopicReader, TopicState
+from connectors.kafka.offsets import OffsetStore
+from connectors.kafka.sink import OutMessage
+
+log = logging.getLogger(__name__)
+
+
+class VerifyView(Protocol):
+    """One consistent read of a partition's source at a known position."""
+
+    position: dict  # where the view reads, for the report (JSON)
+    placeholder: str | None  # a field value that means "unchanged, not sent" in update events (None: none)
+
+    def tables(self) -> list[str]: ...
+
+    def topic(self, table: str) -> str: ...
+
+    def plan(self, table: str, chunk_size: int) -> Plan: ...
+
+    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+        """The chunk's rows as the snapshot's messages (the connector's own event building)."""
+
+    def covers(self, source: dict) -> bool:
+        """Whether the event with this source block was committed at or before the view's position."""
+
+    def reached(self, position: Any) -> bool:
+        """Whether the connector's committed position (its source's Position) covers the view's position."""
+
+    def close(self) -> None: ...
+
+
+class PartitionVerifier(Protocol):
+    """A source's side of Verify for one partition (a replica set, a PostgreSQL database, a MariaDB server)."""
+
+    name: str
+
+    def offset_key(self) -> bytes: ...
+
+    def committed_position(self, value: bytes) -> Any:
+        """The position in the partition's offset record value (None: none yet)."""
+
+    def open_view(self) -> VerifyView: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class VerifyOptions:
+    chunk_size: int = 8192
+    max_keys: int = 20  # mismatches listed in the report (all are counted)
+    wait_seconds: float = 120.0  # for the connector to capture up to a view's position
+    rounds: int = 3  # views a key that keeps changing is compared in
+
+
+Progress = Callable[[dict], None]
+
+
+class Verifier:
+    def __init__(self, config, partitions: list[PartitionVerifier], bootstrap_servers: str,
+                 options: VerifyOptions | None = None, stop: threading.Event | None = None,
+                 on_progress: Progress | None = None):
+        self.config = config
+        self.partitions = partitions
+        self.options = options or VerifyOptions()
+        self.stop = stop or threading.Event()
+        self.on_progress = on_progress or (lambda _: None)
+        self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
+        self.topics = TopicReader(bootstrap_servers)
+        self.report = VerifyReport(config.name)
+        self._listed = 0
+
+    def run(self) -> VerifyReport:
+        started = time.monotonic()
+        try:
+            for partition in self.partitions:
+                self._verify_partition(partition)
+        finally:
+            for partition in self.partitions:
+                partition.close()
+            self.report.seconds = time.monotonic() - started
+        return self.report
+
+    # -- one partition ------------------------------------------------------------------------------------------
+
+    def _verify_partition(self, partition: PartitionVerifier) -> None:
+        pending: list[str] | None = None  # None: every table
+        results: dict[str, tuple[TableReport, list[Mismatch]]] = {}
+        for round_number in range(self.options.rounds):
+            view = partition.open_view()
+            try:
+                committed = self._wait_for_stream(partition, view)
+                self.report.positions.append({"partition": partition.name, "round": round_number + 1,
+                                              "source": view.position, "connector": str(committed)})
+                tables = view.tables() if pending is None else pending
+                unsettled = []
+                for table in tables:
+                    report, mismatches, changed = self._verify_table(view, table)
+                    results[table] = (report, mismatches)
+                    if changed and round_number + 1 < self.options.rounds:
+                        unsettled.append(table)
+                        self.report.rechecked += changed
+            finally:
+                view.close()
+            if not unsettled:
+                break
+            log.info("verify %s/%s: %d tables have differing keys that changed after %s; comparing them again",
+                     self.config.name, partition.name, len(unsettled), view.position)
+            pending = unsettled
+        for report, mismatches in results.values():
+            self.report.tables.append(report)
+            room = max(0, self.options.max_keys - len(self.report.mismatches))
+            self.report.mismatches.extend(mismatches[:room])
+
+    def _wait_for_stream(self, partition: PartitionVerifier, view: VerifyView) -> Any:
+        deadline = time.monotonic() + self.options.wait_seconds
+        position = None
+        while True:
+            value, _ = self.offsets.read_value(partition.offset_key())
+            position = partition.committed_position(value) if value is not None else None
+            if position is not None and view.reached(position):
+                return position
+            if time.monotonic() >= deadline:
+                where = "it has committed no position yet" if position is None else f"its committed position is " \
+                                                                                      f"{position}"
+                raise ConnectorError(
+                    f"connector {self.config.name} has not captured the source up to where Verify read it "
+                    f"({view.position}) within {self.options.wait_seconds:.0f}s ({where}); Verify compares only a "
+                    "running connector that keeps up with its source")
+            if self.stop.wait(0.5):
+                raise ConnectorError("Verify was stopped")
+
+    # -- one table ------------------------------------------------------------------------------------------------
+
+    def _verify_table(self, view: VerifyView, table: str) -> tuple[TableReport, list[Mismatch], int]:
+        """The table's report, its mismatches, and how many of them changed after the view's position."""
+        topic = view.topic(table)
+        report = TableReport(table, topic)
+        state = self.topics.read(topic, view.covers, view.placeholder)
+        report.topic_records = state.records
+        plan = view.plan(table, self.options.chunk_size)
+        chunks = chunks_of(table, plan.bounds, 0)
+        report.chunks = len(chunks)
+        mismatches: list[Mismatch] = []
+        seen: set[str] = set()
+        keyless = False
+        for chunk in chunks:
+            if self.stop.is_set():
+                raise ConnectorError("Verify was stopped")
+            rows = self._source_rows(view.read_chunk(chunk), topic)
+            keyless = keyless or None in rows
+            rows.pop(None, None)
+            report.rows += len(rows)
+            seen.update(rows)
+            if _checksum(rows.items()) != _checksum((k, state.rows[k]) for k in rows if k in state.rows):
+                report.chunks_differing += 1
+                mismatches.extend(self._row_diffs(table, rows, state))
+            self.on_progress({"table": table, "chunk": chunk.index + 1, "chunks": len(chunks), "rows": report.rows})
+        if keyless:
+            report.skipped = "rows without a key (no primary key): they cannot be matched to the topic's"
+        mismatches.extend(Mismatch(table, key, EXTRA) for key in state.rows if key not in seen)
+        for mismatch in mismatches:
+            setattr(report, mismatch.kind, getattr(report, mismatch.kind) + 1)
+        changed = sum(1 for m in mismatches if m.key in state.later)
+        return report, mismatches, changed
+
+    @staticmethod
+    def _source_rows(messages: list[OutMessage], topic: str) -> dict[str | None, str]:
+        rows: dict[str | None, str] = {}
+        for message in messages:
+            if message.topic != topic or message.value is None:
+                continue
+            event = read_event(message.value)
+            if event.after is not None:
+                rows[key_text(message.key)] = canonical(event.after)
+        return rows
+
+    @staticmethod
+    def _row_diffs(table: str, rows: dict[str, str], state: TopicState) -> list[Mismatch]:
+        found = []
+        for key, value in rows.items():
+            held = state.rows.get(key)
+            if held is None:
+                found.append(Mismatch(table, key, MISSING))
+            elif held != value:
+                found.append(Mismatch(table, key, DIFFERENT, field_diff(json.loads(value), json.loads(held))))
+        return found
+
+
+def _checksum(rows) -> int:
+    return sum(row_hash(key, value) for key, value in rows) & 0xFFFFFFFFFFFFFFFF

@@ -1,0 +1,73 @@
+"""How Verify reads one Kafka message of a table's topic: its key and the row state it leaves (docs/verify.md).
+
+Both sides of a comparison go through here: the source's rows are built into the very messages a snapshot writes
+(so types, masks, excluded columns and renamed fields are applied by the connector's own code) and then read back
+like the topic's records. A row state is the event's `after` as canonical JSON (keys sorted), or None for a
+deleted row (a delete event or a tombstone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+DELETED = None
+
+
+class UnreadableEvent(ValueError):
+    """A record that is not a Debezium change event Verify can compare (e.g. a flattened format)."""
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def key_text(key: bytes | None) -> str | None:
+    """The record key as canonical JSON (a JsonConverter `{"schema", "payload"}` wrapping is removed)."""
+    if key is None:
+        return None
+    decoded = json.loads(key)
+    if isinstance(decoded, dict) and set(decoded) == {"schema", "payload"}:
+        decoded = decoded["payload"]
+    return canonical(decoded)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One record read back: `op` (c, u, d, r, t; None for a tombstone), the row state after it (a dict, or None
+    when deleted), and its source block (where it was captured)."""
+
+    op: str | None
+    after: dict | None
+    source: dict
+
+
+def read_event(value: bytes | None) -> Event:
+    if value is None:
+        return Event(None, DELETED, {})
+    decoded = json.loads(value)
+    if isinstance(decoded, dict) and "payload" in decoded and "schema" in decoded:
+        decoded = decoded["payload"]
+    if not isinstance(decoded, dict) or "op" not in decoded or "source" not in decoded:
+        raise UnreadableEvent("a record is not a Debezium change event (op, source, after): Verify compares the "
+                              "Debezium envelope formats only")
+    op = decoded["op"]
+    after = decoded.get("after")
+    if isinstance(after, str):  # MongoDB: the document as Extended JSON text
+        after = json.loads(after)
+    return Event(op, DELETED if op == "d" else after, decoded.get("source") or {})
+
+
+def row_hash(key: str, state: str) -> int:
+    """A row's 64-bit hash; a chunk's checksum is the sum of its rows' (order-independent)."""
+    digest = hashlib.blake2b(key.encode() + b"\x00" + state.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def field_diff(source: dict | None, topic: dict | None) -> dict:
+    """{field: [source value, topic value]} for every top-level field that differs."""
+    source, topic = source or {}, topic or {}
+    return {name: [source.get(name), topic.get(name)] for name in sorted({*source, *topic})
+            if canonical(source.get(name)) != canonical(topic.get(name))}

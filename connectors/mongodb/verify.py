@@ -1,0 +1,126 @@
+"""Verify's reads of a MongoDB replica set (connectors/core/verify.py, docs/verify.md).
+
+A view is a transaction with `readConcern: snapshot`: every read in it sees the data at one cluster time, the
+`operationTime` of its first reply. Collections are planned as the snapshot plans them, widened to MinKey and
+MaxKey at both ends (a document inserted beyond the planned `_id`s before the view's time is read too), and read
+in `_id` order, each document built into the snapshot's event by the connector's transformer. An event is
+covered when its cluster time (`source.ts_ms` seconds and `source.ord`) is at or before the view's; the
+connector has captured the whole view once its committed cluster time reaches it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bson import MaxKey, MinKey, Timestamp
+from pymongo.read_concern import ReadConcern
+
+from connectors.config import ConnectorConfig
+from connectors.core.errors import ConnectorError
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.kafka.sink import OutMessage
+from connectors.mongodb.client import open_client
+from connectors.mongodb.events import topic_name
+from connectors.mongodb.position import MongoPosition
+from connectors.mongodb.records import ChangeRecord, Namespace
+from connectors.mongodb.snapshots.chunks import plan_collection, range_query
+from connectors.mongodb.snapshots.reader import MongoSnapshotReader
+from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
+
+
+def token_cluster_time(token: dict | None) -> Timestamp | None:
+    """The cluster time a resume token starts with: its `_data` (hex of a KeyString) opens with the type byte of a
+    timestamp (0x82), then the seconds and the increment, 4 bytes each, big-endian."""
+    data = (token or {}).get("_data")
+    if not isinstance(data, str) or len(data) < 18 or data[:2] != "82":
+        return None
+    try:
+        return Timestamp(int(data[2:10], 16), int(data[10:18], 16))
+    except ValueError:
+        return None
+
+
+class MongoView:
+    placeholder = None
+
+    def __init__(self, config: ConnectorConfig, replica_set: ReplicaSetSource, client):
+        self.config = config
+        self.client = client
+        self._reader = MongoSnapshotReader(config, client)
+        self._tables = self._reader.collections()
+        self._transformer = MongoEventBuilder(config, replica_set.name).transformer
+        self._session = client.start_session(causal_consistency=False)
+        try:
+            self._session.start_transaction(read_concern=ReadConcern("snapshot"))
+            first = Namespace.parse(self._tables[0]) if self._tables else Namespace("admin", "cdc_verify")
+            client[first.db][first.collection].find_one({}, session=self._session)
+            self.cluster_time = self._session.operation_time
+        except BaseException:
+            self.close()
+            raise
+        self.position = {"cluster_time": {"t": self.cluster_time.time, "i": self.cluster_time.inc}}
+
+    def tables(self) -> list[str]:
+        return self._tables
+
+    def topic(self, table: str) -> str:
+        return topic_name(self.config.topic_prefix, Namespace.parse(table))
+
+    def plan(self, table: str, chunk_size: int) -> Plan:
+        plan = plan_collection(self.client, table, chunk_size)
+        if not plan.bounds:
+            return Plan([MinKey(), MaxKey()], 0, "whole collection (empty when planned)")
+        return dataclasses.replace(plan, bounds=[MinKey(), *plan.bounds[1:-1], MaxKey()])
+
+    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+        namespace = Namespace.parse(chunk.namespace)
+        collection = self.client[namespace.db][namespace.collection]
+        messages: list[OutMessage] = []
+        transform = self._transformer.transform
+        query = range_query(chunk.lower, chunk.upper, chunk.upper_inclusive)
+        for document in collection.find(query, session=self._session, batch_size=self.config.snapshot_fetch_size,
+                                        sort=[("_id", 1)]):
+            messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
+                                                                 cluster_time=self.cluster_time)))
+        return messages
+
+    def covers(self, source: dict) -> bool:
+        seconds = int(source.get("ts_ms") or 0) // 1000
+        return (seconds, int(source.get("ord") or 0)) <= (self.cluster_time.time, self.cluster_time.inc)
+
+    def reached(self, position: MongoPosition) -> bool:
+        at = position.cluster_time or token_cluster_time(position.token)
+        return at is not None and (at.time, at.inc) >= (self.cluster_time.time, self.cluster_time.inc)
+
+    def close(self) -> None:
+        if self._session.in_transaction:
+            self._session.abort_transaction()
+        self._session.end_session()
+
+
+class MongoPartitionVerifier:
+    def __init__(self, config: ConnectorConfig, replica_set):
+        self.config = config
+        self.source = MongoSource(config).open(replica_set)
+        self.name = self.source.name
+        self.client = open_client(replica_set.client_options)
+
+    def offset_key(self) -> bytes:
+        return self.source.offset_key()
+
+    def committed_position(self, value: bytes) -> MongoPosition | None:
+        return self.source.decode_offset(value).position
+
+    def open_view(self) -> MongoView:
+        return MongoView(self.config, self.source, self.client)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def partitions(config: ConnectorConfig) -> list[MongoPartitionVerifier]:
+    found = MongoSource(config).partitions()
+    if len(found) != 1:
+        raise ConnectorError("Verify reads one replica set; a sharded cluster (one change stream per shard) is not "
+                             "supported")
+    return [MongoPartitionVerifier(config, found[0])]

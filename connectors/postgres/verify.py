@@ -1,0 +1,123 @@
+"""Verify's reads of a PostgreSQL database (connectors/core/verify.py, docs/verify.md).
+
+A view is a REPEATABLE READ transaction that exports its snapshot (`pg_export_snapshot()`); the snapshot reader
+imports it, plans and reads the tables in key-ordered chunks there, building each row into the snapshot's event.
+The transaction's own snapshot (`txid_current_snapshot()`) says exactly which transactions the view holds: an
+event is covered when its `txId` is visible in it. `pg_current_wal_lsn()`, read in the same statement, is after
+the commit of every one of them: the connector has captured them all once its committed position passes it.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.kafka.sink import OutMessage
+from connectors.postgres import envelope
+from connectors.postgres.config import PostgresConfig
+from connectors.postgres.pgoutput import lsn_from_text
+from connectors.postgres.position import Position
+from connectors.postgres.snapshot import PgSnapshotReader, ReadPoint, session_options
+from connectors.postgres.source import PostgresSource, SlotSource
+
+XID_SPAN = 1 << 32
+
+
+class TransactionSnapshot:
+    """A `txid_current_snapshot()` value: `xmin:xmax:xip,…` (epoch-extended transaction ids)."""
+
+    def __init__(self, text: str):
+        xmin, xmax, xip = text.split(":")
+        self.xmin, self.xmax = int(xmin), int(xmax)
+        self.in_progress = {int(x) for x in xip.split(",") if x}
+
+    def extend(self, xid: int) -> int:
+        """A 32-bit transaction id (an event's `txId`) with the epoch that puts it nearest this snapshot's `xmax`
+        (ids are compared modulo 2^32 within half the span, as PostgreSQL compares them)."""
+        full = (self.xmax & ~(XID_SPAN - 1)) | (xid & (XID_SPAN - 1))
+        if full > self.xmax + XID_SPAN // 2:
+            return full - XID_SPAN
+        if full < self.xmax - XID_SPAN // 2:
+            return full + XID_SPAN
+        return full
+
+    def visible(self, xid: int) -> bool:
+        full = self.extend(xid)
+        return full < self.xmin or (full < self.xmax and full not in self.in_progress)
+
+
+class PgView:
+    def __init__(self, config: PostgresConfig, slot: SlotSource):
+        self.config = config
+        self.placeholder = config.unavailable_value_placeholder
+        self._conn = psycopg.connect(slot.dsn, options=session_options())
+        try:
+            self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            self._conn.read_only = True
+            exported, snapshot, wal = self._conn.execute(
+                "SELECT pg_export_snapshot(), txid_current_snapshot()::text, pg_current_wal_lsn()::text").fetchone()
+        except BaseException:
+            self._conn.close()
+            raise
+        self.snapshot = TransactionSnapshot(snapshot)
+        self.wal_lsn = lsn_from_text(wal)
+        self.position = {"lsn": wal, "txid_snapshot": snapshot}
+        self._reader = PgSnapshotReader(slot, slot.event_builder)
+        self._reader.snapshot_name, self._reader.lsn = exported, self.wal_lsn
+        self._builder = slot.event_builder()
+        self._read_at = ReadPoint(0, self.wal_lsn, exported)
+
+    def tables(self) -> list[str]:
+        return [t for t in self._reader.collections() if self._reader.key_columns(t)]
+
+    def topic(self, table: str) -> str:
+        schema, name = table.split(".", 1)
+        return envelope.topic_name(self.config.topic_prefix, schema, name)
+
+    def plan(self, table: str, chunk_size: int) -> Plan:
+        return self._reader.plan(table, chunk_size)
+
+    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+        messages, _ = self._reader.read_chunk(self._builder, chunk, self._read_at, None, False, None)
+        return messages
+
+    def covers(self, source: dict) -> bool:
+        if source.get("snapshot", "false") != "false" or source.get("txId") is None:
+            lsn = source.get("lsn")
+            return lsn is not None and int(lsn) < self.wal_lsn
+        return self.snapshot.visible(int(source["txId"]))
+
+    def reached(self, position: Position) -> bool:
+        return position.lsn_commit >= self.wal_lsn or (position.completed and position.lsn_proc >= self.wal_lsn)
+
+    def close(self) -> None:
+        self._reader.close()
+        self._builder.close()
+        self._conn.close()
+
+
+class PgPartitionVerifier:
+    def __init__(self, config: PostgresConfig):
+        source = PostgresSource(config)
+        self.config = config
+        self.slot = source.open(source.partitions()[0])
+        self.name = self.slot.name
+
+    def offset_key(self) -> bytes:
+        return self.slot.offset_key()
+
+    def committed_position(self, value: bytes) -> Position | None:
+        return self.slot.decode_offset(value).position
+
+    def open_view(self) -> PgView:
+        return PgView(self.config, self.slot)
+
+    def close(self) -> None:
+        """Nothing is held between views (the slot itself is the connector's: never touched)."""
+
+
+def partitions(config: PostgresConfig) -> list[PgPartitionVerifier]:
+    return [PgPartitionVerifier(config)]
+
+
+

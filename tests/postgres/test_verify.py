@@ -1,0 +1,114 @@
+"""Verify against a real PostgreSQL, a running connector and Kafka (docs/verify.md): a topic corrupted on purpose
+is named key by key; a run under a concurrent write workload finds nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import psycopg2
+import psycopg2.extensions
+import pytest
+
+from connectors.core.verify import Verifier, VerifyOptions
+from connectors.postgres import verify as pg_verify
+from tests.postgres.test_source import Running, pg_config
+from tests.type_check import records_at_least
+from tests.verify_corruption import after_of, found, latest_event, produce, with_after
+from tests.verify_workload import Workload
+
+pytestmark = [pytest.mark.integration]
+
+
+def run_verify(config, bootstrap, **options):
+    return Verifier(config, pg_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=7, **options)).run()
+
+
+def run_cli(pg_db, name, bootstrap, tmp_path):
+    """`python -m connectors verify` on the same connector's properties."""
+    dsn = psycopg2.extensions.parse_dsn(pg_db.dsn)
+    props = {"name": name, "connector.class": "postgres", "topic.prefix": name, "database.hostname": dsn["host"],
+             "database.port": dsn["port"], "database.user": dsn["user"], "database.password": dsn.get("password"),
+             "database.dbname": pg_db.name, "slot.name": pg_db.name, "publication.autocreate.mode": "filtered",
+             "offset.storage.topic": f"{name}.offsets", "column.mask.with.4.chars": "public.items.name",
+             "snapshot.chunk.size": 7}
+    path = tmp_path / "connector.json"
+    path.write_text(json.dumps(props))
+    return subprocess.run([sys.executable, "-m", "connectors", "verify", str(path), "--bootstrap-servers", bootstrap],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_verify_names_exactly_the_keys_a_corrupted_topic_gets_wrong(pg_db, stack, unique_name, tmp_path):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    topic = f"{name}.public.items"
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text, qty int)")
+    pg_db.execute("INSERT INTO items SELECT g, 'item ' || g, g * 10 FROM generate_series(1, 30) g")
+    config = pg_config(pg_db, name, **{"column.mask.with.4.chars": "public.items.name"})
+    running = Running(config, bootstrap)
+    try:
+        records_at_least(running, bootstrap, topic, 30)
+        pg_db.execute("DELETE FROM items WHERE id = 5")
+        pg_db.execute("UPDATE items SET qty = 1 WHERE id = 9")
+        records_at_least(running, bootstrap, topic, 33)
+
+        clean = run_verify(config, bootstrap)
+        assert clean.mismatched == 0, clean.to_json()
+        assert clean.rows == 29 and clean.chunks == 5
+
+        key7, value7 = latest_event(bootstrap, topic, {"id": 7})
+        _, value9 = latest_event(bootstrap, topic, {"id": 9})
+        produce(bootstrap, topic, {"id": 1000}, with_after(value7, {**after_of(value7), "id": 1000}))  # stray
+        produce(bootstrap, topic, {"id": 5}, with_after(value9, {**after_of(value9), "id": 5}))  # a deleted key
+        produce(bootstrap, topic, {"id": 7}, with_after(value7, {**after_of(value7), "qty": 71}))  # changed value
+
+        report = run_verify(config, bootstrap)
+        cli = run_cli(pg_db, name, bootstrap, tmp_path)
+    finally:
+        running.stop()
+    assert cli.returncode == 1, cli.stderr
+    assert "3 rows differ" in cli.stdout
+    assert 'different public.items {"id":7} {"qty": [70, 71]}' in " ".join(cli.stdout.split())
+    assert found(report) == {'{"id":1000}': "extra", '{"id":5}': "extra", '{"id":7}': "different"}
+    assert (report.extra, report.different, report.missing) == (2, 1, 0)
+    changed = next(m for m in report.mismatches if m.kind == "different")
+    assert changed.fields == {"qty": [70, 71]}
+    assert report.tables[0].chunks_differing == 1  # only chunk [7, 14) was compared row by row
+    assert report.positions and report.positions[0]["source"]["lsn"]
+
+
+def test_a_concurrent_write_workload_raises_no_false_alarm(pg_db, stack, unique_name):
+    bootstrap = stack.kafka_bootstrap
+    name = "pg" + unique_name.replace("-", "")[-12:]
+    topic = f"{name}.public.hot"
+    keys = 3000
+    pg_db.execute("CREATE TABLE hot (id int PRIMARY KEY, v int, note text)")
+    pg_db.execute("INSERT INTO hot SELECT g, 0, 'n' FROM generate_series(0, %s) g", (keys - 1,))
+    config = pg_config(pg_db, name)
+    running = Running(config, bootstrap)
+    statements = {
+        "insert": "INSERT INTO hot VALUES (%(k)s, 1, 'i') ON CONFLICT (id) DO UPDATE SET v = hot.v + 1",
+        "update": "UPDATE hot SET v = v + 1, note = md5(random()::text) WHERE id = %(k)s",
+        "delete": "DELETE FROM hot WHERE id = %(k)s",
+    }
+
+    def open_writer():
+        conn = psycopg2.connect(pg_db.dsn)
+        conn.autocommit = True
+        conn.cursor().execute("SET synchronous_commit = off")  # the rate of a busy server, on a small machine
+        cursor = conn.cursor()
+        return lambda op, key: cursor.execute(statements[op], {"k": key})
+
+    try:
+        records_at_least(running, bootstrap, topic, keys, timeout=120)
+        with Workload(open_writer, keys) as load:
+            reports = [Verifier(config, pg_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=500)).run()
+                       for _ in range(3)]
+        assert load.writes > 0
+    finally:
+        running.stop()
+    print(f"workload {load.rate:.0f} writes/s during Verify; " + "; ".join(r.summary() for r in reports))
+    for report in reports:
+        assert report.rows > 0
+        assert report.mismatched == 0, report.to_json()

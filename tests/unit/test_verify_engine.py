@@ -1,0 +1,59 @@
+"""Verify's pieces that need no server: which PostgreSQL transactions a snapshot holds (across the 2^32 wrap of
+event txIds), and how a topic's records fold into the state at a position."""
+
+from __future__ import annotations
+
+import json
+
+from connectors.core.verify_events import field_diff, key_text, read_event
+from connectors.core.verify_topics import TopicState, fold
+from connectors.postgres.verify import TransactionSnapshot
+
+
+def test_a_snapshot_holds_the_transactions_before_it_and_not_those_in_progress_or_later():
+    snapshot = TransactionSnapshot("100:105:101,103")
+    assert [x for x in range(95, 110) if snapshot.visible(x)] == [95, 96, 97, 98, 99, 100, 102, 104]
+
+
+def test_event_txids_are_placed_in_the_epoch_nearest_the_snapshot():
+    epoch = 1 << 32
+    snapshot = TransactionSnapshot(f"{epoch + 10}:{epoch + 20}:")
+    assert snapshot.visible(5)  # epoch + 5
+    assert not snapshot.visible(25)  # epoch + 25: later
+    assert snapshot.visible(0xFFFFFFF0)  # the previous epoch's last ids
+    late = TransactionSnapshot("4294967200:4294967290:")  # ids about to wrap
+    assert not late.visible(3)  # the next epoch's first ids
+
+
+def event(op, after, at, key=1):
+    value = {"op": op, "after": after, "source": {"at": at}}
+    return key_text(json.dumps({"id": key}).encode()), read_event(json.dumps(value).encode())
+
+
+def test_the_state_at_a_position_keeps_each_keys_last_covered_event_and_marks_later_ones():
+    state = TopicState()
+    covers = lambda source: source["at"] <= 10  # noqa: E731
+    for key, built in (event("c", {"id": 1, "v": 1}, 5), event("u", {"id": 1, "v": 2}, 9),
+                       event("u", {"id": 1, "v": 3}, 11), event("c", {"id": 2, "v": 1}, 6, key=2),
+                       event("d", None, 8, key=2)):
+        fold(state, key, built, covers, None)
+    assert state.rows == {'{"id":1}': '{"id":1,"v":2}'}
+    assert state.later == {'{"id":1}'}
+    tombstone = read_event(None)
+    fold(state, '{"id":1}', tombstone, covers, None)  # follows the later delete: not at the position
+    assert '{"id":1}' in state.rows
+
+
+def test_an_unavailable_value_keeps_the_previous_one_and_a_truncate_empties_the_table():
+    state = TopicState()
+    covers = lambda source: True  # noqa: E731
+    fold(state, *event("c", {"id": 1, "big": "x" * 10, "v": 1}, 1), covers, "__unavailable")
+    fold(state, *event("u", {"id": 1, "big": "__unavailable", "v": 2}, 2), covers, "__unavailable")
+    assert json.loads(state.rows['{"id":1}']) == {"id": 1, "big": "x" * 10, "v": 2}
+    fold(state, None, read_event(json.dumps({"op": "t", "after": None, "source": {}}).encode()), covers, None)
+    assert state.rows == {}
+
+
+def test_field_diff_names_each_differing_field_with_both_values():
+    assert field_diff({"a": 1, "b": 2, "c": [1]}, {"a": 1, "b": 3, "d": 4}) == {"b": [2, 3], "c": [[1], None],
+                                                                               "d": [None, 4]}
