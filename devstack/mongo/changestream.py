@@ -75,6 +75,7 @@ class StreamSpec:
         self.start_kind = starts[0] if starts else None
         self.start_value = opts.get(self.start_kind) if self.start_kind else None
         self.expanded = bool(opts.get("showExpandedEvents", False))
+        self.migrations = bool(opts.get("showMigrationEvents", False))
         self.all_cluster = bool(opts.get("allChangesForCluster", False))
         self.db = db
         self.coll = coll
@@ -310,6 +311,8 @@ class ChangeStreamCursor:
         kind = op.op
         spec = self.spec
         if kind in ("i", "u", "d"):
+            if op.extra is not None and op.extra.get("fromMigrate") and not spec.migrations:
+                return   # a chunk migration's copy or clean-up: not a change of the data
             db, coll = _split_ns(op.ns)
             if spec.visible(db, coll):
                 out.append((tokens.event_sort_key(entry.ts, index), ("crud", op, index, in_txn)))
@@ -559,7 +562,7 @@ class ChangeStreamCursor:
             entry = entries[i]
             op = entry.op
             if (fast and self.inner == 0 and self.resume_key is None and op is not None and op.op in "iudn"
-                    and not (lookups and spec.looks_up(op))):
+                    and op.extra is None and not (lookups and spec.looks_up(op))):
                 # common case: one CRUD operation (or a no-op) per entry, default options (updateLookup's
                 # updates excepted: their events read the collection, and are never cached)
                 if op.op != "n":
