@@ -62,6 +62,9 @@ class ShardedCluster:
         self.collections: dict[str, ShardedCollection] = {}
         self.balancer_on = False
         self.migrations = 0
+        # held by mongos while a command routes by chunk ownership, and by migrations: a command never sees a
+        # chunk move half way through it (mongod's shard versioning and range deleter guarantee the same)
+        self.routing = asyncio.Lock()
 
     # ---- config.* documents ---------------------------------------------------------------------------------
     def _config_put(self, name: str, doc: dict):
@@ -239,6 +242,10 @@ class ShardedCluster:
             raise CommandError(2, f"'find' must give every shard key field of {coll.key.pattern}")
         return coll.chunk_for(key)
 
+    async def move_chunk_when_idle(self, ns: str, chunk: Chunk, to: str) -> int:
+        async with self.routing:
+            return self.move_chunk(ns, chunk, to)
+
     def move_chunk(self, ns: str, chunk: Chunk, to: str) -> int:
         """Move a chunk's documents to another shard: inserts on the recipient and deletes on the donor, each
         logged with `fromMigrate: true`. It runs in one step of the event loop, so no read sees a document on
@@ -280,7 +287,7 @@ class ShardedCluster:
         self.balancer_on = on
         self._config_put("settings", {"_id": "balancer", "mode": "full" if on else "off", "stopped": not on})
 
-    def balance_once(self) -> bool:
+    async def balance_once(self) -> bool:
         """One balancing round: move one chunk from the shard with most chunks of a collection to the one with
         fewest, when they differ by more than one. True if a chunk moved."""
         for ns, coll in list(self.collections.items()):
@@ -292,7 +299,7 @@ class ShardedCluster:
             if counts[most] - counts[fewest] > 1:
                 chunk = next(c for c in reversed(coll.chunks) if c.shard == most)
                 try:
-                    self.move_chunk(ns, chunk, fewest)
+                    await self.move_chunk_when_idle(ns, chunk, fewest)
                 except CommandError as exc:
                     log.info("balancer: %s", exc.errmsg)
                     return False
@@ -303,4 +310,4 @@ class ShardedCluster:
         while True:
             await asyncio.sleep(interval)
             if self.balancer_on:
-                self.balance_once()
+                await self.balance_once()

@@ -30,6 +30,7 @@ TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 FORWARDED = ("lsid", "txnNumber", "autocommit", "writeConcern", "bypassDocumentValidation", "let", "comment",
              "maxTimeMS", "collation")
 PRIMARY_WAIT = 15.0
+ROUTED = {"insert", "update", "delete", "findAndModify", "find", "count", "distinct", "aggregate", "getMore"}
 RETRYABLE_WRITES = ("insert", "update", "delete", "findAndModify")
 
 
@@ -235,7 +236,11 @@ class Router:
                 if db in ("admin", "config", "local"):
                     raise CommandError(59, f"no such command: '{name}'")
                 handler = forward_to_primary_shard
-            reply = dict(await handler(req))
+            if canonical in ROUTED and not _change_stream(cmd, self):
+                async with self.cluster.routing:
+                    reply = dict(await handler(req))
+            else:
+                reply = dict(await handler(req))
             reply.setdefault("ok", 1.0)
             if req.txn is not None and req.txn.participants and name not in ("commitTransaction",
                                                                               "abortTransaction"):
@@ -259,6 +264,16 @@ class Router:
         reply["$clusterTime"] = self.cluster_time_doc()
         reply["operationTime"] = self.cluster.clock.last
         return reply
+
+
+def _change_stream(cmd: dict, router) -> bool:
+    """An aggregate opening, or a getMore reading, a change stream: it waits for events, holding nothing."""
+    if "getMore" in cmd:
+        cursor = router.cursors.cursors.get(int(cmd["getMore"])) if isinstance(cmd["getMore"], int) else None
+        return bool(getattr(cursor, "tailable", False))
+    pipeline = cmd.get("pipeline")
+    return bool(isinstance(pipeline, list) and pipeline and isinstance(pipeline[0], dict)
+                and "$changeStream" in pipeline[0])
 
 
 def error_of(reply: dict) -> CommandError:

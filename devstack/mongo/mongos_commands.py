@@ -173,7 +173,7 @@ async def move_chunk(req):
     await req.router.primary_of(chunk.shard)
     if to in cluster.shards:
         await req.router.primary_of(to)
-    moved = cluster.move_chunk(ns, chunk, to)
+    moved = await cluster.move_chunk_when_idle(ns, chunk, to)
     return {"millis": 0, "docsMoved": moved}
 
 

@@ -40,9 +40,9 @@ class ShardedClusterHandle:
         self._runner.call(lambda: self._emulator.cluster.split(ns, middle))
 
     def move_chunk(self, ns: str, find: dict, to: str) -> int:
-        def run():
+        async def run():
             cluster = self._emulator.cluster
-            return cluster.move_chunk(ns, cluster.find_chunk(ns, find), to)
+            return await cluster.move_chunk_when_idle(ns, cluster.find_chunk(ns, find), to)
         return self._runner.call(run)
 
     def chunks(self, ns: str) -> list[dict]:
