@@ -157,6 +157,10 @@ class ShardedCluster:
         for shard in coll.shards():
             self.ensure_local(shard, db, name, uuid)
         self.collections[ns] = coll
+        # the primary shard notes it in its oplog (a no-op), which change streams show as a shardCollection event
+        primary_rs.log_op(Op("n", ns, uuid, o={"msg": {"shardCollection": ns}},
+                             o2={"shardCollection": ns, "key": key.pattern, "unique": unique,
+                                 "presplitHashedZones": False, "capped": False}))
         self._write_collection(coll)
         for chunk in coll.chunks:
             self._config_put("chunks", self._chunk_doc(coll, chunk))

@@ -18,8 +18,8 @@ from bson.objectid import ObjectId
 
 from devstack.mongo.bsonutil import hash_key, to_int
 from devstack.mongo.cursors import CursorManager
-from devstack.mongo.dispatch import CloseConnection, run_command
-from devstack.mongo.errors import CommandError, code_name
+from devstack.mongo.dispatch import TRANSIENT_CODES, CloseConnection, run_command
+from devstack.mongo.errors import RETRYABLE_WRITE_CODES, CommandError, code_name
 from devstack.mongo.faults import FailPoints
 from devstack.mongo.server import Connection
 
@@ -197,6 +197,18 @@ class Router:
                 cmd["readConcern"] = txn.read_concern
         return cmd
 
+    async def _abort_on_failure(self, cmd: dict, name: str):
+        if cmd.get("autocommit") is not False or name in ("commitTransaction", "abortTransaction") or \
+                not isinstance(cmd.get("lsid"), dict):
+            return
+        txn = self.txns.get(hash_key(cmd["lsid"].get("id")))
+        if txn is None or txn.txn_number != to_int(cmd.get("txnNumber")) or txn.state != "in_progress":
+            return
+        txn.state = "aborted"
+        for shard in txn.participants:
+            await self.on_shard(shard, {"abortTransaction": 1, "lsid": cmd["lsid"], "txnNumber": cmd["txnNumber"],
+                                        "autocommit": False}, "admin", check=False)
+
     # ---- running one command ----------------------------------------------------------------------------------
     async def run(self, conn, cmd: dict, op_query: bool = False, secondary_ok: bool = False,
                   db: str | None = None) -> dict:
@@ -211,15 +223,17 @@ class Router:
             if fp.get("blockConnection"):
                 await asyncio.sleep((to_int(fp.get("blockTimeMS")) or 0) / 1000.0)
             if fp.get("closeConnection"):
+                # a statement cut off inside a transaction aborts it on the shards it touched, as mongos does
+                await self._abort_on_failure(cmd, canonical)
                 raise CloseConnection()
             if "errorCode" in fp:
-                reply = CommandError(to_int(fp["errorCode"]), "Failing command via 'failCommand' failpoint").to_reply()
+                code = to_int(fp["errorCode"])
+                reply = CommandError(code, "Failing command via 'failCommand' failpoint").to_reply()
                 labels = fp.get("errorLabels")
+                if labels is None:
+                    labels = _failure_labels(cmd, canonical, code)
                 if labels:
                     reply["errorLabels"] = list(labels)
-                elif labels is None and cmd.get("autocommit") is False and to_int(fp["errorCode"]) in (
-                        6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436):
-                    reply["errorLabels"] = ["TransientTransactionError"]
                 return self.envelope(reply)
         req = Request(self, conn, cmd, name, db)
         retry_key = None
@@ -264,6 +278,20 @@ class Router:
         reply["$clusterTime"] = self.cluster_time_doc()
         reply["operationTime"] = self.cluster.clock.last
         return reply
+
+
+def _failure_labels(cmd: dict, name: str, code: int) -> list[str]:
+    """The labels mongos gives an error (as mongod's dispatch does): transient inside a transaction, retryable for
+    a retryable write or a commit/abort."""
+    labels = []
+    control = name in ("commitTransaction", "abortTransaction")
+    retryable = control or (name in RETRYABLE_WRITES and cmd.get("txnNumber") is not None
+                            and cmd.get("autocommit") is None)
+    if retryable and code in RETRYABLE_WRITE_CODES and not (cmd.get("autocommit") is False and not control):
+        labels.append("RetryableWriteError")
+    if cmd.get("autocommit") is False and (code in TRANSIENT_CODES or (not control and code in RETRYABLE_WRITE_CODES)):
+        labels.append("TransientTransactionError")
+    return labels
 
 
 def _change_stream(cmd: dict, router) -> bool:

@@ -315,6 +315,9 @@ async def commit_transaction(req):
     if txn is None:
         raise CommandError(50768, "'autocommit' field is required", code_name_override="Location50768")
     router = req.router
+    if txn.state == "aborted":
+        raise CommandError(251, f"Transaction with {{ txnNumber: {txn.txn_number} }} has been aborted.",
+                           labels=["TransientTransactionError"])
     if len(txn.participants) <= 1:
         for shard in txn.participants:
             await router.on_shard(shard, _txn_control(req), "admin")

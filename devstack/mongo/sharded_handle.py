@@ -45,6 +45,30 @@ class ShardedClusterHandle:
             return await cluster.move_chunk_when_idle(ns, cluster.find_chunk(ns, find), to)
         return self._runner.call(run)
 
+    def move_chunk_at(self, ns: str, index: int) -> int:
+        """Move the collection's chunk number `index` (modulo their count) to the next shard."""
+        async def run():
+            cluster = self._emulator.cluster
+            chunks = cluster.sharded(ns).chunks
+            chunk = chunks[index % len(chunks)]
+            names = list(cluster.shards)
+            to = names[(names.index(chunk.shard) + 1) % len(names)]
+            return await cluster.move_chunk_when_idle(ns, chunk, to)
+        return self._runner.call(run)
+
+    def set_mongos_delay(self, ms: float, commands: list[str] | None = None):
+        """Delay mongos's replies (to the given commands, or all); 0 clears."""
+        def run():
+            router = self._emulator.router
+            if commands:
+                for name in commands:
+                    router.command_delays[name] = ms
+            else:
+                router.reply_delay_ms = ms
+                if not ms:
+                    router.command_delays.clear()
+        self._runner.call(run)
+
     def chunks(self, ns: str) -> list[dict]:
         def run():
             coll = self._emulator.cluster.sharded(ns)
@@ -57,6 +81,9 @@ class ShardedClusterHandle:
     def migrations(self) -> int:
         return self._runner.call(lambda: self._emulator.cluster.migrations)
 
+    def mongos_fail_points(self) -> MongosFailPoints:
+        return MongosFailPoints(self)
+
     def restart_mongos(self):
         self._runner.call(self._emulator.restart_router)
 
@@ -68,6 +95,19 @@ class ShardedClusterHandle:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class MongosFailPoints:
+    """The fail points of mongos, with a replica set handle's `hosts`/`configure_fail_point` (for test runners)."""
+
+    def __init__(self, cluster: ShardedClusterHandle):
+        self._cluster = cluster
+        self.hosts = [cluster.uri.removeprefix("mongodb://").rstrip("/")]
+
+    def configure_fail_point(self, mode, data: dict | None = None, index: int | None = None,
+                             name: str = "failCommand") -> None:
+        router = self._cluster._emulator.router
+        self._cluster._runner.call(lambda: router.failpoints.configure(name, mode, data or {}))
 
 
 def start_sharded_cluster(shards: int = 2, members: int = 3, port: int = 0, **options) -> ShardedClusterHandle:
