@@ -21,7 +21,7 @@ from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
 from connectors.mongodb.snapshots.executors import run_chunk_task_json as run_mongo_chunk
 from connectors.mongodb.snapshots.reader import chunk_error_retriable as mongo_error_retriable
-from connectors.mongodb.topology import discover
+from connectors.mongodb.topology import partitions
 from connectors.mysql import chunk_tasks as mysql_chunks
 from connectors.mysql.source import ServerPartition, ServerSource
 from connectors.postgres import chunk_tasks as pg_chunks
@@ -43,7 +43,7 @@ class MongoChunkSource:
     unit = "documents"
 
     def __init__(self, config, partition: str):
-        matches = [rs for rs in discover(config.mongo_client_options()).replica_sets if rs.name == partition]
+        matches = [rs for rs in partitions(config) if rs.name == partition]
         if not matches:
             raise ChunkTaskFailed(f"replica set {partition!r} is no longer part of the deployment", retriable=False)
         self.config, self.replica_set = config, matches[0]

@@ -51,6 +51,11 @@ class CaptureScope(StrEnum):
     COLLECTION = "collection"
 
 
+class ConnectionMode(StrEnum):
+    SHARDED = "sharded"  # a sharded cluster is read through mongos (Debezium 2.2+ default, the only 3.x mode)
+    REPLICA_SET = "replica_set"  # each shard's replica set is read directly (Debezium 1.x/2.x)
+
+
 class CursorPipelineOrder(StrEnum):
     INTERNAL_FIRST = "internal_first"
     USER_FIRST = "user_first"

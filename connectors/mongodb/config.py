@@ -32,6 +32,7 @@ from connectors.config.types import (
     CaptureScope,
     CleanupPolicy,
     ConfigError,
+    ConnectionMode,
     CursorPipelineOrder,
     DebeziumCompatibility,
     DeleteHandling,
@@ -55,6 +56,7 @@ __all__ = [
     "CaptureScope",
     "CleanupPolicy",
     "ConfigError",
+    "ConnectionMode",
     "ConnectorConfig",
     "CursorPipelineOrder",
     "DebeziumCompatibility",
@@ -147,6 +149,13 @@ class ConnectorConfig(DerivedTopicNames):
         False,
         values.parse_bool,
         "Accept TLS certificates whose host name does not match.",
+    )
+    connection_mode: ConnectionMode = _prop(
+        "mongodb.connection.mode",
+        ConnectionMode.SHARDED,
+        values.enum_parser(ConnectionMode),
+        "For a sharded cluster: sharded (one change stream through mongos, in cluster-time order) or replica_set "
+        "(Debezium 2.x: one pipeline per shard reading it directly; needs network access to every shard).",
     )
     members_auto_discover: bool = _prop(
         "mongodb.members.auto.discover",

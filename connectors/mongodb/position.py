@@ -2,11 +2,14 @@
 
 The offset record keeps the layout every MongoDB pipeline has written (docs/offsets.md; the bytes are
 connectors.kafka.offset_record's): key `["<connector>",{"rs":"<replica set>"}]`, value relaxed extended JSON
-with `resume_token`, `cluster_time`, `snapshot`, `startup` and the core's other state.
+with `resume_token`, `cluster_time`, `snapshot`, `startup` and the core's other state. A sharded cluster read through
+mongos keys its one record as Debezium 3.x does: `["<connector>",{"server_id":"<topic.prefix>"}]`.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from bson import Timestamp
@@ -95,6 +98,21 @@ def offset_record(connector: str, replica_set: str, position: MongoPosition | No
         cluster_time = timestamp_from_json(snapshot.get("cluster_time"))  # the snapshot's start, as it was
     return OffsetRecord(connector, replica_set, resume_token=position.token if position is not None else None,
                         cluster_time=cluster_time, snapshot=snapshot, startup=startup, extra=fields)
+
+
+def sharded_offset_key(connector: str, server_id: str) -> bytes:
+    return json.dumps([connector, {"server_id": server_id}], separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True)
+class ShardedOffsetRecord:
+    """The offset of a sharded cluster read through mongos: the usual value under the `server_id` key."""
+
+    key: bytes
+    record: OffsetRecord
+
+    def to_value(self) -> bytes:
+        return self.record.to_value()
 
 
 def decode_offset(connector: str, replica_set: str, value: bytes) -> StoredOffset:

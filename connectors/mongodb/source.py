@@ -19,7 +19,7 @@ from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import BuiltChanges, ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue
-from connectors.kafka.offset_record import STARTUP_TIMESTAMP, STARTUP_TOKEN, OffsetRecord, encode_key
+from connectors.kafka.offset_record import STARTUP_TIMESTAMP, STARTUP_TOKEN, encode_key
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb import position as positions
 from connectors.mongodb.client import check_connection, open_client
@@ -35,7 +35,7 @@ from connectors.mongodb.snapshots.incremental import MongoWatermarks
 from connectors.mongodb.snapshots.progress import SnapshotProgress
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.stream import ChangeStreamReader, OversizedSkipped, StreamOptions, next_cluster_time
-from connectors.mongodb.topology import ReplicaSet, discover
+from connectors.mongodb.topology import ReplicaSet, partitions
 from connectors.mongodb.transformer import Transformer
 
 
@@ -151,15 +151,20 @@ class ReplicaSetSource:
     # -- offsets ------------------------------------------------------------------------------------------------
 
     def offset_key(self) -> bytes:
+        if self.replica_set.through_mongos:
+            return positions.sharded_offset_key(self.config.name, self.name)
         return encode_key(self.config.name, self.name)
 
     def decode_offset(self, value: bytes) -> StoredOffset:
         return positions.decode_offset(self.config.name, self.name, value)
 
     def offset_record(self, position: MongoPosition | None, *, snapshot: dict | None = None,
-                      startup: dict | None = None, extra: dict | None = None) -> OffsetRecord:
-        return positions.offset_record(self.config.name, self.name, position, snapshot=snapshot, startup=startup,
-                                       extra=extra)
+                      startup: dict | None = None, extra: dict | None = None):
+        record = positions.offset_record(self.config.name, self.name, position, snapshot=snapshot, startup=startup,
+                                         extra=extra)
+        if self.replica_set.through_mongos:
+            return positions.ShardedOffsetRecord(positions.sharded_offset_key(self.config.name, self.name), record)
+        return record
 
     position_after = staticmethod(positions.position_after)
     position_after_changes = staticmethod(positions.position_after_changes)
@@ -245,13 +250,14 @@ class ReplicaSetSource:
 
 
 class MongoSource:
-    """A MongoDB deployment: one replica set, or a sharded cluster (one pipeline per shard)."""
+    """A MongoDB deployment: one replica set, or a sharded cluster (one pipeline through mongos, or one per shard
+    with mongodb.connection.mode=replica_set)."""
 
     def __init__(self, config: ConnectorConfig):
         self.config = config
 
     def partitions(self) -> Sequence[ReplicaSet]:
-        return discover(self.config.mongo_client_options()).replica_sets
+        return partitions(self.config)
 
     def open(self, partition: ReplicaSet) -> ReplicaSetSource:
         return ReplicaSetSource(self.config, partition)

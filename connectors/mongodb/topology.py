@@ -1,5 +1,9 @@
-"""What the connection points at: one replica set, a sharded cluster (one pipeline per shard), or a
-standalone server (refused: change streams need a replica set)."""
+"""What the connection points at: one replica set, a sharded cluster, or a standalone server (refused: change
+streams need a replica set).
+
+A sharded cluster is read as Debezium 3.x reads it (`mongodb.connection.mode=sharded`, the default): one partition,
+one change stream through mongos, named after the connector's `topic.prefix` (the `server_id` of its offsets). With
+`mongodb.connection.mode=replica_set` each shard's replica set is a partition of its own, read directly."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ class ReplicaSet:
     name: str
     hosts: tuple[str, ...]
     client_options: Mapping[str, Any]
+    through_mongos: bool = False  # the whole sharded cluster, read through mongos
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,14 @@ def shard_options(options: Mapping[str, Any], set_name: str, hosts: list[str]) -
     return shard
 
 
-def discover(options: Mapping[str, Any]) -> Topology:
+def discover(options: Mapping[str, Any], mode: str = "replica_set", server_id: str | None = None) -> Topology:
+    """The partitions to read. A sharded cluster in `sharded` mode is one partition named `server_id`."""
     client = open_client(options)
     try:
         hello = check_connection(client, options)
+        if hello.get("msg") == "isdbgrid" and mode == "sharded":
+            hosts = tuple(f"{host}:{port}" for host, port in client.topology_description.server_descriptions())
+            return Topology("sharded", (ReplicaSet(server_id or "sharded", hosts, options, through_mongos=True),))
         if hello.get("msg") == "isdbgrid":
             shards = []
             for shard in client["config"]["shards"].find({}, {"_id": 1, "host": 1}):
@@ -58,3 +67,10 @@ def discover(options: Mapping[str, Any]) -> Topology:
         return Topology("replica_set", (ReplicaSet(hello["setName"], tuple(hello.get("hosts", ())), options),))
     finally:
         client.close()
+
+
+def partitions(config) -> tuple[ReplicaSet, ...]:
+    """The partitions a connector with this configuration reads (its `mongodb.connection.mode` decides for a
+    sharded cluster)."""
+    mode = config.connection_mode.value
+    return discover(config.mongo_client_options(), mode, config.topic_prefix or config.name).replica_sets

@@ -75,6 +75,7 @@ class StreamSpec:
         self.start_kind = starts[0] if starts else None
         self.start_value = opts.get(self.start_kind) if self.start_kind else None
         self.expanded = bool(opts.get("showExpandedEvents", False))
+        self.migrations = bool(opts.get("showMigrationEvents", False))
         self.all_cluster = bool(opts.get("allChangesForCluster", False))
         self.db = db
         self.coll = coll
@@ -310,9 +311,16 @@ class ChangeStreamCursor:
         kind = op.op
         spec = self.spec
         if kind in ("i", "u", "d"):
+            if op.extra is not None and op.extra.get("fromMigrate") and not spec.migrations:
+                return   # a chunk migration's copy or clean-up: not a change of the data
             db, coll = _split_ns(op.ns)
             if spec.visible(db, coll):
                 out.append((tokens.event_sort_key(entry.ts, index), ("crud", op, index, in_txn)))
+            return
+        if kind == "n":
+            o2 = op.o2
+            if o2 and "shardCollection" in o2 and spec.expanded and spec.visible(*_split_ns(o2["shardCollection"])):
+                out.append((tokens.event_sort_key(entry.ts, index), ("shardCollection", op, index, in_txn)))
             return
         if kind != "c":
             return
@@ -488,6 +496,11 @@ class ChangeStreamCursor:
         elif what == "collMod":
             coll = o["collMod"]
             description = {k: v for k, v in o.items() if k != "collMod"}
+        elif what == "shardCollection":
+            o2 = op.o2
+            db, coll = _split_ns(o2["shardCollection"])
+            description = {"shardKey": o2["key"], "unique": o2["unique"],
+                           "presplitHashedZones": o2.get("presplitHashedZones", False)}
         ev["_id"] = tokens.make_event_token(entry.ts, index, False, op.ui)
         ev["operationType"] = {"collMod": "modify"}.get(what, what)
         ev["clusterTime"] = entry.ts
@@ -559,7 +572,8 @@ class ChangeStreamCursor:
             entry = entries[i]
             op = entry.op
             if (fast and self.inner == 0 and self.resume_key is None and op is not None and op.op in "iudn"
-                    and not (lookups and spec.looks_up(op))):
+                    and op.extra is None and not (lookups and spec.looks_up(op))
+                    and (op.op != "n" or op.o2 is None)):
                 # common case: one CRUD operation (or a no-op) per entry, default options (updateLookup's
                 # updates excepted: their events read the collection, and are never cached)
                 if op.op != "n":
@@ -689,7 +703,7 @@ class ChangeStreamCursor:
     def _relevant(self, entry) -> bool:
         op = entry.op
         if op is not None and op.op == "n":
-            return False
+            return op.o2 is not None   # a shard's shardCollection note
         return True
 
     def _too_large(self, data: bytes):

@@ -15,6 +15,7 @@ import sys
 
 from devstack.mongo.config import DEFAULT_OPLOG_MAX_BYTES, EmulatorConfig
 from devstack.mongo.emulator import Emulator
+from devstack.mongo.sharded import ShardedEmulator
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noop-interval", type=float, default=10.0, help="periodic no-op writer interval (seconds)")
     p.add_argument("--standalone", action="store_true",
                    help="serve one mongod that is not a replica set member (no oplog, no change streams)")
+    p.add_argument("--shards", type=int, default=0,
+                   help="serve a sharded cluster: a mongos (on --port), a config server replica set and this many "
+                        "shard replica sets of --members members each (ports follow the mongos port)")
     p.add_argument("--keep-cursors-on-stepdown", action="store_true",
                    help="do not interrupt open cursors when a primary steps down")
     p.add_argument("--log-level", default="WARNING")
@@ -65,16 +69,19 @@ async def _gc_freezer():
         gc.freeze()
 
 
-async def _serve(configs) -> int:
+async def _serve(configs, emulator: Emulator | None = None) -> int:
     gc.set_threshold(50_000, 20, 20)
-    emulator = Emulator(configs)
+    emulator = emulator or Emulator(configs)
     try:
         await emulator.start()
     except OSError as exc:
         print(f"error: cannot start the emulator: {exc}", file=sys.stderr)
         return 1
-    for rs in emulator.replica_sets:
-        print(emulator.uri(rs))
+    if isinstance(emulator, ShardedEmulator):
+        print(emulator.mongos_uri)
+    else:
+        for rs in emulator.replica_sets:
+            print(emulator.uri(rs))
     sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -104,7 +111,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.shards:
+        problem = _sharded_conflict(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        base = configs_from(args)[0]
+        return asyncio.run(_serve([], ShardedEmulator(args.shards, args.members, args.port, base)))
     return asyncio.run(_serve(configs_from(args)))
+
+
+def _sharded_conflict(args) -> str | None:
+    if args.shards < 1:
+        return "--shards must be at least 1"
+    if args.standalone or args.replsets != 1:
+        return "--shards serves a sharded cluster: --standalone and --replsets do not apply"
+    if args.data_dir:
+        return "--data-dir is not supported for a sharded cluster (its data lives as long as the process)"
+    return None
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ class Emulator:
                 else:
                     ports = [config.port + i for i in range(config.members)]
             taken.update(ports)
-            rs = ReplicaSet(config, ports)
+            rs = self.new_replica_set(config, ports)
             restored = bool(config.data_dir) and persistence.load(rs)
             if config.data_dir:
                 rs.checkpoint = lambda rs=rs: persistence.save(rs)
@@ -80,6 +80,9 @@ class Emulator:
                 checkpointer = self._checkpointers[rs.name] = Checkpointer(rs)
                 self._tasks.append(loop.create_task(checkpointer.run()))
         self.started = True
+
+    def new_replica_set(self, config: EmulatorConfig, ports: list[int]) -> ReplicaSet:
+        return ReplicaSet(config, ports)
 
     async def start_member_server(self, member):
         async def on_connect(reader, writer):

@@ -22,8 +22,8 @@ from devstack.mongo.emulator import Emulator, server_uri
 class EmulatorThread:
     """Runs an Emulator's asyncio loop on a daemon thread."""
 
-    def __init__(self, configs: list[EmulatorConfig]):
-        self.emulator = Emulator(configs)
+    def __init__(self, configs: list[EmulatorConfig], emulator: Emulator | None = None):
+        self.emulator = emulator or Emulator(configs)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="mongo-emulator", daemon=True)
         self._ready = threading.Event()

@@ -57,6 +57,8 @@ class Op:
             d["o2"] = self.o2
         if self.stmt_id is not None:
             d["stmtId"] = self.stmt_id
+        if self.extra:
+            d.update(self.extra)   # e.g. fromMigrate: true on a chunk migration's inserts and deletes
         return d
 
 

@@ -36,7 +36,8 @@ def _op_doc(op: Op) -> dict:
 
 def _op_from(d: dict) -> Op:
     return Op(d["op"], d["ns"], d.get("ui"), o=d.get("o"), o2=d.get("o2"), pre_image=d.get("_pre"),
-              post_image=d.get("_post"), stmt_id=d.get("stmtId"))
+              post_image=d.get("_post"), stmt_id=d.get("stmtId"),
+              extra={"fromMigrate": True} if d.get("fromMigrate") else None)
 
 
 def save(rs):

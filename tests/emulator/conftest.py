@@ -61,3 +61,17 @@ def spec_single_runner():
     yield UnifiedRunner(handle.uri, internal, handle, topology="single")
     internal.close()
     handle.stop()
+
+
+@pytest.fixture(scope="session")
+def spec_sharded_runner():
+    """The spec runner on an emulated sharded cluster (through its mongos), for tests that need `sharded`."""
+    from devstack.mongo.sharded_handle import start_sharded_cluster
+    from tests.emulator.unified import UnifiedRunner
+
+    handle = start_sharded_cluster(shards=2, members=3, election_timeout=0.3, stepdown_election_delay=0.05,
+                                   noop_interval=0)
+    internal = pymongo.MongoClient(handle.uri, serverSelectionTimeoutMS=10000)
+    yield UnifiedRunner(handle.uri, internal, handle.mongos_fail_points(), topology="sharded")
+    internal.close()
+    handle.stop()

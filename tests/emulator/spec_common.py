@@ -26,7 +26,8 @@ def params(area: str):
 
 
 def run_spec(request, stem, doc, test):
-    """Run one spec test on the replica set, or on the standalone server when only `single` applies."""
+    """Run one spec test on the replica set, or on the standalone server or sharded cluster when only those
+    apply."""
     if stem is None:
         if spec_source.required():
             pytest.fail(f"{test} (CI is set: the spec suites must run)", pytrace=False)
@@ -37,7 +38,8 @@ def run_spec(request, stem, doc, test):
     topology, reason = choose_topology(doc, test)
     if reason:
         pytest.skip(reason)
-    runner: UnifiedRunner = request.getfixturevalue("spec_runner" if topology == "replicaset" else "spec_single_runner")
+    fixture = {"replicaset": "spec_runner", "single": "spec_single_runner", "sharded": "spec_sharded_runner"}[topology]
+    runner: UnifiedRunner = request.getfixturevalue(fixture)
     try:
         runner.run(doc, test)
     except SkipTest as exc:

@@ -40,18 +40,23 @@ def planned():
 
 def _runners():
     from devstack.mongo import start_replica_set, start_standalone
+    from devstack.mongo.sharded_handle import start_sharded_cluster
 
     rs = start_replica_set(members=3, election_timeout=0.3, stepdown_election_delay=0.05, noop_interval=0)
     single = start_standalone()
-    clients = [pymongo.MongoClient(h.uri, serverSelectionTimeoutMS=10000) for h in (rs, single)]
+    sharded = start_sharded_cluster(shards=2, members=3, election_timeout=0.3, stepdown_election_delay=0.05,
+                                    noop_interval=0)
+    clients = [pymongo.MongoClient(h.uri, serverSelectionTimeoutMS=10000) for h in (rs, single, sharded)]
     runners = {"replicaset": UnifiedRunner(rs.uri, clients[0], rs),
-               "single": UnifiedRunner(single.uri, clients[1], single, topology="single")}
+               "single": UnifiedRunner(single.uri, clients[1], single, topology="single"),
+               "sharded": UnifiedRunner(sharded.uri, clients[2], sharded.mongos_fail_points(), topology="sharded")}
 
     def stop():
         for c in clients:
             c.close()
         rs.stop()
         single.stop()
+        sharded.stop()
     return runners, stop
 
 

@@ -30,10 +30,16 @@ from tests.emulator.spec_source import suite_dir
 SUPPORTED_SCHEMA = (1, 21)
 SERVER_VERSION = (7, 0, 14)
 TOPOLOGY = "replicaset"
-TOPOLOGIES = ("replicaset", "single")   # the emulator's replica set, and its standalone mode
+# the emulator's replica set, its standalone mode and its sharded cluster (tests that allow a replica set run there)
+TOPOLOGIES = ("replicaset", "single", "sharded")
 _JSON = JSONOptions(document_class=dict, tz_aware=False)
 SENSITIVE = {"authenticate", "saslstart", "saslcontinue", "getnonce", "createuser", "updateuser",
              "copydbgetnonce", "copydbsaslstart", "copydb"}
+
+
+def _pinned(session):
+    transaction = getattr(session, "_transaction", None)
+    return getattr(transaction, "pinned_address", None)
 
 
 class SkipTest(Exception):
@@ -62,7 +68,8 @@ def requirement_reason(reqs, topology: str = TOPOLOGY) -> str | None:
             reasons.append(f"needs server <= {r['maxServerVersion']} (emulator reports 7.0)")
             continue
         if "topologies" in r and topology not in r["topologies"]:
-            reasons.append(f"needs topology {'/'.join(r['topologies'])} (the emulator serves replicaset and single)")
+            reasons.append(f"needs topology {'/'.join(r['topologies'])} "
+                           "(the emulator serves replicaset, single and sharded)")
             continue
         if r.get("serverless") == "require":
             reasons.append("needs Atlas Serverless")
@@ -835,11 +842,12 @@ class UnifiedRunner:
                 raise Failure(f"session transaction state {actual}, expected {args['state']}")
             return
         if name == "assertSessionPinned":
-            if getattr(self.entities[args["session"]], "_pinned_address", None) is None:
+            # the transaction's pin, which outlives a commit (so that a retried commit goes to the same mongos)
+            if _pinned(self.entities[args["session"]]) is None:
                 raise Failure("session is not pinned")
             return
         if name == "assertSessionUnpinned":
-            if getattr(self.entities[args["session"]], "_pinned_address", None) is not None:
+            if _pinned(self.entities[args["session"]]) is not None:
                 raise Failure("session is pinned")
             return
         if name in ("assertCollectionExists", "assertCollectionNotExists"):

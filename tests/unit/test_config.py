@@ -364,6 +364,7 @@ INVALID_VALUES = [
     ("mongodb.password", 1234, "expected a string"),
     ("mongodb.ssl.enabled", "maybe", "expected true or false"),
     ("mongodb.ssl.invalid.hostname.allowed", 2, "expected true or false"),
+    ("mongodb.connection.mode", "shards", "sharded, replica_set"),
     ("mongodb.members.auto.discover", "", "expected true or false"),
     ("mongodb.connect.timeout.ms", -1, "at least 0"),
     ("mongodb.server.selection.timeout.ms", "soon", "expected an integer"),
