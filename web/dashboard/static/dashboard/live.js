@@ -318,11 +318,25 @@
   const HOUR = 3600;
   const MIN_SPAN = 120; // seconds: a chart with one point (or a few) still shows a readable stretch of time
 
-  // The x range: what the data covers, but never less than MIN_SPAN ending at the newest point (or now).
-  function timeRange(u, min, max) {
-    const end = max == null ? Date.now() / 1000 : max;
-    const start = min == null ? end - MIN_SPAN : Math.min(min, end - MIN_SPAN);
+  const GAP = 20; // seconds without a report (a pipeline reports every second or two): the line breaks there
+
+  // The x range: what the data covers, but never less than MIN_SPAN ending at the newest point (or now). Read from
+  // the data itself: for a single point uPlot's own guess spans years (a new connector's first report).
+  function timeRange(u) {
+    const xs = u.data[0];
+    const end = xs.length ? xs[xs.length - 1] : Date.now() / 1000;
+    const start = xs.length ? Math.min(xs[0], end - MIN_SPAN) : end - MIN_SPAN;
     return [start, end];
+  }
+
+  // The series with a null point after each silence longer than GAP, so the line is not drawn across it.
+  function withGaps(ts, ys) {
+    const xs = [], vs = [];
+    ts.forEach((t, i) => {
+      if (i && t - ts[i - 1] > GAP) { xs.push(ts[i - 1] + 1); vs.push(null); }
+      xs.push(t); vs.push(ys[i]);
+    });
+    return [xs, vs];
   }
 
   function chartOptions(width, label, color) {
@@ -356,12 +370,12 @@
       // Each chart owns its arrays: push() appends to them, and a shared x array would grow once per report for
       // two charts, so the second chart's push would find its newest time already there and drop every point.
       if (charts[key]) {
-        charts[key].lag.setData([h.t.slice(), h.lag.slice()]);
-        charts[key].eps.setData([h.t.slice(), h.eps.slice()]);
+        charts[key].lag.setData(withGaps(h.t, h.lag));
+        charts[key].eps.setData(withGaps(h.t, h.eps));
         return;
       }
-      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", [h.t.slice(), h.lag.slice()]);
-      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", [h.t.slice(), h.eps.slice()]);
+      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", withGaps(h.t, h.lag));
+      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", withGaps(h.t, h.eps));
       if (lag && eps) charts[key] = { lag, eps };
     });
   }
@@ -369,6 +383,7 @@
   function push(plot, t, value) {
     const [xs, ys] = plot.data;
     if (xs.length && xs[xs.length - 1] >= t) return;
+    if (xs.length && t - xs[xs.length - 1] > GAP) { xs.push(xs[xs.length - 1] + 1); ys.push(null); }
     xs.push(t); ys.push(value);
     while (xs.length && xs[0] < t - HOUR) { xs.shift(); ys.shift(); }
     plot.setData([xs, ys]);
@@ -393,7 +408,7 @@
         scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
         axes: [{ show: false }, { show: false }], padding: [2, 0, 2, 0],
         series: [{}, { stroke: "#1f5fae", fill: "#1f5fae22", width: 1, points: { show: false } }],
-      }, [s.t.slice(), s.eps.slice()], node);
+      }, withGaps(s.t, s.eps), node);
       sparks[node.dataset.spark] = { plot, last: 0 };
     });
   }
@@ -404,6 +419,7 @@
     if (!spark || t - spark.last < 5) return;
     spark.last = t;
     const [xs, ys] = spark.plot.data;
+    if (xs.length && t - xs[xs.length - 1] > GAP) { xs.push(xs[xs.length - 1] + 1); ys.push(null); }
     xs.push(t); ys.push(eps);
     while (xs.length && xs[0] < t - 900) { xs.shift(); ys.shift(); }
     spark.plot.setData([xs, ys]);
@@ -447,6 +463,7 @@
 
   window.cdcLive = {
     charts,
+    withGaps,
     close() { if (socket) socket.close(); },
     get state() { return statusEl.dataset.state; },
     reports,
