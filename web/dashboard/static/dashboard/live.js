@@ -65,6 +65,31 @@
   document.addEventListener("DOMContentLoaded", () => localTimes(document));
   document.addEventListener("htmx:afterSwap", (e) => localTimes(e.target));
 
+  // Every table scrolls sideways inside its card rather than being cut at its edge; one wider than the card says so
+  // (a shadow at the edge and a line under it), on any page and after every resize or swap.
+  function markWideTables(root) {
+    $$(root, "main table").forEach((table) => {
+      let box = table.parentElement;
+      if (!box.classList.contains("table-scroll")) {
+        box = el("div", { className: "table-scroll" });
+        table.replaceWith(box);
+        box.append(table);
+      }
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("overflows", wide);
+      let hint = box.nextElementSibling;
+      if (!(hint && hint.classList.contains("scroll-hint"))) hint = null;
+      if (wide && !hint) box.after(el("p", { className: "scroll-hint", textContent: "Scroll sideways for more →" }));
+      if (!wide && hint) hint.remove();
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    markWideTables(document);
+    window.addEventListener("resize", () => markWideTables(document));
+    setInterval(() => markWideTables(document), 2000);  // tables that scripts fill in (the activity log)
+  });
+  document.addEventListener("htmx:afterSwap", () => markWideTables(document));
+
   const config = document.getElementById("live-config");
   const statusEl = document.getElementById("live-status");
   if (!config) return;
@@ -133,14 +158,17 @@
     let info = `${snap.SnapshotKind} · ${state} · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
     if (snap.SnapshotRunning) info += ` · ${fmt.seconds(snap.EstimatedSecondsRemaining)} left`;
     const rows = Object.entries(snap.Collections || {}).sort().map(([ns, c]) => {
-      const pct = c.chunks_total > 0 ? Math.min(100, Math.floor((100 * c.chunks_done) / c.chunks_total))
+      // a completed snapshot read everything, whatever the estimate said (an empty table's is 0)
+      const pct = snap.SnapshotCompleted ? 100
+        : c.chunks_total > 0 ? Math.min(100, Math.floor((100 * c.chunks_done) / c.chunks_total))
         : c.estimated_rows > 0 ? Math.min(100, Math.floor((100 * c.rows) / c.estimated_rows)) : 0;
       const bar = el("progress", { max: 100, value: pct }, pct + " %");
       bar.setAttribute("aria-label", "Snapshot progress of " + ns);
       const tr = el("tr", {},
         el("th", { scope: "row" }, ns),
         el("td", {}, bar, " ", el("span", { className: "pct" }, pct + " %")),
-        el("td", { className: "num" }, `${fmt.count(c.rows)} / ~${fmt.count(c.estimated_rows)}`),
+        el("td", { className: "num" }, !snap.SnapshotCompleted ? `${fmt.count(c.rows)} / ~${fmt.count(c.estimated_rows)}`
+          : c.rows ? fmt.count(c.rows) : "empty"),
         el("td", { className: "num" }, `${c.chunks_done} / ${c.chunks_total}`));
       tr.dataset.collection = ns;
       return tr;
