@@ -315,7 +315,10 @@ SPECTACULAR_SETTINGS = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "cdc.channels"},
+        # Each socket's reader blocks in BZPOPMIN for up to 5 s; redis-py's default 5 s read timeout would end it (and
+        # the socket) whenever Redis answers late under load. 30 s leaves room; keepalive finds a dead connection.
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30, "socket_keepalive": True}],
+                   "prefix": "cdc.channels"},
     }
 }
 # Queues, routes and acknowledgement policy live in cdcplatform/celery.py.

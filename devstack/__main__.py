@@ -42,7 +42,8 @@ def _mongo(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and fetch Spark's Kafka jars")
+    up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and PostgreSQL and fetch Spark's Kafka "
+                                   "jars; MariaDB only when named")
     up.add_argument(
         "services", nargs="*",
         help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars, spark); mariadb and spark (a standalone "
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("services", nargs="*")
     down.add_argument("--all", action="store_true", help="also stop the platform processes `demo` started")
-    sub.add_parser("demo", help="the stack plus the platform (web, worker, beat) and a demo connector")
+    sub.add_parser("demo", help="the stack with MariaDB plus the platform (web, worker, beat) and three demo "
+                                "connectors: demo (MongoDB), demo-pg (PostgreSQL), demo-mariadb (MariaDB)")
     sub.add_parser("status", help="what runs, with pids and endpoints")
     logs = sub.add_parser("logs", help="show (or follow) service logs")
     logs.add_argument("service", nargs="?")

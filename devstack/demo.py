@@ -19,6 +19,7 @@ def demo_properties() -> dict:
         "topic.prefix": DEMO_NAME,
         "mongodb.connection.string": settings.mongodb_uri(),
         "database.include.list": "inventory",
+        "signal.data.collection": "inventory.dbz_signal",  # ad-hoc snapshots from the dashboard
         "capture.mode": "change_streams_update_full",
         "provide.transaction.metadata": "true",
         "heartbeat.interval.ms": 5000,

@@ -19,6 +19,10 @@ SHOP_TABLES = {
 # take a new snapshot when their stored position is gone rather than stop with HistoryLost.
 RESNAPSHOT_WHEN_NEEDED = "when_needed"
 DEMO_SERVER_ID = 184_054  # the MariaDB demo connector's replication client id
+# Debezium's signal table: ad-hoc (incremental) snapshots write their requests and watermarks there
+SIGNAL_TABLE = "dbz_signal"
+SIGNAL_COLUMNS = {"postgres": "id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text",
+                  "mariadb": "id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT"}
 
 
 def postgres_dsn() -> str:
@@ -32,34 +36,41 @@ def mariadb_cdc_dsn() -> str:
     return external or f"mysql://{user}:{password}@127.0.0.1:{settings.MARIADB_PORT}/"
 
 
-def prepare_postgres() -> None:
-    """Schema `shop` owned by the connector's user, so a `filtered` publication can name its tables."""
-    connection = psycopg2.connect(postgres_dsn())
+def prepare_postgres(dsn: str | None = None) -> None:
+    """Schema `shop` owned by the connector's user (`dsn`, default postgres_dsn()), so a `filtered` publication
+    can name its tables, with the signal table."""
+    connection = psycopg2.connect(dsn or postgres_dsn())
     connection.autocommit = True
     try:
         with connection.cursor() as cursor:
             cursor.execute("CREATE SCHEMA IF NOT EXISTS shop")
-            for table, columns in SHOP_TABLES.items():
+            for table, columns in {**SHOP_TABLES, SIGNAL_TABLE: SIGNAL_COLUMNS["postgres"]}.items():
                 cursor.execute(f"CREATE TABLE IF NOT EXISTS shop.{table} ({columns})")
     finally:
         connection.close()
 
 
-def prepare_mariadb() -> None:
+def prepare_mariadb(admin_dsn: str | None = None, cdc_dsn: str | None = None) -> None:
+    """Database `shop` and the signal table, which the connector's user (`cdc_dsn`) may INSERT into and DELETE
+    from (its watermarks); `admin_dsn` creates them (defaults: the devstack server's users)."""
     from connectors.mysql.connection import ConnectionSettings, connect
 
-    connection = connect(ConnectionSettings.from_dsn(settings.mariadb_dsn()))
+    connection = connect(ConnectionSettings.from_dsn(admin_dsn or settings.mariadb_dsn()))
+    cdc_user = ConnectionSettings.from_dsn(cdc_dsn or mariadb_cdc_dsn()).user
     try:
         with connection.cursor() as cursor:
             cursor.execute("CREATE DATABASE IF NOT EXISTS shop CHARACTER SET utf8mb4")
-            for table, columns in SHOP_TABLES.items():
+            for table, columns in {**SHOP_TABLES, SIGNAL_TABLE: SIGNAL_COLUMNS["mariadb"]}.items():
                 cursor.execute(f"CREATE TABLE IF NOT EXISTS shop.{table} ({columns})")
+            cursor.execute("SELECT host FROM mysql.user WHERE user = %s", (cdc_user,))
+            for (host,) in cursor.fetchall():
+                cursor.execute(f"GRANT INSERT, DELETE ON shop.{SIGNAL_TABLE} TO %s@%s", (cdc_user, host))
     finally:
         connection.close()
 
 
-def postgres_properties(name: str) -> dict:
-    dsn = psycopg2.extensions.parse_dsn(postgres_dsn())
+def postgres_properties(name: str, dsn: str | None = None) -> dict:
+    dsn = psycopg2.extensions.parse_dsn(dsn or postgres_dsn())
     return {
         "name": name,
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
@@ -73,15 +84,16 @@ def postgres_properties(name: str) -> dict:
         "publication.name": f"{name.replace('-', '_')}_publication",
         "publication.autocreate.mode": "filtered",
         "schema.include.list": "shop",
+        "signal.data.collection": f"shop.{SIGNAL_TABLE}",
         "heartbeat.interval.ms": 5000,
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }
 
 
-def mariadb_properties(name: str) -> dict:
+def mariadb_properties(name: str, cdc_dsn: str | None = None) -> dict:
     from connectors.mysql.connection import ConnectionSettings
 
-    where = ConnectionSettings.from_dsn(mariadb_cdc_dsn())
+    where = ConnectionSettings.from_dsn(cdc_dsn or mariadb_cdc_dsn())
     return {
         "name": name,
         "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
@@ -92,6 +104,7 @@ def mariadb_properties(name: str) -> dict:
         "database.password": where.password,
         "database.server.id": DEMO_SERVER_ID,
         "database.include.list": "shop",
+        "signal.data.collection": f"shop.{SIGNAL_TABLE}",
         "heartbeat.interval.ms": 5000,
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the platform needs on a fresh Debian machine, idempotently:
 # Debian packages (Redis, JDK, Maven), Python requirements, and the Kafka / Spark / Delta Lake jars.
-# A second run is a few seconds: each step is skipped when already satisfied.
+# A second run is a few seconds: each step is skipped when already satisfied. The first run takes minutes and says
+# what it is doing, and for about how long, before each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devstack
+started=$(date +%s)
+step() { echo "==> [$(( $(date +%s) - started ))s] $*"; }
 
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
@@ -19,7 +22,7 @@ command -v gcc >/dev/null || need_apt+=(gcc)
   || need_apt+=(python3-dev)
 if [ "${CDC_INSTALL_BROWSER:-1}" = 1 ] && [ ! -x /usr/bin/chromium ]; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need_apt[*]}"
+  step "installing Debian packages (a few minutes the first time): ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
@@ -43,15 +46,17 @@ fi
 req_hash=$(cat requirements.txt | sha256sum | cut -d' ' -f1)
 req_stamp="$("$PYTHON" -c 'import sys; print(sys.prefix)')/.cdc-requirements.sha256"
 if [ "$(cat "$req_stamp" 2>/dev/null)" != "$req_hash" ]; then
-  echo "installing Python requirements into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
-  "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
+  step "installing Python requirements into $("$PYTHON" -c 'import sys; print(sys.prefix)')" \
+    "(2 to 5 minutes the first time; pip lists each package)"
+  "$PYTHON" -m pip install --disable-pip-version-check --progress-bar on -r requirements.txt \
+    | { grep -v '^Requirement already satisfied' || true; }  # pipefail: pip's own failure still stops the install
   echo "$req_hash" > "$req_stamp" 2>/dev/null || true
 fi
 
 if [ -f package.json ]; then
   pkg_hash=$(cat package.json package-lock.json 2>/dev/null | sha256sum | cut -d' ' -f1)
   if [ ! -d node_modules ] || [ "$(cat .devstack/npm.sha256 2>/dev/null)" != "$pkg_hash" ]; then
-    echo "installing front-end packages from npm"
+    step "installing front-end packages from npm (under a minute)"
     npm ci --no-audit --no-fund --loglevel=error
     echo "$pkg_hash" > .devstack/npm.sha256
   fi
@@ -60,6 +65,7 @@ fi
 # The C extensions (MongoDB documents, PostgreSQL tuples and rows, binlog rows: connectors/*/csrc/*.c), built in place;
 # each skipped when built from its source already. Without them the connectors give the same results in Python, more
 # slowly.
+step "building the C extensions (a few seconds; nothing when already built)"
 if ! "$PYTHON" scripts/build_extensions.py; then
   echo "warning: could not build connectors/mongodb/_rawjson, connectors/postgres/_pgrows or connectors/mysql/_binrows" \
     "(needs gcc and the Python" \
@@ -93,7 +99,10 @@ if [ "$(id -u)" = 0 ]; then
   done
 fi
 
+step "fetching Kafka's, Spark's and Delta Lake's jars from Maven Central (1 to 3 minutes the first time; nothing later)"
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars(); spark.delta_jars()"
 
 # MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)
+step "fetching MongoDB's spec tests (seconds, once per pymongo version)"
 "$PYTHON" -m tests.emulator.spec_source
+step "installed"

@@ -40,11 +40,22 @@ def worker_name(task) -> str:
 
 
 def _reporter(name: str, replica_set: str, worker: str):
+    reported = {"phase_number": 0}
+
     def report(state: dict) -> None:
         phase = PHASES.get(state["metrics"]["phase"], Phase.STREAMING)
+        if state["metrics"]["phase"] == "starting":
+            phase = None  # not a phase of its own: the stored one stays until snapshot or streaming begins
         if state["final"]:
             phase = Phase.FAILED if state["metrics"]["phase"] == "failed" else Phase.STOPPED
+        entered = state["metrics"].get("PhaseLog") or []
+        passed = [PHASES[p] for number, p in entered[:-1] if number > reported["phase_number"] and p in PHASES
+                  and p != "starting"]  # entered and left between two reports (a snapshot of a few rows)
+        if entered:
+            reported["phase_number"] = entered[-1][0]
         try:
+            for short in passed:
+                report_observed(name, replica_set, worker=worker, phase=short)
             report_observed(name, replica_set, worker=worker, phase=phase, metrics=state)
         finally:
             close_old_connections()

@@ -39,6 +39,9 @@ class StreamingMetrics:
     last_error: str | None = None
     started_at: float = field(default_factory=time.time)
     _recent: deque = field(default_factory=lambda: deque(maxlen=120), repr=False)
+    # (number, phase) of the last phases entered: a phase shorter than the report interval (a small snapshot) is
+    # still seen by whoever reports, in order
+    phase_log: deque = field(default_factory=lambda: deque(maxlen=8), repr=False)
 
     def record_events(self, by_operation: dict[str, int], position: dict, summary: dict) -> None:
         """Events seen (counts by operation); the position and summary are the last event's."""
@@ -110,7 +113,11 @@ class StreamingMetrics:
         return self.queue_total_capacity - (queue.qsize() if queue is not None else 0)
 
     def set_phase(self, phase: str) -> None:
-        self.phase = phase
+        with self._lock:
+            if phase != self.phase or not self.phase_log:
+                number = self.phase_log[-1][0] + 1 if self.phase_log else 1
+                self.phase_log.append((number, phase))
+            self.phase = phase
 
     def record_error(self, message: str) -> None:
         with self._lock:
@@ -137,6 +144,7 @@ class StreamingMetrics:
                 "partition": self.partition,
                 "replica_set": self.partition,  # the dashboard's name for it (MongoDB)
                 "phase": self.phase,
+                "PhaseLog": [list(entry) for entry in self.phase_log],
                 "Connected": self.connected,
                 "TotalNumberOfEventsSeen": self.total_events_seen,
                 "NumberOfEventsFiltered": self.events_filtered,

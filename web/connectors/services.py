@@ -423,14 +423,20 @@ def request_snapshot(connector: Connector, collections: list[str], query: str = 
 
 # --- observed state (called by the worker side) ---------------------------------------------------------------------
 
-def report_observed(connector_name: str, replica_set: str, *, worker: str, phase: str,
+def report_observed(connector_name: str, replica_set: str, *, worker: str, phase: str | None,
                     metrics: dict | None = None, error: str | None = None) -> ReplicaSetState | None:
-    """Stores what a worker reports about one pipeline. None when the connector was deleted meanwhile."""
-    phase = Phase(phase)
+    """Stores what a worker reports about one pipeline. None when the connector was deleted meanwhile. `phase`
+    None (a pipeline starting) keeps the stored phase, and stores nothing before a pipeline's first phase."""
     now = timezone.now()
     connector = Connector.objects.filter(name=connector_name).first()
     if connector is None:
         return None
+    if phase is None:
+        stored = ReplicaSetState.objects.filter(connector=connector, replica_set=replica_set).first()
+        if stored is None:
+            return None
+        phase = stored.phase
+    phase = Phase(phase)
     try:
         state, created = ReplicaSetState.objects.get_or_create(
             connector=connector, replica_set=replica_set, defaults={"since": now, "phase": phase}

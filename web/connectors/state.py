@@ -82,7 +82,7 @@ def partition(state: ReplicaSetState, desired: str, now: datetime.datetime | Non
         "live_phase": live_phase(state, now),
         "since": state.since,
         "heartbeat_at": state.heartbeat_at,
-        "stale": is_stale(state, now),
+        "stale": live_phase(state, now) == "stale",
         "worker": state.worker,
         "current_error": current_error(state),
         "last_error": state.last_error,

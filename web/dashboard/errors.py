@@ -11,6 +11,7 @@ it for what reaches Django's handlers; `csrf_failure` replaces the bare "403 For
 from __future__ import annotations
 
 import logging
+import re
 
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpResponse, JsonResponse
@@ -32,12 +33,20 @@ def _default_reason(request, status: int) -> str:
     return f"The server failed while answering {request.method} {request.path}; the details are in its log."
 
 
-def _reason_of(exception) -> str:
+# get_object_or_404's message names a model class ("No SparkRun matches the given query."): not for people
+NO_OBJECT = re.compile(r"^No (\w+) matches the given query\.$")
+
+
+def _reason_of(exception, request=None) -> str:
     if exception is None or not exception.args:
         return ""
     reason = exception.args[0]
     if isinstance(reason, dict):  # Resolver404's {"path", "tried"}: not for people
         return ""
+    missing = NO_OBJECT.match(str(reason))
+    if missing:
+        thing = re.sub(r"(?<!^)(?=[A-Z])", " ", missing.group(1)).lower()
+        return f"There is no such {thing}" + (f" (nothing at {request.path})." if request is not None else ".")
     return str(reason)
 
 
@@ -63,7 +72,7 @@ def error_response(request, status: int, reason: str = "") -> HttpResponse:
 
 
 def page_not_found(request, exception=None):
-    return error_response(request, 404, _reason_of(exception))
+    return error_response(request, 404, _reason_of(exception, request))
 
 
 def permission_denied(request, exception=None):
@@ -96,7 +105,7 @@ class ErrorPages:
 
     def process_exception(self, request, exception):
         if isinstance(exception, Http404):
-            return error_response(request, 404, _reason_of(exception))
+            return error_response(request, 404, _reason_of(exception, request))
         if isinstance(exception, PermissionDenied):
             return error_response(request, 403, _reason_of(exception))
         if isinstance(exception, BadRequest | SuspiciousOperation):

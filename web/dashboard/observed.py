@@ -65,10 +65,13 @@ class CollectionProgress:
     estimated_rows: int
     chunks_done: int
     chunks_total: int
+    completed: bool = False  # the snapshot finished: all of it was read, whatever the estimate said
 
     @property
     def percent(self) -> int:
         """Chunks are the unit of progress (estimated counts drift); rows when chunks are unknown."""
+        if self.completed:
+            return 100
         if self.chunks_total > 0:
             return min(100, int(100 * self.chunks_done / self.chunks_total))
         if self.estimated_rows > 0:
@@ -80,7 +83,8 @@ def snapshot_progress(snapshot: dict) -> list[CollectionProgress]:
     collections = snapshot.get("Collections") or {}
     return [
         CollectionProgress(ns, int(c.get("rows") or 0), int(c.get("estimated_rows") or 0),
-                           int(c.get("chunks_done") or 0), int(c.get("chunks_total") or 0))
+                           int(c.get("chunks_done") or 0), int(c.get("chunks_total") or 0),
+                           bool(snapshot.get("SnapshotCompleted")))
         for ns, c in sorted(collections.items())
     ]
 

@@ -2,7 +2,8 @@
 
 Values come from the last report each pipeline stored (ReplicaSetState.metrics). Counters restart at zero when a
 pipeline restarts, which Prometheus' rate() handles as a counter reset. A pipeline whose last report is older than
-observed.STALE_AFTER_SECONDS is exported with `cdc_pipeline_up 0` and its gauges of rates and lag left out.
+observed.STALE_AFTER_SECONDS is exported with `cdc_pipeline_up 0` and its gauges of rates and lag left out; so is a
+failed, stopped or paused one (`cdc_pipeline_up` is 1 only for a pipeline that runs and reports).
 The library writes the exposition: text format 0.0.4, or OpenMetrics when the scraper's Accept header asks for it.
 """
 
@@ -20,6 +21,7 @@ from web.connectors.verify_metrics import add_verify_samples
 from web.dashboard import observed
 
 PHASES = ("snapshot", "streaming", "stopped", "failed")
+RUNNING = ("snapshot", "streaming")  # live phases of a pipeline that runs (a silent one is "stale")
 
 
 STREAMING = [  # (metric, type, help, key in StreamingMetrics.snapshot())
@@ -126,8 +128,8 @@ def families(connectors: Iterable[Connector] | None = None) -> Iterator[Metric]:
 
 def _replica_set(out: Families, rs_state, view: observed.ReplicaSetView) -> None:
     labels = {"connector": rs_state.connector.name, "replica_set": rs_state.replica_set}
-    out.add("cdc_pipeline_up", "gauge", "1 while the pipeline reports (a report in the last 15 s).",
-            labels, not view.stale)
+    out.add("cdc_pipeline_up", "gauge", "1 while the pipeline runs (snapshot or streaming) and reports (a report in "
+            "the last 15 s); 0 when it failed, stopped, was paused or went silent.", labels, view.phase in RUNNING)
     for phase in PHASES:
         out.add("cdc_pipeline_phase", "gauge", "1 for the pipeline's observed phase.",
                 {**labels, "phase": phase}, rs_state.phase == phase)

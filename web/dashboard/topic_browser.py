@@ -150,6 +150,7 @@ class Query:
     count: int = 20
     text: str = ""
     scopes: tuple[str, ...] = SCOPES
+    resume: dict[int, int] | None = None  # the live tail: partition -> next offset to read (a reconnected tail)
 
 
 @dataclass
@@ -395,7 +396,8 @@ def message_json(message: Message) -> dict:
 class Tail:
     """Follows the committed messages written to a topic from now on (read_committed), matching `query`.
 
-    `run()` (in its own thread) assigns the chosen partitions at their current log end, calls `on_ready(positions)`
+    `run()` (in its own thread) assigns the chosen partitions at their current log end (or at `query.resume`'s
+    offset, kept within the log, when a tail that was cut off reconnects), calls `on_ready(positions)`
     — from then on every message committed to them is seen — and then `on_message(message)` for each match, at most
     `per_second` a second (`on_skipped(n)` says how many were left out), until `stop` is set.
     """
@@ -409,8 +411,10 @@ class Tail:
         parts = [p for p in partitions(self.topic) if self.query.partitions is None or p.id in self.query.partitions]
         consumer = _consumer()
         try:
-            consumer.assign([TopicPartition(self.topic, p.id, p.high) for p in parts])
-            self.on_ready({p.id: p.high for p in parts})
+            resume = self.query.resume or {}
+            starts = {p.id: min(max(resume.get(p.id, p.high), p.low), p.high) for p in parts}
+            consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in starts.items()])
+            self.on_ready(starts)
             second, sent, skipped = int(time.monotonic()), 0, 0
             while not self.stop.is_set():
                 for message in consumer.consume(100, 0.5):

@@ -1,9 +1,12 @@
 """`/ws/topics/<topic>/?partition=…&q=…&in=…`: the topic browser's live tail. Needs the viewer role.
 
+`resume=<partition>:<offset>` (repeated) starts those partitions at that offset instead of the log end: the page
+reconnects a tail that was cut off from the offsets after the last messages it showed, so nothing is missed.
+
 Sends JSON objects with a `type`: `ready` once the tail follows the topic (`{positions: {partition: offset}}`: every
 message committed from these offsets on is sent), then `message` for each matching committed message (the fields of
-topic_browser.message_json), `skipped` when more than 50 a second matched (`{count}`), and `error` (`{message}`)
-before closing for a bad parameter, an unknown topic or Kafka failing.
+topic_browser.message_json), `skipped` when more than 50 a second matched (`{count}`), and `error` (`{message, retry}`)
+before closing for a bad parameter, an unknown topic or Kafka failing (`retry` true: the page may reconnect).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ def tail_query(query_string: str) -> kafka.Query:
     if bad:
         raise ValueError(f"in={bad[0]} is not known; search in key, value and/or headers")
     query.text, query.scopes = text.strip(), tuple(scopes) or kafka.SCOPES
+    resume = [value for value in params.get("resume", []) if value.strip()]
+    if resume:
+        try:
+            query.resume = {int(p): int(o) for p, o in (value.split(":", 1) for value in resume)}
+        except ValueError:
+            raise ValueError("resume must be <partition>:<offset>") from None
     return query
 
 
@@ -82,13 +91,14 @@ class TopicTailConsumer(AsyncJsonWebsocketConsumer):
         except kafka.UnknownTopic:
             problem = f"There is no topic {topic} in the Kafka cluster."
         except kafka.KafkaUnavailable as error:
-            problem = f"Kafka did not answer: {error}"
+            asyncio.run_coroutine_threadsafe(self._refuse(f"Kafka did not answer: {error}", retry=True), loop)
+            return
         else:
             return
         asyncio.run_coroutine_threadsafe(self._refuse(problem), loop)
 
-    async def _refuse(self, message: str) -> None:
-        await self.send_json({"type": "error", "message": message})
+    async def _refuse(self, message: str, retry: bool = False) -> None:
+        await self.send_json({"type": "error", "message": message, "retry": retry})
         await self.close(code=BAD_REQUEST)
 
     async def disconnect(self, code):

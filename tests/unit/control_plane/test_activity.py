@@ -103,3 +103,30 @@ def test_a_command_sent_says_how_many_pipelines_listened(connector, monkeypatch,
         "resume sent, but no pipeline is listening now; the supervisor applies the desired state",
         "pause sent to 1 listening pipeline",
     ]
+
+
+def test_first_start_logs_snapshot_then_streaming_even_when_the_snapshot_is_shorter_than_a_report(connector):
+    """The worker's reporter over real pipeline metrics: `starting` is no phase of its own, and a snapshot that began
+    and ended between two reports (a few rows) is still logged, before streaming."""
+    from connectors.core.metrics import StreamingMetrics
+    from workers.streaming import _reporter
+
+    metrics = StreamingMetrics("orders", "rs0")
+    report = _reporter("orders", "rs0", "w1")
+
+    def send(final=False):
+        report({"connector": "orders", "replica_set": "rs0", "worker": "w1", "final": final,
+                "metrics": metrics.snapshot(), "sink": {}})
+
+    metrics.set_phase("starting")
+    send()
+    assert texts(connector, "state") == []  # nothing observed yet, and certainly not "streaming"
+    metrics.set_phase("snapshot")
+    metrics.set_phase("streaming")  # the snapshot took less than the report interval
+    send()
+    send()
+    assert texts(connector, "state") == ["snapshot → streaming (on w1)", "snapshot (on w1)"]
+    metrics.set_phase("starting")  # restarted in the same process: the stored phase stays until it streams again
+    send()
+    assert ReplicaSetState.objects.get().phase == "streaming"
+    assert texts(connector, "state") == ["snapshot → streaming (on w1)", "snapshot (on w1)"]

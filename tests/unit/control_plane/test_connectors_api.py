@@ -342,3 +342,26 @@ def test_dashboard_actions_are_audited_as_dashboard(client, django_user_model, n
     scripted.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=make_user(django_user_model, 'admin'))}")
     assert scripted.post("/api/connectors/orders/resume/", HTTP_X_CDC_SOURCE="dashboard").status_code == 202
     assert AuditEntry.objects.get(action="connector.resume").source == "api"
+
+
+def test_a_paused_connector_is_not_stale(admin_client):
+    """A paused (or stopped, or failed) pipeline does not report: that is no sign of a hung worker."""
+    import datetime
+
+    from django.utils import timezone
+
+    from web.connectors import services
+    from web.connectors.models import ReplicaSetState
+
+    create_connector()
+    services.report_observed("orders", "rs0", worker="w1@host", phase="streaming", metrics={"events": 5})
+    admin_client.post("/api/connectors/orders/pause/")
+    services.report_observed("orders", "rs0", worker="w1@host", phase="stopped", metrics={"events": 5})
+    ReplicaSetState.objects.update(heartbeat_at=timezone.now() - datetime.timedelta(minutes=5))
+    body = admin_client.get("/api/connectors/orders/status/").json()
+    assert body["desired_state"] == "paused"
+    assert body["replica_sets"][0]["live_phase"] == "stopped"
+    assert body["replica_sets"][0]["stale"] is False
+    services.report_observed("orders", "rs0", worker="w1@host", phase="streaming", metrics={"events": 5})
+    ReplicaSetState.objects.update(heartbeat_at=timezone.now() - datetime.timedelta(minutes=5))
+    assert admin_client.get("/api/connectors/orders/status/").json()["replica_sets"][0]["stale"] is True

@@ -101,3 +101,14 @@ def test_no_connector_is_an_empty_but_valid_exposition(client, viewer):
     response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text")
     assert response.content == b"# EOF\n"
     assert list(parse_text(client.get("/metrics").content.decode())) == []
+
+
+@pytest.mark.parametrize("phase", ["failed", "stopped"])
+def test_failed_or_stopped_pipeline_is_down_even_while_it_reports(client, viewer, phase):
+    connector = create_connector("orders")
+    report(connector, "rs0", timezone.now())
+    ReplicaSetState.objects.filter(connector=connector).update(phase=phase)
+    values = samples(parse_text(client.get("/metrics").content.decode()))
+    rs0 = (("connector", "orders"), ("replica_set", "rs0"))
+    assert values[("cdc_pipeline_up", rs0)] == 0
+    assert values[("cdc_pipeline_phase", tuple(sorted((*rs0, ("phase", phase)))))] == 1

@@ -119,3 +119,18 @@ def test_last_error_clears_on_recovery_and_keeps_its_own_time(no_redis, client, 
     assert observed.current_error(recovered) == ""  # … but no longer shown as the connector's error
     assert observed.connector_view(recovered.connector).last_error == ""
     assert "cannot reach db1" not in client.get("/").content.decode()
+
+
+def test_a_completed_snapshot_of_empty_tables_is_complete_not_zero_percent():
+    from django.template.loader import render_to_string
+
+    snapshot = {"SnapshotKind": "initial", "SnapshotCompleted": True, "SnapshotDurationInSeconds": 1.5,
+                "Collections": {"public.empty": {"rows": 0, "estimated_rows": 0, "chunks_done": 0,
+                                                 "chunks_total": 0},
+                                "public.few": {"rows": 3, "estimated_rows": 0, "chunks_done": 1, "chunks_total": 1}}}
+    progress = observed.snapshot_progress(snapshot)
+    assert [p.percent for p in progress] == [100, 100]
+    html = " ".join(render_to_string("dashboard/_snapshot.html",
+                                     {"snapshot": snapshot, "collections": progress}).split())
+    assert "completed" in html and ">0 %" not in html and "/ ~0" not in html
+    assert '<td class="num">empty</td>' in html and '<td class="num">3</td>' in html

@@ -367,7 +367,9 @@ class ReplicaSetStateSerializer(serializers.ModelSerializer):
     """One partition of the state model (web/connectors/state.py): observed phase with its timestamps, and what
     the pages show from it."""
 
-    stale = serializers.SerializerMethodField(help_text="No report from the worker for 15 s.")
+    stale = serializers.SerializerMethodField(
+        help_text="A running pipeline (snapshot or streaming) without a report from its worker for 15 s; never for a "
+                  "stopped, paused or failed one, which does not report.")
     live_phase = serializers.SerializerMethodField(
         help_text="The phase every surface shows: the observed phase, or stale for a running one without reports.")
     current_error = serializers.SerializerMethodField(
@@ -379,7 +381,7 @@ class ReplicaSetStateSerializer(serializers.ModelSerializer):
                   "last_error", "last_error_at", "metrics"]
 
     def get_stale(self, state) -> bool:
-        return connector_state.is_stale(state)
+        return connector_state.live_phase(state) == "stale"
 
     def get_live_phase(self, state) -> str:
         return connector_state.live_phase(state)

@@ -31,7 +31,7 @@ document.addEventListener("DOMContentLoaded", function () {
       tr.dataset.kind = line.kind;
       return tr;
     });
-    const head = el("tr", {}, ...["When", "What", "Replica set", "Details", "By"].map((h) => el("th", { scope: "col" }, h)));
+    const head = el("tr", {}, ...["When", "What", box.dataset.partition || "Replica set", "Details", "By"].map((h) => el("th", { scope: "col" }, h)));
     box.replaceChildren(el("table", { className: "requests activity" }, el("thead", {}, head), el("tbody", {}, ...rows)));
   }
 

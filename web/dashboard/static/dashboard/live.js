@@ -65,6 +65,31 @@
   document.addEventListener("DOMContentLoaded", () => localTimes(document));
   document.addEventListener("htmx:afterSwap", (e) => localTimes(e.target));
 
+  // Every table scrolls sideways inside its card rather than being cut at its edge; one wider than the card says so
+  // (a shadow at the edge and a line under it), on any page and after every resize or swap.
+  function markWideTables(root) {
+    $$(root, "main table").forEach((table) => {
+      let box = table.parentElement;
+      if (!box.classList.contains("table-scroll")) {
+        box = el("div", { className: "table-scroll" });
+        table.replaceWith(box);
+        box.append(table);
+      }
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("overflows", wide);
+      let hint = box.nextElementSibling;
+      if (!(hint && hint.classList.contains("scroll-hint"))) hint = null;
+      if (wide && !hint) box.after(el("p", { className: "scroll-hint", textContent: "Scroll sideways for more →" }));
+      if (!wide && hint) hint.remove();
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    markWideTables(document);
+    window.addEventListener("resize", () => markWideTables(document));
+    setInterval(() => markWideTables(document), 2000);  // tables that scripts fill in (the activity log)
+  });
+  document.addEventListener("htmx:afterSwap", () => markWideTables(document));
+
   const config = document.getElementById("live-config");
   const statusEl = document.getElementById("live-status");
   if (!config) return;
@@ -133,14 +158,17 @@
     let info = `${snap.SnapshotKind} · ${state} · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
     if (snap.SnapshotRunning) info += ` · ${fmt.seconds(snap.EstimatedSecondsRemaining)} left`;
     const rows = Object.entries(snap.Collections || {}).sort().map(([ns, c]) => {
-      const pct = c.chunks_total > 0 ? Math.min(100, Math.floor((100 * c.chunks_done) / c.chunks_total))
+      // a completed snapshot read everything, whatever the estimate said (an empty table's is 0)
+      const pct = snap.SnapshotCompleted ? 100
+        : c.chunks_total > 0 ? Math.min(100, Math.floor((100 * c.chunks_done) / c.chunks_total))
         : c.estimated_rows > 0 ? Math.min(100, Math.floor((100 * c.rows) / c.estimated_rows)) : 0;
       const bar = el("progress", { max: 100, value: pct }, pct + " %");
       bar.setAttribute("aria-label", "Snapshot progress of " + ns);
       const tr = el("tr", {},
         el("th", { scope: "row" }, ns),
         el("td", {}, bar, " ", el("span", { className: "pct" }, pct + " %")),
-        el("td", { className: "num" }, `${fmt.count(c.rows)} / ~${fmt.count(c.estimated_rows)}`),
+        el("td", { className: "num" }, !snap.SnapshotCompleted ? `${fmt.count(c.rows)} / ~${fmt.count(c.estimated_rows)}`
+          : c.rows ? fmt.count(c.rows) : "empty"),
         el("td", { className: "num" }, `${c.chunks_done} / ${c.chunks_total}`));
       tr.dataset.collection = ns;
       return tr;
@@ -318,11 +346,25 @@
   const HOUR = 3600;
   const MIN_SPAN = 120; // seconds: a chart with one point (or a few) still shows a readable stretch of time
 
-  // The x range: what the data covers, but never less than MIN_SPAN ending at the newest point (or now).
-  function timeRange(u, min, max) {
-    const end = max == null ? Date.now() / 1000 : max;
-    const start = min == null ? end - MIN_SPAN : Math.min(min, end - MIN_SPAN);
+  const GAP = 20; // seconds without a report (a pipeline reports every second or two): the line breaks there
+
+  // The x range: what the data covers, but never less than MIN_SPAN ending at the newest point (or now). Read from
+  // the data itself: for a single point uPlot's own guess spans years (a new connector's first report).
+  function timeRange(u) {
+    const xs = u.data[0];
+    const end = xs.length ? xs[xs.length - 1] : Date.now() / 1000;
+    const start = xs.length ? Math.min(xs[0], end - MIN_SPAN) : end - MIN_SPAN;
     return [start, end];
+  }
+
+  // The series with a null point after each silence longer than GAP, so the line is not drawn across it.
+  function withGaps(ts, ys) {
+    const xs = [], vs = [];
+    ts.forEach((t, i) => {
+      if (i && t - ts[i - 1] > GAP) { xs.push(ts[i - 1] + 1); vs.push(null); }
+      xs.push(t); vs.push(ys[i]);
+    });
+    return [xs, vs];
   }
 
   function chartOptions(width, label, color) {
@@ -356,12 +398,12 @@
       // Each chart owns its arrays: push() appends to them, and a shared x array would grow once per report for
       // two charts, so the second chart's push would find its newest time already there and drop every point.
       if (charts[key]) {
-        charts[key].lag.setData([h.t.slice(), h.lag.slice()]);
-        charts[key].eps.setData([h.t.slice(), h.eps.slice()]);
+        charts[key].lag.setData(withGaps(h.t, h.lag));
+        charts[key].eps.setData(withGaps(h.t, h.eps));
         return;
       }
-      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", [h.t.slice(), h.lag.slice()]);
-      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", [h.t.slice(), h.eps.slice()]);
+      const lag = lagNode && makePlot(lagNode, "Lag (ms)", "#9a5b00", withGaps(h.t, h.lag));
+      const eps = epsNode && makePlot(epsNode, "Events/s", "#1f5fae", withGaps(h.t, h.eps));
       if (lag && eps) charts[key] = { lag, eps };
     });
   }
@@ -369,6 +411,7 @@
   function push(plot, t, value) {
     const [xs, ys] = plot.data;
     if (xs.length && xs[xs.length - 1] >= t) return;
+    if (xs.length && t - xs[xs.length - 1] > GAP) { xs.push(xs[xs.length - 1] + 1); ys.push(null); }
     xs.push(t); ys.push(value);
     while (xs.length && xs[0] < t - HOUR) { xs.shift(); ys.shift(); }
     plot.setData([xs, ys]);
@@ -393,7 +436,7 @@
         scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
         axes: [{ show: false }, { show: false }], padding: [2, 0, 2, 0],
         series: [{}, { stroke: "#1f5fae", fill: "#1f5fae22", width: 1, points: { show: false } }],
-      }, [s.t.slice(), s.eps.slice()], node);
+      }, withGaps(s.t, s.eps), node);
       sparks[node.dataset.spark] = { plot, last: 0 };
     });
   }
@@ -404,6 +447,7 @@
     if (!spark || t - spark.last < 5) return;
     spark.last = t;
     const [xs, ys] = spark.plot.data;
+    if (xs.length && t - xs[xs.length - 1] > GAP) { xs.push(xs[xs.length - 1] + 1); ys.push(null); }
     xs.push(t); ys.push(eps);
     while (xs.length && xs[0] < t - 900) { xs.shift(); ys.shift(); }
     spark.plot.setData([xs, ys]);
@@ -447,6 +491,7 @@
 
   window.cdcLive = {
     charts,
+    withGaps,
     close() { if (socket) socket.close(); },
     get state() { return statusEl.dataset.state; },
     reports,

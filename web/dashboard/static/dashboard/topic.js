@@ -61,6 +61,10 @@
     if (button) download(button);
   });
 
+  // A tail cut off (the server restarted, the network or Redis failed) reconnects by itself, after 1, 2, 4 … 15 s,
+  // from the offsets after the last messages it showed; the status line says so all along.
+  const RETRY_DELAYS_S = [1, 2, 4, 8, 15];
+
   document.addEventListener("DOMContentLoaded", () => {
     const toggle = document.getElementById("tail-toggle");
     const status = document.getElementById("tail-status");
@@ -68,48 +72,82 @@
     if (!toggle || !status || !list) return;
     const topic = toggle.dataset.topic;
     let socket = null;
+    let retryTimer = null;
+    let attempts = 0;
+    let received = 0;
+    let next = {};  // partition -> the next offset to show
 
     function say(text, kind) {
       status.textContent = text;
       status.dataset.kind = kind || "ok";
     }
 
+    function following() {
+      return socket !== null || retryTimer !== null;
+    }
+
     function stop(text) {
       if (socket) { socket.onclose = null; socket.close(); socket = null; }
+      if (retryTimer) { clearTimeout(retryTimer); retryTimer = null; }
       toggle.textContent = "Live tail";
       toggle.setAttribute("aria-pressed", "false");
       if (text) say(text);
     }
 
-    toggle.addEventListener("click", () => {
-      if (socket) { stop("Live tail stopped."); return; }
+    function retryLater(why) {
+      if (socket) { socket.onclose = null; socket = null; }
+      const delay = RETRY_DELAYS_S[Math.min(attempts, RETRY_DELAYS_S.length - 1)];
+      attempts += 1;
+      say(`${why} Reconnecting in ${delay} s (attempt ${attempts})…`, "warning");
+      retryTimer = setTimeout(() => { retryTimer = null; connect(); }, delay * 1000);
+    }
+
+    function connect() {
       const form = document.querySelector("form.filter-form");
       const params = new URLSearchParams();
       ["partition", "q"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
       form.querySelectorAll('input[name="in"]:checked').forEach((box) => params.append("in", box.value));
+      Object.entries(next).forEach(([partition, offset]) => params.append("resume", `${partition}:${offset}`));
       const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-      socket = new WebSocket(`${scheme}//${location.host}/ws/topics/${encodeURIComponent(topic)}/?${params}`);
-      toggle.textContent = "Stop tail";
-      toggle.setAttribute("aria-pressed", "true");
-      say("Connecting…");
-      let received = 0;
-      socket.onmessage = (event) => {
+      const current = new WebSocket(`${scheme}//${location.host}/ws/topics/${encodeURIComponent(topic)}/?${params}`);
+      socket = current;
+      window.cdcTail = { socket: current };
+      const reconnecting = attempts > 0;
+      if (!reconnecting) say("Connecting…");
+      current.onmessage = (event) => {
         const data = JSON.parse(event.data);
         if (data.type === "ready") {
-          say("Following the topic: new committed messages appear at the top.");
+          Object.entries(data.positions).forEach(([partition, offset]) => {
+            if (!(partition in next)) next[partition] = offset;
+          });
+          attempts = 0;
+          say(reconnecting ? "Reconnected: following the topic again from where the tail was cut off."
+            : "Following the topic: new committed messages appear at the top.");
         } else if (data.type === "message") {
           received += 1;
+          next[data.partition] = Math.max(next[data.partition] || 0, data.offset + 1);
           list.prepend(messageItem(topic, data));
           while (list.children.length > MAX_SHOWN) list.lastElementChild.remove();
           say(`Following the topic: ${received} new message${received === 1 ? "" : "s"}.`);
         } else if (data.type === "skipped") {
           say(`Following the topic: ${data.count} matching messages in the last second were not shown (over 50/s).`);
         } else if (data.type === "error") {
+          if (data.retry) { retryLater(data.message); return; }
           stop();
           say(data.message, "error");
         }
       };
-      socket.onclose = () => { if (socket) stop("The live tail was disconnected."); };
+      current.onclose = () => { if (socket === current) retryLater("The live tail lost its connection."); };
+    }
+
+    toggle.addEventListener("click", () => {
+      if (following()) { stop("Live tail stopped."); return; }
+      attempts = 0;
+      received = 0;
+      next = {};
+      toggle.textContent = "Stop tail";
+      toggle.setAttribute("aria-pressed", "true");
+      connect();
     });
   });
 })();

@@ -1,0 +1,83 @@
+"""A PostgreSQL connector's pages speak of databases, tables and rows: no MongoDB words (replica set, documents,
+change stream) on its detail page or in its activity log, and the log shows its initial snapshot as a phase, before
+streaming, in order. The test's own database on the stack's PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import psycopg2.extensions
+import pytest
+
+from tests.browser.conftest import screenshot
+from tests.browser.test_delete_postgres import PG_CLASS, run
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
+
+MONGODB_WORDS = re.compile(r"replica.?set|documents?\b|change stream|resume token|cluster time", re.IGNORECASE)
+
+
+@pytest.fixture
+def pg_database():
+    from devstack import postgres as devstack_postgres
+    from devstack import stack as devstack
+
+    devstack.up(["postgres"], echo=lambda line: None)
+    admin, cdc = devstack_postgres.admin_dsn(), devstack_postgres.cdc_dsn()
+    name = f"bt_{uuid.uuid4().hex[:10]}"
+    run(admin, f'CREATE DATABASE "{name}" OWNER "{psycopg2.extensions.parse_dsn(cdc)["user"]}"')
+    dsn = psycopg2.extensions.make_dsn(cdc, dbname=name)
+    run(dsn, "CREATE TABLE items (id int PRIMARY KEY, note text)")
+    run(dsn, "INSERT INTO items SELECT g, repeat('x', 100) FROM generate_series(1, 2000) g")
+    yield dsn, name
+    deadline = time.monotonic() + 60  # a deleted connector's walsender ends a moment after its pipeline
+    while time.monotonic() < deadline and run(admin, "SELECT 1 FROM pg_replication_slots "
+                                                     "WHERE database = %s AND active", (name,)):
+        time.sleep(0.2)
+    run(admin, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+               "WHERE database = %s AND NOT active", (name,))
+    run(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def create_postgres_connector(platform, dsn: str, dbname: str) -> str:
+    parts = psycopg2.extensions.parse_dsn(dsn)
+    connector = f"btpgw{uuid.uuid4().hex[:6]}"
+    properties = {"name": connector, "topic.prefix": connector, "connector.class": PG_CLASS,
+                  "database.hostname": parts["host"], "database.port": int(parts["port"]),
+                  "database.user": parts["user"], "database.password": parts["password"], "database.dbname": dbname,
+                  "slot.name": f"s_{dbname}", "publication.name": f"p_{dbname}",
+                  "publication.autocreate.mode": "filtered", "table.include.list": "public.items",
+                  "offset.storage.topic": f"{connector}.offsets"}
+    platform.django("from web.connectors import drafts, services\n"
+                    f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system')\n")
+    return connector
+
+
+def test_postgres_pages_use_relational_words_and_log_the_snapshot_phase(session, platform, pg_database):
+    dsn, dbname = pg_database
+    connector = create_postgres_connector(platform, dsn, dbname)
+    current, page = session("admin")
+    try:
+        page.goto(f"/connectors/{connector}/")
+        activity = page.locator("#activity table.activity")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#activity tr[data-kind=state] .reason')]"
+            ".some(cell => /streaming/.test(cell.textContent))", timeout=90_000)
+        page.locator(f'[data-rs^="{connector}/"]').first.wait_for()
+        headers = activity.locator("thead th").all_inner_texts()
+        assert headers[2] == "Database", headers
+        text = page.locator("main").inner_text()
+        screenshot(page, "postgres-detail-words")
+        assert not MONGODB_WORDS.findall(text), MONGODB_WORDS.findall(text)
+        # the log is newest first: read it oldest first
+        states = [cell for cell in reversed(activity.locator("tr[data-kind=state] .reason").all_inner_texts())]
+        snapshot_at = next((i for i, t in enumerate(states) if "snapshot" in t), None)
+        streaming_at = next(i for i, t in enumerate(states) if "streaming" in t)
+        assert snapshot_at is not None, states
+        assert snapshot_at < streaming_at, states
+    finally:  # through the running web server: a `manage.py shell` may take a minute to start on a loaded machine
+        response = page.request.delete(f"/api/connectors/{connector}/?drop_slot=true",
+                                       headers={"X-CSRFToken": current.csrf(page)})
+        assert response.status in (202, 204), response.text()
