@@ -39,6 +39,7 @@ app = Celery(
     task_routes=TASK_ROUTES,
     task_acks_late=False,
     worker_prefetch_multiplier=1,
+    worker_direct=True,  # each worker also consumes its own queue: the supervisor places pipelines (workers.placement)
     task_serializer="json",
     result_serializer="json",
     accept_content=["json"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars, spark); mariadb and spark (a standalone "
              "master and two workers) only when named",
     )
+    up.add_argument("--brokers", type=int, help="Kafka as a KRaft cluster of this many brokers (as "
+                    "DEVSTACK_KAFKA_BROKERS; default 1)")
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("services", nargs="*")
     down.add_argument("--all", action="store_true", help="also stop the platform processes `demo` started")
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
+            if args.brokers is not None:
+                os.environ["DEVSTACK_KAFKA_BROKERS"] = str(args.brokers)
             stack.up(args.services)
             return 0
         if args.command == "demo":

@@ -1,4 +1,13 @@
-"""Single-node Apache Kafka in KRaft mode (broker + controller in one JVM), from Maven jars."""
+"""Apache Kafka in KRaft mode from Maven jars: one node (broker + controller in one JVM), or a cluster of N such
+combined nodes with `DEVSTACK_KAFKA_BROKERS=N` (`python -m devstack up kafka --brokers 3`).
+
+Ports: node 1 listens on DEVSTACK_KAFKA_PORT (clients) and DEVSTACK_KAFKA_CONTROLLER_PORT (the KRaft quorum); node
+n > 1 on the two ports after the previous node's, or on DEVSTACK_KAFKA_NODE_PORTS ("p2:c2,p3:c3": client:controller
+per further node). A cluster keeps its data apart from the single node's (kafka-cluster/node-N), since a node's
+storage is formatted for one quorum. Every node is a controller, so a 3-node cluster keeps its quorum with one node
+down. With 3 or more nodes, Kafka's internal topics (consumer offsets, transaction state) get replication factor 3 and
+min.insync.replicas 2; the platform's own topics get theirs when it creates them (connectors.kafka.topics).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,7 @@ import os
 import resource
 import subprocess
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from devstack import settings
@@ -15,7 +25,8 @@ from devstack.process import ManagedProcess, StackError, port_in_use, wait_until
 POM = Path(__file__).parent / "maven" / "kafka-pom.xml"
 HOME = settings.STATE_DIR / "kafka"
 JARS = settings.STATE_DIR / "jars" / "kafka"
-process = ManagedProcess("kafka")
+CLUSTER_HOME = settings.STATE_DIR / "kafka-cluster"
+process = ManagedProcess("kafka")  # node 1, in either form
 
 LOG4J2 = """\
 status = warn
@@ -33,30 +44,80 @@ logger.apache.level = WARN
 """
 
 
-def server_properties() -> str:
-    port, controller = settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT
+def broker_count() -> int:
+    """DEVSTACK_KAFKA_BROKERS (default 1), read when asked so that `up --brokers N` can set it."""
+    raw = os.environ.get("DEVSTACK_KAFKA_BROKERS", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise StackError(f"DEVSTACK_KAFKA_BROKERS={raw!r} is not a number of brokers; set it to 1 or to 3.")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    port: int
+    controller_port: int
+    home: Path
+    process: ManagedProcess
+
+
+def _further_ports(count: int) -> list[tuple[int, int]]:
+    raw = os.environ.get("DEVSTACK_KAFKA_NODE_PORTS", "")
+    if not raw:
+        base = settings.KAFKA_CONTROLLER_PORT
+        return [(base + 2 * n - 1, base + 2 * n) for n in range(1, count + 1)]
+    try:
+        pairs = [tuple(int(port) for port in pair.split(":")) for pair in raw.split(",")]
+    except ValueError:
+        pairs = []
+    if len(pairs) < count or any(len(pair) != 2 for pair in pairs):
+        raise StackError(f"DEVSTACK_KAFKA_NODE_PORTS={raw!r} must name {count} client:controller port pairs, "
+                         "comma-separated, one per node after the first.")
+    return pairs[:count]
+
+
+def nodes(count: int | None = None) -> list[Node]:
+    count = broker_count() if count is None else count
+    if count == 1:
+        return [Node(1, settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT, HOME, process)]
+    ports = [(settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT), *_further_ports(count - 1)]
+    return [Node(n, port, controller, CLUSTER_HOME / f"node-{n}",
+                 process if n == 1 else ManagedProcess(f"kafka-{n}"))
+            for n, (port, controller) in enumerate(ports, start=1)]
+
+
+def bootstrap(count: int | None = None) -> str:
+    return ",".join(f"127.0.0.1:{node.port}" for node in nodes(count))
+
+
+def server_properties(node: Node | None = None, members: list[Node] | None = None) -> str:
+    members = members or nodes()
+    node = node or members[0]
+    replicas = min(3, len(members))
+    in_sync = 2 if replicas >= 3 else 1
+    voters = ",".join(f"{m.id}@127.0.0.1:{m.controller_port}" for m in members)
     listeners, advertised, protocols = "", "", ""
-    if settings.KAFKA_PROXIED_LISTENER:
+    if settings.KAFKA_PROXIED_LISTENER and node.id == 1:
         listen, _, shown = settings.KAFKA_PROXIED_LISTENER.partition(":")
         listeners, advertised = f",PROXIED://127.0.0.1:{int(listen)}", f",PROXIED://127.0.0.1:{int(shown)}"
         protocols = ",PROXIED:PLAINTEXT"
     return f"""\
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:{controller}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}{listeners}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}{advertised}
+node.id={node.id}
+controller.quorum.voters={voters}
+listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}{listeners}
+advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}{advertised}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{protocols}
-log.dirs={HOME / "data"}
+log.dirs={node.home / "data"}
 num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+offsets.topic.replication.factor={replicas}
+transaction.state.log.replication.factor={replicas}
+transaction.state.log.min.isr={in_sync}
+share.coordinator.state.topic.replication.factor={replicas}
+share.coordinator.state.topic.min.isr={in_sync}
 group.initial.rebalance.delay.ms=0
 transaction.max.timeout.ms=900000
 message.max.bytes=1048588
@@ -69,11 +130,12 @@ def _classpath() -> str:
     return f"{JARS}/*"
 
 
-def _java_argv(main_class: str, *args: str, heap: str = "1g", options: tuple[str, ...] = ()) -> list[str]:
+def _java_argv(main_class: str, *args: str, heap: str = "1g", options: tuple[str, ...] = (),
+               home: Path = HOME) -> list[str]:
     java = require_tool("java", "Install a JDK 17 or newer (Debian: apt-get install openjdk-17-jdk-headless).")
     return [
         java, f"-Xmx{heap}", "-XX:+UseG1GC", *options, "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={HOME / 'log4j2.properties'}",
+        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
         "-cp", _classpath(), main_class, *args,
     ]
 
@@ -82,21 +144,34 @@ def _java_argv(main_class: str, *args: str, heap: str = "1g", options: tuple[str
 # partitions its old generation filled 88% of a 1 GB heap, young collections came every ~6 s and took ~100 ms each,
 # and streaming latency rose with them. With 2 GB (same partitions, same load) p50/p99 were 0.55-0.8x / 0.6-0.9x.
 BROKER_HEAP = "2g"
+CLUSTER_NODE_HEAP = "768m"  # three JVMs on one machine; a cluster serves tests and fault runs, not the dev load
 
 
-def _broker_argv(config: Path) -> list[str]:
+def _broker_argv(config: Path, home: Path = HOME, heap: str = BROKER_HEAP) -> list[str]:
     # The collector's pauses, to tell a broker pause from a slow client (bench.streaming reports them). Kafka's own
     # start scripts' settings (a fixed heap, MaxGCPauseMillis=20) and ZGC made no measurable difference to them here.
-    gc_log = f"-Xlog:gc:file={HOME / 'gc.log'}:time,uptime:filecount=2,filesize=10M"
-    return _java_argv("kafka.Kafka", str(config), heap=BROKER_HEAP, options=(gc_log,))
+    gc_log = f"-Xlog:gc:file={home / 'gc.log'}:time,uptime:filecount=2,filesize=10M"
+    return _java_argv("kafka.Kafka", str(config), heap=heap, options=(gc_log,), home=home)
 
 
-def _format_storage_once(config: Path) -> None:
-    if (HOME / "data" / "meta.properties").exists():
+def _cluster_id(home: Path) -> str:
+    """One id for every node of a cluster (kept beside the nodes' directories), a new one for a single node."""
+    if home == HOME:
+        return uuid.uuid4().hex[:22]
+    path = CLUSTER_HOME / "cluster.id"
+    if not path.exists():
+        CLUSTER_HOME.mkdir(parents=True, exist_ok=True)
+        path.write_text(uuid.uuid4().hex[:22])
+    return path.read_text().strip()
+
+
+def _format_storage_once(config: Path, home: Path = HOME) -> None:
+    if (home / "data" / "meta.properties").exists():
         return
-    cluster_id = str(uuid.uuid4().hex[:22])
+    cluster_id = _cluster_id(home)
     result = subprocess.run(
-        _java_argv("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), heap="256m"),
+        _java_argv("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), heap="256m",
+                   home=home),
         capture_output=True,
         text=True,
     )
@@ -104,37 +179,41 @@ def _format_storage_once(config: Path) -> None:
         raise StackError(f"formatting Kafka storage failed:\n{(result.stdout + result.stderr)[-3000:]}")
 
 
-def can_list_topics(timeout: float = 2.0) -> bool:
+def live_brokers(timeout: float = 2.0, servers: str | None = None) -> int:
+    """How many brokers the cluster's metadata lists (0 when none answers)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{settings.KAFKA_PORT}", "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": servers or bootstrap(), "log_level": 0})
     try:
-        admin.list_topics(timeout=timeout)
-        return True
+        return len(admin.list_topics(timeout=timeout).brokers)
     except Exception:
-        return False
+        return 0
 
 
-def _partition_dirs() -> int:
-    data = HOME / "data"
+def can_list_topics(timeout: float = 2.0) -> bool:
+    return live_brokers(timeout, f"127.0.0.1:{settings.KAFKA_PORT}") > 0
+
+
+def _partition_dirs(home: Path = HOME) -> int:
+    data = home / "data"
     return sum(1 for _ in data.iterdir()) if data.is_dir() else 0
 
 
-def _check_open_file_limit(partitions: int) -> None:
+def _check_open_file_limit(partitions: int, home: Path = HOME) -> None:
     """The broker holds a file open for every partition's log segment: past the open-file limit it dies while
     loading them, silently (its logging goes nowhere). Say so before starting it."""
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if limit != resource.RLIM_INFINITY and partitions + 1000 > limit:
         raise StackError(
-            f"Kafka's data directory {HOME / 'data'} holds {partitions:,} partition directories and this shell's "
+            f"Kafka's data directory {home / 'data'} holds {partitions:,} partition directories and this shell's "
             f"open-file limit is {limit:,}: the broker would die while loading them. Raise the limit (ulimit -n), "
-            f"or start from empty data (stop Kafka, remove {HOME / 'data'}; every topic is lost)."
+            f"or start from empty data (stop Kafka, remove {home / 'data'}; every topic is lost)."
         )
 
 
-def _answering(pid: int):
-    """can_list_topics, failing at once when the broker this process started has exited (a child that exited is
-    a zombie until reaped, and looks alive to ManagedProcess)."""
+def _answering(pid: int, node: Node, wanted: int):
+    """The cluster lists `wanted` brokers, failing at once when the broker this process started has exited (a
+    child that exited is a zombie until reaped, and looks alive to ManagedProcess)."""
 
     def check() -> bool:
         try:
@@ -142,39 +221,74 @@ def _answering(pid: int):
         except ChildProcessError:  # not our child: ManagedProcess watches it
             exited = 0
         if exited:
-            raise StackError(f"Kafka exited while starting; last log lines:\n{process.log_tail()}")
-        return can_list_topics()
+            raise StackError(f"Kafka node {node.id} exited while starting; last log lines:\n"
+                             f"{node.process.log_tail()}")
+        return live_brokers(servers=f"127.0.0.1:{node.port}") >= wanted
 
     return check
 
 
-def start_timeout() -> float:
+def start_timeout(home: Path = HOME) -> float:
     """Seconds to wait for the broker to answer after starting it: it loads every partition's log first. The dev
     broker gathered ~20,000 partitions (test runs' topics) and took over 90 s to start on a loaded machine, so every
     test session that started it failed at the former fixed 90 s."""
-    return 90 + _partition_dirs() * 0.02
+    return 90 + _partition_dirs(home) * 0.02
 
 
-def up() -> str:
-    if process.is_running():
-        wait_until(can_list_topics, start_timeout(), "Kafka to accept AdminClient requests", process)
-        return "already running"
-    for port in (settings.KAFKA_PORT, settings.KAFKA_CONTROLLER_PORT):
+def _runs_from(node: Node) -> bool:
+    """The node's recorded process was started with this node's configuration (not the other form's)."""
+    pid = node.process.pid()
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return str(node.home / "server.properties") in command
+
+
+def start_node(node: Node, members: list[Node]) -> int:
+    """Starts one node (also a cluster node killed earlier); returns its pid without waiting for it."""
+    for port in (node.port, node.controller_port):
         if port_in_use(port):
             raise StackError(
                 f"port {port} is taken by another program, so Kafka cannot start. Stop that program or choose "
-                "other ports with DEVSTACK_KAFKA_PORT / DEVSTACK_KAFKA_CONTROLLER_PORT."
+                "other ports with DEVSTACK_KAFKA_PORT / DEVSTACK_KAFKA_CONTROLLER_PORT (and DEVSTACK_KAFKA_NODE_PORTS "
+                "for a cluster)."
             )
-    HOME.mkdir(parents=True, exist_ok=True)
-    config = HOME / "server.properties"
-    config.write_text(server_properties())
-    (HOME / "log4j2.properties").write_text(LOG4J2.format(log=HOME / "server.log"))
-    _format_storage_once(config)
-    _check_open_file_limit(_partition_dirs())
-    pid = process.start(_broker_argv(config))
-    wait_until(_answering(pid), start_timeout(), "Kafka to accept AdminClient requests", process)
-    return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
+    node.home.mkdir(parents=True, exist_ok=True)
+    config = node.home / "server.properties"
+    config.write_text(server_properties(node, members))
+    (node.home / "log4j2.properties").write_text(LOG4J2.format(log=node.home / "server.log"))
+    _format_storage_once(config, node.home)
+    _check_open_file_limit(_partition_dirs(node.home), node.home)
+    heap = BROKER_HEAP if len(members) == 1 else CLUSTER_NODE_HEAP
+    return node.process.start(_broker_argv(config, node.home, heap))
+
+
+def up() -> str:
+    members = nodes()
+    wanted = len(members)
+    if process.is_running() and not _runs_from(members[0]):
+        other = "a single Kafka node" if wanted > 1 else "a Kafka cluster"
+        raise StackError(f"{other} is running on these ports: stop it (python -m devstack down kafka) first.")
+    running = [node for node in members if node.process.is_running()]
+    if len(running) == wanted:
+        wait_until(lambda: live_brokers() >= wanted, start_timeout(members[0].home),
+                   "Kafka to accept AdminClient requests", process)
+        return "already running"
+    started = [(node, start_node(node, members)) for node in members if node not in running]
+    for node, pid in started:
+        wait_until(_answering(pid, node, wanted), start_timeout(node.home),
+                   f"Kafka node {node.id} to accept AdminClient requests", node.process)
+    if wanted == 1:
+        return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
+    return f"started a {wanted}-broker cluster on {bootstrap()}"
 
 
 def down() -> bool:
-    return process.stop(timeout=30)
+    """Stops every node this stack started: the single node or a cluster's, whatever DEVSTACK_KAFKA_BROKERS says."""
+    run = settings.STATE_DIR / "run"
+    names = sorted(p.stem for p in run.glob("kafka-*.pid")) if run.is_dir() else []
+    stopped = process.stop(timeout=30)
+    for name in names:
+        stopped = ManagedProcess(name).stop(timeout=30) or stopped
+    return stopped

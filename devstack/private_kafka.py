@@ -1,5 +1,6 @@
-"""A Kafka broker of its own (own ports, own state directory) for fault tests and the fault campaign: it can be
-frozen (SIGSTOP), thawed or killed without disturbing the shared local stack.
+"""A Kafka broker (or a cluster of `brokers` nodes) of its own (own ports, own state directory) for fault tests and
+the fault campaign: it can be frozen (SIGSTOP), thawed or killed without disturbing the shared local stack; a
+cluster's nodes can be killed and started one by one.
 
 It is started with the devstack's own code in a subprocess (the devstack reads its settings from the environment
 at import) and shares the main stack's jars, so nothing is downloaded again.
@@ -52,12 +53,17 @@ def _free_run(count: int, within: range) -> list[int]:
 
 
 class PrivateKafka:
-    def __init__(self, home: Path, ports: range | None = None):
+    def __init__(self, home: Path, ports: range | None = None, brokers: int = 1):
         self.home = home
-        self.port, controller = free_ports(2, ports)
-        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.brokers = brokers
+        chosen = free_ports(2 * brokers, ports)
+        self.ports = chosen[0::2]  # each node's client port, node 1 first
+        self.port, controller = chosen[0], chosen[1]
+        self.bootstrap = ",".join(f"127.0.0.1:{port}" for port in self.ports)
+        further = ",".join(f"{chosen[i]}:{chosen[i + 1]}" for i in range(2, len(chosen), 2))
         self.env = {**os.environ, "DEVSTACK_HOME": str(home), "DEVSTACK_KAFKA_PORT": str(self.port),
-                    "DEVSTACK_KAFKA_CONTROLLER_PORT": str(controller)}
+                    "DEVSTACK_KAFKA_CONTROLLER_PORT": str(controller), "DEVSTACK_KAFKA_BROKERS": str(brokers),
+                    "DEVSTACK_KAFKA_NODE_PORTS": further}
         self.env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
 
     def _devstack(self, command: str) -> None:
@@ -76,7 +82,14 @@ class PrivateKafka:
 
     @property
     def pid(self) -> int:
-        return int((self.home / "run" / "kafka.pid").read_text().split()[0])
+        return self.node_pid(1)
+
+    def node_pid(self, node: int) -> int:
+        name = "kafka" if node == 1 else f"kafka-{node}"
+        return int((self.home / "run" / f"{name}.pid").read_text().split()[0])
+
+    def node_of_port(self, port: int) -> int:
+        return self.ports.index(port) + 1
 
     def freeze(self) -> None:
         os.kill(self.pid, signal.SIGSTOP)

@@ -4,6 +4,11 @@ Idempotent: existing topics are left as they are (TOPIC_ALREADY_EXISTS from a co
 except that settings a spec marks as `required` (the offsets topic's `cleanup.policy=compact`) are checked,
 because a non-compacted offsets topic would silently lose positions after its retention time.
 Known topics are cached, so steady-state batches cost no admin round trip.
+
+Replication: a spec's replication factor of -1 (the default of `topic.creation.default.replication.factor` and
+`offset.storage.replication.factor`) becomes 3 on a cluster of 3 or more brokers, with `min.insync.replicas=2`
+unless the spec sets it, so that with the producer's acks=all a committed write is on two brokers and one broker
+may fail; on a smaller cluster it stays the broker's default. An explicit factor is used as given.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import hashlib
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
@@ -24,6 +29,8 @@ LIST_TIMEOUT_SECONDS = 10.0
 MAX_TOPIC_LENGTH = 249
 _INVALID_TOPIC_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
 BROKER_DEFAULT = -1  # partitions / replication factor chosen by the broker (num.partitions, default.replication.factor)
+CLUSTER_REPLICATION_FACTOR = 3  # what BROKER_DEFAULT becomes on a cluster of at least this many brokers
+CLUSTER_MIN_INSYNC_REPLICAS = "2"
 
 _HINTS = {
     KafkaError.INVALID_REPLICATION_FACTOR: "Use a replication factor no larger than the number of brokers.",
@@ -86,10 +93,12 @@ class TopicAdmin:
             return []
         try:
             # A reachable cluster answers in milliseconds; an unreachable one is reported (and retried) sooner.
-            existing = set(self.admin.list_topics(timeout=min(self.timeout, LIST_TIMEOUT_SECONDS)).topics)
+            metadata = self.admin.list_topics(timeout=min(self.timeout, LIST_TIMEOUT_SECONDS))
         except KafkaException as error:
             raise TopicAdminRetriableError(f"Could not list Kafka topics ({describe(error.args[0])}).") from None
-        created = self._create([spec for name, spec in wanted.items() if name not in existing])
+        missing = [for_cluster(spec, len(metadata.brokers)) for name, spec in wanted.items()
+                   if name not in metadata.topics]
+        created = self._create(missing)
         configs = self._describe(list(wanted))
         for name, spec in wanted.items():
             if name not in created:
@@ -151,6 +160,14 @@ class TopicAdmin:
 
     def _no_answer(self, doing: str) -> TopicAdminRetriableError:
         return TopicAdminRetriableError(f"Kafka did not answer within {self.timeout:g}s while {doing}.")
+
+
+def for_cluster(spec: TopicSpec, brokers: int) -> TopicSpec:
+    """The spec as created on a cluster of `brokers` brokers (see the module's docstring)."""
+    if spec.replication_factor != BROKER_DEFAULT or brokers < CLUSTER_REPLICATION_FACTOR:
+        return spec
+    config = {"min.insync.replicas": CLUSTER_MIN_INSYNC_REPLICAS, **spec.config}
+    return replace(spec, replication_factor=CLUSTER_REPLICATION_FACTOR, config=config)
 
 
 def ensure_topics(admin_or_bootstrap: AdminClient | str | TopicAdmin, specs: Iterable[TopicSpec]) -> list[str]:

@@ -295,6 +295,7 @@
           const p = phaseOf(r);
           const span = el("span", { className: "phase" }, `${r.replica_set}: ${p}`);
           span.dataset.status = p;
+          if (r.worker && !r.final) span.append(" ", el("span", { className: "muted small", title: "the worker running it" }, `on ${r.worker}`));
           return span;
         }));
       });
