@@ -32,13 +32,13 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                ("connect/connector-plugins/{plugin}/config/validate", "put"),
                ("connect/connector-plugins/{plugin}/config/validate/", "put"), ("logout/", "post")},
     "operator": {*(("api/connectors/{name}/" + action + "/", "post")
-                   for action in ("pause", "resume", "stop", "restart", "snapshot")),
+                   for action in ("pause", "resume", "stop", "restart", "snapshot", "verify")),
                  *(("connect/connectors/{name}/" + action + slash, method)
                    for action, method in (("restart", "post"), ("pause", "put"), ("resume", "put"), ("stop", "put"))
                    for slash in ("", "/")),
                  *((f"connect/connectors/{{name}}/tasks/{{task}}/restart{slash}", "post") for slash in ("", "/")),
                  *((f"connect/connectors/{{name}}/topics/reset{slash}", "put") for slash in ("", "/")),
-                 ("connectors/{name}/", "post"),
+                 ("api/connectors/{name}/verify/schedule/", "put"), ("connectors/{name}/", "post"),
                  # Spark jobs of the query templates (docs/spark.md; script jobs are an admin's)
                  ("api/spark/jobs/", "post"), ("api/spark/jobs/{name}/run/", "post"),
                  *(("api/spark/jobs/{name}/", method) for method in ("put", "patch", "delete")),
