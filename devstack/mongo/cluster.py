@@ -16,9 +16,10 @@ from bson.int64 import Int64
 from bson.min_key import MinKey
 from bson.timestamp import Timestamp
 
-from devstack.mongo.bsonutil import hash_key
+from devstack.mongo.bsonutil import MISSING, hash_key
 from devstack.mongo.errors import CommandError
 from devstack.mongo.oplog import Op
+from devstack.mongo.query import get_path
 from devstack.mongo.replset import ReplicaSet
 from devstack.mongo.shardkeys import Chunk, ShardedCollection, ShardKey, hashed_split_points
 from devstack.mongo.storage import new_uuid
@@ -44,6 +45,20 @@ class ClusterReplicaSet(ReplicaSet):
     def __init__(self, config, ports, clock: ClusterClock):
         super().__init__(config, ports)
         self.clock = clock
+        self.shard_keys: dict[str, list[str]] = {}   # sharded collection -> its shard key's fields
+
+    def document_key(self, ns: str, doc: dict) -> dict:
+        """As mongod logs it for a sharded collection: the shard key's fields (their values, not hashes), then _id."""
+        fields = self.shard_keys.get(ns)
+        if not fields:
+            return {"_id": doc["_id"]}
+        key = {}
+        for field in fields:
+            value = get_path(doc, field)
+            if value is not MISSING:
+                key[field] = value
+        key["_id"] = doc["_id"]
+        return key
 
     def next_ts(self) -> Timestamp:
         ts = self.clock.next()
@@ -156,6 +171,8 @@ class ShardedCluster:
             coll.chunks.append(Chunk(key.global_min(), key.global_max(), primary, (1, 0), since=coll.timestamp))
         for shard in coll.shards():
             self.ensure_local(shard, db, name, uuid)
+        for rs in self.shards.values():
+            rs.shard_keys[ns] = key.fields
         self.collections[ns] = coll
         # the primary shard notes it in its oplog (a no-op), which change streams show as a shardCollection event
         primary_rs.log_op(Op("n", ns, uuid, o={"msg": {"shardCollection": ns}},
@@ -186,6 +203,8 @@ class ShardedCluster:
         coll = self.collections.pop(ns, None)
         if coll is None:
             return
+        for rs in self.shards.values():
+            rs.shard_keys.pop(ns, None)
         self._config_delete("collections", ns)
         for chunk in coll.chunks:
             self._config_delete("chunks", chunk.id)
@@ -269,14 +288,14 @@ class ShardedCluster:
         moving = [doc for doc in (donor.values() if donor is not None else ()) if coll.in_chunk(chunk, doc)]
         for doc in moving:
             recipient.insert(doc)
-            recipient_rs.log_op(Op("i", ns, coll.uuid, o=doc, o2={"_id": doc["_id"]}, extra=MIGRATED))
+            recipient_rs.log_op(Op("i", ns, coll.uuid, o=doc, o2=recipient_rs.document_key(ns, doc), extra=MIGRATED))
         chunk.shard = to
         chunk.version = coll.next_version(True)
         chunk.since = self.clock.last
         self._config_put("chunks", self._chunk_doc(coll, chunk))
         for doc in moving:
             donor.delete(doc)
-            entry = donor_rs.log_op(Op("d", ns, coll.uuid, o={"_id": doc["_id"]}, extra=MIGRATED))
+            entry = donor_rs.log_op(Op("d", ns, coll.uuid, o=donor_rs.document_key(ns, doc), extra=MIGRATED))
             donor_rs.txns.note_write(ns, hash_key(doc["_id"]), entry.ts, doc)
         self.migrations += 1
         self._config_put("changelog", {"_id": f"migration-{self.migrations}", "what": "moveChunk.commit",

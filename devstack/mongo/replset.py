@@ -181,6 +181,11 @@ class ReplicaSet:
     def log_noop(self, msg: str) -> Entry:
         return self.log_op(Op("n", "", o={"msg": msg}))
 
+    def document_key(self, ns: str, doc: dict) -> dict:
+        """What the oplog (and change events' documentKey) names a document by: its _id (a shard adds the shard
+        key's fields)."""
+        return {"_id": doc["_id"]}
+
     def observe_cluster_time(self, ts):
         if isinstance(ts, Timestamp) and ts > self.cluster_time:
             self.cluster_time = ts

@@ -99,7 +99,7 @@ class Writer:
         self._check_free(coll, idk)
         self.validate(coll, doc)
         coll.insert(doc)
-        self._log(Op("i", coll.ns, coll.uuid, o=doc, o2={"_id": doc["_id"]}), coll, idk, None)
+        self._log(Op("i", coll.ns, coll.uuid, o=doc, o2=self.rs.document_key(coll.ns, doc)), coll, idk, None)
         return doc
 
     # -- update --
@@ -110,7 +110,7 @@ class Writer:
             new = upd.apply_replacement(doc, update)
             if upd.exact_equal(new, doc):
                 return doc
-            op = Op("u", coll.ns, coll.uuid, o=new, o2={"_id": doc["_id"]})
+            op = Op("u", coll.ns, coll.uuid, o=new, o2=self.rs.document_key(coll.ns, doc))
         elif kind == "pipeline":
             from devstack.mongo.aggregation import run_update_pipeline
 
@@ -124,12 +124,12 @@ class Writer:
             diff = upd.compute_diff(doc, new)
             if diff is None:
                 return doc
-            op = Op("u", coll.ns, coll.uuid, o={"$v": 2, "diff": diff}, o2={"_id": doc["_id"]})
+            op = Op("u", coll.ns, coll.uuid, o={"$v": 2, "diff": diff}, o2=self.rs.document_key(coll.ns, doc))
         else:
             new, diff = upd.apply_operators(doc, update, query=query, array_filters=array_filters)
             if diff is None:
                 return doc
-            op = Op("u", coll.ns, coll.uuid, o={"$v": 2, "diff": diff}, o2={"_id": doc["_id"]})
+            op = Op("u", coll.ns, coll.uuid, o={"$v": 2, "diff": diff}, o2=self.rs.document_key(coll.ns, doc))
         validate_stored(new)
         self.validate(coll, new, doc)
         if coll.pre_post_images:
@@ -189,7 +189,7 @@ class Writer:
         idk = hash_key(doc["_id"])
         self._check_free(coll, idk)
         coll.delete(doc)
-        op = Op("d", coll.ns, coll.uuid, o={"_id": doc["_id"]})
+        op = Op("d", coll.ns, coll.uuid, o=self.rs.document_key(coll.ns, doc))
         if coll.pre_post_images:
             op.pre_image = doc
         self._log(op, coll, idk, doc)

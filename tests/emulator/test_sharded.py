@@ -146,7 +146,7 @@ def test_post_batch_resume_token_advances_and_resumes(cluster, mongos, ns):
     db.c.insert_one({"_id": 1, "k": 1})
     db.other.insert_one({"_id": 2})      # not in this stream: the token still moves past it
     more = db.command("getMore", reply["cursor"]["id"], collection="c", maxTimeMS=500)
-    assert [e["documentKey"] for e in more["cursor"]["nextBatch"]] == [{"_id": 1}]
+    assert [e["documentKey"] for e in more["cursor"]["nextBatch"]] == [{"k": 1, "_id": 1}]
     db.other.insert_one({"_id": 3})
     idle = db.command("getMore", reply["cursor"]["id"], collection="c", maxTimeMS=200)
     assert idle["cursor"]["nextBatch"] == []
@@ -249,10 +249,21 @@ def test_balancer_moves_chunks_when_on(cluster, mongos, ns):
     assert mongos[ns].b.count_documents({}) == 51
 
 
-def test_shard_key_in_document_key_and_int64_values(cluster, mongos, ns):
+def test_document_key_carries_the_shard_key_as_mongod_logs_it(cluster, mongos, ns):
     _ranged(mongos, ns)
-    mongos[ns].c.insert_one({"_id": "x", "k": Int64(60)})
-    assert _shard_client(cluster, 1)[ns].c.find_one({"_id": "x"}) is not None
+    coll = mongos[ns].c
+    with coll.watch() as stream:
+        coll.insert_one({"_id": "x", "k": Int64(60)})
+        coll.update_one({"_id": "x"}, {"$set": {"v": 1}})
+        coll.replace_one({"k": 60}, {"k": 60, "v": 2})
+        coll.delete_one({"_id": "x"})
+        events = _events(stream, 4)
+    assert [list(e["documentKey"].items()) for e in events] == [[("k", 60), ("_id", "x")]] * 4
+    oplog = _shard_client(cluster, 1).local["oplog.rs"]
+    entry = oplog.find_one({"ns": f"{ns}.c", "op": "d"})
+    assert list(entry["o"].items()) == [("k", 60), ("_id", "x")]
+    mongos[ns].plain.insert_one({"_id": 1, "k": 1})       # unsharded: documentKey is _id alone
+    assert _shard_client(cluster, 0).local["oplog.rs"].find_one({"ns": f"{ns}.plain"})["o2"] == {"_id": 1}
 
 
 def test_cli_starts_a_sharded_cluster(tmp_path):

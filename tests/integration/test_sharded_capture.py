@@ -115,3 +115,11 @@ def test_capture_through_mongos_while_chunks_migrate(stack, sharded, unique_name
     offsets = read_topic(stack.kafka_bootstrap, config.offset_storage_topic)
     keys = {r.key for r in offsets if r.key and name in r.key.decode()}
     assert json.dumps([name, {"server_id": name}], separators=(",", ":")).encode() in keys
+
+
+def test_replica_set_mode_reads_each_shard_directly(sharded):
+    """mongodb.connection.mode=replica_set keeps the Debezium 2.x layout: one partition per shard's replica set."""
+    config = connector_config("shmodes", sharded.uri, mongodb__connection__mode="replica_set")
+    found = partitions(config)
+    assert [(p.name, p.through_mongos) for p in found] == [("shard0", False), ("shard1", False)]
+    assert all(p.client_options["replicaSet"] == p.name and len(p.hosts) == 3 for p in found)
