@@ -86,6 +86,7 @@ def postgres_properties(name: str, dsn: str | None = None) -> dict:
         "schema.include.list": "shop",
         "signal.data.collection": f"shop.{SIGNAL_TABLE}",
         "heartbeat.interval.ms": 5000,
+        "schemas.enable": "false",  # stated, as in demo.py
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }
 
@@ -106,5 +107,6 @@ def mariadb_properties(name: str, cdc_dsn: str | None = None) -> dict:
         "database.include.list": "shop",
         "signal.data.collection": f"shop.{SIGNAL_TABLE}",
         "heartbeat.interval.ms": 5000,
+        "schemas.enable": "false",  # stated, as in demo.py
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }

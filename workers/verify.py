@@ -11,7 +11,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from cdcplatform.celery import app
-from connectors.config_types import ConfigError
+from connectors.config.types import ConfigError
 from connectors.core.errors import ConnectorError
 from connectors.core.verify import VerifyOptions
 from connectors.verify_run import verify_connector

@@ -15,11 +15,11 @@ import dataclasses
 from bson import MaxKey, MinKey, Timestamp
 from pymongo.read_concern import ReadConcern
 
-from connectors.config import ConnectorConfig
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.events import topic_name
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.records import ChangeRecord, Namespace
