@@ -13,7 +13,6 @@ are extra. A key that differs and changed after the position is compared again i
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -23,7 +22,7 @@ from typing import Any, Protocol
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
-from connectors.core.verify_events import canonical, field_diff, key_text, read_event, row_hash
+from connectors.core.verify_events import canonical, field_diff, key_text, loads, read_event, row_hash
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
 from connectors.kafka.offsets import OffsetStore
@@ -115,7 +114,9 @@ class Verifier:
         for round_number in range(self.options.rounds):
             view = partition.open_view()
             try:
+                waiting = time.monotonic()
                 committed = self._wait_for_stream(partition, view)
+                self.report.waited += time.monotonic() - waiting
                 self.report.positions.append({"partition": partition.name, "round": round_number + 1,
                                               "source": view.position, "connector": str(committed)})
                 tables = view.tables() if pending is None else pending
@@ -162,7 +163,10 @@ class Verifier:
         """The table's report, its mismatches, and how many of them changed after the view's position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
+        reading = time.monotonic()
         state = self.topics.read(topic, view.covers, view.placeholder)
+        self.report.topic_seconds += time.monotonic() - reading
+        reading = time.monotonic()
         report.topic_records = state.records
         plan = view.plan(table, self.options.chunk_size)
         chunks = chunks_of(table, plan.bounds, 0)
@@ -188,6 +192,7 @@ class Verifier:
         for mismatch in mismatches:
             setattr(report, mismatch.kind, getattr(report, mismatch.kind) + 1)
         changed = sum(1 for m in mismatches if m.key in state.later)
+        self.report.source_seconds += time.monotonic() - reading
         return report, mismatches, changed
 
     @staticmethod
@@ -209,7 +214,7 @@ class Verifier:
             if held is None:
                 found.append(Mismatch(table, key, MISSING))
             elif held != value:
-                found.append(Mismatch(table, key, DIFFERENT, field_diff(json.loads(value), json.loads(held))))
+                found.append(Mismatch(table, key, DIFFERENT, field_diff(loads(value), loads(held))))
         return found
 
 

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 DELETED = None
 
 
@@ -21,14 +23,24 @@ class UnreadableEvent(ValueError):
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # an integer beyond 64 bits
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(data: bytes | str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:  # e.g. an integer beyond 64 bits, which json reads
+        return json.loads(data)
 
 
 def key_text(key: bytes | None) -> str | None:
     """The record key as canonical JSON (a JsonConverter `{"schema", "payload"}` wrapping is removed)."""
     if key is None:
         return None
-    decoded = json.loads(key)
+    decoded = loads(key)
     if isinstance(decoded, dict) and set(decoded) == {"schema", "payload"}:
         decoded = decoded["payload"]
     return canonical(decoded)
@@ -47,7 +59,7 @@ class Event:
 def read_event(value: bytes | None) -> Event:
     if value is None:
         return Event(None, DELETED, {})
-    decoded = json.loads(value)
+    decoded = loads(value)
     if isinstance(decoded, dict) and "payload" in decoded and "schema" in decoded:
         decoded = decoded["payload"]
     if not isinstance(decoded, dict) or "op" not in decoded or "source" not in decoded:
@@ -56,7 +68,7 @@ def read_event(value: bytes | None) -> Event:
     op = decoded["op"]
     after = decoded.get("after")
     if isinstance(after, str):  # MongoDB: the document as Extended JSON text
-        after = json.loads(after)
+        after = loads(after)
     return Event(op, DELETED if op == "d" else after, decoded.get("source") or {})
 
 

@@ -44,6 +44,9 @@ class VerifyReport:
     positions: list[dict] = field(default_factory=list)  # where the source was read ({partition, ...})
     seconds: float = 0.0
     rechecked: int = 0  # keys compared again at a later position because they changed after the first
+    waited: float = 0.0  # seconds spent waiting for the connector to capture up to a view's position
+    topic_seconds: float = 0.0  # reading the topics
+    source_seconds: float = 0.0  # reading the source and comparing
 
     @property
     def rows(self) -> int:
@@ -75,6 +78,8 @@ class VerifyReport:
             "extra": self.extra, "different": self.different, "mismatched": self.mismatched,
             "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows / self.seconds, 1)
             if self.seconds else None, "rechecked": self.rechecked, "positions": self.positions,
+            "waited_seconds": round(self.waited, 3), "topic_seconds": round(self.topic_seconds, 3),
+            "source_seconds": round(self.source_seconds, 3),
             "tables": [{**asdict(t), "mismatched": t.mismatched} for t in self.tables],
             "mismatches": [asdict(m) for m in self.mismatches],
         }

@@ -9,7 +9,6 @@ keep the key's previous value, as a consumer rebuilding the row does.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from connectors.core.errors import ConnectorError
-from connectors.core.verify_events import Event, UnreadableEvent, canonical, key_text, read_event
+from connectors.core.verify_events import Event, UnreadableEvent, canonical, key_text, loads, read_event
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end
@@ -40,7 +39,7 @@ class TopicState:
 def fill_unavailable(after: dict, previous: str | None, placeholder: str | None) -> dict:
     if placeholder is None or previous is None or placeholder not in after.values():
         return after
-    known = json.loads(previous)
+    known = loads(previous)
     return {name: known.get(name, value) if value == placeholder else value for name, value in after.items()}
 
 

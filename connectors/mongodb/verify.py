@@ -51,10 +51,13 @@ class MongoView:
         self._transformer = MongoEventBuilder(config, replica_set.name).transformer
         self._session = client.start_session(causal_consistency=False)
         try:
-            self._session.start_transaction(read_concern=ReadConcern("snapshot"))
-            first = Namespace.parse(self._tables[0]) if self._tables else Namespace("admin", "cdc_verify")
-            client[first.db][first.collection].find_one({}, session=self._session)
-            self.cluster_time = self._session.operation_time
+            if self._tables:
+                self._session.start_transaction(read_concern=ReadConcern("snapshot"))
+                first = Namespace.parse(self._tables[0])
+                client[first.db][first.collection].find_one({}, session=self._session)
+                self.cluster_time = self._session.operation_time
+            else:  # nothing to read: only the topics' extra keys are looked for, at the current time
+                self.cluster_time = client.admin.command("ping")["operationTime"]
         except BaseException:
             self.close()
             raise

@@ -68,7 +68,7 @@ class PgView:
         self._read_at = ReadPoint(0, self.wal_lsn, exported)
 
     def tables(self) -> list[str]:
-        return [t for t in self._reader.collections() if self._reader.key_columns(t)]
+        return self._reader.collections()
 
     def topic(self, table: str) -> str:
         schema, name = table.split(".", 1)
