@@ -36,6 +36,17 @@ def _terminated(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def _broker_answers(bootstrap: str) -> bool:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+    except KafkaException:
+        return False
+    return True
+
+
 def port_range(text: str) -> range:
     """`--ports LOW-HIGH` (inclusive)."""
     low, _, high = text.partition("-")
@@ -103,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Kafka {kafka.bootstrap} (pid {kafka.pid}), {described}", flush=True)
         campaign = Campaign(kafka, source, workdir, random.Random(seed), args.freeze, args.rate, args.ports,
                             kafka_proxy)
+        broker_gone = None
         for scenario in scenarios:
+            if broker_gone is not None:  # what follows would count every write as lost
+                results[scenario] = Outcome(notes=[f"not run: {broker_gone}"], aborted=True)
+                continue
             runs = args.runs or (SHORT_RUNS if args.short else FULL_RUNS)[scenario]
             started = time.monotonic()
             print(f"{scenario}: {runs} fault(s)...", flush=True)
@@ -111,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                 results[scenario] = getattr(campaign, scenario.replace("-", "_"))(runs)
             except (CampaignAborted, StackError) as error:  # StackError: the private server did not restart
                 results[scenario] = Outcome(notes=[f"aborted: {error}"], aborted=True)
+                if not _broker_answers(kafka.bootstrap):
+                    broker_gone = f"the private Kafka broker did not come back after {scenario}"
             print(f"{scenario}: done in {time.monotonic() - started:.0f}s", flush=True)
     finally:
         if kafka_proxy is not None:

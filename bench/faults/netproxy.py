@@ -5,7 +5,8 @@ a reset, as toxiproxy's latency, timeout and reset_peer toxics do.
     proxy.latency(0.3)          # each chunk of bytes waits 0.3 s before it is passed on, both ways
     proxy.blackhole()           # bytes are held, nothing passes, new connections are accepted and hang
     proxy.reset()               # every open connection is closed with a RST (SO_LINGER 0), both sides
-    proxy.heal()                # no latency, no blackhole
+    proxy.refuse()              # a reset, and every new connection reset at once: as a server that is down
+    proxy.heal()                # no latency, no blackhole, connections accepted
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class FaultProxy:
         self.delay = 0.0
         self.flowing = threading.Event()
         self.flowing.set()
+        self.refusing = False
         self.closed = False
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
@@ -41,8 +43,13 @@ class FaultProxy:
     def blackhole(self) -> None:
         self.flowing.clear()
 
+    def refuse(self) -> None:
+        self.refusing = True
+        self.reset()
+
     def heal(self) -> None:
         self.delay = 0.0
+        self.refusing = False
         self.flowing.set()
 
     def reset(self) -> None:
@@ -65,6 +72,9 @@ class FaultProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.refusing:
+                _abort(client)
+                continue
             try:
                 server = socket.create_connection(self.upstream, timeout=10)
             except OSError:

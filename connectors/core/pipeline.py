@@ -46,7 +46,7 @@ from connectors.core.source import (
     Start,
     StoredOffset,
 )
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
 from connectors.kafka import PIPELINE_LANES, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT
@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 # How often a position that moved with no captured event is committed when no heartbeat does it (Kafka Connect's
 # default offset.flush.interval.ms): the source's history before it can then be released (a purged binlog)
 IDLE_COMMIT_SECONDS = 60.0
+# While a Kafka retry waits out its backoff, Kafka is asked whether it answers again, with this timeout
+KAFKA_PROBE_TIMEOUT_SECONDS = 1.0
 
 
 @dataclass
@@ -299,6 +301,7 @@ class Pipeline:
     def with_sink_retries(self, action):
         """`action()` (a Kafka call), retried with backoff while Kafka is unavailable; StopRequested on stop."""
         attempt = 0
+        went_away = [False]  # Kafka did not answer during a wait: its answering again ends the wait
         while True:
             try:
                 return action()
@@ -311,12 +314,15 @@ class Pipeline:
                     self.metrics.record_error(f"Kafka not available at {self.bootstrap_servers}: {error}")
                 log.warning("Kafka not available at %s (%s); retry %d in %.1fs", self.bootstrap_servers, error,
                             attempt, delay)
-                if self.stop.wait(delay):
+                if wait_to_retry(self.stop, delay, self._kafka_answers, went_away):
                     raise StopRequested from error
                 reopen = isinstance(error, SinkFatalError)
             # outside the except clause: confluent-kafka keeps the exception being handled when it raises (sink.py)
             if reopen:
                 self.sink.open()
+
+    def _kafka_answers(self) -> bool:
+        return self.sink.reachable(KAFKA_PROBE_TIMEOUT_SECONDS)
 
     def _stored_offset(self) -> StoredOffset | None:
         value, _ = self.offsets.read_value(self.source.offset_key())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,6 +113,30 @@ class ChangeQueue:
             if batch:
                 self._not_full.notify()
         return batch
+
+
+PROBE_SECONDS = 2.0  # how often a retry's wait asks whether what went away answers again
+
+
+def wait_to_retry(stop: threading.Event, delay: float, answers: Callable[[], bool], went_away: list[bool]) -> bool:
+    """Waits `delay` seconds before a retry, or less: asked every PROBE_SECONDS, a server that did not answer
+    during the wait (`went_away[0]`, kept across the waits of one outage) and answers again ends it at once, so a
+    server back from a restart is used within seconds, not at the end of a backoff that grew while it was away. It
+    ends a wait early once per outage (a server that answers `answers()` but still fails the retry gets the full
+    backoff). True when `stop` was set."""
+    deadline = time.monotonic() + delay
+    while (remaining := deadline - time.monotonic()) > 0:
+        if stop.wait(min(PROBE_SECONDS, remaining)):
+            return True
+        if deadline - time.monotonic() <= 0:
+            break
+        if answers():
+            if went_away[0]:
+                went_away[0] = False
+                return False
+        else:
+            went_away[0] = True
+    return stop.is_set()
 
 
 @dataclass

@@ -233,6 +233,10 @@ class TransactionalSink:
                     raise
                 time.sleep(0.01 if exception.args[0].code() != KafkaError._TIMED_OUT else 0)
 
+    def reachable(self, timeout: float = 1.0) -> bool:
+        """Whether Kafka answers now (a metadata request), to end a wait before retrying once it is back."""
+        return self.topics.answers(timeout)
+
     def close(self) -> None:
         if self._state == "open":
             for producer in self._lanes:

@@ -83,6 +83,14 @@ class TopicAdmin:
     def is_known(self, topic: str) -> bool:
         return topic in self.max_message_bytes
 
+    def answers(self, timeout: float) -> bool:
+        """Whether a broker answers a metadata request within `timeout` seconds."""
+        try:
+            self.admin.list_topics(timeout=timeout)
+        except KafkaException:
+            return False
+        return True
+
     def forget(self, topic: str) -> None:
         self.max_message_bytes.pop(topic, None)
 

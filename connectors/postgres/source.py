@@ -11,6 +11,8 @@ filtered) database's slot does not hold WAL.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -318,7 +320,20 @@ class SlotSource:
         if stream is None:
             self._check_slot(position)
         return WalReader(self.open_stream, position, queue, self.acks, metrics, backoff, stop,
-                         self.config.poll_interval_ms / 1000, stream=stream)
+                         self.config.poll_interval_ms / 1000, stream=stream, server_answers=self._server_answers)
+
+    def _server_answers(self) -> bool:
+        """Whether the server accepts a TCP connection (or its socket file exists) now."""
+        info = psycopg.conninfo.conninfo_to_dict(self.dsn)
+        host = (info.get("host") or "localhost").split(",")[0]
+        port = int(str(info.get("port") or 5432).split(",")[0])
+        if host.startswith("/"):
+            return os.path.exists(f"{host}/.s.PGSQL.{port}")
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     # -- snapshots ----------------------------------------------------------------------------------------------
 

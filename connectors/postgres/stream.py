@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from connectors.core.errors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
 from connectors.postgres import pgoutput as p
 from connectors.postgres.offsets import acknowledgeable
 from connectors.postgres.position import Position
@@ -68,9 +69,11 @@ class Acknowledger:
 class WalReader:
     def __init__(self, open_stream, resume: Position | None, out: ChangeQueue, acks: Acknowledger,
                  metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event, poll_seconds: float,
-                 stream: ReplicationStream | None = None):
+                 stream: ReplicationStream | None = None, server_answers: Callable[[], bool] = lambda: False):
         """`open_stream()` makes a new ReplicationStream; `stream` is one already open (whose exported snapshot
-        was just read): it is used first."""
+        was just read): it is used first. `server_answers()`: whether the server accepts connections now (a
+        reconnect's wait ends once it does again)."""
+        self._server_answers = server_answers
         self._open_stream = open_stream
         self._resume = resume
         self._out = out
@@ -121,6 +124,7 @@ class WalReader:
 
     def _run(self) -> None:
         failures = 0
+        went_away = [False]
         while not self._stop.is_set():
             try:
                 if self._stream is None:
@@ -141,7 +145,7 @@ class WalReader:
                     return
                 delay = self._backoff.delay(failures)
                 log.warning("%s; retry %d in %.1fs", error, failures, delay)
-                if self._stop.wait(delay):
+                if wait_to_retry(self._stop, delay, self._server_answers, went_away):
                     return
             except BaseException as error:  # noqa: BLE001 - handed to the pipeline, which reports it
                 self._put(ReaderFailed(error))

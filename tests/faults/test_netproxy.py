@@ -77,3 +77,21 @@ def test_latency_blackhole_and_reset(echo_port):
         assert _round_trip(fresh) < 1.0  # new connections go through after a reset
     finally:
         proxy.close()
+
+
+def test_refuse_resets_every_connection_until_healed(echo_port):
+    """As a server that is down: open connections are reset, new ones are reset at once; after heal() they pass."""
+    proxy = FaultProxy("127.0.0.1", echo_port).start()
+    try:
+        sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        assert _round_trip(sock) < 1.0
+        proxy.refuse()
+        with pytest.raises((ConnectionResetError, ConnectionAbortedError, BrokenPipeError, AssertionError)):
+            for _ in range(50):  # reset while connecting, or at the first bytes
+                _round_trip(socket.create_connection(("127.0.0.1", proxy.port), timeout=10))
+                time.sleep(0.1)
+        proxy.heal()
+        fresh = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        assert _round_trip(fresh) < 1.0
+    finally:
+        proxy.close()
