@@ -85,14 +85,14 @@ class SourceInfo:
 class TableEvents:
     """Key/value schemas and converters of one table as the binlog's table map (or the catalog) describes it."""
 
-    def __init__(self, config: MySqlConfig, table: TableSchema, json_columns: frozenset[str] = frozenset()):
+    def __init__(self, config: MySqlConfig, table: TableSchema):
         self.config = config
         self.database, self.table = table.database, table.table
         self.topic = topic_name(config.topic_prefix, table.database, table.table)
         options = config.type_options
         try:
             self.columns: list[ColumnMapping] = [
-                mapping(c, options, declared_json=c.name in json_columns)
+                mapping(c, options)
                 for c in table.columns if config.captures_column(table.database, table.table, c.name)
             ]
         except UnmappedType as error:
