@@ -127,7 +127,7 @@ STREAM_WORKLOAD = [
     "INSERT INTO auto_inc (remark) VALUES ('renamed')",
     "RENAME TABLE auto_inc TO auto_inc2",
     "INSERT INTO auto_inc2 (remark) VALUES ('table renamed')",
-    "CREATE TABLE created_later (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, note TEXT, n INT(11) DEFAULT 3)",
+    "CREATE TABLE created_later (id BIGINT(20) UNSIGNED AUTO_INCREMENT PRIMARY KEY, note TEXT, n INT(11) DEFAULT 3)",
     "INSERT INTO created_later (note) VALUES ('first'), (NULL)",
     "TRUNCATE keyless",
     "BEGIN", "INSERT INTO all_types (id, vc) VALUES (30, 'tx')", "UPDATE all_types SET vc = 'tx2' WHERE id = 30",

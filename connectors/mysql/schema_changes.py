@@ -4,14 +4,13 @@ tableChanges}`.
 
 `tableChanges` describes the tables a `CREATE`, `ALTER` or `RENAME TABLE` leaves (type `CREATE` / `ALTER`, a
 renamed table as one `ALTER` of its new name, ids `"<db>"."<table>"`) and the table a `DROP TABLE` removes (type
-`DROP`, `table: null`; one event per table, its `ddl` rewritten as `DROP TABLE `db`.`table`` as Debezium's parser
-does). `TRUNCATE` has no schema change event (only the table's truncate event). `source.pos` is where the
-statement's own event starts. Column facts are those Debezium's
-parser takes from the declared type (`COLUMN_TYPE`): `length` is the number in its parentheses (a display width
-for integer types), none without one. The structure
-is read from `information_schema` when the event is built: while the connector catches up behind later DDL on
-the same table, it shows the later structure (Debezium's own DDL parser is not reproduced); rows always carry the
-schema of their binlog table map.
+`DROP`, `table: null`, as Debezium's; one event per table, its `ddl` rewritten to ``DROP TABLE `db`.`table` `` as
+Debezium's parser does). `TRUNCATE` has no schema change event (only the table's truncate event). `source.pos` is
+where the statement's own event starts. Column facts are those Debezium's parser takes from the declared type
+(`COLUMN_TYPE`): `length` is the number in its parentheses (a display width for integer types), none without one.
+The structure is read from `information_schema` when the event is built: while the connector catches up behind
+later DDL on the same table, it shows the later structure (Debezium's own DDL parser is not reproduced); rows always
+carry the schema of their binlog table map.
 """
 
 from __future__ import annotations
@@ -138,7 +137,6 @@ class SchemaChanges:
         self.config = config
         self.key_schema = key_schema(config.mariadb)
         self.value_schema = value_schema(config.mariadb)
-        self._known: dict[tuple[str, str], dict] = {}  # last described structure per table (for DROP)
 
     def messages(self, statement: SchemaStatement, snapshot: str = "false") -> list[OutMessage]:
         """The schema change records of a statement (`snapshot`: the source block's marker, "true" for the
@@ -191,12 +189,10 @@ class SchemaChanges:
             for kind, database, table in changes:
                 ident = f'"{database}"."{table}"'
                 if kind == "DROP":
-                    yield {"type": "DROP", "id": ident, "table": self._known.pop((database, table), None)}
+                    yield {"type": "DROP", "id": ident, "table": None}
                     continue
-                structure = _structure(connection, database, table)  # None: gone again by now (a later DDL)
-                if structure is not None:
-                    self._known[(database, table)] = structure
-                yield {"type": kind, "id": ident, "table": structure}
+                # None: gone again by now (a later DDL)
+                yield {"type": kind, "id": ident, "table": _structure(connection, database, table)}
         finally:
             connection.close()
 

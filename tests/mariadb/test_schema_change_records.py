@@ -72,4 +72,5 @@ def test_streamed_schema_records_and_key_order(mariadb, mariadb_db):
     assert [columns[n]["length"] for n in ("y", "f", "t", "tx", "b")] == [4, None, None, None, None]
     assert (columns["f"]["jdbcType"], columns["b"]["jdbcType"]) == (6, 2004)
     assert (columns["e"]["enumValues"], columns["e"]["defaultValueExpression"]) == (["'a'", "'b'"], "b")
-    assert [[t["type"] for t in c["tableChanges"]] for c in changes[3:]] == [["DROP"], ["DROP"]]
+    assert [c["tableChanges"] for c in changes[3:]] == [[{"type": "DROP", "id": f'"{mariadb_db}"."{t}"', "table": None}]
+                                                       for t in ("d", "c2")]
