@@ -37,6 +37,7 @@ _DROP = re.compile(r"^(\s*DROP\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?)(.
                    re.I | re.S)
 _TRUNCATE = re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
 _RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
+_RENAME_TO = re.compile(rf"\bRENAME\s+(?!(?:COLUMN|INDEX|KEY|CONSTRAINT)\b)(?:(?:TO|AS)\s+)?{_QUALIFIED}", re.I)
 _TO = re.compile(rf"{_QUALIFIED}\s+TO\s+{_QUALIFIED}", re.I)
 _ITEM = re.compile(_QUALIFIED)
 
@@ -63,6 +64,9 @@ def affected_tables(ddl: str, default_db: str) -> list[tuple[str, str, str]]:
     if m := _CREATE.match(text):
         return [("CREATE", *_qualified(m.group(1), m.group(2), default_db))]
     if m := _ALTER.match(text):
+        renamed = _RENAME_TO.search(text, m.end())  # ALTER TABLE a RENAME TO b: an ALTER of b, as RENAME TABLE
+        if renamed:
+            return [("ALTER", *_qualified(renamed.group(1), renamed.group(2), default_db))]
         return [("ALTER", *_qualified(m.group(1), m.group(2), default_db))]
     if m := _DROP.match(text):
         return [("DROP", *_qualified(i.group(1), i.group(2), default_db)) for i in _ITEM.finditer(m.group(2))]
