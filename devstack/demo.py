@@ -22,6 +22,9 @@ def demo_properties() -> dict:
         "capture.mode": "change_streams_update_full",
         "provide.transaction.metadata": "true",
         "heartbeat.interval.ms": 5000,
+        # stated, not left to the default: Kafka Connect's JsonConverter writes schemas unless told not to, this
+        # platform writes them only when told to (docs/configuration.md)
+        "schemas.enable": "false",
     }
 
 

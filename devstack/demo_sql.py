@@ -74,6 +74,7 @@ def postgres_properties(name: str) -> dict:
         "publication.autocreate.mode": "filtered",
         "schema.include.list": "shop",
         "heartbeat.interval.ms": 5000,
+        "schemas.enable": "false",  # stated, as in demo.py
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }
 
@@ -93,5 +94,6 @@ def mariadb_properties(name: str) -> dict:
         "database.server.id": DEMO_SERVER_ID,
         "database.include.list": "shop",
         "heartbeat.interval.ms": 5000,
+        "schemas.enable": "false",  # stated, as in demo.py
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }

@@ -94,6 +94,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars()"
+# Debezium's PostgreSQL connector and Kafka Connect, which tests/compat runs beside ours (bench.compat)
+"$PYTHON" -m bench.compat --source postgres --fetch
 
 # MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)
 "$PYTHON" -m tests.emulator.spec_source

@@ -1,4 +1,4 @@
-"""python -m bench.compat --source postgres|mariadb|mongodb [--schemas on|off|both] [--keep]
+"""python -m bench.compat --source postgres|mariadb|mongodb [--schemas on|off|both] [--keep] [--fetch]
 
 Runs the source's workload with Debezium (the pinned release, on Kafka Connect) and ours side by side on the
 devstack's server and Kafka, then prints per topic: events, byte-identical, differences by category with one
@@ -12,7 +12,7 @@ import importlib
 import signal
 import sys
 
-from bench.compat import run
+from bench.compat import debezium, run
 from bench.compat.debezium import DebeziumUnavailable
 from devstack import stack as devstack
 
@@ -42,7 +42,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="JsonConverter schemas.enable on both sides (default: both, one run each)")
     parser.add_argument("--keep", action="store_true", help="keep the database and topics of each run")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for each step")
+    parser.add_argument("--fetch", action="store_true",
+                        help="only fetch the source's Debezium and Kafka Connect jars (scripts/install.sh)")
     args = parser.parse_args(argv)
+    if args.fetch:
+        try:
+            debezium.jars(source_class(args.source).connector_artifact)
+        except DebeziumUnavailable as error:
+            print(f"cannot fetch Debezium: {error}", file=sys.stderr)
+            return 2
+        return 0
     # a terminated run still stops Debezium's JVM and our connector (run.run's cleanup)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cls = source_class(args.source)

@@ -144,6 +144,21 @@ def payload_of(tree):
     return tree
 
 
+@dataclass(frozen=True)
+class Intentional:
+    """A difference kept on purpose (docs/<source>.md says why): on `topic`, at the path `where` (as without
+    schemas: `value.after.c`), for the records whose key payload is `key` (any record when None)."""
+
+    topic: str
+    where: str
+    reason: str
+    key: bytes | None = None
+
+    def covers(self, topic: str, where: str, key: bytes | None) -> bool:
+        return (topic == self.topic and where.replace("value.payload.", "value.", 1) == self.where
+                and (self.key is None or key == self.key))
+
+
 @dataclass
 class Category:
     count: int = 0
@@ -157,7 +172,9 @@ class TopicReport:
     ours: int = 0
     identical: int = 0
     identical_unmasked: int = 0
+    intentional_only: int = 0  # records whose every difference is an intentional one
     differing: dict[str, Category] = field(default_factory=dict)
+    intentional: dict[str, tuple[Category, str]] = field(default_factory=dict)  # where -> (category, reason)
     only_theirs: list[bytes] = field(default_factory=list)
     only_ours: list[bytes] = field(default_factory=list)
 
@@ -169,7 +186,7 @@ class TopicReport:
 def differences(a, b, path: str) -> list[str]:
     """The paths where two trees differ: a scalar's text, "…: member order" (same names, another order; the members
     are then compared by name), "…: members" (names missing on one side), "…: length" (arrays). A schema's field
-    is named by its `field` (`…fields[after].fields[c_int]`)."""
+    is named by its `field` (`…fields[after].fields[c_int]`), and fields are compared by name."""
     if type(a) is not type(b):
         return [path]
     if isinstance(a, Scalar):
@@ -179,12 +196,21 @@ def differences(a, b, path: str) -> list[str]:
         names_a, names_b = [k for k, _ in a], [k for k, _ in b]
         if names_a != names_b:
             found.append(f"{path}: member order" if sorted(names_a) == sorted(names_b) else f"{path}: members")
-        label = text_of(member(a, "field")).strip('"')
-        here = f"{path}[{label}]" if label else path
+        here = path
         values_b = dict(b)
         for name, value_a in a:
             if name in values_b:
                 found.extend(differences(value_a, values_b[name], f"{here}.{name.decode().strip(chr(34))}"))
+        return found
+    fields_a, fields_b = _schema_fields(a), _schema_fields(b)
+    if fields_a is not None and fields_b is not None:  # a struct schema's fields: compared by name
+        found = []
+        if list(fields_a) != list(fields_b):
+            found.append(f"{path}: field order" if sorted(fields_a) == sorted(fields_b) else
+                         f"{path}: fields {sorted(set(fields_a) ^ set(fields_b))}")
+        for name, value_a in fields_a.items():
+            if name in fields_b:
+                found.extend(differences(value_a, fields_b[name], f"{path}[{name}]"))
         return found
     if len(a) != len(b):
         return [f"{path}: length"]
@@ -192,6 +218,12 @@ def differences(a, b, path: str) -> list[str]:
     for value_a, value_b in zip(a, b, strict=True):
         found.extend(differences(value_a, value_b, f"{path}[]"))
     return list(dict.fromkeys(found))
+
+
+def _schema_fields(array) -> dict | None:
+    """{field name: field schema} when every element is a struct schema's field, else None."""
+    named = {text_of(member(item, "field")).strip('"'): item for item in array if member(item, "field") is not None}
+    return named if array and len(named) == len(array) else None
 
 
 def _pair_key(record: Record, seen: Counter) -> tuple:
@@ -235,7 +267,7 @@ def _differences(theirs: Record, ours: Record, masks: Sequence[Mask], key_masks:
 
 
 def compare_topic(topic: str, theirs: Sequence[Record], ours: Sequence[Record], masks: Sequence[Mask],
-                  key_masks: Sequence[Mask] = ()) -> TopicReport:
+                  key_masks: Sequence[Mask] = (), intentional: Sequence[Intentional] = ()) -> TopicReport:
     report = TopicReport(topic, theirs=len(theirs), ours=len(ours))
     seen_theirs: Counter = Counter()
     seen_ours: Counter = Counter()
@@ -255,8 +287,15 @@ def compare_topic(topic: str, theirs: Sequence[Record], ours: Sequence[Record], 
         found = _differences(other, record, masks, key_masks)
         if not found:
             report.identical += 1
+        reasons = {where: next((known.reason for known in intentional if known.covers(topic, where, pair[0])), None)
+                   for where in found}
+        if found and all(reasons.values()):
+            report.intentional_only += 1
         for where in found:
-            category = report.differing.setdefault(where, Category())
+            if reasons[where]:
+                category = report.intentional.setdefault(where, (Category(), reasons[where]))[0]
+            else:
+                category = report.differing.setdefault(where, Category())
             category.count += 1
             if category.example is None:
                 side = "key" if where.startswith("key") else "value"

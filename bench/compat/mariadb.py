@@ -18,7 +18,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from bench.compat.compare import Mask, mask_members, member
+from bench.compat.compare import Intentional, Mask, mask_members, member
 from bench.compat.debezium import wait_for
 from bench.compat.dump import read_topic, topics_with_prefix
 from connectors.mysql.config import MySqlConfig
@@ -177,9 +177,8 @@ MASKS = (
          "its offset context), ours 0", _truncate_row),
 )
 
-# categories of differences (bench.compat.compare's paths) that stay, each with its reason (docs/mariadb.md lists
-# them too); the CI short form fails on any other
-INTENTIONAL: dict[str, str] = {}
+# differences that stay, each with its reason (docs/mariadb.md lists them too); the CI short form fails on any other
+INTENTIONAL: tuple[Intentional, ...] = ()
 
 
 class MariadbCompat:
@@ -190,6 +189,7 @@ class MariadbCompat:
     debezium_version = DEBEZIUM_MARIADB_VERSION
     snapshot_events = 11  # the rows SETUP inserts
     masks = MASKS
+    intentional = INTENTIONAL
 
     def __init__(self) -> None:
         devstack.up(["mariadb"], echo=lambda line: None)

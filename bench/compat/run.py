@@ -66,7 +66,8 @@ def run(source, bootstrap: str, schemas_enable: bool, timeout: float = 600, keep
         # without the dot: MariaDB's schema change topic is named after the prefix alone
         theirs = dump(bootstrap, f"{debezium.ROUTED_PREFIX}{source.prefix}")
         ours = dump(bootstrap, source.prefix)
-        reports = [compare.compare_topic(topic, theirs.get(topic, []), ours.get(topic, []), source.masks)
+        reports = [compare.compare_topic(topic, theirs.get(topic, []), ours.get(topic, []), source.masks,
+                                         intentional=source.intentional)
                    for topic in sorted(set(theirs) | set(ours))]
         return Outcome(source.name, schemas_enable, reports, [mask.label for mask in source.masks],
                        worker.java_version, source_version(source))
@@ -91,22 +92,29 @@ def render(outcome: Outcome) -> str:
              f"(Java {outcome.java_version}) beside ours",
              "masks (on both sides, a value replaced by its kind; null stays null):",
              *(f"  - {label}" for label in outcome.masks)]
-    total = identical = 0
+    total = identical = intentional = 0
     for report in outcome.reports:
         paired = report.ours - len(report.only_ours)
         total += max(report.theirs, report.ours)
         identical += report.identical
+        intentional += report.intentional_only
         lines.append(f"{report.topic}: Debezium {report.theirs} events, ours {report.ours}; byte-identical "
-                     f"{report.identical} of {paired} paired ({report.identical_unmasked} without masks)")
+                     f"{report.identical} of {paired} paired ({report.identical_unmasked} without masks"
+                     + (f", {report.intentional_only} differing only where intended)" if report.intentional_only
+                        else ")"))
         for where, category in sorted(report.differing.items(), key=lambda item: -item[1].count):
             lines.append(f"  differing at {where}: {category.count}")
             _, theirs, ours = category.example
             lines.append(f"    Debezium: {_clip(theirs)}")
             lines.append(f"    ours:     {_clip(ours)}")
+        for where, (category, reason) in sorted(report.intentional.items()):
+            lines.append(f"  intended difference at {where}: {category.count} ({reason})")
         for label, records in (("Debezium only", report.only_theirs), ("ours only", report.only_ours)):
             if records:
                 lines.append(f"  {label}: {len(records)}, e.g. {_clip(records[0])}")
     percent = 100.0 * identical / total if total else 100.0
     lines.append(f"== {outcome.source}, schemas.enable={str(outcome.schemas_enable).lower()}: {identical} of {total} "
-                 f"events byte-identical ({percent:.1f}%)")
+                 f"events byte-identical ({percent:.1f}%)"
+                 + (f", {intentional} more differing only where intended" if intentional else "")
+                 + ("" if outcome.clean else "; UNLISTED DIFFERENCES"))
     return "\n".join(lines)

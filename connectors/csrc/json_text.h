@@ -46,18 +46,47 @@ static inline int put_str(Buffer *out, PyObject *text) {
 
 static const char HEX[] = "0123456789ABCDEF";
 
-/* json.encoder.encode_basestring with Jackson's upper-case \u00XX (json_converter.string_json). */
+/* As json_plain_end, but also stopping at the first byte of a 4-byte UTF-8 sequence (a character beyond the Basic
+   Multilingual Plane, which Jackson's UTF-8 writer escapes as two UTF-16 units). */
+static inline size_t connect_plain_end(const unsigned char *text, size_t i, size_t length) {
+    while (i + 8 <= length) {
+        uint64_t word = load_word(text + i);
+        if (any_control(word) | any_byte_is(word, '"') | any_byte_is(word, '\\') |
+            any_byte_is(word & 0xF0F0F0F0F0F0F0F0ULL, 0xF0))
+            break;
+        i += 8;
+    }
+    while (i < length && text[i] >= 0x20 && text[i] != '"' && text[i] != '\\' && text[i] < 0xF0) i++;
+    return i;
+}
+
+static inline int put_unit_escape(Buffer *out, unsigned int unit) {
+    char escape[6] = {'\\', 'u', HEX[(unit >> 12) & 15], HEX[(unit >> 8) & 15], HEX[(unit >> 4) & 15], HEX[unit & 15]};
+    return put(out, escape, 6);
+}
+
+/* json.encoder.encode_basestring with Jackson's upper-case \u00XX and its escaped surrogate pairs
+   (json_converter.string_json). */
 static inline int put_json_string(Buffer *out, const char *text, Py_ssize_t length) {
     if (reserve(out, length + 2) < 0) return -1;
     out->data[out->length++] = '"';
     const unsigned char *bytes = (const unsigned char *)text;
     Py_ssize_t i = 0;
     while (i < length) {
-        Py_ssize_t end = (Py_ssize_t)json_plain_end(bytes, (size_t)i, (size_t)length);
+        Py_ssize_t end = (Py_ssize_t)connect_plain_end(bytes, (size_t)i, (size_t)length);
         if (put(out, text + i, end - i) < 0) return -1;
         if (end >= length) break;
         unsigned char c = bytes[end];
         i = end + 1;
+        if (c >= 0xF0 && end + 3 < length) {  /* valid UTF-8 (from a str): a lead byte and three continuations */
+            unsigned int code = ((c & 7u) << 18) | ((bytes[end + 1] & 63u) << 12) | ((bytes[end + 2] & 63u) << 6) |
+                                (bytes[end + 3] & 63u);
+            code -= 0x10000;
+            if (put_unit_escape(out, 0xD800 + (code >> 10)) < 0 || put_unit_escape(out, 0xDC00 + (code & 0x3FF)) < 0)
+                return -1;
+            i = end + 4;
+            continue;
+        }
         char escape[6] = {'\\', 0, 0, 0, 0, 0};
         Py_ssize_t size = 2;
         switch (c) {

@@ -8,7 +8,8 @@
   error; bytes and Decimal (`decimal.format=BASE64`, the default) are base64; floats are written as Java prints them
   (`1.0`, `1.0E10`, `"NaN"`); maps with string keys are objects, other maps arrays of `[key, value]` pairs.
 - `envelope(schema, value, schemas_enable)`: `{"schema":…,"payload":…}` or the bare payload (`schemas.enable=false`).
-All output is compact (no spaces), non-ASCII as UTF-8, like Jackson's.
+All output is compact (no spaces), non-ASCII as UTF-8, like Jackson's, but for characters beyond the Basic
+Multilingual Plane: Jackson's UTF-8 writer escapes each of their two UTF-16 units (`😀` → `\uD83D\uDE00`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,18 @@ from connectors.events.schema import NO_DEFAULT, Schema, SchemaError
 
 _string = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False).encode does for a str, minus its checks
 _LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
+_OUTSIDE_BMP = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def _surrogate_escapes(match: re.Match[str]) -> str:
+    code = ord(match.group()) - 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
 
 
 def string_json(text: str) -> str:
     encoded = _string(text)
+    if not encoded.isascii():
+        encoded = _OUTSIDE_BMP.sub(_surrogate_escapes, encoded)
     if "\\u00" not in encoded:  # a search of the output: faster than one of the text for a control character
         return encoded
     # Jackson writes control characters as \u00XX with upper-case hex; a `\u00` in the output comes from such an

@@ -22,10 +22,11 @@ from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
 
 from connectors.config_types import ENVELOPE_FIELDS
+from connectors.events.version import SOURCE_VERSION
 from connectors.mongodb import extjson, rawjson
 from connectors.mongodb.records import ChangeRecord, Operation, SnapshotMarker, UpdateDescription
 
-CONNECTOR_VERSION = "0.1.0"
+CONNECTOR_VERSION = SOURCE_VERSION
 CONNECTOR_TYPE = "mongodb"
 DELETED_FIELD = "__deleted"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -17,6 +17,7 @@ from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.json_converter import string_json
 from connectors.events.schema import Field, Schema
+from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
@@ -31,7 +32,7 @@ from connectors.mysql.types import (
     text_value,
 )
 
-VERSION = "3.0.8.Final"
+VERSION = SOURCE_VERSION
 SNAPSHOT_VALUES = ("true", "first", "first_in_data_collection", "last_in_data_collection", "last", "false",
                    "incremental")
 ENVELOPE_VERSION = 2

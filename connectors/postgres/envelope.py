@@ -2,8 +2,8 @@
 
 Topic `<prefix>.<schema>.<table>`; key struct `<prefix>.<schema>.<table>.Key` of the primary key (or
 message.key.columns) columns; value struct `<prefix>.<schema>.<table>.Envelope` (version 2): `before`, `after` (the
-row struct `….Value`), `source` (`io.debezium.connector.postgresql.Source`), `op`, `ts_ms`, `ts_us`, `ts_ns`,
-`transaction` (`event.block`).
+row struct `….Value`), `source` (`io.debezium.connector.postgresql.Source`), `transaction` (`event.block`), `op`,
+`ts_ms`, `ts_us`, `ts_ns`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def source_schema() -> Schema:
             ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
             ("schema", s.string()), ("table", s.string()), ("txId", s.int64(optional=True)),
             ("lsn", s.int64(optional=True)), ("xmin", s.int64(optional=True)),
+            ("origin", s.string(optional=True)), ("origin_lsn", s.int64(optional=True)),
         ],
         name=SOURCE_SCHEMA_NAME,
         version=1,
@@ -68,9 +69,9 @@ def envelope_schema(prefix: str, schema: str, table: str, row_schema: Schema) ->
     row = s.struct(row_schema.fields, name=f"{topic_name(prefix, schema, table)}.Value", optional=True)
     return s.struct(
         [
-            ("before", row), ("after", row), ("source", source_schema()), ("op", s.string()),
-            ("ts_ms", s.int64(optional=True)), ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
-            ("transaction", transaction_block_schema()),
+            ("before", row), ("after", row), ("source", source_schema()), ("transaction", transaction_block_schema()),
+            ("op", s.string()), ("ts_ms", s.int64(optional=True)), ("ts_us", s.int64(optional=True)),
+            ("ts_ns", s.int64(optional=True)),
         ],
         name=f"{topic_name(prefix, schema, table)}.Envelope",
         version=ENVELOPE_VERSION,
@@ -78,7 +79,9 @@ def envelope_schema(prefix: str, schema: str, table: str, row_schema: Schema) ->
 
 
 def sequence_text(lsn_commit: int | None, lsn: int | None) -> str:
-    """source.sequence: a JSON array of the last commit LSN and this event's LSN, as decimal strings (or null)."""
+    """source.sequence: a JSON array of the end LSN of the last transaction committed before this event's (null
+    before the first one the connection streams: Debezium's "last commit LSN") and this event's LSN, as decimal
+    strings (or null)."""
     items = ["null" if v is None else f'"{v}"' for v in (lsn_commit, lsn)]
     return f"[{items[0]},{items[1]}]"
 
@@ -96,16 +99,18 @@ class SourceInfo:
     snapshot: str = "false"
     tx_id: int | None = None
     lsn: int | None = None
-    lsn_commit: int | None = None
+    lsn_commit: int | None = None  # the transaction's commit LSN (the transaction block's id)
     xmin: int | None = None
+    previous_commit: int | None = None  # sequence's first item (sequence_text)
 
     def value(self) -> dict:
         return {
             "version": self.version, "connector": CONNECTOR, "name": self.name,
             "ts_ms": self.commit_ts_us // 1000, "snapshot": self.snapshot, "db": self.db,
-            "sequence": sequence_text(self.lsn_commit, self.lsn),
+            "sequence": sequence_text(self.previous_commit, self.lsn),
             "ts_us": self.commit_ts_us, "ts_ns": self.commit_ts_us * 1000,
             "schema": self.schema, "table": self.table, "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin,
+            "origin": None, "origin_lsn": None,
         }
 
 
@@ -119,8 +124,8 @@ def envelope_value(
 ) -> dict:
     """op: c (insert), u (update), d (delete), r (snapshot read), t (truncate: no before/after)."""
     return {
-        "before": before, "after": after, "source": source.value(), "op": op,
-        "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns, "transaction": transaction,
+        "before": before, "after": after, "source": source.value(), "transaction": transaction, "op": op,
+        "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns,
     }
 
 
@@ -168,13 +173,13 @@ class EnvelopeWriter:
         streamed change costs one string, not a source block. The builder's test compares the two byte for byte."""
         head, db, where = self._fixed_parts(source)
         ts_us = source.commit_ts_us
-        commit = "null" if source.lsn_commit is None else f'\\"{source.lsn_commit}\\"'
+        commit = "null" if source.previous_commit is None else f'\\"{source.previous_commit}\\"'
         return (f'{self._head}{{"before":null,"after":',
                 f',"source":{head}{ts_us // 1000},"snapshot":{self._snapshot(source.snapshot)}{db}"[{commit},\\"',
                 f'\\"]","ts_us":{ts_us},"ts_ns":{ts_us * 1000}{where}{_int_or_null(source.tx_id)},"lsn":',
-                f',"xmin":{_int_or_null(source.xmin)}}},"op":{json_converter.string_json(op)},'
-                f'"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":null}}'
-                f'{self._tail}')
+                f',"xmin":{_int_or_null(source.xmin)},"origin":null,"origin_lsn":null}},"transaction":null,'
+                f'"op":{json_converter.string_json(op)},'
+                f'"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},"ts_ns":{now_ns}}}{self._tail}')
 
     def text(self, op: str, before: dict | None, after: dict | None, source: SourceInfo, now_ns: int,
              transaction: dict | None = None) -> str:
@@ -185,11 +190,12 @@ class EnvelopeWriter:
         """`text` with the rows already written as JSON (e.g. by `RowMapper.text_writer`; "null" for none)."""
         head, db, where = self._fixed_parts(source)
         ts_us = source.commit_ts_us
-        sequence = _sequence_json(source.lsn_commit, source.lsn)
+        sequence = _sequence_json(source.previous_commit, source.lsn)
         source_text = (f'{head}{ts_us // 1000},"snapshot":{self._snapshot(source.snapshot)}{db}{sequence}'
                        f',"ts_us":{ts_us},"ts_ns":{ts_us * 1000}{where}{_int_or_null(source.tx_id)}'
-                       f',"lsn":{_int_or_null(source.lsn)},"xmin":{_int_or_null(source.xmin)}}}')
+                       f',"lsn":{_int_or_null(source.lsn)},"xmin":{_int_or_null(source.xmin)}'
+                       ',"origin":null,"origin_lsn":null}')
         block = "null" if transaction is None else self._block(transaction)
-        return (f'{self._head}{{"before":{before},"after":{after},"source":{source_text},'
+        return (f'{self._head}{{"before":{before},"after":{after},"source":{source_text},"transaction":{block},'
                 f'"op":{json_converter.string_json(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},'
-                f'"ts_ns":{now_ns},"transaction":{block}}}{self._tail}')
+                f'"ts_ns":{now_ns}}}{self._tail}')

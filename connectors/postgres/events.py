@@ -26,6 +26,7 @@ from connectors.events import schema as s
 from connectors.events.json_converter import envelope as encode
 from connectors.events.schema import Field
 from connectors.events.transaction_metadata import TransactionMessages
+from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
@@ -37,7 +38,7 @@ from connectors.postgres.rows import RowColumn, RowMapper
 
 log = logging.getLogger(__name__)
 
-VERSION = "3.0.0.Final-cdcplatform"
+VERSION = SOURCE_VERSION
 _CATALOG_ATTEMPTS = 5  # catalog reads on fresh connections that each failed (each connection waits for the server)
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
          "string": "", "bytes": b""}
@@ -355,7 +356,8 @@ class PgEventBuilder:
 
     def _source(self, table: Table, change) -> env.SourceInfo:
         return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,
-                              change.commit_ts_us, "false", change.xid, change.lsn, change.commit_lsn)
+                              change.commit_ts_us, "false", change.xid, change.lsn, change.commit_lsn,
+                              previous_commit=change.previous_commit)
 
     # -- the rest of the EventBuilder protocol ------------------------------------------------------------------
 

@@ -48,19 +48,24 @@ class ReadPoint:
     time (`source.ts_ms` of its events), the slot's consistent point (their `source.lsn`), the name of the
     exported snapshot the chunks are read in (None: a resumed snapshot that could not export one reads in fresh
     REPEATABLE READ transactions) and, for a resumed snapshot's export, its temporary slot's consistent point
-    (`view_lsn`, 0 otherwise): what the stream from `lsn` must drop of the rows read there."""
+    (`view_lsn`, 0 otherwise): what the stream from `lsn` must drop of the rows read there; and the snapshot
+    transaction's id (`source.txId` of its events, as Debezium's: the pipeline's reading transaction's xid)."""
 
     ts_usec: int
     lsn: int
     snapshot: str | None = None
     view_lsn: int = 0
+    tx_id: int | None = None
 
     def to_json(self) -> dict:
-        return {"ts_usec": self.ts_usec, "lsn": self.lsn, "snapshot": self.snapshot, "view_lsn": self.view_lsn}
+        return {"ts_usec": self.ts_usec, "lsn": self.lsn, "snapshot": self.snapshot, "view_lsn": self.view_lsn,
+                "tx_id": self.tx_id}
 
     @classmethod
     def from_json(cls, value: dict) -> ReadPoint:
-        return cls(int(value["ts_usec"]), int(value["lsn"]), value.get("snapshot"), int(value.get("view_lsn") or 0))
+        tx_id = value.get("tx_id")
+        return cls(int(value["ts_usec"]), int(value["lsn"]), value.get("snapshot"), int(value.get("view_lsn") or 0),
+                   None if tx_id is None else int(tx_id))
 
 
 @dataclass
@@ -73,20 +78,24 @@ class PgSnapshotProgress(SnapshotProgress):
     ts_usec: int = 0
     exported_snapshot: str | None = None
     view_lsn: int = 0  # a resumed snapshot's export's consistent point
+    tx_id: int | None = None  # the snapshot transaction's xid
 
     def set_start(self, start: SnapshotStart) -> None:
         self.lsn = start.position.lsn_proc
         self.ts_usec = start.read_at.ts_usec
         self.exported_snapshot = start.read_at.snapshot
+        self.tx_id = start.read_at.tx_id
 
     def start_json(self) -> dict:
-        return {"lsn": self.lsn, "ts_usec": self.ts_usec}
+        return {"lsn": self.lsn, "ts_usec": self.ts_usec, "tx_id": self.tx_id}
 
     @classmethod
     def start_from_json(cls, value: dict[str, Any]) -> dict | None:
         if not value.get("lsn"):
             return None
-        return {"lsn": int(value["lsn"]), "ts_usec": int(value.get("ts_usec") or 0)}
+        tx_id = value.get("tx_id")
+        return {"lsn": int(value["lsn"]), "ts_usec": int(value.get("ts_usec") or 0),
+                "tx_id": None if tx_id is None else int(tx_id)}
 
     def stream_position(self) -> Position:
         position = before(self.lsn)
@@ -95,7 +104,7 @@ class PgSnapshotProgress(SnapshotProgress):
 
     @property
     def read_at(self) -> ReadPoint:
-        return ReadPoint(self.ts_usec, self.lsn, self.exported_snapshot, self.view_lsn)
+        return ReadPoint(self.ts_usec, self.lsn, self.exported_snapshot, self.view_lsn, self.tx_id)
 
 
 def _task_dumps(value: dict) -> str:
@@ -145,7 +154,10 @@ class PgSnapshotReader:
     def capture_start(self) -> SnapshotStart:
         created = self.partition.create_slot_with_snapshot()
         self.snapshot_name, self.lsn = created.snapshot_name, created.consistent_point
-        read_at = ReadPoint(time.time_ns() // 1000, created.consistent_point, created.snapshot_name)
+        # Debezium stamps its snapshot transaction's xid (txid_current() there): this thread's reading transaction,
+        # which imports the exported snapshot, takes one the same way
+        tx_id = self._connection().execute("SELECT txid_current()").fetchone()[0]
+        read_at = ReadPoint(time.time_ns() // 1000, created.consistent_point, created.snapshot_name, tx_id=tx_id)
         return SnapshotStart(before(created.consistent_point), read_at)
 
     def resume(self, progress: PgSnapshotProgress) -> None:
@@ -228,7 +240,6 @@ class PgSnapshotReader:
         where, params = self._range(chunk.namespace, chunk)
         query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(schema), sql.Identifier(name)) + where
         messages: list[OutMessage] = []
-        marker = "last" if mark_last else "true"
         cursor = conn.cursor(name=f"snap_{chunk.number}")
         for column in table.columns:
             cursor.adapters.register_loader(column.type.result_oid, TextLoader)
@@ -237,23 +248,25 @@ class PgSnapshotReader:
             cursor.execute(query, params)
             rows = 0
             pending = None
-            source = self._source(table, read_at.ts_usec, "true")  # every row's but the chunk's last one's
+            source = self._source(table, read_at, "true")  # every row's but the chunk's first and last ones'
             for row in cursor:
                 if stop is not None and rows % 1024 == 0 and stop.is_set():
                     raise ChunkInterrupted(chunk.label)
                 if pending is not None:
-                    messages.append(builder.snapshot_row(table, pending, source))
+                    first = self._source(table, read_at, snapshot_marker(chunk, mark_last, True, False))
+                    messages.append(builder.snapshot_row(table, pending, first if rows == 1 else source))
                 pending = row
                 rows += 1
             if pending is not None:
-                messages.append(builder.snapshot_row(table, pending, self._source(table, read_at.ts_usec, marker)))
+                marker = snapshot_marker(chunk, mark_last, rows == 1, True)
+                messages.append(builder.snapshot_row(table, pending, self._source(table, read_at, marker)))
         finally:
             cursor.close()
         return messages, rows
 
-    def _source(self, table, read_at: int, marker: str) -> env.SourceInfo:
+    def _source(self, table, read_at: ReadPoint, marker: str) -> env.SourceInfo:
         return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,
-                              read_at, marker, None, self.lsn, None)
+                              read_at.ts_usec, marker, read_at.tx_id, self.lsn, None)
 
     def where_read(self, chunk: Chunk) -> dict | None:
         """For a chunk of a keyed table read in a resumed snapshot's export: its consistent point and the key, which
@@ -286,6 +299,22 @@ class PgSnapshotReader:
             view, self._view = self._view, None
         if view is not None:
             view.close()  # drops its temporary slot
+
+
+def snapshot_marker(chunk: Chunk, mark_last: bool, first_row: bool, last_row: bool) -> str:
+    """`source.snapshot` of a row of a chunk, as Debezium marks it: `last` on the snapshot's last row, `first` on
+    the first row of its first table (chunk number 0), `last_in_data_collection` on each table's last row,
+    `first_in_data_collection` on each table's first, `true` on the rest; a row that is several of these takes the
+    first named here."""
+    table_first = first_row and chunk.index == 0
+    table_last = last_row and chunk.index == chunk.count - 1
+    if last_row and mark_last:
+        return "last"
+    if table_first and chunk.number == 0:
+        return "first"
+    if table_last:
+        return "last_in_data_collection"
+    return "first_in_data_collection" if table_first else "true"
 
 
 def import_snapshot(conn, name: str) -> None:

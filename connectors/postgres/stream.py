@@ -36,6 +36,15 @@ class WalChange:
     commit_lsn: int
     xid: int
     commit_ts_us: int
+    previous_commit: int | None = None  # the end LSN of the transaction streamed before this one (source.sequence)
+
+
+def last_commit_end(resume: Position | None) -> int | None:
+    """The end LSN of the last transaction a stored position says was streamed whole (None: none, or an idle or
+    snapshot position, which is no commit's): what Debezium keeps as its offset's last commit LSN."""
+    if resume is None or not resume.completed or resume.lsn_commit == resume.lsn_proc - 1:
+        return None
+    return resume.lsn_proc
 
 
 class Acknowledger:
@@ -71,6 +80,7 @@ class WalReader:
         self._stop = stop
         self._poll = poll_seconds
         self._stream = stream
+        self._previous_commit = last_commit_end(resume)
         self._thread = threading.Thread(target=self._run, name=f"wal-{metrics.partition}", daemon=True)
 
     def start(self) -> None:
@@ -176,15 +186,16 @@ class WalReader:
                     if kind is p.Commit:
                         if self._resume is None or not self._resume.covers_transaction(begin.final_lsn):
                             changes.append(WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
-                                                     begin.commit_ts_us))
+                                                     begin.commit_ts_us, self._previous_commit))
                             resume = (begin.final_lsn, message.end_lsn, begin.xid, begin.commit_ts_us, True)
+                        self._previous_commit = message.end_lsn
                         begin = None
                         continue
                     if kind in (p.Insert, p.Update, p.Delete, p.Truncate):
                         if self._resume is not None and self._resume.covers(begin.final_lsn, wal.data_start):
                             continue
                         changes.append(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
-                                                 begin.commit_ts_us))
+                                                 begin.commit_ts_us, self._previous_commit))
                         resume = (begin.final_lsn, wal.data_start, begin.xid, begin.commit_ts_us, False)
                     if len(changes) >= _QUEUED_TOGETHER:
                         if not self._queue(changes, resume):

@@ -24,7 +24,7 @@ def test_source_schema_fields_in_debezium_order():
     schema = json.loads(schema_json(e.source_schema()))
     assert [f["field"] for f in schema["fields"]] == [
         "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns",
-        "schema", "table", "txId", "lsn", "xmin",
+        "schema", "table", "txId", "lsn", "xmin", "origin", "origin_lsn",
     ]
     assert (schema["name"], schema["version"]) == ("io.debezium.connector.postgresql.Source", 1)
     snapshot = schema["fields"][4]
@@ -35,7 +35,7 @@ def test_source_schema_fields_in_debezium_order():
     }
     assert [f["optional"] for f in schema["fields"]] == [False] * 4 + [True, False, True, True, True] + [False] * 2 + [
         True
-    ] * 3
+    ] * 5
 
 
 def test_sequence_is_a_json_array_of_decimal_strings():
@@ -54,12 +54,12 @@ def test_key_and_envelope_schemas():
     row = s.struct([("id", s.int32())], name="ignored")
     envelope = json.loads(schema_json(e.envelope_schema("srv", "public", "customers", row)))
     assert [f["field"] for f in envelope["fields"]] == [
-        "before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns", "transaction"
+        "before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"
     ]
     assert (envelope["name"], envelope["version"]) == ("srv.public.customers.Envelope", 2)
     assert envelope["fields"][0]["name"] == "srv.public.customers.Value" and envelope["fields"][0]["optional"]
-    assert envelope["fields"][3] == {"type": "string", "optional": False, "field": "op"}
-    assert envelope["fields"][7]["name"] == "event.block"
+    assert envelope["fields"][4] == {"type": "string", "optional": False, "field": "op"}
+    assert envelope["fields"][3]["name"] == "event.block"
 
 
 def test_position_covers_replayed_changes_including_a_split_transaction():
@@ -117,6 +117,7 @@ def test_a_change_from_the_server_as_a_debezium_event(pg_db):
     source = e.SourceInfo(
         version="3.0.0.Final", name="PostgreSQL_server", db=pg_db.name, schema="public", table="customers",
         commit_ts_us=begin.commit_ts_us, tx_id=begin.xid, lsn=insert_wal.data_start, lsn_commit=begin.final_lsn,
+        previous_commit=begin.final_lsn - 64,
     )
     event = json.loads(to_json(value_schema, e.envelope_value("c", None, rows.value(insert.new), source, 1)))
     # the row schema exactly as in Debezium's documented create event
@@ -135,5 +136,6 @@ def test_a_change_from_the_server_as_a_debezium_event(pg_db):
     assert payload["before"] is None and payload["op"] == "c" and payload["transaction"] is None
     assert payload["source"]["connector"] == "postgresql" and payload["source"]["txId"] == begin.xid
     assert payload["source"]["ts_ms"] == begin.commit_ts_us // 1000
-    assert payload["source"]["sequence"] == f'["{begin.final_lsn}","{insert_wal.data_start}"]'
+    # the end LSN of the transaction streamed before, then the change's own
+    assert payload["source"]["sequence"] == f'["{begin.final_lsn - 64}","{insert_wal.data_start}"]'
     assert 0 < insert_wal.data_start < begin.final_lsn  # the change's own WAL position, before its commit

@@ -35,8 +35,10 @@ def by_status(records) -> list[tuple[str, str, int | None, list | None]]:
 
 
 def transaction_id(value: dict) -> str:
-    """`<txId>:<commit LSN>` from the event's own source block (sequence[0] is the commit LSN)."""
-    return f"{value['source']['txId']}:{json.loads(value['source']['sequence'])[0]}"
+    """`<txId>:<commit LSN>`: the event's transaction block's id, which starts with its source block's txId."""
+    block = value["transaction"]["id"]
+    assert block.startswith(f"{value['source']['txId']}:") and int(block.split(":")[1]) > value["source"]["lsn"]
+    return block
 
 
 def test_blocks_begin_end_counts_and_a_transaction_larger_than_a_batch(pg_db, stack, unique_name):

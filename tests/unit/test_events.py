@@ -13,6 +13,7 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 
 from connectors.config import ConnectorConfig
 from connectors.core.transactions import TransactionBoundary
+from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.topics import MAX_TOPIC_LENGTH, sanitize_topic
 from connectors.mongodb import extjson
 from connectors.mongodb.envelopes import apply_update
@@ -125,7 +126,7 @@ def test_create_event_matches_debezium():
         '"email": "annek@noanswer.org"}',
         "updateDescription": None,
         "source": {
-            "version": "0.1.0",
+            "version": SOURCE_VERSION,
             "connector": "mongodb",
             "name": "fulfillment",
             "ts_ms": 1558965508512,  # Debezium 3.x: the change's wall time
@@ -149,7 +150,7 @@ def test_create_event_matches_debezium():
 def test_debezium_2_compatibility_keeps_the_2x_source_block():
     value = value_of(builder(**{"debezium.compatibility": "2"}).change_messages(change(full_document=DOC))[0])
     assert value["source"] == {
-        "version": "0.1.0",
+        "version": SOURCE_VERSION,
         "connector": "mongodb",
         "name": "fulfillment",
         "ts_ms": 1558965508000,  # cluster time seconds x 1000
