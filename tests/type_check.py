@@ -11,7 +11,7 @@ from tests.integration.kafka_reading import read_topic
 
 # op and source.snapshot of the two snapshot rows, the two streamed rows, then the four rows again incrementally
 OPS = ["r", "r", "c", "c"] + ["r"] * 4
-SNAPSHOT_MARKERS = ["true", "last", "false", "false"] + ["incremental"] * 4
+SNAPSHOT_MARKERS = ["first", "last", "false", "false"] + ["incremental"] * 4
 
 
 def records_at_least(runner, bootstrap: str, topic: str, count: int, timeout: float = 60.0):

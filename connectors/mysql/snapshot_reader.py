@@ -22,8 +22,8 @@ import weakref
 from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.snapshot.executors import SNAPSHOT_TRUE, ChunkInterrupted
+from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
+from connectors.core.snapshot.executors import ChunkInterrupted
 from connectors.core.snapshot.progress import SnapshotStart
 from connectors.mysql import catalog
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement, TableSchema
@@ -266,9 +266,9 @@ class MySqlSnapshotReader:
             if stop is not None and number % 1024 == 0 and stop.is_set():
                 raise ChunkInterrupted(chunk.label)
             after = {c.name: catalog.binlog_form(c, v) for c, v in zip(columns, row, strict=True)}
-            last = mark_last and number == len(rows) - 1
+            marker = snapshot_marker(chunk, mark_last, number == 0, number == len(rows) - 1)
             source = SourceInfo(schema.database, schema.table, int(read_at or 0), 0, position.file, position.position,
-                                0, "last" if last else SNAPSHOT_TRUE)
+                                0, marker)
             messages.extend(events.messages("r", None, after, source))
         return messages, len(rows)
 
