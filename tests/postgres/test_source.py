@@ -108,7 +108,7 @@ def test_snapshot_then_stream_with_writes_during_the_snapshot(items, stack, uniq
         snap = [v["after"] for v in values[:5]]
         assert snap == [{"id": i, "label": f"row {i}", "price": v["after"]["price"]} for i, v in zip(
             range(1, 6), values[:5], strict=True)]
-        assert [v["source"]["snapshot"] for v in values[:5]] == ["true"] * 4 + ["last"]
+        assert [v["source"]["snapshot"] for v in values[:5]] == ["first"] + ["true"] * 3 + ["last"]
         assert values[5]["after"] == {"id": 6, "label": "during", "price": "A4Q="}  # 9.00 as a Decimal
         assert values[6]["after"]["label"] == "changed during" and values[6]["before"] is None
         assert values[7]["before"]["id"] == 2 and values[7]["after"] is None
@@ -412,7 +412,9 @@ def test_snapshot_in_primary_key_chunks_across_threads(pg_db, stack, unique_name
         (chr(97 + g % 5), g) for g in range(1, 701))
     assert sorted(v["after"]["v"] for v in loose) == list(range(1, 51))
     markers = [v["source"]["snapshot"] for v in big + pair + loose if v["op"] == "r"]
-    assert markers.count("last") == 1 and set(markers) == {"true", "last"}
+    assert markers.count("last") == 1 and markers.count("first") == 1
+    assert markers.count("first_in_data_collection") == markers.count("last_in_data_collection") == 2
+    assert set(markers) == {"first", "first_in_data_collection", "true", "last_in_data_collection", "last"}
 
 
 def test_heartbeats_and_the_action_query(items, stack, unique_name):

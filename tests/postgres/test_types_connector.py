@@ -32,7 +32,7 @@ from tests.postgres.all_types import (
     unscaled,
 )
 from tests.postgres.test_source import Running, pg_config
-from tests.type_check import records_at_least, snapshot_stream_incremental_values
+from tests.type_check import DEBEZIUM_SNAPSHOT_MARKERS, records_at_least, snapshot_stream_incremental_values
 
 pytestmark = [pytest.mark.integration]
 
@@ -78,7 +78,7 @@ def test_every_type_through_the_snapshot_and_the_stream(pg_db, stack, unique_nam
         records = records_at_least(running, bootstrap, topic, 8)  # read_committed
     finally:
         running.stop()
-    values, after = snapshot_stream_incremental_values(records, topic, (1, 2, 3, 4))
+    values, after = snapshot_stream_incremental_values(records, topic, (1, 2, 3, 4), DEBEZIUM_SNAPSHOT_MARKERS)
     fields = {f["field"]: {k: v for k, v in f.items() if k != "field"} for f in after["fields"]}
     expected_schemas = {**EXPECTED_SCHEMAS, **changed_schemas}
     assert set(fields) == set(expected_schemas)  # unmapped types left out
