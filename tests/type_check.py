@@ -11,9 +11,9 @@ from tests.integration.kafka_reading import read_topic
 
 # op and source.snapshot of the two snapshot rows, the two streamed rows, then the four rows again incrementally
 OPS = ["r", "r", "c", "c"] + ["r"] * 4
-SNAPSHOT_MARKERS = ["true", "last", "false", "false"] + ["incremental"] * 4
-# Debezium 3.x marks the first row of a snapshot's first table `first` (the PostgreSQL source does)
+# Debezium 3.x marks the first row of a snapshot's first table `first` (the PostgreSQL and MariaDB sources do)
 DEBEZIUM_SNAPSHOT_MARKERS = ["first", "last", "false", "false"] + ["incremental"] * 4
+SNAPSHOT_MARKERS = DEBEZIUM_SNAPSHOT_MARKERS
 
 
 def records_at_least(runner, bootstrap: str, topic: str, count: int, timeout: float = 60.0):

@@ -57,13 +57,13 @@ def find_java(minimum: int = MINIMUM_JDK) -> Path:
                               "(JAVA_HOME, PATH, /usr/lib/jvm)")
 
 
-def jars(connector_artifact: str) -> list[Path]:
+def jars(connector_artifact: str, version: str = DEBEZIUM_VERSION) -> list[Path]:
     """The worker's and the connector's jars, fetched on first use."""
     pom = ((HERE / "maven" / "debezium-pom.xml").read_text().replace("@CONNECTOR@", connector_artifact)
-           .replace("@DEBEZIUM@", DEBEZIUM_VERSION).replace("@KAFKA@", KAFKA_CONNECT_VERSION))
-    dest = settings.STATE_DIR / "jars" / f"{connector_artifact}-{DEBEZIUM_VERSION}"
+           .replace("@DEBEZIUM@", version).replace("@KAFKA@", KAFKA_CONNECT_VERSION))
+    dest = settings.STATE_DIR / "jars" / f"{connector_artifact}-{version}"
     try:
-        return fetch_jars(pom, dest, f"Debezium {DEBEZIUM_VERSION} {connector_artifact}")
+        return fetch_jars(pom, dest, f"Debezium {version} {connector_artifact}")
     except Exception as error:  # noqa: BLE001 - StackError and OSError alike: say what is missing
         raise DebeziumUnavailable(str(error)) from error
 
@@ -120,11 +120,11 @@ class DebeziumWorker:
     """A Connect standalone worker running one Debezium connector; `stop()` ends it."""
 
     def __init__(self, connector_artifact: str, connector: Mapping[str, object], bootstrap: str, folder: Path,
-                 schemas_enable: bool):
+                 schemas_enable: bool, version: str = DEBEZIUM_VERSION):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.log = folder / "connect.log"
-        classpath = os.pathsep.join(map(str, jars(connector_artifact)))
+        classpath = os.pathsep.join(map(str, jars(connector_artifact, version)))
         java = find_java()
         (folder / "worker.properties").write_text(_properties(worker_properties(bootstrap, folder, schemas_enable)))
         (folder / "connector.properties").write_text(_properties({**connector, **routing_properties()}))

@@ -19,6 +19,7 @@ class Outcome:
     reports: list[compare.TopicReport]
     masks: list[str]
     java_version: int
+    debezium_version: str = DEBEZIUM_VERSION
 
     @property
     def clean(self) -> bool:
@@ -34,6 +35,11 @@ def _count(bootstrap: str, prefix: str, skip: tuple[str, ...] = ()) -> int:
                if topic not in skip)
 
 
+def source_version(source) -> str:
+    """The Debezium release a source is compared with: the pinned one unless its connector is not published in it."""
+    return getattr(source, "debezium_version", DEBEZIUM_VERSION)
+
+
 def run(source, bootstrap: str, schemas_enable: bool, timeout: float = 600, keep: bool = False) -> Outcome:
     """`source`: a workload object (bench.compat.postgres.PostgresCompat and the like)."""
     folder = Path(tempfile.mkdtemp(prefix=f"compat-{source.name}-"))
@@ -41,7 +47,7 @@ def run(source, bootstrap: str, schemas_enable: bool, timeout: float = 600, keep
     try:
         source.prepare()
         worker = debezium.DebeziumWorker(source.connector_artifact, source.debezium_properties(), bootstrap,
-                                         folder, schemas_enable)
+                                         folder, schemas_enable, source_version(source))
         source.start_ours(bootstrap, schemas_enable)
         checks = (worker.check, source.check_ours)
         debezium.wait_for(source.both_started, "both connectors to start", timeout, checks)
@@ -57,20 +63,21 @@ def run(source, bootstrap: str, schemas_enable: bool, timeout: float = 600, keep
         # every event before the last one is in Kafka too (one task each, written in order)
         source.stop_ours()
         worker.stop()
-        theirs = dump(bootstrap, f"{debezium.ROUTED_PREFIX}{source.prefix}.")
-        ours = dump(bootstrap, f"{source.prefix}.")
+        # without the dot: MariaDB's schema change topic is named after the prefix alone
+        theirs = dump(bootstrap, f"{debezium.ROUTED_PREFIX}{source.prefix}")
+        ours = dump(bootstrap, source.prefix)
         reports = [compare.compare_topic(topic, theirs.get(topic, []), ours.get(topic, []), source.masks,
                                          intentional=source.intentional)
                    for topic in sorted(set(theirs) | set(ours))]
         return Outcome(source.name, schemas_enable, reports, [mask.label for mask in source.masks],
-                       worker.java_version)
+                       worker.java_version, source_version(source))
     finally:
         source.stop_ours()
         if worker is not None:
             worker.stop()
         if not keep:
             source.cleanup()
-            delete_topics(bootstrap, f"{debezium.ROUTED_PREFIX}{source.prefix}.", f"{source.prefix}.",
+            delete_topics(bootstrap, f"{debezium.ROUTED_PREFIX}{source.prefix}", source.prefix,
                           f"compat-offsets-{source.prefix}")
 
 
@@ -81,8 +88,8 @@ def _clip(data: bytes, limit: int = 1500) -> str:
 
 def render(outcome: Outcome) -> str:
     lines = [f"== {outcome.source}, schemas.enable={str(outcome.schemas_enable).lower()}: Debezium "
-             f"{DEBEZIUM_VERSION} on Kafka Connect {debezium.KAFKA_CONNECT_VERSION} (Java {outcome.java_version}) "
-             "beside ours",
+             f"{outcome.debezium_version} on Kafka Connect {debezium.KAFKA_CONNECT_VERSION} "
+             f"(Java {outcome.java_version}) beside ours",
              "masks (on both sides, a value replaced by its kind; null stays null):",
              *(f"  - {label}" for label in outcome.masks)]
     total = identical = intentional = 0

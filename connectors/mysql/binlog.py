@@ -17,9 +17,11 @@ import datetime
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
@@ -95,6 +97,7 @@ class ColumnInfo:
     enum_values: tuple[str, ...] = ()
     set_values: tuple[str, ...] = ()
     primary: bool = False
+    geometry_type: int | None = None  # spatial columns: 0 GEOMETRY, 1 POINT, 2 LINESTRING, … (MySQL's codes)
     # the declared type, when information_schema told it (the binlog does not): for error messages only
     type_name: str | None = field(default=None, compare=False)
 
@@ -104,10 +107,12 @@ class TableSchema:
     database: str
     table: str
     columns: tuple[ColumnInfo, ...]
+    key_order: tuple[str, ...] = ()  # the primary key's columns in its own order, when known
 
     @property
     def primary_key(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns if c.primary)
+        """In the key's order (Debezium's key fields), else in column order."""
+        return self.key_order or tuple(c.name for c in self.columns if c.primary)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -144,6 +149,7 @@ class SchemaStatement:
     position: BinlogPosition  # after the statement
     ts_sec: int
     server_id: int
+    start: BinlogPosition | None = None  # where the statement's own event starts: Debezium's source.pos
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -238,7 +244,7 @@ class BinlogReader:
     # connector does not capture cannot fail it (a value its decoder does not know) nor cost it CPU
     wanted: Callable[[str, str], bool] | None = None
     _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
-    _tables: dict[int, tuple[bool, ...]] = field(default_factory=dict, init=False, repr=False)
+    _tables: dict[int, TableFacts] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
     _schemas: dict[int, tuple[list, TableSchema]] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the schema, the compiled decoder's layout of its columns; None: the library decodes its rows)
@@ -257,7 +263,7 @@ class BinlogReader:
                     self._file = event.next_binlog
                     continue
                 if isinstance(event, TableMapEvent):
-                    self._tables[event.table_id] = _nullable(event)
+                    self._tables[event.table_id] = _table_facts(event)
                     continue
                 if isinstance(event, MariadbGtidEvent | GtidEvent):
                     txn = _Transaction(start=self._here(event, at_start=True), gtid=event.gtid,
@@ -282,6 +288,7 @@ class BinlogReader:
                         yield SchemaStatement(
                             database=_text(event.schema), ddl=query, gtid=txn.gtid,
                             position=self._here(event), ts_sec=event.timestamp, server_id=event.packet.server_id,
+                            start=self._here(event, at_start=True),
                         )
                         txn = None
                         skip_events = skip_rows = 0
@@ -411,7 +418,7 @@ class BinlogReader:
         cached = self._schemas.get(event.table_id)
         if cached is not None and cached[0] is event.columns:
             return cached[1]
-        schema = _schema(event, self._tables.get(event.table_id, ()))
+        schema = _schema(event, self._tables.get(event.table_id, TableFacts((), ())))
         if cached is not None and cached[1] == schema:
             schema = cached[1]
         self._schemas[event.table_id] = (event.columns, schema)
@@ -463,12 +470,26 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
-def _nullable(event: TableMapEvent) -> tuple[bool, ...]:
+class TableFacts(NamedTuple):
+    """What a table map tells beyond the columns python-mysql-replication keeps."""
+
+    nullable: tuple[bool, ...]
+    key_indexes: tuple[int, ...]  # the primary key's columns in the key's order (binlog_row_metadata=FULL)
+    geometry_types: tuple[int, ...] = ()  # the spatial columns' own types, in column order
+
+
+def _table_facts(event: TableMapEvent) -> TableFacts:
     bitmap = event.null_bitmask
-    return tuple(bool(bitmap[i // 8] & (1 << (i % 8))) for i in range(event.column_count))
+    metadata = getattr(event, "optional_metadata", None)
+    key = tuple(getattr(metadata, "simple_primary_key_list", None) or ()) \
+        or tuple(getattr(metadata, "primary_keys_with_prefix", None) or ())
+    return TableFacts(tuple(bool(bitmap[i // 8] & (1 << (i % 8))) for i in range(event.column_count)), key,
+                      tuple(getattr(metadata, "geometry_type_list", None) or ()))
 
 
-def _schema(event, nullable: tuple[bool, ...]) -> TableSchema:
+def _schema(event, facts: TableFacts) -> TableSchema:
+    nullable = facts.nullable
+    geometry_types = iter(facts.geometry_types)
     columns = []
     for i, column in enumerate(event.columns):
         columns.append(ColumnInfo(
@@ -487,8 +508,10 @@ def _schema(event, nullable: tuple[bool, ...]) -> TableSchema:
             enum_values=tuple(column.enum_values or ())[1:],  # the library puts "" (index 0, invalid) first
             set_values=tuple(column.set_values or ()),
             primary=bool(getattr(column, "is_primary", False)),
+            geometry_type=next(geometry_types, None) if column.type == FIELD_TYPE.GEOMETRY else None,
         ))
-    return TableSchema(database=event.schema, table=event.table, columns=tuple(columns))
+    key_order = tuple(columns[i].name for i in facts.key_indexes if i < len(columns))
+    return TableSchema(database=event.schema, table=event.table, columns=tuple(columns), key_order=key_order)
 
 
 def _values(values: dict, none_sources: dict, schema: TableSchema) -> dict:

@@ -9,6 +9,7 @@ import re
 from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo, TableSchema
+from connectors.mysql.types import SelectedTimestamp
 
 _TYPES = {
     "tinyint": FIELD_TYPE.TINY, "smallint": FIELD_TYPE.SHORT, "mediumint": FIELD_TYPE.INT24,
@@ -20,6 +21,9 @@ _TYPES = {
     **dict.fromkeys(("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
                      "geometrycollection"), FIELD_TYPE.GEOMETRY),
 }
+_GEOMETRY_TYPES = {name: code for code, name in enumerate((
+    "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+    "geometrycollection"))}
 _BLOBS = {"tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
 _TEXTS = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4}
 _BINARY = {"binary", "varbinary", *_BLOBS}
@@ -44,7 +48,12 @@ def table_schema(connection, database: str, table: str) -> TableSchema:
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table),
         )
         rows = cursor.fetchall()
-    return TableSchema(database, table, tuple(_column(*row) for row in rows))
+        cursor.execute(
+            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", (database, table),
+        )
+        key_order = tuple(row[0] for row in cursor.fetchall())
+    return TableSchema(database, table, tuple(_column(*row) for row in rows), key_order)
 
 
 def _column(name, data_type, column_type, nullable, charset, octets, precision, scale, fsp, key,
@@ -66,6 +75,7 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
         bits=precision if data_type == "bit" else None, length_size=length_size,
         enum_values=listed if data_type == "enum" else (), set_values=listed if data_type == "set" else (),
         primary=key == "PRI", type_name=column_type,
+        geometry_type=_GEOMETRY_TYPES.get(data_type),
     )
 
 
@@ -78,6 +88,8 @@ def binlog_form(column: ColumnInfo, value):
         # pymysql returns a date it cannot build as its text: the zero date, and dates with a zero part
         # ('2020-00-00', allowed without NO_ZERO_IN_DATE), which the binlog reader decodes as the zero date too
         return ZERO_DATE
+    if code == FIELD_TYPE.TIMESTAMP2:
+        return SelectedTimestamp.of(value)
     if code == FIELD_TYPE.BIT:
         return format(int.from_bytes(value, "big"), f"0{column.bits or 1}b")
     if code == FIELD_TYPE.SET and isinstance(value, str):

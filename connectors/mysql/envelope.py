@@ -2,7 +2,7 @@
 
 Topic `<prefix>.<database>.<table>`; key struct `….Key` of the primary key (or `message.key.columns`); value struct
 `….Envelope` (version 2): `before`, `after` (`….Value`), `source` (`io.debezium.connector.mysql.Source` or
-`io.debezium.connector.mariadb.Source`), `op`, `ts_ms`, `ts_us`, `ts_ns`, `transaction`.
+`io.debezium.connector.mariadb.Source`), `transaction`, `op`, `ts_ms`, `ts_us`, `ts_ns` (Debezium's order).
 """
 
 from __future__ import annotations
@@ -86,14 +86,14 @@ class SourceInfo:
 class TableEvents:
     """Key/value schemas and converters of one table as the binlog's table map (or the catalog) describes it."""
 
-    def __init__(self, config: MySqlConfig, table: TableSchema, json_columns: frozenset[str] = frozenset()):
+    def __init__(self, config: MySqlConfig, table: TableSchema):
         self.config = config
         self.database, self.table = table.database, table.table
         self.topic = topic_name(config.topic_prefix, table.database, table.table)
         options = config.type_options
         try:
             self.columns: list[ColumnMapping] = [
-                mapping(c, options, declared_json=c.name in json_columns)
+                mapping(c, options)
                 for c in table.columns if config.captures_column(table.database, table.table, c.name)
             ]
         except UnmappedType as error:
@@ -135,9 +135,9 @@ class TableEvents:
         row = s.struct(fields, name=f"{self.topic}.Value", optional=True)
         self.row_schema = row
         self.value_schema = s.struct(
-            [("before", row), ("after", row), ("source", source_schema(config.mariadb)), ("op", s.string()),
-             ("ts_ms", s.int64(optional=True)), ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True)),
-             ("transaction", transaction_block_schema())],
+            [("before", row), ("after", row), ("source", source_schema(config.mariadb)),
+             ("transaction", transaction_block_schema()), ("op", s.string()), ("ts_ms", s.int64(optional=True)),
+             ("ts_us", s.int64(optional=True)), ("ts_ns", s.int64(optional=True))],
             name=f"{self.topic}.Envelope", version=ENVELOPE_VERSION,
         )
         self._encoders = [(f.name, string_json(f.name) + ":", _encoder(f.schema)) for f in fields]
@@ -237,8 +237,8 @@ class TableEvents:
             f'"table":{text(source.table)},"server_id":{source.server_id},"gtid":{text(source.gtid)},'
             f'"file":{text(source.file)},"pos":{source.pos},"row":',
             f',"thread":{"null" if source.thread is None else source.thread},"query":{self._query_json(source.query)}}}'
-            f',"op":{text(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},"ts_ns":{now_ns},'
-            f'"transaction":null}}{schema_tail}',
+            f',"transaction":null,"op":{text(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},'
+            f'"ts_ns":{now_ns}}}{schema_tail}',
         )
 
     def append_streamed(self, messages: list, parts: tuple[str, str, str, str], op: str, before: dict | None,
@@ -260,8 +260,8 @@ class TableEvents:
             "table": source.table, "server_id": source.server_id, "gtid": source.gtid, "file": source.file,
             "pos": source.pos, "row": source.row, "thread": source.thread, "query": source.query,
         }
-        return {"before": before_row, "after": after_row, "source": source_value, "op": op,
-                "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns, "transaction": transaction}
+        return {"before": before_row, "after": after_row, "source": source_value, "transaction": transaction,
+                "op": op, "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns}
 
     # JsonConverter's output, written with per-column encoders chosen once per table (the generic value_json walks
     # the schema for every value); tests compare the two byte for byte.
@@ -303,8 +303,8 @@ class TableEvents:
             f'"thread":{"null" if source.thread is None else source.thread},"query":{self._query_json(source.query)}}}'
         )
         return (f'{{"before":{before},"after":{after},'
-                f'"source":{source_json},"op":{text(op)},"ts_ms":{now_ns // 1_000_000},'
-                f'"ts_us":{now_ns // 1000},"ts_ns":{now_ns},"transaction":{_block_json(transaction)}}}')
+                f'"source":{source_json},"transaction":{_block_json(transaction)},"op":{text(op)},'
+                f'"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},"ts_ns":{now_ns}}}')
 
 
 _INTS = ("int8", "int16", "int32", "int64")

@@ -22,8 +22,8 @@ import weakref
 from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.snapshot.executors import SNAPSHOT_TRUE, ChunkInterrupted
+from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
+from connectors.core.snapshot.executors import ChunkInterrupted
 from connectors.core.snapshot.progress import SnapshotStart
 from connectors.mysql import catalog
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement, TableSchema
@@ -190,21 +190,37 @@ class MySqlSnapshotReader:
         return [f"{db}.{table}" for db, table in tables if self.config.captures_table(db, table)]
 
     def opening_messages(self, builder) -> list:
-        """The schema change record of each captured table, its `SHOW CREATE TABLE` in the snapshot's view, written
-        with the plan before any row (as Debezium's snapshot writes them; none when include.schema.changes is
-        off)."""
+        """The schema change records Debezium's snapshot writes before any row, read in the snapshot's view: the
+        server's character set, `DROP TABLE IF EXISTS` of every table, then per database `DROP DATABASE IF EXISTS`,
+        `CREATE DATABASE`, `USE` and each table's `SHOW CREATE TABLE`; every database but the system ones, captured
+        or not, as Debezium's (none when include.schema.changes is off)."""
         schema_changes = builder.schema_changes
         if schema_changes is None:
             return []
-        collections = self.collections()
         with self._lock:
             position = self._position
-            statements = []
-            with self._view().cursor() as cursor:
-                for collection in collections:
-                    database, _, table = collection.partition(".")
+            view = self._view()
+            tables = catalog.base_tables(view)
+            with view.cursor() as cursor:
+                cursor.execute("SELECT @@character_set_server, @@collation_server")
+                charset, collation = cursor.fetchone()
+                cursor.execute(
+                    "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                    "information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN "
+                    "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY SCHEMA_NAME")
+                databases = cursor.fetchall()
+                creates = {}
+                for database, table in tables:
                     cursor.execute(f"SHOW CREATE TABLE {quote(database)}.{quote(table)}")
-                    statements.append((database, cursor.fetchone()[1]))
+                    creates.setdefault(database, []).append(cursor.fetchone()[1])
+        statements = [("", f"SET character_set_server={charset}, collation_server={collation}")]
+        statements += [(database, f"DROP TABLE IF EXISTS {quote(database)}.{quote(table)}")
+                       for database, table in tables]
+        for database, db_charset, db_collation in databases:
+            statements += [(database, f"DROP DATABASE IF EXISTS {quote(database)}"),
+                           (database, f"CREATE DATABASE {quote(database)} CHARSET {db_charset} COLLATE {db_collation}"),
+                           (database, f"USE {quote(database)}"),
+                           *((database, ddl) for ddl in creates.get(database, ()))]
         binlog = BinlogPosition(file=position.file, pos=position.position, gtids=position.gtids or None)
         now = int(time.time())
         return [message for database, ddl in statements
@@ -250,9 +266,9 @@ class MySqlSnapshotReader:
             if stop is not None and number % 1024 == 0 and stop.is_set():
                 raise ChunkInterrupted(chunk.label)
             after = {c.name: catalog.binlog_form(c, v) for c, v in zip(columns, row, strict=True)}
-            last = mark_last and number == len(rows) - 1
+            marker = snapshot_marker(chunk, mark_last, number == 0, number == len(rows) - 1)
             source = SourceInfo(schema.database, schema.table, int(read_at or 0), 0, position.file, position.position,
-                                0, "last" if last else SNAPSHOT_TRUE)
+                                0, marker)
             messages.extend(events.messages("r", None, after, source))
         return messages, len(rows)
 

@@ -29,7 +29,7 @@ from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
 from connectors.kafka.sink import OutMessage
-from connectors.mysql import catalog, chunk_tasks, types
+from connectors.mysql import catalog, chunk_tasks
 from connectors.mysql.binlog import (
     BinlogPosition,
     BinlogReader,
@@ -63,42 +63,12 @@ class OffsetRecord:
         return json.dumps(self.document, separators=(",", ":")).encode()
 
 
-class JsonColumns:
-    """MariaDB's JSON columns per table (a check constraint the binlog cannot show), looked up once per table and
-    forgotten after DDL on its database. Shared by the builders of one partition (thread-safe)."""
-
-    def __init__(self, config: MySqlConfig):
-        self.config = config
-        self._known: dict[tuple[str, str], frozenset[str]] = {}
-        self._lock = threading.Lock()
-
-    def of(self, database: str, table: str) -> frozenset[str]:
-        key = (database, table)
-        with self._lock:
-            if key in self._known:
-                return self._known[key]
-        connection = connect(self.config.connection)
-        try:
-            found = frozenset(types.json_columns(connection, database, table))
-        finally:
-            connection.close()
-        with self._lock:
-            self._known[key] = found
-        return found
-
-    def forget(self, database: str) -> None:
-        with self._lock:
-            for key in [k for k in self._known if k[0] == database]:
-                del self._known[key]
-
-
 class MySqlEventBuilder:
     """Binlog changes (and snapshot rows) → Debezium MySQL/MariaDB events. One per thread."""
 
-    def __init__(self, config: MySqlConfig, json_columns: JsonColumns, transaction_state: dict | None = None,
+    def __init__(self, config: MySqlConfig, transaction_state: dict | None = None,
                  overlap: ActiveOverlap | None = None):
         self.config = config
-        self.json_columns = json_columns
         self.overlap = overlap or ActiveOverlap()  # what chunks read in views of their own already hold
         self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas_enable,
                                                  config.value_schemas_enable, transaction_state)
@@ -115,7 +85,7 @@ class MySqlEventBuilder:
             return events
         events = self._tables.get(schema)
         if events is None:
-            events = TableEvents(self.config, schema, self.json_columns.of(schema.database, schema.table))
+            events = TableEvents(self.config, schema)
             self._tables[schema] = events
         self._last_table = (schema, events)
         return events
@@ -146,7 +116,6 @@ class MySqlEventBuilder:
             return change.op, [*self.transactions.take(), *self.table_events(schema).messages(
                 change.op, change.before, change.after, source, block)]
         if type(change) is SchemaStatement:
-            self.json_columns.forget(change.database)
             self._tables.clear()
             self._last_table = (None, None)
             messages = [] if self.schema_changes is None else self.schema_changes.messages(change)
@@ -207,8 +176,8 @@ class MySqlEventBuilder:
             schema = catalog.table_schema(connection, database, table)
         finally:
             connection.close()
-        events = TableEvents(self.config, schema, self.json_columns.of(database, table))
-        position = statement.position
+        events = TableEvents(self.config, schema)
+        position = statement.start or statement.position
         source = SourceInfo(database, table, statement.ts_sec * 1000, statement.server_id, position.file or "",
                             position.pos or 0, 0, "false", statement.gtid,
                             query=statement.ddl if self.config.include_query else None)
@@ -331,7 +300,6 @@ class ServerSource:
         self.config = config
         self.partition = partition
         self.name = partition.name
-        self.json_columns = JsonColumns(config)
         self.overlap = ActiveOverlap(lambda: connect(config.connection))
         self.heartbeats_move_source = bool(config.heartbeat_action_query)  # its writes move the position
         self._last_committed: MySqlPosition | None = None
@@ -458,7 +426,7 @@ class ServerSource:
     # -- streaming ----------------------------------------------------------------------------------------------
 
     def event_builder(self, transaction_state: dict | None = None) -> MySqlEventBuilder:
-        return MySqlEventBuilder(self.config, self.json_columns, transaction_state, self.overlap)
+        return MySqlEventBuilder(self.config, transaction_state, self.overlap)
 
     def open_reader(self, position: MySqlPosition | None, queue: ChangeQueue, metrics: StreamingMetrics,
                     backoff: Backoff, stop: threading.Event) -> BinlogChangeReader:

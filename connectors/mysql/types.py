@@ -12,7 +12,6 @@ import base64
 import datetime
 import decimal
 import json
-import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,9 +118,9 @@ def to_json(schema: FieldSchema, value):
     return value
 
 
-def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_json: bool = False) -> ColumnMapping:
-    """`declared_json`: MariaDB's JSON is LONGTEXT with a json_valid() check, which the binlog cannot show;
-    `json_columns()` finds such columns."""
+def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions()) -> ColumnMapping:
+    """MariaDB's JSON is LONGTEXT with a json_valid() check: a plain string, as in Debezium's MariaDB connector
+    (only MySQL's binary JSON is `io.debezium.data.Json`)."""
     def of(type_, convert, name=None, parameters=None, version=None):
         if name and version is None:
             version = 1
@@ -164,8 +163,6 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
                   {"allowed": ",".join(column.set_values)})
     if code == FIELD_TYPE.JSON:
         return of("string", _json_text, "io.debezium.data.Json")
-    if declared_json:
-        return of("string", text_value, "io.debezium.data.Json")  # MariaDB keeps the JSON text as written
     if code in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
         return _date(column, options, of)
     if code in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
@@ -179,6 +176,9 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
             pad = column.max_length if code == FIELD_TYPE.STRING else None
             return _binary(options, of, pad)
         return of("string", text_value)
+    if code == FIELD_TYPE.GEOMETRY and column.geometry_type == POINT_TYPE:
+        return ColumnMapping(column, FieldSchema("struct", column.nullable, POINT, 1,
+                                                 struct=point_schema(column.nullable)), _point)
     if code == FIELD_TYPE.GEOMETRY:
         return ColumnMapping(column, FieldSchema("struct", column.nullable, GEOMETRY, 1,
                                                  struct=geometry_schema(column.nullable)), _geometry)
@@ -186,6 +186,8 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions(), declared_j
 
 
 GEOMETRY = "io.debezium.data.geometry.Geometry"
+POINT = "io.debezium.data.geometry.Point"
+POINT_TYPE = 1  # a POINT column's geometry type in the table map (and information_schema's "point")
 
 
 class UnmappedType(ConnectorError):
@@ -200,6 +202,20 @@ def geometry_schema(optional: bool) -> Schema:
     """Debezium's spatial struct: the value's WKB and its SRID."""
     return s.struct([("wkb", s.bytes_()), ("srid", s.int32(optional=True))], name=GEOMETRY, version=1,
                     doc="Geometry", optional=optional)
+
+
+def point_schema(optional: bool) -> Schema:
+    """Debezium's POINT struct: its coordinates beside the WKB and SRID."""
+    return s.struct([("x", s.float64()), ("y", s.float64()), ("wkb", s.bytes_(optional=True)),
+                     ("srid", s.int32(optional=True))], name=POINT, version=1, doc="Geometry (POINT)",
+                    optional=optional)
+
+
+def _point(value) -> dict:
+    geometry = _geometry(value)
+    wkb = geometry["wkb"]
+    x, y = struct.unpack("<dd" if wkb[0] == 1 else ">dd", wkb[5:21])
+    return {"x": x, "y": y, **geometry}
 
 
 def _geometry(value) -> dict:
@@ -234,17 +250,6 @@ def declared_length(column: ColumnInfo) -> int | None:
     else:  # a binlog collation the reader does not know (MariaDB 11's uca1400 ones): the codec; utf8 is most likely
         width = 4 if column.charset == "utf8" else _BYTES_PER_CHARACTER.get((column.charset or "").lower(), 1)
     return column.max_length // width
-
-
-def json_columns(connection, database: str, table: str) -> set[str]:
-    """Columns of a MariaDB table declared JSON (LONGTEXT with a json_valid(column) check)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (database, table),
-        )
-        clauses = [row[0] for row in cursor.fetchall()]
-    return {m for clause in clauses for m in re.findall(r"json_valid\(`([^`]+)`\)", clause)}
 
 
 def text_value(value) -> str:
@@ -348,6 +353,16 @@ def _datetime(column, options, of):
     return of("int64", lambda v: _zero(column, 0) if v is ZERO_DATE else micros(v), "io.debezium.time.MicroTimestamp")
 
 
+class SelectedTimestamp(datetime.datetime):
+    """A TIMESTAMP value read by SELECT (snapshots): Debezium formats those from JDBC, with the fraction's
+    trailing zeros dropped, where a streamed one keeps the column's fsp digits."""
+
+    @classmethod
+    def of(cls, value: datetime.datetime) -> SelectedTimestamp:
+        return cls(value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond,
+                   value.tzinfo)
+
+
 def _timestamp(column, of):
     fsp = column.fsp or 0
 
@@ -356,7 +371,7 @@ def _timestamp(column, of):
         if value is ZERO_DATE or value == EPOCH:
             return _zero(column, "1970-01-01T00:00:00Z")
         text = value.strftime("%Y-%m-%dT%H:%M:%S")
-        if fsp:
+        if fsp and not isinstance(value, SelectedTimestamp):
             text += "." + f"{value.microsecond:06d}"[:fsp]
         elif value.microsecond:
             text += "." + f"{value.microsecond:06d}".rstrip("0")

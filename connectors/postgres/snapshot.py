@@ -29,7 +29,7 @@ from psycopg import sql
 from psycopg.types.string import TextLoader
 
 from connectors.core.errors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
 from connectors.core.snapshot.executors import ChunkInterrupted, ChunkTask
 from connectors.core.snapshot.progress import SnapshotProgress, SnapshotStart
 from connectors.kafka.sink import OutMessage
@@ -299,22 +299,6 @@ class PgSnapshotReader:
             view, self._view = self._view, None
         if view is not None:
             view.close()  # drops its temporary slot
-
-
-def snapshot_marker(chunk: Chunk, mark_last: bool, first_row: bool, last_row: bool) -> str:
-    """`source.snapshot` of a row of a chunk, as Debezium marks it: `last` on the snapshot's last row, `first` on
-    the first row of its first table (chunk number 0), `last_in_data_collection` on each table's last row,
-    `first_in_data_collection` on each table's first, `true` on the rest; a row that is several of these takes the
-    first named here."""
-    table_first = first_row and chunk.index == 0
-    table_last = last_row and chunk.index == chunk.count - 1
-    if last_row and mark_last:
-        return "last"
-    if table_first and chunk.number == 0:
-        return "first"
-    if table_last:
-        return "last_in_data_collection"
-    return "first_in_data_collection" if table_first else "true"
 
 
 def import_snapshot(conn, name: str) -> None:

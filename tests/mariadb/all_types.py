@@ -82,7 +82,7 @@ EXPECTED = {
     "y": ("int32", "io.debezium.time.Year", {}, 2155),
     "en": ("string", "io.debezium.data.Enum", {"allowed": "x,y"}, "y"),
     "st": ("string", "io.debezium.data.EnumSet", {"allowed": "a,b,c"}, "a,c"),
-    "js": ("string", "io.debezium.data.Json", {}, '{"b": [1, 2.5], "a": null}'),
+    "js": ("string", None, {}, '{"b": [1, 2.5], "a": null}'),  # LONGTEXT to Debezium's MariaDB connector
     # a date with a zero part is a zero date: null where the column allows it
     "dp": ("int32", "io.debezium.time.Date", {}, None),
     "dtp": ("int64", "io.debezium.time.Timestamp", {}, None),
@@ -92,6 +92,8 @@ EXPECTED = {
     "ucs": ("string", None, {}, "é€"),
     "l1": ("string", None, {}, "€‚ƒ\x81"),
 }
+# read by SELECT (snapshots): Debezium writes a TIMESTAMP's fraction from JDBC, without trailing zeros
+SELECTED = {"ts3": "2020-01-02T03:04:05.1Z"}
 NOT_NULL = {"id", "dn", "dtz", "tsz"}
 # the row inserted with only its id: NULL wherever a column allows it, the declared defaults elsewhere (written with
 # the session's time_zone +00:00)

@@ -15,7 +15,7 @@ from connectors.mysql import envelope, schema_changes
 from connectors.mysql import source as mysql_source
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement
 from connectors.mysql.connection import connect
-from connectors.mysql.source import JsonColumns, MySqlEventBuilder, ServerSource
+from connectors.mysql.source import MySqlEventBuilder, ServerSource
 from connectors.sources import engine_config
 from tests.built_together import assert_built_together_as_alone
 from tests.mariadb.binlog_reading import read_to_end
@@ -91,6 +91,6 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
         monkeypatch.setattr(module, "time", fixed)
     for name, extra in CONFIGS.items():
         _, config = engine_config(properties(mariadb, mariadb_db, **extra))
-        together, alone = (MySqlEventBuilder(config, JsonColumns(config)) for _ in range(2))
+        together, alone = (MySqlEventBuilder(config) for _ in range(2))
         assert_built_together_as_alone(together, alone, changes, ServerSource.position_after,
                                        ServerSource.position_after_changes, rng, (name, seed))

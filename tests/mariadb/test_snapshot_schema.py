@@ -1,5 +1,7 @@
-"""The snapshot writes the CREATE TABLE of each captured table to the schema change topic (`<topic.prefix>`) before
-any row, as Debezium's does when include.schema.changes is on (the default). Real MariaDB, real Kafka."""
+"""The snapshot writes Debezium's schema change records to the schema change topic (`<topic.prefix>`) before any
+row: the server's character set, DROP TABLE IF EXISTS of every table, then per database DROP / CREATE DATABASE, USE
+and each table's CREATE TABLE (captured or not, as Debezium's MariaDB connector, checked beside it by
+`python -m bench.compat --source mariadb`). Real MariaDB, real Kafka."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
 pytestmark = pytest.mark.integration
 
 
-def test_the_snapshot_writes_each_captured_tables_create_table(mariadb, mariadb_db):
+def test_the_snapshot_writes_debeziums_schema_records(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)", "CREATE TABLE u (id INT)",
                     "CREATE TABLE skipped (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1, 'a')", database=mariadb_db)
     props = properties(mariadb, mariadb_db, **{"table.include.list": f"{mariadb_db}.t,{mariadb_db}.u"})
@@ -24,14 +26,23 @@ def test_the_snapshot_writes_each_captured_tables_create_table(mariadb, mariadb_
         changes = [json.loads(r.value) for r in read_topic(BOOTSTRAP, props["topic.prefix"])]
     finally:
         runner.close()
-    by_table = {c["tableChanges"][0]["id"]: c for c in changes}
-    assert set(by_table) == {f'"{mariadb_db}"."t"', f'"{mariadb_db}"."u"'}
-    create = by_table[f'"{mariadb_db}"."t"']
-    assert create["ddl"].startswith("CREATE TABLE `t`") and create["databaseName"] == mariadb_db
-    assert create["source"]["snapshot"] == "true" and create["source"]["table"] == "t"
+    assert changes[0]["databaseName"] == "" and changes[0]["ddl"].startswith("SET character_set_server=")
+    ours = [c for c in changes if c["databaseName"] == mariadb_db]
+    quoted = f"`{mariadb_db}`"
+    assert [c["ddl"].split(" (")[0] for c in ours] == [
+        *(f"DROP TABLE IF EXISTS {quoted}.`{t}`" for t in ("skipped", "t", "u")),
+        f"DROP DATABASE IF EXISTS {quoted}", f"CREATE DATABASE {quoted} CHARSET utf8mb4 COLLATE utf8mb4_general_ci",
+        f"USE {quoted}", "CREATE TABLE `skipped`", "CREATE TABLE `t`", "CREATE TABLE `u`"]
+    assert all(c["source"]["snapshot"] == "true" for c in changes)
+    drop = ours[1]["tableChanges"]
+    assert drop == [{"type": "DROP", "id": f'"{mariadb_db}"."t"', "table": None}]
+    assert ours[3]["tableChanges"] == [] and ours[3]["source"]["table"] is None
+    create = ours[7]
+    assert create["source"]["table"] == "t"
     change = create["tableChanges"][0]
     assert change["type"] == "CREATE" and change["table"]["primaryKeyColumnNames"] == ["id"]
-    assert [c["name"] for c in change["table"]["columns"]] == ["id", "s"]
+    assert [(c["name"], c["length"], c["jdbcType"]) for c in change["table"]["columns"]] == [
+        ("id", 11, 4), ("s", 10, 12)]  # int(11): the display width, as Debezium's parser reads it
 
 
 def test_no_schema_change_records_when_include_schema_changes_is_off(mariadb, mariadb_db):

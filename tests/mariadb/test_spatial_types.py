@@ -1,5 +1,6 @@
 """Spatial columns as Debezium's MySQL/MariaDB connector writes them: `io.debezium.data.geometry.Geometry`, a struct
-of the value's WKB and its SRID (null for SRID 0), the same from the snapshot and from the binlog. A column of a
+of the value's WKB and its SRID (null for SRID 0), and for POINT columns `io.debezium.data.geometry.Point` (its x and
+y first), the same from the snapshot and from the binlog. A column of a
 type the connector cannot map fails the pipeline with an error that names it and how to leave it out. Real MariaDB,
 real Kafka."""
 
@@ -16,6 +17,7 @@ from tests.mariadb.test_source import InProcess, properties
 pytestmark = pytest.mark.integration
 
 SPATIAL = ("p", "geo", "ls", "n")
+POINTS = ("p", "n")
 
 
 def insert(mariadb, database: str, key: int, x: int) -> None:
@@ -31,6 +33,10 @@ def expected(mariadb, database: str, key: int) -> dict:
     for index, name in enumerate(SPATIAL):
         wkb, srid = row[2 * index], row[2 * index + 1]
         out[name] = None if wkb is None else {"wkb": base64.b64encode(wkb).decode(), "srid": srid or None}
+        if name in POINTS and wkb is not None:
+            x, y = mariadb.execute(f"SELECT ST_X({name}), ST_Y({name}) FROM g WHERE id = {key}",  # noqa: S608
+                                   database=database)[0]
+            out[name] = {"x": x, "y": y, **out[name]}
     return out
 
 
@@ -53,10 +59,13 @@ def test_spatial_columns_are_geometry_structs_in_the_snapshot_and_the_stream(mar
         assert {name: after[name] for name in SPATIAL} == expected(mariadb, mariadb_db, key)
     assert json.loads(created.value)["payload"]["after"]["geo"]["srid"] == 4326
     row_schema = {f["field"]: f for f in json.loads(created.value)["schema"]["fields"][1]["fields"]}
-    assert row_schema["p"] == {"type": "struct", "fields": [{"type": "bytes", "optional": False, "field": "wkb"},
+    assert row_schema["p"] == {"type": "struct", "fields": [{"type": "double", "optional": False, "field": "x"},
+                                                           {"type": "double", "optional": False, "field": "y"},
+                                                           {"type": "bytes", "optional": True, "field": "wkb"},
                                                            {"type": "int32", "optional": True, "field": "srid"}],
-                               "optional": False, "name": "io.debezium.data.geometry.Geometry", "version": 1,
-                               "doc": "Geometry", "field": "p"}
+                               "optional": False, "name": "io.debezium.data.geometry.Point", "version": 1,
+                               "doc": "Geometry (POINT)", "field": "p"}
+    assert row_schema["ls"]["name"] == "io.debezium.data.geometry.Geometry"
     assert row_schema["geo"]["optional"] is True and row_schema["geo"]["name"] == "io.debezium.data.geometry.Geometry"
 
 

@@ -8,7 +8,7 @@ import pytest
 from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
 from connectors.mysql.status import show_binlog_status
-from connectors.mysql.types import TypeOptions, json_columns, mapping
+from connectors.mysql.types import TypeOptions, mapping
 from tests.mariadb.all_types import (
     COLUMNS,
     DEFAULTS,
@@ -27,15 +27,10 @@ pytestmark = pytest.mark.integration
 
 def read_rows(mariadb, database, start, options=TypeOptions()):
     changes = read_to_end(mariadb.cdc, 6101, start, database)
-    connection = connect(mariadb.admin)
-    try:
-        declared = json_columns(connection, database, "all_types")
-    finally:
-        connection.close()
     rows = []
     for change in changes:
         if isinstance(change, RowChange):
-            maps = {c.name: mapping(c, options, declared_json=c.name in declared) for c in change.schema.columns}
+            maps = {c.name: mapping(c, options) for c in change.schema.columns}
             rows.append({name: (m.schema, m.json_value(change.after[name])) for name, m in maps.items()})
     return rows
 

@@ -43,6 +43,16 @@ def test_mariadb_and_mysql_classes_name_their_source():
             "payload": {"id": 7}}
 
 
+def test_envelope_fields_in_debeziums_order():
+    order = ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
+    built = events()
+    value = json.loads(built.messages("c", None, ROW, SOURCE)[0].value)
+    assert [f["field"] for f in value["schema"]["fields"]] == order and list(value["payload"]) == order
+    parts = built.streamed_parts("c", SOURCE, 1_700_000_000_000_000_000)
+    streamed = json.loads(f"{parts[0]}null{parts[1]}{{}}{parts[2]}0{parts[3]}")
+    assert list(streamed["payload"]) == order
+
+
 def test_delete_tombstone_and_schemas_off():
     delete, tombstone = events(**{"value.converter.schemas.enable": "false",
                                   "key.converter.schemas.enable": "false"}).messages("d", ROW, None, SOURCE)

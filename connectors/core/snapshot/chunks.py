@@ -41,3 +41,19 @@ def chunks_of(namespace: str, bounds: list, first_number: int, chunk_type: type[
         chunk_type(namespace, i, first_number + i, bounds[i], bounds[i + 1], i == count - 1, count)
         for i in range(count)
     ]
+
+
+def snapshot_marker(chunk: Chunk, mark_last: bool, first_row: bool, last_row: bool) -> str:
+    """`source.snapshot` of a row of a chunk, as Debezium marks it: `last` on the snapshot's last row, `first` on
+    the first row of its first table (chunk number 0), `last_in_data_collection` on each table's last row,
+    `first_in_data_collection` on each table's first, `true` on the rest; a row that is several of these takes the
+    first named here."""
+    table_first = first_row and chunk.index == 0
+    table_last = last_row and chunk.index == chunk.count - 1
+    if last_row and mark_last:
+        return "last"
+    if table_first and chunk.number == 0:
+        return "first"
+    if table_last:
+        return "last_in_data_collection"
+    return "first_in_data_collection" if table_first else "true"
