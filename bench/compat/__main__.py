@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.fetch:
         try:
-            debezium.jars(source_class(args.source).connector_artifact)
+            cls = source_class(args.source)
+            debezium.jars(cls.connector_artifact, getattr(cls, "debezium_version", debezium.DEBEZIUM_VERSION))
         except DebeziumUnavailable as error:
             print(f"cannot fetch Debezium: {error}", file=sys.stderr)
             return 2
