@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from connectors.config.types import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
+from connectors.kafka.offset_record import REPLICA_SET_KEY
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace
 from connectors.postgres import leftovers
@@ -188,7 +189,8 @@ def delete_connector(connector: Connector, *, user, source: str, delete_offsets:
         ensure_stopped(connector, stop=True, user=user, source=source)
     if delete_offsets and connector.source == SourceKind.MONGODB:
         current = read_offsets(connector)
-        tombstones = [OffsetTombstone(name, rs) for rs in known_replica_sets(connector, current)]
+        tombstones = [OffsetTombstone(name, rs, partition_key_field(current.get(rs)))
+                      for rs in known_replica_sets(connector, current)]
         if tombstones:
             alter_offsets(connector, tombstones, user=user, source=source)
     shared = shared_server_objects(connector, server) if server is not None else {}
@@ -552,6 +554,12 @@ def partition_names(connector: Connector) -> list[str]:
         raise ServiceError(f"the stored configuration is invalid: {error}") from None
 
 
+def partition_key_field(record: OffsetRecord | None) -> str:
+    """The field a reset keys its record by: the one the pipeline's own record has (`server_id` for a sharded
+    cluster read through mongos), else a replica set's `rs`."""
+    return record.key_field if record is not None else REPLICA_SET_KEY
+
+
 def known_replica_sets(connector: Connector, offsets: dict[str, Any]) -> list[str]:
     observed = connector.replica_sets.exclude(replica_set=UNKNOWN_REPLICA_SET).values_list("replica_set", flat=True)
     return sorted(set(offsets) | set(observed))
@@ -618,17 +626,19 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
     written: list[OffsetRecord | OffsetTombstone] = []
     try:
         for rs in targets:
+            key_field = partition_key_field(current.get(rs))
             if mode == "latest":
-                written.append(store.reset_to_latest(connector.name, rs, requested_by))
+                written.append(store.reset_to_latest(connector.name, rs, requested_by, key_field=key_field))
             elif mode == "timestamp":
-                written.append(store.reset_to_timestamp(connector.name, rs, timestamp, requested_by))
+                written.append(store.reset_to_timestamp(connector.name, rs, timestamp, requested_by,
+                                                        key_field=key_field))
             elif mode == "token":
-                written.append(store.reset_to_token(connector.name, rs, token, requested_by))
+                written.append(store.reset_to_token(connector.name, rs, token, requested_by, key_field=key_field))
             elif mode == "snapshot":
-                written.append(store.request_resnapshot(connector.name, rs, requested_by))
+                written.append(store.request_resnapshot(connector.name, rs, requested_by, key_field=key_field))
             else:
-                store.delete(connector.name, rs)
-                written.append(OffsetTombstone(connector.name, rs))
+                store.delete(connector.name, rs, key_field=key_field)
+                written.append(OffsetTombstone(connector.name, rs, key_field))
     except (OffsetStoreError, KafkaException) as error:
         raise Unavailable(f"writing the reset to Kafka failed: {error}") from None
     _audit_offsets(connector, f"offsets.reset.{mode}", current, written, user=user, source=source)
