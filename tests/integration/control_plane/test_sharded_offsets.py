@@ -1,6 +1,7 @@
 """Offsets of a sharded cluster captured through mongos (`mongodb.connection.mode=sharded`): the pipeline keeps one
 record keyed `["<connector>",{"server_id":"<topic.prefix>"}]`, and /api/ and /connect/ read, show and reset that
-record, so a reset to a timestamp or to a new snapshot is what the pipeline obeys at its next start."""
+record, as does the admin console's offsets page, so a reset to a timestamp (API) or to a new snapshot (admin
+page) is what the pipeline obeys at its next start."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import pytest
 from bson import Timestamp
 from django.contrib.auth.models import Group
+from django.test import Client
 from pymongo import MongoClient
 from rest_framework.test import APIClient
 
@@ -32,11 +34,23 @@ def sharded():
 
 
 @pytest.fixture
-def admin(django_user_model, stack):
-    user = django_user_model.objects.create_user("sharded-offsets-admin")
+def admin_user(django_user_model, stack):
+    user = django_user_model.objects.create_user("sharded-offsets-admin", is_staff=True)
     user.groups.add(Group.objects.get_or_create(name="admin")[0])
+    return user
+
+
+@pytest.fixture
+def admin(admin_user):
     client = APIClient()
-    client.force_authenticate(user)
+    client.force_authenticate(admin_user)
+    return client
+
+
+@pytest.fixture
+def admin_browser(admin_user):
+    client = Client()
+    client.force_login(admin_user)
     return client
 
 
@@ -53,7 +67,8 @@ def created_ids(events: list[dict]) -> list[int]:
     return [json.loads(e["after"])["_id"] for e in events if e["op"] == "c"]
 
 
-def test_reset_a_sharded_connector_to_a_timestamp_and_to_a_new_snapshot(admin, stack, sharded, unique_name):
+def test_reset_a_sharded_connector_to_a_timestamp_and_to_a_new_snapshot(admin, admin_browser, stack, sharded,
+                                                                         unique_name):
     name = "so" + unique_name.replace("-", "")[-12:]
     client = MongoClient(sharded.uri)
     client.admin.command("enableSharding", name, primaryShard="shard0")
@@ -105,9 +120,14 @@ def test_reset_a_sharded_connector_to_a_timestamp_and_to_a_new_snapshot(admin, s
     assert [e["op"] for e in events].count("r") == 4
     assert admin.get(url).json()["offsets"][0]["pending_reset"] is None  # the pipeline obeyed and cleared it
 
-    # A new snapshot: the third run reads all ten documents again.
-    reset = admin.post(f"{url}reset/", {"mode": "snapshot"}, format="json")
-    assert reset.status_code == 200, reset.json()
+    # A new snapshot, asked on the admin console's offsets page: the third run reads all ten documents again.
+    page_url = f"/admin/connectors/connector/{connector.pk}/offsets/"
+    token = admin.get(url).json()["offsets"][0]["resume_token"]["_data"]
+    page = admin_browser.get(page_url).content.decode()
+    assert f"<td>{name}</td>" in page and token in page
+    done = admin_browser.post(page_url, {"mode": "snapshot", "confirm": "1"})
+    assert done.status_code == 302, done.content.decode()[-2000:]
+    assert admin.get(url).json()["offsets"][0]["pending_reset"]["mode"] == "snapshot"
     events = run_until(connector, bootstrap, topic, 23)
     assert [e["op"] for e in events].count("r") == 4 + 10
     assert sorted(json.loads(e["after"])["_id"] for e in events[13:] if e["op"] == "r") == sorted(
