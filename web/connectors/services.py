@@ -25,7 +25,7 @@ from connectors.kafka.offset_record import REPLICA_SET_KEY
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace
 from connectors.postgres import leftovers
-from web.connectors import audit, drafts, partition_offsets
+from web.connectors import audit, drafts, offset_keys, partition_offsets
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
 from web.connectors.definitions import config_version, describe, engine_config, flat_of, parts_of, save_parts
@@ -621,12 +621,19 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
         raise ServiceError(
             f"no replica set of {connector.name} is known yet (no offset, never ran); name one with replica_set"
         )
+    try:
+        fields = offset_keys.key_fields(engine_config(connector), current, targets)
+    except ConfigError as error:
+        raise ServiceError(f"the stored configuration is invalid: {error}") from None
+    except offset_keys.KeyUnknown as error:
+        raise Unavailable(f"{connector.name} has no offset yet and MongoDB could not be asked whether it is a "
+                          f"sharded cluster, so the reset's key is unknown: {error}") from None
     store = offset_views.store_for(connector)
     requested_by = user.get_username() if getattr(user, "is_authenticated", False) else source
     written: list[OffsetRecord | OffsetTombstone] = []
     try:
         for rs in targets:
-            key_field = partition_key_field(current.get(rs))
+            key_field = fields[rs]
             if mode == "latest":
                 written.append(store.reset_to_latest(connector.name, rs, requested_by, key_field=key_field))
             elif mode == "timestamp":

@@ -134,3 +134,35 @@ def test_reset_a_sharded_connector_to_a_timestamp_and_to_a_new_snapshot(admin, a
         [0, 1, 2, 3, 10, 11, 12, 20, 21, 22])
     assert len(read_topic(bootstrap, topic)) == 23
     client.close()
+
+
+def test_a_reset_before_the_first_run_is_written_under_the_key_the_pipeline_reads(admin, stack, sharded,
+                                                                                   unique_name):
+    """No offset yet: the control plane asks mongos how the pipeline keys its offset, so a reset to `latest` is
+    obeyed and the first run streams from now instead of taking the initial snapshot."""
+    name = "sn" + unique_name.replace("-", "")[-12:]
+    client = MongoClient(sharded.uri)
+    docs = client[name].docs
+    docs.insert_many([{"_id": i, "k": i} for i in range(3)])
+    connector = create_connector(
+        name, state=DesiredState.STOPPED, **{
+            "topic.prefix": name, "mongodb.connection.string": sharded.uri, "snapshot.mode": "initial",
+            "collection.include.list": f"{name}.docs", "poll.interval.ms": 100,
+            "topic.creation.default.partitions": 1,
+            "offset.storage.topic": f"cdc.offsets.test-{tagged_suffix()}"})
+    reset = admin.post(f"/api/connectors/{name}/offsets/reset/", {"mode": "latest", "replica_sets": [name]},
+                       format="json")
+    assert reset.status_code == 200, reset.json()
+    assert [entry["partition"] for entry in admin.get(f"/api/connectors/{name}/offsets/").json()["offsets"]] == [
+        {"server_id": name}]
+
+    bootstrap, topic = stack.kafka_bootstrap, f"{name}.{name}.docs"
+    running = RunningConnector(engine_config(connector), bootstrap).start()
+    try:
+        running.wait_streaming(timeout=90)
+        docs.insert_one({"_id": 10, "k": 10})
+        events = values(wait_for_events(bootstrap, topic, 1, timeout=90))
+    finally:
+        running.finish(60)
+    assert [(e["op"], json.loads(e["after"])["_id"]) for e in events] == [("c", 10)]
+    client.close()
