@@ -1,6 +1,7 @@
 """The offset record of one pipeline and its bytes in the compacted offsets topic (schema: docs/offsets.md).
 
-Key: the Kafka Connect offsets layout `["<connector>",{"rs":"<replica set>"}]` as compact JSON.
+Key: the Kafka Connect offsets layout `["<connector>",{"rs":"<replica set>"}]` as compact JSON; a sharded cluster
+read through mongos keys its one record `["<connector>",{"server_id":"<topic.prefix>"}]` (Debezium 3.x).
 Value: relaxed extended JSON (bson.json_util), so resume tokens and snapshot boundaries keep their BSON
 types (ObjectId, Decimal128, Binary, dates) while staying readable; a null value (tombstone) deletes.
 """
@@ -24,6 +25,9 @@ STARTUP_MODES = (STARTUP_LATEST, STARTUP_TIMESTAMP, STARTUP_TOKEN, STARTUP_SNAPS
 
 _JSON_OPTIONS = RELAXED_JSON_OPTIONS.with_options(tz_aware=True, tzinfo=datetime.UTC)
 _KNOWN_FIELDS = ("resume_token", "cluster_time", "snapshot", "startup")
+REPLICA_SET_KEY = "rs"  # the partition field of a replica set's (or a shard's) record
+SHARDED_KEY = "server_id"  # the partition field of a sharded cluster's one record, read through mongos
+PARTITION_KEYS = (REPLICA_SET_KEY, SHARDED_KEY)
 
 
 class OffsetDecodeError(ValueError):
@@ -39,10 +43,11 @@ class OffsetRecord:
     snapshot: dict | None = None
     startup: dict | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    key_field: str = REPLICA_SET_KEY  # SHARDED_KEY: the record of a sharded cluster read through mongos
 
     @property
     def key(self) -> bytes:
-        return encode_key(self.connector, self.replica_set)
+        return encode_key(self.connector, self.replica_set, self.key_field)
 
     def to_value(self) -> bytes:
         document: dict[str, Any] = dict(self.extra)
@@ -55,7 +60,7 @@ class OffsetRecord:
 
     @classmethod
     def from_kafka(cls, key: bytes, value: bytes) -> OffsetRecord:
-        connector, replica_set = decode_key(key)
+        connector, replica_set, key_field = decode_partition_key(key)
         try:
             document = json_util.loads(value, json_options=_JSON_OPTIONS)
         except ValueError as error:
@@ -71,6 +76,7 @@ class OffsetRecord:
             snapshot=document.get("snapshot"),
             startup=_startup_from_json(startup) if startup is not None else None,
             extra={name: value for name, value in document.items() if name not in _KNOWN_FIELDS},
+            key_field=key_field,
         )
 
 
@@ -80,10 +86,11 @@ class OffsetTombstone:
 
     connector: str
     replica_set: str
+    key_field: str = REPLICA_SET_KEY
 
     @property
     def key(self) -> bytes:
-        return encode_key(self.connector, self.replica_set)
+        return encode_key(self.connector, self.replica_set, self.key_field)
 
     def to_value(self) -> None:
         return None
@@ -99,17 +106,26 @@ class KeyTombstone:
         return None
 
 
-def encode_key(connector: str, replica_set: str) -> bytes:
-    return json.dumps([connector, {"rs": replica_set}], separators=(",", ":"), ensure_ascii=False).encode()
+def encode_key(connector: str, replica_set: str, key_field: str = REPLICA_SET_KEY) -> bytes:
+    return json.dumps([connector, {key_field: replica_set}], separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def decode_key(key: bytes) -> tuple[str, str]:
+    connector, name, _ = decode_partition_key(key)
+    return connector, name
+
+
+def decode_partition_key(key: bytes) -> tuple[str, str, str]:
+    """(connector, partition name, its field: `rs` or `server_id`) of a MongoDB offset key."""
+    layout = '["<connector>", {"rs": "<replica set>"}] or ["<connector>", {"server_id": "<topic.prefix>"}]'
     try:
         connector, partition = json.loads(key)
-        return str(connector), str(partition["rs"])
-    except (ValueError, TypeError, KeyError) as error:
-        layout = '["<connector>", {"rs": "<replica set>"}]'
+    except (ValueError, TypeError) as error:
         raise OffsetDecodeError(f"offset key {key[:200]!r} is not {layout}: {error}") from None
+    if not isinstance(partition, dict) or len(partition) != 1 or next(iter(partition)) not in PARTITION_KEYS:
+        raise OffsetDecodeError(f"offset key {key[:200]!r} is not {layout}")
+    ((key_field, name),) = partition.items()
+    return str(connector), str(name), key_field
 
 
 def timestamp_to_json(timestamp: Timestamp | None) -> dict | None:

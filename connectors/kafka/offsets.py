@@ -28,6 +28,7 @@ from connectors.core.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.offset_record import (
+    REPLICA_SET_KEY,
     STARTUP_LATEST,
     STARTUP_SNAPSHOT,
     STARTUP_TIMESTAMP,
@@ -226,27 +227,30 @@ class OffsetStore:
 
     # -- resets (the pipeline follows `startup` at its next start; see docs/offsets.md) -------------------------
 
-    def reset_to_latest(self, connector: str, replica_set: str, requested_by: str | None = None) -> OffsetRecord:
-        return self._reset(connector, replica_set, {"mode": STARTUP_LATEST}, requested_by)
+    def reset_to_latest(self, connector: str, replica_set: str, requested_by: str | None = None, *,
+                        key_field: str = REPLICA_SET_KEY) -> OffsetRecord:
+        return self._reset(connector, replica_set, {"mode": STARTUP_LATEST}, requested_by, key_field)
 
     def reset_to_timestamp(self, connector: str, replica_set: str, timestamp: Timestamp | datetime,
-                           requested_by: str | None = None) -> OffsetRecord:
+                           requested_by: str | None = None, *, key_field: str = REPLICA_SET_KEY) -> OffsetRecord:
         if isinstance(timestamp, datetime):
             timestamp = Timestamp(timestamp, 0)  # naive datetimes are taken as UTC (bson's rule)
-        return self._reset(connector, replica_set, {"mode": STARTUP_TIMESTAMP, "timestamp": timestamp}, requested_by)
+        return self._reset(connector, replica_set, {"mode": STARTUP_TIMESTAMP, "timestamp": timestamp}, requested_by,
+                           key_field)
 
     def reset_to_token(self, connector: str, replica_set: str, token: dict,
-                       requested_by: str | None = None) -> OffsetRecord:
+                       requested_by: str | None = None, *, key_field: str = REPLICA_SET_KEY) -> OffsetRecord:
         if not isinstance(token, dict) or not token:
             raise ValueError(f"a resume token is a non-empty document such as {{'_data': '82…'}}, not {token!r}")
-        return self._reset(connector, replica_set, {"mode": STARTUP_TOKEN, "token": token}, requested_by)
+        return self._reset(connector, replica_set, {"mode": STARTUP_TOKEN, "token": token}, requested_by, key_field)
 
-    def request_resnapshot(self, connector: str, replica_set: str, requested_by: str | None = None) -> OffsetRecord:
-        return self._reset(connector, replica_set, {"mode": STARTUP_SNAPSHOT}, requested_by)
+    def request_resnapshot(self, connector: str, replica_set: str, requested_by: str | None = None, *,
+                           key_field: str = REPLICA_SET_KEY) -> OffsetRecord:
+        return self._reset(connector, replica_set, {"mode": STARTUP_SNAPSHOT}, requested_by, key_field)
 
-    def delete(self, connector: str, replica_set: str) -> None:
+    def delete(self, connector: str, replica_set: str, *, key_field: str = REPLICA_SET_KEY) -> None:
         """Removes the offset: the pipeline then starts as on its first run (per its snapshot.mode)."""
-        self.write(OffsetTombstone(connector, replica_set))
+        self.write(OffsetTombstone(connector, replica_set, key_field))
 
     def write(self, record: OffsetRecord | OffsetTombstone) -> None:
         """Writes one offset record in its own transaction, fencing the pipeline's producer if it still runs."""
@@ -261,8 +265,9 @@ class OffsetStore:
         with sink:
             sink.write_batch([], record)
 
-    def _reset(self, connector: str, replica_set: str, startup: dict, requested_by: str | None) -> OffsetRecord:
+    def _reset(self, connector: str, replica_set: str, startup: dict, requested_by: str | None,
+               key_field: str) -> OffsetRecord:
         startup = {**startup, "requested_by": requested_by, "requested_at_ms": int(time.time() * 1000)}
-        record = OffsetRecord(connector, replica_set, startup=startup)
+        record = OffsetRecord(connector, replica_set, startup=startup, key_field=key_field)
         self.write(record)
         return record

@@ -30,7 +30,17 @@ def test_key_keeps_non_ascii_names():
     assert decode_key(key) == ("kunden-ü", "rs-é")
 
 
-@pytest.mark.parametrize("key", [b"not json", b'{"rs": "x"}', b'["c"]', b'["c", {"server": "x"}]'])
+def test_a_sharded_clusters_record_is_keyed_by_server_id_and_keeps_it():
+    """Debezium 3.x's key of a sharded cluster read through mongos: read back and rewritten unchanged."""
+    key = b'["orders",{"server_id":"shop"}]'
+    record = OffsetRecord.from_kafka(key, b'{"resume_token":null,"cluster_time":null,"snapshot":null}')
+    assert (record.replica_set, record.key_field, record.key) == ("shop", "server_id", key)
+    assert OffsetTombstone("orders", "shop", "server_id").key == key
+    assert decode_key(key) == ("orders", "shop")
+
+
+@pytest.mark.parametrize("key", [b"not json", b'{"rs": "x"}', b'["c"]', b'["c", {"server": "x"}]',
+                                 b'["c", {"rs": "x", "server_id": "y"}]', b'["c", "rs"]'])
 def test_foreign_keys_are_rejected(key):
     with pytest.raises(OffsetDecodeError):
         decode_key(key)

@@ -92,6 +92,7 @@ def describe(record: OffsetRecord | PartitionOffset) -> dict[str, Any]:
     startup = record.startup
     return {
         "replica_set": record.replica_set,
+        "partition": {record.key_field: record.replica_set},
         "resume_token": _plain(record.resume_token) if record.resume_token is not None else None,
         "cluster_time": timestamp_json(cluster_time),
         "token_cluster_time": timestamp_json(token_cluster_time(record.resume_token)),
@@ -109,10 +110,11 @@ def _pending(startup: dict | None) -> dict | None:
 
 
 def connect_partition(record: OffsetRecord | PartitionOffset) -> dict[str, Any]:
-    """KIP-875 shape: {"partition": {"rs": …}, "offset": <the stored value>}."""
+    """KIP-875 shape: {"partition": {"rs": …} (a sharded cluster read through mongos: {"server_id": …}),
+    "offset": <the stored value>}."""
     if isinstance(record, PartitionOffset):
         return record.connect_partition()
-    return {"partition": {"rs": record.replica_set}, "offset": json.loads(record.to_value())}
+    return {"partition": {record.key_field: record.replica_set}, "offset": json.loads(record.to_value())}
 
 
 def parse_timestamp(raw: Any) -> Timestamp:

@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from connectors.config.types import ConfigError
 from connectors.kafka import OffsetRecord, OffsetStoreError, OffsetTombstone
+from connectors.kafka.offset_record import REPLICA_SET_KEY
 from connectors.mongodb.filters import CaptureScope, watch_target
 from connectors.mongodb.records import Namespace
 from connectors.postgres import leftovers
-from web.connectors import audit, drafts, partition_offsets
+from web.connectors import audit, drafts, offset_keys, partition_offsets
 from web.connectors import offsets as offset_views
 from web.connectors import properties as props
 from web.connectors.definitions import config_version, describe, engine_config, flat_of, parts_of, save_parts
@@ -188,7 +189,8 @@ def delete_connector(connector: Connector, *, user, source: str, delete_offsets:
         ensure_stopped(connector, stop=True, user=user, source=source)
     if delete_offsets and connector.source == SourceKind.MONGODB:
         current = read_offsets(connector)
-        tombstones = [OffsetTombstone(name, rs) for rs in known_replica_sets(connector, current)]
+        tombstones = [OffsetTombstone(name, rs, partition_key_field(current.get(rs)))
+                      for rs in known_replica_sets(connector, current)]
         if tombstones:
             alter_offsets(connector, tombstones, user=user, source=source)
     shared = shared_server_objects(connector, server) if server is not None else {}
@@ -552,6 +554,12 @@ def partition_names(connector: Connector) -> list[str]:
         raise ServiceError(f"the stored configuration is invalid: {error}") from None
 
 
+def partition_key_field(record: OffsetRecord | None) -> str:
+    """The field a reset keys its record by: the one the pipeline's own record has (`server_id` for a sharded
+    cluster read through mongos), else a replica set's `rs`."""
+    return record.key_field if record is not None else REPLICA_SET_KEY
+
+
 def known_replica_sets(connector: Connector, offsets: dict[str, Any]) -> list[str]:
     observed = connector.replica_sets.exclude(replica_set=UNKNOWN_REPLICA_SET).values_list("replica_set", flat=True)
     return sorted(set(offsets) | set(observed))
@@ -613,22 +621,31 @@ def reset_offsets(connector: Connector, mode: str, *, user, source: str, replica
         raise ServiceError(
             f"no replica set of {connector.name} is known yet (no offset, never ran); name one with replica_set"
         )
+    try:
+        fields = offset_keys.key_fields(engine_config(connector), current, targets)
+    except ConfigError as error:
+        raise ServiceError(f"the stored configuration is invalid: {error}") from None
+    except offset_keys.KeyUnknown as error:
+        raise Unavailable(f"{connector.name} has no offset yet and MongoDB could not be asked whether it is a "
+                          f"sharded cluster, so the reset's key is unknown: {error}") from None
     store = offset_views.store_for(connector)
     requested_by = user.get_username() if getattr(user, "is_authenticated", False) else source
     written: list[OffsetRecord | OffsetTombstone] = []
     try:
         for rs in targets:
+            key_field = fields[rs]
             if mode == "latest":
-                written.append(store.reset_to_latest(connector.name, rs, requested_by))
+                written.append(store.reset_to_latest(connector.name, rs, requested_by, key_field=key_field))
             elif mode == "timestamp":
-                written.append(store.reset_to_timestamp(connector.name, rs, timestamp, requested_by))
+                written.append(store.reset_to_timestamp(connector.name, rs, timestamp, requested_by,
+                                                        key_field=key_field))
             elif mode == "token":
-                written.append(store.reset_to_token(connector.name, rs, token, requested_by))
+                written.append(store.reset_to_token(connector.name, rs, token, requested_by, key_field=key_field))
             elif mode == "snapshot":
-                written.append(store.request_resnapshot(connector.name, rs, requested_by))
+                written.append(store.request_resnapshot(connector.name, rs, requested_by, key_field=key_field))
             else:
-                store.delete(connector.name, rs)
-                written.append(OffsetTombstone(connector.name, rs))
+                store.delete(connector.name, rs, key_field=key_field)
+                written.append(OffsetTombstone(connector.name, rs, key_field))
     except (OffsetStoreError, KafkaException) as error:
         raise Unavailable(f"writing the reset to Kafka failed: {error}") from None
     _audit_offsets(connector, f"offsets.reset.{mode}", current, written, user=user, source=source)

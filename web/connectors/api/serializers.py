@@ -412,6 +412,8 @@ class OffsetSerializer(serializers.Serializer):
     A MongoDB offset deleted by a reset to `initial` is shown as its `replica_set` alone."""
 
     replica_set = serializers.CharField(help_text="The replica set, or the partition of another source.")
+    partition = serializers.JSONField(required=False, help_text='MongoDB only: the record\'s key, {"rs": …} or, '
+                                      'for a sharded cluster read through mongos, {"server_id": …}.')
     resume_token = serializers.JSONField(allow_null=True, required=False, help_text="MongoDB only.")
     cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")
     token_cluster_time = TimestampJsonSerializer(allow_null=True, required=False, help_text="MongoDB only.")

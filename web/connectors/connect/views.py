@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cdcplatform.celery import app as celery_app
-from connectors.kafka.offset_record import OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
+from connectors.kafka.offset_record import PARTITION_KEYS, OffsetDecodeError, OffsetRecord, OffsetTombstone, encode_key
 from connectors.sources import DEBEZIUM_CLASSES
 from web.accounts.api import LockoutBasicAuthentication
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
@@ -304,7 +304,8 @@ class OffsetsView(ConnectView):
             self.call(services.reset_offsets, connector, "initial", user=request.user, source="connect")
             return Response({"message": "The offsets for this connector have been reset successfully"})
         current = self.call(services.read_offsets, connector)
-        records = [OffsetTombstone(name, rs) for rs in services.known_replica_sets(connector, current)]
+        records = [OffsetTombstone(name, rs, services.partition_key_field(current.get(rs)))
+                   for rs in services.known_replica_sets(connector, current)]
         if records:
             self.call(services.alter_offsets, connector, records, user=request.user, source="connect")
         return Response({"message": "The offsets for this connector have been reset successfully"})
@@ -312,12 +313,15 @@ class OffsetsView(ConnectView):
     @staticmethod
     def _record(name: str, entry) -> OffsetRecord | OffsetTombstone:
         partition = entry.get("partition") if isinstance(entry, dict) else None
-        replica_set = partition.get("rs") if isinstance(partition, dict) else None
+        fields = [field for field in PARTITION_KEYS if isinstance(partition, dict) and field in partition]
+        replica_set = partition[fields[0]] if len(fields) == 1 and len(partition) == 1 else None
         if not isinstance(replica_set, str) or not replica_set:
-            raise ConnectError(400, 'Each partition must be {"rs": "<replica set name>"}')
+            raise ConnectError(400, 'Each partition must be {"rs": "<replica set name>"} or, for a sharded cluster '
+                                    'read through mongos, {"server_id": "<topic.prefix>"}')
+        key_field = fields[0]
         offset = entry.get("offset")
         if offset is None:
-            return OffsetTombstone(name, replica_set)
+            return OffsetTombstone(name, replica_set, key_field)
         if not isinstance(offset, dict):
             raise ConnectError(400, f"The offset of partition {replica_set} must be a JSON object or null")
         if offset.get("resume_token") is not None:
@@ -325,7 +329,7 @@ class OffsetsView(ConnectView):
             if problem:
                 raise ConnectError(400, f"Invalid offset for partition {replica_set}: {problem}")
         try:
-            return OffsetRecord.from_kafka(encode_key(name, replica_set), json.dumps(offset).encode())
+            return OffsetRecord.from_kafka(encode_key(name, replica_set, key_field), json.dumps(offset).encode())
         except OffsetDecodeError as error:
             raise ConnectError(400, f"Invalid offset for partition {replica_set}: {error}") from None
 
