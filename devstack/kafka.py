@@ -284,7 +284,8 @@ def up() -> str:
     configs = [(node, prepare_node(node, members)) for node in members if node not in running]
     started = [(node, start_node(node, config, members)) for node, config in configs]
     for node, pid in started:
-        wait_until(_answering(pid, node, wanted), start_timeout(node.home),
+        # the nodes start together, each answering once a quorum of them runs: on a loaded machine that is slower
+        wait_until(_answering(pid, node, wanted), start_timeout(node.home) * wanted,
                    f"Kafka node {node.id} to accept AdminClient requests", node.process)
     if wanted == 1:
         return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
