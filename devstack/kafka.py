@@ -90,6 +90,9 @@ def bootstrap(count: int | None = None) -> str:
     return ",".join(f"127.0.0.1:{node.port}" for node in nodes(count))
 
 
+REGISTRATION_TIMEOUT_MS = 300_000  # a loaded machine can take minutes to start the JVMs of a cluster's quorum
+
+
 def server_properties(node: Node | None = None, members: list[Node] | None = None) -> str:
     members = members or nodes()
     node = node or members[0]
@@ -122,6 +125,7 @@ group.initial.rebalance.delay.ms=0
 transaction.max.timeout.ms=900000
 message.max.bytes=1048588
 log.retention.hours=168
+initial.broker.registration.timeout.ms={REGISTRATION_TIMEOUT_MS}
 """
 
 
@@ -245,8 +249,8 @@ def _runs_from(node: Node) -> bool:
     return str(node.home / "server.properties") in command
 
 
-def start_node(node: Node, members: list[Node]) -> int:
-    """Starts one node (also a cluster node killed earlier); returns its pid without waiting for it."""
+def prepare_node(node: Node, members: list[Node]) -> Path:
+    """Writes the node's configuration and formats its storage once; returns the configuration's path."""
     for port in (node.port, node.controller_port):
         if port_in_use(port):
             raise StackError(
@@ -260,6 +264,11 @@ def start_node(node: Node, members: list[Node]) -> int:
     (node.home / "log4j2.properties").write_text(LOG4J2.format(log=node.home / "server.log"))
     _format_storage_once(config, node.home)
     _check_open_file_limit(_partition_dirs(node.home), node.home)
+    return config
+
+
+def start_node(node: Node, config: Path, members: list[Node]) -> int:
+    """Starts one prepared node (also a cluster node killed earlier); returns its pid without waiting for it."""
     heap = BROKER_HEAP if len(members) == 1 else CLUSTER_NODE_HEAP
     return node.process.start(_broker_argv(config, node.home, heap))
 
@@ -275,9 +284,13 @@ def up() -> str:
         wait_until(lambda: live_brokers() >= wanted, start_timeout(members[0].home),
                    "Kafka to accept AdminClient requests", process)
         return "already running"
-    started = [(node, start_node(node, members)) for node in members if node not in running]
+    # every node is prepared (storage formatting runs a JVM each) before any starts: a broker that cannot reach a
+    # quorum of controllers within initial.broker.registration.timeout.ms exits
+    configs = [(node, prepare_node(node, members)) for node in members if node not in running]
+    started = [(node, start_node(node, config, members)) for node, config in configs]
     for node, pid in started:
-        wait_until(_answering(pid, node, wanted), start_timeout(node.home),
+        # the nodes start together, each answering once a quorum of them runs: on a loaded machine that is slower
+        wait_until(_answering(pid, node, wanted), start_timeout(node.home) * wanted,
                    f"Kafka node {node.id} to accept AdminClient requests", node.process)
     if wanted == 1:
         return f"started on 127.0.0.1:{settings.KAFKA_PORT}"

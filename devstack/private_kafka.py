@@ -68,7 +68,7 @@ class PrivateKafka:
 
     def _devstack(self, command: str) -> None:
         result = subprocess.run([sys.executable, "-m", "devstack", command, "kafka"], env=self.env,
-                                cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+                                cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300 * self.brokers)
         if result.returncode != 0:
             raise StackError(f"devstack {command} kafka failed:\n{(result.stdout + result.stderr)[-3000:]}")
 

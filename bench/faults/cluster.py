@@ -160,16 +160,20 @@ class ClusterCampaign(Campaign):
         wait_in_sync(self.kafka.bootstrap, topics)
 
     def _start_again(self) -> None:
-        """Starts the killed broker; a loaded machine can take longer than one start's wait to recover its logs
-        after kill -9 (the process goes on starting, and the next `up` waits for it again)."""
-        for attempt in range(1, START_ATTEMPTS + 1):
-            try:
-                self.kafka.start()
-                return
-            except StackError as error:
-                if attempt == START_ATTEMPTS:
-                    raise
-                print(f"  still starting ({str(error).splitlines()[0]}); waiting again", flush=True)
+        start_cluster(self.kafka)
+
+
+def start_cluster(kafka: PrivateKafka) -> None:
+    """Starts the cluster's nodes that do not run, a few times over: on a loaded machine a node can take longer than
+    one start's wait (log recovery after kill -9), or exit while the others start (`up` then starts it again)."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            kafka.start()
+            return
+        except StackError as error:
+            if attempt == START_ATTEMPTS:
+                raise
+            print(f"  Kafka not up yet ({str(error).splitlines()[0]}); trying again", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"work directory {workdir} (seed {seed}); starting a private {BROKERS}-broker Kafka cluster...",
               flush=True)
-        kafka.start()
+        start_cluster(kafka)
         source_started = True
         described = source.start(workdir, args.ports)
         print(f"Kafka {kafka.bootstrap}, {described}", flush=True)

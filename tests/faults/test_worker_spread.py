@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tests.platform_processes import Platform
-from workers.placement import Placement
+from workers.leases import holder
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,8 +32,8 @@ def platform(stack, tmp_path):
 def _holders(platform: Platform) -> Counter:
     """Pipelines per worker label (the node name's part before its random suffix), from the leases."""
     client = redis.Redis.from_url(platform.env["REDIS_URL"])
-    placement = Placement.now(client)
-    return Counter({worker.split("-", 1)[0]: len(held) for worker, held in placement.held.items() if held})
+    workers = [holder(client, key) for key in client.scan_iter(match="cdc:lease:*")]
+    return Counter(worker.split("-", 1)[0] for worker in workers if worker)
 
 
 def _phases(platform: Platform, names: list[str]) -> set[str]:
