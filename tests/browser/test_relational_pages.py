@@ -81,3 +81,27 @@ def test_postgres_pages_use_relational_words_and_log_the_snapshot_phase(session,
         response = page.request.delete(f"/api/connectors/{connector}/?drop_slot=true",
                                        headers={"X-CSRFToken": current.csrf(page)})
         assert response.status in (202, 204), response.text()
+
+
+def test_postgres_form_checks_while_typing_and_has_signal_and_heartbeat_fields(session, platform, pg_database):
+    dsn, dbname = pg_database
+    parts = psycopg2.extensions.parse_dsn(dsn)
+    _, page = session("admin")
+    page.goto("/connectors/new/?source=postgres")
+    page.get_by_label("Name", exact=True).fill(f"btlive{uuid.uuid4().hex[:6]}")
+    page.get_by_label("Host").fill(parts["host"])
+    page.get_by_label("Port").fill(str(parts["port"]))
+    page.get_by_label("User").fill(parts["user"])
+    page.get_by_label("Database").fill(dbname)
+    page.get_by_label("Password").fill("not-the-password")
+    errors = page.locator("#err-password li")
+    errors.first.wait_for(timeout=30_000)  # said while typing, before any submit
+    assert "password" in errors.first.inner_text().lower()
+    page.get_by_label("Password").fill(parts["password"])
+    page.wait_for_function("() => !document.querySelector('#err-password li')", timeout=30_000)
+    page.get_by_label("Signal table").fill("public.no_such_signals")
+    signal_error = page.locator("#err-signal_collection li").first
+    signal_error.wait_for(timeout=30_000)
+    assert "no_such_signals" in signal_error.inner_text()
+    assert page.get_by_label("Heartbeat interval (ms)").is_visible()
+    assert page.url.endswith("/connectors/new/?source=postgres")  # nothing was submitted
