@@ -41,24 +41,26 @@ def pg_database():
     run(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def create_postgres_connector(platform, dsn: str, dbname: str) -> str:
+def create_postgres_connector(current, page, dsn: str, dbname: str) -> str:
+    """Through the running web server's API as the logged-in admin (a `manage.py shell` may take a minute to start
+    on a loaded machine)."""
     parts = psycopg2.extensions.parse_dsn(dsn)
     connector = f"btpgw{uuid.uuid4().hex[:6]}"
-    properties = {"name": connector, "topic.prefix": connector, "connector.class": PG_CLASS,
-                  "database.hostname": parts["host"], "database.port": int(parts["port"]),
-                  "database.user": parts["user"], "database.password": parts["password"], "database.dbname": dbname,
-                  "slot.name": f"s_{dbname}", "publication.name": f"p_{dbname}",
-                  "publication.autocreate.mode": "filtered", "table.include.list": "public.items",
-                  "offset.storage.topic": f"{connector}.offsets"}
-    platform.django("from web.connectors import drafts, services\n"
-                    f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system')\n")
+    config = {"connector.class": PG_CLASS, "database.hostname": parts["host"], "database.port": int(parts["port"]),
+              "database.user": parts["user"], "database.dbname": dbname, "slot.name": f"s_{dbname}",
+              "publication.name": f"p_{dbname}", "publication.autocreate.mode": "filtered",
+              "table.include.list": "public.items", "offset.storage.topic": f"{connector}.offsets"}
+    response = page.request.post("/api/connectors/", headers={"X-CSRFToken": current.csrf(page)},
+                                 data={"name": connector, "topic_prefix": connector, "config": config,
+                                       "password": parts["password"]})
+    assert response.status == 201, response.text()
     return connector
 
 
 def test_postgres_pages_use_relational_words_and_log_the_snapshot_phase(session, platform, pg_database):
     dsn, dbname = pg_database
-    connector = create_postgres_connector(platform, dsn, dbname)
     current, page = session("admin")
+    connector = create_postgres_connector(current, page, dsn, dbname)
     try:
         page.goto(f"/connectors/{connector}/")
         activity = page.locator("#activity table.activity")
