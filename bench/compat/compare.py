@@ -155,7 +155,8 @@ class Intentional:
     key: bytes | None = None
 
     def covers(self, topic: str, where: str, key: bytes | None) -> bool:
-        return (topic == self.topic and where.replace("value.payload.", "value.", 1) == self.where
+        return (topic.lstrip(".") == self.topic.lstrip(".")  # reports name topics after the prefix: ".db.table"
+                and where.replace("value.payload.", "value.", 1) == self.where
                 and (self.key is None or key == self.key))
 
 

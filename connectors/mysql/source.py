@@ -63,6 +63,24 @@ class OffsetRecord:
         return json.dumps(self.document, separators=(",", ":")).encode()
 
 
+BINLOG_LAG_BASIS = "binlog time (whole seconds; the end of the change's second)"
+ARRIVAL_LAG_BASIS = "arrival at the connector (within the change's binlog second, which is whole)"
+
+
+def lag_source_time(ts_sec: int | None, now_ms: int | None = None) -> tuple[int | None, str | None]:
+    """The source time the lag is measured from, and its basis. Binlog times are whole seconds: measured from them the
+    lag of a caught-up connector saws between 0 and 1 s. The change happened within [ts, ts + 1 s) and before it
+    arrived, so the latest time it can have happened is taken: the arrival while still in that second (sub-second:
+    the connector's own latency), else the end of the second."""
+    if not ts_sec:
+        return None, None
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    second_end = ts_sec * 1000 + 999
+    if now_ms <= second_end:
+        return now_ms, ARRIVAL_LAG_BASIS
+    return second_end, BINLOG_LAG_BASIS
+
+
 class MySqlEventBuilder:
     """Binlog changes (and snapshot rows) → Debezium MySQL/MariaDB events. One per thread."""
 
@@ -195,7 +213,8 @@ class MySqlEventBuilder:
         schema = getattr(change, "schema", None)
         if schema is not None:
             summary["table"] = f"{schema.database}.{schema.table}"
-        return ChangeSummary(ts * 1000 if ts else None, "binlog" if ts else None, position, summary)
+        source_ms, basis = lag_source_time(ts)
+        return ChangeSummary(source_ms, basis, position, summary)
 
     def idle(self) -> list:
         return []

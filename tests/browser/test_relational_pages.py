@@ -41,24 +41,26 @@ def pg_database():
     run(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def create_postgres_connector(platform, dsn: str, dbname: str) -> str:
+def create_postgres_connector(current, page, dsn: str, dbname: str) -> str:
+    """Through the running web server's API as the logged-in admin (a `manage.py shell` may take a minute to start
+    on a loaded machine)."""
     parts = psycopg2.extensions.parse_dsn(dsn)
     connector = f"btpgw{uuid.uuid4().hex[:6]}"
-    properties = {"name": connector, "topic.prefix": connector, "connector.class": PG_CLASS,
-                  "database.hostname": parts["host"], "database.port": int(parts["port"]),
-                  "database.user": parts["user"], "database.password": parts["password"], "database.dbname": dbname,
-                  "slot.name": f"s_{dbname}", "publication.name": f"p_{dbname}",
-                  "publication.autocreate.mode": "filtered", "table.include.list": "public.items",
-                  "offset.storage.topic": f"{connector}.offsets"}
-    platform.django("from web.connectors import drafts, services\n"
-                    f"services.create_connector(drafts.prepare({properties!r}), user=None, source='system')\n")
+    config = {"connector.class": PG_CLASS, "database.hostname": parts["host"], "database.port": int(parts["port"]),
+              "database.user": parts["user"], "database.dbname": dbname, "slot.name": f"s_{dbname}",
+              "publication.name": f"p_{dbname}", "publication.autocreate.mode": "filtered",
+              "table.include.list": "public.items", "offset.storage.topic": f"{connector}.offsets"}
+    response = page.request.post("/api/connectors/", headers={"X-CSRFToken": current.csrf(page)},
+                                 data={"name": connector, "topic_prefix": connector, "config": config,
+                                       "password": parts["password"]})
+    assert response.status == 201, response.text()
     return connector
 
 
 def test_postgres_pages_use_relational_words_and_log_the_snapshot_phase(session, platform, pg_database):
     dsn, dbname = pg_database
-    connector = create_postgres_connector(platform, dsn, dbname)
     current, page = session("admin")
+    connector = create_postgres_connector(current, page, dsn, dbname)
     try:
         page.goto(f"/connectors/{connector}/")
         activity = page.locator("#activity table.activity")
@@ -78,6 +80,34 @@ def test_postgres_pages_use_relational_words_and_log_the_snapshot_phase(session,
         assert snapshot_at is not None, states
         assert snapshot_at < streaming_at, states
     finally:  # through the running web server: a `manage.py shell` may take a minute to start on a loaded machine
+        csrf = current.csrf(page)
+        page.goto("about:blank")  # the detail page would poll the deleted connector's parts and log 404s
         response = page.request.delete(f"/api/connectors/{connector}/?drop_slot=true",
-                                       headers={"X-CSRFToken": current.csrf(page)})
-        assert response.status in (202, 204), response.text()
+                                       headers={"X-CSRFToken": csrf})
+        assert response.status in (200, 202, 204), response.text()
+
+
+def test_postgres_form_checks_while_typing_and_has_signal_and_heartbeat_fields(session, platform, pg_database):
+    dsn, dbname = pg_database
+    parts = psycopg2.extensions.parse_dsn(dsn)
+    _, page = session("admin")
+    page.goto("/connectors/new/?source=postgres")
+    name = f"btlive{uuid.uuid4().hex[:6]}"
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Topic prefix").fill(name)  # required: the server is asked once the rest is valid
+    page.get_by_label("Host").fill(parts["host"])
+    page.get_by_label("Port").fill(str(parts["port"]))
+    page.get_by_label("User").fill(parts["user"])
+    page.get_by_label("Database").fill(dbname)
+    page.get_by_label("Password").fill("not-the-password")
+    errors = page.locator("#err-password li")
+    errors.first.wait_for(timeout=30_000)  # said while typing, before any submit
+    assert "password" in errors.first.inner_text().lower()
+    page.get_by_label("Password").fill(parts["password"])
+    page.wait_for_function("() => !document.querySelector('#err-password li')", timeout=30_000)
+    page.get_by_label("Signal table").fill("public.no_such_signals")
+    signal_error = page.locator("#err-signal_collection li").first
+    signal_error.wait_for(timeout=30_000)
+    assert "no_such_signals" in signal_error.inner_text()
+    assert page.get_by_label("Heartbeat interval (ms)").is_visible()
+    assert page.url.endswith("/connectors/new/?source=postgres")  # nothing was submitted

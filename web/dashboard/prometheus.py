@@ -156,9 +156,9 @@ def _replica_set(out: Families, rs_state, view: observed.ReplicaSetView) -> None
         out.add(name, kind, help_text, labels, view.snapshot.get(key))
     for collection in view.collections:
         coll = {**labels, "collection": collection.namespace}
-        out.add("cdc_snapshot_rows_scanned", "gauge", "Documents read per collection (RowsScanned).", coll,
-                collection.rows)
-        out.add("cdc_snapshot_estimated_rows", "gauge", "Estimated documents per collection.", coll,
+        out.add("cdc_snapshot_rows_scanned", "gauge", "Rows or documents read per table or collection (RowsScanned).",
+                coll, collection.rows)
+        out.add("cdc_snapshot_estimated_rows", "gauge", "Estimated rows or documents per table or collection.", coll,
                 collection.estimated_rows)
         out.add("cdc_snapshot_collection_chunks_done", "gauge", "Chunks committed per collection.", coll,
                 collection.chunks_done)

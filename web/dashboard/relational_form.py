@@ -43,6 +43,8 @@ FIELDS = {
     "database_include": ("database.include.list", (MYSQL, MARIADB)),
     "table_include": ("table.include.list", None),
     "table_exclude": ("table.exclude.list", None),
+    "signal_collection": ("signal.data.collection", None),
+    "heartbeat_interval": ("heartbeat.interval.ms", None),
 }
 LIST_FIELDS = ("schema_include", "database_include", "table_include", "table_exclude")
 PROPERTY_FIELDS = {prop: name for name, (prop, _) in FIELDS.items()}
@@ -87,6 +89,14 @@ class RelationalConnectorForm(forms.Form):
                                               "regex per line.")
     table_exclude = forms.CharField(required=False, widget=_area(),
                                     help_text="table.exclude.list: the same, for tables left out.")
+    signal_collection = forms.CharField(
+        max_length=200, required=False, label="Signal table",
+        help_text="signal.data.collection: &lt;schema or database&gt;.&lt;table&gt; with columns id, type, data "
+                  "(e.g. shop.dbz_signal). Needed for ad-hoc snapshots and the stop/pause/resume signals.")
+    heartbeat_interval = forms.IntegerField(
+        min_value=0, required=False, label="Heartbeat interval (ms)",
+        help_text="heartbeat.interval.ms: commit the position this often while no captured table changes "
+                  "(0: never), so the slot or binlog is not held back by quiet tables.")
     other = forms.CharField(
         required=False, label="Other properties", widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         help_text="Every other option, one <code>key=value</code> per line (docs/postgres.md, docs/mariadb.md).")
@@ -169,3 +179,10 @@ def initial_of(connector: Connector) -> dict[str, Any]:
     managed = {*PROPERTY_FIELDS, props.NAME, props.TOPIC_PREFIX, props.CONNECTOR_CLASS, *props.PASSWORDS}
     initial["other"] = "\n".join(f"{key}={value}" for key, value in shown.items() if key not in managed)
     return initial
+
+
+def live_check_spec(source: str) -> dict[str, Any]:
+    """What the page's live checks (static/dashboard/relational-form.js) need to build the API body as api_body
+    does: each shown field's property, the list fields, the source's connector.class."""
+    return {"fields": {name: prop for name, (prop, sources) in FIELDS.items() if sources is None or source in sources},
+            "lists": list(LIST_FIELDS), "connector_class": DEBEZIUM_CLASSES[source]}

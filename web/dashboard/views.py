@@ -24,7 +24,7 @@ from web.connectors.partition_offsets import RESET_MODES as PARTITION_RESET_MODE
 from web.dashboard import health, history, observed, prometheus, slots, topics
 from web.dashboard.auth import metrics_user
 from web.dashboard.forms import ConnectorForm, api_problems
-from web.dashboard.relational_form import RelationalConnectorForm
+from web.dashboard.relational_form import RelationalConnectorForm, live_check_spec
 from web.dashboard.vocabulary import terms_for
 
 RELATIONAL = (SourceKind.POSTGRES, SourceKind.MYSQL, SourceKind.MARIADB)
@@ -169,8 +169,11 @@ def _relational_form(request, connector: Connector | None, source: str):
         if saved is not None:
             messages.success(request, f"Connector {saved.name} {'saved' if connector else 'created'}.")
             return redirect("dashboard:connector", name=saved.name)
+    validate_url = (reverse("connector-validate-existing", kwargs={"name": connector.name}) if connector
+                    else reverse("connector-validate"))
     return render(request, "dashboard/relational_form.html",
                   {"form": form, "connector": connector, "source": source, "source_name": SOURCE_NAMES[source],
+                   "validate_url": validate_url, "live_check": live_check_spec(source),
                    **_roles(request)}, status=400 if form.errors else 200)
 
 

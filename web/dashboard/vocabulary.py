@@ -23,12 +23,13 @@ class Terms:
 MONGODB_TERMS = Terms("Replica set", "Replica sets", "Collection", "Documents", True)
 TERMS = {
     SourceKind.MONGODB: MONGODB_TERMS,
+    # the examples name the demo's tables (devstack/demo_sql.py), which a newcomer can snapshot at once
     SourceKind.POSTGRES: Terms("Database", "Databases", "Table", "Rows", False, "<schema>.<table>",
-                               "public.orders, public.customers"),
+                               "shop.orders, shop.customers"),
     SourceKind.MYSQL: Terms("Server", "Servers", "Table", "Rows", False, "<database>.<table>",
-                            "inventory.orders, inventory.customers"),
+                            "shop.orders, shop.customers"),
     SourceKind.MARIADB: Terms("Server", "Servers", "Table", "Rows", False, "<database>.<table>",
-                              "inventory.orders, inventory.customers"),
+                              "shop.orders, shop.customers"),
 }
 
 

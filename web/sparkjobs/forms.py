@@ -38,7 +38,7 @@ class SparkJobForm(forms.Form):
                              help_text="One topic per line (or a <code>topic_pattern</code> in other arguments).")
     output_path = forms.CharField(required=False, help_text="Relative to the job's folder under SPARK_OUTPUT_ROOT "
                                                             "(only admins may give another place).")
-    include_deleted = forms.BooleanField(required=False, label="Keep deleted documents (as deleted = true)")
+    include_deleted = forms.BooleanField(required=False, label="Keep deleted rows or documents (as deleted = true)")
     window = forms.CharField(required=False, initial="1 minute", help_text="e.g. 1 minute, 1 hour")
     slide = forms.CharField(required=False, help_text="Sliding windows: how far apart they start")
     time_field = forms.ChoiceField(choices=TIME_FIELDS, initial="source", label="Time of an event")

@@ -39,7 +39,9 @@ def test_unknown_page_is_a_404_page_in_the_layout(client, django_user_model, deb
 def test_unknown_connector_page_names_it(client, django_user_model, debug):
     login(client, django_user_model, "viewer")
     response = client.get("/connectors/nope/")
-    assert response.status_code == 404 and "No Connector matches the given query." in response.content.decode()
+    page = response.content.decode()
+    assert response.status_code == 404 and "There is no such connector (nothing at /connectors/nope/)." in page
+    assert "matches the given query" not in page  # Django's words name a model class, not what is missing
 
 
 def test_forbidden_page_says_which_role(client, django_user_model, debug):

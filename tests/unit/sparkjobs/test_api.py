@@ -233,3 +233,16 @@ def test_pages_follow_the_roles(clients, django_user_model):
     form = page(operator, "/spark/jobs/new/").content.decode()
     assert 'value="stats"' in form and 'value="script"' not in form
     assert 'value="script"' in page(admin, "/spark/jobs/new/").content.decode()
+
+
+def test_a_run_launched_and_cancelled_from_the_dashboard_is_audited_as_dashboard(django_user_model, client,
+                                                                                dispatched):
+    """The Run and Cancel run buttons call the API with the session and X-CDC-Source, as the connectors' do."""
+    stats = _job()
+    client.force_login(make_user(django_user_model, "operator"))
+    launched = client.post(f"/api/spark/jobs/{stats.name}/run/", HTTP_X_CDC_SOURCE="dashboard")
+    assert launched.status_code in (201, 202), launched.content
+    run_id = launched.json()["id"]
+    assert client.post(f"/api/spark/runs/{run_id}/cancel/", HTTP_X_CDC_SOURCE="dashboard").status_code in (200, 202)
+    sources = dict(AuditEntry.objects.filter(target=f"spark-job:{stats.name}").values_list("action", "source"))
+    assert sources == {"spark.run": "dashboard", "spark.cancel": "dashboard"}

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from web.accounts.roles import ADMIN, OPERATOR, has_role
 from web.connectors.api.paging import StrictLimitOffsetPagination, check_query
 from web.connectors.api.permissions import RolePermission
+from web.connectors.api.views import source_of
 from web.sparkjobs import services
 from web.sparkjobs.api import serializers as s
 from web.sparkjobs.models import JobDefinition, JobRun, RunStatus
@@ -77,7 +78,7 @@ class JobViewSet(viewsets.ModelViewSet):
     def run(self, request, name=None):
         definition = self.get_object()
         require_script_admin(request, definition.template)
-        launched = services.launch(definition, request.user)
+        launched = services.launch(definition, request.user, source=source_of(request))
         return Response(s.JobRunSerializer(launched).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -121,7 +122,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         run = self.get_object()
         require_script_admin(request, run.template)
         try:
-            run = services.cancel(run, request.user)
+            run = services.cancel(run, request.user, source=source_of(request))
         except services.SparkServiceError as error:
             raise Conflict(str(error)) from None
         return Response(s.JobRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
