@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from connectors.mysql import source
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.position import BinlogPosition
-from connectors.mysql.source import JsonColumns, MySqlEventBuilder, lag_source_time
+from connectors.mysql.source import MySqlEventBuilder, lag_source_time
 
 BASE = {"name": "c", "topic.prefix": "c", "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
         "database.hostname": "127.0.0.1", "database.user": "u", "database.server.id": "5"}
@@ -27,7 +27,7 @@ def test_after_its_second_the_lag_is_measured_from_the_end_of_it():
 
 def test_the_builder_describes_a_fresh_change_with_sub_second_source_time(monkeypatch):
     config = MySqlConfig.from_properties(BASE)
-    builder = MySqlEventBuilder(config, JsonColumns(config))
+    builder = MySqlEventBuilder(config)
     monkeypatch.setattr(source, "time", SimpleNamespace(time=lambda: 1_700_000_000.437))
     change = SimpleNamespace(position=BinlogPosition(file="b.000001", pos=4), ts_sec=1_700_000_000, op="c")
     described = builder.describe(change)
