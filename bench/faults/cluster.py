@@ -37,8 +37,8 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.faults.campaign import Campaign, CampaignAborted, Session
-from bench.faults.report import Outcome, report
 from bench.faults.cli import port_range
+from bench.faults.report import Outcome, report
 from bench.faults.sources import SOURCES, wait_gone
 from devstack.private_kafka import PrivateKafka
 from devstack.process import StackError
