@@ -14,7 +14,7 @@ from bson import json_util
 from sparkjobs.delta_sync import sync_batch, table_path
 from tests.spark.workload import Clock, Collection, create_topics, encode, oid, produce
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(5400)]
 
 
 def _topic(stack, messages) -> str:
