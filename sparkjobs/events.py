@@ -28,7 +28,9 @@ included); ``update_description`` (``removed_fields``, ``updated_fields`` as JSO
 snapshot, lsid, txn_number, wall_time_ms`` and ``source_ts`` (a timestamp of ``source_ts_ms``);
 ``ts_ms`` (when the connector built the event); ``transaction`` (``id, total_order,
 data_collection_order``); ``txn_status, txn_id, txn_event_count, txn_data_collections`` (transaction
-topic); ``schema_wrapped``, ``value`` (the payload text); and parsed documents
+topic); ``schema_wrapped``, ``value`` (the payload text), ``value_schema`` (the Connect schema of a wrapped
+change event, JSON text), ``connector`` (the source block's ``connector``: ``mongodb``, ``postgresql``,
+``mysql``…); and parsed documents
 ``after_fields`` / ``before_fields`` / ``updated_fields`` as ``map<string,string>`` (top-level field →
 its value: plain text for strings, JSON text for anything else). Spark prunes the columns a job does not
 use, so the parsed maps cost nothing unless asked for.
@@ -246,6 +248,9 @@ def parse_events(raw: DataFrame, *, flattened_prefix: str = "__") -> DataFrame:
         F.when(F.col("format") == "transaction", F.col("_v.data_collections")).alias("txn_data_collections"),
         "schema_wrapped",
         "value",
+        F.when(F.col("schema_wrapped") & is_change, F.get_json_object(F.col("_value_raw"), "$.schema"))
+        .alias("value_schema"),
+        F.when(is_change, F.col("_v.source.connector")).alias("connector"),
         F.from_json(after, DOCUMENT_MAP, _JSON_OPTIONS).alias("after_fields"),
         F.from_json(before, DOCUMENT_MAP, _JSON_OPTIONS).alias("before_fields"),
         F.from_json(update_description.getField("updated_fields"), DOCUMENT_MAP, _JSON_OPTIONS).alias("updated_fields"),

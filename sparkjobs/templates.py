@@ -11,6 +11,7 @@ such as ``"10 seconds"``: run until cancelled), ``max_batches``, ``timeout_s``,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import runpy
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkjobs import output, sqlcheck
+from sparkjobs import delta_sync, output, sqlcheck
 from sparkjobs.errors import InvalidArguments, JobCancelled, JobError
 from sparkjobs.events import parse_events
 from sparkjobs.latest_state import latest_state
@@ -257,6 +258,48 @@ def run_latest_state(ctx: JobContext) -> dict[str, Any]:
     rows_out, shown = (_latest_rows_for(ctx, current, _bool(args, "include_deleted")) if current
                        else (0, output.preview(ctx.spark.range(0), 0)))
     return {**totals, "rows_out": rows_out, "output_path": current, "preview": shown}
+
+
+# --- delta_sync -----------------------------------------------------------------------------------
+
+
+def _validate_delta_sync(args: dict[str, Any]) -> None:
+    if args.get("mode", "stream") != "stream":
+        raise InvalidArguments("a Delta sync is a stream: `mode` must be 'stream'")
+    _mode({**args, "mode": "stream"})
+    if args.get("delete_mode", "hard") not in delta_sync.DELETE_MODES:
+        raise InvalidArguments(f"`delete_mode` must be one of {', '.join(delta_sync.DELETE_MODES)}")
+
+
+def run_delta_sync(ctx: JobContext) -> dict[str, Any]:
+    """One Delta table per topic under ``output_path``, kept equal to its source by MERGE (`sparkjobs.delta_sync`)."""
+    args = ctx.args
+    path, soft = args["output_path"], args.get("delete_mode", "hard") == "soft"
+    stream_id: list[str] = []
+
+    def process(events: DataFrame, batch_id: int) -> dict[str, Any] | None:
+        spark = events.sparkSession
+        if not stream_id:  # Delta's txnAppId: Spark's query id, kept in the checkpoint across restarts
+            metadata = output.read_text(spark, f"{args['checkpoint_path'].rstrip('/')}/metadata")
+            stream_id.append(json.loads(metadata)["id"])
+        ctx.step(f"batch {batch_id}: merge", spark)
+        outcome = delta_sync.sync_batch(spark, events, output_path=path, app_id=stream_id[0], batch_id=batch_id,
+                                        soft=soft, flattened_prefix=ctx.flattened_prefix,
+                                        step=lambda name: ctx.step(name, spark))
+        if outcome is None:
+            return None
+        return {"rows_in": outcome["rows_in"], "rows_out": outcome["rows_out"], "output_path": path,
+                "tables": sorted(outcome["tables"])}
+
+    totals = run_stream(ctx, process)
+    ctx.step("table summaries")
+    tables = delta_sync.table_summaries(ctx.spark, path, ctx.topics, soft=soft)
+    summary = ctx.spark.createDataFrame(
+        [(topic, info["path"], info["rows"], info["version"]) for topic, info in sorted(tables.items())],
+        "topic string, path string, rows long, version long",
+    )
+    return {**totals, "rows_out": sum(info["rows"] for info in tables.values()), "output_path": path,
+            "tables": tables, "preview": output.preview(summary, ctx.preview_rows)}
 
 
 # --- stats ----------------------------------------------------------------------------------------
@@ -518,6 +561,7 @@ def _script_error(error: BaseException, path: str) -> str:
 TEMPLATES: dict[str, Template] = {
     "latest_state": Template("latest_state", run_latest_state, _validate_latest),
     "stats": Template("stats", run_stats, _validate_stats),
+    "delta_sync": Template("delta_sync", run_delta_sync, _validate_delta_sync),
     "sql": Template("sql", run_sql, _validate_sql, reads_topics="optional"),
     "script": Template("script", run_script, _validate_script, reads_topics="optional"),
 }

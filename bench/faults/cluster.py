@@ -118,11 +118,10 @@ def wait_in_sync(bootstrap: str, topics: list[str], timeout: float = IN_SYNC_TIM
 
 class ClusterCampaign(Campaign):
     def cluster_broker_kill(self, runs: int) -> Outcome:
-        with Session(self, "ck") as session:
+        with Session(self, "ck").setup() as session:
             session.wait_streaming()
             offsets = f"{session.name}.offsets"
-            pipeline_topics = [offsets, TRANSACTION_LOG, *session.workload_tables, session.transaction_topic,
-                               *self.source.topics(session.name)]
+            pipeline_topics = [offsets, TRANSACTION_LOG, *session.tables, session.transaction_topic]
             for _ in range(runs):
                 session.wait(self.rng.uniform(0.5, 3.0))
                 partitions = written_partitions(self.kafka.bootstrap, offsets)
@@ -151,8 +150,8 @@ class ClusterCampaign(Campaign):
         os.kill(pid, signal.SIGKILL)
         wait_gone(pid)
         session.fault(started)
-        before = session.checker.count("events")
-        session.wait_for(lambda: session.checker.count("events") > before, RECOVERY_TIMEOUT_S,
+        before = sum(session.collector.ops.values())
+        session.wait_for(lambda: sum(session.collector.ops.values()) > before, RECOVERY_TIMEOUT_S,
                          f"events after broker {node} ({role}) was killed")
         print(f"  events again {time.monotonic() - started:.1f}s after the kill; starting broker {node} again",
               flush=True)

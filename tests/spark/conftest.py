@@ -16,7 +16,7 @@ from tests.spark.workload import json_lines
 def spark(stack):
     from sparkjobs.session import build_session
 
-    session = build_session("local[2]", app_name="cdc-spark-tests")
+    session = build_session("local[2]", app_name="cdc-spark-tests", delta=True)
     yield session
     _stop_session_and_jvm(session)
 

@@ -26,7 +26,7 @@ from web.sparkjobs.models import JobDefinition, JobRun, Mode, Template
 PATH_ARGUMENTS = ("output_path", "checkpoint_path")
 RESERVED = {"topics": "the job's topics field", "mode": "the job's mode field",
             "script_path": "the job's script field"}
-STREAMING_TEMPLATES = (Template.LATEST_STATE, Template.STATS)
+STREAMING_TEMPLATES = (Template.LATEST_STATE, Template.STATS, Template.DELTA_SYNC)
 MASK = "********"
 _SECRET_OPTION = re.compile(r"password|secret|jaas|token|credential|key$", re.IGNORECASE)
 _QUERY = re.compile(r"^[(\s]*(select|with|values|table|from)\b", re.IGNORECASE)
@@ -81,7 +81,9 @@ def check_definition(values: dict[str, Any], *, admin: bool) -> None:
     if template == Template.SCRIPT and not admin:
         problems["template"] = "PySpark script jobs run arbitrary code: only admins may create, change or run them"
     if mode == Mode.STREAM and template not in STREAMING_TEMPLATES:
-        problems["mode"] = "only latest_state and stats jobs can stream"
+        problems["mode"] = "only latest_state, stats and delta_sync jobs can stream"
+    if template == Template.DELTA_SYNC and mode != Mode.STREAM:
+        problems["mode"] = "a Delta sync is a stream: choose the mode stream"
     if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
         problems["topics"] = "a list of topic names"
     for key, where in RESERVED.items():

@@ -15,7 +15,8 @@ from web.sparkjobs.models import JobDefinition, Mode, Template
 
 # form field -> (template it belongs to, argument name)
 TEMPLATE_FIELDS = {
-    "output_path": ("latest_state stats sql", "output_path"),
+    "output_path": ("latest_state stats sql delta_sync", "output_path"),
+    "delete_mode": ("delta_sync", "delete_mode"),
     "include_deleted": ("latest_state", "include_deleted"),
     "window": ("stats", "window"),
     "slide": ("stats", "slide"),
@@ -33,12 +34,16 @@ class SparkJobForm(forms.Form):
     description = forms.CharField(max_length=500, required=False)
     template = forms.ChoiceField(choices=Template.choices)
     mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.BATCH,
-                             help_text="stream: latest_state and stats only, continuing from a checkpoint")
+                             help_text="stream: latest_state, stats and delta_sync (always), continuing from a "
+                                       "checkpoint")
     topics = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False,
                              help_text="One topic per line (or a <code>topic_pattern</code> in other arguments).")
     output_path = forms.CharField(required=False, help_text="Relative to the job's folder under SPARK_OUTPUT_ROOT "
                                                             "(only admins may give another place).")
     include_deleted = forms.BooleanField(required=False, label="Keep deleted rows or documents (as deleted = true)")
+    delete_mode = forms.ChoiceField(choices=[("hard", "hard: remove the row"),
+                                             ("soft", "soft: keep it with _cdc_deleted and the delete's time")],
+                                    initial="hard", required=False, label="Deletes")
     window = forms.CharField(required=False, initial="1 minute", help_text="e.g. 1 minute, 1 hour")
     slide = forms.CharField(required=False, help_text="Sliding windows: how far apart they start")
     time_field = forms.ChoiceField(choices=TIME_FIELDS, initial="source", label="Time of an event")

@@ -15,6 +15,7 @@ from django.db import models
 class Template(models.TextChoices):
     LATEST_STATE = "latest_state", "Latest state per document"
     STATS = "stats", "Change statistics"
+    DELTA_SYNC = "delta_sync", "Sync to a Delta table"
     SQL = "sql", "Spark SQL over topics"
     SCRIPT = "script", "PySpark script (admin only)"
 
