@@ -37,7 +37,7 @@ from bson import Timestamp, json_util
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectors.config import ConnectorConfig
+from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.records import ChangeRecord
 from connectors.mongodb.transformer import Transformer
 from devstack import settings
