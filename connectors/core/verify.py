@@ -70,6 +70,27 @@ class PartitionVerifier(Protocol):
     def close(self) -> None: ...
 
 
+class OpenedPartition:
+    """A PartitionVerifier over a source's opened partition (its offset key and record codec), whose views
+    `view_type(config, partition)` makes. Nothing is held between views."""
+
+    def __init__(self, config: Any, partition: Any, view_type: Callable[[Any, Any], VerifyView]):
+        self.config, self.partition, self.view_type = config, partition, view_type
+        self.name = partition.name
+
+    def offset_key(self) -> bytes:
+        return self.partition.offset_key()
+
+    def committed_position(self, value: bytes) -> Any:
+        return self.partition.decode_offset(value).position
+
+    def open_view(self) -> VerifyView:
+        return self.view_type(self.config, self.partition)
+
+    def close(self) -> None:
+        """The partition itself is the connector's (a slot, a server position): never touched."""
+
+
 @dataclass
 class VerifyOptions:
     chunk_size: int = 8192

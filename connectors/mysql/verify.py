@@ -11,6 +11,7 @@ every GTID of the view's.
 from __future__ import annotations
 
 from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify import OpenedPartition
 from connectors.kafka.sink import OutMessage
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import topic_name
@@ -67,25 +68,6 @@ class MySqlView:
         self._reader.close()
 
 
-class MySqlPartitionVerifier:
-    def __init__(self, config: MySqlConfig):
-        source = MySqlSource(config)
-        self.config = config
-        self.server = source.open(source.partitions()[0])
-        self.name = self.server.name
-
-    def offset_key(self) -> bytes:
-        return self.server.offset_key()
-
-    def committed_position(self, value: bytes) -> MySqlPosition | None:
-        return self.server.decode_offset(value).position
-
-    def open_view(self) -> MySqlView:
-        return MySqlView(self.config, self.server)
-
-    def close(self) -> None:
-        """Nothing is held between views."""
-
-
-def partitions(config: MySqlConfig) -> list[MySqlPartitionVerifier]:
-    return [MySqlPartitionVerifier(config)]
+def partitions(config: MySqlConfig) -> list[OpenedPartition]:
+    source = MySqlSource(config)
+    return [OpenedPartition(config, source.open(source.partitions()[0]), MySqlView)]

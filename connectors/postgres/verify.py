@@ -12,6 +12,7 @@ from __future__ import annotations
 import psycopg
 
 from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify import OpenedPartition
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope
 from connectors.postgres.config import PostgresConfig
@@ -96,28 +97,9 @@ class PgView:
         self._conn.close()
 
 
-class PgPartitionVerifier:
-    def __init__(self, config: PostgresConfig):
-        source = PostgresSource(config)
-        self.config = config
-        self.slot = source.open(source.partitions()[0])
-        self.name = self.slot.name
-
-    def offset_key(self) -> bytes:
-        return self.slot.offset_key()
-
-    def committed_position(self, value: bytes) -> Position | None:
-        return self.slot.decode_offset(value).position
-
-    def open_view(self) -> PgView:
-        return PgView(self.config, self.slot)
-
-    def close(self) -> None:
-        """Nothing is held between views (the slot itself is the connector's: never touched)."""
-
-
-def partitions(config: PostgresConfig) -> list[PgPartitionVerifier]:
-    return [PgPartitionVerifier(config)]
+def partitions(config: PostgresConfig) -> list[OpenedPartition]:
+    source = PostgresSource(config)
+    return [OpenedPartition(config, source.open(source.partitions()[0]), PgView)]
 
 
 
