@@ -219,13 +219,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"logs kept in {workdir}")
     print(report({SCENARIO: outcome}))
     if args.json:
+        # the campaign's figures, with the faults made and every write checked (streamed and snapshot-read)
         args.json.write_text(json.dumps({SCENARIO: {
-            "runs": args.runs, "faults": outcome.faults, "writes": outcome.writes, "changes": outcome.changes,
-            "lost": outcome.lost, "duplicated": outcome.duplicated, "reordered": outcome.reordered,
-            "unexpected": outcome.unexpected, "tombstone_errors": outcome.tombstone_errors,
-            "transaction_errors": outcome.transaction_errors, "state_mismatches": outcome.state_mismatches,
-            "recovery_s": outcome.recovery, "runner_exits": outcome.unplanned_exits, "aborted": outcome.aborted,
-            "notes": outcome.notes}}, indent=2))
+            **outcome.figures(), "runs": args.runs, "faults": outcome.faults,
+            "writes": outcome.changes + outcome.snapshot_rows}}, indent=2))
     return 1 if outcome.failed else 0
 
 
