@@ -219,8 +219,8 @@ def test_events_and_offset_layout(mariadb, mariadb_db):
     assert key["schema"]["name"] == f"{topic}.Key" and key["payload"] == {"id": 1}
     value = json.loads(create.value)
     assert value["schema"]["name"] == f"{topic}.Envelope" and value["schema"]["version"] == 2
-    assert [f["field"] for f in value["schema"]["fields"]] == ["before", "after", "source", "op", "ts_ms", "ts_us",
-                                                               "ts_ns", "transaction"]
+    assert [f["field"] for f in value["schema"]["fields"]] == ["before", "after", "source", "transaction", "op",
+                                                               "ts_ms", "ts_us", "ts_ns"]  # Debezium's order
     payload = value["payload"]
     assert payload["op"] == "c" and payload["before"] is None and payload["after"] == {"id": 1, "v": 5, "s": "x"}
     source = payload["source"]
