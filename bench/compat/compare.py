@@ -136,6 +136,14 @@ def mask_members(payload, names: Sequence[str]) -> None:
             set_member(payload, name, masked_scalar(value))
 
 
+def mask_snapshot_source(payload, names: Sequence[str]) -> None:
+    """Masks these `source` members of a snapshot event (each connector takes its own snapshot)."""
+    source = member(payload, "source")
+    snapshot = member(source, "snapshot")
+    if snapshot is not None and snapshot.text not in (b'"false"', b"null"):
+        mask_members(source, names)
+
+
 def payload_of(tree):
     """The envelope: the `payload` member with schemas on, the tree itself with schemas off."""
     payload = member(tree, "payload")

@@ -18,7 +18,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from bench.compat.compare import Intentional, Mask, mask_members, member
+from bench.compat.compare import Intentional, Mask, mask_members, mask_snapshot_source, member
 from bench.compat.debezium import wait_for
 from bench.compat.dump import read_topic, topics_with_prefix
 from connectors.mysql.config import MySqlConfig
@@ -154,10 +154,7 @@ def execute(statements, database: str | None = None) -> None:
 
 
 def _snapshot_masks(payload) -> None:
-    source = member(payload, "source")
-    snapshot = member(source, "snapshot")
-    if snapshot is not None and snapshot.text not in (b'"false"', b"null"):
-        mask_members(source, ("ts_ms", "ts_us", "ts_ns"))
+    mask_snapshot_source(payload, ("ts_ms", "ts_us", "ts_ns"))
 
 
 def _truncate_row(payload) -> None:

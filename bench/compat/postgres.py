@@ -15,7 +15,7 @@ import uuid
 import psycopg2
 import psycopg2.extensions
 
-from bench.compat.compare import Intentional, Mask, mask_members, member
+from bench.compat.compare import Intentional, Mask, mask_members, mask_snapshot_source
 from connectors.postgres.config import PostgresConfig
 from connectors.runner import ConnectorRunner
 from devstack import postgres as devstack_postgres
@@ -153,10 +153,7 @@ def execute(dbname: str, statements, admin: bool = False) -> None:
 
 
 def _snapshot_masks(payload) -> None:
-    source = member(payload, "source")
-    snapshot = member(source, "snapshot")
-    if snapshot is not None and snapshot.text not in (b'"false"', b"null"):
-        mask_members(source, ("ts_ms", "ts_us", "ts_ns", "txId", "lsn", "sequence", "xmin"))
+    mask_snapshot_source(payload, ("ts_ms", "ts_us", "ts_ns", "txId", "lsn", "sequence", "xmin"))
 
 
 MASKS = (
