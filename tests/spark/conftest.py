@@ -47,11 +47,16 @@ def _stop_session_and_jvm(session) -> None:
 
 @pytest.fixture(scope="session")
 def run_job(spark):
-    """run_job(template, args) -> (exit status, CDCJOB lines as dicts); the last line is the outcome."""
+    """run_job(template, args) -> (exit status, CDCJOB lines as dicts); the last line is the outcome.
+
+    Each job gets its own session of the shared JVM (``newSession``: its own SQL settings and views), as each
+    spark-submit does: the `sql` template locks its session (no `delta.`path`` identifiers), which must not reach the
+    jobs that follow it."""
     from sparkjobs import run
 
-    def _run(template: str, args: dict, *, session=spark) -> tuple[int, list[dict]]:
+    def _run(template: str, args: dict, *, session=None) -> tuple[int, list[dict]]:
         out = io.StringIO()
+        session = session if session is not None else spark.newSession()
         code = run.main([template, "--args-json", json.dumps(args)], spark=session, stdout=out)
         return code, json_lines(out.getvalue())
 

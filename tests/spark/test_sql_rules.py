@@ -110,23 +110,31 @@ def _session_is_clean(spark, places) -> None:
         assert not spark.catalog.isCached("orders")
 
 
+@pytest.fixture(scope="module")
+def sql_session(spark):
+    """One session the escape attempts share, as jobs sharing a JVM would; apart from the other modules' sessions,
+    since the `sql` template locks the session it runs in."""
+    return spark.newSession()
+
+
 @pytest.fixture
-def secret_view(spark):
+def secret_view(sql_session):
     """A temp view in the session that is not one of the job's (another job's, or the platform's)."""
-    spark.sql(f"SELECT '{SECRET}' AS s").createOrReplaceTempView("platform_secret")
-    spark.sql(f"SELECT '{SECRET}' AS s").createOrReplaceGlobalTempView("platform_secret")
+    sql_session.sql(f"SELECT '{SECRET}' AS s").createOrReplaceTempView("platform_secret")
+    sql_session.sql(f"SELECT '{SECRET}' AS s").createOrReplaceGlobalTempView("platform_secret")
     yield
-    spark.catalog.dropTempView("platform_secret")
-    spark.catalog.dropGlobalTempView("platform_secret")
+    sql_session.catalog.dropTempView("platform_secret")
+    sql_session.catalog.dropGlobalTempView("platform_secret")
 
 
 @pytest.mark.parametrize(("sql", "reason"), ESCAPES, ids=[sql[:50] for sql, _ in ESCAPES])
-def test_an_escape_attempt_is_refused_and_leaves_nothing(run_job, spark, stack, topics, places, secret_view, sql,
-                                                          reason):
+def test_an_escape_attempt_is_refused_and_leaves_nothing(run_job, sql_session, stack, topics, places, secret_view,
+                                                          sql, reason):
+    spark = sql_session
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
     code, lines = run_job("sql", {"bootstrap_servers": stack.kafka_bootstrap, "topics": [topics["users"]],
                                   "views": {"orders": topics["orders"], "users": topics["users"]},
-                                  "sql": sql.format(**places)})
+                                  "sql": sql.format(**places)}, session=spark)
     final = lines[-1]
     assert (code, final["status"], final["error_type"]) == (2, "failed", "invalid_arguments"), final
     assert final["error"].startswith(sqlcheck.RULE) and reason in final["error"], final["error"]
@@ -137,8 +145,9 @@ def test_an_escape_attempt_is_refused_and_leaves_nothing(run_job, spark, stack, 
 
 
 @pytest.mark.parametrize(("sql", "reason"), ESCAPES, ids=[sql[:50] for sql, _ in ESCAPES])
-def test_the_parse_tree_check_alone_refuses_each_escape(spark, places, secret_view, sql, reason):
+def test_the_parse_tree_check_alone_refuses_each_escape(sql_session, places, secret_view, sql, reason):
     """Without the text pre-check of the arguments: Spark's parser and the plan walk decide."""
+    spark = sql_session
     text = sql.format(**places)
     with pytest.raises(sqlcheck.QueryRefused) as refused:
         sqlcheck.check_query(spark, text, VIEWS)
@@ -182,9 +191,7 @@ def test_variables_in_the_text_are_not_substituted(run_job, spark, stack, topics
     code, lines = run_job("sql", {"bootstrap_servers": stack.kafka_bootstrap, "topics": [topics["users"]], "sql": sql})
     assert code == 0, lines[-1]
     assert lines[-1]["preview"]["rows"] == [["${env:PATH}", "${system:user.name}", "${spark.app.name}"]]
-    spark.conf.set("spark.sql.variable.substitute", "true")  # a session that was not locked: the check refuses
-    try:
-        with pytest.raises(sqlcheck.QueryRefused, match="variable substitution"):
-            sqlcheck.check_query(spark, sql, VIEWS)
-    finally:
-        sqlcheck.lock_session(spark)
+    unlocked = spark.newSession()  # its own settings: the shared session stays as the other tests expect it
+    unlocked.conf.set("spark.sql.variable.substitute", "true")  # a session that was not locked: the check refuses
+    with pytest.raises(sqlcheck.QueryRefused, match="variable substitution"):
+        sqlcheck.check_query(unlocked, sql, VIEWS)
