@@ -89,16 +89,42 @@ DEFAULTS = """CREATE TABLE defaults (
   d_now DATETIME DEFAULT CURRENT_TIMESTAMP, d_bin VARBINARY(4) DEFAULT 'ab', d_null INT DEFAULT NULL
 )"""
 
+# more DEFAULT clauses, in a table the snapshot reads (Debezium parses SHOW CREATE TABLE) and in one created while
+# streaming (Debezium parses the statement): zero dates, CURRENT_TIMESTAMP on each temporal type, short bit literals,
+# expressions (no default), TEXT and BLOB defaults, escapes, NULLs written as their defaults. Literals are spelt as
+# the server shows them (Debezium's parser keeps a streamed statement's own spelling: docs/mariadb.md)
+MORE_DEFAULTS = """CREATE TABLE {table} (
+  id INT(11) NOT NULL PRIMARY KEY, d_tiny TINYINT(4) DEFAULT -128, d_medium MEDIUMINT(8) UNSIGNED DEFAULT 16777215,
+  d_bits_short BIT(10) DEFAULT b'1', d_bit0 BIT(1) NOT NULL DEFAULT b'0', d_bits_zero BIT(12) DEFAULT b'0',
+  d_dec_neg DECIMAL(5,1) DEFAULT -0.5, d_dec_int DECIMAL(10,0) DEFAULT 12, d_fl FLOAT DEFAULT 1.1,
+  d_exp DOUBLE DEFAULT 1e300, d_small_exp DOUBLE DEFAULT -0.0025, d_tx TEXT DEFAULT 'tx', d_blob BLOB DEFAULT 'bl',
+  d_bn BINARY(3) DEFAULT 'ab\\0', d_zero DATE NOT NULL DEFAULT '0000-00-00', d_zero_null DATE DEFAULT '0000-00-00',
+  d_zero_dt DATETIME NOT NULL DEFAULT '0000-00-00 00:00:00',
+  d_zero_dt_null DATETIME(3) DEFAULT '0000-00-00 00:00:00.000',
+  d_zero_ts TIMESTAMP NOT NULL DEFAULT '0000-00-00 00:00:00',
+  d_ts_now TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  d_ts_now_null TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP, d_dt_now6 DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6),
+  d_dt_now_nn DATETIME NOT NULL DEFAULT NOW(), d_time_neg TIME(3) DEFAULT '-01:02:03.500',
+  d_ts3 TIMESTAMP(3) NULL DEFAULT '2020-01-01 10:00:00.500',
+  d_dt_frac DATETIME(6) DEFAULT '2020-01-01 10:00:00.500000', d_expr INT(11) DEFAULT (1 + 1),
+  d_str_expr VARCHAR(10) DEFAULT (concat('a', 'b')), d_enum_nn ENUM('p','q') NOT NULL, d_int_nn INT(11) NOT NULL,
+  d_tinyint1 TINYINT(1) DEFAULT 0, d_dq VARCHAR(5) DEFAULT "dq", d_esc VARCHAR(10) DEFAULT 'a\\\\b',
+  d_empty VARCHAR(5) DEFAULT '', d_set_empty SET('a','b') DEFAULT '', d_latin VARCHAR(5) CHARACTER SET latin1
+  DEFAULT 'é', d_year YEAR(4) DEFAULT 1999, d_ubig BIGINT(20) UNSIGNED DEFAULT 5
+)"""
+
 SETUP = [
     "SET SESSION sql_mode = ''",
     ALL_TYPES,
     DEFAULTS,
+    MORE_DEFAULTS.format(table="more_defaults"),
     "CREATE TABLE keyless (a INT, b VARCHAR(10))",
     "CREATE TABLE composite (k1 INT, k2 VARCHAR(5), v VARCHAR(10), PRIMARY KEY (k2, k1))",
     "CREATE TABLE auto_inc (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(10) DEFAULT 'n')",
     f"CREATE TABLE {END_TABLE} (id INT PRIMARY KEY)",
     full_row(1), null_row(2), EXTREMES.replace("{id}", "3", 1),
     "INSERT INTO defaults () VALUES ()",
+    "INSERT INTO more_defaults (id, d_int_nn) VALUES (1, 0)",
     "INSERT INTO keyless VALUES (1, 'one'), (1, 'one'), (2, NULL)",
     "INSERT INTO composite VALUES (1, 'a', 'x'), (2, 'a', 'y')",
     "INSERT INTO auto_inc (note) VALUES ('first'), (DEFAULT)",
@@ -129,6 +155,11 @@ STREAM_WORKLOAD = [
     "INSERT INTO auto_inc2 (remark) VALUES ('table renamed')",
     "CREATE TABLE created_later (id BIGINT(20) UNSIGNED AUTO_INCREMENT PRIMARY KEY, note TEXT, n INT(11) DEFAULT 3)",
     "INSERT INTO created_later (note) VALUES ('first'), (NULL)",
+    MORE_DEFAULTS.format(table="more_defaults_later"),
+    "INSERT INTO more_defaults_later (id, d_int_nn) VALUES (1, 0)",
+    "UPDATE more_defaults_later SET d_tx = NULL, d_bits_short = NULL, d_ts3 = NULL WHERE id = 1",
+    "INSERT INTO more_defaults (id, d_int_nn, d_zero, d_zero_dt, d_zero_ts) VALUES (2, 1, '0000-00-00', "
+    "'0000-00-00 00:00:00', '0000-00-00 00:00:00')",
     "TRUNCATE keyless",
     "BEGIN", "INSERT INTO all_types (id, vc) VALUES (30, 'tx')", "UPDATE all_types SET vc = 'tx2' WHERE id = 30",
     "DELETE FROM all_types WHERE id = 30", "COMMIT",
@@ -184,7 +215,7 @@ class MariadbCompat:
     name = "mariadb"
     connector_artifact = CONNECTOR_ARTIFACT
     debezium_version = DEBEZIUM_MARIADB_VERSION
-    snapshot_events = 11  # the rows SETUP inserts
+    snapshot_events = 12  # the rows SETUP inserts
     masks = MASKS
     intentional = INTENTIONAL
 

@@ -100,6 +100,8 @@ class ColumnInfo:
     geometry_type: int | None = None  # spatial columns: 0 GEOMETRY, 1 POINT, 2 LINESTRING, … (MySQL's codes)
     # the declared type, when information_schema told it (the binlog does not): for error messages only
     type_name: str | None = field(default=None, compare=False)
+    # its DEFAULT as information_schema.COLUMNS.COLUMN_DEFAULT shows it (the table map has none; see defaults_known)
+    default: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -108,6 +110,7 @@ class TableSchema:
     table: str
     columns: tuple[ColumnInfo, ...]
     key_order: tuple[str, ...] = ()  # the primary key's columns in its own order, when known
+    defaults_known: bool = False  # the columns' defaults were read (information_schema); a table map has none
 
     @property
     def primary_key(self) -> tuple[str, ...]:

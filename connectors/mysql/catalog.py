@@ -5,6 +5,7 @@ snapshot row and a streamed row of the same table map to the same schema and val
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from pymysqlreplication.constants import FIELD_TYPE
 
@@ -43,7 +44,7 @@ def table_schema(connection, database: str, table: str) -> TableSchema:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH, "
-            "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY, COLLATION_NAME "
+            "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY, COLLATION_NAME, COLUMN_DEFAULT "
             "FROM information_schema.COLUMNS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table),
         )
@@ -53,11 +54,11 @@ def table_schema(connection, database: str, table: str) -> TableSchema:
             "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", (database, table),
         )
         key_order = tuple(row[0] for row in cursor.fetchall())
-    return TableSchema(database, table, tuple(_column(*row) for row in rows), key_order)
+    return TableSchema(database, table, tuple(_column(*row) for row in rows), key_order, defaults_known=True)
 
 
 def _column(name, data_type, column_type, nullable, charset, octets, precision, scale, fsp, key,
-            collation) -> ColumnInfo:
+            collation, default) -> ColumnInfo:
     data_type = data_type.lower()
     code = _TYPES.get(data_type)
     length_size = None
@@ -75,8 +76,22 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
         bits=precision if data_type == "bit" else None, length_size=length_size,
         enum_values=listed if data_type == "enum" else (), set_values=listed if data_type == "set" else (),
         primary=key == "PRI", type_name=column_type,
-        geometry_type=_GEOMETRY_TYPES.get(data_type),
+        geometry_type=_GEOMETRY_TYPES.get(data_type), default=default,
     )
+
+
+def column_defaults(connection, database: str, table: str) -> dict[str, str | None]:
+    """{column: its COLUMN_DEFAULT} of a table as information_schema shows it now (empty: no such table)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+                       "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (database, table))
+        return dict(cursor.fetchall())
+
+
+def with_defaults(schema: TableSchema, defaults: dict[str, str | None]) -> TableSchema:
+    """A table map's schema with its columns' defaults (`column_defaults`), matched by name."""
+    return replace(schema, columns=tuple(replace(c, default=defaults.get(c.name)) for c in schema.columns),
+                   defaults_known=True)
 
 
 def binlog_form(column: ColumnInfo, value):

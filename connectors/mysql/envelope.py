@@ -105,9 +105,7 @@ class TableEvents:
         fields = []
         self.converters = []
         for m in self.columns:
-            field_schema = m.schema.struct or s.primitive(m.schema.type, optional=m.schema.optional,
-                                                          name=m.schema.name, version=m.schema.version,
-                                                          parameters=m.schema.parameters or None)
+            field_schema = m.schema.as_schema()
             convert = m.value
             if m.schema.type == "string":
                 qualified = f"{table.database}.{table.table}.{m.column.name}"

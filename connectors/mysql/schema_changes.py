@@ -26,6 +26,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.mysql.binlog import SchemaStatement
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
+from connectors.mysql.defaults import default_expression
 from connectors.mysql.envelope import VERSION, source_schema
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
@@ -202,23 +203,6 @@ class SchemaChanges:
 
 
 _DECLARED_LENGTH = re.compile(r"^\w+\((\d+)")  # int(11), varchar(20), decimal(10,3), datetime(6), year(4)
-_NOW = re.compile(r"^(?:current_timestamp|now|localtime|localtimestamp)\b", re.I)
-
-
-def _default_expression(default: str | None) -> str | None:
-    """information_schema's COLUMN_DEFAULT as Debezium's parser keeps it: a literal without its quotes (inner
-    quotes left doubled), a bit literal's digits, CURRENT_TIMESTAMP as the epoch's text."""
-    if default is None or default == "NULL":
-        return None
-    if _NOW.match(default):
-        return "1970-01-01 00:00:00"
-    if len(default) >= 2 and default[0] == default[-1] == "'":
-        return default[1:-1]
-    if default[:2].lower() == "b'" and default.endswith("'"):
-        return default[2:-1]
-    return default
-
-
 def _structure(connection, database: str, table: str) -> dict | None:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -256,7 +240,7 @@ def _structure(connection, database: str, table: str) -> dict | None:
             "position": int(position), "optional": nullable == "YES", "autoIncremented": auto_increment,
             # Debezium's parser marks an AUTO_INCREMENT column generated too
             "generated": auto_increment or "generated" in (extra or "").lower() or "virtual" in (extra or "").lower(),
-            "comment": comment or None, "defaultValueExpression": _default_expression(default),
+            "comment": comment or None, "defaultValueExpression": default_expression(default),
             "enumValues": enum_values,  # quoted, as declared
         })
     return {"defaultCharsetName": found[0] if found else None, "primaryKeyColumnNames": primary,

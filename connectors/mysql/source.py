@@ -47,7 +47,7 @@ from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
 from connectors.mysql.overlap import ActiveOverlap
 from connectors.mysql.position import OVERLAP_FIELD, MySqlPosition, MySqlSnapshotProgress
-from connectors.mysql.schema_changes import SchemaChanges, truncated_table
+from connectors.mysql.schema_changes import SchemaChanges, affected_tables, truncated_table
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from connectors.mysql.status import binlog_files, bytes_behind, show_binlog_status
 
@@ -94,6 +94,9 @@ class MySqlEventBuilder:
         self._tables: dict[TableSchema, TableEvents] = {}
         self._last_table: tuple[TableSchema | None, TableEvents | None] = (None, None)  # the reader reuses schemas
         self._captured: dict[tuple[str, str], bool] = {}
+        # (database, table) -> {column: its DEFAULT} as information_schema shows it (a binlog table map has none): read
+        # when a table is first seen, and again as each DDL statement on it is handled
+        self._defaults: dict[tuple[str, str], dict[str, str | None]] = {}
         self._skipped = frozenset(config.skipped_operations)
         self.schema_changes = SchemaChanges(config) if config.include_schema_changes else None
 
@@ -103,10 +106,40 @@ class MySqlEventBuilder:
             return events
         events = self._tables.get(schema)
         if events is None:
-            events = TableEvents(self.config, schema)
+            events = TableEvents(self.config, self._with_defaults(schema))
             self._tables[schema] = events
         self._last_table = (schema, events)
         return events
+
+    def _with_defaults(self, schema: TableSchema) -> TableSchema:
+        if schema.defaults_known:
+            return schema
+        key = (schema.database, schema.table)
+        defaults = self._defaults.get(key)
+        if defaults is None:
+            connection = connect(self.config.connection)
+            try:
+                defaults = self._defaults[key] = catalog.column_defaults(connection, *key)
+            finally:
+                connection.close()
+        return catalog.with_defaults(schema, defaults)
+
+    def _refresh_defaults(self, statement: SchemaStatement) -> None:
+        """The defaults of the captured tables a DDL statement creates, alters or renames, read as it is handled:
+        when the connector is caught up, before any later DDL changes them again (docs/mariadb.md)."""
+        changed = [(kind, database, table) for kind, database, table in
+                   affected_tables(statement.ddl, statement.database) if self._captures(database, table)]
+        for _, database, table in changed:
+            self._defaults.pop((database, table), None)
+        kept = [(database, table) for kind, database, table in changed if kind != "DROP"]
+        if not kept:
+            return
+        connection = connect(self.config.connection)
+        try:
+            for key in kept:
+                self._defaults[key] = catalog.column_defaults(connection, *key)
+        finally:
+            connection.close()
 
     def _captures(self, database: str, table: str) -> bool:
         key = (database, table)
@@ -136,6 +169,7 @@ class MySqlEventBuilder:
         if type(change) is SchemaStatement:
             self._tables.clear()
             self._last_table = (None, None)
+            self._refresh_defaults(change)
             messages = [] if self.schema_changes is None else self.schema_changes.messages(change)
             truncated = self._truncate_messages(change)
             if truncated:

@@ -24,6 +24,7 @@ from connectors.events import schema as s
 from connectors.events.json_converter import unscaled_bytes
 from connectors.events.schema import Schema
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
+from connectors.mysql.defaults import default_expression, default_value
 
 MODES = {
     "decimal.handling.mode": ("precise", "double", "string"),
@@ -62,7 +63,7 @@ class TypeOptions:
 
 @dataclass(frozen=True)
 class FieldSchema:
-    """A Kafka Connect field schema: type, optional, logical name, version and parameters."""
+    """A Kafka Connect field schema: type, optional, logical name, version, parameters and default."""
 
     type: str  # int16, int32, int64, float32, float64, boolean, string, bytes, struct
     optional: bool
@@ -70,6 +71,7 @@ class FieldSchema:
     version: int | None = None
     parameters: dict[str, str] = field(default_factory=dict)
     struct: Schema | None = None  # a struct's whole schema (connectors.events.schema)
+    default: object = s.NO_DEFAULT  # the Connect value of the column's DEFAULT
 
     def to_json(self, field_name: str) -> dict:
         """As JsonConverter writes a struct field's schema."""
@@ -82,8 +84,15 @@ class FieldSchema:
             out["version"] = self.version
         if self.parameters:
             out["parameters"] = dict(self.parameters)
+        if self.default is not s.NO_DEFAULT:
+            out["default"] = json.loads(json_converter.value_json(self.as_schema(), self.default))
         out["field"] = field_name
         return out
+
+    def as_schema(self) -> Schema:
+        """The field's schema (connectors.events.schema)."""
+        return self.struct or s.primitive(self.type, optional=self.optional, name=self.name, version=self.version,
+                                          parameters=self.parameters or None, default=self.default)
 
 
 @dataclass(frozen=True)
@@ -119,12 +128,28 @@ def to_json(schema: FieldSchema, value):
 
 
 def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions()) -> ColumnMapping:
+    """The column's schema and converter; its schema has the column's DEFAULT (`column.default`, information_schema's
+    text) converted as Debezium does (connectors/mysql/defaults.py), which a NOT NULL column's zero dates also take."""
+    plain = _mapping(column, options, s.NO_DEFAULT)
+    expression = default_expression(column.default)
+    if expression is None:
+        return plain
+    value = default_value(column, expression)
+    try:
+        default = plain.value(value)
+    except (ValueError, ArithmeticError, KeyError, OverflowError):
+        default = None  # a text the converter cannot read: no default, as in Debezium
+    return plain if default is None else _mapping(column, options, default)
+
+
+def _mapping(column: ColumnInfo, options: TypeOptions, default) -> ColumnMapping:
     """MariaDB's JSON is LONGTEXT with a json_valid() check: a plain string, as in Debezium's MariaDB connector
     (only MySQL's binary JSON is `io.debezium.data.Json`)."""
     def of(type_, convert, name=None, parameters=None, version=None):
         if name and version is None:
             version = 1
-        return ColumnMapping(column, FieldSchema(type_, column.nullable, name, version, parameters or {}), convert)
+        return ColumnMapping(column, FieldSchema(type_, column.nullable, name, version, parameters or {},
+                                                 default=default), convert)
 
     code = column.type_code
     if code == FIELD_TYPE.TINY:
@@ -164,13 +189,13 @@ def mapping(column: ColumnInfo, options: TypeOptions = TypeOptions()) -> ColumnM
     if code == FIELD_TYPE.JSON:
         return of("string", _json_text, "io.debezium.data.Json")
     if code in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
-        return _date(column, options, of)
+        return _date(column, options, of, default)
     if code in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
         return _time(column, options, of)
     if code in (FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2):
-        return _datetime(column, options, of)
+        return _datetime(column, options, of, default)
     if code in (FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2):
-        return _timestamp(column, of)
+        return _timestamp(column, of, default)
     if code in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
         if _is_binary(column):
             pad = column.max_length if code == FIELD_TYPE.STRING else None
@@ -309,15 +334,18 @@ def _binary(options, of, pad: int | None):
     return of("bytes", raw)
 
 
-def _zero(column: ColumnInfo, epoch_value):
-    """Zero dates: null when the column allows it, else the epoch (Debezium's rule)."""
-    return None if column.nullable else epoch_value
+def _zero(column: ColumnInfo, epoch_value, default=s.NO_DEFAULT):
+    """Zero dates: null when the column allows it, else its default, else the epoch (Debezium's rule: a zero date is
+    read as null, and a NOT NULL column's null value as its default or the type's fallback)."""
+    if column.nullable:
+        return None
+    return epoch_value if default is s.NO_DEFAULT else default
 
 
-def _date(column, options, of):
+def _date(column, options, of, default):
     def days(value):
         if value is ZERO_DATE:
-            return _zero(column, 0)
+            return _zero(column, 0, default)
         return (value - EPOCH_DAY).days
 
     if options.time_precision_mode == "connect":
@@ -335,7 +363,7 @@ def _time(column, options, of):
     return of("int64", _micros, "io.debezium.time.MicroTime")
 
 
-def _datetime(column, options, of):
+def _datetime(column, options, of, default):
     def micros(value):
         if value is ZERO_DATE:
             return None
@@ -343,14 +371,15 @@ def _datetime(column, options, of):
 
     def millis(value):
         if value is ZERO_DATE:
-            return _zero(column, 0)
+            return _zero(column, 0, default)
         return micros(value) // 1000
 
     if options.time_precision_mode == "connect":
         return of("int64", millis, "org.apache.kafka.connect.data.Timestamp")
     if (column.fsp or 0) <= 3:
         return of("int64", millis, "io.debezium.time.Timestamp")
-    return of("int64", lambda v: _zero(column, 0) if v is ZERO_DATE else micros(v), "io.debezium.time.MicroTimestamp")
+    return of("int64", lambda v: _zero(column, 0, default) if v is ZERO_DATE else micros(v),
+              "io.debezium.time.MicroTimestamp")
 
 
 class SelectedTimestamp(datetime.datetime):
@@ -363,12 +392,15 @@ class SelectedTimestamp(datetime.datetime):
                    value.tzinfo)
 
 
-def _timestamp(column, of):
+def _timestamp(column, of, default):
     fsp = column.fsp or 0
 
     def iso(value):
-        # the binlog holds TIMESTAMP as seconds since the epoch (UTC); 0 is the zero value '0000-00-00 00:00:00'
-        if value is ZERO_DATE or value == EPOCH:
+        # the binlog holds TIMESTAMP as seconds since the epoch (UTC); 0 is the zero value '0000-00-00 00:00:00',
+        # which Debezium's binlog reader gives as the epoch, where a SELECT (a snapshot) reads null
+        if value is ZERO_DATE:
+            return _zero(column, "1970-01-01T00:00:00Z", default)
+        if value == EPOCH:
             return _zero(column, "1970-01-01T00:00:00Z")
         text = value.strftime("%Y-%m-%dT%H:%M:%S")
         if fsp and not isinstance(value, SelectedTimestamp):
