@@ -143,9 +143,11 @@ class SchemaChanges:
         self.key_schema = key_schema(config.mariadb)
         self.value_schema = value_schema(config.mariadb)
 
-    def messages(self, statement: SchemaStatement, snapshot: str = "false") -> list[OutMessage]:
+    def messages(self, statement: SchemaStatement, snapshot: str = "false", row: int = 0) -> list[OutMessage]:
         """The schema change records of a statement (`snapshot`: the source block's marker, "true" for the
-        statements a snapshot writes, which are not filtered): one per table a DROP TABLE removes, else one."""
+        statements a snapshot writes, which are not filtered; `row`: the source block's, the row number of the last
+        captured row before it, as Debezium's offset context leaves it): one per table a DROP TABLE removes, else
+        one."""
         if truncated_table(statement.ddl, statement.database) is not None:
             return []  # Debezium writes the table's truncate event only
         changes = affected_tables(statement.ddl, statement.database)
@@ -159,12 +161,12 @@ class SchemaChanges:
                 return []
         if captured and captured[0][0] == "DROP":
             prefix, suffix = _drop_parts(statement.ddl)
-            return [self._message(statement, snapshot, [change], f"{prefix}{_quoted(change[1], change[2])}{suffix}")
-                    for change in captured]
-        return [self._message(statement, snapshot, captured, statement.ddl)]
+            return [self._message(statement, snapshot, [change], f"{prefix}{_quoted(change[1], change[2])}{suffix}",
+                                  row) for change in captured]
+        return [self._message(statement, snapshot, captured, statement.ddl, row)]
 
     def _message(self, statement: SchemaStatement, snapshot: str, captured: list[tuple[str, str, str]],
-                 ddl: str) -> OutMessage:
+                 ddl: str, row: int) -> OutMessage:
         table_changes = list(self._describe(captured))
         database = captured[0][1] if captured else statement.database
         position = statement.start or statement.position
@@ -174,7 +176,7 @@ class SchemaChanges:
             "db": database, "sequence": None, "ts_us": statement.ts_sec * 1_000_000,
             "ts_ns": statement.ts_sec * 1_000_000_000, "table": ",".join(c[2] for c in captured) or None,
             "server_id": statement.server_id, "gtid": statement.gtid, "file": position.file or "",
-            "pos": position.pos or 0, "row": 0, "thread": None, "query": None,
+            "pos": position.pos or 0, "row": row, "thread": None, "query": None,
         }
         value = {"source": source, "ts_ms": int(time.time() * 1000), "databaseName": database, "schemaName": None,
                  "ddl": ddl, "tableChanges": table_changes}

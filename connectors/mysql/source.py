@@ -97,6 +97,9 @@ class MySqlEventBuilder:
         # (database, table) -> {column: its DEFAULT} as information_schema shows it (a binlog table map has none): read
         # when a table is first seen, and again as each DDL statement on it is handled
         self._defaults: dict[tuple[str, str], dict[str, str | None]] = {}
+        # the row number of the last row of a captured table (skipped operations too): Debezium's offset context
+        # keeps it, and its schema change and truncate events carry it as source.row
+        self._last_row = 0
         self._skipped = frozenset(config.skipped_operations)
         self.schema_changes = SchemaChanges(config) if config.include_schema_changes else None
 
@@ -154,8 +157,10 @@ class MySqlEventBuilder:
             if change is None:
                 return None
             schema = change.schema
-            if (change.op in self._skipped or not self._captures(schema.database, schema.table)
-                    or not self.config.captures_gtid(change.gtid)):
+            if not self._captures(schema.database, schema.table) or not self.config.captures_gtid(change.gtid):
+                return None
+            self._last_row = change.row
+            if change.op in self._skipped:
                 return None
             source = self._source(change)
             if self.transactions is None:
@@ -170,7 +175,7 @@ class MySqlEventBuilder:
             self._tables.clear()
             self._last_table = (None, None)
             self._refresh_defaults(change)
-            messages = [] if self.schema_changes is None else self.schema_changes.messages(change)
+            messages = [] if self.schema_changes is None else self.schema_changes.messages(change, row=self._last_row)
             truncated = self._truncate_messages(change)
             if truncated:
                 return "t", messages + truncated
@@ -195,8 +200,11 @@ class MySqlEventBuilder:
             if streamed and type(change) is RowChange:
                 schema = change.schema
                 operation = change.op
-                if (operation in skipped or not self._captures(schema.database, schema.table)
-                        or not captures_gtid(change.gtid)):
+                if not self._captures(schema.database, schema.table) or not captures_gtid(change.gtid):
+                    built.filtered += 1
+                    continue
+                self._last_row = change.row
+                if operation in skipped:
                     built.filtered += 1
                     continue
                 at = (change.file, change.pos)
@@ -231,7 +239,7 @@ class MySqlEventBuilder:
         events = TableEvents(self.config, schema)
         position = statement.start or statement.position
         source = SourceInfo(database, table, statement.ts_sec * 1000, statement.server_id, position.file or "",
-                            position.pos or 0, 0, "false", statement.gtid,
+                            position.pos or 0, self._last_row, "false", statement.gtid,
                             query=statement.ddl if self.config.include_query else None)
         return events.truncate_messages(source)  # a statement outside BEGIN/COMMIT: no transaction block
 

@@ -1,7 +1,8 @@
 """The CI short form of `python -m bench.compat --source mariadb`: Debezium's MariaDB connector (3.5.0.Final, one Kafka
 Connect JVM) and ours on the same workload (every type of docs/mariadb.md's table, NULLs, extremes, DDL, TRUNCATE,
-key changes, a keyless table, transactions, snapshot and stream), schemas on; any difference but the masked values
-and those listed as intended (bench/compat/mariadb.py, docs/mariadb.md) fails, with the comparison's report."""
+key changes, a keyless table, transactions, snapshot and stream, column defaults of every type), schemas on; any
+difference but the masked values and those listed as intended (bench/compat/mariadb.py, docs/mariadb.md) fails,
+with the comparison's report."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from bench.compat.mariadb import MariadbCompat
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-@pytest.mark.xfail(strict=True, reason="column defaults are not in MariaDB's Connect schemas yet (and with them a NOT "
-                   "NULL zero date's fallback to its default, and a NULL written as the default by JsonConverter)")
 @pytest.mark.timeout(1500)
 def test_mariadb_events_are_debeziums_byte_for_byte(stack):
     outcome = run.run(MariadbCompat(), stack.kafka_bootstrap, schemas_enable=True, timeout=600)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from connectors.mysql import catalog
 from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
 from connectors.mysql.status import show_binlog_status
@@ -26,11 +27,18 @@ pytestmark = pytest.mark.integration
 
 
 def read_rows(mariadb, database, start, options=TypeOptions()):
+    """The rows' columns mapped with the table's defaults from information_schema, as the connector maps them."""
     changes = read_to_end(mariadb.cdc, 6101, start, database)
     rows = []
+    connection = connect(mariadb.admin)
+    try:
+        defaults = catalog.column_defaults(connection, database, "all_types")
+    finally:
+        connection.close()
     for change in changes:
         if isinstance(change, RowChange):
-            maps = {c.name: mapping(c, options) for c in change.schema.columns}
+            schema = catalog.with_defaults(change.schema, defaults)
+            maps = {c.name: mapping(c, options) for c in schema.columns}
             rows.append({name: (m.schema, m.json_value(change.after[name])) for name, m in maps.items()})
     return rows
 
