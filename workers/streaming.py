@@ -17,7 +17,7 @@ from django.db import close_old_connections
 
 from cdcplatform.celery import app
 from connectors.config.types import ConfigError
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config
 from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
