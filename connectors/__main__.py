@@ -19,7 +19,7 @@ import sys
 import threading
 
 from connectors.config.types import ConfigError
-from connectors.core.errors import ConnectorError, UnknownConnectorClass
+from connectors.errors import ConnectorError, UnknownConnectorClass
 from connectors.sources import engine_config, validate
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors.config.types import ConfigError, Problem
-from connectors.core.errors import UnknownConnectorClass
+from connectors.errors import UnknownConnectorClass
 
 MONGODB = "mongodb"
 POSTGRES = "postgres"

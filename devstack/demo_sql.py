@@ -107,8 +107,6 @@ def mariadb_properties(name: str, cdc_dsn: str | None = None) -> dict:
         "database.include.list": "shop",
         "signal.data.collection": f"shop.{SIGNAL_TABLE}",
         "heartbeat.interval.ms": 5000,
-        # stated, as in demo.py (the MySQL/MariaDB connector names them as Kafka Connect's converters do)
-        "key.converter.schemas.enable": "false",
-        "value.converter.schemas.enable": "false",
+        "schemas.enable": "false",  # stated, as in demo.py
         "snapshot.mode": RESNAPSHOT_WHEN_NEEDED,
     }

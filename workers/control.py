@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import redis
 
-from workers.leases import holder
+from workers.leases import current, holder, lease_key
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,12 @@ def running_pipelines(name: str) -> dict[str, str]:
         if worker is not None:
             found[key[len(prefix):]] = worker
     return found
+
+
+def current_lease(name: str, replica_set: str) -> str | None:
+    """The value (`owner|token`) of the lease a pipeline of `name` holds on `replica_set` now, None when no pipeline
+    runs it; raises redis.RedisError."""
+    return current(client(), lease_key(name, replica_set))
 
 
 def wait_until_stopped(name: str, timeout: float, interval: float = 0.1) -> bool:

@@ -57,12 +57,16 @@ def revoke(client: redis.Redis, key: str, value: str) -> bool:
     return bool(client.eval(_RELEASE, 1, key, value))
 
 
+def current(client: redis.Redis, key: str) -> str | None:
+    """The value (`owner|token`) of the lease held now, or None when it is free."""
+    value = client.get(key)
+    return None if value is None else value.decode()
+
+
 def holder(client: redis.Redis, key: str) -> str | None:
     """The worker holding a lease, or None when it is free."""
-    value = client.get(key)
-    if value is None:
-        return None
-    return value.decode().split("|", 1)[0]
+    value = current(client, key)
+    return None if value is None else value.split("|", 1)[0]
 
 
 class LeaseKeeper(threading.Thread):

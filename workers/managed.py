@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import redis
 
-from connectors.core.errors import ConnectorError
 from connectors.core.pipeline import Pipeline
 from connectors.core.snapshot.executors import ChunkExecutorFactory
 from connectors.core.source import Partition, Source
+from connectors.errors import ConnectorError
 from connectors.sources import open_source
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
@@ -57,6 +57,7 @@ class ManagedPipeline:
     worker: str
     report: Callable[[dict], None] = lambda state: None
     lease_ttl_ms: int = 10_000
+    lease: Lease | None = None  # the lease it runs under (its value goes with its reports); default: a new one
     report_interval: float = 1.0
     chunk_executor: ChunkExecutorFactory | None = None  # who reads snapshot chunks (default: threads)
     acknowledge: Acknowledge = lambda kind, request_id, status, reason: None
@@ -69,14 +70,18 @@ class ManagedPipeline:
     _status_at: float = field(default=float("-inf"), init=False, repr=False)
     _last_status: dict | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.lease is None:
+            self.lease = Lease(self.redis_client, lease_key(self.config.name, self.partition.name), self.worker,
+                               self.lease_ttl_ms)
+
     def request_stop(self, reason: str) -> None:
         if not self.stop.is_set():
             self.stop_reason = reason
             self.stop.set()
 
     def run(self) -> Outcome:
-        lease = Lease(self.redis_client, lease_key(self.config.name, self.partition.name), self.worker,
-                      self.lease_ttl_ms)
+        lease = self.lease
         if not lease.acquire():
             return Outcome("busy", "another worker holds the lease")
         self._listening = listener_key(self.config.name, self.partition.name)
@@ -226,7 +231,7 @@ class ManagedPipeline:
 
     def _mark_listening(self) -> None:
         try:
-            self.redis_client.set(self._listening, self.worker, px=self.lease_ttl_ms)
+            self.redis_client.set(self._listening, self.worker, px=self.lease.ttl_ms)
         except redis.RedisError as error:
             log.debug("listening mark of %s not written: %s", self.config.name, error)
 

@@ -17,12 +17,13 @@ from django.db import close_old_connections
 
 from cdcplatform.celery import app
 from connectors.config.types import ConfigError
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config
 from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus
 from web.connectors.services import finish_request, mark_snapshot, report_observed
 from workers import control
+from workers.leases import Lease, lease_key
 from workers.managed import ManagedPipeline
 from workers.pipeline_process import run_in_process, stop_all
 from workers.publish import publish_metrics
@@ -39,7 +40,9 @@ def worker_name(task) -> str:
     return task.request.hostname or socket.gethostname()
 
 
-def _reporter(name: str, replica_set: str, worker: str):
+def _reporter(name: str, replica_set: str, worker: str, lease: str | None = None):
+    """Stores a pipeline's reports; `lease` is the value of the lease it runs under (a report of a pipeline whose
+    lease another one took over changes nothing: services.report_observed)."""
     reported = {"phase_number": 0}
 
     def report(state: dict) -> None:
@@ -55,8 +58,8 @@ def _reporter(name: str, replica_set: str, worker: str):
             reported["phase_number"] = entered[-1][0]
         try:
             for short in passed:
-                report_observed(name, replica_set, worker=worker, phase=short)
-            report_observed(name, replica_set, worker=worker, phase=phase, metrics=state)
+                report_observed(name, replica_set, worker=worker, phase=short, lease=lease)
+            report_observed(name, replica_set, worker=worker, phase=phase, metrics=state, lease=lease)
         finally:
             close_old_connections()
         publish_metrics(state)
@@ -117,8 +120,9 @@ def run_partition(connector_name: str, replica_set: str, worker: str, resolved: 
     pending = _pending_snapshots(connector)
     version = config_version(connector)
     close_old_connections()
+    lease = Lease(control.client(), lease_key(connector_name, target.name), worker)
     managed = ManagedPipeline(config, target, settings.KAFKA_BOOTSTRAP_SERVERS, control.client(), worker,
-                              report=_reporter(connector_name, target.name, worker),
+                              lease=lease, report=_reporter(connector_name, target.name, worker, lease.value),
                               chunk_executor=_chunk_executor(connector, worker),
                               acknowledge=_acknowledge, pending_snapshots=pending, config_version=version,
                               source=source)
@@ -126,7 +130,8 @@ def run_partition(connector_name: str, replica_set: str, worker: str, resolved: 
     outcome = managed.run()
     if outcome.status != "busy":
         phase = Phase.FAILED if outcome.status == "failed" else Phase.STOPPED
-        report_observed(connector_name, target.name, worker=worker, phase=phase, error=outcome.error)
+        report_observed(connector_name, target.name, worker=worker, phase=phase, error=outcome.error,
+                        lease=lease.value)
         close_old_connections()
     log.info("pipeline %s/%s ended: %s %s", connector_name, target.name, outcome.status, outcome.error or "")
     return {"status": outcome.status, "reason": outcome.reason, "error": outcome.error, "replica_set": target.name}

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from cdcplatform.celery import app
 from connectors.config.types import ConfigError
-from connectors.core.errors import ConnectorError
 from connectors.core.verify import VerifyOptions
+from connectors.errors import ConnectorError
 from connectors.verify_run import verify_connector
 from web.connectors import definitions
 from web.connectors.verify_models import VerifyRun, VerifyStatus

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.core import hashing
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.secrets import MASK, Secret
 
 MASK_PROPERTY = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")

@@ -30,7 +30,6 @@ from connectors.core.config import (
     SNAPSHOT_WHEN_NEEDED,
     EngineConfig,
 )
-from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.coordinator import InitialSnapshot
 from connectors.core.snapshot.executors import ChunkExecutor, ChunkExecutorFactory, SnapshotContext
@@ -47,6 +46,7 @@ from connectors.core.source import (
     StoredOffset,
 )
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
+from connectors.errors import ConnectorError, HistoryLost
 from connectors.kafka import PIPELINE_LANES, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT

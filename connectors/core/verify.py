@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
 from connectors.core.verify_events import canonical, field_diff, key_text, loads, read_event, row_hash
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
+from connectors.errors import ConnectorError
 from connectors.kafka.offsets import OffsetStore
 from connectors.kafka.sink import OutMessage
 

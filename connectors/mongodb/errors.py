@@ -1,8 +1,8 @@
-"""MongoDB's errors a user can act on (the engine's own are connectors.core.errors)."""
+"""MongoDB's errors a user can act on (the engine's own are connectors.errors)."""
 
 from __future__ import annotations
 
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 
 
 class NotAReplicaSet(ConnectorError):

@@ -24,9 +24,9 @@ from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from connectors.config.types import CaptureScope
-from connectors.core.errors import ConnectorError, HistoryLost
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.errors import ConnectorError, HistoryLost
 from connectors.mongodb.change_batches import ChangeCursor
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet

@@ -15,8 +15,8 @@ import dataclasses
 from bson import MaxKey, MinKey, Timestamp
 from pymongo.read_concern import ReadConcern
 
-from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.errors import ConnectorError
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
 from connectors.mongodb.config import ConnectorConfig

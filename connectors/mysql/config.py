@@ -111,8 +111,9 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "incremental.snapshot.chunk.size": ("incremental_snapshot_chunk_size", 1024, _POSITIVE),
     "skipped.operations": ("skipped_operations", ("t",), _ops),
     "tombstones.on.delete": ("tombstones_on_delete", True, values.parse_bool),
-    "key.converter.schemas.enable": ("key_schemas_enable", True, values.parse_bool),
-    "value.converter.schemas.enable": ("value_schemas_enable", True, values.parse_bool),
+    "schemas.enable": ("schemas_enable", False, values.parse_bool),
+    "key.converter.schemas.enable": ("key_schemas_enable", None, values.parse_bool),
+    "value.converter.schemas.enable": ("value_schemas_enable", None, values.parse_bool),
     "max.batch.size": ("max_batch_size", 2048, _POSITIVE),
     "max.queue.size": ("max_queue_size", 8192, _POSITIVE),
     "poll.interval.ms": ("poll_interval_ms", 500, _POSITIVE),
@@ -181,8 +182,9 @@ class MySqlConfig(DerivedTopicNames):
     incremental_snapshot_chunk_size: int = 1024
     skipped_operations: tuple[str, ...] = ("t",)
     tombstones_on_delete: bool = True
-    key_schemas_enable: bool = True
-    value_schemas_enable: bool = True
+    schemas_enable: bool = False
+    key_schemas_enable: bool | None = None  # None: as schemas.enable (read key_schemas / value_schemas)
+    value_schemas_enable: bool | None = None
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500

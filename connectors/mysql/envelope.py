@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.json_converter import string_json
@@ -171,7 +171,7 @@ class TableEvents:
             "{" + ",".join(prefix + encode(row[name]) for name, prefix, encode in self._key_encoders) + "}")
 
     def _key_bytes(self, payload: str) -> bytes:
-        if not self.config.key_schemas_enable:
+        if not self.config.key_schemas:
             return payload.encode()
         return f'{{"schema":{self._key_schema_json},"payload":{payload}}}'.encode()
 
@@ -190,7 +190,7 @@ class TableEvents:
         """Debezium's truncate event: op "t", no key, before and after null."""
         payload = self._envelope_json("t", "null", "null", source, time.time_ns() if now_ns is None else now_ns,
                                       transaction)
-        if self.config.value_schemas_enable:
+        if self.config.value_schemas:
             payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
         return [OutMessage(self.topic, None, payload.encode())]
 
@@ -201,7 +201,7 @@ class TableEvents:
     def _event(self, op: str, before: dict | None, after: dict | None, source: SourceInfo,
                transaction: dict | None, now_ns: int, headers: list | None = None) -> list[OutMessage]:
         payload = self._envelope_json(op, self._row_json(before), self._row_json(after), source, now_ns, transaction)
-        if self.config.value_schemas_enable:
+        if self.config.value_schemas:
             payload = f'{{"schema":{self._value_schema_json},"payload":{payload}}}'
         key = self._key_json(after if after is not None else before)
         out = [OutMessage(self.topic, key, payload.encode(), headers)]
@@ -226,7 +226,7 @@ class TableEvents:
         ms = source.ts_ms
         text = self._texts.json
         schema_head, schema_tail = (f'{{"schema":{self._value_schema_json},"payload":', "}"
-                                    ) if self.config.value_schemas_enable else ("", "")
+                                    ) if self.config.value_schemas else ("", "")
         return (
             f'{schema_head}{{"before":',
             ',"after":',

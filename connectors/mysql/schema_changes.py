@@ -181,8 +181,8 @@ class SchemaChanges:
         value = {"source": source, "ts_ms": int(time.time() * 1000), "databaseName": database, "schemaName": None,
                  "ddl": ddl, "tableChanges": table_changes}
         key = {"databaseName": database}
-        return OutMessage(self.config.topic_prefix, self._encode(self.key_schema, key, self.config.key_schemas_enable),
-                          self._encode(self.value_schema, value, self.config.value_schemas_enable))
+        return OutMessage(self.config.topic_prefix, self._encode(self.key_schema, key, self.config.key_schemas),
+                          self._encode(self.value_schema, value, self.config.value_schemas))
 
     @staticmethod
     def _encode(schema: Schema, value: dict, schemas_enable: bool) -> bytes:

@@ -19,12 +19,12 @@ from typing import Any
 
 import pymysql
 
-from connectors.core.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.source import BuiltChanges, ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
@@ -88,8 +88,8 @@ class MySqlEventBuilder:
                  overlap: ActiveOverlap | None = None):
         self.config = config
         self.overlap = overlap or ActiveOverlap()  # what chunks read in views of their own already hold
-        self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas_enable,
-                                                 config.value_schemas_enable, transaction_state)
+        self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas,
+                                                 config.value_schemas, transaction_state)
                              if config.provide_transaction_metadata else None)
         self._tables: dict[TableSchema, TableEvents] = {}
         self._last_table: tuple[TableSchema | None, TableEvents | None] = (None, None)  # the reader reuses schemas
@@ -271,9 +271,9 @@ class MySqlEventBuilder:
             finally:
                 connection.close()
         key = json_converter.envelope(_HEARTBEAT_KEY, {"serverName": self.config.topic_prefix},
-                                      self.config.key_schemas_enable)
+                                      self.config.key_schemas)
         value = json_converter.envelope(_HEARTBEAT_VALUE, {"ts_ms": int(time.time() * 1000)},
-                                        self.config.value_schemas_enable)
+                                        self.config.value_schemas)
         return [OutMessage(self.config.heartbeat_topic_name, key.encode(), value.encode())]
 
     def transaction_state(self) -> dict | None:

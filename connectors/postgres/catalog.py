@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from connectors.core.columns import ColumnRules
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.postgres.types import BUILTIN_ARRAYS, BUILTIN_NAMES, ColumnType, builtin
 
 _TYPE = """

@@ -119,8 +119,8 @@ def test_fast_encoding_is_json_converters(mariadb, mariadb_db):
                 written = events.messages("u", full, same_key, source, block, now_ns=123456789)[0]
                 assert written.value == json_converter.envelope(
                     events.value_schema, events.value("u", before, events.row(same_key), source, 123456789, block),
-                    config.value_schemas_enable).encode()
-                key = json_converter.envelope(events.key_schema, {"id": full["id"]}, config.key_schemas_enable)
+                    config.value_schemas).encode()
+                key = json_converter.envelope(events.key_schema, {"id": full["id"]}, config.key_schemas)
                 assert written.key == key.encode()
             key = json_converter.value_json(events.key_schema, {"id": before["id"]})
             assert events.key(before) == key.encode()  # key.converter.schemas.enable=false in properties()

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from connectors.core.collector import BATCH_THRESHOLDS
-from connectors.core.errors import HistoryLost
+from connectors.errors import HistoryLost
 from connectors.kafka import OffsetStore
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.pgoutput import lsn_from_text

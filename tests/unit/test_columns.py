@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from connectors.core.columns import ColumnHash, ColumnRules, length_rule, parse_key_columns
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.events import schema as s
 from connectors.events.json_converter import schema_json
 from connectors.secrets import Secret

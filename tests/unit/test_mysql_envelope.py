@@ -8,7 +8,7 @@ import json
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE
 
-from connectors.core.errors import ConnectorError
+from connectors.errors import ConnectorError
 from connectors.mysql.binlog import ColumnInfo, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import SourceInfo, TableEvents
@@ -26,7 +26,8 @@ SOURCE = SourceInfo("shop", "users", 1_700_000_000_000, 1, "mariadb-bin.000001",
 
 
 def events(**props) -> TableEvents:
-    return TableEvents(MySqlConfig.from_properties({**BASE, **props}), TABLE)
+    """The table's events with schemas on, unless `props` turn them off."""
+    return TableEvents(MySqlConfig.from_properties({**BASE, "schemas.enable": "true", **props}), TABLE)
 
 
 def test_mariadb_and_mysql_classes_name_their_source():
@@ -110,7 +111,8 @@ def test_masked_hashed_and_truncated_columns_mark_their_schemas():
         ColumnInfo("pin", FIELD_TYPE.STRING, True, charset="latin1", collation="latin1_swedish_ci", max_length=8),
         ColumnInfo("team", FIELD_TYPE.LONG, True),
     ))
-    config = MySqlConfig.from_properties({**BASE, "column.truncate.to.3.chars": r"shop\.users\..*",
+    config = MySqlConfig.from_properties({**BASE, "schemas.enable": "true",
+                                          "column.truncate.to.3.chars": r"shop\.users\..*",
                                           "column.mask.hash.SHA-256.with.salt.s": r"shop\.users\.(id|team)",
                                           "column.mask.with.2.chars": r"shop\.users\.pin"})
     built = TableEvents(config, table)

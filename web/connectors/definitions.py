@@ -12,7 +12,7 @@ from django.db import transaction
 
 from connectors import sources
 from connectors.config.types import ConfigError, Problem
-from connectors.core.errors import UnknownConnectorClass
+from connectors.errors import UnknownConnectorClass
 from web.connectors import properties as props
 from web.connectors.models import Connector, ConnectorFilter
 

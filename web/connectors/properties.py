@@ -21,7 +21,7 @@ from typing import Any
 
 from connectors.config.types import HASH_MASK_PREFIX, SNAPSHOT_FILTER_PREFIX
 from connectors.config.values import join_list, split_list
-from connectors.core.errors import UnknownConnectorClass
+from connectors.errors import UnknownConnectorClass
 from connectors.secrets import MASK, redact_connection_string
 from connectors.sources import MONGODB, source_kind
 

@@ -426,13 +426,21 @@ def request_snapshot(connector: Connector, collections: list[str], query: str = 
 # --- observed state (called by the worker side) ---------------------------------------------------------------------
 
 def report_observed(connector_name: str, replica_set: str, *, worker: str, phase: str | None,
-                    metrics: dict | None = None, error: str | None = None) -> ReplicaSetState | None:
+                    metrics: dict | None = None, error: str | None = None,
+                    lease: str | None = None) -> ReplicaSetState | None:
     """Stores what a worker reports about one pipeline. None when the connector was deleted meanwhile. `phase`
-    None (a pipeline starting) keeps the stored phase, and stores nothing before a pipeline's first phase."""
+    None (a pipeline starting) keeps the stored phase, and stores nothing before a pipeline's first phase.
+
+    `lease` is the value of the lease the reporting pipeline runs (or ran) under. While another pipeline holds the
+    partition's lease, the report is stale (a worker frozen past its lease, fenced since): it changes nothing, and
+    a phase change or error it carries goes only to the activity log, marked as not stored."""
     now = timezone.now()
     connector = Connector.objects.filter(name=connector_name).first()
     if connector is None:
         return None
+    successor = _lease_successor(connector_name, replica_set, lease)
+    if successor is not None:
+        return _record_superseded(connector, replica_set, worker, successor, phase, error, now)
     if phase is None:
         stored = ReplicaSetState.objects.filter(connector=connector, replica_set=replica_set).first()
         if stored is None:
@@ -462,6 +470,33 @@ def report_observed(connector_name: str, replica_set: str, *, worker: str, phase
         record_activity(connector, replica_set, ActivityKind.ERROR, error, worker=worker, at=now)
     _settle_start_requests(connector, replica_set, phase, error)
     return state
+
+
+def _lease_successor(connector_name: str, replica_set: str, lease: str | None) -> str | None:
+    """The worker holding the partition's lease when it is not `lease`; None when `lease` is still held, no one
+    holds it (a pipeline's last report comes after it released it), or Redis cannot tell."""
+    if lease is None:
+        return None
+    try:
+        held = control.current_lease(connector_name, replica_set)
+    except redis.RedisError as error:
+        log.warning("could not read the lease of %s/%s (%s); storing the report of its pipeline", connector_name,
+                    replica_set, error)
+        return None
+    if held is None or held == lease:
+        return None
+    return held.split("|", 1)[0]
+
+
+def _record_superseded(connector: Connector, replica_set: str, worker: str, successor: str, phase: str | None,
+                       error: str | None, now) -> ReplicaSetState | None:
+    stored = ReplicaSetState.objects.filter(connector=connector, replica_set=replica_set).first()
+    if phase is not None and (error or stored is None or stored.phase != phase):
+        said = Phase(phase).value + (f": {error}" if error else "")
+        record_activity(connector, replica_set, ActivityKind.STATE,
+                        f"{said} (on {worker}, which no longer holds {replica_set}: {successor} runs it; "
+                        "not stored)", worker=worker, at=now)
+    return stored
 
 
 ACTIVITY_KEPT = 500  # entries per connector; older ones are deleted as new ones come

@@ -27,7 +27,6 @@ from bson.raw_bson import RawBSONDocument
 from pymongo.errors import PyMongoError
 
 from connectors.config.types import CaptureScope
-from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import (
     ROW,
@@ -37,6 +36,7 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_PREFIX,
     StreamEvent,
 )
+from connectors.errors import ConnectorError
 from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, watch_target
 from connectors.mongodb.rawjson import RawChangeEvent, decoded, document_key, raw_snapshot_options

@@ -1,5 +1,8 @@
 """Errors a user can act on. Their messages are shown as they are (API, dashboard, CLI): no traceback,
-and never a credential."""
+and never a credential.
+
+The lowest layer of the engine: it imports nothing, and the Kafka side, the core and every source build their
+errors on it (connectors/kafka sits below connectors/core and imports nothing of it)."""
 
 from __future__ import annotations
 
