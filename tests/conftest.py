@@ -15,7 +15,8 @@ import pytest
 from devstack import stack as devstack
 from tests.topic_cleanup import SESSION_TAG, delete_new_topics, delete_session_topics, topic_names
 
-pytest_plugins = ("tests.run_summary",)  # prints what the run ran against and the counts per suite
+# what the run ran against and the counts per suite; the long forms deselected unless --long
+pytest_plugins = ("tests.run_summary", "tests.long_forms")
 
 
 @pytest.fixture(scope="session")

@@ -88,6 +88,7 @@ def test_postgres_typed_columns_schema_changes_and_a_killed_sync(spark, stack, p
     assert table[1]["note"] is None and table[20]["note"] == "snapshot"  # dropped at the source: kept, null after
 
 
+@pytest.mark.long  # PostgreSQL's test covers typed columns across a kill; this repeats it on the binlog source
 def test_mariadb_a_killed_sync_leaves_the_table_equal_to_the_source(spark, stack, mariadb, mariadb_db, folder):  # noqa: F811
     mariadb.execute("CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, s varchar(40), d date)", database=mariadb_db)
     mariadb.execute(*[f"INSERT INTO t VALUES ({i}, {i}, 'snap', '2026-01-{1 + i % 28:02d}')"  # noqa: S608
