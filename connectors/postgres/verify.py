@@ -83,8 +83,12 @@ class PgView:
         return messages
 
     def covers(self, source: dict) -> bool:
-        if source.get("snapshot", "false") != "false" or source.get("txId") is None:
-            lsn = source.get("lsn")
+        lsn = source.get("lsn")
+        if source.get("snapshot", "false") != "false":
+            # a snapshot read at the slot's consistent point holds what committed before it: a view at that very
+            # point holds it too (on a quiet database the view's WAL position is the consistent point)
+            return lsn is not None and int(lsn) <= self.wal_lsn
+        if source.get("txId") is None:
             return lsn is not None and int(lsn) < self.wal_lsn
         return self.snapshot.visible(int(source["txId"]))
 
