@@ -17,6 +17,7 @@ from pymongo.read_concern import ReadConcern
 
 from connectors.core.errors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify_events import SourceRow, rows_of_messages
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
 from connectors.mongodb.config import ConnectorConfig
@@ -75,7 +76,7 @@ class MongoView:
             return Plan([MinKey(), MaxKey()], 0, "whole collection (empty when planned)")
         return dataclasses.replace(plan, bounds=[MinKey(), *plan.bounds[1:-1], MaxKey()])
 
-    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+    def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         namespace = Namespace.parse(chunk.namespace)
         collection = self.client[namespace.db][namespace.collection]
         messages: list[OutMessage] = []
@@ -85,7 +86,7 @@ class MongoView:
                                         sort=[("_id", 1)]):
             messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
                                                                  cluster_time=self.cluster_time)))
-        return messages
+        return rows_of_messages(messages, self.topic(chunk.namespace))
 
     def covers(self, source: dict) -> bool:
         seconds = int(source.get("ts_ms") or 0) // 1000
