@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from bson import MaxKey, MinKey, Timestamp
+from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
 
 from connectors.core.errors import ConnectorError
@@ -27,6 +28,8 @@ from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.snapshots.chunks import plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
+
+NO_SUCH_TRANSACTION = 251  # the server aborted the transaction (its lifetime limit) or no longer knows it
 
 
 def token_cluster_time(token: dict | None) -> Timestamp | None:
@@ -82,10 +85,20 @@ class MongoView:
         messages: list[OutMessage] = []
         transform = self._transformer.transform
         query = range_query(chunk.lower, chunk.upper, chunk.upper_inclusive)
-        for document in collection.find(query, session=self._session, batch_size=self.config.snapshot_fetch_size,
-                                        sort=[("_id", 1)]):
-            messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
-                                                                 cluster_time=self.cluster_time)))
+        try:
+            for document in collection.find(query, session=self._session,
+                                            batch_size=self.config.snapshot_fetch_size, sort=[("_id", 1)]):
+                messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
+                                                                     cluster_time=self.cluster_time)))
+        except OperationFailure as error:
+            if error.code != NO_SUCH_TRANSACTION:
+                raise
+            raise ConnectorError(
+                f"the server ended Verify's snapshot transaction (at cluster time {self.position['cluster_time']}) "
+                f"while it read {chunk.namespace}: a MongoDB transaction lasts at most the server's "
+                "transactionLifetimeLimitSeconds (60 s by default), and this run's wait for the connector, topic "
+                "reads and collection reads took longer; verify fewer collections at a time or raise that limit"
+            ) from None
         return rows_of_messages(messages, self.topic(chunk.namespace))
 
     def covers(self, source: dict) -> bool:
