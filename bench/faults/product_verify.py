@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,24 +36,27 @@ class VerifyResult:
         return bool(self.missing or self.extra or self.different or self.error)
 
 
-def run_verify(config_path: Path, bootstrap: str, timeout: float = WAIT_S + 480) -> VerifyResult:
+def run_verify(config_path: Path, bootstrap: str, log: Path, timeout: float = WAIT_S + 480) -> VerifyResult:
     """`python -m connectors verify CONFIG --json` against `bootstrap` (exit status 0: equal, 1: rows differ, 2: it
-    could not compare)."""
+    could not compare), its output and time kept in `log`."""
     argv = [sys.executable, "-m", "connectors", "verify", str(config_path), "--bootstrap-servers", bootstrap,
             "--json", "--max-keys", str(MAX_KEYS), "--wait-seconds", str(WAIT_S)]
+    started = time.monotonic()
     try:
         done = subprocess.run(argv, cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return VerifyResult(error=f"Verify did not finish within {timeout:.0f}s")
-    if done.returncode not in (0, 1):
-        reason = (done.stderr.strip() or done.stdout.strip()).splitlines()
-        return VerifyResult(error=f"Verify could not compare (exit status {done.returncode}): "
-                                  f"{reason[-1] if reason else 'no output'}")
+    log.write_text(f"exit status {done.returncode} after {time.monotonic() - started:.1f}s\n"
+                   f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
     try:
-        report = json.loads(done.stdout)
+        report = json.loads(done.stdout) if done.returncode in (0, 1) else None
     except ValueError:
-        return VerifyResult(error=f"Verify printed no report: {done.stdout[-300:]!r} {done.stderr[-300:]!r}")
+        report = None
+    if report is None:  # an error it reported (status 2), or one it did not catch (a traceback, status 1)
+        lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        return VerifyResult(error=f"Verify could not compare (exit status {done.returncode}, see {log}): "
+                                  f"{lines[-1][:400] if lines else 'no output'}")
     return VerifyResult(
         rows=report["rows"], missing=report["missing"], extra=report["extra"], different=report["different"],
         mismatches=[f"{m['kind']} {m['table']} {m['key']}" + (f" {json.dumps(m['fields'])}" if m["fields"] else "")

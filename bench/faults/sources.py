@@ -12,6 +12,11 @@ from pathlib import Path
 
 from bench.faults.workload import TABLES as WORKLOAD_TABLES
 
+# An idle MongoDB or MariaDB connector commits its position only every 60 s (PostgreSQL's commits each idle one):
+# heartbeats commit it within a second, so the product's Verify, run once the writer stopped, soon finds the
+# connector at the position it read the source at (its MongoDB view is a transaction that lasts at most 60 s).
+IDLE_HEARTBEAT_MS = 1000
+
 
 def wait_gone(pid: int, timeout: float = 60) -> None:
     """Until no process has this pid (a killed server, reparented to init, is reaped there)."""
@@ -55,7 +60,8 @@ class MongoSource:
         return self.rs.uri
 
     def properties(self, name: str) -> dict:
-        return {"mongodb.connection.string": self.rs.uri, "database.include.list": name}
+        return {"mongodb.connection.string": self.rs.uri, "database.include.list": name,
+                "heartbeat.interval.ms": IDLE_HEARTBEAT_MS}
 
     def workload_topics(self, name: str) -> dict[str, str]:
         """The writer's collections (workload.py): topic -> collection."""
@@ -183,6 +189,7 @@ class MariaDbSource(RelationalSource):
             "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
             "table.include.list": ",".join(f"{name}.{t}" for t in WORKLOAD_TABLES),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
+            "heartbeat.interval.ms": IDLE_HEARTBEAT_MS,
         }
 
     def _connect(self, name: str | None):
