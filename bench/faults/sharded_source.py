@@ -66,6 +66,10 @@ class ShardedMongoSource(MongoSource):
         if self.cluster is not None:
             self.cluster.stop()
 
+    def properties(self, name: str) -> dict:
+        """The replica set's, without its heartbeats (they are there for Verify, which is skipped here)."""
+        return {k: v for k, v in super().properties(name).items() if k != "heartbeat.interval.ms"}
+
     def prepare(self, name: str) -> None:
         for collection in ("events", "preload"):
             ns = f"{name}.{collection}"
