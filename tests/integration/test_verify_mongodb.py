@@ -114,11 +114,12 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
     client[name]["items"].insert_many([{"_id": n, "qty": n} for n in range(1, 31)])
     config = connector_config(name, mongo_rs.uri, **{"collection.include.list": f"{name}.items"})
     running = RunningConnector(config, bootstrap).start()
-    reaped = []
+    slept = []
 
     def outlive_the_transaction(progress: dict) -> None:
-        if not reaped:  # after the first chunk: the emulator's reaper (every 5 s) aborts the transaction meanwhile
-            reaped.append(progress)
+        # the emulator's reaper (every 5 s) aborts the transaction by the next chunk's read, if it has not yet
+        if not slept:
+            slept.append(progress)
             time.sleep(12)
 
     try:
@@ -132,4 +133,3 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
         running.stop.set()
         running.thread.join(60)
         client.close()
-    assert reaped
