@@ -12,10 +12,13 @@ can be restarted). Each listens on free ports: any, or within --ports LOW-HIGH. 
 updates, deletes and multi-statement (MongoDB: multi-document) transactions over three tables (collections), each
 write with a unique sequence number, from before the snapshot on, at --rate transactions per second. A
 read_committed consumer reads the topics while the faults happen; verify.py checks per key (lost, duplicated,
-reordered, one tombstone per delete), the transaction metadata and the final topic state against the tables. Per
-scenario it prints (report.py): runs, faults, writes checked (streamed changes and snapshot rows apart), lost,
-duplicated, reordered, events of no logged write, tombstone / transaction / state errors, unexpected runner exits,
-recovery p50 / max (from the end of a fault to the next event a read_committed consumer receives that it held back).
+reordered, one tombstone per delete), the transaction metadata and the final topic state against the tables. Once
+every write is delivered, the product's Verify (`python -m connectors verify`, product_verify.py) compares the
+connector's source with its topics as a second, independent checker (skipped, with a line saying so, on a sharded
+cluster, which it refuses). Per scenario it prints (report.py): runs, faults, writes checked (streamed changes and
+snapshot rows apart), lost, duplicated, reordered, events of no logged write, tombstone / transaction / state errors,
+unexpected runner exits, recovery p50 / max (from the end of a fault to the next event a read_committed consumer
+receives that it held back), and Verify's rows compared, rows missing in / extra in / different from the topics.
 
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart
@@ -40,8 +43,8 @@ Scenarios (all sources unless named):
 
 Default scenarios: all but commit-stall for mongodb; kill-streaming, kill-snapshot, broker-stop, broker-kill,
 broker-network, source-restart, source-crash, source-network for postgres and mariadb. Exit status 1 when any
-error column is not 0, a scenario was aborted, or a runner exited on its own (it is restarted, as a supervisor
-would, and counted under "unexp exits").
+error column (Verify's missing / extra / diff included) is not 0, Verify could not compare, a scenario was aborted,
+or a runner exited on its own (it is restarted, as a supervisor would, and counted under "unexp exits").
 """
 
 from bench.faults.campaign import MAX_EXITS, Campaign, CampaignAborted, Session

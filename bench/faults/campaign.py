@@ -15,6 +15,7 @@ from pathlib import Path
 from bench.faults.hook import CommitHook
 from bench.faults.netproxy import FaultProxy
 from bench.faults.platform import PrivatePlatform
+from bench.faults.product_verify import run_verify
 from bench.faults.report import Outcome
 from bench.faults.sources import wait_gone
 from bench.faults.verify import Collector, recovery, verify
@@ -179,6 +180,7 @@ class Session:
                 self.workload.send_signal(signal.SIGTERM)
                 self.workload.wait(120)
             self._drain()
+            self._product_verify()
         finally:
             self._stop_processes()
         self._check()
@@ -204,6 +206,17 @@ class Session:
         """Waits until every logged write is delivered, then reads the tables for the final-state check."""
         self.wait_for(lambda: self._verify(None).lost == 0, DRAIN_S, "every write to be delivered", interval=1.0)
         self.workload_rows = self._target().rows()
+
+    def _product_verify(self) -> None:
+        """The product's Verify as a second checker, while the connector still runs (Verify compares the source at a
+        position the connector's committed offset must reach) and the writer is stopped."""
+        source = self.campaign.source
+        if source.verify_skipped is not None:
+            self.outcome.verify_skipped = source.verify_skipped
+            return
+        source.normal_reads()  # the snapshot is over: its slowed reads would only slow Verify's
+        self.outcome.add_verify(run_verify(self.config_path, self.campaign.kafka.bootstrap, self.dir / "verify.log"),
+                                self.name)
 
     def _check(self) -> None:
         verdict = self._verify(self.workload_rows)

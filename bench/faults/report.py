@@ -23,13 +23,27 @@ class Outcome:
     unplanned_exits: int = 0
     notes: list[str] = field(default_factory=list)
     aborted: bool = False
+    # the product's Verify after each session (product_verify.py): source rows compared, rows missing in / extra
+    # in / different from the topics, sessions it could not compare, and why it was not run (None: it was)
+    verify_rows: int = 0
+    verify_missing: int = 0
+    verify_extra: int = 0
+    verify_different: int = 0
+    verify_errors: int = 0
+    verify_skipped: str | None = None
 
     @property
     def failed(self) -> bool:
-        """Anything lost, duplicated or reordered, a scenario aborted, or a runner that exited on its own (a crash:
-        restarting it hid the failure from the figures, not from the users of a real deployment)."""
+        """Anything lost, duplicated or reordered, a scenario aborted, a runner that exited on its own (a crash:
+        restarting it hid the failure from the figures, not from the users of a real deployment), or a row Verify
+        found missing, extra or different (or a session it could not compare)."""
         return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits
-                    or self.tombstone_errors or self.transaction_errors or self.state_mismatches or self.unexpected)
+                    or self.tombstone_errors or self.transaction_errors or self.state_mismatches or self.unexpected
+                    or self.verify_mismatches or self.verify_errors)
+
+    @property
+    def verify_mismatches(self) -> int:
+        return self.verify_missing + self.verify_extra + self.verify_different
 
     def add_verdict(self, verdict, session: str) -> None:
         """Adds the writer's check (verify.Verdict) of one session."""
@@ -38,11 +52,22 @@ class Outcome:
             setattr(self, name, getattr(self, name) + getattr(verdict, name))
         self.notes += [f"{session}: {example}" for example in verdict.examples]
 
+    def add_verify(self, result, session: str) -> None:
+        """Adds Verify's comparison (product_verify.VerifyResult) of one session, its differing keys as notes."""
+        for name in ("rows", "missing", "extra", "different"):
+            setattr(self, f"verify_{name}", getattr(self, f"verify_{name}") + getattr(result, name))
+        if result.error is not None:
+            self.verify_errors += 1
+            self.notes.append(f"{session}: {result.error}")
+        self.notes += [f"{session}: Verify: {mismatch}" for mismatch in result.mismatches]
+
     def add(self, other: Outcome) -> None:
         for name in ("sessions", "faults", "changes", "snapshot_rows", "tombstone_errors", "transaction_errors",
-                     "state_mismatches", "unexpected", "lost", "duplicated", "reordered", "unplanned_exits"):
+                     "state_mismatches", "unexpected", "lost", "duplicated", "reordered", "unplanned_exits",
+                     "verify_rows", "verify_missing", "verify_extra", "verify_different", "verify_errors"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.aborted = self.aborted or other.aborted
+        self.verify_skipped = self.verify_skipped or other.verify_skipped
         self.recovery += other.recovery
         self.notes += other.notes
 
@@ -53,7 +78,10 @@ class Outcome:
                 "reordered": self.reordered, "unexpected": self.unexpected,
                 "tombstone_errors": self.tombstone_errors, "transaction_errors": self.transaction_errors,
                 "state_mismatches": self.state_mismatches, "runner_exits": self.unplanned_exits,
-                "recovery_s": self.recovery, "aborted": self.aborted, "notes": self.notes}
+                "recovery_s": self.recovery, "aborted": self.aborted, "notes": self.notes,
+                "verify": {"rows": self.verify_rows, "missing": self.verify_missing, "extra": self.verify_extra,
+                           "different": self.verify_different, "errors": self.verify_errors,
+                           "skipped": self.verify_skipped}}
 
 
 def _recovery(values: list[float]) -> str:
@@ -77,16 +105,23 @@ COLUMNS = (  # heading, width, value
     ("state", 6, lambda o: o.state_mismatches),
     ("unexp exits", 12, lambda o: o.unplanned_exits),
     ("recovery p50/max s", 20, lambda o: _recovery(o.recovery)),
+    ("verify rows", 12, lambda o: "skipped" if o.verify_skipped else o.verify_rows),
+    ("miss", 5, lambda o: o.verify_missing),
+    ("extra", 6, lambda o: o.verify_extra),
+    ("diff", 5, lambda o: o.verify_different),
 )
 
 
 def report(results: dict[str, Outcome]) -> str:
     """One row per scenario: runs (connectors), faults, writes checked (streamed changes and snapshot rows), lost,
     duplicated, reordered, events of no logged write, tombstone, transaction metadata and final-state errors,
-    unexpected runner exits, recovery median / max."""
+    unexpected runner exits, recovery median / max; then Verify's source rows compared and rows missing in, extra in
+    and different from the topics (product_verify.py), or a line saying why it was skipped."""
     lines = [COLUMNS[0][0].ljust(COLUMNS[0][1]) + "".join(f"{h:>{w}}" for h, w, _ in COLUMNS[1:])]
     for scenario, o in results.items():
         lines.append(scenario.ljust(COLUMNS[0][1]) + "".join(f"{value(o)!s:>{w}}" for _, w, value in COLUMNS[1:]))
     for scenario, o in results.items():
+        if o.verify_skipped:
+            lines.append(f"  {scenario}: Verify skipped: {o.verify_skipped}")
         lines += [f"  {scenario}: {note}" for note in o.notes]
     return "\n".join(lines)

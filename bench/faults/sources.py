@@ -12,6 +12,11 @@ from pathlib import Path
 
 from bench.faults.workload import TABLES as WORKLOAD_TABLES
 
+# An idle MongoDB or MariaDB connector commits its position only every 60 s (PostgreSQL's commits each idle one):
+# heartbeats commit it within a second, so the product's Verify, run once the writer stopped, soon finds the
+# connector at the position it read the source at (its MongoDB view is a transaction that lasts at most 60 s).
+IDLE_HEARTBEAT_MS = 1000
+
 
 def wait_gone(pid: int, timeout: float = 60) -> None:
     """Until no process has this pid (a killed server, reparented to init, is reaped there)."""
@@ -33,6 +38,7 @@ class MongoSource:
                          "broker-stop-snapshot", "broker-kill", "broker-network", "step-down", "zombie-worker")
     scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
+    verify_skipped: str | None = None  # why the product's Verify cannot compare this source (None: it can)
 
     def __init__(self, rs=None):
         self.rs = rs
@@ -54,7 +60,8 @@ class MongoSource:
         return self.rs.uri
 
     def properties(self, name: str) -> dict:
-        return {"mongodb.connection.string": self.rs.uri, "database.include.list": name}
+        return {"mongodb.connection.string": self.rs.uri, "database.include.list": name,
+                "heartbeat.interval.ms": IDLE_HEARTBEAT_MS}
 
     def workload_topics(self, name: str) -> dict[str, str]:
         """The writer's collections (workload.py): topic -> collection."""
@@ -83,6 +90,7 @@ class RelationalSource:
 
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "broker-network",
                          "source-restart", "source-crash", "source-network", "zombie-worker")
+    verify_skipped: str | None = None  # why the product's Verify cannot compare this source (None: it can)
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
                  "broker-kill", "broker-network", "source-restart", "source-crash", "source-network", "zombie-worker",
                  "commit-stall")
@@ -181,6 +189,7 @@ class MariaDbSource(RelationalSource):
             "database.server.id": random.randint(100_000, 4_000_000_000), "database.include.list": name,
             "table.include.list": ",".join(f"{name}.{t}" for t in WORKLOAD_TABLES),
             "value.converter.schemas.enable": False, "key.converter.schemas.enable": False,
+            "heartbeat.interval.ms": IDLE_HEARTBEAT_MS,
         }
 
     def _connect(self, name: str | None):

@@ -5,9 +5,10 @@ PostgreSQL snapshot, a MariaDB consistent snapshot with its binlog position, a M
 cluster time). Verify waits until the connector's committed offset covers that position, reads each captured
 table's topic (`read_committed`) to its end, keeping per key the latest state at or before the position
 (verify_topics), then reads the table in key-ordered chunks (the snapshot's own plan and reads, so rows are
-built into events by the connector's code: types, masks, excluded columns and renamed fields alike) and compares
-chunk checksums; only a chunk whose checksum differs is compared row by row. Keys in the topic that no chunk held
-are extra. A key that differs and changed after the position is compared again in a later view (at most
+built by the connector's code: types, masks, excluded columns and renamed fields alike) and compares each chunk's
+rows with the topic's states of their keys (canonical JSON, equal or not: both sides are in memory, so this is
+cheaper than hashing them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
+chunk held are extra. A key that differs and changed after the position is compared again in a later view (at most
 `rounds` views), so writes going on while Verify runs raise no false alarm.
 """
 
@@ -21,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
-from connectors.core.verify_events import canonical, field_diff, key_text, loads, read_event, row_hash
+from connectors.core.verify_events import SourceRow, field_diff, key_text, loads, row_state
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
 from connectors.errors import ConnectorError
 from connectors.kafka.offsets import OffsetStore
-from connectors.kafka.sink import OutMessage
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,9 @@ class VerifyView(Protocol):
 
     def plan(self, table: str, chunk_size: int) -> Plan: ...
 
-    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
-        """The chunk's rows as the snapshot's messages (the connector's own event building)."""
+    def read_rows(self, chunk: Chunk) -> list[SourceRow]:
+        """The chunk's rows as the snapshot's events hold them (the connector's own event building): each row's key
+        JSON and its `after`."""
 
     def covers(self, source: dict) -> bool:
         """Whether the event with this source block was committed at or before the view's position."""
@@ -198,14 +199,16 @@ class Verifier:
         for chunk in chunks:
             if self.stop.is_set():
                 raise ConnectorError("Verify was stopped")
-            rows = self._source_rows(view.read_chunk(chunk), topic)
+            rows = self._source_rows(view.read_rows(chunk))
             keyless = keyless or None in rows
             rows.pop(None, None)
             report.rows += len(rows)
             seen.update(rows)
-            if _checksum(rows.items()) != _checksum((k, state.rows[k]) for k in rows if k in state.rows):
+            held = state.rows.get
+            differing = [key for key, value in rows.items() if held(key) != value]
+            if differing:
                 report.chunks_differing += 1
-                mismatches.extend(self._row_diffs(table, rows, state))
+                mismatches.extend(self._row_diffs(table, {key: rows[key] for key in differing}, state))
             self.on_progress({"table": table, "chunk": chunk.index + 1, "chunks": len(chunks), "rows": report.rows})
         if keyless:
             report.skipped = "rows without a key (no primary key): they cannot be matched to the topic's"
@@ -217,15 +220,8 @@ class Verifier:
         return report, mismatches, changed
 
     @staticmethod
-    def _source_rows(messages: list[OutMessage], topic: str) -> dict[str | None, str]:
-        rows: dict[str | None, str] = {}
-        for message in messages:
-            if message.topic != topic or message.value is None:
-                continue
-            event = read_event(message.value)
-            if event.after is not None:
-                rows[key_text(message.key)] = canonical(event.after)
-        return rows
+    def _source_rows(rows: list[SourceRow]) -> dict[str | None, str]:
+        return {key_text(key): row_state(after) for key, after in rows if after is not None}
 
     @staticmethod
     def _row_diffs(table: str, rows: dict[str, str], state: TopicState) -> list[Mismatch]:
@@ -237,7 +233,3 @@ class Verifier:
             elif held != value:
                 found.append(Mismatch(table, key, DIFFERENT, field_diff(loads(value), loads(held))))
         return found
-
-
-def _checksum(rows) -> int:
-    return sum(row_hash(key, value) for key, value in rows) & 0xFFFFFFFFFFFFFFFF

@@ -1,21 +1,24 @@
 """How Verify reads one Kafka message of a table's topic: its key and the row state it leaves (docs/verify.md).
 
-Both sides of a comparison go through here: the source's rows are built into the very messages a snapshot writes
-(so types, masks, excluded columns and renamed fields are applied by the connector's own code) and then read back
-like the topic's records. A row state is the event's `after` as canonical JSON (keys sorted), or None for a
-deleted row (a delete event or a tombstone).
+Both sides of a comparison go through here: the source's rows are built by the connector's own code into what a
+snapshot writes (so types, masks, excluded columns and renamed fields are applied alike): the snapshot's messages,
+read back like the topic's records (`rows_of_messages`), or straight the key and `after` JSON the snapshot's event
+carries. A row state is the event's `after` as canonical JSON (keys sorted), or None for a deleted row (a delete
+event or a tombstone).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 DELETED = None
+
+SourceRow = tuple[bytes | None, Any]  # a source row as its snapshot event holds it: key JSON, `after` (dict or JSON)
 
 
 class UnreadableEvent(ValueError):
@@ -72,10 +75,20 @@ def read_event(value: bytes | None) -> Event:
     return Event(op, DELETED if op == "d" else after, decoded.get("source") or {})
 
 
-def row_hash(key: str, state: str) -> int:
-    """A row's 64-bit hash; a chunk's checksum is the sum of its rows' (order-independent)."""
-    digest = hashlib.blake2b(key.encode() + b"\x00" + state.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+def rows_of_messages(messages: Iterable, topic: str) -> list[SourceRow]:
+    """The (key, after) of each snapshot message (connectors.kafka.sink.OutMessage) of `topic` that has a row."""
+    rows = []
+    for message in messages:
+        if message.topic == topic and message.value is not None:
+            after = read_event(message.value).after
+            if after is not None:
+                rows.append((message.key, after))
+    return rows
+
+
+def row_state(after: Any) -> str:
+    """A source row's state: its `after` (a dict, or its JSON text) as canonical JSON."""
+    return canonical(loads(after) if isinstance(after, (bytes, str)) else after)
 
 
 def field_diff(source: dict | None, topic: dict | None) -> dict:

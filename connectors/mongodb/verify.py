@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from bson import MaxKey, MinKey, Timestamp
+from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
 
 from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify_events import SourceRow, rows_of_messages
 from connectors.errors import ConnectorError
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
@@ -26,6 +28,8 @@ from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.snapshots.chunks import plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
+
+NO_SUCH_TRANSACTION = 251  # the server aborted the transaction (its lifetime limit) or no longer knows it
 
 
 def token_cluster_time(token: dict | None) -> Timestamp | None:
@@ -75,17 +79,27 @@ class MongoView:
             return Plan([MinKey(), MaxKey()], 0, "whole collection (empty when planned)")
         return dataclasses.replace(plan, bounds=[MinKey(), *plan.bounds[1:-1], MaxKey()])
 
-    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+    def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         namespace = Namespace.parse(chunk.namespace)
         collection = self.client[namespace.db][namespace.collection]
         messages: list[OutMessage] = []
         transform = self._transformer.transform
         query = range_query(chunk.lower, chunk.upper, chunk.upper_inclusive)
-        for document in collection.find(query, session=self._session, batch_size=self.config.snapshot_fetch_size,
-                                        sort=[("_id", 1)]):
-            messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
-                                                                 cluster_time=self.cluster_time)))
-        return messages
+        try:
+            for document in collection.find(query, session=self._session,
+                                            batch_size=self.config.snapshot_fetch_size, sort=[("_id", 1)]):
+                messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
+                                                                     cluster_time=self.cluster_time)))
+        except OperationFailure as error:
+            if error.code != NO_SUCH_TRANSACTION:
+                raise
+            raise ConnectorError(
+                f"the server ended Verify's snapshot transaction (at cluster time {self.position['cluster_time']}) "
+                f"while it read {chunk.namespace}: a MongoDB transaction lasts at most the server's "
+                "transactionLifetimeLimitSeconds (60 s by default), and this run's wait for the connector, topic "
+                "reads and collection reads took longer; verify fewer collections at a time or raise that limit"
+            ) from None
+        return rows_of_messages(messages, self.topic(chunk.namespace))
 
     def covers(self, source: dict) -> bool:
         seconds = int(source.get("ts_ms") or 0) // 1000

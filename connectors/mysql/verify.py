@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.kafka.sink import OutMessage
+from connectors.core.verify_events import SourceRow, rows_of_messages
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import topic_name
 from connectors.mysql.gtid import MariaGtidPosition
@@ -44,9 +44,9 @@ class MySqlView:
     def plan(self, table: str, chunk_size: int) -> Plan:
         return self._reader.plan(table, chunk_size)
 
-    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
+    def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         messages, _ = self._reader.read_chunk(self._builder, chunk, self._read_at, None, False, None)
-        return messages
+        return rows_of_messages(messages, self.topic(chunk.namespace))
 
     def covers(self, source: dict) -> bool:
         file, pos, gtid = source.get("file") or None, source.get("pos"), source.get("gtid") or None

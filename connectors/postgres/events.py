@@ -200,13 +200,17 @@ class PgEventBuilder:
         key = self._key(table, key_row) if key_row is not None else None
         return OutMessage(table.topic, key, value.encode())
 
+    @staticmethod
+    def tuple_texts(table: Table, values: Sequence) -> tuple[str | None, str]:
+        """A whole tuple's key JSON (None: a table without a key) and row JSON, as its event carries them."""
+        return table.key_of_tuple(values) if table.key_of_tuple is not None else None, table.row_of_tuple(values)
+
     def _event_of_tuple(self, table: Table, op: str, values: Sequence, source: env.SourceInfo) -> OutMessage:
         """`_event` of a row that is a whole tuple and has no `before` (insert, update without the old row,
         snapshot read), written from the tuple's texts: no row dict is made."""
-        value = table.envelopes.text_of_rows(op, "null", table.row_of_tuple(values), source, now_ns(),
-                                             self._block(source))
-        key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
-        return OutMessage(table.topic, key, value.encode())
+        key, row = self.tuple_texts(table, values)
+        value = table.envelopes.text_of_rows(op, "null", row, source, now_ns(), self._block(source))
+        return OutMessage(table.topic, key.encode() if key is not None else None, value.encode())
 
     def _tombstone(self, table: Table, key_row: dict) -> list[OutMessage]:
         """A delete's tombstone; a table without a key gets one too, with a null key, as Debezium writes it."""

@@ -1,7 +1,8 @@
 """Verify's reads of a PostgreSQL database (connectors/core/verify.py, docs/verify.md).
 
 A view is a REPEATABLE READ transaction that exports its snapshot (`pg_export_snapshot()`); the snapshot reader
-imports it, plans and reads the tables in key-ordered chunks there, building each row into the snapshot's event.
+imports it, plans and reads the tables in key-ordered chunks there, writing each row's key and row JSON as the
+snapshot's event carries them.
 The transaction's own snapshot (`txid_current_snapshot()`) says exactly which transactions the view holds: an
 event is covered when its `txId` is visible in it. `pg_current_wal_lsn()`, read in the same statement, is after
 the commit of every one of them: the connector has captured them all once its committed position passes it.
@@ -13,9 +14,11 @@ import psycopg
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.kafka.sink import OutMessage
+from connectors.core.verify_events import SourceRow
 from connectors.postgres import envelope
 from connectors.postgres.config import PostgresConfig
+from connectors.postgres.envelope import SourceInfo
+from connectors.postgres.events import PgEventBuilder, Table
 from connectors.postgres.pgoutput import lsn_from_text
 from connectors.postgres.position import Position
 from connectors.postgres.snapshot import PgSnapshotReader, ReadPoint, session_options
@@ -47,6 +50,21 @@ class TransactionSnapshot:
         return full < self.xmin or (full < self.xmax and full not in self.in_progress)
 
 
+class RowTexts:
+    """The snapshot reader's event builder for Verify: of each row read, only the key and row JSON its snapshot event
+    would carry (PgEventBuilder.tuple_texts), not the whole envelope, which Verify would parse back."""
+
+    def __init__(self, builder: PgEventBuilder):
+        self.builder = builder
+
+    def table(self, relation_id: int, schema: str, name: str) -> Table | None:
+        return self.builder.table(relation_id, schema, name)
+
+    def snapshot_row(self, table: Table, values: list, source: SourceInfo) -> SourceRow:
+        key, row = self.builder.tuple_texts(table, values)
+        return (key.encode() if key is not None else None), row
+
+
 class PgView:
     def __init__(self, config: PostgresConfig, slot: SlotSource):
         self.config = config
@@ -66,6 +84,7 @@ class PgView:
         self._reader = PgSnapshotReader(slot, slot.event_builder)
         self._reader.snapshot_name, self._reader.lsn = exported, self.wal_lsn
         self._builder = slot.event_builder()
+        self._row_texts = RowTexts(self._builder)
         self._read_at = ReadPoint(0, self.wal_lsn, exported)
 
     def tables(self) -> list[str]:
@@ -78,13 +97,17 @@ class PgView:
     def plan(self, table: str, chunk_size: int) -> Plan:
         return self._reader.plan(table, chunk_size)
 
-    def read_chunk(self, chunk: Chunk) -> list[OutMessage]:
-        messages, _ = self._reader.read_chunk(self._builder, chunk, self._read_at, None, False, None)
-        return messages
+    def read_rows(self, chunk: Chunk) -> list[SourceRow]:
+        rows, _ = self._reader.read_chunk(self._row_texts, chunk, self._read_at, None, False, None)
+        return rows
 
     def covers(self, source: dict) -> bool:
-        if source.get("snapshot", "false") != "false" or source.get("txId") is None:
-            lsn = source.get("lsn")
+        lsn = source.get("lsn")
+        if source.get("snapshot", "false") != "false":
+            # a snapshot read at the slot's consistent point holds what committed before it: a view at that very
+            # point holds it too (on a quiet database the view's WAL position is the consistent point)
+            return lsn is not None and int(lsn) <= self.wal_lsn
+        if source.get("txId") is None:
             return lsn is not None and int(lsn) < self.wal_lsn
         return self.snapshot.visible(int(source["txId"]))
 

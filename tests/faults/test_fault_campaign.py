@@ -19,6 +19,7 @@ from bench.faults.sources import MongoSource
 ROOT = Path(__file__).resolve().parents[2]
 ERRORS = ("lost", "duplicated", "reordered", "unexpected", "tombstone_errors", "transaction_errors",
           "state_mismatches", "runner_exits")
+VERIFY_ERRORS = ("missing", "extra", "different", "errors")
 
 
 def _port_range() -> list[str]:
@@ -48,6 +49,8 @@ def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path):
         assert o["runs"] == 1 and o["changes"] > 100 and o["snapshot_rows"] > 100, (scenario, o)
         assert {name: o[name] for name in ERRORS} == dict.fromkeys(ERRORS, 0), (scenario, o, result.stdout[-3000:])
         assert len(o["recovery_s"]) == 1 and o["notes"] == [], (scenario, o)
+        assert o["verify"]["rows"] > 100 and o["verify"]["skipped"] is None, (scenario, o)
+        assert {name: o["verify"][name] for name in VERIFY_ERRORS} == dict.fromkeys(VERIFY_ERRORS, 0), (scenario, o)
     assert outcome["kill-snapshot"]["snapshot_rows"] > 19_000
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
@@ -59,7 +62,8 @@ def test_short_postgres_campaign_checks_the_mixed_writer(tmp_path):
     """A kill -9 of a PostgreSQL runner (about 50 s) under the mixed writer: inserts, updates, deletes and
     multi-statement transactions over three tables, some rows read by the snapshot while they are written; the
     checker (unit-tested on hand-made topics in test_workload_checker.py) finds nothing lost, duplicated, reordered,
-    no tombstone or transaction metadata error, and the topics' final state equals the tables."""
+    no tombstone or transaction metadata error, and the topics' final state equals the tables; the product's Verify,
+    run after it, finds every row of the tables in the topics and nothing else."""
     figures = tmp_path / "faults.json"
     result = subprocess.run(
         [sys.executable, "-m", "bench.faults", "--source", "postgres", "--runs", "1", "--scenarios",
@@ -70,6 +74,9 @@ def test_short_postgres_campaign_checks_the_mixed_writer(tmp_path):
     o = json.loads(figures.read_text())["kill-streaming"]
     assert o["runs"] == 1 and o["changes"] > 100 and o["snapshot_rows"] > 100, o
     assert {name: o[name] for name in ERRORS} == dict.fromkeys(ERRORS, 0), (o, result.stdout[-3000:])
+    # the second checker, the product's Verify, compared the tables with the topics after the scenario
+    assert o["verify"]["rows"] > 100 and o["verify"]["skipped"] is None, o
+    assert {name: o["verify"][name] for name in VERIFY_ERRORS} == dict.fromkeys(VERIFY_ERRORS, 0), o
     assert o["notes"] == [] and result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
@@ -90,6 +97,19 @@ def test_a_runner_that_exited_on_its_own_fails_the_campaign():
     crashed = Outcome(faults=1, changes=100, unplanned_exits=1, notes=["runner exited with status 1; restarted"])
     assert crashed.failed
     assert not Outcome(faults=1, changes=100).failed
+
+
+def test_a_row_verify_finds_different_fails_the_campaign_and_a_skip_is_said():
+    """Verify's mismatches (and a session it could not compare) fail a scenario as a lost write does; a source it
+    refuses (a sharded cluster) is skipped with a line saying so, not failed."""
+    from bench.faults.report import report
+    from bench.faults.sharded_source import ShardedMongoSource
+
+    assert Outcome(faults=1, changes=100, verify_rows=100, verify_different=1).failed
+    assert Outcome(faults=1, changes=100, verify_errors=1).failed
+    skipped = Outcome(faults=1, changes=100, verify_skipped=ShardedMongoSource.verify_skipped)
+    assert not skipped.failed and MongoSource.verify_skipped is None
+    assert "  step-down: Verify skipped: Verify reads one replica set" in report({"step-down": skipped})
 
 
 def test_ports_come_from_the_range_given(tmp_path):

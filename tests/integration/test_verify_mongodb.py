@@ -4,6 +4,8 @@ nothing."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pymongo import MongoClient
 
@@ -94,3 +96,40 @@ def test_a_concurrent_write_workload_raises_no_false_alarm(mongo_rs, stack, uniq
     for report in reports:
         assert report.rows > 0
         assert report.mismatched == 0, report.to_json()
+
+
+def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(mongo_rs, stack, unique_name,
+                                                                              monkeypatch):
+    """Verify reads a replica set in one snapshot transaction; a server that aborts it (past its
+    transactionLifetimeLimitSeconds, here the emulator's cut to 0.5 s) fails the run with a sentence saying so, not
+    with the driver's NoSuchTransaction trace."""
+    from connectors.errors import ConnectorError
+    from devstack.mongo import replset
+
+    if not hasattr(mongo_rs, "stop"):
+        pytest.skip("the transaction lifetime is cut in the emulator")
+    bootstrap = stack.kafka_bootstrap
+    name = "mg" + unique_name.replace("-", "")[-12:]
+    client = MongoClient(mongo_rs.uri)
+    client[name]["items"].insert_many([{"_id": n, "qty": n} for n in range(1, 31)])
+    config = connector_config(name, mongo_rs.uri, **{"collection.include.list": f"{name}.items"})
+    running = RunningConnector(config, bootstrap).start()
+    slept = []
+
+    def outlive_the_transaction(progress: dict) -> None:
+        # the emulator's reaper (every 5 s) aborts the transaction by the next chunk's read, if it has not yet
+        if not slept:
+            slept.append(progress)
+            time.sleep(12)
+
+    try:
+        wait_for_events(bootstrap, f"{name}.{name}.items", 30)
+        monkeypatch.setattr(replset, "TXN_LIFETIME", 0.5)
+        verifier = Verifier(config, mongo_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=7),
+                            on_progress=outlive_the_transaction)
+        with pytest.raises(ConnectorError, match="ended Verify's snapshot transaction .* transactionLifetimeLimit"):
+            verifier.run()
+    finally:
+        running.stop.set()
+        running.thread.join(60)
+        client.close()

@@ -57,3 +57,17 @@ def test_an_unavailable_value_keeps_the_previous_one_and_a_truncate_empties_the_
 def test_field_diff_names_each_differing_field_with_both_values():
     assert field_diff({"a": 1, "b": 2, "c": [1]}, {"a": 1, "b": 3, "d": 4}) == {"b": [2, 3], "c": [[1], None],
                                                                                "d": [None, 4]}
+
+
+def test_a_snapshot_read_at_the_views_own_wal_position_is_covered():
+    """A snapshot's rows (their `lsn` the slot's consistent point) are in a view taken at that very WAL position (a
+    quiet database writes nothing after the slot's creation); a streamed event there is not."""
+    from connectors.postgres.verify import PgView
+
+    view = PgView.__new__(PgView)  # no connection: covers() reads only the view's position
+    view.wal_lsn, view.snapshot = 5000, TransactionSnapshot("100:105:")
+    assert view.covers({"snapshot": "true", "lsn": 5000, "txId": 99})
+    assert view.covers({"snapshot": "last", "lsn": 4999})
+    assert not view.covers({"snapshot": "true", "lsn": 5001})
+    assert not view.covers({"snapshot": "false", "lsn": 5000})  # no txId: the record's own LSN, after the view
+    assert view.covers({"snapshot": "false", "lsn": 7000, "txId": 102}) and not view.covers({"txId": 105})
