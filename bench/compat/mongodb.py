@@ -104,6 +104,9 @@ class MongodbCompat:
             "topic.prefix": self.prefix, "mongodb.connection.string": self._uri, "database.include.list": self.db,
             "capture.mode": self.capture_mode, "capture.mode.full.update.type": "post_image",
             "provide.transaction.metadata": "true", "skipped.operations": "none", "snapshot.mode": "initial",
+            # ours ends an open transaction when its stream goes idle, Debezium at the next event (docs/events.md):
+            # a long wait for more keeps the stream busy between the workload's steps
+            "cursor.max.await.time.ms": 5000,
         }
 
     def debezium_properties(self) -> dict[str, object]:
