@@ -30,7 +30,9 @@ CAPTURE_MODES = ("change_streams_update_full", "change_streams_update_full_with_
 END_COLLECTION = "compat_end"
 # collection names: plain, non-ASCII, a control character, a line separator, an emoji (two UTF-16 units)
 DOCS, NON_ASCII, CONTROL, SEPARATOR, EMOJI = "docs", "ünïcødé", "ctl\x01name", "sep\u2028x", "emo😀"
-COLLECTIONS = (DOCS, NON_ASCII, CONTROL, SEPARATOR, EMOJI, END_COLLECTION)
+# a transaction over more collections than 12 grows Debezium's per-collection HashMap (data_collections' order)
+MANY = tuple(f"many_{number}" for number in range(13))
+COLLECTIONS = (DOCS, NON_ASCII, CONTROL, SEPARATOR, EMOJI, *MANY, END_COLLECTION)
 # field names that Jackson and our writer must escape alike
 ODD_NAMES = ("ünï", "tab\tname", "ctl\x01\x1f", "quote\"back\\slash", "sep\u2028para\u2029", "emo😀", "del\x7f",
              "</script>", "é\u0301")
@@ -192,6 +194,13 @@ def _workload(database, client) -> None:
         database[CONTROL].insert_one({"_id": 5, "ctl\x01": 1}, session=session)
         database[NON_ASCII].insert_one({"_id": 11}, session=session)
         database[CONTROL].update_one({"_id": 5}, {"$unset": {"ctl\x01": ""}}, session=session)
+    with client.start_session() as session, session.start_transaction():
+        for name in MANY:
+            database[name].insert_one({"_id": name, "ünï": 1}, session=session)
+    with client.start_session() as session, session.start_transaction():  # listed in the grown map's order
+        database[MANY[0]].update_one({"_id": MANY[0]}, {"$rename": {"ünï": "emo😀"}}, session=session)
+        database[MANY[3]].delete_one({"_id": MANY[3]}, session=session)
+        docs.update_one({"_id": 1}, {"$set": {"array.1": "two!", "nested.a": [{"x": [1, 2, 3]}]}}, session=session)
     docs.delete_one({"_id": 2})
     docs.insert_one({"_id": 200, "after": "transactions", "raw": bson.encode({"a": 1})})
 
