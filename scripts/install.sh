@@ -101,10 +101,11 @@ fi
 
 step "fetching Kafka's, Spark's and Delta Lake's jars from Maven Central (1 to 3 minutes the first time; nothing later)"
 "$PYTHON" -c "from devstack import kafka, spark, maven; maven.fetch_jars(kafka.POM.read_text(), kafka.JARS, 'Kafka'); spark.kafka_source_jars(); spark.delta_jars()"
-# Debezium's PostgreSQL and MariaDB connectors and Kafka Connect, which tests/compat runs beside ours (bench.compat)
+# Debezium's PostgreSQL, MariaDB and MongoDB connectors and Kafka Connect, which tests/compat runs beside ours (bench.compat)
 step "fetching Debezium and Kafka Connect from Maven Central (a minute the first time; nothing later)"
 "$PYTHON" -m bench.compat --source postgres --fetch
 "$PYTHON" -m bench.compat --source mariadb --fetch
+"$PYTHON" -m bench.compat --source mongodb --fetch
 
 # MongoDB's unified-format spec tests, from the sdist of the pymongo version requirements.txt pins (once per version)
 step "fetching MongoDB's spec tests (seconds, once per pymongo version)"

@@ -6,6 +6,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from bench.compat import compare, debezium
 from bench.compat.dump import dump, read_topic, topics_with_prefix
 from bench.topics import delete_topics
@@ -27,7 +29,10 @@ class Outcome:
 
 
 def _has_records(bootstrap: str, topic: str) -> bool:
-    return topic in topics_with_prefix(bootstrap, topic) and bool(read_topic(bootstrap, topic))
+    try:
+        return topic in topics_with_prefix(bootstrap, topic) and bool(read_topic(bootstrap, topic))
+    except KafkaException:  # a topic just created may have no leader yet: asked again on the next poll
+        return False
 
 
 def _count(bootstrap: str, prefix: str, skip: tuple[str, ...] = ()) -> int:

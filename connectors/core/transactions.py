@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.core import java_hash_map
+
 BEGIN = "BEGIN"
 END = "END"
 
@@ -27,7 +29,7 @@ class TransactionBoundary:
     id: str
     ts_ms: int
     event_count: int | None = None
-    data_collections: tuple[tuple[str, int], ...] | None = None  # (data collection, event count), first seen first
+    data_collections: tuple[tuple[str, int], ...] | None = None  # (data collection, event count), Debezium's order
 
     def payload(self) -> dict[str, Any]:
         collections = None
@@ -52,6 +54,7 @@ class _OpenTransaction:
 class TransactionTracker:
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:
         self._open: _OpenTransaction | None = None
+        self._capacity = java_hash_map.DEFAULT_CAPACITY  # of Debezium's per-collection HashMap, which clear() keeps
         if state:
             self._open = _OpenTransaction(state["id"], int(state["total"]), dict(state["per_collection"]))
 
@@ -89,12 +92,16 @@ class TransactionTracker:
 
     def _end(self, ts_ms: int) -> TransactionBoundary:
         assert self._open is not None
+        counts = self._open.per_collection
+        self._capacity = java_hash_map.capacity_for(len(counts), self._capacity)
         ended = TransactionBoundary(
             END,
             self._open.id,
             ts_ms,
             event_count=self._open.total,
-            data_collections=tuple(self._open.per_collection.items()),
+            # in Debezium's order: its TransactionContext counts them in a HashMap
+            data_collections=tuple((name, counts[name])
+                                   for name in java_hash_map.iteration_order(counts, self._capacity)),
         )
         self._open = None
         return ended

@@ -61,6 +61,33 @@ def _upper_hex_escapes(encoded: str) -> str:
     return "".join(out)
 
 
+_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_CONTROL_ESCAPE = re.compile(rb"(\\+)u00([0-9a-f]{2})")
+
+
+def _upper_control_escape(match: re.Match[bytes]) -> bytes:
+    backslashes = match.group(1)
+    if len(backslashes) % 2 == 0:  # an escaped backslash followed by the text "u00…", not an escape
+        return match.group()
+    return backslashes + b"u00" + match.group(2).upper()
+
+
+def _astral_escapes(match: re.Match[bytes]) -> bytes:
+    code = ord(match.group().decode()) - 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}".encode()
+
+
+def jackson_text(encoded: bytes) -> bytes:
+    """Compact JSON as orjson or json.dumps(ensure_ascii=False) writes it, made Jackson's (as `string_json` writes
+    each string): control characters' \\u00XX escapes in upper-case hex, characters beyond the Basic Multilingual
+    Plane as their two UTF-16 units escaped."""
+    if not encoded.isascii():
+        encoded = _ASTRAL_UTF8.sub(_astral_escapes, encoded)
+    if b"\\u00" in encoded:
+        encoded = _CONTROL_ESCAPE.sub(_upper_control_escape, encoded)
+    return encoded
+
+
 def _java_digits(text: str) -> tuple[str, int]:
     """A positive number's text → (significant digits without trailing zeros, decimal exponent of the first)."""
     parsed = decimal.Decimal(text).as_tuple()

@@ -19,7 +19,7 @@ from connectors.kafka.sink import OutMessage
 
 KEY_SCHEMA = s.struct([("id", s.string())], name="io.debezium.connector.common.TransactionMetadataKey", version=1)
 _PER_COLLECTION = s.struct([("data_collection", s.string()), ("event_count", s.int64())], name="event.collection",
-                           version=1)
+                           optional=True, version=1)
 VALUE_SCHEMA = s.struct(
     [("status", s.string()), ("id", s.string()), ("event_count", s.int64(optional=True)),
      ("data_collections", s.array(_PER_COLLECTION, optional=True)), ("ts_ms", s.int64())],

@@ -16,6 +16,11 @@ def _field(field_name: str, type_: str, *, optional: bool = False, **extra: Any)
     return {"type": type_, "optional": optional, **extra, "field": field_name}
 
 
+def _array_field(name: str, items: dict[str, Any]) -> dict[str, Any]:
+    """An optional array field, its members in JsonConverter's order (the element schema before `optional`)."""
+    return {"type": "array", "items": items, "optional": True, "field": name}
+
+
 def _json_field(name: str) -> dict[str, Any]:
     return _field(name, "string", optional=True, name=JSON_NAME, version=1)
 
@@ -75,7 +80,8 @@ def source_schema(debezium_2x: bool = False) -> dict[str, Any]:
         _field("txnNumber", "int64", optional=True),
         _field("wallTime", "int64", optional=True),
     ]
-    return _struct(fields, name="io.debezium.connector.mongo.Source")
+    # Debezium 3.x versions the source schema; 2.x did not
+    return _struct(fields, name="io.debezium.connector.mongo.Source", version=None if debezium_2x else 1)
 
 
 def legacy_source_schema() -> dict[str, Any]:
@@ -97,9 +103,9 @@ def update_description_schema() -> dict[str, Any]:
         version=1,
     )
     fields = [
-        _field("removedFields", "array", optional=True, items={"type": "string", "optional": False}),
+        _array_field("removedFields", {"type": "string", "optional": False}),
         _json_field("updatedFields"),
-        _field("truncatedArrays", "array", optional=True, items=truncated),
+        _array_field("truncatedArrays", truncated),
     ]
     return _struct(
         fields, name="io.debezium.connector.mongodb.changestream.updatedescription", optional=True, version=1
@@ -143,13 +149,14 @@ def transaction_key_schema() -> dict[str, Any]:
 
 def transaction_value_schema() -> dict[str, Any]:
     per_collection = _struct(
-        [_field("data_collection", "string"), _field("event_count", "int64")], name="event.collection", version=1
+        [_field("data_collection", "string"), _field("event_count", "int64")], name="event.collection",
+        optional=True, version=1,
     )
     fields = [
         _field("status", "string"),
         _field("id", "string"),
         _field("event_count", "int64", optional=True),
-        _field("data_collections", "array", optional=True, items=per_collection),
+        _array_field("data_collections", per_collection),
         _field("ts_ms", "int64"),
     ]
     return _struct(fields, name="io.debezium.connector.common.TransactionMetadataValue", version=1)

@@ -64,6 +64,15 @@ def _millis(moment: Any) -> int | None:
     return (moment - _EPOCH) // _MILLISECOND
 
 
+def event_ms(record: ChangeRecord, context: SourceContext) -> int | None:
+    """A streamed event's ``source.ts_ms``, which Debezium's transaction metadata stamps BEGIN and END with (the
+    END with the next event's)."""
+    wall = None if context.debezium_2x else _millis(record.wall_time)
+    if wall is not None:
+        return wall
+    return _position(record)[0] if record.cluster_time is not None else None
+
+
 def _snapshot(record: ChangeRecord) -> str:
     return (record.snapshot or SnapshotMarker.FALSE).value
 

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from connectors.core.transactions import TransactionBoundary
+from connectors.events.json_converter import jackson_text
 from connectors.kafka.topics import sanitize_topic
 from connectors.mongodb import connect_schemas as schemas
 from connectors.mongodb import envelopes, extjson
@@ -60,7 +61,7 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 
 def encode_json(payload: Any) -> bytes:
     """Compact UTF-8 JSON, as Kafka Connect's JsonConverter writes it."""
-    return _COMPACT(payload).encode()
+    return jackson_text(_COMPACT(payload).encode())
 
 
 def encode_envelope(payload: Any) -> bytes:
@@ -68,7 +69,7 @@ def encode_envelope(payload: Any) -> bytes:
     documents are already JSON text): for those orjson writes the same bytes, several times faster. Floats, whose
     exponent notation differs, must not reach it; anything orjson refuses (an int over 64 bits) goes to json."""
     try:
-        return orjson.dumps(payload)
+        return jackson_text(orjson.dumps(payload))
     except TypeError:
         return encode_json(payload)
 

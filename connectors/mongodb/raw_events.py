@@ -165,8 +165,8 @@ class RawEventWriter:
                                          or transactions.open_transaction_id is not None):
             # as Transformer.transform does (an event outside a transaction while none is open changes nothing),
             # once the event is sure to be written here: the tracker counts it
-            boundaries, block = transactions.on_event(
-                txn, collection.data_collection, cluster_time[0] * 1000 if cluster_time is not None else ts_ms)
+            boundaries, block = transactions.on_event(txn, collection.data_collection,
+                                                      self._event_ms(written[0], cluster_time, ts_ms))
             messages.extend(self._events.transaction_message(boundary) for boundary in boundaries)
             if block is not None:
                 value, key = written
@@ -176,6 +176,16 @@ class RawEventWriter:
         if operation == "d" and self._tombstones:
             messages.append(KafkaMessage(collection.topic, message.key, None, kind=TOMBSTONE))
         return operation
+
+    def _event_ms(self, value: bytes, cluster_time, ts_ms: int) -> int:
+        """The ``source.ts_ms`` of the event whose value the compiled module wrote (envelopes.event_ms): its
+        wallTime, else its cluster time's seconds."""
+        if self._replica_set is None:
+            start = value.rindex(_WALL_TIME) + len(_WALL_TIME)
+            wall = value[start:value.index(b"}", start)]
+            if wall != b"null":
+                return int(wall)
+        return cluster_time[0] * 1000 if cluster_time is not None else ts_ms
 
     def _transaction_id(self, value: bytes) -> str | None:
         """The transaction id of the event whose value the compiled module wrote, from its source block."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connectors.core.transactions import TransactionTracker
+from connectors.mongodb import envelopes
 from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.events import EventBuilder, KafkaMessage
 from connectors.mongodb.field_rules import DocumentTransform, FieldRules
@@ -55,7 +56,8 @@ class Transformer:
         block = None
         if self.transactions is not None and not record.is_snapshot:
             data_collection = self.events.data_collection(record)
-            event_time = record.cluster_time.time * 1000 if record.cluster_time is not None else ts_ms
+            event_time = envelopes.event_ms(record, self.events.context)
+            event_time = ts_ms if event_time is None else event_time
             boundaries, block = self.transactions.on_event(shaped.transaction_id, data_collection, event_time)
             messages.extend(self.events.transaction_message(boundary) for boundary in boundaries)
         document_filter = rules.document(record.document_key)

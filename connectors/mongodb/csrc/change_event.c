@@ -352,15 +352,53 @@ static int valid_utf8(const unsigned char *text, size_t length) {
     return 1;
 }
 
-/* A quoted JSON string as orjson (and json.dumps with ensure_ascii=False) writes valid UTF-8 text. */
+static const char UPPER_HEX[] = "0123456789ABCDEF";
+
+static int put_upper_unit(Buffer *out, unsigned unit) {
+    char text[6] = {'\\', 'u', UPPER_HEX[(unit >> 12) & 15], UPPER_HEX[(unit >> 8) & 15], UPPER_HEX[(unit >> 4) & 15],
+                    UPPER_HEX[unit & 15]};
+    return put(out, text, 6);
+}
+
+/* The first index from `i` of a byte Jackson escapes, or of a 4-byte UTF-8 sequence's lead byte. */
+static size_t connect_plain_end(const unsigned char *text, size_t i, size_t length) {
+    while (i + 8 <= length) {
+        uint64_t word = load_word(text + i);
+        if (any_control(word) | any_byte_is(word, '"') | any_byte_is(word, '\\') |
+            any_byte_is(word & 0xF0F0F0F0F0F0F0F0ULL, 0xF0))
+            break;
+        i += 8;
+    }
+    while (i < length && text[i] >= 0x20 && text[i] != '"' && text[i] != '\\' && text[i] < 0xF0) i++;
+    return i;
+}
+
+/* A quoted JSON string as Kafka Connect's JsonConverter (Jackson's UTF-8 writer) writes valid UTF-8 text: control
+   characters other than \b \t \n \f \r as upper-case \u00XX, a character beyond the Basic Multilingual Plane as its two
+   UTF-16 units escaped (connectors/events/json_converter.string_json). Names inside the envelope (db, collection,
+   removedFields, truncatedArrays' fields) can hold both; the documents' Extended JSON text holds neither. */
 static int put_json_string(Buffer *out, const unsigned char *text, size_t length) {
     if (put_char(out, '"') < 0) return -1;
     size_t i = 0;
     while (i < length) {
-        size_t run = json_plain_end(text, i, length);
+        size_t run = connect_plain_end(text, i, length);
         if (run > i && put(out, (const char *)text + i, run - i) < 0) return -1;
         if (run >= length) break;
-        if (put_escaped_ascii(out, text[run]) < 0) return -1;
+        unsigned char c = text[run];
+        if (c >= 0xF0 && run + 3 < length) { /* valid UTF-8: a lead byte and three continuations */
+            uint32_t code = ((c & 7u) << 18) | ((text[run + 1] & 63u) << 12) | ((text[run + 2] & 63u) << 6) |
+                            (text[run + 3] & 63u);
+            code -= 0x10000;
+            if (put_upper_unit(out, 0xD800 + (code >> 10)) < 0 || put_upper_unit(out, 0xDC00 + (code & 0x3FF)) < 0)
+                return -1;
+            i = run + 4;
+            continue;
+        }
+        if (c < 0x20 && c != '\b' && c != '\f' && c != '\n' && c != '\r' && c != '\t') {
+            if (put_upper_unit(out, c) < 0) return -1;
+        } else if (put_escaped_ascii(out, c) < 0) {
+            return -1;
+        }
         i = run + 1;
     }
     return put_char(out, '"');
