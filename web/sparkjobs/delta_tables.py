@@ -50,18 +50,20 @@ def local_folder(path: Any) -> str | None:
 
 
 def table_folders(output: str, topics: list[str]) -> dict[str, str]:
-    """name -> folder: the job's topics' tables and any other Delta table directly under ``output``."""
+    """name -> folder: the job's topics' tables and any other Delta table directly under ``output``. A symbolic
+    link is no table: what the job's user links there is not read with the platform's rights."""
     folders = {table_name(topic): os.path.join(output, table_name(topic)) for topic in topics}
     try:
         with os.scandir(output) as entries:
             for entry in entries:
                 if len(folders) >= MAX_TABLES:
                     break
-                if entry.is_dir() and entry.name not in folders and delta_log.is_delta_table(entry.path):
+                if entry.is_dir(follow_symlinks=False) and entry.name not in folders \
+                        and delta_log.is_delta_table(entry.path):
                     folders[entry.name] = entry.path
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
         pass
-    return dict(sorted(folders.items()))
+    return {name: folder for name, folder in sorted(folders.items()) if not os.path.islink(folder)}
 
 
 def _end_offsets(bootstrap: str, topics: list[str]) -> tuple[dict[str, dict[int, int]], str | None]:
