@@ -6,9 +6,9 @@
   devstack fetched (`devstack.spark.kafka_source_jars`); ``spark.jars.packages`` instead when
   ``SPARK_KAFKA_PACKAGES`` is set (``online`` for the coordinate matching the installed pyspark, or an
   explicit list of coordinates). A listed jar that does not exist is an error before any JVM starts.
-- Delta Lake (the ``delta_sync`` template, ``delta=True``): its jars from ``SPARK_DELTA_JARS`` or devstack
-  (`devstack.spark.delta_jars`), or its coordinate beside the Kafka source's in ``spark.jars.packages``; its SQL
-  extension and catalog.
+- Delta Lake (the ``delta_sync`` and ``delta_query`` templates, ``delta=True``): its jars from ``SPARK_DELTA_JARS``
+  or devstack (`devstack.spark.delta_jars`), or its coordinate beside the Kafka source's in
+  ``spark.jars.packages``; its SQL extension and catalog.
 - sized for a 2-core machine: driver memory ``SPARK_DRIVER_MEMORY`` (1g), ``spark.sql.shuffle.partitions``
   ``SPARK_SHUFFLE_PARTITIONS`` (4); the web UI and the console progress bar off (jobs report stage
   progress as ``CDCJOB`` lines instead); session time zone UTC; local masters bind to 127.0.0.1.
@@ -36,7 +36,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # Modules of the connectors the UDFs use (standard library only), shipped beside the package.
 SHARED_MODULES = ("connectors/__init__.py", "connectors/mongodb/__init__.py", "connectors/mongodb/update_paths.py")
 KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-DELTA_TEMPLATES = frozenset({"delta_sync"})
+DELTA_TEMPLATES = frozenset({"delta_sync", "delta_query"})
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",

@@ -8,6 +8,10 @@ refused); a relation must have a plain name (not `text`.`/path` or `db`.`table`)
 one of a few generators; a function one of Spark's built-in functions, minus those that reach Java or files. Once
 the query is analysed (which runs nothing), `check_analyzed` walks the resolved plan: no command, and every relation
 it reads is one of the job's views.
+
+A query over Delta tables (the `delta_query` template) may also name the job's tables, registered in the session's
+catalog, and read one at an earlier version (``VERSION AS OF n`` / ``TIMESTAMP AS OF t``): the only place time travel
+is allowed, and only on a plain name.
 """
 
 from __future__ import annotations
@@ -74,6 +78,10 @@ LABELS = {
 }
 
 
+TIME_TRAVEL = frozenset(package + "RelationTimeTravel" for package in (_LOGICAL, _ANALYSIS))
+LOGICAL_RELATION = "org.apache.spark.sql.execution.datasources.LogicalRelation"
+
+
 # Set on the session before a query is checked: `${env:X}`, `${system:p}` and `${spark.conf}` in the text would be
 # replaced (environment, Java properties, configuration values) before the parser even sees it; and no file is
 # read as a table by its path.
@@ -116,10 +124,11 @@ def _visit_parts(node: Any, logical_plan: Any, plan: Callable[[Any], None], expr
 
 
 class _PlanWalker:
-    def __init__(self, spark: SparkSession, views: Iterable[str]):
+    def __init__(self, spark: SparkSession, views: Iterable[str], *, time_travel: bool = False):
         jvm = spark._jvm
         self.jvm = jvm
         self.views = sorted(views)
+        self.time_travel = time_travel
         self.command = jvm.java.lang.Class.forName(_LOGICAL + "Command")
         self.logical_plan = jvm.java.lang.Class.forName(_LOGICAL + "LogicalPlan")
         self.plan_expression = jvm.java.lang.Class.forName(_EXPRESSIONS + "PlanExpression")
@@ -130,9 +139,13 @@ class _PlanWalker:
         name = node.getClass().getName()
         if self.command.isInstance(node) or name in COMMAND_LIKE:
             raise QueryRefused(f"{_label(name)} is a command")
-        if name not in QUERY_NODES:
-            raise QueryRefused(f"{_label(name)} is not part of a read-only query")
         simple = name.rsplit(".", 1)[-1]
+        if name in TIME_TRAVEL and self.time_travel:
+            if node.relation().getClass().getName() != _ANALYSIS + "UnresolvedRelation":
+                raise QueryRefused("time travel (VERSION AS OF) applies to a table's name only")
+            self._relation(node.relation())  # an argument of the node, not one of its children
+        elif name not in QUERY_NODES:
+            raise QueryRefused(f"{_label(name)} is not part of a read-only query")
         if simple == "UnresolvedRelation":
             self._relation(node)
         elif simple == "UnresolvedTableValuedFunction":
@@ -230,8 +243,9 @@ def lock_session(spark: SparkSession) -> None:
         spark.conf.set(key, value)
 
 
-def check_query(spark: SparkSession, sql: str, views: Iterable[str]) -> None:
-    """Raises QueryRefused unless ``sql`` is one read-only query over ``views``; runs nothing."""
+def check_query(spark: SparkSession, sql: str, views: Iterable[str], *, time_travel: bool = False) -> None:
+    """Raises QueryRefused unless ``sql`` is one read-only query over ``views``; runs nothing. ``time_travel``:
+    ``VERSION AS OF``/``TIMESTAMP AS OF`` on a plain name is allowed (`check_analyzed` then decides what it read)."""
     if "${" in sql and spark.conf.get("spark.sql.variable.substitute") != "false":
         raise QueryRefused("variable substitution (${…}) is not allowed")
     from py4j.protocol import Py4JJavaError
@@ -246,12 +260,13 @@ def check_query(spark: SparkSession, sql: str, views: Iterable[str]) -> None:
         if isinstance(error, Py4JJavaError):
             raise convert_exception(error.java_exception) from None
         raise
-    _PlanWalker(spark, views).plan(plan)
+    _PlanWalker(spark, views, time_travel=time_travel).plan(plan)
 
 
-def check_analyzed(frame: DataFrame, views: Iterable[str]) -> None:
-    """The analysed query once more: no command, and no relation but the job's views (their insides are ours)."""
-    walker = _AnalyzedWalker(frame.sparkSession, views)
+def check_analyzed(frame: DataFrame, views: Iterable[str], tables: Iterable[str] = ()) -> None:
+    """The analysed query once more: no command, and no relation but the job's views (their insides are ours) and
+    its ``tables`` (names of the session catalog's default database the job registered)."""
+    walker = _AnalyzedWalker(frame.sparkSession, views, tables)
     walker.plan(frame._jdf.queryExecution().analyzed())
 
 
@@ -259,9 +274,10 @@ class _AnalyzedWalker:
     LEAVES = frozenset(_LOGICAL + name for name in ("OneRowRelation", "LocalRelation", "Range", "CTERelationRef",
                                                          "UnionLoopRef"))
 
-    def __init__(self, spark: SparkSession, views: Iterable[str]):
+    def __init__(self, spark: SparkSession, views: Iterable[str], tables: Iterable[str] = ()):
         jvm = spark._jvm
         self.views = {name.lower() for name in views}
+        self.tables = {name.lower() for name in tables}
         self.command = jvm.java.lang.Class.forName(_LOGICAL + "Command")
         self.logical_plan = jvm.java.lang.Class.forName(_LOGICAL + "LogicalPlan")
         self.plan_expression = jvm.java.lang.Class.forName(_EXPRESSIONS + "PlanExpression")
@@ -275,9 +291,19 @@ class _AnalyzedWalker:
             if not node.isTempView() or table not in self.views:
                 raise QueryRefused(f"`{table}` is not one of the job's views")
             return  # a view of the job: built by the template, it reads its topics
+        if self._job_table(node):
+            return  # a table of the job, at the version asked for
         if node.children().isEmpty() and name not in self.LEAVES:
             raise QueryRefused(f"{_label(name)} is not one of the job's views")
         _visit_parts(node, self.logical_plan, self.plan, self.expression)
+
+    def _job_table(self, node: Any) -> bool:
+        """A file relation of a table the job registered under its plain name in the default database."""
+        if not self.tables or node.getClass().getName() != LOGICAL_RELATION or node.catalogTable().isEmpty():
+            return False
+        identifier = node.catalogTable().get().identifier()
+        database = str(identifier.database().get()) if identifier.database().isDefined() else "default"
+        return database == "default" and str(identifier.table()).lower() in self.tables
 
     def expression(self, node: Any) -> None:
         name = node.getClass().getName()

@@ -1,4 +1,5 @@
-"""The job templates: latest_state, stats, sql, script. Each takes a JobContext and returns its outcome.
+"""The job templates: latest_state, stats, delta_sync, delta_query, sql, script. Each takes a JobContext and
+returns its outcome.
 
 Arguments every template reading topics accepts (JSON; see docs/spark.md for the whole contract):
 ``topics`` or ``topic_pattern``, ``bootstrap_servers``, ``starting_offsets`` / ``ending_offsets``,
@@ -302,6 +303,50 @@ def run_delta_sync(ctx: JobContext) -> dict[str, Any]:
             "tables": tables, "preview": output.preview(summary, ctx.preview_rows)}
 
 
+def _validate_delta_query(args: dict[str, Any]) -> None:
+    sql = args.get("sql")
+    if not isinstance(sql, str) or not split_statements(sql):
+        raise InvalidArguments("`sql` is required: the query to run over the synced tables")
+    if len(split_statements(sql)) > 1:
+        raise sqlcheck.QueryRefused(f"the text holds {len(split_statements(sql))} statements separated by `;`")
+    tables = args.get("tables")
+    if not isinstance(tables, Mapping) or not tables:
+        raise InvalidArguments("`tables` must map table names to the Delta tables' paths")
+    for name, path in tables.items():
+        if not _VIEW_NAME.match(str(name)) or not isinstance(path, str) or not path:
+            raise InvalidArguments(f"`tables`: {name!r} must be a SQL identifier naming a Delta table's path")
+
+
+def run_delta_query(ctx: JobContext) -> dict[str, Any]:
+    """One read-only query (`sqlcheck`, time travel allowed) over a Delta sync's tables, each registered under its
+    name in the session's catalog for the query's length; previewed, written nowhere."""
+    args = ctx.args
+    tables = {str(name): str(path) for name, path in args["tables"].items()}
+    sql = args["sql"]
+    sqlcheck.lock_session(ctx.spark)
+    sqlcheck.check_query(ctx.spark, sql, list(tables), time_travel=True)
+    mentioned = sql.lower()
+    registered = []
+    try:
+        for name, path in tables.items():
+            if name.lower() in mentioned:
+                ctx.step(f"open {name}")
+                ctx.spark.catalog.createTable(name, path=path, source="delta")
+                registered.append(name)
+        result = ctx.spark.sql(sql)
+        sqlcheck.check_analyzed(result, [], tables=registered)
+        ctx.step("sql")
+        result = result.persist()
+        try:
+            return {"rows_out": result.count(), "output_path": None,
+                    "preview": output.preview(result, ctx.preview_rows)}
+        finally:
+            result.unpersist()
+    finally:
+        for name in registered:  # the catalog outlives the session in-process; the table's files stay
+            ctx.spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+
+
 # --- stats ----------------------------------------------------------------------------------------
 
 
@@ -563,5 +608,6 @@ TEMPLATES: dict[str, Template] = {
     "stats": Template("stats", run_stats, _validate_stats),
     "delta_sync": Template("delta_sync", run_delta_sync, _validate_delta_sync),
     "sql": Template("sql", run_sql, _validate_sql, reads_topics="optional"),
+    "delta_query": Template("delta_query", run_delta_query, _validate_delta_query, reads_topics="optional"),
     "script": Template("script", run_script, _validate_script, reads_topics="optional"),
 }

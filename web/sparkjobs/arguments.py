@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from sparkjobs.sqlcheck import RULE, SESSION_CONF, split_statements
-from web.sparkjobs.models import JobDefinition, JobRun, Mode, Template
+from web.sparkjobs.models import JobDefinition, JobRun, Mode, RunTemplate, Template
 
 PATH_ARGUMENTS = ("output_path", "checkpoint_path")
 RESERVED = {"topics": "the job's topics field", "mode": "the job's mode field",
@@ -151,9 +151,10 @@ def run_arguments(definition: JobDefinition, run_id: int) -> dict[str, Any]:
 
 
 def spark_conf(run: JobRun) -> dict[str, str]:
-    """Spark settings a run gets beyond the defaults: an SQL run's session substitutes no variables and reads no
-    file by its path from the start (the job sets them too, before it checks its query)."""
-    return dict(SESSION_CONF) if run.template == Template.SQL else {}
+    """Spark settings a run gets beyond the defaults: the session of an SQL run (and of a Delta tables query)
+    substitutes no variables and reads no file by its path from the start (the job sets them too, before it checks
+    its query)."""
+    return dict(SESSION_CONF) if run.template in (Template.SQL, RunTemplate.DELTA_QUERY) else {}
 
 
 def masked(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,18 @@ class Template(models.TextChoices):
     SCRIPT = "script", "PySpark script (admin only)"
 
 
+class RunTemplate(models.TextChoices):
+    """What a run runs: its job's template, or a query of a Delta sync's tables (started from the job's tables
+    page; no job is of this template)."""
+
+    LATEST_STATE = Template.LATEST_STATE.value, Template.LATEST_STATE.label
+    STATS = Template.STATS.value, Template.STATS.label
+    DELTA_SYNC = Template.DELTA_SYNC.value, Template.DELTA_SYNC.label
+    DELTA_QUERY = "delta_query", "Query of the synced Delta tables"
+    SQL = Template.SQL.value, Template.SQL.label
+    SCRIPT = Template.SCRIPT.value, Template.SCRIPT.label
+
+
 class Mode(models.TextChoices):
     BATCH = "batch"
     STREAM = "stream"
@@ -70,7 +82,7 @@ class JobDefinition(models.Model):
 class JobRun(models.Model):
     definition = models.ForeignKey(JobDefinition, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
-    template = models.CharField(max_length=32, choices=Template.choices)
+    template = models.CharField(max_length=32, choices=RunTemplate.choices)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.BATCH)
     arguments = models.JSONField(default=dict, help_text="The arguments the job was started with.")
     script = models.TextField(blank=True, help_text="The script of a `script` job as it was when launched.")

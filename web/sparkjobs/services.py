@@ -46,14 +46,19 @@ def dispatch(run_id: int) -> None:
     app.send_task(TASK, args=[run_id], queue="spark")
 
 
-def launch(definition: JobDefinition, user, source: str = "api") -> JobRun:
+def launch(definition: JobDefinition, user, source: str = "api", *, template: str | None = None,
+           mode: str | None = None, arguments: dict | None = None) -> JobRun:
+    """A run of the job; ``template``/``mode``/``arguments`` for a run of another template under it (a query of a
+    Delta sync's tables), whose arguments the caller built."""
     with transaction.atomic():
-        run = JobRun.objects.create(definition=definition, template=definition.template, mode=definition.mode,
-                                    script=definition.script, restricted=definition.restricted,
+        run = JobRun.objects.create(definition=definition, template=template or definition.template,
+                                    mode=mode or definition.mode, script=definition.script if template is None else "",
+                                    restricted=definition.restricted,
                                     requested_by=user if user and user.is_authenticated else None)
-        run.arguments = run_arguments(definition, run.pk)
+        run.arguments = run_arguments(definition, run.pk) if arguments is None else arguments
         run.save(update_fields=["arguments"])
-        record(user, source, "run", definition.name, after={"run": run.pk})
+        record(user, source, "run", definition.name,
+               after={"run": run.pk, **({"template": template} if template else {})})
         transaction.on_commit(lambda: dispatch(run.pk))
     return run
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.dashboard.views import role_required
-from web.sparkjobs import services
+from web.sparkjobs import delta_tables, services
 from web.sparkjobs.api.serializers import JobDefinitionSerializer, JobRunSerializer
 from web.sparkjobs.arguments import job_dir, masked
 from web.sparkjobs.cluster import application_url
@@ -57,6 +58,24 @@ def job_detail(request, name):
         "arguments": json.dumps(masked(definition.arguments or {}), indent=2),
         "may_change": _may_change(request, definition), **_roles(request),
     })
+
+
+@require_safe
+@role_required(VIEWER)
+def job_tables(request, name):
+    """A Delta sync's tables (rows, versions, last position, lag) and the box that queries them (a Spark run)."""
+    definition = get_object_or_404(JobDefinition, name=name)
+    try:
+        tables, problem = delta_tables.synced_tables(definition), None
+    except delta_tables.NotADeltaSync as error:
+        tables, problem = None, str(error)
+    for table in (tables or {}).get("tables", []):
+        for version in table["versions"]:
+            version["at"] = datetime.fromtimestamp(version["timestamp_ms"] / 1000, tz=UTC)
+    return render(request, "sparkjobs/delta_tables.html", {
+        "job": definition, "sync": tables, "problem": problem,
+        "may_query": has_role(request.user, OPERATOR), **_roles(request),
+    }, status=404 if definition.template != "delta_sync" else 200)
 
 
 def _save(request, definition: JobDefinition | None):

@@ -41,6 +41,7 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  ("api/connectors/{name}/verify/schedule/", "put"), ("connectors/{name}/", "post"),
                  # Spark jobs of the query templates (docs/spark.md; script jobs are an admin's)
                  ("api/spark/jobs/", "post"), ("api/spark/jobs/{name}/run/", "post"),
+                 ("api/spark/jobs/{name}/query/", "post"),
                  *(("api/spark/jobs/{name}/", method) for method in ("put", "patch", "delete")),
                  ("api/spark/runs/{pk}/cancel/", "post"), ("spark/jobs/new/", "post"), ("spark/jobs/{name}/", "post"),
                  ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post")},

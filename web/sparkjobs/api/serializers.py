@@ -93,3 +93,56 @@ class RunLogSerializer(serializers.Serializer):
     status = serializers.CharField()
     last = serializers.IntegerField(help_text="Pass it as `after` to get only newer lines.")
     lines = RunLogLineSerializer(many=True)
+
+
+class DeltaVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    timestamp_ms = serializers.IntegerField(help_text="The version's time (Delta's history), ms since the epoch.")
+    operation = serializers.CharField(allow_null=True)
+    rows_affected = serializers.IntegerField(allow_null=True, help_text="Rows inserted, updated or deleted.")
+
+
+class DeltaPositionSerializer(serializers.Serializer):
+    version = serializers.IntegerField(help_text="The version whose commit recorded it.")
+    batch_id = serializers.IntegerField(allow_null=True)
+    offsets = serializers.DictField(child=serializers.IntegerField(),
+                                    help_text="Highest Kafka offset merged, per partition.")
+
+
+class DeltaPartitionLagSerializer(serializers.Serializer):
+    partition = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+    last_merged = serializers.IntegerField(allow_null=True)
+    position = serializers.IntegerField(help_text="The stream's next offset in the partition.")
+    lag = serializers.IntegerField()
+
+
+class DeltaLagSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    partitions = DeltaPartitionLagSerializer(many=True)
+
+
+class DeltaTableSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The table's name in a query.")
+    topic = serializers.CharField(allow_null=True)
+    path = serializers.CharField()
+    exists = serializers.BooleanField()
+    rows = serializers.IntegerField(allow_null=True, help_text="Live rows (soft-deleted ones included); null: "
+                                                               "not known from the log's newest commits.")
+    version = serializers.IntegerField(allow_null=True)
+    versions = DeltaVersionSerializer(many=True, help_text="The newest versions, newest first.")
+    older_versions = serializers.IntegerField()
+    last_position = DeltaPositionSerializer(allow_null=True)
+    lag = DeltaLagSerializer(allow_null=True)
+
+
+class DeltaTablesSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    output_path = serializers.CharField()
+    tables = DeltaTableSerializer(many=True)
+    lag_problem = serializers.CharField(allow_null=True)
+
+
+class DeltaQuerySerializer(serializers.Serializer):
+    sql = serializers.CharField(trim_whitespace=False, help_text=(
+        "One read-only query over the job's tables (by name); `VERSION AS OF n` reads a table's version n."))

@@ -1,7 +1,8 @@
 """/api/spark/: job definitions, launching and cancelling runs, runs with their outcome and log (docs/api.md).
 
-Roles: viewers read; operators create, change, delete and run jobs of the latest_state, stats and sql templates and
-cancel their runs; `script` jobs (arbitrary PySpark code) need the admin role for every change, launch and cancel.
+Roles: viewers read (a Delta sync's tables too); operators create, change, delete and run jobs of the latest_state,
+stats, delta_sync and sql templates, query a Delta sync's tables (a Spark run) and cancel their runs; `script` jobs
+(arbitrary PySpark code) need the admin role for every change, launch and cancel.
 """
 
 from __future__ import annotations
@@ -9,14 +10,14 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from web.accounts.roles import ADMIN, OPERATOR, has_role
 from web.connectors.api.paging import StrictLimitOffsetPagination, check_query
 from web.connectors.api.permissions import RolePermission
 from web.connectors.api.views import source_of
-from web.sparkjobs import services
+from web.sparkjobs import delta_tables, services
 from web.sparkjobs.api import serializers as s
 from web.sparkjobs.models import JobDefinition, JobRun, RunStatus
 
@@ -50,7 +51,7 @@ class JobViewSet(viewsets.ModelViewSet):
     lookup_field = "name"
     lookup_value_regex = NAME_PATTERN
     action_roles = {"create": OPERATOR, "update": OPERATOR, "partial_update": OPERATOR, "destroy": OPERATOR,
-                    "run": OPERATOR}
+                    "run": OPERATOR, "query": OPERATOR}
 
     def get_queryset(self):
         return JobDefinition.objects.select_related("created_by", "updated_by")
@@ -79,6 +80,31 @@ class JobViewSet(viewsets.ModelViewSet):
         definition = self.get_object()
         require_script_admin(request, definition.template)
         launched = services.launch(definition, request.user, source=source_of(request))
+        return Response(s.JobRunSerializer(launched).data, status=status.HTTP_202_ACCEPTED)
+
+
+    @extend_schema(summary="A Delta sync job's tables: rows, versions, last source position, lag",
+                   responses={200: s.DeltaTablesSerializer, 400: ERROR})
+    @action(detail=True, methods=["get"])
+    def tables(self, request, name=None):
+        definition = self.get_object()
+        try:
+            return Response(delta_tables.synced_tables(definition))
+        except delta_tables.NotADeltaSync as error:
+            raise ValidationError({"detail": str(error)}) from None
+
+    @extend_schema(summary="Query a Delta sync job's tables: a read-only SQL run of Spark (operator)",
+                   request=s.DeltaQuerySerializer, responses={202: s.JobRunSerializer, 400: ERROR, 403: ERROR})
+    @action(detail=True, methods=["post"])
+    def query(self, request, name=None):
+        definition = self.get_object()
+        body = s.DeltaQuerySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            launched = delta_tables.launch_query(definition, body.validated_data["sql"], request.user,
+                                                 source=source_of(request))
+        except ValueError as error:  # NotADeltaSync too
+            raise ValidationError({"detail": str(error)}) from None
         return Response(s.JobRunSerializer(launched).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -24,6 +24,15 @@ document.addEventListener("DOMContentLoaded", function () {
     if (form.dataset.go === "run" && data.id) window.location.assign(`/spark/runs/${data.id}/`);
   });
 
+  // --- Delta tables page: "Query version n" puts a time-travel query of that version in the SQL box ------------
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-query-table]");
+    const box = $("#delta-sql");
+    if (!button || !box) return;
+    box.value = `SELECT * FROM ${button.dataset.queryTable} VERSION AS OF ${button.dataset.queryVersion} LIMIT 100`;
+    box.focus();
+  });
+
   // --- run page -------------------------------------------------------------------------------------------------
   const root = $("#spark-run");
   if (!root) return;

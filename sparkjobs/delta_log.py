@@ -1,0 +1,193 @@
+"""A Delta table's recent history read straight from its ``_delta_log`` folder: no JVM, no Spark, no Django.
+
+A Delta table's log is a folder of commits, ``<version, 20 digits>.json``, each a file of JSON lines (one action a
+line): ``commitInfo`` (timestamp, operation, operationMetrics, userMetadata), ``add``/``remove`` (data files, with
+``stats`` holding ``numRecords``), ``txn`` (appId, version), ``metaData``, ``protocol``. Beside a commit Delta
+writes ``<version>.crc``, the table's state at that version, which lists its files (``allFiles``) while they are
+few.
+
+`read_table` reads only the newest ``limit`` commits and at most ``max_bytes`` of them. The live row count is the
+sum of ``numRecords`` over the files of the newest version (minus rows a deletion vector hides): from its ``.crc``,
+or, without one, from replaying every commit when the whole log is JSON within ``max_bytes``; otherwise it is
+unknown (None). A table written in soft-delete mode counts its soft-deleted rows too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+LOG_DIR = "_delta_log"
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+DEFAULT_LIMIT = 20
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+# operationMetrics counting the rows a commit changed, by operation family (the first family present counts)
+ROW_METRICS = (
+    ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"),  # MERGE
+    ("numUpdatedRows", "numDeletedRows"),  # UPDATE, DELETE
+    ("numOutputRows",),  # WRITE, STREAMING UPDATE, CREATE TABLE AS SELECT
+)
+
+
+class LogTooLarge(Exception):
+    """The commits asked for exceed the byte budget."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    version: int
+    timestamp_ms: int  # milliseconds since the epoch, as Delta's history gives it
+    operation: str | None
+    rows_affected: int | None
+    metrics: dict[str, str] = field(default_factory=dict)
+    user_metadata: Any = None  # the commit's userMetadata, decoded when it is JSON
+    txn: tuple[str, int] | None = None  # Delta's (txnAppId, txnVersion) of the commit
+
+
+@dataclass(frozen=True)
+class TableLog:
+    path: str
+    version: int  # the newest version
+    rows: int | None  # live rows at the newest version; None when the log cannot tell within its budget
+    commits: list[Commit]  # newest first, at most `limit`
+    older: int  # versions older than those in `commits`
+
+    def last_user_metadata(self, key: str) -> tuple[Commit, Any] | None:
+        """The newest commit (of those read) whose userMetadata is an object holding ``key``, with that value."""
+        for commit in self.commits:
+            if isinstance(commit.user_metadata, dict) and key in commit.user_metadata:
+                return commit, commit.user_metadata[key]
+        return None
+
+
+def is_delta_table(path: str) -> bool:
+    return bool(_versions(os.path.join(path, LOG_DIR)))
+
+
+def _versions(log_dir: str) -> list[int]:
+    try:
+        names = os.listdir(log_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(int(match.group(1)) for name in names if (match := COMMIT_FILE.match(name)))
+
+
+def _commit_path(log_dir: str, version: int) -> str:
+    return os.path.join(log_dir, f"{version:020d}.json")
+
+
+def _actions(path: str, budget: list[int]) -> list[dict[str, Any]]:
+    size = os.path.getsize(path)
+    if size > budget[0]:
+        raise LogTooLarge(path)
+    budget[0] -= size
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _rows_affected(metrics: dict[str, str]) -> int | None:
+    for family in ROW_METRICS:
+        present = [metrics[name] for name in family if name in metrics]
+        if present:
+            return sum(int(value) for value in present)
+    return None
+
+
+def _decoded(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _commit(version: int, actions: list[dict[str, Any]], modified_ms: int) -> Commit:
+    info: dict[str, Any] = {}
+    txn = None
+    for action in actions:
+        if "commitInfo" in action:
+            info = action["commitInfo"] or {}
+        elif "txn" in action:
+            txn = (str(action["txn"].get("appId")), int(action["txn"].get("version")))
+    metrics = {str(name): str(value) for name, value in (info.get("operationMetrics") or {}).items()}
+    # the version's time as Delta's history and TIMESTAMP AS OF take it: the in-commit timestamp when the table
+    # records one, else the commit file's modification time
+    when = info.get("inCommitTimestamp") or modified_ms
+    return Commit(version=version, timestamp_ms=int(when), operation=info.get("operation"),
+                  rows_affected=_rows_affected(metrics), metrics=metrics,
+                  user_metadata=_decoded(info.get("userMetadata")), txn=txn)
+
+
+def _file_rows(add: dict[str, Any]) -> int | None:
+    stats = _decoded(add.get("stats"))
+    if not isinstance(stats, dict) or "numRecords" not in stats:
+        return None
+    hidden = (add.get("deletionVector") or {}).get("cardinality") or 0
+    return int(stats["numRecords"]) - int(hidden)
+
+
+def _sum_rows(files: list[dict[str, Any]]) -> int | None:
+    total = 0
+    for add in files:
+        rows = _file_rows(add)
+        if rows is None:
+            return None
+        total += rows
+    return total
+
+
+def _rows_from_checksum(log_dir: str, version: int, budget: list[int]) -> int | None:
+    path = os.path.join(log_dir, f"{version:020d}.crc")
+    try:
+        [state] = _actions(path, budget)
+    except (FileNotFoundError, ValueError, LogTooLarge):
+        return None
+    files = state.get("allFiles")
+    return _sum_rows(files) if isinstance(files, list) else None
+
+
+def _rows_from_replay(log_dir: str, versions: list[int], budget: list[int]) -> int | None:
+    """Live rows from every commit since version 0, when they are all JSON files (none folded into a checkpoint
+    and removed) and fit the budget."""
+    if versions != list(range(versions[-1] + 1)):
+        return None
+    files: dict[str, dict[str, Any]] = {}
+    for version in versions:
+        for action in _actions(_commit_path(log_dir, version), budget):
+            if "add" in action:
+                files[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                files.pop(action["remove"]["path"], None)
+    return _sum_rows(list(files.values()))
+
+
+def read_table(path: str, *, limit: int = DEFAULT_LIMIT, max_bytes: int = DEFAULT_MAX_BYTES) -> TableLog | None:
+    """The table's newest ``limit`` commits and live rows; None when ``path`` holds no Delta table."""
+    log_dir = os.path.join(path, LOG_DIR)
+    versions = _versions(log_dir)
+    if not versions:
+        return None
+    budget = [max_bytes]
+    commits = []
+    for version in reversed(versions[-limit:]):
+        try:
+            path_of = _commit_path(log_dir, version)
+            modified_ms = int(os.stat(path_of).st_mtime_ns // 1_000_000)
+            commits.append(_commit(version, _actions(path_of, budget), modified_ms))
+        except LogTooLarge:
+            break
+        except FileNotFoundError:  # removed by log cleanup since the listing
+            continue
+    rows = _rows_from_checksum(log_dir, versions[-1], [max_bytes])
+    if rows is None:
+        try:
+            rows = _rows_from_replay(log_dir, versions, [max_bytes])
+        except (LogTooLarge, FileNotFoundError):
+            rows = None
+    oldest_read = commits[-1].version if commits else versions[-1] + 1
+    older = sum(1 for version in versions if version < oldest_read)
+    return TableLog(path=path, version=versions[-1], rows=rows, commits=commits, older=older)
