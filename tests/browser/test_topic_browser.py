@@ -34,7 +34,8 @@ def test_any_topic_download_and_live_tail(session, stack):
     page.get_by_role("link", name="Topics", exact=True).click()
     page.get_by_role("link", name=topic).click()
     page.wait_for_url(f"**/topics/{topic}/")
-    first = page.locator("ol.events > li").first
+    first = page.locator("table.messages > tbody.message").first
+    first.locator("tr.summary").click()
     assert "browser-test" in first.locator("dl.headers").inner_text()
     assert page.locator("#total-messages").inner_text() == "1"  # exact: the commit marker is no message
 
@@ -47,10 +48,54 @@ def test_any_topic_download_and_live_tail(session, stack):
     page.get_by_role("button", name="Live tail").click()
     page.wait_for_function("() => document.getElementById('tail-status').textContent.startsWith('Following')")
     produce(stack.kafka_bootstrap, topic, b'{"id": 2}', b'{"second": true}', [("trace", b"t-2")])
-    newest = page.locator("ol.events > li.live").first
+    newest = page.locator("table.messages > tbody.message.live").first
     newest.wait_for()
+    assert newest.locator("td.preview").inner_text() == '{"second": true}'
+    assert not newest.locator("tr.detail").is_visible()
+    newest.get_by_role("button", name="Message 0/").click()
     assert '"second": true' in newest.locator("pre.json").inner_text()
     assert "t-2" in newest.locator("dl.headers").inner_text()
     assert "1 new message" in page.locator("#tail-status").inner_text()
     page.get_by_role("button", name="Stop tail").click()
     assert page.locator("#tail-status").inner_text() == "Live tail stopped."
+
+
+def test_messages_are_one_line_each_and_expand_on_click(session, stack):
+    """A topic of large messages is a compact table: one line a message (partition, offset, time, key, the value cut
+    to a preview); a click shows the whole key, headers and value, a second click hides them again."""
+    topic = f"browse.compact.{tagged_suffix()}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "transactional.id": f"browser-{uuid.uuid4().hex}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for n in range(20):
+        value = {"n": n, "lines": [f"line {i} of message {n}" for i in range(40)], "last": f"end-{n}"}
+        producer.produce(topic, json.dumps(value).encode(), json.dumps({"id": n}).encode(), headers=[("h", b"v%d" % n)])
+    producer.commit_transaction(30)
+
+    current, page = session("viewer")
+    page.goto(f"/topics/{topic}/")
+    rows = page.locator("table.messages > tbody.message")
+    assert rows.count() == 20
+    heights = [box["height"] for box in (rows.nth(i).locator("tr.summary").bounding_box() for i in range(20))]
+    assert max(heights) < 40, heights  # one line each, not a document per message
+    newest = rows.first
+    assert newest.get_attribute("data-offset") == "19"
+    preview = newest.locator("td.preview").inner_text()
+    assert preview.startswith('{"n": 19, "lines": ["line 0 of message 19"') and preview.endswith("…")
+    assert "end-19" not in preview
+    assert newest.locator("code.key").inner_text() == '{"id": 19}'
+    assert not newest.locator("pre.json").is_visible()
+
+    newest.locator("td.preview").click()
+    value = newest.locator("pre.json")
+    value.wait_for()
+    assert json.loads(value.inner_text())["last"] == "end-19"
+    assert "v19" in newest.locator("dl.headers").inner_text()
+    assert newest.get_by_role("button", name="Message 0/19").get_attribute("aria-expanded") == "true"
+    assert not rows.nth(1).locator("pre.json").is_visible()  # only the clicked message opens
+
+    newest.get_by_role("button", name="Message 0/19").click()
+    value.wait_for(state="hidden")
+    assert page.locator("table.messages").bounding_box()["height"] < 21 * 40  # header and 20 lines

@@ -27,6 +27,8 @@ SCOPES = ("key", "value", "headers")
 STARTS = ("newest", "offset", "timestamp")
 MAX_SCAN = 20_000  # messages read per partition for one page before giving up the search
 MAX_GROUPS = 100  # consumer groups asked for their offsets at a time
+PREVIEW_CHARS = 120  # a message's key and value on its one line in the table
+MAX_SHOWN_CHARS = 100_000  # a value's text shown (and copied or downloaded) in full up to this length
 
 
 class KafkaUnavailable(Exception):
@@ -164,6 +166,8 @@ class Message:
     pretty: str
     headers: list[tuple[str, str]]
     size: int
+    preview: str = ""  # the value on one line, cut at PREVIEW_CHARS
+    value_cut: bool = False  # `pretty` stops at MAX_SHOWN_CHARS
 
 
 @dataclass
@@ -224,8 +228,16 @@ def _message(message) -> Message:
     value = _expand(_decode(message.value()))
     headers = [(name, _text(raw)) for name, raw in (message.headers() or ())]
     size = len(message.key() or b"") + len(message.value() or b"")
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
     return Message(message.partition(), message.offset(), message.timestamp()[1], key, key_text, value,
-                   json.dumps(value, indent=2, ensure_ascii=False), headers, size)
+                   pretty[:MAX_SHOWN_CHARS], headers, size, preview=_one_line(value),
+                   value_cut=len(pretty) > MAX_SHOWN_CHARS)
+
+
+def _one_line(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    text = " ".join(text[:PREVIEW_CHARS + 1].split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
 
 
 def browse(topic: str, parts: list[Partition], query: Query, timeout: float = 8.0) -> Page:
@@ -390,7 +402,8 @@ def message_json(message: Message) -> dict:
     """What a page needs to show a message (the live tail sends this)."""
     return {"partition": message.partition, "offset": message.offset, "timestamp_ms": message.timestamp_ms,
             "key_text": message.key_text, "headers": [list(pair) for pair in message.headers],
-            "pretty": message.pretty, "size": message.size}
+            "pretty": message.pretty, "size": message.size, "preview": message.preview,
+            "value_cut": message.value_cut}
 
 
 class Tail:

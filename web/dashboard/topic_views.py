@@ -57,7 +57,8 @@ def render_topic(request, topic: str, connector):
     """The browser page of `topic` (`connector`: the connector it was opened from, for the way back)."""
     query = parse_query(request)
     context = {"topic": topic, "connector": connector, "query": query, "scopes": kafka.SCOPES, "error": None,
-               "messages": [], "page": None, "parts": [], "config": [], "groups": [], **_roles(request)}
+               "messages": [], "page": None, "parts": [], "config": [], "groups": [],
+               "max_shown": kafka.MAX_SHOWN_CHARS, **_roles(request)}
     try:
         parts = kafka.partitions(topic)
     except kafka.UnknownTopic:
