@@ -99,3 +99,33 @@ def test_messages_are_one_line_each_and_expand_on_click(session, stack):
     newest.get_by_role("button", name="Message 0/19").click()
     value.wait_for(state="hidden")
     assert page.locator("table.messages").bounding_box()["height"] < 21 * 40  # header and 20 lines
+
+
+def test_operator_produces_a_message_and_sees_it_in_the_table(session, stack):
+    topic = f"browse.produce.{tagged_suffix()}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+
+    current, viewer = session("viewer")
+    viewer.goto(f"/topics/{topic}/")
+    viewer.get_by_role("heading", name=f"Topic {topic}").wait_for()
+    assert viewer.get_by_text("Produce a message").count() == 0  # viewers only read
+
+    current, page = session("operator")
+    page.goto(f"/topics/{topic}/")
+    page.get_by_text("Produce a message").click()
+    page.get_by_label("Message key").fill('{"id": 42}')
+    page.get_by_label("Message value").fill('{"status": "produced from the UI"}')
+    page.get_by_label("Header 1 name").fill("origin")
+    page.get_by_label("Header 1 value").fill("ui-test")
+    page.get_by_role("button", name="Produce").click()
+    page.get_by_text(f"Message produced to {topic}: partition 0, offset 0.").wait_for()
+    row = page.locator("table.messages > tbody.message").first
+    assert row.locator("code.key").inner_text() == '{"id": 42}'
+    assert row.locator("td.preview").inner_text() == '{"status": "produced from the UI"}'
+    row.locator("tr.summary").click()
+    assert "ui-test" in row.locator("dl.headers").inner_text()
+
+    page.goto("/topics/__consumer_offsets/")
+    page.get_by_text("Producing is not offered here").wait_for()
+    assert page.get_by_text("Produce a message").count() == 0

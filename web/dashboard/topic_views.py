@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import datetime
 
+from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_safe
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
 from web.dashboard import topic_browser as kafka
+from web.dashboard import topic_produce
 from web.dashboard.topics import belongs_to
-from web.dashboard.views import role_required, whole_number
+from web.dashboard.views import SOURCE, role_required, whole_number
 
 MAX_OFFSET = 2**63 - 1
 MAX_TEXT = 200
@@ -57,7 +59,7 @@ def render_topic(request, topic: str, connector):
     """The browser page of `topic` (`connector`: the connector it was opened from, for the way back)."""
     query = parse_query(request)
     context = {"topic": topic, "connector": connector, "query": query, "scopes": kafka.SCOPES, "error": None,
-               "messages": [], "page": None, "parts": [], "config": [], "groups": [],
+               "page": None, "parts": [], "config": [], "groups": [],
                "max_shown": kafka.MAX_SHOWN_CHARS, **_roles(request)}
     try:
         parts = kafka.partitions(topic)
@@ -71,6 +73,10 @@ def render_topic(request, topic: str, connector):
     if unknown:
         raise BadRequest(f"partition={unknown[0]} does not exist; {topic} has partitions 0 to {len(parts) - 1}.")
     context["parts"] = parts
+    context["header_rows"] = (1, 2, 3)
+    if context["can_operate"]:
+        context["protected"] = ("one of Kafka's internal topics" if topic.startswith("__")
+                                else topic_produce.protected_topics().get(topic))
     try:
         context["page"] = kafka.browse(topic, parts, query)
         kafka.exact_counts(topic, parts)
@@ -81,6 +87,28 @@ def render_topic(request, topic: str, connector):
     context["total"] = sum(p.count or 0 for p in parts)
     context["all_counted"] = all(p.counted for p in parts)
     return render(request, "dashboard/topic.html", context)
+
+
+@require_POST
+@role_required(OPERATOR)
+def produce_message(request, topic):
+    """The topic page's "Produce a message" form: back to the topic page, which shows the message first."""
+    post = request.POST
+    names, values = post.getlist("header_name"), post.getlist("header_value")
+    headers = [(name.strip(), value) for name, value in zip(names, values, strict=False) if name.strip()]
+    value = None if post.get("tombstone") == "1" else post.get("value", "")
+    try:
+        done = topic_produce.produce(topic, post.get("key") or None, value, headers, user=request.user,
+                                     source=SOURCE)
+    except topic_produce.NoSuchTopic as unknown:
+        raise Http404(str(unknown)) from None
+    except topic_produce.Refused as refused:
+        messages.error(request, f"Not produced: {refused}")
+    except kafka.KafkaUnavailable as problem:
+        messages.error(request, f"Not produced: Kafka did not answer: {problem}")
+    else:
+        messages.success(request, f"Message produced to {topic}: partition {done.partition}, offset {done.offset}.")
+    return redirect("dashboard:topic-any", topic=topic)
 
 
 def parse_query(request) -> kafka.Query:

@@ -26,4 +26,5 @@ urlpatterns = [
     path(f"connectors/{NAME}/topics/<str:topic>/", topic_views.connector_topic, name="topic"),
     path("topics/", topic_views.topic_list, name="topics"),
     path("topics/<str:topic>/", topic_views.topic_page, name="topic-any"),
+    path("topics/<str:topic>/produce/", topic_views.produce_message, name="topic-produce"),
 ]

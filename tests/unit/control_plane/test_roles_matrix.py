@@ -43,7 +43,9 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  ("api/spark/jobs/", "post"), ("api/spark/jobs/{name}/run/", "post"),
                  *(("api/spark/jobs/{name}/", method) for method in ("put", "patch", "delete")),
                  ("api/spark/runs/{pk}/cancel/", "post"), ("spark/jobs/new/", "post"), ("spark/jobs/{name}/", "post"),
-                 ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post")},
+                 ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post"),
+                 # the topic browser's writes (docs/dashboard.md)
+                 ("api/topics/{topic}/messages/", "post"), ("topics/{topic}/produce/", "post")},
 }
 VALUES = {"name": "orders", "connector_name": "orders", "plugin": "MongoDbConnector", "task": "0",
           "logger": "root", "replica_set": "rs0", "topic": "shop.inventory.orders", "url": "x"}
