@@ -67,7 +67,7 @@ def page_of(client, topic, query=""):
 
 
 def offsets_shown(page):
-    return re.findall(r"partition (\d+) · offset (\d+)", page)
+    return re.findall(r'<tbody class="message" data-partition="(\d+)" data-offset="(\d+)">', page)
 
 
 def searched(client, topic, query):
