@@ -22,6 +22,8 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from django.conf import settings
 
+from web.dashboard.message_filter import Filter
+
 LEGAL_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 SCOPES = ("key", "value", "headers")
 STARTS = ("newest", "offset", "timestamp")
@@ -153,6 +155,7 @@ class Query:
     text: str = ""
     scopes: tuple[str, ...] = SCOPES
     resume: dict[int, int] | None = None  # the live tail: partition -> next offset to read (a reconnected tail)
+    filter: Filter | None = None  # a filter expression (message_filter) the messages must match as well
 
 
 @dataclass
@@ -208,6 +211,14 @@ def _matches(message, query: Query) -> bool:
     # offsets_for_times may land on a transaction marker stamped at its commit, before older records: skip those
     if query.start == "timestamp" and message.timestamp()[1] < query.timestamp_ms:
         return False
+    if query.filter is not None and not query.filter.matches(
+            _decode(message.key()), _expand(_decode(message.value())),
+            [(name, _text(raw)) for name, raw in message.headers() or ()]):
+        return False
+    return _contains_text(message, query)
+
+
+def _contains_text(message, query: Query) -> bool:
     if not query.text:
         return True
     needle = query.text.casefold()

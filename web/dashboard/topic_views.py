@@ -14,8 +14,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
+from web.dashboard import message_filter, topic_produce
 from web.dashboard import topic_browser as kafka
-from web.dashboard import topic_produce
 from web.dashboard.topics import belongs_to
 from web.dashboard.views import SOURCE, role_required, whole_number
 
@@ -60,7 +60,7 @@ def render_topic(request, topic: str, connector):
     query = parse_query(request)
     context = {"topic": topic, "connector": connector, "query": query, "scopes": kafka.SCOPES, "error": None,
                "page": None, "parts": [], "config": [], "groups": [],
-               "max_shown": kafka.MAX_SHOWN_CHARS, **_roles(request)}
+               "max_shown": kafka.MAX_SHOWN_CHARS, "max_scan": kafka.MAX_SCAN, **_roles(request)}
     try:
         parts = kafka.partitions(topic)
     except kafka.UnknownTopic:
@@ -138,6 +138,12 @@ def parse_query(request) -> kafka.Query:
         raise BadRequest(f"in={bad[0]} is not known; search in key, value and/or headers.")
     query.text = text.strip()
     query.scopes = tuple(scopes) or kafka.SCOPES
+    expression = get.get("f", "").strip()
+    if expression:
+        try:
+            query.filter = message_filter.parse(expression)
+        except message_filter.FilterError as error:
+            raise BadRequest(f"f: {error}") from None
     return query
 
 

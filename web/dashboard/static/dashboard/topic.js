@@ -148,7 +148,7 @@
     function connect() {
       const form = document.querySelector("form.filter-form");
       const params = new URLSearchParams();
-      ["partition", "q"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
+      ["partition", "q", "f"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
       form.querySelectorAll('input[name="in"]:checked').forEach((box) => params.append("in", box.value));
       Object.entries(next).forEach(([partition, offset]) => params.append("resume", `${partition}:${offset}`));
       const scheme = location.protocol === "https:" ? "wss:" : "ws:";
