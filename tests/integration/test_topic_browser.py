@@ -128,7 +128,9 @@ def test_filter_expressions_over_keys_values_and_headers(viewer, topic):
 def test_configuration_and_consumer_group_lag(viewer, topic):
     name, group = topic
     page = page_of(viewer, name)
-    assert re.search(r'<tr data-config="retention.ms" class="set">.*?<code>123456789</code>', page, re.S)
+    assert re.search(r'<tr data-config="retention.ms" class="set">.*?<code>123456789</code></td>'
+                     r'<td>DYNAMIC_TOPIC_CONFIG</td>', page, re.S)
+    assert re.search(r'<tr data-config="segment.bytes">.*?</td><td>DEFAULT_CONFIG</td>', page, re.S)  # not 5 or 4
     row = re.search(rf'<tr data-group="{group}" data-partition="0">.*?</tr>', page, re.S).group(0)
     assert '<td class="num">1</td><td class="num">4</td><td class="num lag">3</td>' in row
     assert f'data-group="{group}" data-partition="1"' not in page  # no committed offset there

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from django.conf import settings
 
 from web.dashboard.message_filter import Filter
@@ -370,8 +370,12 @@ def config(topic: str, timeout: float = 5.0) -> list[ConfigRow]:
 
 
 def _source(source) -> str:
-    name = getattr(source, "name", str(source))
-    return name.removesuffix("_CONFIG").replace("_", " ").lower()
+    """The name of a ConfigEntry's source (DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, …): confluent-kafka hands over the
+    enum's number."""
+    try:
+        return ConfigSource(int(getattr(source, "value", source))).name
+    except (TypeError, ValueError):
+        return str(source)
 
 
 def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) -> tuple[list[GroupLag], int]:
