@@ -54,12 +54,18 @@ def protected_topics() -> dict[str, str]:
     return found
 
 
-def check_writable(topic: str) -> None:
+def protected_reason(topic: str) -> str | None:
+    """Why `topic` is one of the platform's own topics, or None."""
     if topic.startswith("__"):
-        raise Refused(f"{topic} is one of Kafka's internal topics; only Kafka writes to it.")
-    reason = protected_topics().get(topic)
+        return "one of Kafka's internal topics"
+    return protected_topics().get(topic)
+
+
+def check_writable(topic: str) -> None:
+    reason = protected_reason(topic)
     if reason:
-        raise Refused(f"{topic} is {reason}; only the platform writes to it.")
+        raise Refused(f"{topic} is {reason}; only {'Kafka' if topic.startswith('__') else 'the platform'} writes "
+                      "to it.")
 
 
 def check_sizes(key: str | None, value: str | None, headers: list[tuple[str, str]]) -> None:

@@ -75,8 +75,7 @@ def render_topic(request, topic: str, connector):
     context["parts"] = parts
     context["header_rows"] = (1, 2, 3)
     if context["can_operate"]:
-        context["protected"] = ("one of Kafka's internal topics" if topic.startswith("__")
-                                else topic_produce.protected_topics().get(topic))
+        context["protected"] = topic_produce.protected_reason(topic)
     try:
         context["page"] = kafka.browse(topic, parts, query)
         kafka.exact_counts(topic, parts)
