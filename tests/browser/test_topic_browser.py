@@ -129,3 +129,28 @@ def test_operator_produces_a_message_and_sees_it_in_the_table(session, stack):
     page.goto("/topics/__consumer_offsets/")
     page.get_by_text("Producing is not offered here").wait_for()
     assert page.get_by_text("Produce a message").count() == 0
+
+
+def test_operator_creates_configures_and_deletes_a_topic(session, stack):
+    name = f"browse.admin.{tagged_suffix()}"
+    current, page = session("operator")
+    page.goto("/topics/")
+    page.get_by_text("Create a topic").click()
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Partitions").fill("2")
+    page.get_by_role("button", name="Create").click()
+    page.get_by_text(f"Topic {name} created.").wait_for()
+    assert page.locator("table.partitions tbody tr").count() == 2
+
+    page.get_by_label("Property").select_option("retention.ms")
+    page.get_by_label("New value").fill("7200000")
+    page.get_by_role("button", name="Set", exact=True).click()
+    page.get_by_text("retention.ms set to 7200000.").wait_for()
+    row = page.locator('tr[data-config="retention.ms"]')
+    assert "7200000" in row.inner_text() and "DYNAMIC_TOPIC_CONFIG" in row.inner_text()
+    assert "DEFAULT_CONFIG" in page.locator('tr[data-config="segment.bytes"]').inner_text()
+
+    page.get_by_label("Type the topic's name to confirm").fill(name)
+    page.get_by_role("button", name="Delete topic").click()
+    page.get_by_text(f"Topic {name} deleted.").wait_for()
+    assert page.get_by_role("link", name=name).count() == 0

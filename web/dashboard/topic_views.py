@@ -10,11 +10,11 @@ from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
-from web.dashboard import message_filter, topic_produce
+from web.dashboard import message_filter, topic_admin, topic_admin_views, topic_produce
 from web.dashboard import topic_browser as kafka
 from web.dashboard.topics import belongs_to
 from web.dashboard.views import SOURCE, role_required, whole_number
@@ -27,9 +27,11 @@ def _roles(request) -> dict:
     return {"can_operate": has_role(request.user, OPERATOR), "can_admin": has_role(request.user, ADMIN)}
 
 
-@require_safe
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(VIEWER)
 def topic_list(request):
+    if request.method == "POST":
+        return topic_admin_views.create(request)
     show_internal = request.GET.get("internal") == "1"
     try:
         found, error = kafka.all_topics(), None
@@ -76,6 +78,7 @@ def render_topic(request, topic: str, connector):
     context["header_rows"] = (1, 2, 3)
     if context["can_operate"]:
         context["protected"] = topic_produce.protected_reason(topic)
+        context["writers"] = topic_admin.writers(topic)
     try:
         context["page"] = kafka.browse(topic, parts, query)
         kafka.exact_counts(topic, parts)

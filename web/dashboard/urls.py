@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web.dashboard import topic_views, views
+from web.dashboard import topic_admin_views, topic_views, views
 
 app_name = "dashboard"
 NAME = "<slug:name>"
@@ -27,4 +27,6 @@ urlpatterns = [
     path("topics/", topic_views.topic_list, name="topics"),
     path("topics/<str:topic>/", topic_views.topic_page, name="topic-any"),
     path("topics/<str:topic>/produce/", topic_views.produce_message, name="topic-produce"),
+    path("topics/<str:topic>/delete/", topic_admin_views.delete, name="topic-delete"),
+    path("topics/<str:topic>/config/", topic_admin_views.configure, name="topic-config"),
 ]

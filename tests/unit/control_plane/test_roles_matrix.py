@@ -46,7 +46,8 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post"),
                  # the topic browser's writes (docs/dashboard.md)
                  ("api/topics/{topic}/messages/", "post"), ("topics/{topic}/produce/", "post"),
-                 ("api/topics/", "post"), ("api/topics/{topic}/", "delete"), ("api/topics/{topic}/config/", "patch")},
+                 ("api/topics/", "post"), ("api/topics/{topic}/", "delete"), ("api/topics/{topic}/config/", "patch"),
+                 ("topics/", "post"), ("topics/{topic}/delete/", "post"), ("topics/{topic}/config/", "post")},
 }
 VALUES = {"name": "orders", "connector_name": "orders", "plugin": "MongoDbConnector", "task": "0",
           "logger": "root", "replica_set": "rs0", "topic": "shop.inventory.orders", "url": "x"}
