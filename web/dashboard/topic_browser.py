@@ -269,9 +269,14 @@ def browse(topic: str, parts: list[Partition], query: Query, timeout: float = 8.
 def _start_offsets(topic: str, chosen: list[Partition], query: Query, timeout: float) -> dict[int, int]:
     if query.start == "offset":
         return {p.id: min(max(query.offset, p.low), p.high) for p in chosen}
+    return offsets_for_time(topic, chosen, query.timestamp_ms, timeout)
+
+
+def offsets_for_time(topic: str, chosen: list[Partition], timestamp_ms: int, timeout: float) -> dict[int, int]:
+    """Partition -> the first offset stamped at or after the time, or the log end where there is none."""
     consumer = _consumer()
     try:
-        found = consumer.offsets_for_times([TopicPartition(topic, p.id, query.timestamp_ms) for p in chosen],
+        found = consumer.offsets_for_times([TopicPartition(topic, p.id, timestamp_ms) for p in chosen],
                                            timeout=timeout)
     except KafkaException as error:
         raise _fail(error) from None
