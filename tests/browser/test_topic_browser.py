@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.topic_cleanup import tagged_suffix
@@ -154,3 +154,30 @@ def test_operator_creates_configures_and_deletes_a_topic(session, stack):
     page.get_by_role("button", name="Delete topic").click()
     page.get_by_text(f"Topic {name} deleted.").wait_for()
     assert page.get_by_role("link", name=name).count() == 0
+
+
+def test_operator_resets_and_deletes_a_consumer_group(session, stack):
+    topic = f"browse.groups.{tagged_suffix()}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    for n in range(3):
+        produce(stack.kafka_bootstrap, topic, b"%d" % n, b'{"n": %d}' % n, [])
+    group = f"ui-readers-{tagged_suffix()}"
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    consumer.close()
+
+    current, viewer = session("viewer")
+    viewer.goto(f"/topics/{topic}/")
+    viewer.locator(f'tr[data-group="{group}"]').wait_for()
+    assert viewer.get_by_role("button", name="Reset offsets").count() == 0
+
+    current, page = session("operator")
+    page.goto(f"/topics/{topic}/")
+    page.get_by_label(f"Reset {group} to", exact=True).select_option("latest")
+    page.get_by_role("button", name="Reset offsets").click()
+    page.get_by_text(f"Consumer group {group} reset on {topic}: partition 0 → 6.").wait_for()  # 3 records, 3 markers
+    assert page.locator(f'tr[data-group="{group}"] td.lag').inner_text() == "0"
+    page.get_by_role("button", name=f"Delete group {group}").click()
+    page.get_by_text(f"Consumer group {group} deleted.").wait_for()
+    assert page.locator(f'tr[data-group="{group}"]').count() == 0

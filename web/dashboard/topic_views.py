@@ -4,8 +4,6 @@ configuration and consumer groups' lag. Viewer role; bad query parameters are a 
 
 from __future__ import annotations
 
-import datetime
-
 from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
@@ -16,6 +14,7 @@ from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
 from web.dashboard import message_filter, topic_admin, topic_admin_views, topic_produce
 from web.dashboard import topic_browser as kafka
+from web.dashboard.time_input import parse_time
 from web.dashboard.topics import belongs_to
 from web.dashboard.views import SOURCE, role_required, whole_number
 
@@ -147,25 +146,3 @@ def parse_query(request) -> kafka.Query:
         except message_filter.FilterError as error:
             raise BadRequest(f"f: {error}") from None
     return query
-
-
-def parse_time(raw: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it carries an offset)."""
-    raw = raw.strip()
-    if not raw:
-        raise BadRequest("start=timestamp needs timestamp: an ISO-8601 time such as 2026-01-31T12:00:00Z, or "
-                         "milliseconds since the epoch.")
-    if raw.isdigit():
-        if len(raw) > 15:
-            raise BadRequest(f"timestamp={raw} is out of range.")
-        return int(raw)
-    try:
-        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadRequest(f"timestamp={raw} is not a time: give ISO-8601 (2026-01-31T12:00:00Z) or epoch "
-                         "milliseconds.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    if moment.year < 1970:
-        raise BadRequest(f"timestamp={raw} is before 1970.")
-    return int(moment.timestamp() * 1000)

@@ -29,4 +29,6 @@ urlpatterns = [
     path("topics/<str:topic>/produce/", topic_views.produce_message, name="topic-produce"),
     path("topics/<str:topic>/delete/", topic_admin_views.delete, name="topic-delete"),
     path("topics/<str:topic>/config/", topic_admin_views.configure, name="topic-config"),
+    path("topics/<str:topic>/groups/<str:group>/reset/", topic_admin_views.group_reset, name="group-reset"),
+    path("topics/<str:topic>/groups/<str:group>/delete/", topic_admin_views.group_delete, name="group-delete"),
 ]

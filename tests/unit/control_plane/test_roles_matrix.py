@@ -48,7 +48,8 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  ("api/topics/{topic}/messages/", "post"), ("topics/{topic}/produce/", "post"),
                  ("api/topics/", "post"), ("api/topics/{topic}/", "delete"), ("api/topics/{topic}/config/", "patch"),
                  ("topics/", "post"), ("topics/{topic}/delete/", "post"), ("topics/{topic}/config/", "post"),
-                 ("api/consumer-groups/{group}/", "delete"), ("api/consumer-groups/{group}/reset/", "post")},
+                 ("api/consumer-groups/{group}/", "delete"), ("api/consumer-groups/{group}/reset/", "post"),
+                 ("topics/{topic}/groups/{group}/reset/", "post"), ("topics/{topic}/groups/{group}/delete/", "post")},
 }
 VALUES = {"name": "orders", "connector_name": "orders", "plugin": "MongoDbConnector", "task": "0",
           "logger": "root", "replica_set": "rs0", "topic": "shop.inventory.orders", "url": "x",
