@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
-from web.dashboard import message_filter, topic_admin, topic_admin_views, topic_produce
+from web.dashboard import brokers, message_filter, topic_admin, topic_admin_views, topic_produce
 from web.dashboard import topic_browser as kafka
 from web.dashboard.time_input import parse_time
 from web.dashboard.topics import belongs_to
@@ -39,6 +39,18 @@ def topic_list(request):
     shown = [topic for topic in found if show_internal or not topic.internal]
     return render(request, "dashboard/topics.html", {"topics": shown, "hidden": len(found) - len(shown),
                                                      "internal": show_internal, "error": error, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def broker_list(request):
+    try:
+        (cluster_id, found), error = brokers.brokers(), None
+    except kafka.KafkaUnavailable as problem:
+        cluster_id, found, error = "", [], str(problem)
+    return render(request, "dashboard/brokers.html", {
+        "cluster_id": cluster_id, "brokers": found, "error": error, "log_dirs": brokers.LOG_DIRS_AVAILABLE,
+        "client_version": brokers.CLIENT_VERSION, **_roles(request)})
 
 
 @require_safe
