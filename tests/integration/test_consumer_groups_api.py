@@ -106,3 +106,11 @@ def test_unknown_group_and_topic(django_user_model, stack, topic_and_group):
     answer = client.post(f"/api/consumer-groups/no-such-{tagged_suffix()}/reset/",
                          {"topic": f"{topic}.missing", "to": "earliest"}, format="json")
     assert answer.status_code == 404
+
+
+def test_the_consumer_groups_page_lists_them(client, django_user_model, stack, topic_and_group):
+    _, group = topic_and_group
+    client.force_login(make_user(django_user_model, "viewer"))
+    page = client.get("/consumer-groups/").content.decode()
+    row = f'<tr data-group="{group}"><th scope="row"><code>{group}</code></th><td data-label="State">empty</td>'
+    assert row in page

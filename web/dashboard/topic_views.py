@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
-from web.dashboard import brokers, message_filter, topic_admin, topic_admin_views, topic_produce
+from web.dashboard import brokers, group_admin, message_filter, topic_admin, topic_admin_views, topic_produce
 from web.dashboard import topic_browser as kafka
 from web.dashboard.time_input import parse_time
 from web.dashboard.topics import belongs_to
@@ -51,6 +51,17 @@ def broker_list(request):
     return render(request, "dashboard/brokers.html", {
         "cluster_id": cluster_id, "brokers": found, "error": error, "log_dirs": brokers.LOG_DIRS_AVAILABLE,
         "client_version": brokers.CLIENT_VERSION, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def group_list(request):
+    try:
+        (found, more), error = group_admin.all_groups(), None
+    except (kafka.KafkaUnavailable, topic_produce.Refused) as problem:
+        found, more, error = [], 0, str(problem)
+    return render(request, "dashboard/groups.html", {"groups": found, "more": more, "error": error,
+                                                     **_roles(request)})
 
 
 @require_safe

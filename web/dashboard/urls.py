@@ -25,6 +25,7 @@ urlpatterns = [
     path(f"connectors/{NAME}/replica-sets/<str:replica_set>/", views.replica_set_card, name="replica-set"),
     path(f"connectors/{NAME}/topics/<str:topic>/", topic_views.connector_topic, name="topic"),
     path("brokers/", topic_views.broker_list, name="brokers"),
+    path("consumer-groups/", topic_views.group_list, name="groups"),
     path("topics/", topic_views.topic_list, name="topics"),
     path("topics/<str:topic>/", topic_views.topic_page, name="topic-any"),
     path("topics/<str:topic>/produce/", topic_views.produce_message, name="topic-produce"),
