@@ -33,3 +33,25 @@ def test_brokers_with_their_partitions(client, django_user_model, stack):
 def test_brokers_page_needs_a_role(client, django_user_model, stack):
     client.force_login(make_user(django_user_model, "none"))
     assert client.get("/brokers/").status_code == 403
+
+
+def test_no_connector_secret_on_the_kafka_pages(client, django_user_model, stack):
+    """The topic, broker and consumer-group pages and the topic configuration API show Kafka's data only: a stored
+    connector's password never appears, not even on the page of the topic it writes to."""
+    from tests.api_support import SECRET, client_for, create_connector
+
+    prefix = f"secretcheck{tagged_suffix().replace('.', '')}"
+    name = f"{prefix}.inventory.orders"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    create_connector("secretive", **{"topic.prefix": prefix})
+    operator = make_user(django_user_model, "operator")
+    client.force_login(operator)
+    for url in (f"/topics/{name}/", f"/connectors/secretive/topics/{name}/", "/topics/", "/brokers/",
+                "/consumer-groups/"):
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        assert SECRET not in answer.content.decode(), url
+    assert SECRET not in client_for(operator).get(f"/api/topics/{name}/config/").content.decode()
+    topic_page = client.get(f"/topics/{name}/").content.decode()
+    assert "Connector secretive writes to this topic" in topic_page and "Delete topic</button>" not in topic_page
