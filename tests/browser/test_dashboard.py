@@ -170,7 +170,7 @@ def test_topic_browser_filters_by_key(session, streaming):
     topic = f"{streaming}.{streaming}.orders"
     page.get_by_role("link", name=topic).click()
     page.wait_for_url(f"**/topics/{topic}/")
-    assert page.locator("ol.events > li").count() == 20
+    assert page.locator("table.messages > tbody.message").count() == 20
     wanted = int(json.loads(page.locator("code.key").nth(10).inner_text())["id"])
     page.get_by_label("Search", exact=True).fill(f'"{wanted}"')
     page.get_by_label("Value", exact=True).uncheck()

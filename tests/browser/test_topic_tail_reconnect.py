@@ -40,7 +40,7 @@ def open_tail(session, stack):
 
 
 def shown(page, marker: str) -> int:
-    return page.locator("ol.events > li.live pre.json", has_text=marker).count()
+    return page.locator("table.messages > tbody.message.live", has_text=marker).count()
 
 
 def test_live_tail_survives_redis_answering_late(session, stack, platform):
@@ -50,7 +50,7 @@ def test_live_tail_survives_redis_answering_late(session, stack, platform):
     client.execute_command("CLIENT", "PAUSE", pause_ms, "WRITE")  # what a loaded Redis looks like to its readers
     time.sleep(pause_ms / 1000 + 1)  # the stall is the condition under test: it must last past the 5 s read
     produce(stack.kafka_bootstrap, topic, b"2", b'{"after": "stall"}', [])
-    page.locator("ol.events > li.live pre.json", has_text="stall").wait_for()
+    page.locator("table.messages > tbody.message.live", has_text="stall").wait_for()
     history = page.evaluate("window.__tailStatus")
     assert not [text for text in history if "lost its connection" in text or "disconnected" in text], history
 
@@ -58,14 +58,14 @@ def test_live_tail_survives_redis_answering_late(session, stack, platform):
 def test_cut_tail_reconnects_visibly_and_misses_nothing(session, stack, platform):
     topic, page = open_tail(session, stack)
     produce(stack.kafka_bootstrap, topic, b"2", b'{"before": "cut"}', [])
-    page.locator("ol.events > li.live pre.json", has_text="before").wait_for()
+    page.locator("table.messages > tbody.message.live", has_text="before").wait_for()
     page.evaluate("window.cdcTail.socket.close()")  # the connection ends without the user stopping the tail
     page.wait_for_function("() => document.getElementById('tail-status').textContent.includes('Reconnecting in')")
     produce(stack.kafka_bootstrap, topic, b"3", b'{"during": "cut"}', [])
     page.wait_for_function("() => window.__tailStatus.some(text => text.startsWith('Reconnected'))", timeout=30_000)
-    page.locator("ol.events > li.live pre.json", has_text="during").wait_for()
+    page.locator("table.messages > tbody.message.live", has_text="during").wait_for()
     produce(stack.kafka_bootstrap, topic, b"4", b'{"after": "cut"}', [])
-    page.locator("ol.events > li.live pre.json", has_text='"after"').wait_for()
+    page.locator("table.messages > tbody.message.live", has_text='"after"').wait_for()
     assert (shown(page, "before"), shown(page, "during"), shown(page, '"after"')) == (1, 1, 1)
     assert page.get_by_role("button", name="Stop tail").is_visible()
     page.get_by_role("button", name="Stop tail").click()

@@ -67,7 +67,7 @@ def page_of(client, topic, query=""):
 
 
 def offsets_shown(page):
-    return re.findall(r"partition (\d+) · offset (\d+)", page)
+    return re.findall(r'<tbody class="message" data-partition="(\d+)" data-offset="(\d+)">', page)
 
 
 def searched(client, topic, query):
@@ -114,10 +114,23 @@ def test_search_in_keys_values_and_headers(viewer, topic):
     assert offsets_shown(page_of(viewer, name, "?key=k2")) == [("0", "2")]  # the older "Key contains" links
 
 
+def test_filter_expressions_over_keys_values_and_headers(viewer, topic):
+    name, _ = topic
+    assert searched(viewer, name, "?f=" + quote('value.colour == "blue"')) == [("0", "2")]
+    assert searched(viewer, name, "?f=" + quote("value.n >= 1 and key.id != k2")) == [("0", "1")]
+    assert searched(viewer, name, "?f=" + quote("headers.trace contains TRACE-0")) == [("0", "0")]
+    assert sorted(searched(viewer, name, "?f=" + quote("value.p1 < 5"))) == [("1", "3"), ("1", "4")]
+    assert searched(viewer, name, "?f=" + quote("value.colour == red") + "&q=green") == []  # both must match
+    page = page_of(viewer, name, "?f=" + quote("value.n == 1"))
+    assert "matching the filter" in page and "5 looked at (at most 20" in page
+
+
 def test_configuration_and_consumer_group_lag(viewer, topic):
     name, group = topic
     page = page_of(viewer, name)
-    assert re.search(r'<tr data-config="retention.ms" class="set">.*?<code>123456789</code>', page, re.S)
+    assert re.search(r'<tr data-config="retention.ms" class="set">.*?<code>123456789</code></td>'
+                     r'<td>DYNAMIC_TOPIC_CONFIG</td>', page, re.S)
+    assert re.search(r'<tr data-config="segment.bytes">.*?</td><td>DEFAULT_CONFIG</td>', page, re.S)  # not 5 or 4
     row = re.search(rf'<tr data-group="{group}" data-partition="0">.*?</tr>', page, re.S).group(0)
     assert '<td class="num">1</td><td class="num">4</td><td class="num lag">3</td>' in row
     assert f'data-group="{group}" data-partition="1"' not in page  # no committed offset there
@@ -149,7 +162,8 @@ def test_any_topic_is_listed_and_connector_links_still_work(viewer, topic):
 @pytest.mark.parametrize("query", ["?partition=abc", "?partition=9", "?start=bogus", "?n=abc", "?n=1.5",
                                    "?start=timestamp&timestamp=yesterday", "?start=timestamp",
                                    "?start=timestamp&timestamp=1900-01-01T00:00:00Z",
-                                   "?start=offset&offset=-1", "?in=bogus", "?q=" + "x" * 201])
+                                   "?start=offset&offset=-1", "?in=bogus", "?q=" + "x" * 201,
+                                   "?f=" + quote("status == paid"), "?f=" + quote("value.a ==")])
 def test_bad_input_is_a_400_page(viewer, topic, query):
     name, _ = topic
     response = viewer.get(f"/topics/{name}/{query}")

@@ -19,14 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from django.conf import settings
+
+from web.dashboard.message_filter import Filter
 
 LEGAL_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 SCOPES = ("key", "value", "headers")
 STARTS = ("newest", "offset", "timestamp")
 MAX_SCAN = 20_000  # messages read per partition for one page before giving up the search
 MAX_GROUPS = 100  # consumer groups asked for their offsets at a time
+PREVIEW_CHARS = 120  # a message's key and value on its one line in the table
+MAX_SHOWN_CHARS = 100_000  # a value's text shown (and copied or downloaded) in full up to this length
 
 
 class KafkaUnavailable(Exception):
@@ -151,6 +155,7 @@ class Query:
     text: str = ""
     scopes: tuple[str, ...] = SCOPES
     resume: dict[int, int] | None = None  # the live tail: partition -> next offset to read (a reconnected tail)
+    filter: Filter | None = None  # a filter expression (message_filter) the messages must match as well
 
 
 @dataclass
@@ -164,6 +169,8 @@ class Message:
     pretty: str
     headers: list[tuple[str, str]]
     size: int
+    preview: str = ""  # the value on one line, cut at PREVIEW_CHARS
+    value_cut: bool = False  # `pretty` stops at MAX_SHOWN_CHARS
 
 
 @dataclass
@@ -204,6 +211,14 @@ def _matches(message, query: Query) -> bool:
     # offsets_for_times may land on a transaction marker stamped at its commit, before older records: skip those
     if query.start == "timestamp" and message.timestamp()[1] < query.timestamp_ms:
         return False
+    if query.filter is not None and not query.filter.matches(
+            _decode(message.key()), _expand(_decode(message.value())),
+            [(name, _text(raw)) for name, raw in message.headers() or ()]):
+        return False
+    return _contains_text(message, query)
+
+
+def _contains_text(message, query: Query) -> bool:
     if not query.text:
         return True
     needle = query.text.casefold()
@@ -224,8 +239,16 @@ def _message(message) -> Message:
     value = _expand(_decode(message.value()))
     headers = [(name, _text(raw)) for name, raw in (message.headers() or ())]
     size = len(message.key() or b"") + len(message.value() or b"")
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
     return Message(message.partition(), message.offset(), message.timestamp()[1], key, key_text, value,
-                   json.dumps(value, indent=2, ensure_ascii=False), headers, size)
+                   pretty[:MAX_SHOWN_CHARS], headers, size, preview=_one_line(value),
+                   value_cut=len(pretty) > MAX_SHOWN_CHARS)
+
+
+def _one_line(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    text = " ".join(text[:PREVIEW_CHARS + 1].split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
 
 
 def browse(topic: str, parts: list[Partition], query: Query, timeout: float = 8.0) -> Page:
@@ -246,9 +269,14 @@ def browse(topic: str, parts: list[Partition], query: Query, timeout: float = 8.
 def _start_offsets(topic: str, chosen: list[Partition], query: Query, timeout: float) -> dict[int, int]:
     if query.start == "offset":
         return {p.id: min(max(query.offset, p.low), p.high) for p in chosen}
+    return offsets_for_time(topic, chosen, query.timestamp_ms, timeout)
+
+
+def offsets_for_time(topic: str, chosen: list[Partition], timestamp_ms: int, timeout: float) -> dict[int, int]:
+    """Partition -> the first offset stamped at or after the time, or the log end where there is none."""
     consumer = _consumer()
     try:
-        found = consumer.offsets_for_times([TopicPartition(topic, p.id, query.timestamp_ms) for p in chosen],
+        found = consumer.offsets_for_times([TopicPartition(topic, p.id, timestamp_ms) for p in chosen],
                                            timeout=timeout)
     except KafkaException as error:
         raise _fail(error) from None
@@ -347,8 +375,12 @@ def config(topic: str, timeout: float = 5.0) -> list[ConfigRow]:
 
 
 def _source(source) -> str:
-    name = getattr(source, "name", str(source))
-    return name.removesuffix("_CONFIG").replace("_", " ").lower()
+    """The name of a ConfigEntry's source (DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, …): confluent-kafka hands over the
+    enum's number."""
+    try:
+        return ConfigSource(int(getattr(source, "value", source))).name
+    except (TypeError, ValueError):
+        return str(source)
 
 
 def consumer_groups(topic: str, parts: list[Partition], timeout: float = 5.0) -> tuple[list[GroupLag], int]:
@@ -390,7 +422,8 @@ def message_json(message: Message) -> dict:
     """What a page needs to show a message (the live tail sends this)."""
     return {"partition": message.partition, "offset": message.offset, "timestamp_ms": message.timestamp_ms,
             "key_text": message.key_text, "headers": [list(pair) for pair in message.headers],
-            "pretty": message.pretty, "size": message.size}
+            "pretty": message.pretty, "size": message.size, "preview": message.preview,
+            "value_cut": message.value_cut}
 
 
 class Tail:

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from web.dashboard import message_filter
 from web.dashboard import topic_browser as kafka
 from web.dashboard.consumers import FORBIDDEN, UNAUTHENTICATED
 
@@ -42,6 +43,12 @@ def tail_query(query_string: str) -> kafka.Query:
     if bad:
         raise ValueError(f"in={bad[0]} is not known; search in key, value and/or headers")
     query.text, query.scopes = text.strip(), tuple(scopes) or kafka.SCOPES
+    expression = (params.get("f") or [""])[0].strip()
+    if expression:
+        try:
+            query.filter = message_filter.parse(expression)
+        except message_filter.FilterError as error:
+            raise ValueError(f"f: {error}") from None
     resume = [value for value in params.get("resume", []) if value.strip()]
     if resume:
         try:

@@ -4,18 +4,19 @@ configuration and consumer groups' lag. Viewer role; bad query parameters are a 
 
 from __future__ import annotations
 
-import datetime
-
+from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_safe
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, has_role
 from web.connectors.models import Connector
+from web.dashboard import brokers, group_admin, message_filter, topic_admin, topic_admin_views, topic_produce
 from web.dashboard import topic_browser as kafka
+from web.dashboard.time_input import parse_time
 from web.dashboard.topics import belongs_to
-from web.dashboard.views import role_required, whole_number
+from web.dashboard.views import SOURCE, role_required, whole_number
 
 MAX_OFFSET = 2**63 - 1
 MAX_TEXT = 200
@@ -25,9 +26,11 @@ def _roles(request) -> dict:
     return {"can_operate": has_role(request.user, OPERATOR), "can_admin": has_role(request.user, ADMIN)}
 
 
-@require_safe
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(VIEWER)
 def topic_list(request):
+    if request.method == "POST":
+        return topic_admin_views.create(request)
     show_internal = request.GET.get("internal") == "1"
     try:
         found, error = kafka.all_topics(), None
@@ -36,6 +39,29 @@ def topic_list(request):
     shown = [topic for topic in found if show_internal or not topic.internal]
     return render(request, "dashboard/topics.html", {"topics": shown, "hidden": len(found) - len(shown),
                                                      "internal": show_internal, "error": error, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def broker_list(request):
+    try:
+        (cluster_id, found), error = brokers.brokers(), None
+    except kafka.KafkaUnavailable as problem:
+        cluster_id, found, error = "", [], str(problem)
+    return render(request, "dashboard/brokers.html", {
+        "cluster_id": cluster_id, "brokers": found, "error": error, "log_dirs": brokers.LOG_DIRS_AVAILABLE,
+        "client_version": brokers.CLIENT_VERSION, **_roles(request)})
+
+
+@require_safe
+@role_required(VIEWER)
+def group_list(request):
+    try:
+        (found, more), error = group_admin.all_groups(), None
+    except (kafka.KafkaUnavailable, topic_produce.Refused) as problem:
+        found, more, error = [], 0, str(problem)
+    return render(request, "dashboard/groups.html", {"groups": found, "more": more, "error": error,
+                                                     **_roles(request)})
 
 
 @require_safe
@@ -57,7 +83,8 @@ def render_topic(request, topic: str, connector):
     """The browser page of `topic` (`connector`: the connector it was opened from, for the way back)."""
     query = parse_query(request)
     context = {"topic": topic, "connector": connector, "query": query, "scopes": kafka.SCOPES, "error": None,
-               "messages": [], "page": None, "parts": [], "config": [], "groups": [], **_roles(request)}
+               "page": None, "parts": [], "config": [], "groups": [],
+               "max_shown": kafka.MAX_SHOWN_CHARS, "max_scan": kafka.MAX_SCAN, **_roles(request)}
     try:
         parts = kafka.partitions(topic)
     except kafka.UnknownTopic:
@@ -70,6 +97,10 @@ def render_topic(request, topic: str, connector):
     if unknown:
         raise BadRequest(f"partition={unknown[0]} does not exist; {topic} has partitions 0 to {len(parts) - 1}.")
     context["parts"] = parts
+    context["header_rows"] = (1, 2, 3)
+    if context["can_operate"]:
+        context["protected"] = topic_produce.protected_reason(topic)
+        context["writers"] = topic_admin.writers(topic)
     try:
         context["page"] = kafka.browse(topic, parts, query)
         kafka.exact_counts(topic, parts)
@@ -80,6 +111,28 @@ def render_topic(request, topic: str, connector):
     context["total"] = sum(p.count or 0 for p in parts)
     context["all_counted"] = all(p.counted for p in parts)
     return render(request, "dashboard/topic.html", context)
+
+
+@require_POST
+@role_required(OPERATOR)
+def produce_message(request, topic):
+    """The topic page's "Produce a message" form: back to the topic page, which shows the message first."""
+    post = request.POST
+    names, values = post.getlist("header_name"), post.getlist("header_value")
+    headers = [(name.strip(), value) for name, value in zip(names, values, strict=False) if name.strip()]
+    value = None if post.get("tombstone") == "1" else post.get("value", "")
+    try:
+        done = topic_produce.produce(topic, post.get("key") or None, value, headers, user=request.user,
+                                     source=SOURCE)
+    except topic_produce.NoSuchTopic as unknown:
+        raise Http404(str(unknown)) from None
+    except topic_produce.Refused as refused:
+        messages.error(request, f"Not produced: {refused}")
+    except kafka.KafkaUnavailable as problem:
+        messages.error(request, f"Not produced: Kafka did not answer: {problem}")
+    else:
+        messages.success(request, f"Message produced to {topic}: partition {done.partition}, offset {done.offset}.")
+    return redirect("dashboard:topic-any", topic=topic)
 
 
 def parse_query(request) -> kafka.Query:
@@ -109,26 +162,10 @@ def parse_query(request) -> kafka.Query:
         raise BadRequest(f"in={bad[0]} is not known; search in key, value and/or headers.")
     query.text = text.strip()
     query.scopes = tuple(scopes) or kafka.SCOPES
+    expression = get.get("f", "").strip()
+    if expression:
+        try:
+            query.filter = message_filter.parse(expression)
+        except message_filter.FilterError as error:
+            raise BadRequest(f"f: {error}") from None
     return query
-
-
-def parse_time(raw: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it carries an offset)."""
-    raw = raw.strip()
-    if not raw:
-        raise BadRequest("start=timestamp needs timestamp: an ISO-8601 time such as 2026-01-31T12:00:00Z, or "
-                         "milliseconds since the epoch.")
-    if raw.isdigit():
-        if len(raw) > 15:
-            raise BadRequest(f"timestamp={raw} is out of range.")
-        return int(raw)
-    try:
-        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadRequest(f"timestamp={raw} is not a time: give ISO-8601 (2026-01-31T12:00:00Z) or epoch "
-                         "milliseconds.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    if moment.year < 1970:
-        raise BadRequest(f"timestamp={raw} is before 1970.")
-    return int(moment.timestamp() * 1000)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web.dashboard import topic_views, views
+from web.dashboard import topic_admin_views, topic_views, views
 
 app_name = "dashboard"
 NAME = "<slug:name>"
@@ -24,6 +24,13 @@ urlpatterns = [
     path(f"connectors/{NAME}/requests/", views.connector_requests, name="connector-requests"),
     path(f"connectors/{NAME}/replica-sets/<str:replica_set>/", views.replica_set_card, name="replica-set"),
     path(f"connectors/{NAME}/topics/<str:topic>/", topic_views.connector_topic, name="topic"),
+    path("brokers/", topic_views.broker_list, name="brokers"),
+    path("consumer-groups/", topic_views.group_list, name="groups"),
     path("topics/", topic_views.topic_list, name="topics"),
     path("topics/<str:topic>/", topic_views.topic_page, name="topic-any"),
+    path("topics/<str:topic>/produce/", topic_views.produce_message, name="topic-produce"),
+    path("topics/<str:topic>/delete/", topic_admin_views.delete, name="topic-delete"),
+    path("topics/<str:topic>/config/", topic_admin_views.configure, name="topic-config"),
+    path("topics/<str:topic>/groups/<str:group>/reset/", topic_admin_views.group_reset, name="group-reset"),
+    path("topics/<str:topic>/groups/<str:group>/delete/", topic_admin_views.group_delete, name="group-delete"),
 ]

@@ -44,10 +44,17 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  ("api/spark/jobs/{name}/query/", "post"),
                  *(("api/spark/jobs/{name}/", method) for method in ("put", "patch", "delete")),
                  ("api/spark/runs/{pk}/cancel/", "post"), ("spark/jobs/new/", "post"), ("spark/jobs/{name}/", "post"),
-                 ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post")},
+                 ("spark/jobs/{name}/edit/", "post"), ("spark/jobs/{name}/delete/", "post"),
+                 # the topic browser's writes (docs/dashboard.md)
+                 ("api/topics/{topic}/messages/", "post"), ("topics/{topic}/produce/", "post"),
+                 ("api/topics/", "post"), ("api/topics/{topic}/", "delete"), ("api/topics/{topic}/config/", "patch"),
+                 ("topics/", "post"), ("topics/{topic}/delete/", "post"), ("topics/{topic}/config/", "post"),
+                 ("api/consumer-groups/{group}/", "delete"), ("api/consumer-groups/{group}/reset/", "post"),
+                 ("topics/{topic}/groups/{group}/reset/", "post"), ("topics/{topic}/groups/{group}/delete/", "post")},
 }
 VALUES = {"name": "orders", "connector_name": "orders", "plugin": "MongoDbConnector", "task": "0",
-          "logger": "root", "replica_set": "rs0", "topic": "shop.inventory.orders", "url": "x"}
+          "logger": "root", "replica_set": "rs0", "topic": "shop.inventory.orders", "url": "x",
+          "group": "shop-readers"}
 WRITE_METHODS = ("post", "put", "patch", "delete")
 
 

@@ -9,6 +9,8 @@ from web.accounts.api import TokenView
 from web.connectors.api.docs import local_only
 from web.connectors.api.views import NAME_PATTERN, AuditViewSet, ConnectorViewSet, FilterViewSet, MeView
 from web.connectors.verify_api import VerifyRunsView, VerifyRunView, VerifyScheduleView
+from web.dashboard.group_api import GroupResetView, GroupsView, GroupView
+from web.dashboard.topic_api import ProduceView, TopicConfigView, TopicsView, TopicView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -22,6 +24,13 @@ urlpatterns = [
             name="connector-verify-schedule"),
     re_path(rf"^connectors/(?P<name>{NAME_PATTERN})/verify/(?P<run_id>[0-9]+)/$", VerifyRunView.as_view(),
             name="connector-verify-run"),
+    path("consumer-groups/", GroupsView.as_view(), name="api-groups"),
+    path("consumer-groups/<str:group>/", GroupView.as_view(), name="api-group"),
+    path("consumer-groups/<str:group>/reset/", GroupResetView.as_view(), name="api-group-reset"),
+    path("topics/", TopicsView.as_view(), name="api-topics"),
+    path("topics/<str:topic>/", TopicView.as_view(), name="api-topic"),
+    path("topics/<str:topic>/config/", TopicConfigView.as_view(), name="api-topic-config"),
+    path("topics/<str:topic>/messages/", ProduceView.as_view(), name="api-topic-produce"),
     path("", include(router.urls)),
     path("me/", MeView.as_view(), name="api-me"),
     path("auth/token/", TokenView.as_view(), name="api-token"),

@@ -1,5 +1,6 @@
 // Topic browser: the live tail (WebSocket /ws/topics/<topic>/ with the form's partition and search) and the
-// Download buttons of messages. Messages are built with textContent only: nothing from Kafka becomes markup.
+// message table (a row expands on click; Download buttons). Messages are built with textContent only: nothing
+// from Kafka becomes markup.
 (function () {
   "use strict";
   const MAX_SHOWN = 500;
@@ -27,20 +28,44 @@
     return node;
   }
 
-  function messageItem(topic, m) {
+  // One message: a one-line summary row (partition, offset, time, key, value preview) and its detail row (full key,
+  // headers, value, Copy and Download), hidden until the summary row or its button is clicked.
+  function messageBody(topic, m) {
     const id = `value-${m.partition}-${m.offset}`;
-    const item = element("li", { class: "panel event live" });
-    const meta = element("p", { class: "meta" },
-      `partition ${m.partition} · offset ${m.offset} · ${when(m.timestamp_ms)} · ${m.size} bytes `);
+    const detailId = `detail-${m.partition}-${m.offset}`;
+    const body = element("tbody", { class: "message live", "data-partition": m.partition, "data-offset": m.offset });
+    const summary = element("tr", { class: "summary" });
+    const first = element("td");
+    first.appendChild(element("button", { type: "button", class: "expand", "aria-expanded": "false",
+      "aria-controls": detailId, "aria-label": `Message ${m.partition}/${m.offset}` }, "▸"));
+    first.appendChild(document.createTextNode(` ${m.partition}`));
+    summary.appendChild(first);
+    summary.appendChild(element("td", { class: "num" }, String(m.offset)));
+    const time = element("td");
+    time.appendChild(element("time", {}, when(m.timestamp_ms)));
+    summary.appendChild(time);
+    const keyCell = element("td");
+    const key = m.key_text || "(none)";
+    keyCell.appendChild(element("code", { class: "key" }, key.length > 120 ? `${key.slice(0, 119)}…` : key));
+    summary.appendChild(keyCell);
+    const preview = element("td", { class: "preview" });
+    preview.appendChild(element("code", {}, m.preview));
+    summary.appendChild(preview);
+    body.appendChild(summary);
+
+    const detail = element("tr", { class: "detail", id: detailId });
+    detail.hidden = true;
+    const cell = element("td", { colspan: "5" });
+    const meta = element("p", { class: "meta" }, `${m.size} bytes `);
     meta.appendChild(element("button", { type: "button", class: "copy", "data-copy": `#${id}` }, "Copy value"));
     meta.appendChild(element("button", { type: "button", class: "copy", "data-download": `#${id}`,
       "data-filename": `${topic}-${m.partition}-${m.offset}.json` }, "Download"));
-    item.appendChild(meta);
-    const key = element("p");
-    key.appendChild(element("strong", {}, "Key"));
-    key.appendChild(document.createTextNode(" "));
-    key.appendChild(element("code", { class: "key" }, m.key_text || "(none)"));
-    item.appendChild(key);
+    cell.appendChild(meta);
+    const fullKey = element("p");
+    fullKey.appendChild(element("strong", {}, "Key"));
+    fullKey.appendChild(document.createTextNode(" "));
+    fullKey.appendChild(element("code", { class: "key-full" }, key));
+    cell.appendChild(fullKey);
     if (m.headers.length) {
       const list = element("dl", { class: "headers", "aria-label": `Headers of offset ${m.offset}` });
       m.headers.forEach(([name, value]) => {
@@ -49,16 +74,34 @@
         dd.appendChild(element("code", {}, value));
         list.appendChild(dd);
       });
-      item.appendChild(list);
+      cell.appendChild(list);
+    } else {
+      cell.appendChild(element("p", { class: "muted small" }, "No headers."));
     }
-    item.appendChild(element("pre", { class: "json", id, tabindex: "0", "aria-label": `Value of offset ${m.offset}` },
+    cell.appendChild(element("pre", { class: "json", id, tabindex: "0", "aria-label": `Value of offset ${m.offset}` },
       m.pretty));
-    return item;
+    if (m.value_cut) cell.appendChild(element("p", { class: "muted small" }, "The value is cut here (too long to show)."));
+    detail.appendChild(cell);
+    body.appendChild(detail);
+    return body;
+  }
+
+  function toggle(body) {
+    const button = body.querySelector("button.expand");
+    const detail = body.querySelector("tr.detail");
+    const open = detail.hidden;
+    detail.hidden = !open;
+    button.setAttribute("aria-expanded", String(open));
+    button.textContent = open ? "▾" : "▸";
+    body.classList.toggle("open", open);
   }
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-download]");
     if (button) download(button);
+    const summary = event.target.closest("table.messages tr.summary");
+    // a click that selects text in the row is no toggle
+    if (summary && !(window.getSelection && String(window.getSelection()))) toggle(summary.parentElement);
   });
 
   // A tail cut off (the server restarted, the network or Redis failed) reconnects by itself, after 1, 2, 4 … 15 s,
@@ -68,7 +111,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     const toggle = document.getElementById("tail-toggle");
     const status = document.getElementById("tail-status");
-    const list = document.querySelector("ol.events");
+    const list = document.querySelector("table.messages");
     if (!toggle || !status || !list) return;
     const topic = toggle.dataset.topic;
     let socket = null;
@@ -105,7 +148,7 @@
     function connect() {
       const form = document.querySelector("form.filter-form");
       const params = new URLSearchParams();
-      ["partition", "q"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
+      ["partition", "q", "f"].forEach((name) => { const field = form.elements[name]; if (field) params.set(name, field.value); });
       form.querySelectorAll('input[name="in"]:checked').forEach((box) => params.append("in", box.value));
       Object.entries(next).forEach(([partition, offset]) => params.append("resume", `${partition}:${offset}`));
       const scheme = location.protocol === "https:" ? "wss:" : "ws:";
@@ -126,8 +169,8 @@
         } else if (data.type === "message") {
           received += 1;
           next[data.partition] = Math.max(next[data.partition] || 0, data.offset + 1);
-          list.prepend(messageItem(topic, data));
-          while (list.children.length > MAX_SHOWN) list.lastElementChild.remove();
+          list.insertBefore(messageBody(topic, data), list.tBodies[0] || null);
+          while (list.tBodies.length > MAX_SHOWN) list.tBodies[list.tBodies.length - 1].remove();
           say(`Following the topic: ${received} new message${received === 1 ? "" : "s"}.`);
         } else if (data.type === "skipped") {
           say(`Following the topic: ${data.count} matching messages in the last second were not shown (over 50/s).`);
