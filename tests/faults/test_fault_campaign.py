@@ -31,12 +31,16 @@ def _port_range() -> list[str]:
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path):
-    """One run each (about 100 s): kill -9 in streaming and mid-snapshot, and a 35-45 s broker freeze exactly as a
-    commit goes out (the stall that once duplicated a batch), under the writer's inserts, updates, deletes and
+@pytest.mark.parametrize("scenarios", [
+    ("kill-streaming", "broker-stop-commit"),
+    # a kill -9 mid-snapshot is also tests/faults/test_snapshot_kill9.py's, without the campaign's writer
+    pytest.param(("kill-snapshot",), marks=pytest.mark.long),
+], ids=["streaming", "snapshot"])
+def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path, scenarios):
+    """One run each: kill -9 in streaming, and a 35-45 s broker freeze exactly as a commit goes out (the stall that
+    once duplicated a batch); kill -9 mid-snapshot in the long form; under the writer's inserts, updates, deletes and
     multi-document transactions."""
     figures = tmp_path / "faults.json"
-    scenarios = ("kill-streaming", "kill-snapshot", "broker-stop-commit")
     result = subprocess.run(
         [sys.executable, "-m", "bench.faults", "--short", "--runs", "1", "--scenarios", ",".join(scenarios),
          "--json", str(figures), *_port_range()],
@@ -51,7 +55,8 @@ def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path):
         assert len(o["recovery_s"]) == 1 and o["notes"] == [], (scenario, o)
         assert o["verify"]["rows"] > 100 and o["verify"]["skipped"] is None, (scenario, o)
         assert {name: o["verify"][name] for name in VERIFY_ERRORS} == dict.fromkeys(VERIFY_ERRORS, 0), (scenario, o)
-    assert outcome["kill-snapshot"]["snapshot_rows"] > 19_000
+    if "kill-snapshot" in outcome:
+        assert outcome["kill-snapshot"]["snapshot_rows"] > 19_000
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
