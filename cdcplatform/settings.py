@@ -284,6 +284,7 @@ REST_FRAMEWORK = {
     # JSON only: the browsable API would echo submitted passwords back into its HTML forms after a 400. The
     # browsable documentation is Swagger UI at /api/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "cdcplatform.negotiation.JsonWhateverTheAccept",
     # DRF's parsers, with JSON bounded in depth and refusing lone surrogates: such bodies are a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": [
         "cdcplatform.parsers.BoundedJSONParser",

@@ -80,3 +80,13 @@ def test_static_outside_or_missing_is_a_plain_404_for_anyone(path, debug, settin
     response = async_to_sync(asgi_get)(path)
     assert response["status"] == 404, response["body"][:300]
     assert response["body"] == b"Not found.\n"
+
+
+@pytest.mark.parametrize("accept", ["", "text/html", "application/xml;q=1", ";;"])
+@pytest.mark.parametrize("path", ["/api/connectors/", "/connect/connectors", "/connect/connectors/orders/offsets"])
+def test_an_accept_header_the_api_cannot_satisfy_still_gets_json(admin, path, accept):
+    """The API writes JSON only; an empty or foreign Accept header is disregarded (HTTP allows it), not a 406."""
+    create_connector("orders", state="stopped")
+    response = admin.get(path, HTTP_ACCEPT=accept)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("application/json") and response.json() is not None
