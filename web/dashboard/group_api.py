@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 from web.accounts.roles import OPERATOR
 from web.connectors.api.permissions import RolePermission
 from web.connectors.api.views import ERROR, source_of
-from web.dashboard import group_admin, topic_browser
-from web.dashboard.topic_produce import Refused
+from web.dashboard import group_admin
+from web.dashboard.admin_answer import answer
 
 GROUP = OpenApiParameter("group", OpenApiTypes.STR, OpenApiParameter.PATH, description="The consumer group's id.")
 
@@ -42,27 +42,13 @@ class ResetDoneSerializer(serializers.Serializer):
     offsets = serializers.DictField(child=serializers.IntegerField(), help_text="partition -> new committed offset")
 
 
-def _answer(call, *args, **kwargs):
-    try:
-        return call(*args, **kwargs), None
-    except (group_admin.NoSuchGroup, topic_browser.UnknownTopic) as missing:
-        text = str(missing) if isinstance(missing, Refused) else f"There is no topic {missing} in the Kafka cluster."
-        return None, Response({"detail": text}, status=status.HTTP_404_NOT_FOUND)
-    except group_admin.GroupBusy as busy:
-        return None, Response({"detail": str(busy)}, status=status.HTTP_409_CONFLICT)
-    except Refused as refused:
-        return None, Response({"detail": str(refused)}, status=status.HTTP_400_BAD_REQUEST)
-    except topic_browser.KafkaUnavailable as problem:
-        return None, Response({"detail": f"Kafka did not answer: {problem}"},
-                              status=status.HTTP_503_SERVICE_UNAVAILABLE)
-
 
 class GroupsView(APIView):
     permission_classes = [RolePermission]
 
     @extend_schema(summary="The cluster's consumer groups", responses={200: GroupListSerializer, 503: ERROR})
     def get(self, request):
-        found, failed = _answer(group_admin.all_groups)
+        found, failed = answer(group_admin.all_groups)
         if failed:
             return failed
         groups, more = found
@@ -76,7 +62,7 @@ class GroupView(APIView):
     @extend_schema(summary="Delete a consumer group (operator); 409 while it has active members", parameters=[GROUP],
                    responses={204: None, 403: ERROR, 404: ERROR, 409: ERROR, 503: ERROR})
     def delete(self, request, group: str):
-        _, failed = _answer(group_admin.delete_group, group, user=request.user, source=source_of(request))
+        _, failed = answer(group_admin.delete_group, group, user=request.user, source=source_of(request))
         return failed or Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -91,7 +77,7 @@ class GroupResetView(APIView):
         body = ResetSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        offsets, failed = _answer(group_admin.reset_offsets, group, data["topic"], data["to"],
+        offsets, failed = answer(group_admin.reset_offsets, group, data["topic"], data["to"],
                                   data.get("timestamp_ms"), user=request.user, source=source_of(request))
         if failed:
             return failed

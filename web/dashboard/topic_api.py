@@ -13,6 +13,7 @@ from web.accounts.roles import OPERATOR
 from web.connectors.api.permissions import RolePermission
 from web.connectors.api.views import ERROR, source_of
 from web.dashboard import topic_admin, topic_browser, topic_produce
+from web.dashboard.admin_answer import answer
 
 TOPIC = OpenApiParameter("topic", OpenApiTypes.STR, OpenApiParameter.PATH, description="The topic's name.")
 
@@ -48,15 +49,10 @@ class ProduceView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         headers = [(header["name"], header["value"]) for header in data.get("headers", [])]
-        try:
-            done = topic_produce.produce(topic, data.get("key"), data.get("value"), headers, user=request.user,
-                                         source=source_of(request))
-        except topic_produce.NoSuchTopic as unknown:
-            return Response({"detail": str(unknown)}, status=status.HTTP_404_NOT_FOUND)
-        except topic_produce.Refused as refused:
-            return Response({"detail": str(refused)}, status=status.HTTP_400_BAD_REQUEST)
-        except topic_browser.KafkaUnavailable as problem:
-            return Response({"detail": f"Kafka did not answer: {problem}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        done, failed = answer(topic_produce.produce, topic, data.get("key"), data.get("value"), headers,
+                              user=request.user, source=source_of(request))
+        if failed:
+            return failed
         return Response(ProducedSerializer(done).data, status=status.HTTP_201_CREATED)
 
 
@@ -83,21 +79,6 @@ class ConfigChangeSerializer(serializers.Serializer):
                                   help_text="Properties to take back to their default.")
 
 
-def _answer(call, *args, **kwargs):
-    """Runs a topic_admin call; its refusals as 400/404/409, Kafka's silence as 503."""
-    try:
-        return call(*args, **kwargs), None
-    except topic_browser.UnknownTopic as unknown:
-        return None, Response({"detail": f"There is no topic {unknown} in the Kafka cluster."},
-                              status=status.HTTP_404_NOT_FOUND)
-    except topic_admin.Conflict as conflict:
-        return None, Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
-    except topic_produce.Refused as refused:
-        return None, Response({"detail": str(refused)}, status=status.HTTP_400_BAD_REQUEST)
-    except topic_browser.KafkaUnavailable as problem:
-        return None, Response({"detail": f"Kafka did not answer: {problem}"},
-                              status=status.HTTP_503_SERVICE_UNAVAILABLE)
-
 
 class TopicsView(APIView):
     permission_classes = [RolePermission]
@@ -109,7 +90,7 @@ class TopicsView(APIView):
         body = NewTopicSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        _, failed = _answer(topic_admin.create_topic, data["name"], data["partitions"], data["replication_factor"],
+        _, failed = answer(topic_admin.create_topic, data["name"], data["partitions"], data["replication_factor"],
                             data.get("config", {}), user=request.user, source=source_of(request))
         return failed or Response(NewTopicSerializer(data).data, status=status.HTTP_201_CREATED)
 
@@ -121,7 +102,7 @@ class TopicView(APIView):
     @extend_schema(summary="Delete a topic (operator); 409 while a connector writes to it", parameters=[TOPIC],
                    responses={204: None, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 503: ERROR})
     def delete(self, request, topic: str):
-        _, failed = _answer(topic_admin.delete_topic, topic, user=request.user, source=source_of(request))
+        _, failed = answer(topic_admin.delete_topic, topic, user=request.user, source=source_of(request))
         return failed or Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -136,7 +117,7 @@ class TopicConfigView(APIView):
             topic_browser.partitions(topic)
             return topic_browser.config(topic)
 
-        found, failed = _answer(rows)
+        found, failed = answer(rows)
         return failed or Response(ConfigRowSerializer(found, many=True).data)
 
     @extend_schema(summary="Change the topic's configuration (operator)", parameters=[TOPIC],
@@ -146,5 +127,5 @@ class TopicConfigView(APIView):
         body = ConfigChangeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         changes = {**body.validated_data.get("set", {}), **dict.fromkeys(body.validated_data.get("reset", []))}
-        found, failed = _answer(topic_admin.alter_config, topic, changes, user=request.user, source=source_of(request))
+        found, failed = answer(topic_admin.alter_config, topic, changes, user=request.user, source=source_of(request))
         return failed or Response(ConfigRowSerializer(found, many=True).data)
