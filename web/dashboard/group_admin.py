@@ -4,18 +4,15 @@ refused while the group has active members (they would overwrite the offsets at 
 
 from __future__ import annotations
 
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-from django.conf import settings
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from web.connectors import audit
 from web.dashboard import topic_browser
+from web.dashboard.topic_admin import TIMEOUT_S, admin_client, wait_for
 from web.dashboard.topic_produce import Refused
 
-TIMEOUT_S = 10.0
 MAX_LISTED = 1000
 TARGETS = ("earliest", "latest", "timestamp")
 
@@ -42,36 +39,22 @@ class GroupDetail:
     members: int
 
 
-def _admin() -> AdminClient:
-    return AdminClient({"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "socket.timeout.ms": 3000})
-
-
-def _wait(future):
-    try:
-        return future.result(TIMEOUT_S + 2)
-    except KafkaException as error:
-        problem = error.args[0] if error.args else error
-        raise Refused(problem.str() if hasattr(problem, "str") else str(problem)) from None
-    except FutureTimeout:
-        raise topic_browser.KafkaUnavailable(f"Kafka did not answer within {TIMEOUT_S:.0f} s.") from None
-
-
 def _state(state) -> str:
     return getattr(state, "name", str(state)).lower()
 
 
 def all_groups() -> tuple[list[GroupSummary], int]:
     """The cluster's consumer groups by id (at most MAX_LISTED) and how many more there are."""
-    admin = _admin()
-    listed = _wait(admin.list_consumer_groups(request_timeout=TIMEOUT_S))
+    admin = admin_client()
+    listed = wait_for(admin.list_consumer_groups(request_timeout=TIMEOUT_S))
     groups = sorted(listed.valid, key=lambda g: g.group_id)
     return ([GroupSummary(g.group_id, _state(g.state), bool(g.is_simple_consumer_group)) for g in groups[:MAX_LISTED]],
             max(0, len(groups) - MAX_LISTED))
 
 
 def describe(group: str) -> GroupDetail:
-    admin = _admin()
-    found = _wait(admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+    admin = admin_client()
+    found = wait_for(admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
     if _state(found.state) == "dead":
         raise NoSuchGroup(f"There is no consumer group {group}.")
     return GroupDetail(group, _state(found.state), len(found.members or ()))
@@ -104,9 +87,9 @@ def reset_offsets(group: str, topic: str, to: str, timestamp_ms: int | None, *, 
         raise Refused("A reset to a time needs the time (timestamp_ms).")
     _require_idle(group)
     offsets = target_offsets(topic, to, timestamp_ms)
-    admin = _admin()
+    admin = admin_client()
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in sorted(offsets.items())])
-    _wait(admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group])
+    wait_for(admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group])
     audit.record(user, source, "group.reset", f"group:{group}",
                  after={"topic": topic, "to": to, "timestamp_ms": timestamp_ms,
                         "offsets": {str(p): o for p, o in sorted(offsets.items())}})
@@ -115,6 +98,6 @@ def reset_offsets(group: str, topic: str, to: str, timestamp_ms: int | None, *, 
 
 def delete_group(group: str, *, user, source: str) -> None:
     _require_idle(group)
-    admin = _admin()
-    _wait(admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+    admin = admin_client()
+    wait_for(admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
     audit.record(user, source, "group.delete", f"group:{group}")

@@ -29,11 +29,13 @@ class Conflict(Refused):
     """Refused because of the topic's use (a connector writes to it)."""
 
 
-def _admin() -> AdminClient:
+def admin_client() -> AdminClient:
+    """The platform's Kafka, for one administration call."""
     return AdminClient({"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "socket.timeout.ms": 3000})
 
 
-def _wait(future):
+def wait_for(future):
+    """A call's result; Kafka's refusal as Refused, its silence as KafkaUnavailable."""
     try:
         return future.result(TIMEOUT_S + 2)
     except KafkaException as error:
@@ -69,10 +71,10 @@ def create_topic(name: str, partitions: int, replication_factor: int, config: di
     if not 1 <= replication_factor <= MAX_REPLICATION:
         raise Refused(f"replication_factor must be from 1 to {MAX_REPLICATION}.")
     _check_properties(config)
-    admin = _admin()
+    admin = admin_client()
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=dict(config))],
                                   request_timeout=TIMEOUT_S)
-    _wait(futures[name])
+    wait_for(futures[name])
     audit.record(user, source, "topic.create", f"topic:{name}",
                  after={"partitions": partitions, "replication_factor": replication_factor, "config": config})
 
@@ -87,8 +89,8 @@ def delete_topic(name: str, *, user, source: str) -> None:
         raise Conflict(f"Connector {', '.join(using)} writes to {name}: delete the connector first (a running one "
                        "would recreate the topic or fail).")
     before = {row.name: row.value for row in topic_browser.config(name) if not row.default}
-    admin = _admin()
-    _wait(admin.delete_topics([name], request_timeout=TIMEOUT_S)[name])
+    admin = admin_client()
+    wait_for(admin.delete_topics([name], request_timeout=TIMEOUT_S)[name])
     audit.record(user, source, "topic.delete", f"topic:{name}", before={"config": before})
 
 
@@ -108,8 +110,8 @@ def alter_config(name: str, changes: dict[str, str | None], *, user, source: str
     entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET if value is not None
                            else AlterConfigOpType.DELETE) for key, value in changes.items()]
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
-    admin = _admin()
-    _wait(admin.incremental_alter_configs([resource], request_timeout=TIMEOUT_S)[resource])
+    admin = admin_client()
+    wait_for(admin.incremental_alter_configs([resource], request_timeout=TIMEOUT_S)[resource])
     after = {row.name: row for row in topic_browser.config(name)}
     audit.record(user, source, "topic.config", f"topic:{name}",
                  before={key: rows[key].value for key in changes}, after={key: after[key].value for key in changes})
