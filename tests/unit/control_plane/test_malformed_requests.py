@@ -83,7 +83,7 @@ def test_static_outside_or_missing_is_a_plain_404_for_anyone(path, debug, settin
 
 
 @pytest.mark.parametrize("accept", ["", "text/html", "application/xml;q=1", ";;"])
-@pytest.mark.parametrize("path", ["/api/connectors/", "/connect/connectors", "/connect/connectors/orders/offsets"])
+@pytest.mark.parametrize("path", ["/api/connectors/", "/connect/connectors", "/connect/connectors/orders/config"])
 def test_an_accept_header_the_api_cannot_satisfy_still_gets_json(admin, path, accept):
     """The API writes JSON only; an empty or foreign Accept header is disregarded (HTTP allows it), not a 406."""
     create_connector("orders", state="stopped")
