@@ -8,6 +8,7 @@ deleted first: all of them when it started Kafka, else those named after its `un
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 
 import pytest
@@ -43,6 +44,15 @@ def fresh_rate_limits():
     from django.core.cache import cache
 
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_connector_outlives_its_test():
+    """Stops the in-process connectors a test left running (it failed before finishing them)."""
+    yield
+    harness = sys.modules.get("tests.integration.pipeline_harness")  # none started if it was never imported
+    if harness is not None:
+        harness.stop_unfinished()
 
 
 @pytest.fixture

@@ -29,7 +29,23 @@ def connector_config(name: str, uri: str, **props) -> ConnectorConfig:
     return ConnectorConfig.from_properties(base)
 
 
-@dataclass
+# Connectors started and not yet finished; a test that fails before its finish() leaves its pipeline running, and
+# its threads (and their garbage-collector policy, its Kafka producers) would outlive it into later tests.
+_unfinished: set[RunningConnector] = set()
+
+
+def stop_unfinished(timeout: float = 30) -> list[str]:
+    """Stops every connector a test started and did not finish; the names of those it stopped."""
+    stopped = []
+    for running in list(_unfinished):
+        running.stop.set()
+        running.thread.join(timeout)
+        _unfinished.discard(running)
+        stopped.append(running.config.name)
+    return stopped
+
+
+@dataclass(eq=False)
 class RunningConnector:
     config: ConnectorConfig
     bootstrap: str
@@ -51,6 +67,7 @@ class RunningConnector:
 
         self.thread = threading.Thread(target=_run, daemon=True)
         self.thread.start()
+        _unfinished.add(self)
         return self
 
     def pipeline(self, timeout: float = 20):
@@ -84,6 +101,7 @@ class RunningConnector:
         self.stop.set()
         self.thread.join(timeout)
         assert not self.thread.is_alive(), "pipeline did not stop"
+        _unfinished.discard(self)
         if self.error:
             raise self.error
         return self.outcome
