@@ -6,6 +6,7 @@ is not deleted: the connector would recreate it or fail."""
 from __future__ import annotations
 
 import re
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from confluent_kafka import KafkaException
@@ -75,8 +76,26 @@ def create_topic(name: str, partitions: int, replication_factor: int, config: di
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=dict(config))],
                                   request_timeout=TIMEOUT_S)
     wait_for(futures[name])
+    _wait_until_served(admin, name, partitions)
     audit.record(user, source, "topic.create", f"topic:{name}",
                  after={"partitions": partitions, "replication_factor": replication_factor, "config": config})
+
+
+def _wait_until_served(admin: AdminClient, name: str, partitions: int) -> None:
+    """Until the brokers' metadata shows every partition of the new topic with a leader: Kafka answers a create once
+    the controller has it, and the brokers learn of it a little later (a read right after would find no topic)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            found = admin.list_topics(topic=name, timeout=TIMEOUT_S).topics.get(name)
+        except KafkaException:
+            found = None
+        if (found is not None and found.error is None and len(found.partitions) == partitions
+                and all(partition.leader >= 0 for partition in found.partitions.values())):
+            return
+        time.sleep(0.1)
+    raise topic_browser.KafkaUnavailable(f"Kafka created topic {name}, but its brokers did not serve it within "
+                                         f"{TIMEOUT_S:.0f} s.")
 
 
 def delete_topic(name: str, *, user, source: str) -> None:
