@@ -492,9 +492,30 @@ class Campaign:
                         platform.thaw(frozen)  # the zombie wakes up
                     session.wait(self.rng.uniform(5, 10))
                 session.wait(2)
+                self._check_stored_state(session, platform)
         finally:
             platform.stop()
         return session.outcome
+
+    @staticmethod
+    def _check_stored_state(session: WorkerSession, platform: PrivatePlatform) -> None:
+        """What the dashboard shows once the zombies woke: every partition streaming on the worker that holds its
+        lease (a fenced zombie's late reports must not have overwritten it). Reports come every few seconds: 30 s
+        for them to settle."""
+        def settled():
+            holder = platform.holder(session.name)
+            states = platform.stored_state(session.name)
+            return bool(states) and all(phase == "streaming" and worker == holder for _, phase, worker in states)
+
+        deadline = time.monotonic() + 30
+        while not settled():
+            if time.monotonic() > deadline:
+                session.outcome.status_errors += 1
+                session.outcome.notes.append(
+                    f"{session.name}: the control plane shows {platform.stored_state(session.name)}, not streaming "
+                    f"on the lease holder {platform.holder(session.name)}")
+                return
+            time.sleep(1)
 
     def _network_faults(self, session: Session, proxy: FaultProxy, runs: int) -> None:
         """In turn: 0.2 s latency each way for 5-8 s, a blackhole of 20-25 s ended by a reset (as toxiproxy's timeout

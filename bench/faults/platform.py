@@ -105,9 +105,21 @@ class PrivatePlatform:
         for key in self.redis.scan_iter(match=f"cdc:lease:{connector}:*"):
             value = self.redis.get(key)
             if value:
-                node = value.decode().split("|")[0]
-                return next((label for label in self.nodes if node.startswith(f"{label}-")), node)
+                return self._label(value.decode().split("|")[0])
         return None
+
+    def stored_state(self, connector: str) -> list[tuple[str, str | None, str | None]]:
+        """The control plane's stored (partition, phase, worker label) of each of the connector's partitions, as the
+        dashboard and the API show them."""
+        out = self._run(["manage.py", "shell", "-c",
+                         "import json\nfrom web.connectors.models import ReplicaSetState\n"
+                         f"rows = ReplicaSetState.objects.filter(connector__name={connector!r})\n"
+                         "print(json.dumps([[r.replica_set, r.phase, r.worker] for r in rows]))"], self.env)
+        rows = json.loads(out.strip().splitlines()[-1])
+        return [(partition, phase, self._label(worker)) for partition, phase, worker in rows]
+
+    def _label(self, node: str | None) -> str | None:
+        return next((label for label in self.nodes if node and node.startswith(f"{label}-")), node)
 
     def freeze(self, label: str) -> list[int]:
         """SIGSTOP of a worker and its pipeline processes; returns them, for thaw()."""

@@ -21,6 +21,7 @@ class Outcome:
     reordered: int = 0
     recovery: list = field(default_factory=list)  # seconds per fault (None: nothing came after it)
     unplanned_exits: int = 0
+    status_errors: int = 0  # the control plane's stored state at the end is not "streaming" on the lease holder
     notes: list[str] = field(default_factory=list)
     aborted: bool = False
     # the product's Verify after each session (product_verify.py): source rows compared, rows missing in / extra
@@ -38,6 +39,7 @@ class Outcome:
         restarting it hid the failure from the figures, not from the users of a real deployment), or a row Verify
         found missing, extra or different (or a session it could not compare)."""
         return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits
+                    or self.status_errors
                     or self.tombstone_errors or self.transaction_errors or self.state_mismatches or self.unexpected
                     or self.verify_mismatches or self.verify_errors)
 
@@ -64,6 +66,7 @@ class Outcome:
     def add(self, other: Outcome) -> None:
         for name in ("sessions", "faults", "changes", "snapshot_rows", "tombstone_errors", "transaction_errors",
                      "state_mismatches", "unexpected", "lost", "duplicated", "reordered", "unplanned_exits",
+                     "status_errors",
                      "verify_rows", "verify_missing", "verify_extra", "verify_different", "verify_errors"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.aborted = self.aborted or other.aborted
@@ -78,6 +81,7 @@ class Outcome:
                 "reordered": self.reordered, "unexpected": self.unexpected,
                 "tombstone_errors": self.tombstone_errors, "transaction_errors": self.transaction_errors,
                 "state_mismatches": self.state_mismatches, "runner_exits": self.unplanned_exits,
+                "status_errors": self.status_errors,
                 "recovery_s": self.recovery, "aborted": self.aborted, "notes": self.notes,
                 "verify": {"rows": self.verify_rows, "missing": self.verify_missing, "extra": self.verify_extra,
                            "different": self.verify_different, "errors": self.verify_errors,
@@ -104,6 +108,7 @@ COLUMNS = (  # heading, width, value
     ("txn", 5, lambda o: o.transaction_errors),
     ("state", 6, lambda o: o.state_mismatches),
     ("unexp exits", 12, lambda o: o.unplanned_exits),
+    ("status", 7, lambda o: o.status_errors),
     ("recovery p50/max s", 20, lambda o: _recovery(o.recovery)),
     ("verify rows", 12, lambda o: "skipped" if o.verify_skipped else o.verify_rows),
     ("miss", 5, lambda o: o.verify_missing),
@@ -115,8 +120,9 @@ COLUMNS = (  # heading, width, value
 def report(results: dict[str, Outcome]) -> str:
     """One row per scenario: runs (connectors), faults, writes checked (streamed changes and snapshot rows), lost,
     duplicated, reordered, events of no logged write, tombstone, transaction metadata and final-state errors,
-    unexpected runner exits, recovery median / max; then Verify's source rows compared and rows missing in, extra in
-    and different from the topics (product_verify.py), or a line saying why it was skipped."""
+    unexpected runner exits, a control-plane status left wrong (zombie-worker), recovery median / max; then
+    Verify's source rows compared and rows missing in, extra in and different from the topics (product_verify.py),
+    or a line saying why it was skipped."""
     lines = [COLUMNS[0][0].ljust(COLUMNS[0][1]) + "".join(f"{h:>{w}}" for h, w, _ in COLUMNS[1:])]
     for scenario, o in results.items():
         lines.append(scenario.ljust(COLUMNS[0][1]) + "".join(f"{value(o)!s:>{w}}" for _, w, value in COLUMNS[1:]))
