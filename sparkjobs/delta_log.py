@@ -7,9 +7,11 @@ writes ``<version>.crc``, the table's state at that version, which lists its fil
 few.
 
 `read_table` reads only the newest ``limit`` commits and at most ``max_bytes`` of them. The live row count is the
-sum of ``numRecords`` over the files of the newest version (minus rows a deletion vector hides): from its ``.crc``,
-or, without one, from replaying every commit when the whole log is JSON within ``max_bytes``; otherwise it is
-unknown (None). A table written in soft-delete mode counts its soft-deleted rows too.
+sum of ``numRecords`` over the files of the newest version (minus rows a deletion vector hides): from its ``.crc``;
+without one, from the newest checkpoint (``<version>.checkpoint.parquet``, or its parts, read with pyarrow) and the
+commits after it, or from replaying every commit when the whole log is JSON, each within ``max_bytes``; otherwise
+it is unknown (None), as for a V2 checkpoint (sidecar files). A table written in soft-delete mode counts its
+soft-deleted rows too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 
 LOG_DIR = "_delta_log"
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+# a classic checkpoint: one file, or part `part` of `parts` (V2 checkpoints name theirs with a UUID instead)
+CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
 DEFAULT_LIMIT = 20
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 # operationMetrics counting the rows a commit changed, by operation family (the first family present counts)
@@ -156,13 +160,54 @@ def _rows_from_replay(log_dir: str, versions: list[int], budget: list[int]) -> i
     if versions != list(range(versions[-1] + 1)):
         return None
     files: dict[str, dict[str, Any]] = {}
+    _replay(log_dir, versions, budget, files)
+    return _sum_rows(list(files.values()))
+
+
+def _checkpoints(log_dir: str) -> dict[int, list[str]]:
+    """Complete classic checkpoints: version -> the paths of its parts."""
+    parts: dict[tuple[int, int], list[str]] = {}
+    for name in os.listdir(log_dir):
+        match = CHECKPOINT_FILE.match(name)
+        if match:
+            version, count = int(match.group(1)), int(match.group(3) or 1)
+            parts.setdefault((version, count), []).append(os.path.join(log_dir, name))
+    return {version: sorted(paths) for (version, count), paths in parts.items() if len(paths) == count}
+
+
+def _rows_from_checkpoint(log_dir: str, versions: list[int], budget: list[int]) -> int | None:
+    """Live rows from the newest checkpoint's files and the commits after it, all of which must be there."""
+    checkpoints = _checkpoints(log_dir)
+    if not checkpoints:
+        return None
+    version = max(checkpoints)
+    after = [later for later in versions if later > version]
+    if after != list(range(version + 1, versions[-1] + 1)):
+        return None
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        return None
+    files: dict[str, dict[str, Any]] = {}
+    for part in checkpoints[version]:
+        size = os.path.getsize(part)
+        if size > budget[0]:
+            raise LogTooLarge(part)
+        budget[0] -= size
+        for add in parquet.read_table(part, columns=["add"]).column("add").to_pylist():
+            if add:
+                files[add["path"]] = add
+    _replay(log_dir, after, budget, files)
+    return _sum_rows(list(files.values()))
+
+
+def _replay(log_dir: str, versions: list[int], budget: list[int], files: dict[str, dict[str, Any]]) -> None:
     for version in versions:
         for action in _actions(_commit_path(log_dir, version), budget):
             if "add" in action:
                 files[action["add"]["path"]] = action["add"]
             elif "remove" in action:
                 files.pop(action["remove"]["path"], None)
-    return _sum_rows(list(files.values()))
 
 
 def read_table(path: str, *, limit: int = DEFAULT_LIMIT, max_bytes: int = DEFAULT_MAX_BYTES) -> TableLog | None:
@@ -183,10 +228,12 @@ def read_table(path: str, *, limit: int = DEFAULT_LIMIT, max_bytes: int = DEFAUL
         except FileNotFoundError:  # removed by log cleanup since the listing
             continue
     rows = _rows_from_checksum(log_dir, versions[-1], [max_bytes])
-    if rows is None:
+    for count in (_rows_from_checkpoint, _rows_from_replay):
+        if rows is not None:
+            break
         try:
-            rows = _rows_from_replay(log_dir, versions, [max_bytes])
-        except (LogTooLarge, FileNotFoundError):
+            rows = count(log_dir, versions, [max_bytes])
+        except (LogTooLarge, OSError, ValueError):  # a file gone since the listing, or unreadable
             rows = None
     oldest_read = commits[-1].version if commits else versions[-1] + 1
     older = sum(1 for version in versions if version < oldest_read)

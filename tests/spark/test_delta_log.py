@@ -84,6 +84,33 @@ def test_live_rows_from_the_checksum_and_from_replaying_the_commits(table, tmp_p
     assert delta_log.read_table(str(copy)).rows is None
 
 
+def test_live_rows_from_a_checkpoint_and_the_commits_after_it(spark, tmp_path):
+    """A table whose early commits were folded into checkpoints and cleaned up, without checksums (as writers
+    other than delta-spark leave it): the rows come from the newest checkpoint and the commits after it."""
+    import shutil
+
+    session = spark.newSession()
+    path = str(tmp_path / "checkpointed")
+    _merge(session, path, [(f"k{n}", "c", n) for n in range(6)], 0)
+    session.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '3')")
+    for batch in range(1, 6):
+        _merge(session, path, [(f"k{batch}", "d", 10 * batch), (f"n{batch}", "c", 10 * batch + 1),
+                               ("k0", "u", 10 * batch + 2)], batch)
+    live = session.read.format("delta").load(path).count()
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    log_dir = copy / "_delta_log"
+    checkpoints = sorted(name for name in os.listdir(log_dir) if ".checkpoint." in name)
+    assert checkpoints, os.listdir(log_dir)
+    newest = int(checkpoints[-1][:20])
+    for name in os.listdir(log_dir):
+        if name.endswith(".crc") or (name.endswith(".json") and int(name[:20]) <= newest):
+            os.remove(log_dir / name)
+    log = delta_log.read_table(str(copy))
+    assert log.version > newest
+    assert log.rows == live == 6
+
+
 def test_reads_stay_within_their_limits(table, tmp_path):
     _, path = table
     two = delta_log.read_table(path, limit=2)
