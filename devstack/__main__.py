@@ -44,11 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start Redis, Kafka, the MongoDB emulator and PostgreSQL and fetch Spark's Kafka "
-                                   "jars; MariaDB only when named")
+                                   "jars; MariaDB, a sharded MongoDB and Spark only when named")
     up.add_argument(
         "services", nargs="*",
-        help="only these (redis, kafka, mongo, postgres, mariadb, spark-jars, spark); mariadb and spark (a standalone "
-             "master and two workers) only when named",
+        help="only these (redis, kafka, mongo, mongo-sharded, postgres, mariadb, spark-jars, spark); mariadb, "
+             "mongo-sharded (an emulated sharded cluster behind a mongos) and spark (a standalone master and two "
+             "workers) only when named",
     )
     up.add_argument("--brokers", type=int, help="Kafka as a KRaft cluster of this many brokers (as "
                     "DEVSTACK_KAFKA_BROKERS; default 1)")

@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from devstack import kafka, mariadb, mongo_service, postgres, redis, settings, spark, spark_cluster
+from devstack import (
+    kafka,
+    mariadb,
+    mongo_service,
+    mongo_sharded_service,
+    postgres,
+    redis,
+    settings,
+    spark,
+    spark_cluster,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,7 @@ def services() -> list[Service]:
         Service("redis", redis, redis.endpoint()),
         Service("kafka", kafka, settings.kafka_bootstrap()),
         Service("mongo", mongo_service, settings.mongodb_uri()),
+        Service("mongo-sharded", mongo_sharded_service, mongo_sharded_service.uri(), by_default=False),
         Service("postgres", postgres, postgres.endpoint()),
         Service("mariadb", mariadb, mariadb.endpoint(), by_default=False),
         Service("spark-jars", spark, "spark-sql-kafka jars", long_running=False),

@@ -30,6 +30,7 @@ from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.raw_events import NOT_WRITTEN, RawEventWriter
 from connectors.mongodb.rawjson import RawChangeEvent
 from connectors.mongodb.records import ChangeRecord, UnsupportedChangeEvent
+from connectors.mongodb.shard_status import ShardStatus
 from connectors.mongodb.snapshots.executors import ChunkTask, SelfCommittingThreadExecutor, SnapshotContext
 from connectors.mongodb.snapshots.incremental import MongoWatermarks
 from connectors.mongodb.snapshots.progress import SnapshotProgress
@@ -147,6 +148,7 @@ class ReplicaSetSource:
         self.replica_set = replica_set
         self.name = replica_set.name
         self.client = None
+        self._shards = ShardStatus() if replica_set.through_mongos else None
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -179,6 +181,13 @@ class ReplicaSetSource:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+
+    def status(self) -> dict | None:
+        """A sharded cluster read through mongos: its shards, their primaries and elections, the migrations seen
+        (shard_status); None for a replica set, whose members the driver's monitoring reports."""
+        if self._shards is None or self.client is None:
+            return None
+        return self._shards.read(self.client)
 
     # -- where to start -----------------------------------------------------------------------------------------
 

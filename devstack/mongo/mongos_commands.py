@@ -96,6 +96,21 @@ async def server_status(req):
                                                       f"{','.join(router.cluster.config_rs.hosts)}"}}
 
 
+@router_command("connPoolStats")
+async def conn_pool_stats(req):
+    """The router's view of each replica set it talks to (its `replicaSets` section, as mongos' replica set monitor
+    reports it: every member with `ok`, `ismaster` and `secondary`); the pool counters are the emulator's."""
+    cluster = req.router.cluster
+    sets = {"config": cluster.config_rs, **cluster.shards}
+    replica_sets = {rs.name: {"hosts": [{"addr": m.name, "ok": m.alive, "ismaster": m.is_primary,
+                                         "hidden": False, "secondary": m.is_secondary, "pingTimeMillis": 0}
+                                        for m in rs.members]}
+                    for rs in sets.values()}
+    current = len(req.router.connections)
+    return {"numClientConnections": 0, "numAScopedConnections": 0, "totalInUse": current, "totalAvailable": 0,
+            "totalCreated": current, "totalRefreshing": 0, "pools": {}, "hosts": {}, "replicaSets": replica_sets}
+
+
 @router_command("getParameter", "getCmdLineOpts", "hostInfo", "getDefaultRWConcern", "whatsmyuri",
                 "connectionStatus", "getLog", "features", "listCommands")
 async def information(req):

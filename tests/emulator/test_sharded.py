@@ -279,3 +279,20 @@ def test_cli_starts_a_sharded_cluster(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_conn_pool_stats_names_each_shards_primary_as_the_router_sees_it(cluster, mongos):
+    """mongos' connPoolStats `replicaSets`: every member of every shard and the config server, the primary marked
+    `ismaster`; after a step-down it names the new primary."""
+    def primaries():
+        sets = mongos.admin.command("connPoolStats")["replicaSets"]
+        return {name: [h["addr"] for h in rs["hosts"] if h["ismaster"]] for name, rs in sets.items()}
+
+    assert set(primaries()) == {cluster.config_server.name, *cluster.shard_names}
+    sets = mongos.admin.command("connPoolStats")["replicaSets"]
+    assert [h["addr"] for h in sets["shard0"]["hosts"]] == cluster.shard(0).hosts
+    before = primaries()["shard0"]
+    assert before == [cluster.shard(0).hosts[cluster.shard(0).primary_index()]]
+    cluster.shard(0).step_down(seconds=1)
+    after = cluster.shard(0).wait_for_primary(not_index=cluster.shard(0).hosts.index(before[0]))
+    assert primaries()["shard0"] == [cluster.shard(0).hosts[after]]

@@ -147,6 +147,20 @@
     }) : [el("li", { className: "muted" }, "unknown")]));
   }
 
+  function renderShards(box, status) {
+    // a sharded cluster read through mongos (its report's `source`): primaries, elections and migrations as they change
+    if (!status || !status.shards) return;
+    const body = box.querySelector("tbody");
+    if (body) body.replaceChildren(...status.shards.map((shard) => {
+      const row = el("tr", {}, el("th", { scope: "row" }, shard.name), el("td", { className: "primary" }, shard.primary || "none"),
+        el("td", {}, String((shard.members || []).length)), el("td", { className: "elections" }, String(shard.elections || 0)));
+      row.dataset.shard = shard.name;
+      return row;
+    }));
+    const count = box.querySelector("[data-migrations]");
+    if (count) count.textContent = String(status.migrations || 0);
+  }
+
   function renderSnapshot(box, snap) {
     if (!snap || !snap.SnapshotKind) return;
     const signature = JSON.stringify([snap.SnapshotRunning, snap.SnapshotCompleted, snap.SnapshotAborted,
@@ -224,6 +238,7 @@
         }
         else if (bind === "members") renderMembers(node, metrics, phaseOf(report));
         else if (bind === "snapshot") renderSnapshot(node, report.snapshot);
+        else if (bind === "shards") renderShards(node, report.source);
         else if (bind === "last_event") renderLastEvent(node, metrics);
         else if (bind === "queue" || bind === "queue_text") {
           const total = metrics.QueueTotalCapacity || 0;
