@@ -3,7 +3,8 @@ and a mongos), captured through mongos, with chunk migrations running throughout
 give 0 lost / 0 duplicated / 0 reordered, and no event for a migration.
 
 The campaign's collections are sharded on a hashed `_id` (two chunks per shard); a mover thread moves one chunk to
-the other shard every `MOVE_INTERVAL` seconds. The step-down scenario steps down a shard's primary.
+the other shard every `MOVE_INTERVAL` seconds. The step-down scenario steps down a shard's primary, source-restart
+restarts mongos, source-crash kills a shard's primary (started again once another member is primary).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class ChunkMover(threading.Thread):
 
 class ShardedMongoSource(MongoSource):
     kind = "mongodb"
-    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "step-down")
+    default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "step-down",
+                         "source-restart", "source-crash")
     scenarios = (*default_scenarios, "broker-stop-commit", "broker-stop-snapshot", "commit-stall")
     verify_skipped = "Verify reads one replica set and refuses a sharded cluster (one change stream per shard)"
 
@@ -87,6 +89,18 @@ class ShardedMongoSource(MongoSource):
 
     def step_down(self) -> None:
         self.cluster.shard(0).step_down(seconds=1)
+
+    def restart(self) -> None:
+        """mongos restarts (the shards and config servers keep running); returns once it accepts connections."""
+        self.cluster.restart_mongos()
+
+    def crash(self) -> None:
+        """Shard 0's primary is killed; once another member has won the election, it starts again."""
+        shard = self.cluster.shard(0)
+        killed = shard.primary_index()
+        shard.kill_member(killed)
+        shard.wait_for_primary(timeout=60, not_index=killed)
+        shard.restart_member(killed)
 
 
 SOURCES["mongodb-sharded"] = ShardedMongoSource
