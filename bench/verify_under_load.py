@@ -2,7 +2,7 @@
 alarms.
 
     python bench/verify_under_load.py [--sources postgres,mariadb,mongodb] [--rate 2000] [--seconds 60]
-                                      [--keys 20000] [--threads 8] [--chunk-size 5000]
+                                      [--keys 20000] [--threads 16] [--chunk-size 5000]
 
 For each source, a fresh table (collection) `hot` of `--keys` rows is snapshotted by a connector, which then
 streams on; an independent writer (bench/write_load.py: inserts, updates, deletes and, on PostgreSQL and MariaDB,
@@ -87,8 +87,9 @@ class MariaDbTable:
         admin = connect(self.settings)
         with admin.cursor() as cursor:
             cursor.execute(f"CREATE DATABASE `{self.db}` CHARACTER SET utf8mb4")
-            cursor.execute(f"CREATE TABLE `{self.db}`.hot (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
-            cursor.execute(f"INSERT INTO `{self.db}`.hot SELECT seq, 0, 'n' FROM seq_0_to_{keys - 1}")  # noqa: S608
+            cursor.execute(f"USE `{self.db}`")
+            cursor.execute("CREATE TABLE hot (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
+            cursor.execute(f"INSERT INTO hot SELECT seq, 0, 'n' FROM seq_0_to_{keys - 1}")  # noqa: S608 - a number
         admin.commit()
         admin.close()
         cdc = self.settings.as_user(*settings.MARIADB_CDC_USER)
@@ -98,7 +99,7 @@ class MariaDbTable:
             "database.server.id": str(uuid.uuid4().int % 3_000_000 + 10_000), "database.include.list": self.db}
 
     def writer(self):
-        return mariadb_writer(lambda: self.connect(self.settings.with_database(self.db)))
+        return mariadb_writer(lambda: self.connect(self.settings.with_database(self.db)), batch=50)
 
     def drop(self) -> None:
         admin = self.connect(self.settings)
@@ -179,7 +180,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000, help="target writes/s, all threads together")
     parser.add_argument("--seconds", type=float, default=60, help="how long Verify runs again and again per source")
     parser.add_argument("--keys", type=int, default=20_000)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--chunk-size", type=int, default=5000)
     args = parser.parse_args()
     kinds = [kind.strip() for kind in args.sources.split(",") if kind.strip()]
