@@ -193,6 +193,9 @@ class MongoPartitionVerifier:
 def partitions(config: ConnectorConfig) -> list[MongoPartitionVerifier]:
     found = MongoSource(config).partitions()
     if len(found) != 1:
-        raise ConnectorError("Verify reads one replica set; a sharded cluster (one change stream per shard) is not "
-                             "supported")
+        raise ConnectorError(
+            f"Verify cannot compare connector {config.name}: it reads each shard of a sharded cluster directly "
+            f"(mongodb.connection.mode=replica_set, {len(found)} shards), and each shard's position is its own, "
+            "with no one cluster time to read every shard at; a connector reading through mongos "
+            "(mongodb.connection.mode=sharded, the default) can be verified")
     return [MongoPartitionVerifier(config, found[0])]
