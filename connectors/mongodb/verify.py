@@ -134,8 +134,9 @@ class MongoView:
         options = {name: value for name, value in dataclasses.asdict(start).items() if value is not None}
         match = {"$or": [{"ns.db": {"$in": databases}}, {"to.db": {"$in": databases}}]}
         deadline = time.monotonic() + seconds
+        target = self.client[databases[0]] if len(databases) == 1 else self.client  # the narrowest the user may watch
         try:
-            with self.client.watch([{"$match": match}], max_await_time_ms=200, **options) as stream:
+            with target.watch([{"$match": match}], max_await_time_ms=200, **options) as stream:
                 while time.monotonic() < deadline:
                     change = stream.try_next()
                     if change is not None:
