@@ -60,7 +60,7 @@ class MongoView:
         self._tables = self._reader.collections()
         self._transformer = MongoEventBuilder(config, replica_set.name).transformer
         self._session = client.start_session(causal_consistency=False)
-        self._quiet_checked: MongoPosition | None = None
+        self._behind: MongoPosition | None = None  # a position found with captured changes after it
         try:
             if self._tables:
                 self._session.start_transaction(read_concern=ReadConcern("snapshot"))
@@ -116,18 +116,21 @@ class MongoView:
         at = position.cluster_time or token_cluster_time(position.token)
         if at is not None and (at.time, at.inc) >= (self.cluster_time.time, self.cluster_time.inc):
             return True
-        if self._quiet_checked is not None and self._quiet_checked == position:
-            return False  # this position was found not quiet: the connector has changes to catch up on
-        self._quiet_checked = position
-        return self._quiet_since(position)
+        if self._behind is not None and self._behind == position:
+            return False  # a captured change follows this position: the connector has it to catch up on
+        quiet = self._quiet_since(position)
+        if quiet is False:
+            self._behind = position
+        return bool(quiet)
 
-    def _quiet_since(self, position: MongoPosition, seconds: float = 5.0) -> bool:
+    def _quiet_since(self, position: MongoPosition, seconds: float = 5.0) -> bool | None:
         """Whether no change to a captured collection (or its database) follows the connector's position up to the
         view's cluster time: read from a change stream opened where the connector resumes, until its first such
-        change or its post-batch resume token passes the view's time."""
+        change or its post-batch resume token passes the view's time. None: not found out (no position to resume
+        from, the stream refused, or not read up to the view's time within `seconds`)."""
         start = position.start()
         if start.resume_after is None and start.start_after is None and start.start_at_operation_time is None:
-            return False
+            return None
         databases = sorted({Namespace.parse(table).db for table in self._tables})
         collections = set(self._tables)
         view = (self.cluster_time.time, self.cluster_time.inc)
@@ -152,7 +155,7 @@ class MongoView:
         except PyMongoError as error:
             log.info("verify %s: could not read the change stream after the connector's position (%s); waiting for "
                      "the connector", self.config.name, error)
-        return False
+        return None
 
     @staticmethod
     def _captured(change: dict, collections: set[str]) -> bool:

@@ -157,3 +157,33 @@ def test_a_quiet_connector_without_heartbeats_verifies(mongo_rs, stack, unique_n
     assert report.mismatched == 0, report.to_json()
     assert report.rows == 30
     assert report.waited < 15
+
+
+def test_the_quiet_check_waits_for_a_connector_behind_a_captured_change(mongo_rs, unique_name):
+    """The check that lets a quiet connector verify: a position followed by a change to a captured collection before
+    the view is not covered; one followed only by changes elsewhere is."""
+    from connectors.mongodb.position import MongoPosition
+
+    name = "mg" + unique_name.replace("-", "")[-12:]
+    client = MongoClient(mongo_rs.uri)
+    database = client[name]
+    database["items"].insert_one({"_id": 0})
+    positions = []
+    with database.watch() as stream:
+        for collection, key in (("items", 1), ("elsewhere", 1), ("items", 2), ("elsewhere", 2)):
+            database[collection].insert_one({"_id": key})
+        while len(positions) < 4:
+            change = stream.try_next()
+            if change is not None:
+                positions.append(MongoPosition(change["_id"], change["clusterTime"]))
+    config = connector_config(name, mongo_rs.uri, **{"collection.include.list": f"{name}.items"})
+    (partition,) = mongo_verify.partitions(config)
+    view = partition.open_view()
+    try:
+        after_first_item, after_last_item = positions[0], positions[2]
+        assert not view.reached(after_first_item)  # the second item's insert is still to capture
+        assert view.reached(after_last_item)  # only a collection not captured changed since
+    finally:
+        view.close()
+        partition.close()
+        client.close()
