@@ -2,14 +2,15 @@
 alarms.
 
     python bench/verify_under_load.py [--sources postgres,mariadb,mongodb] [--rate 2000] [--seconds 60]
-                                      [--keys 20000] [--threads 16] [--chunk-size 5000]
+                                      [--keys 20000] [--processes 2] [--threads 8] [--chunk-size 5000]
 
 For each source, a fresh table (collection) `hot` of `--keys` rows is snapshotted by a connector, which then
 streams on; an independent writer (bench/write_load.py: inserts, updates, deletes and, on PostgreSQL and MariaDB,
-primary-key updates of random keys, from `--threads` connections) writes at up to `--rate` writes/s while Verify
-runs again and again for `--seconds`. It prints per source the Verify runs, the rows and chunks checked, the
-mismatches (any is a false alarm: the source and the topics are never corrupted here), the positions compared,
-and the write rate the machine reached (with a note when it is below the target). It exits with 1 on a mismatch.
+primary-key updates of random keys, from `--threads` connections in each of `--processes` processes of its own)
+writes at up to `--rate` writes/s while Verify runs again and again for `--seconds`. It prints per source the
+Verify runs, the rows and chunks checked, the mismatches (any is a false alarm: the source and the topics are never
+corrupted here), the views compared, and the write rate the machine reached (with a note when it is below the
+target). It exits with 1 on a mismatch.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from bench.verify import snapshot_done  # noqa: E402
 from bench.write_load import (  # noqa: E402
     DOCUMENT_OPS,
     RELATIONAL_OPS,
-    Workload,
+    ProcessWorkload,
     mariadb_writer,
     mongo_writer,
     postgres_writer,
@@ -65,8 +66,8 @@ class PostgresTable:
             "slot.name": f"{self.db}_cdc", "publication.autocreate.mode": "filtered",
             "table.include.list": "public.hot"}
 
-    def writer(self):
-        return postgres_writer(self.dsn)
+    def writer(self) -> tuple:
+        return postgres_writer, (self.dsn,)
 
     def drop(self) -> None:
         self.admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -98,8 +99,8 @@ class MariaDbTable:
             "database.port": str(cdc.port), "database.user": cdc.user, "database.password": cdc.password,
             "database.server.id": str(uuid.uuid4().int % 3_000_000 + 10_000), "database.include.list": self.db}
 
-    def writer(self):
-        return mariadb_writer(lambda: self.connect(self.settings.with_database(self.db)), batch=50)
+    def writer(self) -> tuple:
+        return mariadb_writer, (self.settings.with_database(self.db), 50)
 
     def drop(self) -> None:
         admin = self.connect(self.settings)
@@ -123,8 +124,8 @@ class MongoCollection:
         self.properties = {"connector.class": "mongodb", "mongodb.connection.string": self.uri,
                            "collection.include.list": f"{self.db}.hot"}
 
-    def writer(self):
-        return mongo_writer(self.uri, self.db)
+    def writer(self) -> tuple:
+        return mongo_writer, (self.uri, self.db)
 
     def drop(self) -> None:
         self.client.drop_database(self.db)
@@ -149,8 +150,11 @@ def run_source(kind: str, args, bootstrap: str) -> bool:
         thread.start()
         snapshot_done(runner, thread)
         reports = []
-        with Workload(source.writer(), args.keys, per_second=args.rate, threads=args.threads,
-                      ops=source.ops) as load:
+        factory, factory_args = source.writer()
+        with ProcessWorkload(factory, factory_args, args.keys, per_second=args.rate, processes=args.processes,
+                             threads=args.threads, ops=source.ops) as load:
+            if not load.wait_writing():
+                raise SystemExit(f"{kind}: the writer processes did not start writing (their errors are above)")
             deadline = time.monotonic() + args.seconds
             while len(reports) < 2 or time.monotonic() < deadline:
                 reports.append(verify_connector(config, bootstrap, VerifyOptions(chunk_size=args.chunk_size)))
@@ -161,6 +165,8 @@ def run_source(kind: str, args, bootstrap: str) -> bool:
         print(f"{kind:9} Verify runs {len(reports)}, rows checked {sum(r.rows for r in reports):,} in "
               f"{sum(r.chunks for r in reports)} chunks, views {sum(len(r.positions) for r in reports)} "
               f"({sum(r.rechecked for r in reports)} keys compared again in a later view), mismatches {mismatched}; "
+              f"Verify's time {sum(r.seconds for r in reports):.0f}s, {sum(r.waited for r in reports):.0f}s of it "
+              "waiting for the connector to capture up to the view; "
               f"writes {load.writes:,} in {load.seconds:.0f}s = {rate:,.0f}/s{reached}", flush=True)
         for report in reports:
             if report.mismatched:
@@ -180,7 +186,8 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000, help="target writes/s, all threads together")
     parser.add_argument("--seconds", type=float, default=60, help="how long Verify runs again and again per source")
     parser.add_argument("--keys", type=int, default=20_000)
-    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--processes", type=int, default=2, help="writer processes (each its own interpreter)")
+    parser.add_argument("--threads", type=int, default=8, help="writer threads per process, each its connection")
     parser.add_argument("--chunk-size", type=int, default=5000)
     args = parser.parse_args()
     kinds = [kind.strip() for kind in args.sources.split(",") if kind.strip()]

@@ -8,7 +8,9 @@ deadlock) is not counted and the thread goes on: the workload's only job is to k
 
 from __future__ import annotations
 
+import multiprocessing
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -104,10 +106,13 @@ def postgres_writer(dsn: str) -> Callable[[], Writer]:
     return open_writer
 
 
-def mariadb_writer(connect: Callable[[], object], batch: int = 10) -> Callable[[], Writer]:
-    """Writes to `hot` in transactions of `batch` writes (each commit waits for a flush of the log). A deadlock
-    rolls back the thread's transaction; a duplicate key refuses only its statement."""
+def mariadb_writer(settings, batch: int = 10) -> Callable[[], Writer]:
+    """Writes to `hot` (the database `settings`, a connectors.mysql ConnectionSettings, names) in transactions of
+    `batch` writes (each commit waits for a flush of the log). A deadlock rolls back the thread's transaction; a
+    duplicate key refuses only its statement."""
     import pymysql
+
+    from connectors.mysql.connection import connect
 
     statements = {
         "insert": "INSERT INTO hot VALUES (%s, 1, 'i') ON DUPLICATE KEY UPDATE v = v + 1",
@@ -118,7 +123,7 @@ def mariadb_writer(connect: Callable[[], object], batch: int = 10) -> Callable[[
     deadlock, lock_wait, duplicate = 1213, 1205, 1062
 
     def open_writer() -> Writer:
-        connection = connect()
+        connection = connect(settings)
         cursor = connection.cursor()
         done = [0]
 
@@ -162,3 +167,68 @@ def mongo_writer(uri: str, database: str, collection: str = "hot") -> Callable[[
         return write
 
     return open_writer
+
+
+def _write_in_process(factory, args: tuple, keys: int, per_second: float, threads: int, ops: tuple[str, ...],
+                      count, began, stop) -> None:
+    load = Workload(factory(*args), keys, per_second=per_second, threads=threads, ops=ops)
+    try:
+        with load:
+            began.value = time.time()
+            while not stop.wait(0.2):
+                count.value = load.writes
+    except BaseException as error:  # noqa: BLE001 - the parent reads the count; the cause goes to stderr
+        print(f"write workload process failed: {error!r}", file=sys.stderr)
+    count.value = load.writes
+
+
+class ProcessWorkload:
+    """A Workload in `processes` processes of their own (spawned: nothing shared with the connector and Verify in
+    the calling process, not even the GIL), `per_second` in all. `factory(*args)` is what `postgres_writer` and its
+    siblings are: it must be importable and its arguments picklable."""
+
+    def __init__(self, factory: Callable, args: tuple, keys: int, per_second: int = 2000, processes: int = 2,
+                 threads: int = 8, ops: tuple[str, ...] = RELATIONAL_OPS):
+        context = multiprocessing.get_context("spawn")
+        self.per_second = per_second
+        self.stop = context.Event()
+        self.counts = [context.Value("q", 0) for _ in range(processes)]
+        self.began = [context.Value("d", 0.0) for _ in range(processes)]  # time.time() of the first write
+        self.processes = [context.Process(target=_write_in_process, daemon=True,
+                                          args=(factory, args, keys, per_second / processes, threads, ops, count,
+                                                began, self.stop))
+                          for count, began in zip(self.counts, self.began, strict=True)]
+        self.started = 0.0
+        self.seconds = 0.0
+
+    def __enter__(self) -> ProcessWorkload:
+        self.started = time.monotonic()
+        for process in self.processes:
+            process.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ended = time.time()
+        self.stop.set()
+        for process in self.processes:
+            process.join(30)
+        began = [value.value for value in self.began if value.value]
+        self.seconds = ended - min(began) if began else 0.0  # from the first write: a process takes time to start
+
+    def wait_writing(self, timeout: float = 120) -> bool:
+        """Whether every process has begun writing within `timeout` seconds (spawning one takes seconds)."""
+        deadline = time.monotonic() + timeout
+        while not all(value.value for value in self.began):
+            if time.monotonic() > deadline or not any(process.is_alive() for process in self.processes):
+                return False
+            time.sleep(0.1)
+        return True
+
+    @property
+    def writes(self) -> int:
+        return sum(count.value for count in self.counts)
+
+    @property
+    def rate(self) -> float:
+        seconds = self.seconds or (time.monotonic() - self.started)
+        return self.writes / seconds if seconds else 0.0

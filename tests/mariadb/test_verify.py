@@ -8,7 +8,6 @@ import pytest
 from bench.write_load import Workload, mariadb_writer
 from connectors.core.verify import Verifier, VerifyOptions
 from connectors.mysql import verify as mysql_verify
-from connectors.mysql.connection import connect
 from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
 from tests.type_check import records_at_least
 from tests.verify_corruption import after_of, found, latest_event, produce, with_after
@@ -66,7 +65,7 @@ def test_a_concurrent_write_workload_raises_no_false_alarm(mariadb, mariadb_db):
     topic = f"{props['topic.prefix']}.{mariadb_db}.hot"
     try:
         records_at_least(running, BOOTSTRAP, topic, keys, timeout=120)
-        writer = mariadb_writer(lambda: connect(mariadb.admin.with_database(mariadb_db)))
+        writer = mariadb_writer(mariadb.admin.with_database(mariadb_db))
         _, value = latest_event(BOOTSTRAP, topic, {"id": 0})  # the snapshot's event: a position long covered
         with Workload(writer, keys, per_second=200) as load:
             reports = verify_repeatedly(lambda: run_verify(running.config, chunk_size=500), seconds=20)
