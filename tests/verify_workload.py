@@ -1,61 +1,27 @@
-"""A write workload for the Verify tests: inserts, updates and deletes of random keys from several threads, each
-on its own connection, as fast as allowed (at most `per_second` in all), until stopped."""
+"""What the Verify tests of every source share for runs under a write workload (bench/write_load.py): Verify run
+again and again while the workload writes, then once more after a stray record was produced into the topic."""
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 from collections.abc import Callable
 
-Writer = Callable[[str, int], None]  # does one write: op ("insert", "update" or "delete") on a key
+STRAY_KEY = 1_000_000  # beyond the workload's keys: only the stray record has it
 
 
-class Workload:
-    def __init__(self, open_writer: Callable[[], Writer], keys: int, per_second: int = 2000, threads: int = 4):
-        """`open_writer()` is called once per thread (its own connection)."""
-        self.open_writer = open_writer
-        self.keys = keys
-        self.per_thread = per_second / threads
-        self.counts = [0] * threads
-        self.errors: list[BaseException] = []
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(threads)]
-        self.started = 0.0
-        self.seconds = 0.0
+def verify_repeatedly(run_verify: Callable[[], object], seconds: float, at_least: int = 2) -> list:
+    """Reports of Verify runs one after the other, for `seconds` and at least `at_least` runs."""
+    reports = []
+    deadline = time.monotonic() + seconds
+    while len(reports) < at_least or time.monotonic() < deadline:
+        reports.append(run_verify())
+    return reports
 
-    def __enter__(self) -> Workload:
-        self.started = time.monotonic()
-        for thread in self.threads:
-            thread.start()
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(30)
-        self.seconds = time.monotonic() - self.started
-        if self.errors and exc[0] is None:
-            raise self.errors[0]
-
-    @property
-    def writes(self) -> int:
-        return sum(self.counts)
-
-    @property
-    def rate(self) -> float:
-        return self.writes / self.seconds if self.seconds else 0.0
-
-    def _run(self, number: int) -> None:
-        rng = random.Random(number)
-        try:
-            write = self.open_writer()
-            began = time.monotonic()
-            while not self.stop.is_set():
-                write(rng.choice(("insert", "update", "update", "delete")), rng.randrange(self.keys))
-                self.counts[number] += 1
-                ahead = self.counts[number] / self.per_thread - (time.monotonic() - began)
-                if ahead > 0:
-                    time.sleep(ahead)
-        except BaseException as error:  # noqa: BLE001 - raised by __exit__
-            self.errors.append(error)
+def assert_no_false_alarm(reports: list, load, min_rows: int, min_writes: int = 1000) -> None:
+    print(f"workload {load.rate:.0f} writes/s ({load.writes} writes) during Verify; "
+          + "; ".join(r.summary() for r in reports))
+    assert load.writes >= min_writes, f"the workload wrote only {load.writes} times: Verify was not under load"
+    for report in reports:
+        assert report.rows > min_rows, report.summary()
+        assert report.mismatched == 0, report.to_json()

@@ -5,15 +5,19 @@ A view is a transaction with `readConcern: snapshot`: every read in it sees the 
 MaxKey at both ends (a document inserted beyond the planned `_id`s before the view's time is read too), and read
 in `_id` order, each document built into the snapshot's event by the connector's transformer. An event is
 covered when its cluster time (`source.ts_ms` seconds and `source.ord`) is at or before the view's; the
-connector has captured the whole view once its committed cluster time reaches it.
+connector has captured the whole view once its committed cluster time reaches it, or once a change stream opened
+where the connector would resume shows no change to a captured collection up to the view's time: a quiet
+connector without heartbeats commits no new position, however far the cluster's time moves on.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 
 from bson import MaxKey, MinKey, Timestamp
-from pymongo.errors import OperationFailure
+from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 
 from connectors.core.snapshot.chunks import Chunk, Plan
@@ -28,6 +32,8 @@ from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.snapshots.chunks import plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
+
+log = logging.getLogger(__name__)
 
 NO_SUCH_TRANSACTION = 251  # the server aborted the transaction (its lifetime limit) or no longer knows it
 
@@ -54,6 +60,7 @@ class MongoView:
         self._tables = self._reader.collections()
         self._transformer = MongoEventBuilder(config, replica_set.name).transformer
         self._session = client.start_session(causal_consistency=False)
+        self._behind: MongoPosition | None = None  # a position found with captured changes after it
         try:
             if self._tables:
                 self._session.start_transaction(read_concern=ReadConcern("snapshot"))
@@ -107,7 +114,59 @@ class MongoView:
 
     def reached(self, position: MongoPosition) -> bool:
         at = position.cluster_time or token_cluster_time(position.token)
-        return at is not None and (at.time, at.inc) >= (self.cluster_time.time, self.cluster_time.inc)
+        if at is not None and (at.time, at.inc) >= (self.cluster_time.time, self.cluster_time.inc):
+            return True
+        if self._behind is not None and self._behind == position:
+            return False  # a captured change follows this position: the connector has it to catch up on
+        quiet = self._quiet_since(position)
+        if quiet is False:
+            self._behind = position
+        return bool(quiet)
+
+    def _quiet_since(self, position: MongoPosition, seconds: float = 5.0) -> bool | None:
+        """Whether no change to a captured collection (or its database) follows the connector's position up to the
+        view's cluster time: read from a change stream opened where the connector resumes, until its first such
+        change or its post-batch resume token passes the view's time. None: not found out (no position to resume
+        from, the stream refused, or not read up to the view's time within `seconds`)."""
+        start = position.start()
+        if start.resume_after is None and start.start_after is None and start.start_at_operation_time is None:
+            return None
+        databases = sorted({Namespace.parse(table).db for table in self._tables})
+        collections = set(self._tables)
+        view = (self.cluster_time.time, self.cluster_time.inc)
+        options = {name: value for name, value in dataclasses.asdict(start).items() if value is not None}
+        match = {"$or": [{"ns.db": {"$in": databases}}, {"to.db": {"$in": databases}}]}
+        deadline = time.monotonic() + seconds
+        target = self.client[databases[0]] if len(databases) == 1 else self.client  # the narrowest the user may watch
+        try:
+            with target.watch([{"$match": match}], max_await_time_ms=200, **options) as stream:
+                while time.monotonic() < deadline:
+                    change = stream.try_next()
+                    if change is not None:
+                        at = change.get("clusterTime")
+                        if at is None or (at.time, at.inc) <= view:
+                            if self._captured(change, collections):
+                                return False
+                            continue
+                        return True
+                    resumed = token_cluster_time(stream.resume_token)
+                    if resumed is not None and (resumed.time, resumed.inc) >= view:
+                        return True
+        except PyMongoError as error:
+            log.info("verify %s: could not read the change stream after the connector's position (%s); waiting for "
+                     "the connector", self.config.name, error)
+        return None
+
+    @staticmethod
+    def _captured(change: dict, collections: set[str]) -> bool:
+        """Whether a change touches a captured collection: its namespace or its rename's target is one, or it is a
+        change to a whole captured database (no collection)."""
+        for field in ("ns", "to"):
+            namespace = change.get(field) or {}
+            if "db" in namespace and ("coll" not in namespace or f"{namespace['db']}.{namespace['coll']}"
+                                      in collections):
+                return True
+        return False
 
     def close(self) -> None:
         if self._session.in_transaction:
@@ -138,6 +197,9 @@ class MongoPartitionVerifier:
 def partitions(config: ConnectorConfig) -> list[MongoPartitionVerifier]:
     found = MongoSource(config).partitions()
     if len(found) != 1:
-        raise ConnectorError("Verify reads one replica set; a sharded cluster (one change stream per shard) is not "
-                             "supported")
+        raise ConnectorError(
+            f"Verify cannot compare connector {config.name}: it reads each shard of a sharded cluster directly "
+            f"(mongodb.connection.mode=replica_set, {len(found)} shards), and each shard's position is its own, "
+            "with no one cluster time to read every shard at; a connector reading through mongos "
+            "(mongodb.connection.mode=sharded, the default) can be verified")
     return [MongoPartitionVerifier(config, found[0])]
