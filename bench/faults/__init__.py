@@ -14,8 +14,8 @@ write with a unique sequence number, from before the snapshot on, at --rate tran
 read_committed consumer reads the topics while the faults happen; verify.py checks per key (lost, duplicated,
 reordered, one tombstone per delete), the transaction metadata and the final topic state against the tables. Once
 every write is delivered, the product's Verify (`python -m connectors verify`, product_verify.py) compares the
-connector's source with its topics as a second, independent checker (skipped, with a line saying so, on a sharded
-cluster, which it refuses). Per scenario it prints (report.py): runs, faults, writes checked (streamed changes and
+connector's source with its topics as a second, independent checker (through mongos on a sharded cluster). Per
+scenario it prints (report.py): runs, faults, writes checked (streamed changes and
 snapshot rows apart), lost, duplicated, reordered, events of no logged write, tombstone / transaction / state errors,
 unexpected runner exits, recovery p50 / max (from the end of a fault to the next event a read_committed consumer
 receives that it held back), and Verify's rows compared, rows missing in / extra in / different from the topics.

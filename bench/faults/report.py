@@ -25,13 +25,12 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     aborted: bool = False
     # the product's Verify after each session (product_verify.py): source rows compared, rows missing in / extra
-    # in / different from the topics, sessions it could not compare, and why it was not run (None: it was)
+    # in / different from the topics, sessions it could not compare
     verify_rows: int = 0
     verify_missing: int = 0
     verify_extra: int = 0
     verify_different: int = 0
     verify_errors: int = 0
-    verify_skipped: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -70,7 +69,6 @@ class Outcome:
                      "verify_rows", "verify_missing", "verify_extra", "verify_different", "verify_errors"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.aborted = self.aborted or other.aborted
-        self.verify_skipped = self.verify_skipped or other.verify_skipped
         self.recovery += other.recovery
         self.notes += other.notes
 
@@ -84,8 +82,7 @@ class Outcome:
                 "status_errors": self.status_errors,
                 "recovery_s": self.recovery, "aborted": self.aborted, "notes": self.notes,
                 "verify": {"rows": self.verify_rows, "missing": self.verify_missing, "extra": self.verify_extra,
-                           "different": self.verify_different, "errors": self.verify_errors,
-                           "skipped": self.verify_skipped}}
+                           "different": self.verify_different, "errors": self.verify_errors}}
 
 
 def _recovery(values: list[float]) -> str:
@@ -110,7 +107,7 @@ COLUMNS = (  # heading, width, value
     ("unexp exits", 12, lambda o: o.unplanned_exits),
     ("status", 7, lambda o: o.status_errors),
     ("recovery p50/max s", 20, lambda o: _recovery(o.recovery)),
-    ("verify rows", 12, lambda o: "skipped" if o.verify_skipped else o.verify_rows),
+    ("verify rows", 12, lambda o: o.verify_rows),
     ("miss", 5, lambda o: o.verify_missing),
     ("extra", 6, lambda o: o.verify_extra),
     ("diff", 5, lambda o: o.verify_different),
@@ -121,13 +118,10 @@ def report(results: dict[str, Outcome]) -> str:
     """One row per scenario: runs (connectors), faults, writes checked (streamed changes and snapshot rows), lost,
     duplicated, reordered, events of no logged write, tombstone, transaction metadata and final-state errors,
     unexpected runner exits, a control-plane status left wrong (zombie-worker), recovery median / max; then
-    Verify's source rows compared and rows missing in, extra in and different from the topics (product_verify.py),
-    or a line saying why it was skipped."""
+    Verify's source rows compared and rows missing in, extra in and different from the topics (product_verify.py)."""
     lines = [COLUMNS[0][0].ljust(COLUMNS[0][1]) + "".join(f"{h:>{w}}" for h, w, _ in COLUMNS[1:])]
     for scenario, o in results.items():
         lines.append(scenario.ljust(COLUMNS[0][1]) + "".join(f"{value(o)!s:>{w}}" for _, w, value in COLUMNS[1:]))
     for scenario, o in results.items():
-        if o.verify_skipped:
-            lines.append(f"  {scenario}: Verify skipped: {o.verify_skipped}")
         lines += [f"  {scenario}: {note}" for note in o.notes]
     return "\n".join(lines)

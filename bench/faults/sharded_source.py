@@ -42,7 +42,6 @@ class ShardedMongoSource(MongoSource):
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "step-down",
                          "source-restart", "source-crash")
     scenarios = (*default_scenarios, "broker-stop-commit", "broker-stop-snapshot", "commit-stall")
-    verify_skipped = "Verify reads one replica set and refuses a sharded cluster (one change stream per shard)"
 
     def __init__(self, cluster=None):
         super().__init__(None)
@@ -67,10 +66,6 @@ class ShardedMongoSource(MongoSource):
             self.mover.join(30)
         if self.cluster is not None:
             self.cluster.stop()
-
-    def properties(self, name: str) -> dict:
-        """The replica set's, without its heartbeats (they are there for Verify, which is skipped here)."""
-        return {k: v for k, v in super().properties(name).items() if k != "heartbeat.interval.ms"}
 
     def prepare(self, name: str) -> None:
         for collection in ("events", "preload"):

@@ -38,7 +38,6 @@ class MongoSource:
                          "broker-stop-snapshot", "broker-kill", "broker-network", "step-down", "zombie-worker")
     scenarios = (*default_scenarios, "commit-stall")
     chunk = 500  # snapshot rows per chunk; the emulator slows chunk reads by 100 ms
-    verify_skipped: str | None = None  # why the product's Verify cannot compare this source (None: it can)
 
     def __init__(self, rs=None):
         self.rs = rs
@@ -90,7 +89,6 @@ class RelationalSource:
 
     default_scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-kill", "broker-network",
                          "source-restart", "source-crash", "source-network", "zombie-worker")
-    verify_skipped: str | None = None  # why the product's Verify cannot compare this source (None: it can)
     scenarios = ("kill-streaming", "kill-snapshot", "broker-stop", "broker-stop-commit", "broker-stop-snapshot",
                  "broker-kill", "broker-network", "source-restart", "source-crash", "source-network", "zombie-worker",
                  "commit-stall")
