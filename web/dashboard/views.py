@@ -32,6 +32,13 @@ SOURCE_NAMES = dict(SourceKind.choices)
 
 SOURCE = "dashboard"  # AuditEntry.source of changes made through these pages
 
+# (signal, button, confirmation) for the running incremental snapshot (POST /api/connectors/<name>/snapshot/<signal>/)
+SNAPSHOT_SIGNAL_BUTTONS = (
+    ("pause", "Pause snapshot", "Pause the incremental snapshot? Streaming goes on; Resume snapshot continues it."),
+    ("resume", "Resume snapshot", "Resume the paused incremental snapshot?"),
+    ("stop", "Stop snapshot", "Stop the incremental snapshot? What is not read yet is dropped; streaming goes on."),
+)
+
 
 def role_required(role: str):
     def decorate(view):
@@ -97,6 +104,7 @@ def connector_detail(request, name):
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
     return render(request, "dashboard/detail.html", {
         "c": view, "audit": audit, "snapshot_refusal": services.snapshot_refusal(connector),
+        "snapshot_signals": SNAPSHOT_SIGNAL_BUTTONS,
         "terms": terms_for(connector),
         "requests": request_outcomes(connector, limit=10), **_roles(request)})
 

@@ -34,6 +34,9 @@ ENDPOINTS = [
     ("post", "/api/connectors/orders/stop/", None, "operator"),
     ("post", "/api/connectors/orders/restart/", {}, "operator"),
     ("post", "/api/connectors/orders/snapshot/", {"collections": ["inventory.orders"]}, "operator"),
+    ("post", "/api/connectors/orders/snapshot/stop/", {}, "operator"),
+    ("post", "/api/connectors/orders/snapshot/pause/", None, "operator"),
+    ("post", "/api/connectors/orders/snapshot/resume/", None, "operator"),
     ("get", "/api/connectors/orders/status/", None, "viewer"),
     ("get", "/api/connectors/orders/activity/", None, "viewer"),
     ("get", "/api/connectors/orders/offsets/", None, "viewer"),
@@ -79,7 +82,7 @@ def stubbed_kafka(monkeypatch):
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r))
 @pytest.mark.parametrize(("method", "path", "body", "needs"), ENDPOINTS, ids=lambda v: v if isinstance(v, str) else "")
 def test_role_limits(django_user_model, no_redis, stubbed_kafka, role, method, path, body, needs):
-    if path.endswith(("/restart/", "/snapshot/", "/restart")):  # only a running pipeline can serve these
+    if "/snapshot/" in path or path.endswith(("/restart/", "/restart")):  # only a running pipeline serves these
         connector = create_connector(**{"signal.data.collection": "inventory.signals"})
     else:
         connector = create_connector(state=DesiredState.STOPPED)

@@ -277,6 +277,12 @@ class RestartSerializer(serializers.Serializer):
     replica_set = serializers.CharField(required=False, help_text="Restart only this replica set's pipeline.")
 
 
+class SnapshotStopSerializer(serializers.Serializer):
+    collections = serializers.ListField(child=serializers.CharField(), required=False, min_length=1,
+                                        help_text="Optional: stop only these collections (names or regexes, as "
+                                                  "Debezium's data-collections); without it the whole snapshot.")
+
+
 class SnapshotRequestSerializer(serializers.Serializer):
     collections = serializers.ListField(child=serializers.CharField(), min_length=1,
                                         help_text="<database>.<collection> names captured by the connector "

@@ -117,6 +117,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER, "requests": VIEWER,
         "activity": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
+        "snapshot_stop": OPERATOR, "snapshot_pause": OPERATOR, "snapshot_resume": OPERATOR,
         "reset_offsets": ADMIN,
     }
 
@@ -224,6 +225,34 @@ class ConnectorViewSet(viewsets.ModelViewSet):
                    body.validated_data.get("filter", ""), user=request.user, source=source_of(self.request))
         return Response({"request": snap.pk, "collections": snap.collections, "filter": snap.filter,
                          "status": snap.status}, status=status.HTTP_202_ACCEPTED)
+
+    def _snapshot_signal(self, signal: str, collections: list[str] | None = None) -> Response:
+        connector = self.get_object()
+        control = run(services.request_snapshot_signal, connector, signal, collections, user=self.request.user,
+                      source=source_of(self.request))
+        return accepted(connector, control.command, control)
+
+    @extend_schema(summary="Stop the running incremental snapshot, or only some of its collections (operator); "
+                           "Debezium's stop-snapshot signal",
+                   request=s.SnapshotStopSerializer, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/stop")
+    def snapshot_stop(self, request, name=None):
+        body = s.SnapshotStopSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._snapshot_signal("stop", body.validated_data.get("collections"))
+
+    @extend_schema(summary="Pause the running incremental snapshot; streaming goes on (operator); Debezium's "
+                           "pause-snapshot signal",
+                   request=None, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/pause")
+    def snapshot_pause(self, request, name=None):
+        return self._snapshot_signal("pause")
+
+    @extend_schema(summary="Resume a paused incremental snapshot (operator); Debezium's resume-snapshot signal",
+                   request=None, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/resume")
+    def snapshot_resume(self, request, name=None):
+        return self._snapshot_signal("resume")
 
     # -- observed state and offsets ---------------------------------------------------------------------------
 
