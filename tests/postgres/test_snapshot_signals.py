@@ -1,15 +1,18 @@
-"""Stop, pause and resume of an incremental snapshot through the REST API (Debezium's stop-snapshot, pause-snapshot
-and resume-snapshot signals), against a Celery worker running a stored PostgreSQL connector on its own database.
+"""Stop, pause and resume of an incremental snapshot (Debezium's stop-snapshot, pause-snapshot and resume-snapshot
+signals) and a pipeline's log level through the REST API, against a Celery worker running a stored PostgreSQL
+connector on its own database.
 
 The snapshot of a table big enough to be midway is paused (its read count stops growing while streaming goes on),
 resumed (it grows again) and stopped: the snapshot request ends failed as stopped, fewer rows than the table's
-were read, none twice; a stop with no snapshot running ends failed with the reason.
+were read, none twice; a stop with no snapshot running ends failed with the reason. A log level set through the
+API is taken by the pipeline's process and reported in its status; an unknown level is a 400.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 
 import psycopg2.extensions
@@ -108,3 +111,17 @@ def test_an_incremental_snapshot_is_paused_resumed_and_stopped_through_the_api(p
     _, again = api("POST", f"/api/connectors/{name}/snapshot/stop/", {})
     nothing = platform.wait_for(lambda: ended("control", again["request"]), 60, "the second stop")
     assert nothing["status"] == "failed" and "no incremental snapshot running" in nothing["reason"], nothing
+
+    _, level = api("POST", f"/api/connectors/{name}/log-level/", {"level": "debug"})
+    assert level["requested"] == "log-level", level
+    set_level = platform.wait_for(lambda: ended("control", level["request"]), 60, "the log level to be taken up")
+    assert set_level["status"] == "done" and "at DEBUG" in set_level["reason"], set_level
+
+    def reported_level():
+        _, status = api("GET", f"/api/connectors/{name}/status/")
+        return (status["replica_sets"][0].get("metrics") or {}).get("log_level")
+
+    platform.wait_for(lambda: reported_level() == "DEBUG", 30, "the pipeline to report DEBUG")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        api("POST", f"/api/connectors/{name}/log-level/", {"level": "LOUD"})
+    assert refused.value.code == 400

@@ -455,8 +455,27 @@ def _unheard(request: ControlRequest, receivers: int | None) -> None:
     record_activity(request.connector.name, "", ActivityKind.SENT, sent_text(request.command, receivers))
     if not receivers:
         finish_request(request.pk, RequestStatus.FAILED,
-                       "no pipeline of the connector was listening: an incremental snapshot runs only inside a "
-                       "running pipeline" if receivers == 0 else "not sent: Redis is unreachable")
+                       "no pipeline of the connector was listening: only a running pipeline acts on it"
+                       if receivers == 0 else "not sent: Redis is unreachable")
+
+
+LOG_LEVEL_COMMAND = "log-level"
+
+
+def request_log_level(connector: Connector, level: str, *, user, source: str) -> ControlRequest:
+    """Sets the log level of the connector's running pipelines (their connectors.* and workers.* loggers, in the
+    pipeline's own process); not stored: a pipeline started later logs at the configured level."""
+    if connector.desired_state != DesiredState.RUNNING:
+        raise Refused(f"{connector.name} is {connector.desired_state}: a log level applies to running pipelines")
+    with transaction.atomic():
+        request = ControlRequest.objects.create(connector=connector, command=LOG_LEVEL_COMMAND,
+                                                requested_by=_user(user))
+        audit.record(user, source, "connector.log_level", _target(connector), None,
+                     {"request": request.pk, "level": level})
+        payload = {"request_id": request.pk, "level": level}
+        transaction.on_commit(lambda: control.notify(connector.name, LOG_LEVEL_COMMAND, payload,
+                                                     on_sent=lambda receivers: _unheard(request, receivers)))
+    return request
 
 
 # --- observed state (called by the worker side) ---------------------------------------------------------------------

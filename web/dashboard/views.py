@@ -32,6 +32,8 @@ SOURCE_NAMES = dict(SourceKind.choices)
 
 SOURCE = "dashboard"  # AuditEntry.source of changes made through these pages
 
+LOG_LEVEL_CHOICES = ("ERROR", "WARN", "INFO", "DEBUG", "TRACE")  # a pipeline's level from the connector page
+
 # (signal, button, confirmation) for the running incremental snapshot (POST /api/connectors/<name>/snapshot/<signal>/)
 SNAPSHOT_SIGNAL_BUTTONS = (
     ("pause", "Pause snapshot", "Pause the incremental snapshot? Streaming goes on; Resume snapshot continues it."),
@@ -104,7 +106,9 @@ def connector_detail(request, name):
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
     return render(request, "dashboard/detail.html", {
         "c": view, "audit": audit, "snapshot_refusal": services.snapshot_refusal(connector),
-        "snapshot_signals": SNAPSHOT_SIGNAL_BUTTONS,
+        "snapshot_signals": SNAPSHOT_SIGNAL_BUTTONS, "log_levels": LOG_LEVEL_CHOICES,
+        "log_level_now": next((rs.report.get("log_level") for rs in view.replica_sets if rs.report.get("log_level")),
+                              "INFO"),
         "terms": terms_for(connector),
         "requests": request_outcomes(connector, limit=10), **_roles(request)})
 

@@ -37,6 +37,7 @@ ENDPOINTS = [
     ("post", "/api/connectors/orders/snapshot/stop/", {}, "operator"),
     ("post", "/api/connectors/orders/snapshot/pause/", None, "operator"),
     ("post", "/api/connectors/orders/snapshot/resume/", None, "operator"),
+    ("post", "/api/connectors/orders/log-level/", {"level": "DEBUG"}, "operator"),
     ("get", "/api/connectors/orders/status/", None, "viewer"),
     ("get", "/api/connectors/orders/activity/", None, "viewer"),
     ("get", "/api/connectors/orders/offsets/", None, "viewer"),
@@ -82,7 +83,7 @@ def stubbed_kafka(monkeypatch):
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: str(r))
 @pytest.mark.parametrize(("method", "path", "body", "needs"), ENDPOINTS, ids=lambda v: v if isinstance(v, str) else "")
 def test_role_limits(django_user_model, no_redis, stubbed_kafka, role, method, path, body, needs):
-    if "/snapshot/" in path or path.endswith(("/restart/", "/restart")):  # only a running pipeline serves these
+    if "/snapshot/" in path or path.endswith(("/restart/", "/restart", "/log-level/")):  # for running pipelines
         connector = create_connector(**{"signal.data.collection": "inventory.signals"})
     else:
         connector = create_connector(state=DesiredState.STOPPED)

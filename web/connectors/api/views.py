@@ -117,7 +117,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER, "requests": VIEWER,
         "activity": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
-        "snapshot_stop": OPERATOR, "snapshot_pause": OPERATOR, "snapshot_resume": OPERATOR,
+        "snapshot_stop": OPERATOR, "snapshot_pause": OPERATOR, "snapshot_resume": OPERATOR, "log_level": OPERATOR,
         "reset_offsets": ADMIN,
     }
 
@@ -253,6 +253,18 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], url_path="snapshot/resume")
     def snapshot_resume(self, request, name=None):
         return self._snapshot_signal("resume")
+
+    @extend_schema(summary="Set the log level of the connector's running pipelines (operator); each pipeline "
+                           "reports its level as log_level in its status",
+                   request=s.LogLevelSerializer, responses={202: s.ActionResultSerializer, 400: ERROR, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="log-level")
+    def log_level(self, request, name=None):
+        connector = self.get_object()
+        body = s.LogLevelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        control = run(services.request_log_level, connector, body.validated_data["level"], user=request.user,
+                      source=source_of(self.request))
+        return accepted(connector, control.command, control)
 
     # -- observed state and offsets ---------------------------------------------------------------------------
 
