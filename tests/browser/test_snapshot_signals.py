@@ -1,6 +1,7 @@
-"""Pause, resume and stop of a running incremental snapshot from the connector page (Debezium's pause-snapshot,
-resume-snapshot and stop-snapshot), in a real browser against the real platform: the snapshot card follows each
-step and the Requests panel shows how each request ended. A viewer is offered none of the buttons."""
+"""From the connector page, in a real browser against the real platform: pause, resume and stop of a running
+incremental snapshot (Debezium's pause-snapshot, resume-snapshot and stop-snapshot), the snapshot card following each
+step and the Requests panel showing how each request ended (a viewer is offered none of the buttons); a pipeline's
+log level set and then reported as its current level."""
 
 from __future__ import annotations
 
@@ -64,3 +65,24 @@ def test_operator_pauses_resumes_and_stops_an_incremental_snapshot(session, plat
     assert "no incremental snapshot running" in refused.locator(".reason").inner_text()
     screenshot(page, "incremental-snapshot-stopped")
     client.close()
+
+
+def test_operator_sets_a_pipelines_log_level_and_sees_it_reported(session, platform, mongo_rs):
+    name = f"btlog{tagged_suffix()}"
+    create_connector(platform, mongo_rs, name)
+    _, page = session("operator")
+    page.goto(f"/connectors/{name}/")
+    wait_streaming(page, name)
+    page.get_by_label("Pipeline log level").select_option("DEBUG")
+    press(page, "Set log level")
+    row = page.locator('#requests tr[data-request^="control-"]').first
+    row.locator('[data-status="done"]').wait_for(timeout=30_000)
+    assert "log-level" in row.inner_text() and "at DEBUG" in row.locator(".reason").inner_text()
+    for _ in range(30):  # the pipeline reports its level with its next report, about a second later
+        page.reload()
+        if "DEBUG" in page.locator("#log-level-help").inner_text():
+            break
+        page.wait_for_timeout(1000)
+    assert "rs0 DEBUG" in page.locator("#log-level-help").inner_text()
+    assert page.get_by_label("Pipeline log level").input_value() == "DEBUG"
+    screenshot(page, "pipeline-log-level")
