@@ -20,10 +20,11 @@ from rest_framework.views import APIView
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
 from web.connectors import activity as activity_log
+from web.connectors import connectivity, services, validation
 from web.connectors import offsets as offset_views
-from web.connectors import services, validation
 from web.connectors import state as connector_state
 from web.connectors.api import serializers as s
+from web.connectors.api import table_preview
 from web.connectors.api.paging import StrictLimitOffsetPagination, check_query, whole_number
 from web.connectors.api.permissions import RolePermission
 from web.connectors.models import AuditEntry, Connector, DesiredState
@@ -118,6 +119,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         "activity": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
         "snapshot_stop": OPERATOR, "snapshot_pause": OPERATOR, "snapshot_resume": OPERATOR, "log_level": OPERATOR,
+        "tables": OPERATOR, "tables_existing": OPERATOR,
         "reset_offsets": ADMIN,
     }
 
@@ -180,6 +182,32 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], url_path="validate")
     def validate_existing(self, request, name=None):
         return self._validation(self.get_serializer(self.get_object(), data=request.data, partial=True))
+
+    # -- table preview ------------------------------------------------------------------------------------------
+
+    def _preview(self, body) -> Response:
+        if not connectivity.enabled():  # the role is checked already (action_roles: operator)
+            return Response({"detail": "connection checks are turned off (CDC_CONNECTIVITY_CHECK_MS=0)"},
+                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        if not body.is_valid():
+            return Response({"detail": "the configuration is not valid yet", "problems": problems_of(body)},
+                            status=status.HTTP_400_BAD_REQUEST)
+        code, answer = table_preview.preview(body.validated_data["parts"], self.request)
+        return Response(answer, status=code)
+
+    @table_preview.preview_schema
+    @action(detail=False, methods=["post"], url_path="tables")
+    def tables(self, request):
+        data = dict(request.data) if isinstance(request.data, dict) else {}
+        data.setdefault("name", table_preview.PREVIEW_NAME)
+        data.setdefault("topic_prefix", data["name"] or table_preview.PREVIEW_NAME)
+        return self._preview(table_preview.PreviewBody(data=data, context=self.get_serializer_context()))
+
+    @table_preview.preview_schema
+    @action(detail=True, methods=["post"], url_path="tables")
+    def tables_existing(self, request, name=None):
+        return self._preview(table_preview.PreviewBody(self.get_object(), data=request.data, partial=True,
+                                                       context=self.get_serializer_context()))
 
     # -- desired state ----------------------------------------------------------------------------------------
 
