@@ -183,9 +183,11 @@ def _relational_form(request, connector: Connector | None, source: str):
             return redirect("dashboard:connector", name=saved.name)
     validate_url = (reverse("connector-validate-existing", kwargs={"name": connector.name}) if connector
                     else reverse("connector-validate"))
+    preview_url = (reverse("connector-tables-existing", kwargs={"name": connector.name}) if connector
+                   else reverse("connector-tables"))
     return render(request, "dashboard/relational_form.html",
                   {"form": form, "connector": connector, "source": source, "source_name": SOURCE_NAMES[source],
-                   "validate_url": validate_url, "live_check": live_check_spec(source),
+                   "validate_url": validate_url, "preview_url": preview_url, "live_check": live_check_spec(source),
                    **_roles(request)}, status=400 if form.errors else 200)
 
 
