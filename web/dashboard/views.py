@@ -203,7 +203,8 @@ def connector_create(request):
             messages.success(request, f"Connector {saved.name} created ({saved.desired_state}).")
             return redirect("dashboard:connector", name=saved.name)
     return render(request, "dashboard/form.html", {"form": form, "connector": None, **_roles(request),
-                                                  "validate_url": reverse("connector-validate")},
+                                                  "validate_url": reverse("connector-validate"),
+                                                  "preview_url": reverse("connector-tables")},
                   status=400 if form.errors else 200)
 
 
@@ -220,7 +221,8 @@ def connector_edit(request, name):
             return redirect("dashboard:connector", name=saved.name)
     return render(request, "dashboard/form.html",
                   {"form": form, "connector": connector, **_roles(request),
-                   "validate_url": reverse("connector-validate-existing", kwargs={"name": name})},
+                   "validate_url": reverse("connector-validate-existing", kwargs={"name": name}),
+                   "preview_url": reverse("connector-tables-existing", kwargs={"name": name})},
                   status=400 if form.errors else 200)
 
 

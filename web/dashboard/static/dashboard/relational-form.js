@@ -93,57 +93,15 @@
       show(field, byField[field] || []);
       shown += (byField[field] || []).length;
     });
-    // only when what it depends on changed: a preview connects, and shares the user's rate of connection checks
+    // a preview connects, and shares the user's rate of connection checks: only when what it depends on changed
     const depends = JSON.stringify(["hostname", "port", "user", "password", "dbname", "schema_include",
       "database_include", "table_include", "table_exclude", "signal_collection"].map(value));
-    if (!count && depends !== previewed) {  // a valid configuration whose server answered
-      previewed = depends;
-      preview();
-    }
+    if (!count) refreshPreview(depends);  // a valid configuration whose server answered
     state.textContent = !count ? "The configuration is valid and the server answered."
       : `${count} problem${count === 1 ? "" : "s"}` + (shown < count ? " (some in fields not filled in yet)." : ".");
   }
 
-  // The table preview: the same body to the tables action, which lists the server's tables and marks those the
-  // include/exclude lists capture (the connector's own filters decide, on the server).
-  const previewList = document.getElementById("table-preview-list");
-  const previewState = document.getElementById("table-preview-state");
-  let previewSeq = 0, previewed = null;
-  async function preview() {
-    if (!previewList || !form.dataset.preview) return;
-    const mine = ++previewSeq;
-    previewState.textContent = "Listing the server's tables…";
-    let response, result;
-    try {
-      response = await fetch(form.dataset.preview, {
-        method: "POST", credentials: "same-origin", body: JSON.stringify(body()),
-        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      });
-      result = await response.json().catch(() => ({}));
-    } catch (e) {
-      previewState.textContent = "No preview: " + e.message;
-      return;
-    }
-    if (mine !== previewSeq) return;  // an older answer
-    if (!response.ok) {
-      const first = (result.problems || [])[0];
-      previewState.textContent = "No preview yet: " + (first ? first.message : result.detail || `HTTP ${response.status}`);
-      previewList.replaceChildren();
-      return;
-    }
-    previewList.replaceChildren(...result.tables.map((table) => {
-      const li = document.createElement("li");
-      li.dataset.table = table.name;
-      li.dataset.captured = String(table.captured);
-      li.className = table.captured ? "captured" : "muted";
-      li.textContent = (table.captured ? "✓ " : "– ") + table.name;
-      return li;
-    }));
-    previewState.textContent = `${result.captured} of ${result.total} table${result.total === 1 ? "" : "s"} captured` +
-      (result.tables.length < result.total ? ` (the first ${result.tables.length} listed).` : ".");
-  }
-  const previewButton = document.getElementById("table-preview-button");
-  if (previewButton) previewButton.addEventListener("click", preview);
+  const refreshPreview = window.cdcTablePreview ? window.cdcTablePreview(form, body) : () => {};
 
   function later(event, wait) {
     const box = event.target.closest("[data-field]");
