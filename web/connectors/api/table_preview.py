@@ -36,11 +36,16 @@ PREVIEW_RESPONSES = {
         "total": serializers.IntegerField(), "captured": serializers.IntegerField()}),
     400: OpenApiResponse(description="Invalid configuration, or a changed server without its password"),
     403: OpenApiResponse(description="Below operator"),
+    409: OpenApiResponse(description="Connection checks are turned off (CDC_CONNECTIVITY_CHECK_MS=0)"),
+    429: OpenApiResponse(description="Past the user's rate of connection checks, or as many running as allowed"),
     503: OpenApiResponse(description='{"detail": why the tables could not be listed}'),
 }
-preview_schema = extend_schema(
-    summary="Preview which tables/collections the include/exclude lists capture (operator; connects to the source)",
-    request=ConnectorSerializer, responses=PREVIEW_RESPONSES)
+
+
+def preview_schema(operation_id: str):
+    return extend_schema(
+        summary="Preview which tables/collections the include/exclude lists capture (operator; connects to the "
+                "source)", operation_id=operation_id, request=ConnectorSerializer, responses=PREVIEW_RESPONSES)
 
 
 def preview(parts, request) -> tuple[int, dict]:

@@ -187,15 +187,16 @@ class ConnectorViewSet(viewsets.ModelViewSet):
 
     def _preview(self, body) -> Response:
         if not connectivity.enabled():  # the role is checked already (action_roles: operator)
-            return Response({"detail": "connection checks are turned off (CDC_CONNECTIVITY_CHECK_MS=0)"},
-                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            return Response({"detail": "the server makes no connection checks (CDC_CONNECTIVITY_CHECK_MS=0), "
+                                       "so it does not list the source's tables either"},
+                            status=status.HTTP_409_CONFLICT)
         if not body.is_valid():
             return Response({"detail": "the configuration is not valid yet", "problems": problems_of(body)},
                             status=status.HTTP_400_BAD_REQUEST)
         code, answer = table_preview.preview(body.validated_data["parts"], self.request)
         return Response(answer, status=code)
 
-    @table_preview.preview_schema
+    @table_preview.preview_schema(operation_id="connectors_tables_preview")
     @action(detail=False, methods=["post"], url_path="tables")
     def tables(self, request):
         data = dict(request.data) if isinstance(request.data, dict) else {}
@@ -203,7 +204,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         data.setdefault("topic_prefix", data["name"] or table_preview.PREVIEW_NAME)
         return self._preview(table_preview.PreviewBody(data=data, context=self.get_serializer_context()))
 
-    @table_preview.preview_schema
+    @table_preview.preview_schema(operation_id="connectors_tables_preview_changes")
     @action(detail=True, methods=["post"], url_path="tables")
     def tables_existing(self, request, name=None):
         return self._preview(table_preview.PreviewBody(self.get_object(), data=request.data, partial=True,
