@@ -6,6 +6,8 @@ Ctrl-C (or SIGTERM) stops gracefully: the batch in flight is committed with its 
 exit status 0 when they are equal, 1 when rows differ, 2 when it could not compare.
 `python -m connectors preflight --timeout-ms N` is the child process of a connectivity check
 (connectors/config/preflight_process.py).
+`python -m connectors tables --timeout-ms N` is the child process of a table preview
+(connectors/config/table_preview.py).
 """
 
 from __future__ import annotations
@@ -119,7 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     verify.add_argument("--json", action="store_true", help="print the whole report as JSON")
     child = sub.add_parser("preflight", help="check a configuration's source (properties as JSON on stdin)")
     child.add_argument("--timeout-ms", type=int, required=True)
+    tables = sub.add_parser("tables", help="list a configuration's source tables and which it captures "
+                                           "(properties as JSON on stdin)")
+    tables.add_argument("--timeout-ms", type=int, required=True)
     args = parser.parse_args(argv)
+    if args.command == "tables":
+        from connectors.config.table_preview import serve as serve_tables
+
+        return serve_tables(args.timeout_ms)
     if args.command == "preflight":
         from connectors.config.preflight_process import serve
 

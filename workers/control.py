@@ -26,7 +26,8 @@ from workers.leases import current, holder, lease_key
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("pause", "resume", "stop", "restart", "delete", "snapshot", "start")
+COMMANDS = ("pause", "resume", "stop", "restart", "delete", "snapshot", "start", "snapshot-stop", "snapshot-pause",
+            "snapshot-resume", "log-level")
 _clients: dict[str, redis.Redis] = {}
 _lock = threading.Lock()
 

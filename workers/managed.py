@@ -29,6 +29,7 @@ from connectors.core.snapshot.executors import ChunkExecutorFactory
 from connectors.core.source import Partition, Source
 from connectors.errors import ConnectorError
 from connectors.sources import open_source
+from web.connectors.connect import loggers
 from workers.control import control_channel, listener_key
 from workers.leases import Lease, LeaseKeeper, lease_key
 from workers.snapshot_requests import SnapshotTracker
@@ -36,6 +37,8 @@ from workers.snapshot_requests import SnapshotTracker
 log = logging.getLogger(__name__)
 
 STOPPING_COMMANDS = {"pause", "stop", "restart", "delete"}
+PIPELINE_LOGGERS = ("connectors", "workers")  # what a pipeline logs under: the log-level command sets these
+SNAPSHOT_SIGNALS = ("snapshot-stop", "snapshot-pause", "snapshot-resume")
 SOURCE_STATUS_SECONDS = 10.0  # how often the source database is asked about the partition (a query each time)
 LISTENER_DIED = "control-listener-died"
 Acknowledge = Callable[[str, int, str, str], None]  # (kind "control" | "snapshot", request id, status, reason)
@@ -183,6 +186,10 @@ class ManagedPipeline:
             self.request_stop(name)
         elif name == "snapshot":
             self._take_snapshot(payload)
+        elif name in SNAPSHOT_SIGNALS:
+            self._signal_snapshot(name, payload)
+        elif name == "log-level":
+            self._set_log_level(payload)
 
     def _take_snapshot(self, payload: dict, adopt: bool = False) -> None:
         request_id = payload.get("request_id")
@@ -210,6 +217,43 @@ class ManagedPipeline:
         if request_id is not None:
             self.snapshots.follow(request_id, collections, self.pipeline)
         self._ack("snapshot", request_id, "running", f"taken up by {self.partition.name} on {self.worker}")
+
+    def _signal_snapshot(self, name: str, payload: dict) -> None:
+        """Debezium's stop-snapshot, pause-snapshot and resume-snapshot, asked through the control plane."""
+        request_id = payload.get("request_id")
+        incremental = getattr(self.pipeline, "incremental", None)
+        state = getattr(incremental, "state", None)
+        if state is None:
+            verb = name.removeprefix("snapshot-")
+            self._ack("control", request_id, "failed",
+                      f"{self.partition.name} has no incremental snapshot running: nothing to {verb}")
+            return
+        if name == "snapshot-stop":
+            collections = [str(c) for c in payload.get("collections") or []] or None
+            self.pipeline.stop_incremental_snapshot(collections)
+            what = f"stopping the incremental snapshot of {', '.join(collections)}" if collections else \
+                "stopping its incremental snapshot"
+        elif name == "snapshot-pause":
+            self.pipeline.pause_incremental_snapshot()
+            what = "pausing its incremental snapshot (streaming goes on)"
+        else:
+            self.pipeline.resume_incremental_snapshot()
+            what = "resuming its incremental snapshot"
+        self._ack("control", request_id, "done", f"{self.partition.name} on {self.worker}: {what}")
+
+    def _set_log_level(self, payload: dict) -> None:
+        """The pipeline's loggers in this process: the pipeline's own with CDC_PIPELINE_PROCESSES (the default),
+        else every pipeline of the worker."""
+        request_id = payload.get("request_id")
+        try:
+            level = loggers.parse_level(payload.get("level"))
+        except loggers.UnknownLevel as error:
+            self._ack("control", request_id, "failed", str(error))
+            return
+        for name in PIPELINE_LOGGERS:
+            loggers.set_level(name, level)
+        self._ack("control", request_id, "done", f"{self.partition.name} on {self.worker} logs "
+                                                  f"{' and '.join(PIPELINE_LOGGERS)} at {loggers.level_name(level)}")
 
     def _ack(self, kind: str, request_id, status: str, reason: str) -> None:
         if not isinstance(request_id, int):
@@ -268,6 +312,7 @@ class ManagedPipeline:
             "final": final,
             "metrics": pipeline.metrics.snapshot(),
             "sink": pipeline.sink.stats.snapshot(),
+            "log_level": loggers.level_name(logging.getLogger(PIPELINE_LOGGERS[0]).getEffectiveLevel()),
         }
         snapshot_metrics = getattr(pipeline, "snapshot_metrics", None)
         if snapshot_metrics is not None:

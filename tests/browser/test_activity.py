@@ -28,7 +28,7 @@ def test_the_activity_log_shows_a_pause_from_request_to_outcome(session, platfor
     log = page.locator("#activity")
     log.locator('tr[data-kind="state"]', has_text="streaming").first.wait_for(timeout=15_000)
 
-    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Pause", exact=True).click()
     log.locator('tr[data-kind="request"]', has_text="pause requested").wait_for(timeout=15_000)
     outcome = log.locator('tr[data-kind="outcome"]', has_text="pause done")
     outcome.wait_for(timeout=30_000)

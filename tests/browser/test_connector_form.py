@@ -51,4 +51,4 @@ def test_the_form_reports_everything_at_once_and_has_its_fields(session, platfor
     assert exported["signal.data.collection"] == f"{name}.signals"
     assert exported["heartbeat.interval.ms"] == "2000"
     assert exported["field.mask.hash.SHA-256.with.salt.********"] == f"{name}.orders.email"
-    assert page.get_by_role("button", name="Snapshot").count() == 1
+    assert page.get_by_role("button", name="Snapshot", exact=True).count() == 1

@@ -20,7 +20,7 @@ def test_snapshot_without_signal_collection_is_refused_with_the_reason(session, 
     create_connector(platform, mongo_rs, name)
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
-    button = page.get_by_role("button", name="Snapshot")
+    button = page.get_by_role("button", name="Snapshot", exact=True)
     assert button.is_disabled()
     refusal = page.locator("#snapshot-refusal")
     assert "signal.data.collection" in refusal.inner_text()
@@ -36,14 +36,14 @@ def test_snapshot_and_pause_end_in_a_visible_final_state(session, platform, mong
     _, page = session("operator")
     page.goto(f"/connectors/{name}/")
     wait_streaming(page, name)
-    assert page.get_by_role("button", name="Snapshot").is_enabled()
+    assert page.get_by_role("button", name="Snapshot", exact=True).is_enabled()
     page.get_by_label("Snapshot collections").fill(f"{name}.docs")
-    page.get_by_role("button", name="Snapshot").click()
+    page.get_by_role("button", name="Snapshot", exact=True).click()
     row = page.locator('#requests tr[data-request^="snapshot-"]').first
     row.locator('[data-status="done"]').wait_for(timeout=60_000)
     assert f"{name}.docs: 25 documents" in row.locator(".reason").inner_text()
 
-    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Pause", exact=True).click()
     pause = page.locator('#requests tr[data-request^="control-"]').first
     pause.locator('[data-status="done"]').wait_for(timeout=30_000)
     assert "pause" in pause.inner_text() and "stopped after committing its position" in pause.inner_text()

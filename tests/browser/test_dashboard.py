@@ -261,9 +261,9 @@ def test_pause_changes_the_state_badge(session, platform, mongo_rs):
     wait_streaming(page, name)
     badge = page.locator("#state-badge")
     page.wait_for_function("badge => badge.textContent === 'running'", arg=badge.element_handle(), timeout=30_000)
-    page.get_by_role("button", name="Pause").click()  # the confirmation is accepted by the session
+    page.get_by_role("button", name="Pause", exact=True).click()  # the confirmation is accepted by the session
     page.wait_for_function("badge => badge.textContent === 'paused'", arg=badge.element_handle(), timeout=15_000)
     assert page.locator('[data-bind="desired"]').inner_text() == "paused"
     assert page.get_by_role("button", name="Resume", exact=True).is_visible()
-    assert not page.get_by_role("button", name="Pause").is_visible()
+    assert not page.get_by_role("button", name="Pause", exact=True).is_visible()
     page.wait_for_function("() => document.querySelector('[data-rs] [data-bind=phase]').textContent === 'stopped'")

@@ -67,7 +67,7 @@ def test_create_snapshot_pause_clone_export_delete(session, platform, mongo_rs, 
     page.wait_for_url(f"**/connectors/{name}/")
 
     # a snapshot it cannot serve is refused before it is sent, with the reason
-    assert page.get_by_role("button", name="Snapshot").is_disabled()
+    assert page.get_by_role("button", name="Snapshot", exact=True).is_disabled()
     assert "signal.data.collection" in page.locator("#snapshot-refusal").inner_text()
 
     # fix the form: set the signal collection
@@ -79,12 +79,12 @@ def test_create_snapshot_pause_clone_export_delete(session, platform, mongo_rs, 
     page.wait_for_function("() => document.querySelector('#state-badge').textContent === 'running'",
                            timeout=60_000)
     page.get_by_label("Snapshot collections").fill(f"{name}.docs")
-    page.get_by_role("button", name="Snapshot").click()
+    page.get_by_role("button", name="Snapshot", exact=True).click()
     request_row(page, "snapshot", "snapshot").locator('[data-status="done"]').wait_for(timeout=90_000)
     assert f"{name}.docs: 20 documents" in request_row(page, "snapshot", "snapshot").inner_text()
 
     # pause: really paused once the request is done; a write made now reaches Kafka only after resume
-    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Pause", exact=True).click()
     request_row(page, "control", "pause").locator('[data-status="done"]').wait_for(timeout=30_000)
     topic = f"{name}.{name}.docs"
     client[name].docs.insert_one({"_id": "while-paused"})

@@ -18,7 +18,7 @@ import threading
 from django.conf import settings
 from rest_framework.throttling import UserRateThrottle
 
-from connectors.config import preflight_process
+from connectors.config import preflight_process, table_preview
 from connectors.config.types import Problem
 from web.accounts.roles import OPERATOR, has_role
 from web.connectors import properties as props
@@ -41,6 +41,32 @@ def enabled() -> bool:
 def allowed(request) -> bool:
     """Whether this request's user may make the server connect to a source (operator or admin)."""
     return enabled() and request is not None and has_role(request.user, OPERATOR)
+
+
+class Refused(Exception):
+    """A connection the server will not make now; the message says why."""
+
+
+def _admit(request) -> None:
+    throttle = ConnectivityThrottle()
+    if not throttle.allow_request(request, None):
+        wait = throttle.wait()
+        raise Refused(f"too many connection checks ({settings.CDC_CONNECTIVITY_CHECK_RATE}); try again in "
+                      f"{max(1, round(wait or 1))} s")
+    if not _running.acquire(timeout=QUEUE_WAIT_S):
+        raise Refused("the server is running as many connection checks as it allows at once; try again in a "
+                      "moment")
+
+
+def list_tables(parts: props.Parts, request) -> dict:
+    """The source's tables and which the configuration captures (connectors.config.table_preview), with the same
+    bounds as a check: the user's rate, the web process's checks at once, a child process killed at the deadline.
+    Call only when `allowed(request)`. Raises Refused or table_preview.PreviewFailed."""
+    _admit(request)
+    try:
+        return table_preview.run(props.join(parts), settings.CDC_CONNECTIVITY_CHECK_MS)
+    finally:
+        _running.release()
 
 
 def check(parts: props.Parts, request) -> list[Problem]:

@@ -423,6 +423,61 @@ def request_snapshot(connector: Connector, collections: list[str], query: str = 
     return request
 
 
+# Debezium's stop-snapshot, pause-snapshot and resume-snapshot signals, sent to the running pipelines as control
+# commands (workers.managed hands them to the engine's IncrementalSnapshots).
+SNAPSHOT_SIGNALS = {"stop": "snapshot-stop", "pause": "snapshot-pause", "resume": "snapshot-resume"}
+
+
+def request_snapshot_signal(connector: Connector, signal: str, collections: list[str] | None = None, *, user,
+                            source: str) -> ControlRequest:
+    """Stops, pauses or resumes the pipelines' incremental snapshot (stop: only `collections` when given). The
+    pipeline answers the ControlRequest: done when it had an incremental snapshot to act on, failed otherwise."""
+    command = SNAPSHOT_SIGNALS[signal]
+    if connector.source not in INCREMENTAL_SOURCES:
+        raise Refused(f"{connector.get_source_display()} connectors take no incremental snapshots")
+    if connector.desired_state != DesiredState.RUNNING:
+        raise Refused(f"{connector.name} is {connector.desired_state}: an incremental snapshot runs inside a running "
+                      "pipeline, and a paused snapshot stays paused until it is resumed")
+    with transaction.atomic():
+        request = ControlRequest.objects.create(connector=connector, command=command, requested_by=_user(user))
+        payload = {"request_id": request.pk}
+        if collections:
+            payload["collections"] = list(collections)
+        audit.record(user, source, f"connector.{command}", _target(connector), None,
+                     {"request": request.pk, "collections": list(collections) if collections else None})
+        transaction.on_commit(lambda: control.notify(connector.name, command, payload,
+                                                     on_sent=lambda receivers: _unheard(request, receivers)))
+    return request
+
+
+def _unheard(request: ControlRequest, receivers: int | None) -> None:
+    """Logs the sending; a snapshot signal no pipeline heard ends failed (no supervisor applies it later)."""
+    record_activity(request.connector.name, "", ActivityKind.SENT, sent_text(request.command, receivers))
+    if not receivers:
+        finish_request(request.pk, RequestStatus.FAILED,
+                       "no pipeline of the connector was listening: only a running pipeline acts on it"
+                       if receivers == 0 else "not sent: Redis is unreachable")
+
+
+LOG_LEVEL_COMMAND = "log-level"
+
+
+def request_log_level(connector: Connector, level: str, *, user, source: str) -> ControlRequest:
+    """Sets the log level of the connector's running pipelines (their connectors.* and workers.* loggers, in the
+    pipeline's own process); not stored: a pipeline started later logs at the configured level."""
+    if connector.desired_state != DesiredState.RUNNING:
+        raise Refused(f"{connector.name} is {connector.desired_state}: a log level applies to running pipelines")
+    with transaction.atomic():
+        request = ControlRequest.objects.create(connector=connector, command=LOG_LEVEL_COMMAND,
+                                                requested_by=_user(user))
+        audit.record(user, source, "connector.log_level", _target(connector), None,
+                     {"request": request.pk, "level": level})
+        payload = {"request_id": request.pk, "level": level}
+        transaction.on_commit(lambda: control.notify(connector.name, LOG_LEVEL_COMMAND, payload,
+                                                     on_sent=lambda receivers: _unheard(request, receivers)))
+    return request
+
+
 # --- observed state (called by the worker side) ---------------------------------------------------------------------
 
 def report_observed(connector_name: str, replica_set: str, *, worker: str, phase: str | None,

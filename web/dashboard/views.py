@@ -32,6 +32,15 @@ SOURCE_NAMES = dict(SourceKind.choices)
 
 SOURCE = "dashboard"  # AuditEntry.source of changes made through these pages
 
+LOG_LEVEL_CHOICES = ("ERROR", "WARN", "INFO", "DEBUG", "TRACE")  # a pipeline's level from the connector page
+
+# (signal, button, confirmation) for the running incremental snapshot (POST /api/connectors/<name>/snapshot/<signal>/)
+SNAPSHOT_SIGNAL_BUTTONS = (
+    ("pause", "Pause snapshot", "Pause the incremental snapshot? Streaming goes on; Resume snapshot continues it."),
+    ("resume", "Resume snapshot", "Resume the paused incremental snapshot?"),
+    ("stop", "Stop snapshot", "Stop the incremental snapshot? What is not read yet is dropped; streaming goes on."),
+)
+
 
 def role_required(role: str):
     def decorate(view):
@@ -97,6 +106,9 @@ def connector_detail(request, name):
     audit = AuditEntry.objects.filter(target=f"connector:{name}")[:8]
     return render(request, "dashboard/detail.html", {
         "c": view, "audit": audit, "snapshot_refusal": services.snapshot_refusal(connector),
+        "snapshot_signals": SNAPSHOT_SIGNAL_BUTTONS, "log_levels": LOG_LEVEL_CHOICES,
+        "log_level_now": next((rs.report.get("log_level") for rs in view.replica_sets if rs.report.get("log_level")),
+                              "INFO"),
         "terms": terms_for(connector),
         "requests": request_outcomes(connector, limit=10), **_roles(request)})
 
@@ -171,9 +183,11 @@ def _relational_form(request, connector: Connector | None, source: str):
             return redirect("dashboard:connector", name=saved.name)
     validate_url = (reverse("connector-validate-existing", kwargs={"name": connector.name}) if connector
                     else reverse("connector-validate"))
+    preview_url = (reverse("connector-tables-existing", kwargs={"name": connector.name}) if connector
+                   else reverse("connector-tables"))
     return render(request, "dashboard/relational_form.html",
                   {"form": form, "connector": connector, "source": source, "source_name": SOURCE_NAMES[source],
-                   "validate_url": validate_url, "live_check": live_check_spec(source),
+                   "validate_url": validate_url, "preview_url": preview_url, "live_check": live_check_spec(source),
                    **_roles(request)}, status=400 if form.errors else 200)
 
 
@@ -189,7 +203,8 @@ def connector_create(request):
             messages.success(request, f"Connector {saved.name} created ({saved.desired_state}).")
             return redirect("dashboard:connector", name=saved.name)
     return render(request, "dashboard/form.html", {"form": form, "connector": None, **_roles(request),
-                                                  "validate_url": reverse("connector-validate")},
+                                                  "validate_url": reverse("connector-validate"),
+                                                  "preview_url": reverse("connector-tables")},
                   status=400 if form.errors else 200)
 
 
@@ -206,7 +221,8 @@ def connector_edit(request, name):
             return redirect("dashboard:connector", name=saved.name)
     return render(request, "dashboard/form.html",
                   {"form": form, "connector": connector, **_roles(request),
-                   "validate_url": reverse("connector-validate-existing", kwargs={"name": name})},
+                   "validate_url": reverse("connector-validate-existing", kwargs={"name": name}),
+                   "preview_url": reverse("connector-tables-existing", kwargs={"name": name})},
                   status=400 if form.errors else 200)
 
 

@@ -18,6 +18,7 @@ from connectors.secrets import MASK, redact_connection_string
 from web.connectors import connectivity, drafts, validation
 from web.connectors import properties as props
 from web.connectors import state as connector_state
+from web.connectors.connect.loggers import LEVELS as LOG_LEVELS
 from web.connectors.definitions import engine_config, masked_config, parts_of
 from web.connectors.models import (
     AuditEntry,
@@ -275,6 +276,23 @@ def request_outcomes(connector: Connector, limit: int = 50) -> list[dict]:
 
 class RestartSerializer(serializers.Serializer):
     replica_set = serializers.CharField(required=False, help_text="Restart only this replica set's pipeline.")
+
+
+class LogLevelSerializer(serializers.Serializer):
+    level = serializers.ChoiceField(choices=list(LOG_LEVELS), help_text=(
+        "log4j's names, as /connect/admin/loggers: the level of the pipelines' connectors.* and workers.* loggers "
+        "until they restart"))
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and isinstance(data.get("level"), str):
+            data = {**data, "level": data["level"].upper()}
+        return super().to_internal_value(data)
+
+
+class SnapshotStopSerializer(serializers.Serializer):
+    collections = serializers.ListField(child=serializers.CharField(), required=False, min_length=1,
+                                        help_text="Optional: stop only these collections (names or regexes, as "
+                                                  "Debezium's data-collections); without it the whole snapshot.")
 
 
 class SnapshotRequestSerializer(serializers.Serializer):

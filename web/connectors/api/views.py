@@ -20,10 +20,11 @@ from rest_framework.views import APIView
 
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER, highest_role
 from web.connectors import activity as activity_log
+from web.connectors import connectivity, services, validation
 from web.connectors import offsets as offset_views
-from web.connectors import services, validation
 from web.connectors import state as connector_state
 from web.connectors.api import serializers as s
+from web.connectors.api import table_preview
 from web.connectors.api.paging import StrictLimitOffsetPagination, check_query, whole_number
 from web.connectors.api.permissions import RolePermission
 from web.connectors.models import AuditEntry, Connector, DesiredState
@@ -117,6 +118,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         "validate": VIEWER, "validate_existing": VIEWER, "status": VIEWER, "offsets": VIEWER, "requests": VIEWER,
         "activity": VIEWER,
         "pause": OPERATOR, "resume": OPERATOR, "restart": OPERATOR, "stop": OPERATOR, "snapshot": OPERATOR,
+        "snapshot_stop": OPERATOR, "snapshot_pause": OPERATOR, "snapshot_resume": OPERATOR, "log_level": OPERATOR,
+        "tables": OPERATOR, "tables_existing": OPERATOR,
         "reset_offsets": ADMIN,
     }
 
@@ -180,6 +183,33 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def validate_existing(self, request, name=None):
         return self._validation(self.get_serializer(self.get_object(), data=request.data, partial=True))
 
+    # -- table preview ------------------------------------------------------------------------------------------
+
+    def _preview(self, body) -> Response:
+        if not connectivity.enabled():  # the role is checked already (action_roles: operator)
+            return Response({"detail": "the server makes no connection checks (CDC_CONNECTIVITY_CHECK_MS=0), "
+                                       "so it does not list the source's tables either"},
+                            status=status.HTTP_409_CONFLICT)
+        if not body.is_valid():
+            return Response({"detail": "the configuration is not valid yet", "problems": problems_of(body)},
+                            status=status.HTTP_400_BAD_REQUEST)
+        code, answer = table_preview.preview(body.validated_data["parts"], self.request)
+        return Response(answer, status=code)
+
+    @table_preview.preview_schema(operation_id="connectors_tables_preview")
+    @action(detail=False, methods=["post"], url_path="tables")
+    def tables(self, request):
+        data = dict(request.data) if isinstance(request.data, dict) else {}
+        data.setdefault("name", table_preview.PREVIEW_NAME)
+        data.setdefault("topic_prefix", data["name"] or table_preview.PREVIEW_NAME)
+        return self._preview(table_preview.PreviewBody(data=data, context=self.get_serializer_context()))
+
+    @table_preview.preview_schema(operation_id="connectors_tables_preview_changes")
+    @action(detail=True, methods=["post"], url_path="tables")
+    def tables_existing(self, request, name=None):
+        return self._preview(table_preview.PreviewBody(self.get_object(), data=request.data, partial=True,
+                                                       context=self.get_serializer_context()))
+
     # -- desired state ----------------------------------------------------------------------------------------
 
     def _state(self, state: str):
@@ -224,6 +254,46 @@ class ConnectorViewSet(viewsets.ModelViewSet):
                    body.validated_data.get("filter", ""), user=request.user, source=source_of(self.request))
         return Response({"request": snap.pk, "collections": snap.collections, "filter": snap.filter,
                          "status": snap.status}, status=status.HTTP_202_ACCEPTED)
+
+    def _snapshot_signal(self, signal: str, collections: list[str] | None = None) -> Response:
+        connector = self.get_object()
+        control = run(services.request_snapshot_signal, connector, signal, collections, user=self.request.user,
+                      source=source_of(self.request))
+        return accepted(connector, control.command, control)
+
+    @extend_schema(summary="Stop the running incremental snapshot, or only some of its collections (operator); "
+                           "Debezium's stop-snapshot signal",
+                   request=s.SnapshotStopSerializer, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/stop")
+    def snapshot_stop(self, request, name=None):
+        body = s.SnapshotStopSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._snapshot_signal("stop", body.validated_data.get("collections"))
+
+    @extend_schema(summary="Pause the running incremental snapshot; streaming goes on (operator); Debezium's "
+                           "pause-snapshot signal",
+                   request=None, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/pause")
+    def snapshot_pause(self, request, name=None):
+        return self._snapshot_signal("pause")
+
+    @extend_schema(summary="Resume a paused incremental snapshot (operator); Debezium's resume-snapshot signal",
+                   request=None, responses={202: s.ActionResultSerializer, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="snapshot/resume")
+    def snapshot_resume(self, request, name=None):
+        return self._snapshot_signal("resume")
+
+    @extend_schema(summary="Set the log level of the connector's running pipelines (operator); each pipeline "
+                           "reports its level as log_level in its status",
+                   request=s.LogLevelSerializer, responses={202: s.ActionResultSerializer, 400: ERROR, 409: ERROR})
+    @action(detail=True, methods=["post"], url_path="log-level")
+    def log_level(self, request, name=None):
+        connector = self.get_object()
+        body = s.LogLevelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        control = run(services.request_log_level, connector, body.validated_data["level"], user=request.user,
+                      source=source_of(self.request))
+        return accepted(connector, control.command, control)
 
     # -- observed state and offsets ---------------------------------------------------------------------------
 

@@ -82,6 +82,7 @@
     });
   }
 
+  const refreshPreview = window.cdcTablePreview ? window.cdcTablePreview(form, body) : () => {};
   let seq = 0, timer = null;
   async function validate(all) {
     const mine = ++seq;
@@ -118,6 +119,10 @@
     const count = Object.values(byField).reduce((a, m) => a + m.length, 0) + general.length;
     const hidden = count - general.length - Object.entries(byField)
       .filter(([f]) => all || touched.has(f)).reduce((a, [, m]) => a + m.length, 0);
+    if (!count) {  // a valid configuration: the collections its lists capture (connects only when these changed)
+      refreshPreview(JSON.stringify(["connection_string", "password", "database_include", "database_exclude",
+        "collection_include", "collection_exclude", "signal_collection"].map((n) => (form.elements[n] || {}).value)));
+    }
     state.textContent = !count ? "The configuration is valid."
       : `${count} problem${count === 1 ? "" : "s"}` +
         (hidden > 0 && !shownCount ? " in fields not filled in yet." : ".");

@@ -163,14 +163,17 @@
 
   function renderSnapshot(box, snap) {
     if (!snap || !snap.SnapshotKind) return;
-    const signature = JSON.stringify([snap.SnapshotRunning, snap.SnapshotCompleted, snap.SnapshotAborted,
-      Math.round(snap.SnapshotDurationInSeconds || 0), snap.EstimatedSecondsRemaining, snap.Collections]);
+    const signature = JSON.stringify([snap.SnapshotRunning, snap.SnapshotPaused, snap.SnapshotCompleted,
+      snap.SnapshotAborted, Math.round(snap.SnapshotDurationInSeconds || 0), snap.EstimatedSecondsRemaining, snap.Collections]);
     if (box.dataset.signature === signature) return;
     box.dataset.signature = signature;
-    const state = snap.SnapshotRunning ? "running" : snap.SnapshotCompleted ? "completed"
-      : snap.SnapshotAborted ? "aborted" : "idle";
-    let info = `${snap.SnapshotKind} · ${state} · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
-    if (snap.SnapshotRunning) info += ` · ${fmt.seconds(snap.EstimatedSecondsRemaining)} left`;
+    // an incremental snapshot paused by pause-snapshot still runs, without reading chunks
+    const state = snap.SnapshotRunning ? (snap.SnapshotPaused ? "paused" : "running")
+      : snap.SnapshotCompleted ? "completed" : snap.SnapshotAborted ? "stopped" : "idle";
+    const stateMark = el("span", {}, state);
+    stateMark.dataset.snapshotState = state;
+    let after = ` · ${fmt.seconds(snap.SnapshotDurationInSeconds)}`;
+    if (snap.SnapshotRunning) after += ` · ${fmt.seconds(snap.EstimatedSecondsRemaining)} left`;
     const rows = Object.entries(snap.Collections || {}).sort().map(([ns, c]) => {
       // a completed snapshot read everything, whatever the estimate said (an empty table's is 0)
       const pct = snap.SnapshotCompleted ? 100
@@ -192,7 +195,7 @@
       "Chunks"].map((h, i) =>
       el("th", { scope: "col", className: i > 1 ? "num" : "" }, h)));
     box.replaceChildren(
-      el("h3", {}, "Snapshot ", el("span", { className: "muted small" }, info)),
+      el("h3", {}, "Snapshot ", el("span", { className: "muted small" }, `${snap.SnapshotKind} · `, stateMark, after)),
       el("table", { className: "progress-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
   }
 

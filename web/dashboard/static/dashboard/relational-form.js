@@ -93,9 +93,15 @@
       show(field, byField[field] || []);
       shown += (byField[field] || []).length;
     });
+    // a preview connects, and shares the user's rate of connection checks: only when what it depends on changed
+    const depends = JSON.stringify(["hostname", "port", "user", "password", "dbname", "schema_include",
+      "database_include", "table_include", "table_exclude", "signal_collection"].map(value));
+    if (!count) refreshPreview(depends);  // a valid configuration whose server answered
     state.textContent = !count ? "The configuration is valid and the server answered."
       : `${count} problem${count === 1 ? "" : "s"}` + (shown < count ? " (some in fields not filled in yet)." : ".");
   }
+
+  const refreshPreview = window.cdcTablePreview ? window.cdcTablePreview(form, body) : () => {};
 
   function later(event, wait) {
     const box = event.target.closest("[data-field]");

@@ -1,0 +1,46 @@
+"""The MongoDB connector form's live preview of the collections its lists capture, in a real browser: it follows
+the lists as they change (the connector's NamespaceFilter deciding on the server), on the edit page too, where the
+stored connection is used. (The PostgreSQL form's preview is walked in test_postgres_walk.py.)"""
+
+from __future__ import annotations
+
+import pymongo
+import pytest
+
+from tests.browser.conftest import screenshot
+from tests.topic_cleanup import tagged_suffix
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
+
+
+def captured(page, name: str, value: bool, timeout_ms: int = 60_000) -> None:
+    page.wait_for_function(
+        "([name, value]) => document.querySelector(`#table-preview-list li[data-table=\"${name}\"]`)"
+        "?.dataset.captured === value", arg=[name, str(value).lower()], timeout=timeout_ms)
+
+
+def test_the_mongodb_form_previews_the_collections_its_lists_capture(session, platform, mongo_rs):
+    name = f"btprev{tagged_suffix()}"
+    client = pymongo.MongoClient(mongo_rs.uri)
+    for collection in ("orders", "customers"):
+        client[name][collection].insert_one({"_id": 1})
+    client.close()
+    current, page = session("admin")
+    page.goto("/connectors/new/")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Topic prefix").fill(name)
+    page.get_by_label("Connection string").fill(mongo_rs.uri)
+    page.get_by_label("Database include").fill(name)
+    captured(page, f"{name}.orders", True)
+    captured(page, f"{name}.customers", True)
+    page.get_by_label("Collection exclude").fill(f"{name}\\.customers")
+    captured(page, f"{name}.customers", False)
+    screenshot(page, "form-collection-preview")
+    page.get_by_label("Other properties").fill(f"offset.storage.topic={name}.offsets")
+    page.get_by_label("Start the connector now").uncheck()
+    page.get_by_role("button", name="Create connector").click()
+    page.wait_for_url(f"**/connectors/{name}/", timeout=60_000)
+
+    page.goto(f"/connectors/{name}/edit/")
+    page.get_by_label("Collection exclude").fill("")
+    captured(page, f"{name}.customers", True)
