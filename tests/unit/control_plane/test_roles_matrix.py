@@ -39,6 +39,10 @@ WRITES = {  # (route, method) a role may call; each stronger role may too
                  *((f"connect/connectors/{{name}}/tasks/{{task}}/restart{slash}", "post") for slash in ("", "/")),
                  *((f"connect/connectors/{{name}}/topics/reset{slash}", "put") for slash in ("", "/")),
                  ("api/connectors/{name}/verify/schedule/", "put"), ("connectors/{name}/", "post"),
+                 *((f"api/connectors/{{name}}/snapshot/{action}/", "post") for action in ("stop", "pause", "resume")),
+                 ("api/connectors/{name}/log-level/", "post"),
+                 # the table preview connects to the source the body names: an operator's, as creating one is
+                 ("api/connectors/tables/", "post"), ("api/connectors/{name}/tables/", "post"),
                  # Spark jobs of the query templates (docs/spark.md; script jobs are an admin's)
                  ("api/spark/jobs/", "post"), ("api/spark/jobs/{name}/run/", "post"),
                  ("api/spark/jobs/{name}/query/", "post"),
