@@ -7,6 +7,7 @@ deleted first: all of them when it started Kafka, else those named after its `un
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 
@@ -15,8 +16,10 @@ import pytest
 from devstack import stack as devstack
 from tests.topic_cleanup import SESSION_TAG, delete_new_topics, delete_session_topics, topic_names
 
-# what the run ran against and the counts per suite; the long forms deselected unless --long
-pytest_plugins = ("tests.run_summary", "tests.long_forms")
+# what the run ran against and the counts per suite; the long forms deselected unless --long; with pytest-xdist,
+# how a parallel run (`./cdc test`) hands out its work
+pytest_plugins = ("tests.run_summary", "tests.long_forms",
+                  *(("tests.parallel",) if importlib.util.find_spec("xdist") else ()))
 
 
 @pytest.fixture(scope="session")
