@@ -7,7 +7,6 @@ deleted first: all of them when it started Kafka, else those named after its `un
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 
@@ -16,10 +15,16 @@ import pytest
 from devstack import stack as devstack
 from tests.topic_cleanup import SESSION_TAG, delete_new_topics, delete_session_topics, topic_names
 
-# what the run ran against and the counts per suite; the long forms deselected unless --long; with pytest-xdist,
-# how a parallel run (`./cdc test`) hands out its work
-pytest_plugins = ("tests.run_summary", "tests.long_forms",
-                  *(("tests.parallel",) if importlib.util.find_spec("xdist") else ()))
+# what the run ran against and the counts per suite; the long forms deselected unless --long
+pytest_plugins = ("tests.run_summary", "tests.long_forms")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # how a parallel run (`./cdc test`) hands out its work; its hooks exist only where xdist is on (not `-p no:xdist`)
+    if config.pluginmanager.hasplugin("xdist"):
+        from tests import parallel
+
+        config.pluginmanager.register(parallel, "tests.parallel")
 
 
 @pytest.fixture(scope="session")
