@@ -2,8 +2,8 @@
 # The two commands of the README, plus `down`.
 #   ./cdc demo   install everything, start the stack (Redis, Kafka, MongoDB emulator, PostgreSQL, MariaDB) and the
 #                platform with three demo connectors (MongoDB, PostgreSQL, MariaDB); the first run takes ~5-10 min
-#   ./cdc test   install everything and run the whole test suite against the real stack, 4 test files at a time
-#                (CDC_TEST_WORKERS=N, or -n 0 for one at a time; pytest args ok)
+#   ./cdc test   install everything and run the whole test suite against the real stack (45-60 min; pytest args ok;
+#                CDC_TEST_WORKERS=N runs N test files at a time)
 #   ./cdc down   stop everything `demo` started
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,5 +1,5 @@
-"""A pytest plugin (loaded by tests/conftest.py when pytest-xdist is installed): how `./cdc test` spreads the run
-over several worker processes (`-n N --dist loadfile`).
+"""A pytest plugin (registered by tests/conftest.py when xdist is on): how `CDC_TEST_WORKERS=N ./cdc test` spreads
+the run over several worker processes (`-n N --dist loadfile`).
 
 A test file is the unit of work, so module fixtures (a replica set per module) start once. The suites whose session
 fixtures are heavy (spark: a local Spark JVM; browser: a whole platform and a browser) go to one worker as a whole,

@@ -4,16 +4,21 @@ The services the selected tests need are started here, once, before pytest start
 start them), and those started here are stopped at the end (with DEVSTACK_KEEP=1 they stay), after the topics the
 run created are deleted. The session fixtures find them running and leave them alone.
 
-Most tests wait (Kafka transactions, polling, servers restarting), so workers outnumber cores: CDC_TEST_WORKERS
-(default 4) of them, each given whole test files (tests/parallel.py). `-n 0` or CDC_TEST_WORKERS=0 runs serially;
-an `-n`/`--dist` given on the command line is used as given.
+CDC_TEST_WORKERS=N runs the tests in N worker processes (pytest-xdist), each given whole test files
+(tests/parallel.py); most tests wait (Kafka transactions, polling, servers restarting), so workers may outnumber
+cores. The default is one process (0: no workers). An `-n`/`--dist` given on the command line is used as given.
+A run gets a short temporary folder of its own (`--basetemp`), removed when it passes: xdist puts each worker's
+folders one level deeper, and a private PostgreSQL's socket path under pytest's default one passed the 107 bytes a
+Unix socket's path may have.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from devstack import stack as devstack
@@ -22,7 +27,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 # suites that need no service of the stack (they start what they use in-process)
 STACKLESS = {"unit", "emulator"}
 SERVICES = ["redis", "kafka", "mongo", "postgres", "mariadb"]
-DEFAULT_WORKERS = "4"
+DEFAULT_WORKERS = "0"
 
 
 def selected_suites(args: list[str]) -> set[str] | None:
@@ -71,8 +76,12 @@ def main(args: list[str]) -> int:
         from tests.topic_cleanup import topic_names
 
         topics_before = topic_names(devstack.endpoints().kafka_bootstrap)
+    basetemp = [] if _given(args, "", "--basetemp") else [f"--basetemp={tempfile.mkdtemp(prefix='cdc-test-')}"]
     try:
-        return subprocess.call([sys.executable, "-m", "pytest", *parallel_args(args), *args])
+        code = subprocess.call([sys.executable, "-m", "pytest", *parallel_args(args), *basetemp, *args])
+        if code == 0 and basetemp:
+            shutil.rmtree(basetemp[0].split("=", 1)[1], ignore_errors=True)
+        return code
     finally:
         if topics_before is not None:
             from tests.topic_cleanup import delete_new_topics
