@@ -20,6 +20,14 @@ from tests.topic_cleanup import SESSION_TAG, delete_new_topics, delete_session_t
 pytest_plugins = ("tests.run_summary", "tests.long_forms")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # how a parallel run (`./cdc test`) hands out its work; its hooks exist only where xdist is on (not `-p no:xdist`)
+    if config.pluginmanager.hasplugin("xdist"):
+        from tests import parallel
+
+        config.pluginmanager.register(parallel, "tests.parallel")
+
+
 @pytest.fixture(scope="session")
 def stack():
     started = devstack.up(["redis", "kafka", "mongo"], echo=lambda line: None)

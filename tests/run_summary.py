@@ -20,6 +20,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 # tests/browser/conftest.py reads the same variable with the same default
 CHROMIUM = os.environ.get("CDC_CHROMIUM", "/usr/bin/chromium")
 _seen_running: set[str] = set()
+WORKER_OUTPUT_KEY = "services_seen_running"  # what an xdist worker hands the controller (tests/parallel.py)
 
 
 def _services():
@@ -48,6 +49,17 @@ def pytest_runtest_call(item):
     except Exception:  # noqa: S110 - the summary must never change a test's outcome
         pass
     return (yield)
+
+
+def mark_seen_running(names) -> None:
+    """Services a worker of a parallel run saw running; the controller prints the summary."""
+    _seen_running.update(names)
+
+
+def pytest_sessionfinish(session) -> None:
+    output = getattr(session.config, "workeroutput", None)  # set only in an xdist worker
+    if output is not None:
+        output[WORKER_OUTPUT_KEY] = sorted(_seen_running)
 
 
 def redact(endpoint: str) -> str:
@@ -131,6 +143,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     # Outermost wrapper: the part after `yield` runs after pytest's "short test summary info" and before its final
     # "N passed, M skipped in Ts" line, which is printed once every terminal_summary hook has returned.
     result = yield
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller prints the summary, once
+        return result
     if not any(terminalreporter.stats.get(outcome) for outcome in OUTCOMES):
         return result
     try:

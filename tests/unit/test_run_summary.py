@@ -52,3 +52,34 @@ def test_summary_is_printed_before_pytest_final_line(tmp_path):
     assert unit.split()[1:] == ["2", "0", "0", "0", "0"]
     assert any(line.startswith("chromium ") for line in lines)
     assert any(line.startswith("kafka ") for line in lines)
+
+
+def test_a_parallel_run_prints_the_summary_once_with_every_workers_counts(tmp_path):
+    """Two xdist workers, one file each: the block appears once, on the controller, and counts both files."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile",
+         "tests/unit/test_run_summary.py::test_redact_hides_passwords_of_urls_and_libpq_dsns",
+         "tests/unit/test_run_summary.py::test_suite_is_the_top_folder_under_tests",
+         "tests/unit/test_collector.py"],
+        cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.rstrip().splitlines()
+    assert re.fullmatch(r"6 passed in [\d.]+s", lines[-1]), lines[-3:]
+    assert sum("tests per suite" in line for line in lines) == 1
+    assert sum("what this run ran against" in line for line in lines) == 1
+    unit = next(line for line in lines if line.startswith("unit "))
+    assert unit.split()[1:] == ["6", "0", "0", "0", "0"]
+
+
+def test_a_parallel_run_counts_the_long_forms_its_workers_deselected():
+    files = ["tests/faults/test_fault_campaign.py", "tests/faults/test_cluster_broker_kill.py"]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile", *files,
+         "-k", "no_test_is_named_so"],
+        cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    serial = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only", "-p", "no:xdist", *files],
+        cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    counted = [line for line in out.stdout.splitlines() if "long forms not run" in line]
+    expected = next(line for line in serial.stdout.splitlines() if "long forms not run" in line)
+    assert counted == [expected], out.stdout + out.stderr
