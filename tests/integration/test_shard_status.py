@@ -28,7 +28,10 @@ def test_primaries_elections_and_migrations_since_the_start(sharded):
     client.admin.command("shardCollection", "st.docs", key={"k": 1})
     client.admin.command("split", "st.docs", middle={"k": 10})
     client.admin.command("moveChunk", "st.docs", find={"k": 20}, to="shard1")   # before the pipeline: not counted
-    status = ShardStatus(started=datetime.datetime.now(datetime.UTC))
+    # the pipeline starts after it: the changelog's times are milliseconds, and "now" can fall in the same one
+    [moved] = client.config.changelog.find({"what": "moveChunk.commit"})
+    started = moved["time"].replace(tzinfo=datetime.UTC) + datetime.timedelta(milliseconds=1)
+    status = ShardStatus(started=max(started, datetime.datetime.now(datetime.UTC)))
     first = status.read(client)
     assert [s["name"] for s in first["shards"]] == ["shard0", "shard1"]
     for index, shard in enumerate(first["shards"]):
