@@ -4,11 +4,14 @@ A view is a REPEATABLE READ transaction that exports its snapshot (`pg_export_sn
 imports it, plans and reads the tables in key-ordered chunks there, writing each row's key and row JSON as the
 snapshot's event carries them.
 The transaction's own snapshot (`txid_current_snapshot()`) says exactly which transactions the view holds: an
-event is covered when its `txId` is visible in it. `pg_current_wal_lsn()`, read in the same statement, is after
-the commit of every one of them: the connector has captured them all once its committed position passes it.
+event is covered when its `txId` is visible in it. The WAL write position once it has passed the insert position
+read in the same statement (`written_past`) is after the commit record of every one of them, asynchronous commits
+included: the connector has captured them all once its committed position passes it.
 """
 
 from __future__ import annotations
+
+import time
 
 import psycopg
 
@@ -25,6 +28,7 @@ from connectors.postgres.snapshot import PgSnapshotReader, ReadPoint, session_op
 from connectors.postgres.source import PostgresSource, SlotSource
 
 XID_SPAN = 1 << 32
+WRITE_WAIT_S = 5.0
 
 
 class TransactionSnapshot:
@@ -73,8 +77,10 @@ class PgView:
         try:
             self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             self._conn.read_only = True
-            exported, snapshot, wal = self._conn.execute(
-                "SELECT pg_export_snapshot(), txid_current_snapshot()::text, pg_current_wal_lsn()::text").fetchone()
+            exported, snapshot, inserted = self._conn.execute(
+                "SELECT pg_export_snapshot(), txid_current_snapshot()::text, pg_current_wal_insert_lsn()::text"
+            ).fetchone()
+            wal = written_past(self._conn, inserted)
         except BaseException:
             self._conn.close()
             raise
@@ -118,6 +124,21 @@ class PgView:
         self._reader.close()
         self._builder.close()
         self._conn.close()
+
+
+def written_past(conn: psycopg.Connection, inserted: str) -> str:
+    """The WAL write position once it has passed `inserted` (the insert position read with the snapshot): a
+    transaction committed with `synchronous_commit = off` is visible before its commit record is written, and the
+    connector only receives what is written. After `WRITE_WAIT_S` the write position as it is: a last record ending
+    at a page boundary leaves the insert position a page header past anything the writer will write on an idle
+    server, and by then the WAL writer (every `wal_writer_delay`, 200 ms by default) has written every commit."""
+    target = lsn_from_text(inserted)
+    deadline = time.monotonic() + WRITE_WAIT_S
+    while True:
+        (written,) = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        if lsn_from_text(written) >= target or time.monotonic() >= deadline:
+            return written
+        time.sleep(0.02)
 
 
 def partitions(config: PostgresConfig) -> list[OpenedPartition]:
