@@ -187,13 +187,17 @@ class ConnectorSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(errors)
         return config
 
-    def validate(self, attrs):
+    def prepare_parts(self, attrs) -> None:
+        """The body made into the connector's parts (`attrs["parts"]`), without connecting; its problems refused."""
         given = self.given_properties(attrs)
         try:
             attrs["parts"] = drafts.prepare(given, self.instance, merge=self.partial)
         except drafts.InvalidConfiguration as error:
             self.problems = error.problems
             raise serializers.ValidationError(validation.api_errors(error.problems)) from None
+
+    def validate(self, attrs):
+        self.prepare_parts(attrs)
         request = self.context.get("request")
         self.connection_checked = False
         if (self.instance is None or self._connection_changed(attrs["parts"])) and connectivity.allowed(request):

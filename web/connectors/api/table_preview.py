@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_seriali
 from rest_framework import serializers
 
 from connectors.config.table_preview import PreviewFailed
-from web.connectors import connectivity, drafts, validation
+from web.connectors import connectivity
 from web.connectors.api.serializers import ConnectorSerializer
 
 PREVIEW_NAME = "preview"  # for a form whose name is not filled in yet
@@ -21,12 +21,7 @@ class PreviewBody(ConnectorSerializer):
     """The create or PATCH body of a connector, made into its parts without connecting."""
 
     def validate(self, attrs):
-        given = self.given_properties(attrs)
-        try:
-            attrs["parts"] = drafts.prepare(given, self.instance, merge=self.partial)
-        except drafts.InvalidConfiguration as error:
-            self.problems = error.problems
-            raise serializers.ValidationError(validation.api_errors(error.problems)) from None
+        self.prepare_parts(attrs)
         return attrs
 
 
