@@ -16,10 +16,11 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
+from bench.streaming import wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
@@ -73,24 +74,6 @@ def _load(admin: ConnectionSettings, database: str, first: int, count: int) -> N
         connection.close()
 
 
-def _wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed"})
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
-            except Exception:  # noqa: BLE001 - the topic does not exist yet
-                high = 0
-            if high >= count:
-                return time.monotonic()
-            time.sleep(0.02)
-    finally:
-        consumer.close()
-    raise TimeoutError(f"{topic} did not reach {count} messages")
-
-
 def _run(props: dict, bootstrap: str) -> tuple[ConnectorRunner, threading.Event, threading.Thread]:
     _, config = engine_config(props)
     stop = threading.Event()
@@ -115,7 +98,7 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[floa
     select_rate = rows / (time.monotonic() - began)
     runner, stop, thread = _run(_properties(name, name, admin, "initial_only"), bootstrap)
     began = time.monotonic()
-    done = _wait_committed(bootstrap, f"{name}.{name}.t", rows, 600)
+    done = wait_committed(bootstrap, f"{name}.{name}.t", rows, 600)
     stop.set()
     thread.join()
     _execute(admin, f"DROP DATABASE {name}")
@@ -150,7 +133,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     # that position
     props = {**_properties(name, name, admin, "no_data"), "heartbeat.interval.ms": 100}
     runner, stop, thread = _run(props, bootstrap)
-    _wait_committed(bootstrap, props["offset.storage.topic"], 1, 120)
+    wait_committed(bootstrap, props["offset.storage.topic"], 1, 120)
     stop.set()
     thread.join()
     _load(admin, name, changes, changes)  # what the restarted connector catches up on
@@ -159,7 +142,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     began = wait_until_streaming(runner, thread)
     cpu, threads = time.process_time(), thread_cpu.sample()
     print(f"          connector start-up (not in the catch-up figures): {began - started:.2f}s", flush=True)
-    done = _wait_committed(bootstrap, f"{name}.{name}.t", changes, 600)
+    done = wait_committed(bootstrap, f"{name}.{name}.t", changes, 600)
     connector_cpu = (time.process_time() - cpu) * 1e6 / changes
     print(f"          {thread_cpu.breakdown(threads, thread_cpu.sample(), changes)}", flush=True)
     stop.set()

@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Iterator
 
 import pymongo
-from confluent_kafka import Consumer, TopicPartition
 
+from bench.streaming import wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.mongodb.config import ConnectorConfig
@@ -53,25 +53,6 @@ def config(name: str, uri: str) -> ConnectorConfig:
         "snapshot.mode": "never", "offset.storage.topic": f"{name}.offsets", "max.batch.size": 4096,
         "max.queue.size": 16384, "poll.interval.ms": 100,
     })
-
-
-def wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
-    """The monotonic time at which the topic's partition 0 holds `count` committed messages."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed"})
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
-            except Exception:  # noqa: BLE001 - the topic may not exist yet
-                high = 0
-            if high >= count:
-                return time.monotonic()
-            time.sleep(0.02)
-    finally:
-        consumer.close()
-    raise SystemExit(f"{topic} did not reach {count} messages in {timeout:.0f}s")
 
 
 def run_pipeline(name: str, uri: str, bootstrap: str) -> tuple[ConnectorRunner, threading.Thread, threading.Event]:

@@ -80,7 +80,8 @@ def _config(name: str, uri: str) -> ConnectorConfig:
     })
 
 
-def _wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
+def wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
+    """The monotonic time at which the topic's partition 0 holds `count` committed messages."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
                          "isolation.level": "read_committed"})
     deadline = time.monotonic() + timeout
@@ -146,7 +147,7 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document, transac
     while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
         time.sleep(0.05)
     coll.insert_one({"_id": -1})
-    _wait_committed(bootstrap, f"{name}.{name}.docs", 1, 60)
+    wait_committed(bootstrap, f"{name}.{name}.docs", 1, 60)
     stop.set()
     thread.join()
 
@@ -162,7 +163,7 @@ def catch_up(bootstrap: str, uri: str, changes: int, document=_document, transac
     cpu, threads = time.process_time(), thread_cpu.sample()
     machine = thread_cpu.machine_sample(neighbours)
     print(f"pipeline start-up (not in the catch-up figures): {began - started:.2f}s", flush=True)
-    done = _wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
+    done = wait_committed(bootstrap, f"{name}.{name}.docs", changes + 1, 600)
     cpu_us = (time.process_time() - cpu) * 1e6 / changes
     print(thread_cpu.breakdown(threads, thread_cpu.sample(), changes), flush=True)
     print(thread_cpu.machine_breakdown(machine, thread_cpu.machine_sample(neighbours), changes), flush=True)
