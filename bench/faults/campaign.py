@@ -503,15 +503,11 @@ class Campaign:
             states = platform.stored_state(session.name)
             return bool(states) and all(phase == "streaming" and worker == holder for _, phase, worker in states)
 
-        deadline = time.monotonic() + 30
-        while not settled():
-            if time.monotonic() > deadline:
-                session.outcome.status_errors += 1
-                session.outcome.notes.append(
-                    f"{session.name}: the control plane shows {platform.stored_state(session.name)}, not streaming "
-                    f"on the lease holder {platform.holder(session.name)}")
-                return
-            time.sleep(1)
+        if not session.wait_for(settled, 30, "every partition to show streaming on its lease holder", interval=1.0):
+            session.outcome.status_errors += 1
+            session.outcome.notes.append(
+                f"{session.name}: the control plane shows {platform.stored_state(session.name)}, not streaming on "
+                f"the lease holder {platform.holder(session.name)}")
 
     def _network_faults(self, session: Session, proxy: FaultProxy, runs: int) -> None:
         """In turn: 0.2 s latency each way for 5-8 s, a blackhole of 20-25 s ended by a reset (as toxiproxy's timeout
