@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import postgres as devstack_postgres
 from devstack import stack as devstack
-from tests.browser.conftest import screenshot, wait_streaming
+from tests.browser.conftest import delete_every_connector, screenshot, wait_streaming
 from tests.browser.test_delete_postgres import run
 from tests.topic_cleanup import tagged_suffix
 
@@ -25,7 +25,7 @@ BIG = 60_000
 
 
 @pytest.fixture
-def walk_database():
+def walk_database(platform):
     devstack.up(["postgres"], echo=lambda line: None)
     admin, cdc = devstack_postgres.admin_dsn(), devstack_postgres.cdc_dsn()
     name = f"bt_walk_{uuid.uuid4().hex[:8]}"
@@ -37,6 +37,7 @@ def walk_database():
     run(dsn, "CREATE TABLE audit_log (id int PRIMARY KEY, line text)")
     run(dsn, "CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
     yield dsn, name
+    delete_every_connector(platform)  # one the test left behind when it failed midway still holds the slot
     deadline = time.monotonic() + 60  # a deleted connector's walsender ends a moment after its pipeline
     while time.monotonic() < deadline and run(admin, "SELECT 1 FROM pg_replication_slots "
                                                      "WHERE database = %s AND active", (name,)):
@@ -67,6 +68,7 @@ def test_postgres_walk_from_the_form_to_the_dropped_slot(session, platform, stac
     page.get_by_label("Table include").fill("public\\.(orders|customers)")
     page.get_by_label("Signal table").fill("public.dbz_signal")
     page.get_by_role("group", name="Topic creation").get_by_label("Partitions").fill("1")
+    page.get_by_label("Other properties").fill("incremental.snapshot.chunk.size=100")
 
     # the preview follows the lists as they are typed, with the connector's own matching
     preview = page.locator("#table-preview-list")
@@ -87,6 +89,9 @@ def test_postgres_walk_from_the_form_to_the_dropped_slot(session, platform, stac
     page.get_by_label("Snapshot tables").fill("public.orders")
     page.get_by_role("button", name="Snapshot", exact=True).click()
     page.locator('#replica-sets [data-snapshot-state="running"]').first.wait_for(timeout=60_000)
+    # a paused snapshot cannot complete before the stop reaches it (600 chunks left little time to pause)
+    page.get_by_role("button", name="Pause snapshot").click()
+    page.locator('#replica-sets [data-snapshot-state="paused"]').first.wait_for(timeout=60_000)
     page.get_by_role("button", name="Stop snapshot").click()
     page.locator('#replica-sets [data-snapshot-state="stopped"]').first.wait_for(timeout=60_000)
     asked = page.locator('#requests tr[data-request^="snapshot-"]').first
