@@ -167,9 +167,16 @@ def masked(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def unmask(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
-    """A masked value sent back (GET → edit → PUT) keeps the stored secret."""
+    """A masked value sent back (GET → edit → PUT) keeps the stored secret, for the Kafka it was stored with only:
+    with other `bootstrap_servers` the secret must be given again (ArgumentProblem)."""
     options, old = new.get("kafka_options"), stored.get("kafka_options") or {}
     if not isinstance(options, dict):
         return new
+    kept = sorted(key for key, value in options.items() if value == MASK and key in old)
+    default = settings.KAFKA_BOOTSTRAP_SERVERS
+    if kept and (new.get("bootstrap_servers") or default) != (stored.get("bootstrap_servers") or default):
+        raise ArgumentProblem({"arguments.kafka_options": (
+            f"{', '.join(kept)} stored for {stored.get('bootstrap_servers') or default} cannot be kept for other "
+            "bootstrap_servers: a stored secret goes only to the Kafka it was given for; give it again")})
     return {**new, "kafka_options": {key: old.get(key, value) if value == MASK else value
                                      for key, value in options.items()}}

@@ -144,6 +144,31 @@ def test_kafka_secrets_are_masked_and_kept_when_sent_back(clients):
     assert JobDefinition.objects.get(name="counts").arguments["kafka_options"] == options
 
 
+@pytest.mark.parametrize("elsewhere", [{"bootstrap_servers": "attacker.example:9092"}, {}])
+def test_a_stored_kafka_secret_is_never_kept_for_other_servers(clients, elsewhere):
+    """An operator who may edit a job but was never told its SASL password cannot point the job at a Kafka of their
+    own and send the mask back: the stored secret would go there with the next run (or the tables page's lag)."""
+    options = {"security.protocol": "SASL_SSL", "sasl.jaas.config": "PlainLoginModule password='hunter2';"}
+    stored = {"bootstrap_servers": "kafka.internal:9093", "kafka_options": options}
+    assert clients["admin"].post("/api/spark/jobs/", {**STATS, "arguments": stored}, format="json").status_code == 201
+    shown = clients["operator"].get("/api/spark/jobs/counts/").json()["arguments"]["kafka_options"]
+    moved = clients["operator"].patch("/api/spark/jobs/counts/",
+                                      {"arguments": {**elsewhere, "kafka_options": shown}}, format="json")
+    assert moved.status_code == 400
+    assert "sasl.jaas.config" in str(moved.json()) and "give it again" in str(moved.json())
+    assert JobDefinition.objects.get(name="counts").arguments == stored
+    # given again, the secret is the editor's own: it may go where they say
+    again = {"bootstrap_servers": "kafka.other:9093", "kafka_options": {**options, "sasl.jaas.config": "x"}}
+    assert clients["operator"].patch("/api/spark/jobs/counts/", {"arguments": again},
+                                     format="json").status_code == 200
+    # the same servers keep it
+    kept = clients["operator"].patch("/api/spark/jobs/counts/", {"arguments": {
+        "bootstrap_servers": "kafka.other:9093", "kafka_options": {**options, "sasl.jaas.config": "********"}}},
+        format="json")
+    assert kept.status_code == 200, kept.content
+    assert JobDefinition.objects.get(name="counts").arguments["kafka_options"]["sasl.jaas.config"] == "x"
+
+
 def test_cancelling_a_queued_run_ends_it_and_an_ended_run_cannot_be_cancelled(clients, dispatched):
     run = services.launch(_job(), None)
     answer = clients["operator"].post(f"/api/spark/runs/{run.pk}/cancel/")

@@ -49,13 +49,13 @@ class JobDefinitionSerializer(serializers.ModelSerializer):
             "arguments": attrs.get("arguments", current.arguments if current else {}),
             "script": attrs.get("script", current.script if current else ""),
         }
-        if current is not None and "arguments" in attrs:
-            values["arguments"] = job_args.unmask(attrs["arguments"], current.arguments or {})
         user = self.context["request"].user
         admin = has_role(user, ADMIN)
         if not admin and (values["template"] == "script" or (current is not None and current.is_script)):
             raise PermissionDenied("PySpark script jobs run arbitrary code: this needs the admin role.")
         try:
+            if current is not None and "arguments" in attrs:
+                values["arguments"] = job_args.unmask(attrs["arguments"], current.arguments or {})
             job_args.check_definition(values, admin=admin)
         except job_args.ArgumentProblem as error:
             raise serializers.ValidationError(error.problems) from None
