@@ -104,6 +104,15 @@ def server_properties(node: Node | None = None, members: list[Node] | None = Non
         listen, _, shown = settings.KAFKA_PROXIED_LISTENER.partition(":")
         listeners, advertised = f",PROXIED://127.0.0.1:{int(listen)}", f",PROXIED://127.0.0.1:{int(shown)}"
         protocols = ",PROXIED:PLAINTEXT"
+    sasl = ""
+    if settings.KAFKA_SASL_LISTENER and node.id == 1:
+        port, user, password = settings.KAFKA_SASL_LISTENER.split(":", 2)
+        listeners += f",SASL://127.0.0.1:{int(port)}"
+        advertised += f",SASL://127.0.0.1:{int(port)}"
+        protocols += ",SASL:SASL_PLAINTEXT"
+        sasl = ("listener.name.sasl.sasl.enabled.mechanisms=PLAIN\n"
+                "listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+                f'required username="{user}" password="{password}" user_{user}="{password}";\n')
     return f"""\
 process.roles=broker,controller
 node.id={node.id}
@@ -126,7 +135,7 @@ transaction.max.timeout.ms=900000
 message.max.bytes=1048588
 log.retention.hours=168
 initial.broker.registration.timeout.ms={REGISTRATION_TIMEOUT_MS}
-"""
+{sasl}"""
 
 
 def _classpath() -> str:

@@ -32,6 +32,9 @@ KAFKA_CONTROLLER_PORT = _port("DEVSTACK_KAFKA_CONTROLLER_PORT", 9093)
 # "LISTEN:ADVERTISED": a second listener on LISTEN advertised at ADVERTISED, for a TCP proxy in front of the broker
 # (bench.faults' network faults between a pipeline and Kafka); unset: none
 KAFKA_PROXIED_LISTENER = os.environ.get("DEVSTACK_KAFKA_PROXIED_LISTENER", "")
+# "PORT:USER:PASSWORD": a SASL_PLAINTEXT listener (mechanism PLAIN, that one user) on PORT, for tests of clients
+# that authenticate; unset: none
+KAFKA_SASL_LISTENER = os.environ.get("DEVSTACK_KAFKA_SASL_LISTENER", "")
 REDIS_PORT = _port("DEVSTACK_REDIS_PORT", 6379)
 REDIS_PASSWORD_FILE = STATE_DIR / "redis_password"
 MONGO_PORT = _port("DEVSTACK_MONGO_PORT", 27017)

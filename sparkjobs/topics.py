@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sparkjobs.errors import InvalidArguments, JobError
+from sparkjobs.kafka_client import UnsupportedKafkaOption, client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -194,16 +195,16 @@ def _offsets(value: Any, default: str) -> str:
 def list_topics(
     bootstrap: str, timeout: float = 15.0, kafka_options: Mapping[str, str] | None = None
 ) -> set[str] | None:
-    """Topic names on the cluster (None without a Kafka client); JobError when Kafka does not answer."""
+    """Topic names on the cluster (None without a Kafka client or one that can use the options); JobError when Kafka
+    does not answer."""
     try:
         from confluent_kafka.admin import AdminClient
     except ImportError:
         return None
-    config = {"bootstrap.servers": bootstrap}
-    for key, value in (kafka_options or {}).items():
-        key = key.removeprefix("kafka.")
-        if key.startswith(("security.", "sasl.", "ssl.")) and "jaas" not in key:
-            config[key] = value
+    try:
+        config = client_config(bootstrap, kafka_options)
+    except UnsupportedKafkaOption:
+        return None  # Spark's own Java client reads what librdkafka cannot; it reports what it finds
     try:
         metadata = AdminClient(config).list_topics(timeout=timeout)
     except Exception as error:

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from sparkjobs import delta_log
 from sparkjobs.delta_sync import table_name
+from sparkjobs.kafka_client import end_offsets_of
 from web.sparkjobs.arguments import run_arguments
 from web.sparkjobs.models import JobDefinition, JobRun, Mode, RunTemplate, Template
 
@@ -64,28 +65,6 @@ def table_folders(output: str, topics: list[str]) -> dict[str, str]:
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         pass
     return {name: folder for name, folder in sorted(folders.items()) if not os.path.islink(folder)}
-
-
-def _end_offsets(bootstrap: str, topics: list[str]) -> tuple[dict[str, dict[int, int]], str | None]:
-    if not topics:
-        return {}, None
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    from connectors.kafka.reading import end_offsets
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(END_OFFSETS_TIMEOUT_S * 1000)})
-    ends: dict[str, dict[int, int]] = {}
-    try:
-        metadata = admin.list_topics(timeout=END_OFFSETS_TIMEOUT_S)
-        for topic in topics:
-            described = metadata.topics.get(topic)
-            if described is None or described.error is not None:
-                continue
-            ends[topic] = end_offsets(admin, topic, sorted(described.partitions), END_OFFSETS_TIMEOUT_S)
-    except KafkaException as error:
-        return ends, f"Kafka did not give the topics' end offsets ({error.args[0].str() if error.args else error})"
-    return ends, None
 
 
 def _lag(ends: dict[int, int] | None, merged: dict[int, int], committed: dict[int, int]) -> dict[str, Any] | None:
@@ -136,7 +115,9 @@ def synced_tables(definition: JobDefinition) -> dict[str, Any]:
     checkpoint = local_folder(args.get("checkpoint_path"))
     committed = committed_offsets(checkpoint) if checkpoint else {}
     named = sorted({table["topic"] for table in tables if table["topic"]})
-    ends, problem = _end_offsets(str(args.get("bootstrap_servers") or settings.KAFKA_BOOTSTRAP_SERVERS), named)
+    # the job's own credentials, sent only to the job's own Kafka
+    ends, problem = end_offsets_of(str(args.get("bootstrap_servers") or settings.KAFKA_BOOTSTRAP_SERVERS), named,
+                                   args.get("kafka_options") or {}, END_OFFSETS_TIMEOUT_S)
     for table in tables:
         merged = (table["last_position"] or {}).get("offsets") or {}
         table["lag"] = _lag(ends.get(table["topic"]), merged, committed.get(table["topic"], {}))
