@@ -94,6 +94,15 @@ def with_defaults(schema: TableSchema, defaults: dict[str, str | None]) -> Table
                    defaults_known=True)
 
 
+BINLOG_FORM_TYPES = frozenset({FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.BIT,
+                               FIELD_TYPE.SET})
+
+
+def needs_binlog_form(column: ColumnInfo) -> bool:
+    """Whether `binlog_form` may change a value of the column (else pymysql's value is the binlog reader's)."""
+    return column.type_code in BINLOG_FORM_TYPES
+
+
 def binlog_form(column: ColumnInfo, value):
     """A value as pymysql returns it, in the form the binlog reader decodes the same column to."""
     if value is None:

@@ -260,16 +260,29 @@ class MySqlSnapshotReader:
                 _close(connection)
                 self._connection = None
         events = builder.table_events(schema)
-        messages = []
-        columns = schema.columns
+        messages: list = []
+        names = [c.name for c in schema.columns]
+        # columns whose values pymysql gives in another form than the binlog reader (binlog_form changes them)
+        converted = [(i, c) for i, c in enumerate(schema.columns) if catalog.needs_binlog_form(c)]
+        # a chunk's events differ only in their rows and `source.snapshot` (its first and last rows' markers): the
+        # rest of each is written once per marker (TableEvents.streamed_parts); the chunk's events share `ts_ms`
+        now = time.time_ns()
+        parts: dict[str, tuple[str, str, str, str]] = {}
+        last = len(rows) - 1
         for number, row in enumerate(rows):
             if stop is not None and number % 1024 == 0 and stop.is_set():
                 raise ChunkInterrupted(chunk.label)
-            after = {c.name: catalog.binlog_form(c, v) for c, v in zip(columns, row, strict=True)}
-            marker = snapshot_marker(chunk, mark_last, number == 0, number == len(rows) - 1)
-            source = SourceInfo(schema.database, schema.table, int(read_at or 0), 0, position.file, position.position,
-                                0, marker)
-            messages.extend(events.messages("r", None, after, source))
+            after = dict(zip(names, row, strict=True))
+            for i, column in converted:
+                after[column.name] = catalog.binlog_form(column, row[i])
+            marker = snapshot_marker(chunk, mark_last, number == 0, number == last) \
+                if number == 0 or number == last else "true"
+            made = parts.get(marker)
+            if made is None:
+                source = SourceInfo(schema.database, schema.table, int(read_at or 0), 0, position.file,
+                                    position.position, 0, marker)
+                made = parts[marker] = events.streamed_parts("r", source, now)
+            events.append_streamed(messages, made, "r", None, after, 0)
         return messages, len(rows)
 
     def _note_read(self, schema: TableSchema, chunk: Chunk, position: SnapshotPosition) -> None:
