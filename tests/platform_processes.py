@@ -132,6 +132,27 @@ class Platform:
                     f"parts = drafts.prepare({properties!r})\n"
                     "services.create_connector(parts, user=None, source='system', desired_state='running')\n")
 
+    def api_as(self, username: str, role: str = "operator"):
+        """A new user of `role` and `api(method, path, body=None) -> (status, JSON)` calling the platform's REST API
+        with that user's token (the web server is started when it is not running yet)."""
+        token = self.django(
+            "from django.contrib.auth.models import Group, User\n"
+            "from rest_framework.authtoken.models import Token\n"
+            f"user = User.objects.create_user({username!r})\n"
+            f"user.groups.add(Group.objects.get(name={role!r}))\n"
+            "print(Token.objects.create(user=user).key)\n").strip().splitlines()[-1]
+        web = self.processes.get("web")
+        base = self.base_url if web is not None and web.poll() is None else self.start_web()
+
+        def api(method: str, path: str, body=None):
+            request = urllib.request.Request(  # noqa: S310 - our daphne, over http
+                base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+                headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+                return response.status, json.loads(response.read())
+
+        return api
+
     def wait_for(self, predicate, timeout: float, what: str, log_label: str = "worker"):
         """predicate()'s first truthy value within `timeout` seconds; else fails with the tail of a log."""
         return wait_for(predicate, timeout, what, lambda: self.log(log_label)[-4000:], interval=0.3)

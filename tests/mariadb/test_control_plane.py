@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import urllib.request
 import uuid
 
 import pytest
@@ -125,20 +124,7 @@ def test_an_ad_hoc_snapshot_through_the_rest_api(platform, mariadb, mariadb_db, 
                                "signal.data.collection": f"{mariadb_db}.signals",
                                "incremental.snapshot.chunk.size": 100, "topic.creation.default.partitions": 1})
     platform.wait_for(lambda: platform.observed_phases(name) == {name: "streaming"}, 90, "streaming")
-    token = platform.django(
-        "from django.contrib.auth.models import Group, User\n"
-        "from rest_framework.authtoken.models import Token\n"
-        "user = User.objects.create_user('snap-operator')\n"
-        "user.groups.add(Group.objects.get(name='operator'))\n"
-        "print(Token.objects.create(user=user).key)\n").strip().splitlines()[-1]
-    base = platform.start_web()
-
-    def api(method, path, body=None):
-        request = urllib.request.Request(  # noqa: S310 - our daphne, over http
-            base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
+    api = platform.api_as('snap-operator')
 
     page = platform.django(
         "from django.test import Client\nfrom django.contrib.auth.models import User\nclient = Client()\n"

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import urllib.request
 
 import psycopg2.extensions
 import pytest
@@ -208,20 +207,7 @@ def test_an_ad_hoc_snapshot_through_the_rest_api(platform, pg_db, stack, unique_
                   "topic.creation.default.partitions": 1}
     platform.create_connector(properties)
     platform.wait_for(lambda: platform.observed_phases(name) == {pg_db.name: "streaming"}, 90, "streaming")
-    token = platform.django(
-        "from django.contrib.auth.models import Group, User\n"
-        "from rest_framework.authtoken.models import Token\n"
-        "user = User.objects.create_user('snap-operator')\n"
-        "user.groups.add(Group.objects.get(name='operator'))\n"
-        "print(Token.objects.create(user=user).key)\n").strip().splitlines()[-1]
-    base = platform.start_web()
-
-    def api(method, path, body=None):
-        request = urllib.request.Request(  # noqa: S310 - our daphne, over http
-            base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
+    api = platform.api_as('snap-operator')
 
     status, accepted = api("POST", f"/api/connectors/{name}/snapshot/",
                            {"collections": ["public.items"], "filter": "id > 100"})

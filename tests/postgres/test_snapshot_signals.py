@@ -10,7 +10,6 @@ API is taken by the pipeline's process and reported in its status; an unknown le
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.error
 import urllib.request
@@ -48,20 +47,7 @@ def test_an_incremental_snapshot_is_paused_resumed_and_stopped_through_the_api(p
                   "topic.creation.default.partitions": 1}
     platform.create_connector(properties)
     platform.wait_for(lambda: platform.observed_phases(name) == {pg_db.name: "streaming"}, 90, "streaming")
-    token = platform.django(
-        "from django.contrib.auth.models import Group, User\n"
-        "from rest_framework.authtoken.models import Token\n"
-        "user = User.objects.create_user('signal-operator')\n"
-        "user.groups.add(Group.objects.get(name='operator'))\n"
-        "print(Token.objects.create(user=user).key)\n").strip().splitlines()[-1]
-    base = platform.start_web()
-
-    def api(method, path, body=None):
-        request = urllib.request.Request(  # noqa: S310 - our daphne, over http
-            base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
+    api = platform.api_as('signal-operator')
 
     def ended(kind, request_id):
         _, rows = api("GET", f"/api/connectors/{name}/requests/")
