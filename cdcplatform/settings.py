@@ -231,6 +231,7 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+FORMAT_MODULE_PATH = "cdcplatform.formats"  # dates as on the dashboard, in the admin too
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")

@@ -20,6 +20,7 @@ from web.connectors import properties as props
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector
 from web.connectors.validation import NAME_RULE
+from web.dashboard.form_sections import SECTION_PROPERTIES, TopicAndEventFormatFields, shown_value
 
 SNAPSHOT_MODES = [
     ("initial", "initial: snapshot when there is no offset, then stream"),
@@ -54,6 +55,7 @@ FIELD_PROPERTIES = {
     "heartbeat_prefix": "heartbeat.topics.prefix",
     **LIST_FIELDS,
     "skipped_operations": "skipped.operations",
+    **SECTION_PROPERTIES,
 }
 # single-value fields: the property's value as typed (empty: not set)
 VALUE_FIELDS = ("user", "signal_collection", "heartbeat_interval", "heartbeat_prefix")
@@ -91,7 +93,7 @@ def parse_other(text: str) -> tuple[dict[str, str], list[str]]:
     return found, bad
 
 
-class ConnectorForm(forms.Form):
+class ConnectorForm(TopicAndEventFormatFields):
     name = forms.CharField(max_length=100, help_text=f"Unique; {NAME_RULE}.")
     topic_prefix = forms.CharField(
         max_length=200, required=False,
@@ -174,7 +176,7 @@ class ConnectorForm(forms.Form):
                                                         "spellcheck": "false", "autocapitalize": "off"})
         self.fields["hash_algorithm"].widget.attrs["data-hash"] = "algorithm"
         self.fields["hash_salt"].widget.attrs.update({"data-hash": "salt", "autocomplete": "new-password"})
-        for name in VALUE_FIELDS:
+        for name in (*VALUE_FIELDS, *SECTION_PROPERTIES):
             self.fields[name].widget.attrs["data-value"] = "1"
         self.initial_hash_key = (self.initial or {}).get("hash_key", "")
         self.fields["hash_fields"].widget.attrs["data-initial-key"] = self.initial_hash_key
@@ -199,6 +201,12 @@ class ConnectorForm(forms.Form):
             prop = FIELD_PROPERTIES[name]
             value = (data.get(name) or "").strip() or given.get(prop, "")
             if value:
+                config[prop] = value
+        for name, prop in SECTION_PROPERTIES.items():
+            value = data.get(name)
+            if value in (None, ""):
+                value = given.get(prop, "")
+            if value != "":
                 config[prop] = value
         hashed = lines(data.get("hash_fields", ""))
         if hashed:
@@ -302,6 +310,9 @@ def initial_of(connector: Connector) -> dict[str, Any]:
     for name in VALUE_FIELDS:
         if flat.get(FIELD_PROPERTIES[name]) not in (None, ""):
             initial[name] = _text(flat[FIELD_PROPERTIES[name]])
+    for name, prop in SECTION_PROPERTIES.items():
+        if flat.get(prop) not in (None, ""):
+            initial[name] = shown_value(flat[prop])
     hashes = [key for key in flat if key.startswith(HASH_MASK_PREFIX)]
     if len(hashes) == 1:  # one algorithm: its own fields (several stay in Other properties)
         match = props.HASH_PROPERTY.match(hashes[0])

@@ -15,6 +15,7 @@ from web.connectors import properties as props
 from web.connectors.definitions import masked_config
 from web.connectors.models import Connector
 from web.connectors.validation import NAME_RULE
+from web.dashboard.form_sections import SECTION_PROPERTIES, TopicAndEventFormatFields, shown_value
 from web.dashboard.forms import check_with_api, lines, parse_other
 
 SOURCES = [(POSTGRES, "PostgreSQL"), (MARIADB, "MariaDB"), (MYSQL, "MySQL")]
@@ -45,18 +46,8 @@ FIELDS = {
     "table_exclude": ("table.exclude.list", None),
     "signal_collection": ("signal.data.collection", None),
     "heartbeat_interval": ("heartbeat.interval.ms", None),
-    "topic_partitions": ("topic.creation.default.partitions", None),
-    "topic_replication": ("topic.creation.default.replication.factor", None),
-    "topic_cleanup": ("topic.creation.default.cleanup.policy", None),
-    "schemas_enable": ("schemas.enable", None),
-    "tombstones": ("tombstones.on.delete", None),
+    **{name: (prop, None) for name, prop in SECTION_PROPERTIES.items()},
 }
-CLEANUP_POLICIES = [("", "default: delete"), ("delete", "delete: removed after retention.ms"),
-                    ("compact", "compact: the last event of each key kept"),
-                    ("compact,delete", "compact,delete: both")]
-SCHEMAS = [("", "default: off, payload only"), ("true", "on: schema and payload, as Kafka Connect's JsonConverter"),
-           ("false", "off: payload only")]
-TOMBSTONES = [("", "default: on"), ("true", "on: each delete followed by a tombstone"), ("false", "off")]
 LIST_FIELDS = ("schema_include", "database_include", "table_include", "table_exclude")
 PROPERTY_FIELDS = {prop: name for name, (prop, _) in FIELDS.items()}
 
@@ -65,7 +56,7 @@ def _area() -> forms.Textarea:
     return forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off"})
 
 
-class RelationalConnectorForm(forms.Form):
+class RelationalConnectorForm(TopicAndEventFormatFields):
     source = forms.ChoiceField(choices=SOURCES, help_text="connector.class: what the connector reads.")
     name = forms.CharField(max_length=100, help_text=f"Unique; {NAME_RULE}.")
     topic_prefix = forms.CharField(max_length=200, required=False,
@@ -108,25 +99,6 @@ class RelationalConnectorForm(forms.Form):
         min_value=0, required=False, label="Heartbeat interval (ms)",
         help_text="heartbeat.interval.ms: commit the position this often while no captured table changes "
                   "(0: never), so the slot or binlog is not held back by quiet tables.")
-    topic_partitions = forms.IntegerField(
-        min_value=-1, required=False, label="Partitions",
-        help_text="topic.creation.default.partitions of the change topics the connector creates (-1: the "
-                  "broker's default).")
-    topic_replication = forms.IntegerField(
-        min_value=-1, required=False, label="Replication factor",
-        help_text="topic.creation.default.replication.factor (-1: the broker's default).")
-    topic_cleanup = forms.ChoiceField(
-        choices=CLEANUP_POLICIES, required=False, label="Cleanup policy",
-        help_text="topic.creation.default.cleanup.policy of the change topics it creates.")
-    schemas_enable = forms.ChoiceField(
-        choices=SCHEMAS, required=False, label="Schemas in events",
-        help_text="schemas.enable: each key and value as {schema, payload}, as Kafka Connect's JsonConverter "
-                  "writes them (key.converter.schemas.enable / value.converter.schemas.enable in Other "
-                  "properties override it for one side).")
-    tombstones = forms.ChoiceField(
-        choices=TOMBSTONES, required=False, label="Tombstones after deletes",
-        help_text="tombstones.on.delete: a delete event is followed by a null value with the same key, so a "
-                  "compacted topic forgets the row.")
     other = forms.CharField(
         required=False, label="Other properties", widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
         help_text="Every other option, one <code>key=value</code> per line (docs/postgres.md, docs/mariadb.md).")
@@ -205,8 +177,7 @@ def initial_of(connector: Connector) -> dict[str, Any]:
         value = shown.get(prop)
         if value is None:
             continue
-        if isinstance(value, bool):  # a JSON body may store true/false: the choice is the text
-            value = "true" if value else "false"
+        value = shown_value(value)
         initial[name] = "\n".join(split_list(value)) if name in LIST_FIELDS else value
     managed = {*PROPERTY_FIELDS, props.NAME, props.TOPIC_PREFIX, props.CONNECTOR_CLASS, *props.PASSWORDS}
     initial["other"] = "\n".join(f"{key}={value}" for key, value in shown.items() if key not in managed)

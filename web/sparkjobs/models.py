@@ -125,6 +125,14 @@ class JobRun(models.Model):
     def finished(self) -> bool:
         return self.status not in ACTIVE
 
+    @property
+    def elapsed_s(self) -> float | None:
+        """The run's duration as its page counts it while it runs (started → finished); duration_s, the driver's
+        own time, when one of them is unknown."""
+        if self.started_at and self.finished_at:
+            return max(0.0, (self.finished_at - self.started_at).total_seconds())
+        return self.duration_s
+
 
 class RunLogLine(models.Model):
     run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="log_lines")

@@ -122,3 +122,28 @@ def test_connect_validate_says_unable_to_connect(checking, admin_client):
         "topic.prefix": "x", "mongodb.connection.string": f"mongodb://127.0.0.1:{port}/?replicaSet=rs0"}},
         format="json")
     assert created.status_code == 400 and "Unable to connect to MongoDB" in created.json()["message"]
+
+
+def test_connect_validate_checks_the_connection_beside_an_unrelated_invalid_property(checking, admin_client):
+    port = free_port()
+    started = time.monotonic()
+    result = admin_client.put("/connect/connector-plugins/MongoDbConnector/config/validate", {
+        "name": "x", "connector.class": "io.debezium.connector.mongodb.MongoDbConnector", "topic.prefix": "x",
+        "mongodb.connection.string": f"mongodb://127.0.0.1:{port}/?replicaSet=rs0",
+        "poll.interval.ms": "often"}, format="json").json()
+    assert time.monotonic() - started < CHECK_MS / 1000 + 5  # the check's own bound, on a loaded machine
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in result["configs"]}
+    assert by_name["poll.interval.ms"], by_name["poll.interval.ms"]
+    assert by_name["mongodb.connection.string"][0].startswith("Unable to connect to MongoDB"), by_name
+    assert result["error_count"] == 2
+
+
+def test_connect_validate_does_not_check_a_connection_whose_own_properties_are_invalid(checking, admin_client):
+    port = free_port()
+    result = admin_client.put("/connect/connector-plugins/MongoDbConnector/config/validate", {
+        "name": "x", "connector.class": "io.debezium.connector.mongodb.MongoDbConnector", "topic.prefix": "x",
+        "mongodb.connection.string": f"mongodb://127.0.0.1:{port}/?replicaSet=rs0",
+        "mongodb.connect.timeout.ms": "soon"}, format="json").json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in result["configs"]}
+    assert by_name["mongodb.connect.timeout.ms"]
+    assert by_name["mongodb.connection.string"] == []  # judged once the connection's own properties are valid

@@ -19,6 +19,7 @@ from web.accounts.api import LockoutBasicAuthentication
 from web.accounts.roles import ADMIN, OPERATOR, VIEWER
 from web.accounts.tokens import HashedTokenAuthentication
 from web.connectors import audit, connectivity, drafts, kafka_cluster, services
+from web.connectors import properties as props
 from web.connectors.api.permissions import RolePermission
 from web.connectors.connect import active_topics, loggers, shapes
 from web.connectors.connect.config_infos import config_infos
@@ -115,9 +116,30 @@ class ValidateView(ConnectView):
         if named is not None and not config.get("connector.class"):
             config = {**config, "connector.class": named}  # the path names the plugin; Connect's body may not
         problems = drafts.check(config)
-        if not problems and connectivity.allowed(request):
-            problems = connectivity.check(drafts.prepare(config), request)
+        if connectivity.allowed(request):
+            checkable = reachable_parts(config, problems)
+            if checkable is not None:
+                problems = [*problems, *connectivity.check(checkable, request)]
         return Response(config_infos(plugin, config, problems))
+
+
+# Properties the connectivity check reads (where and how to connect, what the source must provide): while one of
+# them is invalid, the check would judge another configuration than the one given, so it waits for the fix.
+CHECKED_PREFIXES = ("connector.class", "mongodb.", "database.", "slot.", "publication.", "signal.", "snapshot.locking",
+                    "table.", "schema.", "plugin.name")
+
+
+def reachable_parts(config: dict, problems) -> props.Parts | None:
+    """What the connectivity check can be run on: the configuration itself when it is valid; without its invalid
+    properties when none of them is one the check reads (so Connect's validate reports whether the source answers
+    beside an unrelated mistake); None otherwise."""
+    invalid = {problem.property for problem in problems}
+    if "" in invalid or any(prop.startswith(CHECKED_PREFIXES) for prop in invalid):
+        return None
+    try:
+        return drafts.prepare({key: value for key, value in config.items() if key not in invalid})
+    except drafts.InvalidConfiguration:
+        return None
 
 
 class ConnectorsView(ConnectView):

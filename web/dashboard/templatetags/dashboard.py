@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 from django import template
@@ -59,6 +60,20 @@ def as_json(value) -> str:
     if value is None or value == "":
         return "—"
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.filter
+def epoch_ms(value) -> datetime.datetime | None:
+    """Milliseconds since the epoch as an aware datetime, for `|date` (None when not a number)."""
+    try:
+        return datetime.datetime.fromtimestamp(int(value) / 1000, datetime.UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+@register.filter
+def epoch_seconds(value) -> datetime.datetime | None:
+    return epoch_ms(int(value) * 1000) if isinstance(value, int) else None
 
 
 @register.simple_tag

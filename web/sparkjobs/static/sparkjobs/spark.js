@@ -43,6 +43,24 @@ document.addEventListener("DOMContentLoaded", function () {
   const cell = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : text(v));
   const setRun = (name, value) => { const node = $(`[data-run="${name}"]`, root); if (node) node.textContent = value; };
 
+  // A timestamp of the result (ISO-8601; without a zone it is UTC, Spark's session time zone) in the one date
+  // format of every page, its UTC value in the title; the CSV keeps the values as Spark wrote them.
+  const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?$/;
+  const utcMs = (v) => Date.parse(/Z|[+-]\d\d:\d\d$/.test(v) ? v : v + "Z");
+  function previewCell(v) {
+    const td = document.createElement("td");
+    const when = typeof v === "string" && TIMESTAMP.test(v) ? utcMs(v) : NaN;
+    if (isNaN(when)) {
+      td.textContent = cell(v);
+      return td;
+    }
+    const time = Object.assign(document.createElement("time"), {
+      dateTime: new Date(when).toISOString(), textContent: window.cdcFormat.datetime(when),
+      title: new Date(when).toISOString().replace(".000Z", "Z") + " (UTC)" });
+    td.append(time);
+    return td;
+  }
+
   function renderPreview(preview) {
     const table = $("#preview");
     if (!preview || !preview.columns || table.dataset.filled) return;
@@ -52,7 +70,7 @@ document.addEventListener("DOMContentLoaded", function () {
     table.tHead.replaceChildren(head);
     const rows = preview.rows.map((row) => {
       const tr = document.createElement("tr");
-      row.forEach((v) => tr.append(Object.assign(document.createElement("td"), { textContent: cell(v) })));
+      row.forEach((v) => tr.append(previewCell(v)));
       return tr;
     });
     table.tBodies[0].replaceChildren(...rows);
@@ -67,7 +85,7 @@ document.addEventListener("DOMContentLoaded", function () {
     const at = (name) => preview.columns.indexOf(name);
     const [iStart, iOp, iEvents] = [at("window_start"), at("op"), at("events")];
     if (iStart < 0 || iOp < 0 || iEvents < 0 || !preview.rows.length || typeof uPlot === "undefined") return;
-    const seconds = (v) => Date.parse(/Z|[+-]\d\d:\d\d$/.test(v) ? v : v + "Z") / 1000;
+    const seconds = (v) => utcMs(v) / 1000;
     const byOp = {}, times = new Set();
     preview.rows.forEach((row) => {
       const t = seconds(String(row[iStart])), op = String(row[iOp] ?? "tombstone");
@@ -95,8 +113,12 @@ document.addEventListener("DOMContentLoaded", function () {
       "preview row(s)" + (preview.rows.length >= 100 ? " (the first 100 of the result; the CSV has the same rows)." : ".");
   }
 
-  // The time since the run was asked for (queued) or started, until it ends; then its duration.
+  // The time since the run was asked for (queued) or started, until it ends; then its duration, measured on the
+  // same span (started → finished), so the figure never goes backwards when the run ends (duration_s, the driver's
+  // own time, leaves out spark-submit's start).
   function elapsed(run) {
+    const started = Date.parse(run.started_at), finished = Date.parse(run.finished_at);
+    if (!isNaN(started) && !isNaN(finished)) return window.cdcFormat.seconds(Math.max(0, (finished - started) / 1000));
     if (run.duration_s !== null && run.duration_s !== undefined) return window.cdcFormat.seconds(run.duration_s);
     const since = Date.parse(run.started_at || run.created_at);
     const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
