@@ -20,8 +20,8 @@ import signal
 import sys
 import threading
 
+from connectors import ConnectorError, UnknownConnectorClass
 from connectors.config.types import ConfigError
-from connectors.errors import ConnectorError, UnknownConnectorClass
 from connectors.sources import engine_config, validate
 
 

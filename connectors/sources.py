@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from connectors import UnknownConnectorClass
 from connectors.config.types import ConfigError, Problem
-from connectors.errors import UnknownConnectorClass
 
 MONGODB = "mongodb"
 POSTGRES = "postgres"

@@ -24,6 +24,7 @@ from typing import Any
 
 import pymysql
 
+from connectors import ConnectorError, SourceUnreachable
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import (
     EVERY_ROW,
@@ -39,7 +40,6 @@ from connectors.core.snapshot.signal_table import (
     missing_columns_problem,
     parse_sql_condition,
 )
-from connectors.errors import ConnectorError, SourceUnreachable
 from connectors.mysql import catalog
 from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig

@@ -31,6 +31,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import (
     EVERY_ROW,
@@ -46,7 +47,6 @@ from connectors.core.snapshot.signal_table import (
     missing_columns_problem,
     parse_sql_condition,
 )
-from connectors.errors import ConnectorError
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.config import PostgresConfig
