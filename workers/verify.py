@@ -14,7 +14,7 @@ from cdcplatform.celery import app
 from connectors import ConnectorError
 from connectors.config.types import ConfigError
 from connectors.core.verify import VerifyOptions
-from connectors.verify_run import verify_connector
+from connectors.sources import verify_connector
 from web.connectors import definitions
 from web.connectors.verify_models import VerifyRun, VerifyStatus
 from web.connectors.verify_service import start_nightly as start_due
