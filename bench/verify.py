@@ -26,7 +26,7 @@ from bench.topics import delete_topics  # noqa: E402
 from connectors.core.verify import VerifyOptions  # noqa: E402
 from connectors.postgres.config import PostgresConfig  # noqa: E402
 from connectors.runner import ConnectorRunner  # noqa: E402
-from connectors.verify_run import verify_connector  # noqa: E402
+from connectors.sources import verify_connector  # noqa: E402
 from devstack import postgres as devstack_postgres  # noqa: E402
 from devstack import stack as devstack  # noqa: E402
 

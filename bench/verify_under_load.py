@@ -36,8 +36,7 @@ from bench.write_load import (  # noqa: E402
 )
 from connectors.core.verify import VerifyOptions  # noqa: E402
 from connectors.runner import ConnectorRunner  # noqa: E402
-from connectors.sources import engine_config  # noqa: E402
-from connectors.verify_run import verify_connector  # noqa: E402
+from connectors.sources import engine_config, verify_connector  # noqa: E402
 from devstack import settings  # noqa: E402
 from devstack import stack as devstack  # noqa: E402
 

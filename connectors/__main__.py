@@ -20,8 +20,8 @@ import signal
 import sys
 import threading
 
+from connectors import ConnectorError, UnknownConnectorClass
 from connectors.config.types import ConfigError
-from connectors.errors import ConnectorError, UnknownConnectorClass
 from connectors.sources import engine_config, validate
 
 
@@ -76,7 +76,7 @@ def _run(args) -> int:
 
 def _verify(args) -> int:
     from connectors.core.verify import VerifyOptions
-    from connectors.verify_run import verify_connector
+    from connectors.sources import verify_connector
 
     try:
         _, config = engine_config(_load(args.config))

@@ -10,11 +10,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
+from connectors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.pipeline import Pipeline
 from connectors.core.snapshot.executors import ChunkExecutorFactory
 from connectors.core.source import Partition, Source
-from connectors.errors import ConnectorError
 from connectors.sources import open_source
 
 log = logging.getLogger(__name__)

@@ -7,11 +7,16 @@ pluggable). A class this engine knows but has not wired to the core yet is refus
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from connectors import UnknownConnectorClass
 from connectors.config.types import ConfigError, Problem
-from connectors.errors import UnknownConnectorClass
+
+if TYPE_CHECKING:
+    from connectors.core.verify import Progress, VerifyOptions
+    from connectors.core.verify_report import VerifyReport
 
 MONGODB = "mongodb"
 POSTGRES = "postgres"
@@ -101,6 +106,34 @@ def open_source(config, kind: str = MONGODB):
     from connectors.mongodb.source import MongoSource
 
     return MongoSource(config)
+
+
+def partition_verifiers(config) -> list:
+    """The source's PartitionVerifiers of a connector's engine configuration (its class tells the source)."""
+    from connectors.mysql.config import MySqlConfig
+    from connectors.postgres.config import PostgresConfig
+
+    if isinstance(config, PostgresConfig):
+        from connectors.postgres import verify
+
+        return verify.partitions(config)
+    if isinstance(config, MySqlConfig):
+        from connectors.mysql import verify
+
+        return verify.partitions(config)
+    from connectors.mongodb import verify
+
+    return verify.partitions(config)
+
+
+def verify_connector(config, bootstrap_servers: str, options: VerifyOptions | None = None,
+                     stop: threading.Event | None = None, on_progress: Progress | None = None) -> VerifyReport:
+    """Verify a connector by its configuration (docs/verify.md): compares every captured table of the connector's
+    source with its topics; raises ConnectorError when it cannot (the source or Kafka unreachable, the connector not
+    keeping up). Used by `python -m connectors verify CONFIG.json` and, unchanged, by the Celery task."""
+    from connectors.core.verify import Verifier
+
+    return Verifier(config, partition_verifiers(config), bootstrap_servers, options, stop, on_progress).run()
 
 
 def validate(properties: Any) -> list[Problem]:

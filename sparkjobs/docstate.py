@@ -46,19 +46,6 @@ def is_operator_patch(patch: Mapping[str, Any]) -> bool:
     return bool(patch) and all(str(name).startswith("$") for name in patch)
 
 
-def apply_update(
-    document: Mapping[str, Any],
-    updated: Mapping[str, Any] | None = None,
-    removed: Iterable[str] | None = None,
-    truncated: Iterable[tuple[str, int]] | None = None,
-    *,
-    in_place: bool = False,
-) -> dict[str, Any]:
-    """The post-image of ``document`` after an update description (``document`` is left unchanged unless
-    ``in_place``)."""
-    return apply_update_description(document, updated, removed, truncated, in_place=in_place)
-
-
 def fold(
     base: str | None,
     patches: Iterable[Any],
@@ -85,7 +72,7 @@ def fold(
             updated = loads(get("updated_fields")) or {}
             removed = list(get("removed_fields") or ())
             truncated = [_pair(item) for item in get("truncated_arrays") or ()]
-        document = apply_update(document, updated, removed, truncated, in_place=True)
+        document = apply_update_description(document, updated, removed, truncated, in_place=True)
     return dumps(document), complete
 
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import redis
 
+from connectors import ConnectorError
 from connectors.core.pipeline import Pipeline
 from connectors.core.snapshot.executors import ChunkExecutorFactory
 from connectors.core.source import Partition, Source
-from connectors.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.connect import loggers
 from workers.control import control_channel, listener_key

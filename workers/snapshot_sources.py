@@ -15,8 +15,8 @@ from typing import Protocol
 
 from django.conf import settings
 
+from connectors import ConnectorError
 from connectors.core.snapshot.executors import ChunkTaskFailed
-from connectors.errors import ConnectorError
 from connectors.kafka.topics import TopicAdmin
 from connectors.mongodb.client import open_client
 from connectors.mongodb.snapshots.executors import run_chunk_task_json as run_mongo_chunk

@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from cdcplatform.celery import app
+from connectors import ConnectorError
 from connectors.config.types import ConfigError
-from connectors.errors import ConnectorError
 from connectors.sources import open_source
 from web.connectors.definitions import config_version, engine_config
 from web.connectors.models import Connector, DesiredState, Phase, SnapshotRequest, SnapshotStatus

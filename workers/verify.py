@@ -11,10 +11,10 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from cdcplatform.celery import app
+from connectors import ConnectorError
 from connectors.config.types import ConfigError
 from connectors.core.verify import VerifyOptions
-from connectors.errors import ConnectorError
-from connectors.verify_run import verify_connector
+from connectors.sources import verify_connector
 from web.connectors import definitions
 from web.connectors.verify_models import VerifyRun, VerifyStatus
 from web.connectors.verify_service import start_nightly as start_due

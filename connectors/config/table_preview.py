@@ -19,9 +19,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from connectors import ConnectorError, UnknownConnectorClass
 from connectors.config import preflight_process
 from connectors.config.types import ConfigError
-from connectors.errors import ConnectorError, UnknownConnectorClass
 
 LISTED_AT_MOST = 2000  # names a preview returns; the count says how many there were
 

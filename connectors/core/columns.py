@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors import ConnectorError
 from connectors.core import hashing
-from connectors.errors import ConnectorError
 from connectors.secrets import MASK, Secret
 
 MASK_PROPERTY = re.compile(r"^column\.mask\.with\.(\d+)\.chars$")

@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from connectors import ConnectorError, HistoryLost
 from connectors.core.allocator import keep_freed_memory
 from connectors.core.collector import batch_collection
 from connectors.core.config import (
@@ -46,7 +47,6 @@ from connectors.core.source import (
     StoredOffset,
 )
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
-from connectors.errors import ConnectorError, HistoryLost
 from connectors.kafka import PIPELINE_LANES, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT

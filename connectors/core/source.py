@@ -11,7 +11,7 @@ A `Position` is the source's place in its change history. The core only stores i
 offset codec, which owns the bytes of the offsets topic: Kafka Connect's key/value layout of that connector
 class), compares it (equal: no progress, no heartbeat needed) and hands it back to the source's reader. A reader
 that finds its position gone from the source's history (oplog rolled over, WAL/binlog purged) raises
-`connectors.errors.HistoryLost`; the core then re-snapshots (snapshot.mode=when_needed) or fails.
+`connectors.HistoryLost`; the core then re-snapshots (snapshot.mode=when_needed) or fails.
 """
 
 from __future__ import annotations

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
 from connectors.core.verify_events import SourceRow, field_diff, key_text, loads, row_state
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
-from connectors.errors import ConnectorError
 from connectors.kafka.offsets import OffsetStore
 
 log = logging.getLogger(__name__)

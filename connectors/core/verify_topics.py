@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from connectors import ConnectorError
 from connectors.core.verify_events import Event, UnreadableEvent, canonical, key_text, loads, read_event
-from connectors.errors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from connectors.errors import ConnectorError, PipelineFenced
+from connectors import ConnectorError, PipelineFenced
 
 
 class SinkError(ConnectorError):

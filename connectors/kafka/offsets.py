@@ -24,7 +24,7 @@ from bson import Timestamp
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.offset_record import (

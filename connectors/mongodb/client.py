@@ -11,7 +11,7 @@ import pymongo
 from bson.codec_options import DatetimeConversion
 from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError, ServerSelectionTimeoutError
 
-from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors import AuthenticationFailed, ConnectorError, SourceUnreachable
 from connectors.mongodb.config_values import MAX_SEEDS
 from connectors.mongodb.errors import NotAReplicaSet
 

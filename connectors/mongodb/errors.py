@@ -1,8 +1,8 @@
-"""MongoDB's errors a user can act on (the engine's own are connectors.errors)."""
+"""MongoDB's errors a user can act on (the engine's own are in connectors/__init__.py)."""
 
 from __future__ import annotations
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 
 
 class NotAReplicaSet(ConnectorError):

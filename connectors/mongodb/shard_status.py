@@ -13,7 +13,7 @@ import datetime
 
 from pymongo.errors import PyMongoError
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 
 RECENT_MIGRATIONS = 5
 

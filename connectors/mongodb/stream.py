@@ -23,10 +23,10 @@ import pymongo
 from bson import Timestamp
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
+from connectors import ConnectorError, HistoryLost
 from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.errors import ConnectorError, HistoryLost
 from connectors.mongodb.change_batches import ChangeCursor
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet

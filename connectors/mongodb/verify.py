@@ -20,9 +20,9 @@ from bson import MaxKey, MinKey, Timestamp
 from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify_events import SourceRow, rows_of_messages
-from connectors.errors import ConnectorError
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
 from connectors.mongodb.config import ConnectorConfig

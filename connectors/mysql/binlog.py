@@ -33,7 +33,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from connectors.errors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.mysql import compiled_rows
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mysql.connection import ConnectionSettings, connect
 
 _RESTART_HINT = "in the server's configuration file and restart it"

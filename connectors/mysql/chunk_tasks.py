@@ -20,6 +20,7 @@ from typing import Any
 
 import pymysql
 
+from connectors import ConnectorError
 from connectors.core.snapshot.executors import ChunkExecutor, ChunkResult, ChunkTask, SnapshotContext, log_read
 from connectors.core.snapshot.self_committing import (
     SelfCommittingThreadExecutor,
@@ -27,7 +28,6 @@ from connectors.core.snapshot.self_committing import (
     driver_chunk_error_retriable,
     result_json,
 )
-from connectors.errors import ConnectorError
 from connectors.kafka.topics import TopicAdmin
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader

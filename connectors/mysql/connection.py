@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 import pymysql
 
-from connectors.errors import AuthenticationFailed, ConnectorError, SourceUnreachable
+from connectors import AuthenticationFailed, ConnectorError, SourceUnreachable
 from connectors.mysql import tls
 
 # pymysql's error codes for "could not reach" and "access denied"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
 from connectors.events.json_converter import string_json

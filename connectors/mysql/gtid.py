@@ -11,7 +11,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 
 
 class GtidFormatError(ConnectorError):

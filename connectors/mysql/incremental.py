@@ -24,22 +24,10 @@ from typing import Any
 
 import pymysql
 
+from connectors import ConnectorError, SourceUnreachable
+from connectors.core.snapshot import signal_table
 from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.snapshot.incremental import (
-    EVERY_ROW,
-    ROW,
-    SIGNAL,
-    WATERMARK_CLOSE,
-    WATERMARK_OPEN,
-    StreamEvent,
-)
-from connectors.core.snapshot.signal_table import (
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    missing_columns_problem,
-    parse_sql_condition,
-)
-from connectors.errors import ConnectorError, SourceUnreachable
+from connectors.core.snapshot.incremental import EVERY_ROW, ROW, WATERMARK_CLOSE, StreamEvent, row_event
 from connectors.mysql import catalog
 from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
@@ -62,7 +50,7 @@ def signal_table_problem(cursor, config: MySqlConfig) -> str | None:
     if not columns:
         return (f"signal.data.collection {name} does not exist (or the connector's user cannot see it); create it: "
                 f"CREATE TABLE {name} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)")
-    missing = missing_columns_problem(name, columns)
+    missing = signal_table.missing_columns_problem(name, columns)
     if missing:
         return missing
     return None
@@ -127,7 +115,7 @@ class MySqlWatermarks:
         if problem:
             raise ConnectorError(problem)
 
-    parse_filter = staticmethod(parse_sql_condition)
+    parse_filter = staticmethod(signal_table.parse_sql_condition)
 
     # -- the stream -----------------------------------------------------------------------------------------------
 
@@ -148,27 +136,13 @@ class MySqlWatermarks:
         key_names = schema.primary_key
         if not key_names:
             return StreamEvent(ROW, EVERY_ROW, namespace)
-        key = _pick(change.after, key_names)
-        old_key = _pick(change.before, key_names)
-        if key is None:
-            key, old_key = old_key, None
-        elif old_key == key:
-            old_key = None
-        return StreamEvent(ROW, key, namespace, old_key=old_key)
+        return row_event(namespace, _pick(change.after, key_names), _pick(change.before, key_names))
 
     def _signal(self, change: RowChange) -> StreamEvent:
-        row = {k.lower(): _text(v) for k, v in (change.after or {}).items()}
-        signal_id, signal_type, data = row.get("id"), row.get("type"), row.get("data")
-        if signal_type in (WINDOW_OPEN, WINDOW_CLOSE):
-            try:
-                window = json.loads(data).get("window") if isinstance(data, str) else None
-            except (ValueError, AttributeError):
-                window = None
-            if signal_type == WINDOW_CLOSE:
-                self._closed_at = change
-                return StreamEvent(WATERMARK_CLOSE, window)
-            return StreamEvent(WATERMARK_OPEN, window)
-        return StreamEvent(SIGNAL, signal_id, signal={"id": signal_id, "type": signal_type, "data": data})
+        event = signal_table.signal_event({k.lower(): _text(v) for k, v in (change.after or {}).items()})
+        if event.kind == WATERMARK_CLOSE:
+            self._closed_at = change
+        return event
 
     def row_key(self, collection: str, key: Any) -> Any:
         return key
@@ -214,10 +188,9 @@ class MySqlWatermarks:
         key = chunk_key(self.config, schema, named_keys=False) if chunk.lower is not None else ()
         identity = schema.primary_key
         chunk_id = uuid.uuid4().hex
-        data = json.dumps({"window": window_id, "snapshot": snapshot_id, "collection": chunk.namespace,
-                           "chunk": chunk.index})
+        data = signal_table.window_data(window_id, snapshot_id, chunk)
         conn = self.sql()
-        self._watermark(conn, f"{chunk_id}-open", WINDOW_OPEN, data)
+        self._watermark(conn, f"{chunk_id}-open", signal_table.WINDOW_OPEN, data)
         self._reading = chunk.namespace
         query, params = chunk_select(schema, key, chunk, filter)
         rows: dict = {}
@@ -235,7 +208,7 @@ class MySqlWatermarks:
             row = {c.name: catalog.binlog_form(c, v) for c, v in zip(columns, values, strict=True)}
             rows[tuple(row[k] for k in identity) if identity else index] = row
         read(rows)
-        self._watermark(conn, f"{chunk_id}-close", WINDOW_CLOSE, data)
+        self._watermark(conn, f"{chunk_id}-close", signal_table.WINDOW_CLOSE, data)
 
     def _watermark(self, conn, row_id: str, kind: str, data: str) -> None:
         assert self.signal is not None
@@ -267,12 +240,12 @@ class MySqlWatermarks:
 
     def delete_stale_watermarks(self, prefix: str) -> None:
         assert self.signal is not None
+        stale = signal_table.windows_data_prefix(prefix)
         try:
             with self.sql().cursor() as cursor:
                 cursor.execute(f"DELETE FROM {quote(self.signal[0])}.{quote(self.signal[1])} "  # noqa: S608
                                "WHERE type IN (%s, %s) AND LEFT(data, %s) = %s",
-                               (WINDOW_OPEN, WINDOW_CLOSE, len(json.dumps({"window": prefix})[:-2]),
-                                json.dumps({"window": prefix})[:-2]))
+                               (signal_table.WINDOW_OPEN, signal_table.WINDOW_CLOSE, len(stale), stale))
         except pymysql.err.MySQLError as error:
             log.warning("could not delete stale watermarks from %s: %s", self.config.signal_data_collection, error)
 

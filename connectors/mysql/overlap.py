@@ -24,8 +24,8 @@ from typing import Any
 
 import pymysql
 
+from connectors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, integer_key, passing_op, ranges_read_later
-from connectors.errors import ConnectorError
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 
 SERVER_ORDER = "server"  # a `reads` entry's "order" for a key only the server compares

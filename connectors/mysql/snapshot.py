@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pymysql
 
+from connectors import ConnectorError
 from connectors.core.pipeline import StopRequested
-from connectors.errors import ConnectorError
 from connectors.mysql.status import show_binlog_status
 
 LOCKING_MODES = ("minimal", "none")

@@ -21,10 +21,10 @@ import weakref
 
 from pymysqlreplication.constants import FIELD_TYPE
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
 from connectors.core.snapshot.executors import ChunkInterrupted
 from connectors.core.snapshot.progress import SnapshotStart
-from connectors.errors import ConnectorError
 from connectors.mysql import catalog
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig

@@ -19,12 +19,12 @@ from typing import Any
 
 import pymysql
 
+from connectors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.snapshot.executors import ChunkTask, SnapshotContext
 from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.source import BuiltChanges, ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.errors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages

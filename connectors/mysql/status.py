@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 
 PARSE_ERROR = 1064  # what a server answers to a statement it does not know
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.json_converter import unscaled_bytes

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from connectors import ConnectorError
 from connectors.core.columns import ColumnRules
-from connectors.errors import ConnectorError
 from connectors.postgres.types import BUILTIN_ARRAYS, BUILTIN_NAMES, ColumnType, builtin
 
 _TYPE = """

@@ -29,6 +29,7 @@ from typing import Any
 
 import psycopg
 
+from connectors import ConnectorError
 from connectors.core.snapshot.executors import ChunkResult, SnapshotContext, log_read
 from connectors.core.snapshot.self_committing import (
     SelfCommittingThreadExecutor,
@@ -36,7 +37,6 @@ from connectors.core.snapshot.self_committing import (
     driver_chunk_error_retriable,
     result_json,
 )
-from connectors.errors import ConnectorError
 from connectors.kafka.topics import TopicAdmin
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import PgEventBuilder

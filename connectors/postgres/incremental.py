@@ -31,22 +31,10 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from connectors import ConnectorError
+from connectors.core.snapshot import signal_table
 from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.snapshot.incremental import (
-    EVERY_ROW,
-    ROW,
-    SIGNAL,
-    WATERMARK_CLOSE,
-    WATERMARK_OPEN,
-    StreamEvent,
-)
-from connectors.core.snapshot.signal_table import (
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    missing_columns_problem,
-    parse_sql_condition,
-)
-from connectors.errors import ConnectorError
+from connectors.core.snapshot.incremental import EVERY_ROW, ROW, WATERMARK_CLOSE, StreamEvent, row_event
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.config import PostgresConfig
@@ -72,7 +60,7 @@ def signal_table_problem(cursor, config: PostgresConfig, *, require_published: b
     if not columns:
         return (f"signal.data.collection {name} does not exist; create it: CREATE TABLE {name} "
                 "(id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
-    missing = missing_columns_problem(name, columns)
+    missing = signal_table.missing_columns_problem(name, columns)
     if missing:
         return missing
     cursor.execute("SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
@@ -125,7 +113,7 @@ class PgWatermarks:
         if problem:
             raise ConnectorError(problem)
 
-    parse_filter = staticmethod(parse_sql_condition)
+    parse_filter = staticmethod(signal_table.parse_sql_condition)
 
     # -- the stream -----------------------------------------------------------------------------------------------
 
@@ -158,27 +146,14 @@ class PgWatermarks:
             return StreamEvent(ROW, EVERY_ROW, namespace)
         new = message.new if kind is not p.Delete else None
         old = getattr(message, "old", None)
-        key = _pick(new, positions) if new is not None else None
-        old_key = _pick(old, positions) if old is not None else None
-        if key is None:
-            key, old_key = old_key, None
-        elif old_key == key:
-            old_key = None
-        return StreamEvent(ROW, key, namespace, old_key=old_key)
+        return row_event(namespace, _pick(new, positions) if new is not None else None,
+                         _pick(old, positions) if old is not None else None)
 
     def _signal(self, change, message: p.Insert, columns: tuple[str, ...]) -> StreamEvent | None:
-        row = dict(zip(columns, message.new, strict=False))
-        signal_id, signal_type, data = row.get("id"), row.get("type"), row.get("data")
-        if signal_type in (WINDOW_OPEN, WINDOW_CLOSE):
-            try:
-                window = json.loads(data).get("window") if isinstance(data, str) else None
-            except (ValueError, AttributeError):
-                window = None
-            if signal_type == WINDOW_CLOSE:
-                self._closed_at = (change.lsn, change.commit_ts_us)
-                return StreamEvent(WATERMARK_CLOSE, window)
-            return StreamEvent(WATERMARK_OPEN, window)
-        return StreamEvent(SIGNAL, signal_id, signal={"id": signal_id, "type": signal_type, "data": data})
+        event = signal_table.signal_event(dict(zip(columns, message.new, strict=False)))
+        if event.kind == WATERMARK_CLOSE:
+            self._closed_at = (change.lsn, change.commit_ts_us)
+        return event
 
     def _positions(self, relation_id: int, namespace: str, columns: tuple[str, ...]) -> tuple[int, ...]:
         positions = self._key_positions.get(relation_id)
@@ -233,9 +208,8 @@ class PgWatermarks:
         table = self._table(conn, schema, name)
         self.delete_stale_watermarks(window_id[:-32])  # the windows before this one (its id ends in 32 hex digits)
         chunk_id = uuid.uuid4().hex
-        data = json.dumps({"window": window_id, "snapshot": snapshot_id, "collection": chunk.namespace,
-                           "chunk": chunk.index})
-        self._watermark(conn, f"{chunk_id}-open", WINDOW_OPEN, data)
+        data = signal_table.window_data(window_id, snapshot_id, chunk)
+        self._watermark(conn, f"{chunk_id}-open", signal_table.WINDOW_OPEN, data)
         rows: dict = {}
         if table is not None:
             key = self._key(chunk.namespace)
@@ -265,7 +239,7 @@ class PgWatermarks:
                           str(error).strip())
                 rows = {}
         read(rows)
-        self._watermark(conn, f"{chunk_id}-close", WINDOW_CLOSE, data)
+        self._watermark(conn, f"{chunk_id}-close", signal_table.WINDOW_CLOSE, data)
 
     def _table(self, conn, schema: str, name: str):
         builder = self.pipeline.builder
@@ -299,7 +273,7 @@ class PgWatermarks:
             self.sql().execute(sql.SQL(
                 "DELETE FROM {}.{} WHERE type IN (%s, %s) AND starts_with(data, %s)").format(
                     sql.Identifier(self.signal[0]), sql.Identifier(self.signal[1])),
-                (WINDOW_OPEN, WINDOW_CLOSE, json.dumps({"window": prefix})[:-2]))
+                (signal_table.WINDOW_OPEN, signal_table.WINDOW_CLOSE, signal_table.windows_data_prefix(prefix)))
         except psycopg.Error as error:
             log.warning("could not delete stale watermarks from %s: %s", self.config.signal_data_collection,
                         str(error).strip())

@@ -28,10 +28,10 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
 from connectors.core.snapshot.executors import ChunkInterrupted, ChunkTask
 from connectors.core.snapshot.progress import SnapshotProgress, SnapshotStart
-from connectors.errors import ConnectorError
 from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres.events import VERSION, PgEventBuilder, TableFilter

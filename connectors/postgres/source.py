@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from connectors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.pipeline import StopRequested
 from connectors.core.snapshot.executors import SnapshotContext
@@ -28,7 +29,6 @@ from connectors.core.snapshot.incremental import IncrementalSnapshots
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle
-from connectors.errors import AuthenticationFailed, ConnectorError, HistoryLost, SourceUnreachable
 from connectors.postgres import chunk_tasks, offsets
 from connectors.postgres.catalog import key_column_problems
 from connectors.postgres.config import PostgresConfig

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from connectors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
-from connectors.errors import ConnectorError
 from connectors.postgres import pgoutput as p
 from connectors.postgres.offsets import acknowledgeable
 from connectors.postgres.position import Position

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.events import logical
 from connectors.events import schema as s
 from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes

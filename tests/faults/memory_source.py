@@ -27,13 +27,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from connectors import ConnectorError
 from connectors.config.types import CleanupPolicy, MessageTooLargePolicy
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.executors import ChunkInterrupted, ChunkTask, SnapshotContext
 from connectors.core.snapshot.progress import SnapshotProgress, SnapshotStart
 from connectors.core.source import ChangeSummary, Start, StoredOffset
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
-from connectors.errors import ConnectorError
 from connectors.kafka.sink import OutMessage
 from connectors.runner import ConnectorRunner
 

@@ -11,7 +11,7 @@ import time
 import pymongo
 import pytest
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.kafka import OffsetStore
 from tests.integration.kafka_reading import read_topic
 from tests.integration.pipeline_harness import RunningConnector, connector_config, values, wait_for_events

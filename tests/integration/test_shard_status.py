@@ -9,7 +9,7 @@ import datetime
 import pymongo
 import pytest
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mongodb.shard_status import ShardStatus
 from devstack.mongo.sharded_handle import start_sharded_cluster
 

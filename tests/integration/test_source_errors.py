@@ -14,10 +14,10 @@ from pathlib import Path
 import pymongo
 import pytest
 
+from connectors import AuthenticationFailed, SourceUnreachable
 from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ReaderFailed
-from connectors.errors import AuthenticationFailed, SourceUnreachable
 from connectors.mongodb.errors import NotAReplicaSet
 from connectors.mongodb.filters import WatchTarget
 from connectors.mongodb.stream import ChangeStreamReader, StartPosition, StreamOptions

@@ -96,7 +96,7 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
     """Verify reads a replica set in one snapshot transaction; a server that aborts it (past its
     transactionLifetimeLimitSeconds, here the emulator's cut to 0.5 s) fails the run with a sentence saying so, not
     with the driver's NoSuchTransaction trace."""
-    from connectors.errors import ConnectorError
+    from connectors import ConnectorError
     from devstack.mongo import replset
 
     if not hasattr(mongo_rs, "stop"):

@@ -8,8 +8,8 @@ import pymongo
 import pytest
 
 from bench.write_load import DOCUMENT_OPS, Workload, mongo_writer
+from connectors import ConnectorError
 from connectors.core.verify import Verifier, VerifyOptions
-from connectors.errors import ConnectorError
 from connectors.mongodb import verify as mongo_verify
 from devstack.mongo.sharded_handle import start_sharded_cluster
 from tests.integration.pipeline_harness import RunningConnector, connector_config, wait_for_events

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from connectors.errors import AuthenticationFailed, HistoryLost
+from connectors import AuthenticationFailed, HistoryLost
 from connectors.mysql.binlog import BinlogPosition, RowChange, SchemaStatement, TransactionCommit
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.connection import connect

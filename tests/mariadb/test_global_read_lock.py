@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from connectors import ConnectorError
 from connectors.core.pipeline import StopRequested
-from connectors.errors import ConnectorError
 from connectors.mysql.connection import connect
 from connectors.mysql.snapshot import take_global_read_lock
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.kafka import OffsetStore
 from connectors.mysql.connection import connect
 from connectors.mysql.incremental import signal_table_problem

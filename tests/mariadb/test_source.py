@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mysql.binlog import BinlogPosition
 from connectors.mysql.connection import connect
 from connectors.mysql.status import show_binlog_status

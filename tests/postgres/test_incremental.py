@@ -11,7 +11,7 @@ import time
 import psycopg
 import pytest
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.kafka import OffsetStore
 from connectors.postgres.incremental import signal_table_problem
 from tests.integration.kafka_reading import read_topic

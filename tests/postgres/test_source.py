@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from connectors import HistoryLost
 from connectors.core.collector import BATCH_THRESHOLDS
-from connectors.errors import HistoryLost
 from connectors.kafka import OffsetStore
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.pgoutput import lsn_from_text

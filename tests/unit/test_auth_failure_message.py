@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pymongo.errors import OperationFailure
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mongodb.client import check_connection
 
 

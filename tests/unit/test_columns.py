@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from connectors import ConnectorError
 from connectors.core.columns import ColumnHash, ColumnRules, length_rule, parse_key_columns
-from connectors.errors import ConnectorError
 from connectors.events import schema as s
 from connectors.events.json_converter import schema_json
 from connectors.secrets import Secret

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import UnknownConnectorClass
+from connectors import UnknownConnectorClass
 from connectors.mongodb.source import MongoSource
 from connectors.mysql.source import MySqlSource
 from connectors.runner import ConnectorRunner

@@ -8,7 +8,7 @@ import json
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mysql.binlog import ColumnInfo, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import SourceInfo, TableEvents

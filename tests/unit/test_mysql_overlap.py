@@ -10,12 +10,12 @@ import json
 import pymysql
 import pytest
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk
 from connectors.core.snapshot.executors import ChunkResult, ChunkTask, result_from_json
 from connectors.core.snapshot.markers import ChunkMarkers
 from connectors.core.snapshot.progress import CollectionProgress
 from connectors.core.snapshot.self_committing import result_json
-from connectors.errors import ConnectorError
 from connectors.mysql.binlog import BinlogPosition, ColumnInfo, RowChange, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.overlap import ActiveOverlap, BinlogPlace, ReadPoint, SnapshotOverlap, overlap_of

@@ -8,7 +8,7 @@ import pymysql
 import pytest
 from pymysql.constants import CLIENT
 
-from connectors.errors import SourceUnreachable
+from connectors import SourceUnreachable
 from connectors.mysql import connection as mysql_connection
 from connectors.mysql import tls
 from connectors.mysql.connection import ConnectionSettings

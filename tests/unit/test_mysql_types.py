@@ -9,7 +9,7 @@ import decimal
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE as F
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.mysql.binlog import ZERO_DATE, ColumnInfo
 from connectors.mysql.types import TypeOptions, mapping
 

@@ -10,9 +10,8 @@ from typing import Any
 
 from django.db import transaction
 
-from connectors import sources
+from connectors import UnknownConnectorClass, sources
 from connectors.config.types import ConfigError, Problem
-from connectors.errors import UnknownConnectorClass
 from web.connectors import properties as props
 from web.connectors.models import Connector, ConnectorFilter
 

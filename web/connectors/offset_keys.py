@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pymongo.errors import ConfigurationError, PyMongoError
 from pymongo.uri_parser import parse_uri
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 from connectors.kafka import OffsetRecord
 from connectors.kafka.offset_record import REPLICA_SET_KEY, SHARDED_KEY
 from connectors.mongodb import topology

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors import UnknownConnectorClass
 from connectors.config.types import HASH_MASK_PREFIX, SNAPSHOT_FILTER_PREFIX
 from connectors.config.values import join_list, split_list
-from connectors.errors import UnknownConnectorClass
 from connectors.secrets import MASK, redact_connection_string
 from connectors.sources import MONGODB, source_kind
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, Protocol
 
+from connectors import ConnectorError
 from connectors.core.collector import batch_collection
 from connectors.core.snapshot.chunks import Chunk, chunks_of
 from connectors.core.snapshot.executors import (
@@ -46,7 +47,6 @@ from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.snapshot.progress import CollectionProgress, SnapshotProgress
 from connectors.core.source import EventBuilder, SnapshotReader
 from connectors.core.stream import Backoff
-from connectors.errors import ConnectorError
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.source import EventBuilder, SnapshotReader
-from connectors.errors import ConnectorError
 
 log = logging.getLogger(__name__)
 

@@ -73,6 +73,16 @@ SIGNAL = "signal"
 ROW = "row"
 
 
+def row_event(namespace: str, key: Any, old_key: Any) -> StreamEvent:
+    """A change to a keyed row of `namespace`, from its key after the change and before it (either None when the
+    change has no such image: an insert, a delete); `old_key` stays only when the change moved the row."""
+    if key is None:
+        key, old_key = old_key, None
+    elif old_key == key:
+        old_key = None
+    return StreamEvent(ROW, key, namespace, old_key=old_key)
+
+
 class WatermarkSource(Protocol):
     """A partition's side of incremental snapshots."""
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.errors import ConnectorError
+from connectors import ConnectorError
 
 log = logging.getLogger(__name__)
 _UNKNOWN = object()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from connectors import ConnectorError
 from connectors.core.allocator import keep_freed_memory
 from connectors.core.collector import batch_collection
 from connectors.core.snapshot.executors import (
@@ -27,7 +28,6 @@ from connectors.core.snapshot.executors import (
 )
 from connectors.core.snapshot.markers import COMPLETED, ChunkMarkers
 from connectors.core.source import EventBuilder
-from connectors.errors import ConnectorError
 from connectors.kafka.errors import SinkFencedError
 from connectors.kafka.sink import TransactionalSink
 from connectors.kafka.topics import TopicAdmin, TopicSpec, offsets_topic_spec

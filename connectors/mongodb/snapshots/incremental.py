@@ -26,6 +26,7 @@ from bson import json_util
 from bson.raw_bson import RawBSONDocument
 from pymongo.errors import PyMongoError
 
+from connectors import ConnectorError
 from connectors.config.types import CaptureScope
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import (
@@ -36,7 +37,6 @@ from connectors.core.snapshot.incremental import (
     WATERMARK_PREFIX,
     StreamEvent,
 )
-from connectors.errors import ConnectorError
 from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, watch_target
 from connectors.mongodb.rawjson import RawChangeEvent, decoded, document_key, raw_snapshot_options

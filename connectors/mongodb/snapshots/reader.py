@@ -7,9 +7,9 @@ import threading
 
 from pymongo.errors import OperationFailure
 
+from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Plan
 from connectors.core.snapshot.progress import SnapshotStart
-from connectors.errors import ConnectorError
 from connectors.kafka.errors import SinkFencedError
 from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, change_stream_pipeline, watch_target

@@ -14,8 +14,8 @@ def test_executor_code_applies_an_update_from_the_zip_alone(tmp_path):
     probe = (
         "import sys; sys.path[:] = [sys.argv[1]] + [p for p in sys.path if 'site-packages' not in p and p];"
         "from sparkjobs import docstate;"
-        "print(docstate.dumps(docstate.apply_update({'a': {'b': [1, 2, 3]}, 'c': 1},"
-        " {'a.b.1': 9}, ['c'], [('a.b', 2)])))"
+        "print(docstate.fold('{\"a\": {\"b\": [1, 2, 3]}, \"c\": 1}', [{'updated_fields': '{\"a.b.1\": 9}',"
+        " 'removed_fields': ['c'], 'truncated_arrays': [('a.b', 2)]}])[0])"
     )
     # Run from an empty directory so the project's own tree is not on the path.
     done = subprocess.run([sys.executable, "-I", "-c", probe, archive], cwd=tmp_path, capture_output=True,

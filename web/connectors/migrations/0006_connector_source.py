@@ -7,7 +7,7 @@ import web.connectors.fields
 
 def source_from_connector_class(apps, schema_editor):
     """Existing connectors: the kind their connector.class names (none: MongoDB, as before sources were pluggable)."""
-    from connectors.errors import UnknownConnectorClass
+    from connectors import UnknownConnectorClass
     from connectors.sources import source_kind
 
     for connector in apps.get_model("connectors", "Connector").objects.all():
