@@ -125,13 +125,17 @@ def test_incremental_snapshot_with_writes_inside_every_window_and_concurrently(t
         tables.execute("DELETE FROM big WHERE id = %s", (low + 2,))
         window_writes.append((low + 1, low + 2))
 
+    touched: set[int] = set()  # the rows the concurrent writer changed: a chunk may drop them
+
     def writer():
         with psycopg.connect(tables.dsn, autocommit=True) as conn:
             i = 0
             while not stop_writer.is_set():
                 i += 1
+                touched.add((i * 37) % 1000 + 1)
                 conn.execute("UPDATE big SET label = 'w' || %s WHERE id = %s", (i, (i * 37) % 1000 + 1))
                 if i % 10 == 0:
+                    touched.add((i * 53) % 1000 + 1)
                     conn.execute("DELETE FROM big WHERE id = %s", ((i * 53) % 1000 + 1,))
                     conn.execute("INSERT INTO big VALUES (%s, 'new') ON CONFLICT DO NOTHING", (1000 + i,))
 
@@ -157,7 +161,10 @@ def test_incremental_snapshot_with_writes_inside_every_window_and_concurrently(t
     reads = _check_against_table(tables, values)
     for updated, deleted in window_writes:
         assert updated not in reads and deleted not in reads  # changed inside its window: left to the stream
-    assert len(reads) >= 1000 - 3 * len(window_writes) - 200  # the writer's changes drop some too
+    # a row the snapshot did not read was changed while it ran: inside its chunk's window, or by the writer
+    in_windows = {key for pair in window_writes for key in pair}
+    unexplained = set(range(1, 1001)) - set(reads) - in_windows - touched
+    assert not unexplained, sorted(unexplained)[:20]
     assert metrics["RowsDroppedByWatermarks"] >= 2 * len(window_writes) - 2
     # nothing of the signal table is an event
     assert not _events(bootstrap, f"{name}.public.dbz_signal")
