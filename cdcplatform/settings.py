@@ -339,5 +339,7 @@ LOGGING = {
         "django": {"level": env_str("DJANGO_LOG_LEVEL", "INFO").upper(), "propagate": True},
         "django.db.backends": {"level": "INFO"},  # SQL at DEBUG only when asked for by this logger
         "axes": {"level": "WARNING"},  # each failed login and lockout, without axes' INFO chatter
+        # kafka-python (the Brokers page's sizes on disk) logs every connection attempt; the page reports the outcome
+        "kafka": {"level": "CRITICAL"},
     },
 }

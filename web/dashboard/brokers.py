@@ -1,13 +1,13 @@
 """The Kafka cluster's brokers (AdminClient describe_cluster and the topics' metadata): each broker with its address,
-rack, whether it is the controller, and the topic partitions it leads and holds a replica of. Sizes on disk need
-AdminClient.describe_log_dirs, which the installed confluent-kafka may not have (`LOG_DIRS_AVAILABLE`)."""
+rack, whether it is the controller, and the topic partitions it leads and holds a replica of, with their sizes on
+disk. confluent-kafka has no DescribeLogDirs request, so the sizes are asked with kafka-python's admin client, within
+the page's time bound; without an answer the page lists the partitions and says why their sizes are missing."""
 
 from __future__ import annotations
 
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
-import confluent_kafka
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from django.conf import settings
@@ -15,8 +15,6 @@ from django.conf import settings
 from web.dashboard.topic_browser import KafkaUnavailable
 
 TIMEOUT_S = 5.0
-LOG_DIRS_AVAILABLE = hasattr(AdminClient, "describe_log_dirs")
-CLIENT_VERSION = confluent_kafka.version()[0]
 
 
 @dataclass
@@ -25,6 +23,7 @@ class HostedPartition:
     partition: int
     leader: bool
     in_sync: bool
+    size_bytes: int | None = None  # on this broker's disk; None when the broker did not say
 
 
 @dataclass
@@ -43,6 +42,52 @@ class Broker:
     @property
     def out_of_sync(self) -> int:
         return sum(1 for p in self.partitions if not p.in_sync)
+
+    @property
+    def size_bytes(self) -> int | None:
+        sizes = [p.size_bytes for p in self.partitions if p.size_bytes is not None]
+        return sum(sizes) if sizes else None
+
+    def topic_sizes(self) -> list[tuple[str, int]]:
+        """Bytes on this broker's disk per topic, largest first."""
+        totals: dict[str, int] = {}
+        for p in self.partitions:
+            if p.size_bytes is not None:
+                totals[p.topic] = totals.get(p.topic, 0) + p.size_bytes
+        return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+
+def sizes_on_disk() -> dict[tuple[int, str, int], int]:
+    """(broker, topic, partition) -> bytes in the broker's log directories (DescribeLogDirs, every broker);
+    KafkaUnavailable when the brokers do not answer within the page's bound."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    timeout_ms = int(TIMEOUT_S * 1000)
+    try:  # asked only after describe_cluster answered, so the client's bootstrap (its IO thread) rarely fails
+        admin = KafkaAdminClient(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS.split(","),
+                                 client_id="cdc-dashboard-brokers", request_timeout_ms=timeout_ms,
+                                 bootstrap_timeout_ms=timeout_ms)
+    except KafkaError as error:
+        raise KafkaUnavailable(str(error)) from None
+    try:
+        answers = admin.describe_log_dirs()
+    except KafkaError as error:
+        raise KafkaUnavailable(str(error)) from None
+    finally:
+        admin.close()
+    sizes: dict[tuple[int, str, int], int] = {}
+    for answer in answers:
+        for log_dir in answer["log_dirs"]:
+            if log_dir.get("error_code"):
+                continue  # an offline log directory holds nothing this broker serves
+            for topic in log_dir.get("topics", []):
+                for partition in topic.get("partitions", []):
+                    if partition.get("is_future_key"):
+                        continue  # a copy being moved between directories, not the replica itself
+                    key = (answer["broker"], topic["name"], partition["partition_index"])
+                    sizes[key] = sizes.get(key, 0) + partition["partition_size"]
+    return sizes
 
 
 def brokers() -> tuple[str, list[Broker]]:
@@ -65,3 +110,15 @@ def brokers() -> tuple[str, list[Broker]]:
                     found[replica].partitions.append(
                         HostedPartition(name, number, partition.leader == replica, replica in partition.isrs))
     return cluster.cluster_id, [found[key] for key in sorted(found)]
+
+
+def with_sizes(found: list[Broker]) -> str | None:
+    """Fills in each hosted partition's size on disk; returns why the sizes are missing, or None."""
+    try:
+        sizes = sizes_on_disk()
+    except KafkaUnavailable as problem:
+        return str(problem)
+    for broker in found:
+        for partition in broker.partitions:
+            partition.size_bytes = sizes.get((broker.id, partition.topic, partition.partition))
+    return None

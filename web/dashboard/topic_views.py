@@ -48,9 +48,10 @@ def broker_list(request):
         (cluster_id, found), error = brokers.brokers(), None
     except kafka.KafkaUnavailable as problem:
         cluster_id, found, error = "", [], str(problem)
+    sizes_missing = brokers.with_sizes(found) if found else None
     return render(request, "dashboard/brokers.html", {
-        "cluster_id": cluster_id, "brokers": found, "error": error, "log_dirs": brokers.LOG_DIRS_AVAILABLE,
-        "client_version": brokers.CLIENT_VERSION, **_roles(request)})
+        "cluster_id": cluster_id, "brokers": found, "error": error, "sizes_missing": sizes_missing,
+        **_roles(request)})
 
 
 @require_safe
