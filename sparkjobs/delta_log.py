@@ -8,10 +8,11 @@ few.
 
 `read_table` reads only the newest ``limit`` commits and at most ``max_bytes`` of them. The live row count is the
 sum of ``numRecords`` over the files of the newest version (minus rows a deletion vector hides): from its ``.crc``;
-without one, from the newest checkpoint (``<version>.checkpoint.parquet``, or its parts, read with pyarrow) and the
-commits after it, or from replaying every commit when the whole log is JSON, each within ``max_bytes``; otherwise
-it is unknown (None), as for a V2 checkpoint (sidecar files). A table written in soft-delete mode counts its
-soft-deleted rows too.
+without one, from the newest checkpoint and the commits after it, or from replaying every commit when the whole log
+is JSON, each within ``max_bytes``; otherwise it is unknown (None). A checkpoint is classic
+(``<version>.checkpoint.parquet``, or its parts) or V2 (``<version>.checkpoint.<uuid>.json`` or ``.parquet``, whose
+``sidecar`` actions name Parquet files under ``_delta_log/_sidecars`` that hold its ``add`` actions); Parquet is read
+with pyarrow. A table written in soft-delete mode counts its soft-deleted rows too.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from typing import Any
 
 LOG_DIR = "_delta_log"
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-# a classic checkpoint: one file, or part `part` of `parts` (V2 checkpoints name theirs with a UUID instead)
+# a classic checkpoint: one file, or part `part` of `parts`
 CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
+# a V2 checkpoint: one top-level file named with a UUID, its adds inline or in sidecar files
+V2_CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+SIDECARS_DIR = "_sidecars"
 DEFAULT_LIMIT = 20
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 # operationMetrics counting the rows a commit changed, by operation family (the first family present counts)
@@ -83,11 +87,15 @@ def _commit_path(log_dir: str, version: int) -> str:
     return os.path.join(log_dir, f"{version:020d}.json")
 
 
-def _actions(path: str, budget: list[int]) -> list[dict[str, Any]]:
+def _read_budgeted(path: str, budget: list[int]) -> None:
     size = os.path.getsize(path)
     if size > budget[0]:
         raise LogTooLarge(path)
     budget[0] -= size
+
+
+def _actions(path: str, budget: list[int]) -> list[dict[str, Any]]:
+    _read_budgeted(path, budget)
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -165,14 +173,39 @@ def _rows_from_replay(log_dir: str, versions: list[int], budget: list[int]) -> i
 
 
 def _checkpoints(log_dir: str) -> dict[int, list[str]]:
-    """Complete classic checkpoints: version -> the paths of its parts."""
+    """Complete checkpoints: version -> the paths of a classic one's parts, or of a V2 one's top-level file."""
     parts: dict[tuple[int, int], list[str]] = {}
+    complete: dict[int, list[str]] = {}
     for name in os.listdir(log_dir):
         match = CHECKPOINT_FILE.match(name)
         if match:
             version, count = int(match.group(1)), int(match.group(3) or 1)
             parts.setdefault((version, count), []).append(os.path.join(log_dir, name))
-    return {version: sorted(paths) for (version, count), paths in parts.items() if len(paths) == count}
+        elif V2_CHECKPOINT_FILE.match(name):
+            complete[int(name[:20])] = [os.path.join(log_dir, name)]
+    complete.update({version: sorted(paths) for (version, count), paths in parts.items() if len(paths) == count})
+    return complete
+
+
+def _checkpoint_adds(log_dir: str, path: str, budget: list[int]) -> list[dict[str, Any]]:
+    """The `add` actions of one checkpoint file, with those of the sidecars a V2 checkpoint names."""
+    import pyarrow.parquet as parquet
+
+    if path.endswith(".json"):
+        actions = _actions(path, budget)
+    else:
+        _read_budgeted(path, budget)
+        names = set(parquet.read_schema(path).names)
+        columns = [column for column in ("add", "sidecar") if column in names]
+        table = parquet.read_table(path, columns=columns)
+        actions = [{column: value} for column in columns for value in table.column(column).to_pylist() if value]
+    adds = [action["add"] for action in actions if action.get("add")]
+    for action in actions:
+        if action.get("sidecar"):
+            sidecar = os.path.join(log_dir, SIDECARS_DIR, os.path.basename(action["sidecar"]["path"]))
+            _read_budgeted(sidecar, budget)
+            adds += [add for add in parquet.read_table(sidecar, columns=["add"]).column("add").to_pylist() if add]
+    return adds
 
 
 def _rows_from_checkpoint(log_dir: str, versions: list[int], budget: list[int]) -> int | None:
@@ -185,18 +218,13 @@ def _rows_from_checkpoint(log_dir: str, versions: list[int], budget: list[int]) 
     if after != list(range(version + 1, versions[-1] + 1)):
         return None
     try:
-        import pyarrow.parquet as parquet
+        import pyarrow.parquet  # noqa: F401 - checkpoints are Parquet
     except ImportError:
         return None
     files: dict[str, dict[str, Any]] = {}
     for part in checkpoints[version]:
-        size = os.path.getsize(part)
-        if size > budget[0]:
-            raise LogTooLarge(part)
-        budget[0] -= size
-        for add in parquet.read_table(part, columns=["add"]).column("add").to_pylist():
-            if add:
-                files[add["path"]] = add
+        for add in _checkpoint_adds(log_dir, part, budget):
+            files[add["path"]] = add
     _replay(log_dir, after, budget, files)
     return _sum_rows(list(files.values()))
 

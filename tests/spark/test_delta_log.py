@@ -111,6 +111,39 @@ def test_live_rows_from_a_checkpoint_and_the_commits_after_it(spark, tmp_path):
     assert log.rows == live == 6
 
 
+@pytest.mark.parametrize("checkpoint_format", ["json", "parquet"])
+def test_live_rows_from_a_v2_checkpoint_and_its_sidecars(spark, tmp_path, checkpoint_format):
+    """A table with V2 checkpoints (delta.checkpointPolicy = v2: a top-level file named with a UUID whose adds sit
+    in sidecar Parquet files), its early commits and checksums removed: the rows come from that checkpoint, its
+    sidecars and the commits after it."""
+    import shutil
+
+    session = spark.newSession()
+    session.conf.set("spark.databricks.delta.checkpointV2.topLevelFileFormat", checkpoint_format)
+    path = str(tmp_path / "v2")
+    _merge(session, path, [(f"k{n}", "c", n) for n in range(6)], 0)
+    session.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', "
+                "'delta.checkpointInterval' = '3')")
+    for batch in range(1, 6):
+        _merge(session, path, [(f"k{batch}", "d", 10 * batch), (f"n{batch}", "c", 10 * batch + 1),
+                               ("k0", "u", 10 * batch + 2)], batch)
+    live = session.read.format("delta").load(path).count()
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    log_dir = copy / "_delta_log"
+    top_level = sorted(name for name in os.listdir(log_dir)
+                       if delta_log.V2_CHECKPOINT_FILE.match(name) and name.endswith(checkpoint_format))
+    assert top_level and os.listdir(log_dir / "_sidecars"), os.listdir(log_dir)
+    newest = int(top_level[-1][:20])
+    for name in os.listdir(log_dir):
+        if name.endswith(".crc") or (name.endswith(".json") and delta_log.COMMIT_FILE.match(name)
+                                     and int(name[:20]) <= newest):
+            os.remove(log_dir / name)
+    log = delta_log.read_table(str(copy))
+    assert log.version > newest
+    assert log.rows == live == 6
+
+
 def test_reads_stay_within_their_limits(table, tmp_path):
     _, path = table
     two = delta_log.read_table(path, limit=2)
