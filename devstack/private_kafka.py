@@ -14,11 +14,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from devstack import settings
-from devstack.process import StackError
+from devstack.process import StackError, recorded_pid
 
 
 def free_ports(count: int, within: range | None = None) -> list[int]:
@@ -85,8 +86,10 @@ class PrivateKafka:
         return self.node_pid(1)
 
     def node_pid(self, node: int) -> int:
-        name = "kafka" if node == 1 else f"kafka-{node}"
-        return int((self.home / "run" / f"{name}.pid").read_text().split()[0])
+        return int(self._pid_file(node).read_text().split()[0])
+
+    def _pid_file(self, node: int) -> Path:
+        return self.home / "run" / ("kafka.pid" if node == 1 else f"kafka-{node}.pid")
 
     def node_of_port(self, port: int) -> int:
         return self.ports.index(port) + 1
@@ -106,10 +109,20 @@ class PrivateKafka:
         return timer
 
     def stop(self) -> None:
-        try:
-            self.thaw()
-        except (OSError, ValueError):
-            pass
+        """Kills every node at once (SIGKILL, a frozen one too), then lets the devstack forget them. What a private
+        broker holds is of no use once it is stopped, and a cluster's graceful stop takes each node's controlled
+        shutdown in turn: the last ones, left without a quorum of controllers, waited out the 30 s bound."""
+        nodes = [self._pid_file(node) for node in range(1, self.brokers + 1)]
+        for pid_file in nodes:
+            pid = recorded_pid(pid_file)
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 30  # the ports are free again once the processes are gone
+        while any(recorded_pid(pid_file) is not None for pid_file in nodes) and time.monotonic() < deadline:
+            time.sleep(0.1)
         self._devstack("down")
 
 

@@ -36,6 +36,18 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def recorded_pid(pid_file: Path) -> int | None:
+    """The pid a pid file records if that very process is still alive (same start time), else None."""
+    try:
+        pid_text, started = pid_file.read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if _start_time(pid) != started:
+        return None
+    return pid
+
+
 def private_directory(path: Path) -> None:
     """Creates `path` readable by its owner only (0700), and tightens it if it exists: logs quote requests."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -63,14 +75,7 @@ class ManagedProcess:
 
     def pid(self) -> int | None:
         """The recorded pid if that very process is still alive, else None."""
-        try:
-            pid_text, started = self.pid_file.read_text().split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            return None
-        if _start_time(pid) != started:
-            return None
-        return pid
+        return recorded_pid(self.pid_file)
 
     def uptime(self) -> float | None:
         """Seconds since the recorded process started, None when it is not running."""
