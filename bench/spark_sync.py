@@ -11,8 +11,8 @@ each applied two ways in one session on ``local[*]``:
 - versioned Parquet: what the streaming `latest_state` template does per micro-batch (read the current version,
   merge the batch's events in with `latest_state(previous_state=…)`, write the next version).
 
-It prints the median milliseconds per micro-batch at each size side by side, and the 10x extrapolation of each
-(Parquet: the line through the two largest sizes; Delta: its mean, when flat). Then the crash run: the real job
+It prints the median milliseconds per micro-batch at each size side by side, the 10x extrapolation of each (the
+line through the two largest sizes) and each one's growth between them. Then the crash run: the real job
 (`python -m sparkjobs.submit delta_sync`, one micro-batch per 1,000 records) over ``--crash-rows`` inserts and
 updates is killed with SIGKILL in its third micro-batch and started again; the table must then hold exactly the
 workload's documents (checked row by row). Needs Kafka (`python -m devstack up kafka`).
@@ -54,7 +54,8 @@ class Workload:
         self.topic = f"{prefix}.bench.docs"
         self.docs: dict[int, dict] = {}
         self.seconds, self.inc = 1_700_000_000, 0
-        AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client fails its futures
+        admin.create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
         self.offset = 0
 
@@ -225,12 +226,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'table rows':>12} {'Delta MERGE ms':>16} {'versioned Parquet ms':>22}")
         for size, delta_ms, parquet_ms in results:
             print(f"{size:>12,} {delta_ms:>16.0f} {parquet_ms:>22.0f}")
-        if len(results) >= 2:
-            (small, _, p_small), (large, _, p_large) = results[-2], results[-1]
-            slope = (p_large - p_small) / (large - small)
+        if len(results) >= 2:  # both on the line through the two largest sizes: neither is assumed flat
+            (small, d_small, p_small), (large, d_large, p_large) = results[-2], results[-1]
             ten = large * 10
-            delta_mean = statistics.mean(delta for _, delta, _ in results)
-            print(f"{ten:>12,} {delta_mean:>16.0f} {p_large + slope * (ten - large):>22.0f}   (extrapolated)")
+
+            def extrapolated(at_small: float, at_large: float) -> float:
+                return at_large + (at_large - at_small) / (large - small) * (ten - large)
+
+            print(f"{ten:>12,} {extrapolated(d_small, d_large):>16.0f} {extrapolated(p_small, p_large):>22.0f}"
+                  "   (extrapolated)")
+            print(f"growth from {small:,} to {large:,} rows: Delta x{d_large / d_small:.2f}, "
+                  f"versioned Parquet x{p_large / p_small:.2f}")
         if not args.skip_crash:
             print("\ncrash and restart:", json.dumps(crash_and_restart(spark, args, workdir)))
     finally:

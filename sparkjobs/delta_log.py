@@ -167,7 +167,7 @@ def _rows_from_replay(log_dir: str, versions: list[int], budget: list[int]) -> i
     and removed) and fit the budget."""
     if versions != list(range(versions[-1] + 1)):
         return None
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[tuple[str, str | None], dict[str, Any]] = {}
     _replay(log_dir, versions, budget, files)
     return _sum_rows(list(files.values()))
 
@@ -221,21 +221,31 @@ def _rows_from_checkpoint(log_dir: str, versions: list[int], budget: list[int]) 
         import pyarrow.parquet  # noqa: F401 - checkpoints are Parquet
     except ImportError:
         return None
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[tuple[str, str | None], dict[str, Any]] = {}
     for part in checkpoints[version]:
         for add in _checkpoint_adds(log_dir, part, budget):
-            files[add["path"]] = add
+            files[_file_id(add)] = add
     _replay(log_dir, after, budget, files)
     return _sum_rows(list(files.values()))
 
 
-def _replay(log_dir: str, versions: list[int], budget: list[int], files: dict[str, dict[str, Any]]) -> None:
+def _file_id(action: dict[str, Any]) -> tuple[str, str | None]:
+    """What identifies a data file in the table's state: its path and its deletion vector, as Delta's protocol has
+    it (a MERGE that marks rows removes the file with its old vector and adds it again with the new one)."""
+    vector = action.get("deletionVector")
+    if not vector:
+        return action["path"], None
+    return action["path"], f"{vector.get('storageType')}{vector.get('pathOrInlineDv')}@{vector.get('offset')}"
+
+
+def _replay(log_dir: str, versions: list[int], budget: list[int],
+            files: dict[tuple[str, str | None], dict[str, Any]]) -> None:
     for version in versions:
         for action in _actions(_commit_path(log_dir, version), budget):
             if "add" in action:
-                files[action["add"]["path"]] = action["add"]
+                files[_file_id(action["add"])] = action["add"]
             elif "remove" in action:
-                files.pop(action["remove"]["path"], None)
+                files.pop(_file_id(action["remove"]), None)
 
 
 def read_table(path: str, *, limit: int = DEFAULT_LIMIT, max_bytes: int = DEFAULT_MAX_BYTES) -> TableLog | None:
