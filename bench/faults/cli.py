@@ -17,7 +17,7 @@ from bench.faults.campaign import Campaign, CampaignAborted
 from bench.faults.hook import runner_main
 from bench.faults.netproxy import FaultProxy
 from bench.faults.report import Outcome, report
-from bench.faults.sources import SOURCES
+from bench.faults.source_kinds import SOURCES
 from bench.faults.workload import WORKLOAD_RATE, workload_main
 from devstack.private_kafka import PrivateKafka, free_ports
 from devstack.process import StackError

@@ -39,7 +39,8 @@ from confluent_kafka.admin import AdminClient
 from bench.faults.campaign import Campaign, CampaignAborted, Session
 from bench.faults.cli import port_range
 from bench.faults.report import Outcome, report
-from bench.faults.sources import SOURCES, wait_gone
+from bench.faults.source_kinds import SOURCES
+from bench.faults.sources import wait_gone
 from devstack.private_kafka import PrivateKafka
 from devstack.process import StackError
 

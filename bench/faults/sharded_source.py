@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bench.faults.sources import SOURCES, MongoSource
+from bench.faults.sources import MongoSource
 
 MOVE_INTERVAL = 0.3
 
@@ -96,6 +96,3 @@ class ShardedMongoSource(MongoSource):
         shard.kill_member(killed)
         shard.wait_for_primary(timeout=60, not_index=killed)
         shard.restart_member(killed)
-
-
-SOURCES["mongodb-sharded"] = ShardedMongoSource

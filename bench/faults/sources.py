@@ -208,4 +208,3 @@ class MariaDbSource(RelationalSource):
 
 
 SOURCES = {"mongodb": MongoSource, "postgres": PostgresSource, "mariadb": MariaDbSource}
-from bench.faults import sharded_source  # noqa: E402,F401 - registers mongodb-sharded
