@@ -44,3 +44,34 @@ def test_the_mongodb_form_previews_the_collections_its_lists_capture(session, pl
     page.goto(f"/connectors/{name}/edit/")
     page.get_by_label("Collection exclude").fill("")
     captured(page, f"{name}.customers", True)
+
+
+def test_the_preview_lists_the_configuration_the_live_check_found_valid(session, platform, mongo_rs):
+    """The live check's answer arrives after the form changed (here: held until an invalid line is typed): the
+    preview lists the body that was checked, not the newer one, which the server would refuse (a 400 the page logs
+    as an error)."""
+    name = f"btprace{tagged_suffix()}"
+    client = pymongo.MongoClient(mongo_rs.uri)
+    client[name].orders.insert_one({"_id": 1})
+    client.close()
+    current, page = session("admin")
+    page.goto("/connectors/new/")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Topic prefix").fill(name)
+    page.get_by_label("Connection string").fill(mongo_rs.uri)
+    held = []
+    page.route("**/api/connectors/validate/", lambda route: held.append(route))
+    page.get_by_label("Database include").fill(name)
+    deadline_ms = 30_000
+    while not held and deadline_ms > 0:  # gate: the check of the valid configuration is in flight
+        page.wait_for_timeout(100)
+        deadline_ms -= 100
+    assert held, "the live check did not ask"
+    previews = []
+    page.on("request", lambda request: "/api/connectors/tables/" in request.url and previews.append(request))
+    page.get_by_label("Other properties").evaluate("(area) => { area.value = 'poll.interval.ms=-1'; }")
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/connectors/validate/")
+    captured(page, f"{name}.orders", True)
+    assert previews and all("poll.interval.ms" not in (request.post_data or "") for request in previews)

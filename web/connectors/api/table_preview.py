@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
 
 from connectors.config.table_preview import PreviewFailed
 from web.connectors import connectivity
@@ -18,7 +19,14 @@ PREVIEW_NAME = "preview"  # for a form whose name is not filled in yet
 
 
 class PreviewBody(ConnectorSerializer):
-    """The create or PATCH body of a connector, made into its parts without connecting."""
+    """The create or PATCH body of a connector, made into its parts without connecting. A name already taken is no
+    reason to refuse a listing: a form's last preview can arrive just after the form created its connector."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["name"].validators = [check for check in fields["name"].validators
+                                     if not isinstance(check, UniqueValidator)]
+        return fields
 
     def validate(self, attrs):
         self.prepare_parts(attrs)

@@ -87,10 +87,13 @@
   async function validate(all) {
     const mine = ++seq;
     const state = document.getElementById("validation-state");
+    const sent = body();  // what a valid answer is about: the preview lists this, not the form as it is by then
+    const depends = JSON.stringify(["connection_string", "password", "database_include", "database_exclude",
+      "collection_include", "collection_exclude", "signal_collection"].map((n) => (form.elements[n] || {}).value));
     let result;
     try {
       const response = await fetch(form.dataset.validate, {
-        method: "POST", credentials: "same-origin", body: JSON.stringify(body()),
+        method: "POST", credentials: "same-origin", body: JSON.stringify(sent),
         headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
       });
       if (!response.ok) { state.textContent = `Live validation unavailable (HTTP ${response.status}).`; return; }
@@ -119,10 +122,7 @@
     const count = Object.values(byField).reduce((a, m) => a + m.length, 0) + general.length;
     const hidden = count - general.length - Object.entries(byField)
       .filter(([f]) => all || touched.has(f)).reduce((a, [, m]) => a + m.length, 0);
-    if (!count) {  // a valid configuration: the collections its lists capture (connects only when these changed)
-      refreshPreview(JSON.stringify(["connection_string", "password", "database_include", "database_exclude",
-        "collection_include", "collection_exclude", "signal_collection"].map((n) => (form.elements[n] || {}).value)));
-    }
+    if (!count) refreshPreview(depends, sent);  // the collections its lists capture (connects only when these changed)
     state.textContent = !count ? "The configuration is valid."
       : `${count} problem${count === 1 ? "" : "s"}` +
         (hidden > 0 && !shownCount ? " in fields not filled in yet." : ".");

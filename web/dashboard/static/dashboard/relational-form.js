@@ -66,10 +66,14 @@
   async function validate() {
     const mine = ++seq;
     state.textContent = "Checking…";
+    const sent = body();  // what a valid answer is about: the preview lists this, not the form as it is by then
+    // a preview connects, and shares the user's rate of connection checks: only when what it depends on changed
+    const depends = JSON.stringify(["hostname", "port", "user", "password", "dbname", "schema_include",
+      "database_include", "table_include", "table_exclude", "signal_collection"].map(value));
     let result;
     try {
       const response = await fetch(form.dataset.validate, {
-        method: "POST", credentials: "same-origin", body: JSON.stringify(body()),
+        method: "POST", credentials: "same-origin", body: JSON.stringify(sent),
         headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
       });
       if (!response.ok) { state.textContent = `Live checks unavailable (HTTP ${response.status}).`; return; }
@@ -93,10 +97,7 @@
       show(field, byField[field] || []);
       shown += (byField[field] || []).length;
     });
-    // a preview connects, and shares the user's rate of connection checks: only when what it depends on changed
-    const depends = JSON.stringify(["hostname", "port", "user", "password", "dbname", "schema_include",
-      "database_include", "table_include", "table_exclude", "signal_collection"].map(value));
-    if (!count) refreshPreview(depends);  // a valid configuration whose server answered
+    if (!count) refreshPreview(depends, sent);  // a valid configuration whose server answered
     state.textContent = !count ? "The configuration is valid and the server answered."
       : `${count} problem${count === 1 ? "" : "s"}` + (shown < count ? " (some in fields not filled in yet)." : ".");
   }

@@ -1,7 +1,9 @@
 // The connector forms' table preview (docs/dashboard.md): the form's API body goes to the tables action, which lists
 // the source's tables (collections) and marks those the include/exclude lists capture; the connector's own filters
-// decide, on the server. window.cdcTablePreview(form, body) -> refresh(depends): lists again when `depends` (the
-// values the answer depends on) changed since the last listing, or always when it is omitted.
+// decide, on the server. window.cdcTablePreview(form, body) -> refresh(depends, sent): lists again when `depends`
+// (the values the answer depends on) changed since the last listing, or always when it is omitted. `sent` is the body
+// the live check found valid: the form may have changed while the check was answered, and a listing of that newer,
+// unchecked body would be refused.
 (function () {
   "use strict";
   window.cdcTablePreview = function (form, body) {
@@ -13,13 +15,13 @@
     const noun = list.dataset.noun || "table";
     let seq = 0, listed = null;
 
-    async function preview() {
+    async function preview(sent) {
       const mine = ++seq;
       state.textContent = `Listing the source's ${noun}s…`;
       let response, result;
       try {
         response = await fetch(form.dataset.preview, {
-          method: "POST", credentials: "same-origin", body: JSON.stringify(body()),
+          method: "POST", credentials: "same-origin", body: JSON.stringify(sent || body()),
           headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
         });
         result = await response.json().catch(() => ({}));
@@ -45,11 +47,11 @@
       state.textContent = `${result.captured} of ${result.total} ${noun}${result.total === 1 ? "" : "s"} captured` +
         (result.tables.length < result.total ? ` (the first ${result.tables.length} listed).` : ".");
     }
-    if (button) button.addEventListener("click", preview);
-    return (depends) => {
+    if (button) button.addEventListener("click", () => preview());
+    return (depends, sent) => {
       if (depends !== undefined && depends === listed) return;  // a listing connects: only when it may differ
       listed = depends;
-      preview();
+      preview(sent);
     };
   };
 })();
