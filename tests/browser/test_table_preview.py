@@ -19,17 +19,23 @@ def captured(page, name: str, value: bool, timeout_ms: int = 60_000) -> None:
         "?.dataset.captured === value", arg=[name, str(value).lower()], timeout=timeout_ms)
 
 
+def new_form(session, mongo_rs, name: str):
+    """An admin's New connector page with the name, topic prefix and the replica set's connection string filled."""
+    _, page = session("admin")
+    page.goto("/connectors/new/")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Topic prefix").fill(name)
+    page.get_by_label("Connection string").fill(mongo_rs.uri)
+    return page
+
+
 def test_the_mongodb_form_previews_the_collections_its_lists_capture(session, platform, mongo_rs):
     name = f"btprev{tagged_suffix()}"
     client = pymongo.MongoClient(mongo_rs.uri)
     for collection in ("orders", "customers"):
         client[name][collection].insert_one({"_id": 1})
     client.close()
-    current, page = session("admin")
-    page.goto("/connectors/new/")
-    page.get_by_label("Name", exact=True).fill(name)
-    page.get_by_label("Topic prefix").fill(name)
-    page.get_by_label("Connection string").fill(mongo_rs.uri)
+    page = new_form(session, mongo_rs, name)
     page.get_by_label("Database include").fill(name)
     captured(page, f"{name}.orders", True)
     captured(page, f"{name}.customers", True)
@@ -54,11 +60,7 @@ def test_the_preview_lists_the_configuration_the_live_check_found_valid(session,
     client = pymongo.MongoClient(mongo_rs.uri)
     client[name].orders.insert_one({"_id": 1})
     client.close()
-    current, page = session("admin")
-    page.goto("/connectors/new/")
-    page.get_by_label("Name", exact=True).fill(name)
-    page.get_by_label("Topic prefix").fill(name)
-    page.get_by_label("Connection string").fill(mongo_rs.uri)
+    page = new_form(session, mongo_rs, name)
     held = []
     page.route("**/api/connectors/validate/", lambda route: held.append(route))
     page.get_by_label("Database include").fill(name)

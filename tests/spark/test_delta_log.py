@@ -84,6 +84,18 @@ def test_live_rows_from_the_checksum_and_from_replaying_the_commits(table, tmp_p
     assert delta_log.read_table(str(copy)).rows is None
 
 
+def _checkpointed(session, path: str, properties: str) -> int:
+    """A table of 6 rows given `properties` (checkpoint settings), then 5 batches that delete, insert and update;
+    returns its live row count as Spark reads it."""
+    _merge(session, path, [(f"k{n}", "c", n) for n in range(6)], 0)
+    session.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({properties})")
+    for batch in range(1, 6):
+        _merge(session, path, [(f"k{batch}", "d", 10 * batch), (f"n{batch}", "c", 10 * batch + 1),
+                               ("k0", "u", 10 * batch + 2)], batch)
+    live = session.read.format("delta").load(path).count()
+    return live
+
+
 def test_live_rows_from_a_checkpoint_and_the_commits_after_it(spark, tmp_path):
     """A table whose early commits were folded into checkpoints and cleaned up, without checksums (as writers
     other than delta-spark leave it): the rows come from the newest checkpoint and the commits after it."""
@@ -91,12 +103,7 @@ def test_live_rows_from_a_checkpoint_and_the_commits_after_it(spark, tmp_path):
 
     session = spark.newSession()
     path = str(tmp_path / "checkpointed")
-    _merge(session, path, [(f"k{n}", "c", n) for n in range(6)], 0)
-    session.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '3')")
-    for batch in range(1, 6):
-        _merge(session, path, [(f"k{batch}", "d", 10 * batch), (f"n{batch}", "c", 10 * batch + 1),
-                               ("k0", "u", 10 * batch + 2)], batch)
-    live = session.read.format("delta").load(path).count()
+    live = _checkpointed(session, path, "'delta.checkpointInterval' = '3'")
     copy = tmp_path / "copy"
     shutil.copytree(path, copy)
     log_dir = copy / "_delta_log"
@@ -121,13 +128,7 @@ def test_live_rows_from_a_v2_checkpoint_and_its_sidecars(spark, tmp_path, checkp
     session = spark.newSession()
     session.conf.set("spark.databricks.delta.checkpointV2.topLevelFileFormat", checkpoint_format)
     path = str(tmp_path / "v2")
-    _merge(session, path, [(f"k{n}", "c", n) for n in range(6)], 0)
-    session.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', "
-                "'delta.checkpointInterval' = '3')")
-    for batch in range(1, 6):
-        _merge(session, path, [(f"k{batch}", "d", 10 * batch), (f"n{batch}", "c", 10 * batch + 1),
-                               ("k0", "u", 10 * batch + 2)], batch)
-    live = session.read.format("delta").load(path).count()
+    live = _checkpointed(session, path, "'delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '3'")
     copy = tmp_path / "copy"
     shutil.copytree(path, copy)
     log_dir = copy / "_delta_log"
