@@ -28,11 +28,14 @@ NARROW = {"width": 390, "height": 844}
 def platform(stack, tmp_path_factory):
     """Web server, worker (every queue, Spark on local[2]) and beat over a fresh database, with users bt-admin,
     bt-operator and bt-viewer. One for the whole session (starting it takes seconds): a test names what it creates
-    (connectors, jobs) uniquely and looks only at that; a module's connectors go with its replica set (`mongo_rs`)."""
+    (connectors, jobs) uniquely and looks only at that; a module's connectors go with its replica set (`mongo_rs`).
+    The three users serve every test, so a user's rate of connection checks is raised: at the default (20/min) one
+    test's live checks would starve the next test's (test_table_preview.py tests the form's answer to "not now")."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (scripts/install.sh installs Debian's chromium)")
     tmp = tmp_path_factory.mktemp("platform")
-    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(tmp / "spark"))
+    processes = Platform(stack, tmp, REDIS_DB, SPARK_MASTER="local[2]", SPARK_OUTPUT_ROOT=str(tmp / "spark"),
+                         CDC_CONNECTIVITY_CHECK_RATE="600/min")
     processes.migrate()
     token = processes.django(
         "from django.contrib.auth.models import Group, User\n"

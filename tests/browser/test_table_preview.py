@@ -4,6 +4,8 @@ stored connection is used. (The PostgreSQL form's preview is walked in test_post
 
 from __future__ import annotations
 
+import json
+
 import pymongo
 import pytest
 
@@ -77,3 +79,36 @@ def test_the_preview_lists_the_configuration_the_live_check_found_valid(session,
     page.unroute("**/api/connectors/validate/")
     captured(page, f"{name}.orders", True)
     assert previews and all("poll.interval.ms" not in (request.post_data or "") for request in previews)
+
+
+def test_a_check_the_server_did_not_run_now_is_asked_again_without_a_keystroke(session, platform, mongo_rs):
+    """Past the user's rate of connection checks the server answers "not now" with `retry_after_s`
+    (tests/integration/control_plane/test_connectivity_bounds.py shows it does). Here the check of the finished form
+    gets that answer: the form asks again by itself when told, and the preview follows, with nothing typed."""
+    name = f"btpwait{tagged_suffix()}"
+    client = pymongo.MongoClient(mongo_rs.uri)
+    client[name].orders.insert_one({"_id": 1})
+    client.close()
+    page = new_form(session, mongo_rs, name)
+    not_now, asked_after = [], []
+
+    def answer(route):
+        if not_now:
+            asked_after.append(route.request.post_data)
+            route.continue_()
+            return
+        if name not in (route.request.post_data or "").split('"database.include.list"')[-1]:
+            route.continue_()  # a check of the form before its last line was typed
+            return
+        not_now.append(route.request.post_data)
+        route.fulfill(status=200, content_type="application/json", body=json.dumps({
+            "valid": False, "error_count": 1, "connection_checked": False, "retry_after_s": 2,
+            "problems": [{"property": "", "field": "", "message": "too many connection checks (20/min); "
+                                                                  "try again in 2 s"}]}))
+
+    page.route("**/api/connectors/validate/", answer)
+    page.get_by_label("Database include").fill(name)
+    page.get_by_text("Checking again in 2 s").wait_for(timeout=30_000)
+    captured(page, f"{name}.orders", True)
+    assert not_now and asked_after, (not_now, asked_after)
+    page.unroute("**/api/connectors/validate/")

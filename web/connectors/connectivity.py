@@ -13,7 +13,9 @@ behind the request that started it.
 
 from __future__ import annotations
 
+import math
 import threading
+from dataclasses import dataclass
 
 from django.conf import settings
 from rest_framework.throttling import UserRateThrottle
@@ -44,18 +46,36 @@ def allowed(request) -> bool:
 
 
 class Refused(Exception):
-    """A connection the server will not make now; the message says why."""
+    """A connection the server will not make now; the message says why, `retry_after_s` when to ask again."""
+
+    def __init__(self, message: str, retry_after_s: int):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class NotNow(Problem):
+    """A check the server did not run now (the user's rate, or as many running as allowed): the configuration is
+    not judged, and asking again after `retry_after_s` may be answered."""
+
+    retry_after_s: int = 1
+
+
+def retry_after(problems) -> int | None:
+    """When to ask again, if a check among `problems` was not run now; else None."""
+    waits = [problem.retry_after_s for problem in problems or () if isinstance(problem, NotNow)]
+    return max(waits) if waits else None
 
 
 def _admit(request) -> None:
     throttle = ConnectivityThrottle()
     if not throttle.allow_request(request, None):
-        wait = throttle.wait()
+        wait = max(1, math.ceil(throttle.wait() or 1))
         raise Refused(f"too many connection checks ({settings.CDC_CONNECTIVITY_CHECK_RATE}); try again in "
-                      f"{max(1, round(wait or 1))} s")
+                      f"{wait} s", wait)
     if not _running.acquire(timeout=QUEUE_WAIT_S):
         raise Refused("the server is running as many connection checks as it allows at once; try again in a "
-                      "moment")
+                      "moment", 1)
 
 
 def list_tables(parts: props.Parts, request) -> dict:
@@ -72,14 +92,10 @@ def list_tables(parts: props.Parts, request) -> dict:
 def check(parts: props.Parts, request) -> list[Problem]:
     """[] when the source answers as the connector needs; else the problems, each naming the property to change.
     Call only when `allowed(request)`."""
-    throttle = ConnectivityThrottle()
-    if not throttle.allow_request(request, None):
-        wait = throttle.wait()
-        return [Problem("", f"too many connection checks ({settings.CDC_CONNECTIVITY_CHECK_RATE}); try again in "
-                            f"{max(1, round(wait or 1))} s")]
-    if not _running.acquire(timeout=QUEUE_WAIT_S):
-        return [Problem("", "the server is running as many connection checks as it allows at once; try again in a "
-                            "moment")]
+    try:
+        _admit(request)
+    except Refused as refused:
+        return [NotNow("", str(refused), refused.retry_after_s)]
     try:
         return preflight_process.run(props.join(parts), settings.CDC_CONNECTIVITY_CHECK_MS)
     finally:

@@ -68,12 +68,20 @@ def test_a_seed_list_longer_than_a_replica_set_is_refused_at_once(operator, sett
 def test_each_user_has_a_rate_of_checks(operator, silent, settings):
     settings.CDC_CONNECTIVITY_CHECK_MS = CHECK_MS
     settings.CDC_CONNECTIVITY_CHECK_RATE = "2/min"
-    messages = []
+    messages, waits = [], []
     for _ in range(3):
         result, _ = validate(operator, [f"127.0.0.1:{silent.port}"])
         messages.append(" ".join(problem["message"] for problem in result["problems"]))
+        waits.append(result["retry_after_s"])
     assert all("too many connection checks" not in message for message in messages[:2]), messages
     assert "too many connection checks (2/min)" in messages[2], messages
+    # a check not run is no verdict on the configuration: the answer says when to ask again (the form does)
+    assert waits[:2] == [None, None] and 1 <= waits[2] <= 60, waits
+    assert f"try again in {waits[2]} s" in messages[2], messages
+    listing = operator.post("/api/connectors/tables/", {"connection_string": f"mongodb://127.0.0.1:{silent.port}/"},
+                            format="json")
+    assert listing.status_code == 429, listing.content
+    assert 1 <= listing.json()["retry_after_s"] <= 60 and listing["Retry-After"] == str(listing.json()["retry_after_s"])
 
 
 @pytest.mark.parametrize("kind", ["postgres", "mysql"])

@@ -99,7 +99,8 @@ def test_validate_action_returns_all_problems_with_their_property(admin_client):
     named = {p["property"] for p in result["problems"]}
     assert {"name", "topic.prefix", "mongodb.connection.string", "snapshot.mode", "no.such.property"} <= named
     ok = admin_client.post("/api/connectors/validate/", api_body(), format="json").json()
-    assert ok == {"valid": True, "error_count": 0, "problems": [], "connection_checked": False}
+    assert ok == {"valid": True, "error_count": 0, "problems": [], "connection_checked": False,
+                  "retry_after_s": None}
     assert not Connector.objects.exists()
 
 

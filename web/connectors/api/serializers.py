@@ -227,6 +227,9 @@ class ValidationResultSerializer(serializers.Serializer):
     connection_checked = serializers.BooleanField(
         help_text="Whether the server connected to the source: only for operators and admins, only for a new "
                   "connector or a changed connection, and only while CDC_CONNECTIVITY_CHECK_MS is not 0.")
+    retry_after_s = serializers.IntegerField(
+        allow_null=True, help_text="Set when the connection check was not run now (the user's rate of checks, or "
+                                   "as many running as the server allows): ask again after this many seconds.")
 
 
 class ActionResultSerializer(serializers.Serializer):

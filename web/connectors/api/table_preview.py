@@ -40,7 +40,8 @@ PREVIEW_RESPONSES = {
     400: OpenApiResponse(description="Invalid configuration, or a changed server without its password"),
     403: OpenApiResponse(description="Below operator"),
     409: OpenApiResponse(description="Connection checks are turned off (CDC_CONNECTIVITY_CHECK_MS=0)"),
-    429: OpenApiResponse(description="Past the user's rate of connection checks, or as many running as allowed"),
+    429: OpenApiResponse(description='{"detail", "retry_after_s"} and a Retry-After header: past the user\'s rate '
+                                     "of connection checks, or as many running as allowed"),
     503: OpenApiResponse(description='{"detail": why the tables could not be listed}'),
 }
 
@@ -56,6 +57,6 @@ def preview(parts, request) -> tuple[int, dict]:
     try:
         return 200, connectivity.list_tables(parts, request)
     except connectivity.Refused as error:
-        return 429, {"detail": str(error)}
+        return 429, {"detail": str(error), "retry_after_s": error.retry_after_s}
     except PreviewFailed as error:
         return 503, {"detail": f"the tables could not be listed: {error}"}

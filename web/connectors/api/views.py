@@ -162,7 +162,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
         valid = serializer.is_valid()
         problems = ([] if valid else problems_of(serializer)) + list(extra)
         return Response({"valid": not problems, "error_count": len(problems), "problems": problems,
-                         "connection_checked": getattr(serializer, "connection_checked", False)})
+                         "connection_checked": getattr(serializer, "connection_checked", False),
+                         "retry_after_s": connectivity.retry_after(getattr(serializer, "problems", None))})
 
     @extend_schema(summary="Validate a new connector's configuration without saving it",
                    operation_id="connectors_validate",
@@ -194,7 +195,8 @@ class ConnectorViewSet(viewsets.ModelViewSet):
             return Response({"detail": "the configuration is not valid yet", "problems": problems_of(body)},
                             status=status.HTTP_400_BAD_REQUEST)
         code, answer = table_preview.preview(body.validated_data["parts"], self.request)
-        return Response(answer, status=code)
+        wait = answer.get("retry_after_s")
+        return Response(answer, status=code, headers={"Retry-After": str(wait)} if wait else None)
 
     @table_preview.preview_schema(operation_id="connectors_tables_preview")
     @action(detail=False, methods=["post"], url_path="tables")

@@ -128,6 +128,11 @@
         (hidden > 0 && !shownCount ? " in fields not filled in yet." : ".");
     const box = document.getElementById("err-general");
     if (all || general.length) box.replaceChildren(...general.map((m) => Object.assign(document.createElement("p"), { textContent: m })));
+    if (result.retry_after_s) {  // the server did not check the connection now: ask again when it will
+      state.textContent += ` Checking again in ${result.retry_after_s} s.`;
+      clearTimeout(timer);
+      timer = setTimeout(() => validate(all), result.retry_after_s * 1000);
+    }
   }
 
   form.addEventListener("input", (event) => {

@@ -100,6 +100,11 @@
     if (!count) refreshPreview(depends, sent);  // a valid configuration whose server answered
     state.textContent = !count ? "The configuration is valid and the server answered."
       : `${count} problem${count === 1 ? "" : "s"}` + (shown < count ? " (some in fields not filled in yet)." : ".");
+    if (result.retry_after_s) {  // the server did not check the connection now: ask again when it will
+      state.textContent += ` Checking again in ${result.retry_after_s} s.`;
+      clearTimeout(timer);
+      timer = setTimeout(validate, result.retry_after_s * 1000);
+    }
   }
 
   const refreshPreview = window.cdcTablePreview ? window.cdcTablePreview(form, body) : () => {};

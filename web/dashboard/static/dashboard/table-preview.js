@@ -30,6 +30,11 @@
         return;
       }
       if (mine !== seq) return;  // an older answer
+      if (response.status === 429 && result.retry_after_s) {  // not listed now: the last listing stays meanwhile
+        state.textContent = `No new listing yet (${result.detail}): listing again in ${result.retry_after_s} s.`;
+        setTimeout(() => { if (mine === seq) preview(sent); }, result.retry_after_s * 1000);
+        return;
+      }
       if (!response.ok) {
         const first = (result.problems || [])[0];
         state.textContent = "No preview yet: " + (first ? first.message : result.detail || `HTTP ${response.status}`);
