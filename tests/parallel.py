@@ -1,11 +1,10 @@
 """A pytest plugin (registered by tests/conftest.py when xdist is on): how `CDC_TEST_WORKERS=N ./cdc test` spreads
 the run over several worker processes (`-n N --dist loadfile`).
 
-A test file is the unit of work, so module fixtures (a replica set per module) start once. Some suites go to one
-worker as a whole: those whose session fixtures are heavy (spark: a local Spark JVM; browser: a whole platform and a
-browser), and mariadb, whose tests read the shared server's binlog from a position and expect only their own
-statements and GTIDs in it. These and the other slow suites are handed out first, so the run does not end waiting
-for one long file.
+A test file is the unit of work, so module fixtures (a replica set per module) start once. The suites whose session
+fixtures are heavy go to one worker as a whole (spark: a local Spark JVM; browser: a whole platform and a browser).
+These and the other slow suites are handed out first, so the run does not end waiting for one long file. (Each
+worker running MariaDB suite files starts a MariaDB server of its own: tests/mariadb/conftest.py.)
 The controller gathers what the summary prints from the workers' outputs (tests/run_summary.py, tests/long_forms.py).
 """
 
@@ -19,7 +18,7 @@ from xdist.scheduler import LoadFileScheduling
 from tests import long_forms, run_summary
 
 # suites run by one worker each, whole
-ONE_WORKER = ("spark", "browser", "mariadb")
+ONE_WORKER = ("spark", "browser")
 # handed out first, in this order: the longest units of work (measured with --durations); the rest keep their order
 FIRST = ("spark", "browser", "faults", "compat", "mariadb", "postgres", "integration")
 

@@ -1,7 +1,9 @@
-"""The real MariaDB of the local stack (`devstack up mariadb`), or the server MARIADB_DSN names.
+"""A real MariaDB for this suite: a server of the suite's own, set up as the local stack's (devstack.private_db,
+about 3 s to start), or the server MARIADB_DSN names.
 
-The session fixture starts the private server when it is not running and stops it at the end only if it started
-it (DEVSTACK_KEEP=1 keeps it). Each test gets its own database from `mariadb_db`.
+Many of these tests read the binlog from a position and expect only their own statements and GTIDs in it: on the
+stack's shared server, a demo's writer or another suite's tests (run at the same time by `CDC_TEST_WORKERS`) would
+write there too. Each test gets its own database from `mariadb_db`.
 
 A test that does something to the whole server (purges its binlogs, changes a global setting, restarts it) uses
 `own_mariadb` instead: a server of the test session's own (devstack.private_db), which nothing else uses.
@@ -17,7 +19,6 @@ import pytest
 
 from connectors.mysql.connection import ConnectionSettings, connect
 from devstack import settings
-from devstack import stack as devstack
 from devstack.private_db import PrivateMariaDb
 
 
@@ -40,16 +41,18 @@ class MariaDB:
 
 
 @pytest.fixture(scope="session")
-def mariadb(stack):  # the tests also need Kafka
-    started = devstack.up(["mariadb"], echo=lambda line: None)
-    admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
+def mariadb(stack, tmp_path_factory):  # the tests also need Kafka
     if os.environ.get("MARIADB_DSN"):
-        cdc = ConnectionSettings.from_dsn(os.environ.get("MARIADB_CDC_DSN") or os.environ["MARIADB_DSN"])
-    else:
-        cdc = admin.as_user(*settings.MARIADB_CDC_USER)
-    yield MariaDB(admin=admin, cdc=cdc)
-    if started and not os.environ.get("DEVSTACK_KEEP"):
-        devstack.down(started, echo=lambda line: None)
+        admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
+        yield MariaDB(admin=admin, cdc=ConnectionSettings.from_dsn(os.environ.get("MARIADB_CDC_DSN")
+                                                                   or os.environ["MARIADB_DSN"]))
+        return
+    server = PrivateMariaDb(tmp_path_factory.mktemp("suite-mariadb")).start()
+    admin = ConnectionSettings.from_dsn(server.admin_dsn)
+    try:
+        yield MariaDB(admin=admin, cdc=admin.as_user(*settings.MARIADB_CDC_USER))
+    finally:
+        server.stop()
 
 
 _SERVER_WIDE = ("SELECT @@global.binlog_format, @@global.binlog_row_image, @@global.binlog_row_metadata",
@@ -63,7 +66,8 @@ def _server_wide_state(mariadb: MariaDB) -> tuple:
 
 @pytest.fixture(autouse=True)
 def shared_server_untouched(request):
-    """A test on the shared server leaves its binlogs and global settings as they were (the demo reads them)."""
+    """A test on the `mariadb` server (the suite's own, or the one MARIADB_DSN names) leaves its binlogs and global
+    settings as they were: whatever affects the whole server uses `own_mariadb`."""
     if "mariadb" not in request.fixturenames:
         yield
         return
