@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
 import time
 
@@ -33,6 +34,7 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 STATE_CODES = {PRIMARY: 1, SECONDARY: 2, DOWN: 8}
 
 
+@functools.lru_cache(maxsize=64)
 def election_id(term: int) -> ObjectId:
     return ObjectId(f"7fffffff{term:016x}")
 
