@@ -360,6 +360,8 @@ def hash_key(v):
         return ("b", v)
     if t is int or t is Int64:
         return ("n", int(v))
+    if t is Binary:  # a session's id: what sort_key gives, without its chain of type tests
+        return ("k", repr((6, len(v), v.subtype, bytes(v))))
     if t is float:
         if math.isnan(v):
             return ("nan",)

@@ -551,7 +551,7 @@ class ChangeStreamCursor:
         if self.closed:
             return []
         oplog = self.rs.oplog
-        if self.seq < oplog.base_seq:
+        if self.seq < oplog.first_seq:
             self.closed = True
             raise CommandError(136, "Executor error during getMore :: caused by :: CollectionScan died due to "
                                     "position in capped collection being deleted.")

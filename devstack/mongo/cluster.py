@@ -32,8 +32,8 @@ class ClusterClock:
     def __init__(self):
         self.last = Timestamp(0, 0)
 
-    def next(self) -> Timestamp:
-        now = int(time.time())
+    def next(self, now: float | None = None) -> Timestamp:
+        now = int(time.time() if now is None else now)
         last = self.last
         self.last = Timestamp(now, 1) if now > last.time else Timestamp(last.time, last.inc + 1)
         return self.last
@@ -60,8 +60,8 @@ class ClusterReplicaSet(ReplicaSet):
         key["_id"] = doc["_id"]
         return key
 
-    def next_ts(self) -> Timestamp:
-        ts = self.clock.next()
+    def next_ts(self, now: float | None = None) -> Timestamp:
+        ts = self.clock.next(now)
         self.last_ts = ts
         if ts > self.cluster_time:
             self.cluster_time = ts

@@ -127,6 +127,10 @@ class ReplicaSetHandle:
                        if getattr(cursor, "prefetched", None))
         return self._runner.call(count)
 
+    def cpu_seconds(self) -> float:
+        """CPU time the emulator's thread has used so far (what its work costs, apart from its clients')."""
+        return self._runner.call(time.thread_time)
+
     # -- elections and faults --
     def wait_for_primary(self, timeout: float = 10.0, not_index: int | None = None) -> int:
         deadline = time.monotonic() + timeout
@@ -198,12 +202,7 @@ class ReplicaSetHandle:
         self._runner.call(run)
 
     def set_oplog_limits(self, max_entries: int | None = None, max_bytes: int | None = None) -> None:
-        def run():
-            oplog = self._rs.oplog
-            oplog.max_entries = max_entries
-            oplog.max_bytes = max_bytes
-            oplog._trim()
-        self._runner.call(run)
+        self._runner.call(self._rs.oplog.set_limits, max_entries, max_bytes)
 
     def noop(self, msg: str = "emulator noop"):
         return self._runner.call(lambda: self._rs.log_noop(msg).ts)

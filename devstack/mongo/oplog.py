@@ -117,9 +117,14 @@ class Entry:
 
 
 class Oplog:
+    """Entries in append order. Trimming is amortised: a trimmed entry's slot is cleared at once (its memory freed)
+    and the slots are compacted away only once they are an eighth of the list, so an append at the cap costs the
+    same at ten thousand entries as at a million (deleting the list's head on every append moved every pointer)."""
+
     def __init__(self, max_entries: int | None = None, max_bytes: int | None = None):
-        self.entries: list[Entry] = []
-        self.base_seq = 0      # seq of entries[0]
+        self.entries: list[Entry | None] = []   # entries[head:] are the oplog; slots before head are trimmed
+        self.head = 0
+        self.base_seq = 0      # seq of entries[0] (a trimmed slot while head > 0)
         self.next_seq = 0
         self.max_entries = max_entries
         self.max_bytes = max_bytes
@@ -129,7 +134,16 @@ class Oplog:
         self.trimmed_through: Timestamp | None = None   # newest ts that has been removed
 
     def __len__(self):
-        return len(self.entries)
+        return len(self.entries) - self.head
+
+    @property
+    def first_seq(self) -> int:
+        """seq of the oldest entry still in the oplog (next_seq when it is empty)."""
+        return self.base_seq + self.head
+
+    def live(self) -> list[Entry]:
+        """The entries, oldest first (a copy)."""
+        return self.entries[self.head:]
 
     def append(self, entry: Entry) -> Entry:
         entry.seq = self.next_seq
@@ -138,24 +152,38 @@ class Oplog:
         entry.key = (entry.ts.time, entry.ts.inc)
         self._ts_keys.append(entry.key)
         self.bytes += entry.estimate_size()
-        self._trim()
+        self.trim()
         self._wake()
         return entry
 
-    def _trim(self):
-        drop = 0
-        n = len(self.entries)
-        while n - drop > 1 and (
-            (self.max_entries is not None and n - drop > self.max_entries)
+    def set_limits(self, max_entries: int | None, max_bytes: int | None) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.trim()
+
+    def trim(self):
+        """Drop the oldest entries while over a cap (the newest entry always stays)."""
+        entries = self.entries
+        head = self.head
+        n = len(entries)
+        dropped = None
+        while n - head > 1 and (
+            (self.max_entries is not None and n - head > self.max_entries)
             or (self.max_bytes is not None and self.bytes > self.max_bytes)
         ):
-            self.bytes -= self.entries[drop].size
-            drop += 1
-        if drop:
-            self.trimmed_through = self.entries[drop - 1].ts
-            del self.entries[:drop]
-            del self._ts_keys[:drop]
-            self.base_seq += drop
+            dropped = entries[head]
+            entries[head] = None
+            self.bytes -= dropped.size
+            head += 1
+        if dropped is None:
+            return
+        self.trimmed_through = dropped.ts
+        self.head = head
+        if head >= 1024 and head * 8 >= n:
+            del entries[:head]
+            del self._ts_keys[:head]
+            self.base_seq += head
+            self.head = 0
 
     def _wake(self):
         if not self._waiters:
@@ -184,28 +212,28 @@ class Oplog:
 
     @property
     def first(self) -> Entry | None:
-        return self.entries[0] if self.entries else None
+        return self.entries[self.head] if len(self.entries) > self.head else None
 
     @property
     def last(self) -> Entry | None:
-        return self.entries[-1] if self.entries else None
+        return self.entries[-1] if len(self.entries) > self.head else None
 
     def get(self, seq: int) -> Entry | None:
         i = seq - self.base_seq
-        if 0 <= i < len(self.entries):
+        if self.head <= i < len(self.entries):
             return self.entries[i]
         return None
 
     def seq_at_or_after(self, ts: Timestamp) -> int:
-        i = bisect.bisect_left(self._ts_keys, (ts.time, ts.inc))
+        i = bisect.bisect_left(self._ts_keys, (ts.time, ts.inc), self.head)
         return self.base_seq + i
 
     def seq_after(self, ts: Timestamp) -> int:
-        i = bisect.bisect_right(self._ts_keys, (ts.time, ts.inc))
+        i = bisect.bisect_right(self._ts_keys, (ts.time, ts.inc), self.head)
         return self.base_seq + i
 
     def iter_from(self, seq: int):
-        i = max(0, seq - self.base_seq)
+        i = max(self.head, seq - self.base_seq)
         entries = self.entries
         while i < len(entries):
             yield entries[i]
@@ -214,5 +242,6 @@ class Oplog:
     def clear(self):
         self.entries.clear()
         self._ts_keys.clear()
+        self.head = 0
         self.base_seq = self.next_seq
         self.bytes = 0

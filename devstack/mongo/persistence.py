@@ -59,7 +59,7 @@ def save(rs):
                     f.write(rawstrings.encode({"docs": docs[i:i + 5000], "more": True}))
                 f.write(rawstrings.encode({"docs": [], "end": True}))
     with open(tmp / "oplog.bson", "wb") as f:
-        for e in rs.oplog.entries:
+        for e in rs.oplog.live():
             doc = {"ts": e.ts, "t": Int64(e.term), "wall": e.wall}
             if e.lsid is not None:
                 doc["lsid"] = e.lsid

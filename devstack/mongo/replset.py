@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
 import time
 
@@ -33,6 +34,7 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 STATE_CODES = {PRIMARY: 1, SECONDARY: 2, DOWN: 8}
 
 
+@functools.lru_cache(maxsize=64)
 def election_id(term: int) -> ObjectId:
     return ObjectId(f"7fffffff{term:016x}")
 
@@ -146,8 +148,10 @@ class ReplicaSet:
             m.bump_topology()
 
     # ---- clock and oplog -------------------------------------------------------------------------------------
-    def next_ts(self) -> Timestamp:
-        now = int(time.time())
+    def next_ts(self, now: float | None = None) -> Timestamp:
+        """The next oplog timestamp: `now`'s second (the current time's by default), or the last one's next
+        increment when the clock has not passed it."""
+        now = int(time.time() if now is None else now)
         last = self.last_ts
         t = last.time
         ts = Timestamp(now, 1) if now > t else Timestamp(t, last.inc + 1)
@@ -162,8 +166,11 @@ class ReplicaSet:
         return _EPOCH + datetime.timedelta(milliseconds=int(time.time() * 1000))
 
     def _new_entry(self, **kwargs) -> Entry:
-        ms = int(time.time() * 1000)
-        entry = Entry(self.next_ts(), self.term, _EPOCH + datetime.timedelta(milliseconds=ms), **kwargs)
+        # one reading of the clock for both: read apart, a second could begin between them, and the entry's
+        # wallTime (Debezium's source.ts_ms) would name the second before its cluster time's
+        now = time.time()
+        ms = int(now * 1000)
+        entry = Entry(self.next_ts(now), self.term, _EPOCH + datetime.timedelta(milliseconds=ms), **kwargs)
         entry.wall_ms = ms
         return entry
 

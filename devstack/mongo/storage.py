@@ -257,7 +257,12 @@ def validate_db_name(db: str):
         raise CommandError(73, f"Invalid database name: '{db}'")
 
 
+_VALID_NAMES: set = set()   # (db, collection) pairs already validated: every write names one
+
+
 def validate_collection_name(db: str, name: str):
+    if type(name) is str and type(db) is str and (db, name) in _VALID_NAMES:
+        return
     validate_db_name(db)
     if not isinstance(name, str) or not name:
         raise CommandError(73, f"Invalid namespace specified '{db}.'")
@@ -265,3 +270,6 @@ def validate_collection_name(db: str, name: str):
         raise CommandError(73, f"Invalid collection name: {name}")
     if name.startswith("system.") and name not in ("system.js", "system.views", "system.profile"):
         raise CommandError(73, f"Invalid system namespace: {db}.{name}")
+    if len(_VALID_NAMES) > 10_000:
+        _VALID_NAMES.clear()
+    _VALID_NAMES.add((db, name))

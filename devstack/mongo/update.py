@@ -758,8 +758,9 @@ def apply_operators(doc: dict, update: dict, *, query=None, array_filters=None, 
         ident = sorted(unused)[0]
         raise CommandError(9, f"The array filter for identifier '{ident}' was not used in the update "
                               f"{fmt_value(update)}")
-    if "_id" in doc and not values_equal(new.get("_id", MISSING), doc["_id"]) or \
-            ("_id" in doc and not exact_equal(new.get("_id"), doc["_id"]) and not upsert_insert):
+    if "_id" in doc and new.get("_id", MISSING) is not doc["_id"] and (
+            not values_equal(new.get("_id", MISSING), doc["_id"]) or
+            (not exact_equal(new.get("_id"), doc["_id"]) and not upsert_insert)):
         raise CommandError(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
     if not ctx.log:
         return new, None

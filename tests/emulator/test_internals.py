@@ -147,3 +147,17 @@ def test_the_id_order_stays_right_through_inserts_in_and_out_of_order_deletes_an
             wanted = wanted[skip:skip + limit] if limit else wanted[skip:]
             got = coll.id_range(low, low_incl, high, high_incl, reverse=reverse, skip=skip, limit=limit)
             assert [doc["_id"] for doc in got] == wanted, step
+
+
+def test_an_oplog_entry_takes_its_wall_time_and_its_cluster_time_from_one_clock_reading(monkeypatch):
+    """Read apart, a second could begin between the two readings: the entry's wallTime (what a Debezium event's
+    source.ts_ms carries) then named the second before its cluster time's, and Verify counted a change made after
+    its view as covered by it."""
+    from devstack.mongo import replset
+    from devstack.mongo.config import EmulatorConfig
+
+    rs = replset.ReplicaSet(EmulatorConfig(members=1), [27017])
+    readings = iter([1_800_000_000.9999995, 1_800_000_001.0000001] * 2)
+    monkeypatch.setattr(replset.time, "time", lambda: next(readings))
+    entry = rs.log_noop("boundary")
+    assert entry.wall_ms // 1000 == entry.ts.time

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from devstack.mongo.bsonutil import COLLATION, MISSING, collation_normalizer, to_int, truthy, type_name
 from devstack.mongo.commands import command
@@ -31,17 +31,18 @@ def _batch(ctx, field):
 
 
 @contextmanager
-def _statement_collation(stmt):
-    """A statement's own collation (update/delete statements each carry one)."""
-    norm = collation_normalizer(stmt.get("collation")) if isinstance(stmt, dict) else None
-    if norm is None:
-        yield
-        return
+def _collation(norm):
     token = COLLATION.set(norm)
     try:
         yield
     finally:
         COLLATION.reset(token)
+
+
+def _statement_collation(stmt):
+    """A statement's own collation (update/delete statements each carry one)."""
+    norm = collation_normalizer(stmt.get("collation")) if isinstance(stmt, dict) and "collation" in stmt else None
+    return _collation(norm) if norm is not None else nullcontext()
 
 
 def _ordered(ctx) -> bool:

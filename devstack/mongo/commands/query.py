@@ -38,7 +38,7 @@ class OplogView:
         self.indexes = {}
 
     def values(self):
-        return [e.to_doc() for e in self.rs.oplog.entries]
+        return [e.to_doc() for e in self.rs.oplog.live()]
 
     def get(self, id_value):
         return None

@@ -271,13 +271,14 @@ def emulator_set_delay(ctx):
 @command("emulatorSetOplogLimits")
 def emulator_set_oplog_limits(ctx):
     oplog = ctx.rs.oplog
+    max_entries, max_bytes = oplog.max_entries, oplog.max_bytes
     if "maxEntries" in ctx.cmd:
         v = ctx.cmd["maxEntries"]
-        oplog.max_entries = to_int(v) if v is not None else None
+        max_entries = to_int(v) if v is not None else None
     if "maxBytes" in ctx.cmd:
         v = ctx.cmd["maxBytes"]
-        oplog.max_bytes = to_int(v) if v is not None else None
-    oplog._trim()
+        max_bytes = to_int(v) if v is not None else None
+    oplog.set_limits(max_entries, max_bytes)
     return {"entries": len(oplog), "first": oplog.first.ts if oplog.first else None}
 
 
