@@ -61,6 +61,7 @@ class MongoView:
         self._transformer = MongoEventBuilder(config, replica_set.name).transformer
         self._session = client.start_session(causal_consistency=False)
         self._behind: MongoPosition | None = None  # a position found with captured changes after it
+        self.runs_ahead = config.full_document == "updateLookup"
         try:
             if self._tables:
                 self._session.start_transaction(read_concern=ReadConcern("snapshot"))

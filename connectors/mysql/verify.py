@@ -24,6 +24,7 @@ from connectors.mysql.source import MySqlSource, ServerSource
 
 class MySqlView:
     placeholder = None
+    runs_ahead = False  # an event carries the row as its own change left it
 
     def __init__(self, config: MySqlConfig, server: ServerSource):
         self.config = config

@@ -73,6 +73,7 @@ class PgView:
     def __init__(self, config: PostgresConfig, slot: SlotSource):
         self.config = config
         self.placeholder = config.unavailable_value_placeholder
+        self.runs_ahead = False  # an event carries the row as its own change left it
         self._conn = psycopg.connect(slot.dsn, options=session_options())
         try:
             self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
