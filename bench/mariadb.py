@@ -263,7 +263,8 @@ def main() -> None:
           f"committed chunk (connector start-up {snap['start_up']:.2f}s, not in the rate); plain SELECT "
           f"{snap['select']:,.0f} rows/s, plain idempotent producer of the same messages {snap['produce']:,.0f} msg/s, "
           f"SELECT + produce {snap['ceiling']:,.0f} rows/s; ratio to SELECT + produce "
-          f"{snap['connector'] / snap['ceiling']:.3f}")
+          f"{snap['connector'] / snap['ceiling']:.3f}, to the slower of the two (they overlap in the connector's "
+          f"threads) {snap['connector'] / min(snap['select'], snap['produce']):.3f}")
     print(f"          CPU per row: connector {snap['connector_cpu']:.1f} µs, plain SELECT {snap['select_cpu']:.1f} µs "
           f"+ plain produce {snap['produce_cpu']:.1f} µs (connector / (SELECT + produce) "
           f"{snap['connector_cpu'] / (snap['select_cpu'] + snap['produce_cpu']):.2f})")
