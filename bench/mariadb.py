@@ -1,8 +1,11 @@
-"""MariaDB source benchmark: snapshot rows/s against a plain SELECT of the same table, streaming catch-up events/s
-against a plain binlog read (the same reader, no Kafka) and a plain idempotent producer of the same messages, and
-end-to-end p50/p99 latency at a fixed write rate.
+"""MariaDB source benchmark: snapshot rows/s against a plain SELECT plus a plain producer of the same rows (connector
+start-up reported apart), streaming catch-up events/s against a plain binlog read (the same reader, no Kafka) and a
+plain idempotent producer of the same messages, and end-to-end p50/p99 latency at a fixed write rate.
 
-    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 200] [--seconds 10]
+    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 200] [--seconds 10] [--only snapshot]
+                            [--python-rows]
+
+--python-rows reads snapshot rows by pymysql's own parsing (the fallback without the compiled module).
 
 Needs Kafka and MariaDB (`python -m devstack up kafka mariadb`, or MARIADB_DSN for an existing server).
 """
@@ -16,13 +19,14 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.streaming import wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
+from connectors.mysql import text_rows
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange
 from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.status import show_binlog_status
@@ -83,27 +87,61 @@ def _run(props: dict, bootstrap: str) -> tuple[ConnectorRunner, threading.Event,
     return runner, stop, thread
 
 
-def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> tuple[float, float]:
-    """(connector rows/s, plain SELECT rows/s) for a table of `rows` rows."""
+def _first_commit(bootstrap: str, topic: str, timeout: float) -> tuple[float, int]:
+    """(monotonic time, messages) when the topic's partition 0 first holds a committed chunk: the connector's
+    start-up (topics, the consistent view, the plan) is over then."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                         "isolation.level": "read_committed"})
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
+            except Exception:  # noqa: BLE001 - the topic is not there yet
+                high = 0
+            if high > 0:
+                return time.monotonic(), high
+            time.sleep(0.01)
+    finally:
+        consumer.close()
+    raise TimeoutError(f"{topic} got no message")
+
+
+def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> dict:
+    """An initial_only snapshot of a table of `rows` rows against its neighbours measured in the same run: a plain
+    SELECT of the table (pymysql's fetchall) and a plain idempotent producer sending the connector's messages. The
+    connector's rate counts from its first committed chunk to its last: its start-up (up to that first commit) is
+    reported apart. CPU is this process's (the connector runs in it)."""
     name = f"bm{uuid.uuid4().hex[:8]}"
     _execute(admin, f"CREATE DATABASE {name}")
     _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
     _load(admin, name, 0, rows)
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()
     connection = connect(admin.with_database(name))
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM t")
         assert len(cursor.fetchall()) == rows
     connection.close()
-    select_rate = rows / (time.monotonic() - began)
+    select_s, select_cpu = time.monotonic() - began, time.process_time() - cpu
+    topic = f"{name}.{name}.t"
+    started = time.monotonic()
     runner, stop, thread = _run(_properties(name, name, admin, "initial_only"), bootstrap)
-    began = time.monotonic()
-    done = wait_committed(bootstrap, f"{name}.{name}.t", rows, 600)
+    first, first_count = _first_commit(bootstrap, topic, 600)
+    cpu = time.process_time()
+    done = wait_committed(bootstrap, topic, rows, 600)
+    connector_cpu = time.process_time() - cpu
     stop.set()
     thread.join()
+    measured = rows - first_count
+    produce_rate, produce_cpu = producer_ceiling(bootstrap, read_messages(bootstrap, topic, rows))
     _execute(admin, f"DROP DATABASE {name}")
     delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
-    return rows / (done - began), select_rate
+    select_rate = rows / select_s
+    return {"connector": measured / (done - first), "start_up": first - started, "measured": measured,
+            "select": select_rate, "produce": produce_rate,
+            "ceiling": 1 / (1 / select_rate + 1 / produce_rate),  # the SELECT, then the produce, of each row
+            "connector_cpu": connector_cpu * 1e6 / measured, "select_cpu": select_cpu * 1e6 / rows,
+            "produce_cpu": produce_cpu}
 
 
 def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, ...]:
@@ -213,12 +251,25 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--only", choices=("snapshot",), help="run the snapshot comparison alone")
+    parser.add_argument("--python-rows", action="store_true", help="snapshot rows read by pymysql's parsing")
     parser.add_argument("--bootstrap-servers", default=settings.kafka_bootstrap())
     args = parser.parse_args()
     admin = _admin()
-    connector, select = snapshot(admin, args.bootstrap_servers, args.rows)
-    print(f"snapshot: {connector:,.0f} rows/s through Kafka, plain SELECT {select:,.0f} rows/s "
-          f"(ratio {connector / select:.3f})")
+    if args.python_rows:
+        text_rows.read_text_rows = None
+    snap = snapshot(admin, args.bootstrap_servers, args.rows)
+    print(f"snapshot: {snap['connector']:,.0f} rows/s through Kafka over {snap['measured']:,} rows after the first "
+          f"committed chunk (connector start-up {snap['start_up']:.2f}s, not in the rate); plain SELECT "
+          f"{snap['select']:,.0f} rows/s, plain idempotent producer of the same messages {snap['produce']:,.0f} msg/s, "
+          f"SELECT + produce {snap['ceiling']:,.0f} rows/s; ratio to SELECT + produce "
+          f"{snap['connector'] / snap['ceiling']:.3f}, to the slower of the two (they overlap in the connector's "
+          f"threads) {snap['connector'] / min(snap['select'], snap['produce']):.3f}")
+    print(f"          CPU per row: connector {snap['connector_cpu']:.1f} µs, plain SELECT {snap['select_cpu']:.1f} µs "
+          f"+ plain produce {snap['produce_cpu']:.1f} µs (connector / (SELECT + produce) "
+          f"{snap['connector_cpu'] / (snap['select_cpu'] + snap['produce_cpu']):.2f})")
+    if args.only == "snapshot":
+        return
     connector, plain, connector_cpu, plain_cpu, produced, produce_cpu = catch_up(admin, args.bootstrap_servers,
                                                                                  args.changes)
     print(f"catch-up: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "

@@ -28,7 +28,7 @@ from connectors import ConnectorError, SourceUnreachable
 from connectors.core.snapshot import signal_table
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import EVERY_ROW, ROW, WATERMARK_CLOSE, StreamEvent, row_event
-from connectors.mysql import catalog
+from connectors.mysql import catalog, text_rows
 from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import ConnectionSettings, connect
@@ -195,9 +195,7 @@ class MySqlWatermarks:
         query, params = chunk_select(schema, key, chunk, filter)
         rows: dict = {}
         try:
-            with conn.cursor() as cursor:
-                cursor.execute(query, params)
-                fetched = cursor.fetchall()
+            fetched = text_rows.select(conn, query, params)
         except (pymysql.err.ProgrammingError, pymysql.err.InternalError, pymysql.err.DataError) as error:
             if not filter:
                 raise

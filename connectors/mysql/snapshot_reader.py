@@ -25,7 +25,7 @@ from connectors import ConnectorError
 from connectors.core.snapshot.chunks import Chunk, Plan, snapshot_marker
 from connectors.core.snapshot.executors import ChunkInterrupted
 from connectors.core.snapshot.progress import SnapshotStart
-from connectors.mysql import catalog
+from connectors.mysql import catalog, text_rows
 from connectors.mysql.binlog import BinlogPosition, SchemaStatement, TableSchema
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import connect
@@ -250,9 +250,7 @@ class MySqlSnapshotReader:
             sql, params = chunk_select(schema, key, chunk)
             connection = self._view()
             position = self._position
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                rows = cursor.fetchall()
+            rows = text_rows.select(connection, sql, params)
             if not self._at_stream_start:
                 self._note_read(schema, chunk, position)
             if mark_last:

@@ -2,7 +2,8 @@
    the event's body as python-mysql-replication's RowsEvent decodes them (the same values, the same dicts) for the
    column kinds compiled_rows.py lists; a table with any other type is left to the library
    (tests/mariadb/test_compiled_rows.py compares the two on real binlog events). And a row's JSON text from those
-   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). */
+   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). And the rows of a
+   SELECT's text-protocol result set (textrows.c). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -13,6 +14,7 @@
 
 #include "decimal_text.h"
 #include "json_text.h"
+#include "textrows.h"
 
 static PyObject *decimal_type; /* decimal.Decimal */
 
@@ -440,6 +442,8 @@ static PyMethodDef methods[] = {
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL, "write_row(values, columns) -> str"},
     {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
      "decode_rows(body, layout, present, present_after) -> list"},
+    {"text_rows", (PyCFunction)(void (*)(void))text_rows, METH_FASTCALL,
+     "text_rows(read, sequence, kinds, calls) -> (rows, last packet, next sequence)"},
     {NULL, NULL, 0, NULL},
 };
 
