@@ -31,9 +31,15 @@ process = ManagedProcess("kafka")  # node 1, in either form
 
 LOG4J2 = """\
 status = warn
-appender.file.type = File
+appender.file.type = RollingFile
 appender.file.name = file
 appender.file.fileName = {log}
+appender.file.filePattern = {log}.%i
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 20MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = INFO
