@@ -291,11 +291,12 @@ def _last_log_line(node: Node) -> str:
     return lines[-1] if lines else ""
 
 
-def wait_started(node: Node, answering, what: str) -> None:
+def wait_started(node: Node, answering, what: str, together: int = 1) -> None:
     """Until `answering()`, while the broker keeps logging what it does: it fails once the broker has logged nothing
-    for start_timeout() seconds, or after start_limit() seconds in all, naming the last thing it logged."""
+    for start_timeout() seconds, or after start_limit() seconds in all, naming the last thing it logged. Both are
+    `together` times longer when that many nodes' JVMs start at once."""
     started = time.monotonic()
-    quiet, limit = start_timeout(node.home), start_limit(node.home)
+    quiet, limit = start_timeout(node.home) * together, start_limit(node.home) * together
     size, progressed = _log_size(node), started
     while not answering():
         now = time.monotonic()
@@ -355,7 +356,7 @@ def up() -> str:
         raise StackError(f"{other} is running on these ports: stop it (python -m devstack down kafka) first.")
     running = [node for node in members if node.process.is_running()]
     if len(running) == wanted:
-        wait_started(members[0], lambda: live_brokers() >= wanted, "Kafka to accept AdminClient requests")
+        wait_started(members[0], lambda: live_brokers() >= wanted, "Kafka to accept AdminClient requests", wanted)
         return "already running"
     # every node is prepared (storage formatting runs a JVM each) before any starts: a broker that cannot reach a
     # quorum of controllers within initial.broker.registration.timeout.ms exits
@@ -363,7 +364,8 @@ def up() -> str:
     started = [(node, start_node(node, config, members)) for node, config in configs]
     for node, pid in started:
         # the nodes start together, each answering once a quorum of them runs
-        wait_started(node, _answering(pid, node, wanted), f"Kafka node {node.id} to accept AdminClient requests")
+        wait_started(node, _answering(pid, node, wanted), f"Kafka node {node.id} to accept AdminClient requests",
+                     len(started))
     if wanted == 1:
         return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
     return f"started a {wanted}-broker cluster on {bootstrap()}"
