@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from devstack import settings
 from devstack.maven import fetch_jars, require_tool
-from devstack.process import ManagedProcess, StackError, port_in_use, wait_until
+from devstack.process import ManagedProcess, StackError, port_in_use
 
 POM = Path(__file__).parent / "maven" / "kafka-pom.xml"
 HOME = settings.STATE_DIR / "kafka"
@@ -30,9 +31,15 @@ process = ManagedProcess("kafka")  # node 1, in either form
 
 LOG4J2 = """\
 status = warn
-appender.file.type = File
+appender.file.type = RollingFile
 appender.file.name = file
 appender.file.fileName = {log}
+appender.file.filePattern = {log}.%i
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 20MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = INFO
@@ -41,7 +48,17 @@ logger.kafka.name = kafka
 logger.kafka.level = WARN
 logger.apache.name = org.apache.kafka
 logger.apache.level = WARN
+logger.logs.name = kafka.log.LogManager
+logger.logs.level = INFO
+logger.broker.name = kafka.server.BrokerServer
+logger.broker.level = INFO
+logger.lifecycle.name = kafka.server.BrokerLifecycleManager
+logger.lifecycle.level = INFO
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = INFO
 """
+# INFO for the loggers that tell how a start is going: the logs loaded ("Completed load of Log ... (n/N completed
+# in DIR)", each partition's recovery after a kill -9), the broker's start phases and "Kafka Server started".
 
 
 def broker_count() -> int:
@@ -113,6 +130,9 @@ def server_properties(node: Node | None = None, members: list[Node] | None = Non
         sasl = ("listener.name.sasl.sasl.enabled.mechanisms=PLAIN\n"
                 "listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
                 f'required username="{user}" password="{password}" user_{user}="{password}";\n')
+    internal = settings.KAFKA_INTERNAL_PARTITIONS
+    internal_topics = (f"offsets.topic.num.partitions={internal}\ntransaction.state.log.num.partitions={internal}\n"
+                       if internal else "")
     return f"""\
 process.roles=broker,controller
 node.id={node.id}
@@ -135,7 +155,7 @@ transaction.max.timeout.ms=900000
 message.max.bytes=1048588
 log.retention.hours=168
 initial.broker.registration.timeout.ms={REGISTRATION_TIMEOUT_MS}
-{sasl}"""
+{sasl}{internal_topics}"""
 
 
 def _classpath() -> str:
@@ -242,10 +262,56 @@ def _answering(pid: int, node: Node, wanted: int):
 
 
 def start_timeout(home: Path = HOME) -> float:
-    """Seconds to wait for the broker to answer after starting it: it loads every partition's log first. The dev
-    broker gathered ~20,000 partitions (test runs' topics) and took over 90 s to start on a loaded machine, so every
-    test session that started it failed at the former fixed 90 s."""
+    """Seconds a starting broker may go without writing a line to its log (the JVM's start, before its first line,
+    is the longest such stretch) before it is taken for stuck; while it logs what it does (its start phases, every
+    partition's log loaded, see LOG4J2) the wait goes on, up to start_limit()."""
     return 90 + _partition_dirs(home) * 0.02
+
+
+def start_limit(home: Path = HOME) -> float:
+    """Seconds a start may take at most, however steadily the broker logs: a kill -9'd broker recovers each of its
+    partitions' logs first, about 35 ms each on an idle 2-core machine and ten times that under a load of 30."""
+    return 600 + _partition_dirs(home) * 0.5
+
+
+def _log_size(node: Node) -> int:
+    try:
+        return (node.home / "server.log").stat().st_size
+    except OSError:
+        return 0
+
+
+def _last_log_line(node: Node) -> str:
+    try:
+        with (node.home / "server.log").open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+            lines = log.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def wait_started(node: Node, answering, what: str, together: int = 1) -> None:
+    """Until `answering()`, while the broker keeps logging what it does: it fails once the broker has logged nothing
+    for start_timeout() seconds, or after start_limit() seconds in all, naming the last thing it logged. Both are
+    `together` times longer when that many nodes' JVMs start at once."""
+    started = time.monotonic()
+    quiet, limit = start_timeout(node.home) * together, start_limit(node.home) * together
+    size, progressed = _log_size(node), started
+    while not answering():
+        now = time.monotonic()
+        if node.process.exited_early():
+            raise StackError(f"{node.process.name} exited while starting; last log lines:\n"
+                             f"{node.process.log_tail()}")
+        grown = _log_size(node)
+        if grown != size:
+            size, progressed = grown, now
+        if now - progressed > quiet or now - started > limit:
+            why = (f"it logged nothing for {now - progressed:.0f}s" if now - progressed > quiet
+                   else f"it was still starting after {limit:.0f}s")
+            raise StackError(f"timed out waiting for {what}: {why}; its last log line: "
+                             f"{_last_log_line(node) or '(none)'}\n{node.process.log_tail()}")
+        time.sleep(0.2)
 
 
 def _runs_from(node: Node) -> bool:
@@ -290,17 +356,16 @@ def up() -> str:
         raise StackError(f"{other} is running on these ports: stop it (python -m devstack down kafka) first.")
     running = [node for node in members if node.process.is_running()]
     if len(running) == wanted:
-        wait_until(lambda: live_brokers() >= wanted, start_timeout(members[0].home),
-                   "Kafka to accept AdminClient requests", process)
+        wait_started(members[0], lambda: live_brokers() >= wanted, "Kafka to accept AdminClient requests", wanted)
         return "already running"
     # every node is prepared (storage formatting runs a JVM each) before any starts: a broker that cannot reach a
     # quorum of controllers within initial.broker.registration.timeout.ms exits
     configs = [(node, prepare_node(node, members)) for node in members if node not in running]
     started = [(node, start_node(node, config, members)) for node, config in configs]
     for node, pid in started:
-        # the nodes start together, each answering once a quorum of them runs: on a loaded machine that is slower
-        wait_until(_answering(pid, node, wanted), start_timeout(node.home) * wanted,
-                   f"Kafka node {node.id} to accept AdminClient requests", node.process)
+        # the nodes start together, each answering once a quorum of them runs
+        wait_started(node, _answering(pid, node, wanted), f"Kafka node {node.id} to accept AdminClient requests",
+                     len(started))
     if wanted == 1:
         return f"started on 127.0.0.1:{settings.KAFKA_PORT}"
     return f"started a {wanted}-broker cluster on {bootstrap()}"

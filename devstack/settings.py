@@ -35,6 +35,9 @@ KAFKA_PROXIED_LISTENER = os.environ.get("DEVSTACK_KAFKA_PROXIED_LISTENER", "")
 # "PORT:USER:PASSWORD": a SASL_PLAINTEXT listener (mechanism PLAIN, that one user) on PORT, for tests of clients
 # that authenticate; unset: none
 KAFKA_SASL_LISTENER = os.environ.get("DEVSTACK_KAFKA_SASL_LISTENER", "")
+# Partitions of Kafka's own consumer offsets and transaction state topics (Kafka's default 50 each when unset): a
+# broker that is killed recovers every partition's log before it answers, so a private test broker has fewer
+KAFKA_INTERNAL_PARTITIONS = int(os.environ.get("DEVSTACK_KAFKA_INTERNAL_PARTITIONS", "0"))
 REDIS_PORT = _port("DEVSTACK_REDIS_PORT", 6379)
 REDIS_PASSWORD_FILE = STATE_DIR / "redis_password"
 MONGO_PORT = _port("DEVSTACK_MONGO_PORT", 27017)

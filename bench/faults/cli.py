@@ -31,6 +31,10 @@ FULL_RUNS = {"kill-streaming": 10, "kill-snapshot": 5, "broker-stop": 3, "broker
              "source-crash": 5, "broker-kill": 3, "source-network": 6, "broker-network": 6, "commit-stall": 2,
              "zombie-worker": 2}
 
+# Of the broker's consumer offsets and transaction state topics (Kafka's default: 50 each): a broker killed -9
+# (broker-kill) recovers every partition's log before it answers again
+INTERNAL_PARTITIONS = 5
+
 
 def _terminated(signum, frame):
     raise SystemExit(128 + signum)
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)  # so that a stopped campaign still stops its broker and processes
     workdir = Path(tempfile.mkdtemp(prefix="cdc-faults-"))
     kafka = PrivateKafka(workdir / "stack", args.ports)
+    kafka.env["DEVSTACK_KAFKA_INTERNAL_PARTITIONS"] = str(INTERNAL_PARTITIONS)
     kafka_proxy = None
     if "broker-network" in scenarios:
         listen, shown = (free_ports(2, range(kafka.port + 2, args.ports.stop)) if args.ports is not None

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -62,27 +64,49 @@ def test_short_campaign_loses_duplicates_and_reorders_nothing(tmp_path, scenario
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(660)
 def test_short_postgres_campaign_checks_the_mixed_writer(tmp_path):
-    """A kill -9 of a PostgreSQL runner (about 50 s) under the mixed writer: inserts, updates, deletes and
-    multi-statement transactions over three tables, some rows read by the snapshot while they are written; the
-    checker (unit-tested on hand-made topics in test_workload_checker.py) finds nothing lost, duplicated, reordered,
-    no tombstone or transaction metadata error, and the topics' final state equals the tables; the product's Verify,
-    run after it, finds every row of the tables in the topics and nothing else."""
+    """Two kill -9s of a PostgreSQL runner, then two of the broker (about 3 minutes), under the mixed writer: inserts,
+    updates, deletes and multi-statement transactions over three tables, some rows read by the snapshot while they
+    are written; the checker (unit-tested on hand-made topics in test_workload_checker.py) finds nothing lost,
+    duplicated, reordered, no tombstone or transaction metadata error, and the topics' final state equals the tables;
+    the product's Verify, run after it, finds every row of the tables in the topics and nothing else.
+
+    Seed 42 puts the second runner kill 0.56 s after the first fault: it must wait for the restarted runner to stream
+    (each runner started logs its pipeline's start before it is killed). The broker, killed twice, comes back each
+    time, and holds no topic of a session already checked."""
     figures = tmp_path / "faults.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.faults", "--source", "postgres", "--runs", "1", "--scenarios",
-         "kill-streaming", "--json", str(figures), *_port_range()],
-        cwd=ROOT, capture_output=True, text=True, timeout=400,
-    )
+    kept = Path(tempfile.mkdtemp(prefix="cf-"))  # a short path: the private server's Unix socket lives below it
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "bench.faults", "--source", "postgres", "--runs", "2", "--scenarios",
+             "kill-streaming,broker-kill", "--seed", "42", "--keep", "--json", str(figures), *_port_range()],
+            cwd=ROOT, capture_output=True, text=True, timeout=640, env={**os.environ, "TMPDIR": str(kept)},
+        )
+        _check_kills_and_broker_kills(figures, kept, result)
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def _check_kills_and_broker_kills(figures: Path, kept: Path, result) -> None:
     assert figures.exists(), result.stdout[-3000:] + result.stderr[-3000:]
-    o = json.loads(figures.read_text())["kill-streaming"]
-    assert o["runs"] == 1 and o["changes"] > 100 and o["snapshot_rows"] > 100, o
-    assert {name: o[name] for name in ERRORS} == dict.fromkeys(ERRORS, 0), (o, result.stdout[-3000:])
-    # the second checker, the product's Verify, compared the tables with the topics after the scenario
-    assert o["verify"]["rows"] > 100, o
-    assert {name: o["verify"][name] for name in VERIFY_ERRORS} == dict.fromkeys(VERIFY_ERRORS, 0), o
-    assert o["notes"] == [] and result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    outcome = json.loads(figures.read_text())
+    for scenario in ("kill-streaming", "broker-kill"):
+        o = outcome[scenario]
+        assert o["runs"] == 2 and len(o["recovery_s"]) == 2, (scenario, o, result.stdout[-3000:])
+        assert o["changes"] > 100 and o["snapshot_rows"] > 100, (scenario, o)
+        assert {name: o[name] for name in ERRORS} == dict.fromkeys(ERRORS, 0), (scenario, o, result.stdout[-3000:])
+        # the second checker, the product's Verify, compared the tables with the topics after the scenario
+        assert o["verify"]["rows"] > 100, (scenario, o)
+        assert {name: o["verify"][name] for name in VERIFY_ERRORS} == dict.fromkeys(VERIFY_ERRORS, 0), (scenario, o)
+        assert o["notes"] == [], (scenario, o)
+    workdir = next(kept.glob("cdc-faults-*"))
+    runner_log = next(workdir.glob("fcks*/runner.log")).read_text(errors="replace")
+    assert runner_log.count(" starting: ") == 3, runner_log[-3000:]  # the first runner and both restarts
+    session_logs = [path.name for path in (workdir / "stack" / "kafka" / "data").iterdir()
+                    if path.name.startswith("fc") and not path.name.endswith("-delete")]
+    assert session_logs == [], session_logs
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 def test_a_runner_that_keeps_exiting_aborts_the_scenario(tmp_path):
