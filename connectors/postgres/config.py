@@ -173,10 +173,15 @@ class PostgresConfig(DerivedTopicNames):
     def snapshot_filter(self, collection: str) -> None:
         return None
 
+    @property
+    def application_name(self) -> str:
+        """What the connector's sessions show in pg_stat_activity."""
+        return f"cdcplatform:{self.name}"
+
     def dsn(self) -> str:
         """A libpq connection string: the one place the password is revealed."""
         parts = {"host": self.hostname, "port": self.port, "user": self.user, "dbname": self.dbname,
-                 "sslmode": self.sslmode, "application_name": f"cdcplatform:{self.name}"}
+                 "sslmode": self.sslmode, "application_name": self.application_name}
         if self.password is not None:
             parts["password"] = self.password.reveal()
         return " ".join(f"{key}='{_libpq_quote(str(value))}'" for key, value in parts.items() if value is not None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -52,6 +53,8 @@ from connectors.postgres.snapshot import PgChunkTask, PgSnapshotProgress, PgSnap
 from connectors.postgres.stream import Acknowledger, WalChange, WalReader
 
 log = logging.getLogger(__name__)
+
+SLOT_HELD = re.compile(r'replication slot "(?P<slot>[^"]+)" is active for PID (?P<pid>\d+)')  # SQLSTATE 55006
 
 
 @dataclass(frozen=True)
@@ -320,7 +323,35 @@ class SlotSource:
         if stream is None:
             self._check_slot(position)
         return WalReader(self.open_stream, position, queue, self.acks, metrics, backoff, stop,
-                         self.config.poll_interval_ms / 1000, stream=stream, server_answers=self._server_answers)
+                         self.config.poll_interval_ms / 1000, stream=stream, server_answers=self._server_answers,
+                         take_over=self.take_over_slot)
+
+    def take_over_slot(self, message: str) -> bool:
+        """When `message` (a refused START_REPLICATION) says the slot is held by a server process of this very
+        connector (its application name): a pipeline of it that stopped answering, such as a frozen worker whose
+        lease went to this one, ends that process (pg_terminate_backend) so the slot is taken over now rather than
+        when the server's wal_sender_timeout notices. This pipeline fenced that one's Kafka producers before it
+        started streaming, so the old one could not commit anything more anyway. A process of anything else is
+        left alone. True when one was ended."""
+        match = SLOT_HELD.search(message)
+        if match is None or match["slot"] != self.config.slot_name:
+            return False
+        pid = int(match["pid"])
+        try:
+            with connect_sql(self.dsn) as conn:
+                holder = conn.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s",
+                                      (pid,)).fetchone()
+                if holder is None or holder[0] != self.config.application_name:
+                    return False
+                ended = conn.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0]
+        except (psycopg.Error, ConnectorError) as error:
+            log.debug("%s: could not end the slot's holder %d: %s", self.config.name, pid, error)
+            return False
+        if ended:
+            log.warning("%s: replication slot %s was held by server process %d of this connector, which no longer "
+                        "answered (a previous pipeline of it); ended it to take the slot over", self.config.name,
+                        self.config.slot_name, pid)
+        return bool(ended)
 
     def _server_answers(self) -> bool:
         """Whether the server accepts a TCP connection (or its socket file exists) now."""

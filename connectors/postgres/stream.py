@@ -69,11 +69,14 @@ class Acknowledger:
 class WalReader:
     def __init__(self, open_stream, resume: Position | None, out: ChangeQueue, acks: Acknowledger,
                  metrics: StreamingMetrics, backoff: Backoff, stop: threading.Event, poll_seconds: float,
-                 stream: ReplicationStream | None = None, server_answers: Callable[[], bool] = lambda: False):
+                 stream: ReplicationStream | None = None, server_answers: Callable[[], bool] = lambda: False,
+                 take_over: Callable[[str], bool] = lambda message: False):
         """`open_stream()` makes a new ReplicationStream; `stream` is one already open (whose exported snapshot
         was just read): it is used first. `server_answers()`: whether the server accepts connections now (a
-        reconnect's wait ends once it does again)."""
+        reconnect's wait ends once it does again). `take_over(message)`: given a refused start's message, whether
+        the slot's holder was ended (the start is then tried again at once)."""
         self._server_answers = server_answers
+        self._take_over = take_over
         self._open_stream = open_stream
         self._resume = resume
         self._out = out
@@ -137,6 +140,8 @@ class WalReader:
             except ReplicationError as error:
                 self._close()
                 failures += 1
+                if failures <= self._backoff.max_attempts and self._take_over(str(error)):
+                    continue
                 self._metrics.record_disconnect(str(error))
                 if failures > self._backoff.max_attempts:
                     self._put(ReaderFailed(ConnectorError(
