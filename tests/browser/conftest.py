@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import run_summary
 from tests.platform_processes import ROOT, Platform
 
 CHROMIUM = os.environ.get("CDC_CHROMIUM", "/usr/bin/chromium")
@@ -78,14 +79,52 @@ def delete_every_connector(platform) -> None:
     assert left == "[]", f"pipelines still running after their connector was deleted: {left}"
 
 
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
+class RunningChromium:
+    """Playwright and Chromium, started when a browser test first needs them and stopped once the next test to run
+    is not a browser test. While Playwright runs, its event loop is the thread's running loop, and Django refuses
+    database calls from there (SynchronousOnlyOperation): a worker of a parallel run goes on to other suites'
+    files once it has run this one."""
 
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    def __init__(self):
+        self.playwright = None
+        self.browser = None
+
+    def get(self):
+        if self.browser is None:
+            from playwright.sync_api import sync_playwright
+
+            self.playwright = sync_playwright().start()
+            self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        return self.browser
+
+    def stop(self) -> None:
+        if self.browser is not None:
+            self.browser.close()
+            self.playwright.stop()
+            self.browser = self.playwright = None
+
+
+running_chromium = RunningChromium()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Stops Chromium at the end of the session too, before the session fixtures set up earlier (the test database
+    of pytest-django, whose teardown is a database call) are torn down."""
+    yield running_chromium
+    running_chromium.stop()
+
+
+@pytest.fixture
+def browser(chromium):
+    return chromium.get()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the test's fixtures (its browser contexts) are gone
+    if nextitem is None or run_summary.suite_of(nextitem.nodeid) != "browser":
+        running_chromium.stop()
 
 
 class Session:
