@@ -597,6 +597,9 @@ class TransactionalSink:
         lanes, self._lanes = self._lanes, []
         for producer in lanes:
             try:
+                # what it still holds belongs to a transaction that is never committed (the next producer's
+                # init_transactions aborts it); close() would flush it first, without end while Kafka is away
+                self._served(producer.purge, True, True, False)
                 with warnings.catch_warnings():  # close() warns when its abort fails, as it does once fenced
                     warnings.simplefilter("ignore", RuntimeWarning)
                     self._served(producer.close)
