@@ -19,11 +19,11 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
-from bench.streaming import wait_committed
+from bench.streaming import committed_reached, wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.mysql import text_rows
@@ -87,26 +87,6 @@ def _run(props: dict, bootstrap: str) -> tuple[ConnectorRunner, threading.Event,
     return runner, stop, thread
 
 
-def _first_commit(bootstrap: str, topic: str, timeout: float) -> tuple[float, int]:
-    """(monotonic time, messages) when the topic's partition 0 first holds a committed chunk: the connector's
-    start-up (topics, the consistent view, the plan) is over then."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed"})
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
-            except Exception:  # noqa: BLE001 - the topic is not there yet
-                high = 0
-            if high > 0:
-                return time.monotonic(), high
-            time.sleep(0.01)
-    finally:
-        consumer.close()
-    raise TimeoutError(f"{topic} got no message")
-
-
 def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> dict:
     """An initial_only snapshot of a table of `rows` rows against its neighbours measured in the same run: a plain
     SELECT of the table (pymysql's fetchall) and a plain idempotent producer sending the connector's messages. The
@@ -126,7 +106,7 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> dict:
     topic = f"{name}.{name}.t"
     started = time.monotonic()
     runner, stop, thread = _run(_properties(name, name, admin, "initial_only"), bootstrap)
-    first, first_count = _first_commit(bootstrap, topic, 600)
+    first, first_count = committed_reached(bootstrap, topic, 1, 600, poll=0.01)  # start-up is over
     cpu = time.process_time()
     done = wait_committed(bootstrap, topic, rows, 600)
     connector_cpu = time.process_time() - cpu

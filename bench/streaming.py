@@ -82,6 +82,13 @@ def _config(name: str, uri: str) -> ConnectorConfig:
 
 def wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> float:
     """The monotonic time at which the topic's partition 0 holds `count` committed messages."""
+    return committed_reached(bootstrap, topic, count, timeout)[0]
+
+
+def committed_reached(bootstrap: str, topic: str, count: int, timeout: float,
+                      poll: float = 0.02) -> tuple[float, int]:
+    """(monotonic time, committed messages) once the topic's partition 0 holds `count` committed messages or more,
+    looked at every `poll` seconds."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
                          "isolation.level": "read_committed"})
     deadline = time.monotonic() + timeout
@@ -89,11 +96,11 @@ def wait_committed(bootstrap: str, topic: str, count: int, timeout: float) -> fl
         while time.monotonic() < deadline:
             try:
                 _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the topic is not there yet
                 high = 0
             if high >= count:
-                return time.monotonic()
-            time.sleep(0.02)
+                return time.monotonic(), high
+            time.sleep(poll)
     finally:
         consumer.close()
     raise TimeoutError(f"{topic} did not reach {count} messages")

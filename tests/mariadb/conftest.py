@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -40,6 +41,16 @@ class MariaDB:
             connection.close()
 
 
+def private_server(home) -> Iterator[MariaDB]:
+    """A MariaDB server set up as the devstack's in `home`, stopped when the generator ends."""
+    server = PrivateMariaDb(home).start()
+    admin = ConnectionSettings.from_dsn(server.admin_dsn)
+    try:
+        yield MariaDB(admin=admin, cdc=admin.as_user(*settings.MARIADB_CDC_USER))
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def mariadb(stack, tmp_path_factory):  # the tests also need Kafka
     if os.environ.get("MARIADB_DSN"):
@@ -47,12 +58,7 @@ def mariadb(stack, tmp_path_factory):  # the tests also need Kafka
         yield MariaDB(admin=admin, cdc=ConnectionSettings.from_dsn(os.environ.get("MARIADB_CDC_DSN")
                                                                    or os.environ["MARIADB_DSN"]))
         return
-    server = PrivateMariaDb(tmp_path_factory.mktemp("suite-mariadb")).start()
-    admin = ConnectionSettings.from_dsn(server.admin_dsn)
-    try:
-        yield MariaDB(admin=admin, cdc=admin.as_user(*settings.MARIADB_CDC_USER))
-    finally:
-        server.stop()
+    yield from private_server(tmp_path_factory.mktemp("suite-mariadb"))
 
 
 _SERVER_WIDE = ("SELECT @@global.binlog_format, @@global.binlog_row_image, @@global.binlog_row_metadata",
@@ -91,12 +97,7 @@ def mariadb_db(mariadb):
 @pytest.fixture(scope="session")
 def own_mariadb(stack, tmp_path_factory):
     """A MariaDB server of this test session's own, set up as the devstack's, stopped at the end."""
-    server = PrivateMariaDb(tmp_path_factory.mktemp("own-mariadb")).start()
-    admin = ConnectionSettings.from_dsn(server.admin_dsn)
-    try:
-        yield MariaDB(admin=admin, cdc=admin.as_user(*settings.MARIADB_CDC_USER))
-    finally:
-        server.stop()
+    yield from private_server(tmp_path_factory.mktemp("own-mariadb"))
 
 
 @pytest.fixture

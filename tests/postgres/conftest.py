@@ -19,6 +19,7 @@ import pytest
 
 from devstack import postgres as devstack_postgres
 from devstack import stack as devstack
+from devstack.private_db import PrivatePostgres
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,13 @@ def pg_db(postgres):
         (name,),
     )
     postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def private_pg(tmp_path):
+    """A PostgreSQL server of the test's own (devstack.private_db), for what a test does to the whole server."""
+    server = PrivatePostgres(tmp_path / "pg").start()
+    try:
+        yield server
+    finally:
+        server.stop()

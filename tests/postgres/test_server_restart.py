@@ -24,15 +24,6 @@ from tests.type_check import records_at_least
 pytestmark = [pytest.mark.integration]
 
 
-@pytest.fixture
-def private_pg(tmp_path):
-    server = PrivatePostgres(tmp_path / "pg").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def connector_config(server: PrivatePostgres, dbname: str, name: str) -> PostgresConfig:
     user, password = server.cdc_user
     return PostgresConfig.from_properties({

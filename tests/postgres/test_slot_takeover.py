@@ -10,7 +10,6 @@ import pytest
 
 from connectors.postgres.replication import ReplicationStream
 from connectors.postgres.source import Database, SlotSource
-from devstack.private_db import PrivatePostgres
 from tests.postgres.test_server_restart import connector_config, ids, insert, prepared
 from tests.postgres.test_source import Running
 from tests.type_check import records_at_least
@@ -38,15 +37,6 @@ def slot_holder_pid(server, dbname: str) -> int | None:
 def alive(server, pid: int) -> bool:
     with psycopg.connect(server.admin_dsn(), autocommit=True) as conn:
         return conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None
-
-
-@pytest.fixture
-def private_pg(tmp_path):
-    server = PrivatePostgres(tmp_path / "pg").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
