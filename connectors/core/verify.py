@@ -9,8 +9,9 @@ built by the connector's code: types, masks, excluded columns and renamed fields
 rows with the topic's states of their keys (canonical JSON, equal or not: both sides are in memory, so this is
 cheaper than hashing them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
 chunk held are extra. A key that differs and changed after the position (or any differing key, when the view's
-events may run ahead of their position) is compared again in a later view (at most `rounds` views), so writes going
-on while Verify runs raise no false alarm.
+events may run ahead of their position) is compared again in a later view (at most `rounds` views), and only those
+keys are: writes going on while Verify runs raise no false alarm, and a key that settled stays settled while other
+keys change.
 """
 
 from __future__ import annotations
@@ -136,8 +137,9 @@ class Verifier:
     # -- one partition ------------------------------------------------------------------------------------------
 
     def _verify_partition(self, partition: PartitionVerifier) -> None:
-        pending: list[str] | None = None  # None: every table
-        results: dict[str, tuple[TableReport, list[Mismatch]]] = {}
+        reports: dict[str, TableReport] = {}
+        settled: dict[str, list[Mismatch]] = {}  # per table, the mismatches no later view can change
+        recheck: dict[str, set[str]] = {}  # per table, the differing keys to compare again in the next view
         for round_number in range(self.options.rounds):
             view = partition.open_view()
             try:
@@ -146,22 +148,29 @@ class Verifier:
                 self.report.waited += time.monotonic() - waiting
                 self.report.positions.append({"partition": partition.name, "round": round_number + 1,
                                               "source": view.position, "connector": str(committed)})
-                tables = view.tables() if pending is None else pending
-                unsettled = []
+                last = round_number + 1 == self.options.rounds
+                tables = view.tables() if round_number == 0 else list(recheck)
+                pending = {}
                 for table in tables:
-                    report, mismatches, changed = self._verify_table(view, table)
-                    results[table] = (report, mismatches)
-                    if changed and round_number + 1 < self.options.rounds:
-                        unsettled.append(table)
-                        self.report.rechecked += changed
+                    report, mismatches, changed = self._verify_table(view, table, recheck.get(table))
+                    reports.setdefault(table, report)
+                    if changed and not last:
+                        pending[table] = changed
+                        self.report.rechecked += len(changed)
+                    settled.setdefault(table, []).extend(m for m in mismatches if last or m.key not in changed)
             finally:
                 view.close()
-            if not unsettled:
+            if not pending:
                 break
             log.info("verify %s/%s: %d tables have differing keys that changed after %s; comparing them again",
-                     self.config.name, partition.name, len(unsettled), view.position)
-            pending = unsettled
-        for report, mismatches in results.values():
+                     self.config.name, partition.name, len(pending), view.position)
+            recheck = pending
+        for table, report in reports.items():
+            mismatches = settled.get(table, [])
+            report.missing, report.extra, report.different = (
+                sum(1 for m in mismatches if m.kind == kind) for kind in (MISSING, EXTRA, DIFFERENT))
+            if not mismatches:
+                report.chunks_differing = 0
             self.report.tables.append(report)
             room = max(0, self.options.max_keys - len(self.report.mismatches))
             self.report.mismatches.extend(mismatches[:room])
@@ -186,8 +195,11 @@ class Verifier:
 
     # -- one table ------------------------------------------------------------------------------------------------
 
-    def _verify_table(self, view: VerifyView, table: str) -> tuple[TableReport, list[Mismatch], int]:
-        """The table's report, its mismatches, and how many of them changed after the view's position."""
+    def _verify_table(self, view: VerifyView, table: str,
+                      only: set[str] | None = None) -> tuple[TableReport, list[Mismatch], set[str]]:
+        """The table's report, its mismatches (of the keys in `only`, when given: a later view compares again the
+        keys that differed in an earlier one, and no other), and the differing keys that changed after the view's
+        position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
         reading = time.monotonic()
@@ -207,6 +219,8 @@ class Verifier:
             rows = self._source_rows(view.read_rows(chunk))
             keyless = keyless or None in rows
             rows.pop(None, None)
+            if only is not None:
+                rows = {key: value for key, value in rows.items() if key in only}
             report.rows += len(rows)
             seen.update(rows)
             held = state.rows.get
@@ -217,10 +231,11 @@ class Verifier:
             self.on_progress({"table": table, "chunk": chunk.index + 1, "chunks": len(chunks), "rows": report.rows})
         if keyless:
             report.skipped = "rows without a key (no primary key): they cannot be matched to the topic's"
-        mismatches.extend(Mismatch(table, key, EXTRA) for key in state.rows if key not in seen)
+        mismatches.extend(Mismatch(table, key, EXTRA) for key in state.rows
+                          if key not in seen and (only is None or key in only))
         for mismatch in mismatches:
             setattr(report, mismatch.kind, getattr(report, mismatch.kind) + 1)
-        changed = len(mismatches) if view.runs_ahead else sum(1 for m in mismatches if m.key in state.later)
+        changed = {m.key for m in mismatches if view.runs_ahead or m.key in state.later}
         self.report.source_seconds += time.monotonic() - reading
         return report, mismatches, changed
 
