@@ -286,6 +286,7 @@ REST_FRAMEWORK = {
     # browsable documentation is Swagger UI at /api/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "cdcplatform.negotiation.JsonWhateverTheAccept",
+    "EXCEPTION_HANDLER": "cdcplatform.api_errors.api_exception_handler",
     # DRF's parsers, with JSON bounded in depth and refusing lone surrogates: such bodies are a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": [
         "cdcplatform.parsers.BoundedJSONParser",

@@ -12,6 +12,7 @@ from tests.topic_cleanup import tagged_suffix
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 BAD = "rgb(176, 0, 32)"  # --bad in dashboard.css
+DISABLED_BACKGROUND, DISABLED_TEXT = "rgb(233, 236, 239)", "rgb(107, 119, 133)"  # button:disabled there
 
 
 def style(locator, prop: str) -> str:
@@ -39,6 +40,22 @@ def test_buttons_say_what_they_do(session, platform, mongo_rs):
     assert not page.locator('button[data-action="restart"]').is_visible()
     page.goto(f"/connectors/{name}/delete/")
     assert style(page.locator('button[data-action="confirm-delete"]'), "backgroundColor") == BAD
+
+
+def test_every_disabled_button_looks_disabled(session, platform, mongo_rs):
+    """The red-outlined Stop snapshot too: its `danger secondary` style outranked the disabled style, so without a
+    signal collection it stayed white with a red label, as when it can be pressed."""
+    name = f"btuxd{tagged_suffix()}"
+    create_connector(platform, mongo_rs, name)  # no signal collection: no snapshot signal can be sent
+    _, page = session("admin")
+    page.goto(f"/connectors/{name}/")
+    wait_streaming(page, name)
+    disabled = page.locator("main button:disabled")
+    labels = disabled.all_inner_texts()
+    assert {"Snapshot", "Pause snapshot", "Resume snapshot", "Stop snapshot"} <= set(labels), labels
+    looks = {(label, style(button, "backgroundColor"), style(button, "color"), style(button, "cursor"))
+             for label, button in zip(labels, disabled.all(), strict=True)}
+    assert {look[1:] for look in looks} == {(DISABLED_BACKGROUND, DISABLED_TEXT, "not-allowed")}, looks
 
 
 def test_a_missing_connector_is_named_not_its_model(session, platform):

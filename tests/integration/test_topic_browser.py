@@ -159,6 +159,20 @@ def test_any_topic_is_listed_and_connector_links_still_work(viewer, topic):
     assert viewer.get("/connectors/browse/topics/other.topic/").status_code == 404
 
 
+def test_a_page_cut_short_without_a_search_does_not_speak_of_a_search(viewer, stack):
+    name = f"browse.long.{tagged_suffix()}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+    for i in range(40):  # more than the newest message's first window (2 × 1 + 10 offsets)
+        producer.produce(name, f'{{"n": {i}}}'.encode(), partition=0)
+    assert producer.flush(30) == 0
+    page = page_of(viewer, name, "?n=1")
+    assert offsets_shown(page) == [("0", "39")]
+    assert "reading stopped before the start of the log" in page
+    assert "search" not in re.sub(r"\s+", " ", re.search(r"looked at[^<]*", page).group(0))
+
+
 @pytest.mark.parametrize("query", ["?partition=abc", "?partition=9", "?start=bogus", "?n=abc", "?n=1.5",
                                    "?start=timestamp&timestamp=yesterday", "?start=timestamp",
                                    "?start=timestamp&timestamp=1900-01-01T00:00:00Z",

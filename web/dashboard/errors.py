@@ -33,8 +33,20 @@ def _default_reason(request, status: int) -> str:
     return f"The server failed while answering {request.method} {request.path}; the details are in its log."
 
 
-# get_object_or_404's message names a model class ("No SparkRun matches the given query."): not for people
+# get_object_or_404's message names a model class ("No JobRun matches the given query."): not for people
 NO_OBJECT = re.compile(r"^No (\w+) matches the given query\.$")
+PEOPLE_NAMES = {"JobDefinition": "Spark job", "JobRun": "Spark run"}  # else the class name in words
+
+
+def missing_object_reason(message: str, path: str | None = None) -> str:
+    """What get_object_or_404's `message` means for people ("There is no such Spark job (nothing at <path>)."), or
+    "" for another message."""
+    missing = NO_OBJECT.match(message)
+    if not missing:
+        return ""
+    model = missing.group(1)
+    thing = PEOPLE_NAMES.get(model) or re.sub(r"(?<!^)(?=[A-Z])", " ", model).lower()
+    return f"There is no such {thing}" + (f" (nothing at {path})." if path is not None else ".")
 
 
 def _reason_of(exception, request=None) -> str:
@@ -43,11 +55,7 @@ def _reason_of(exception, request=None) -> str:
     reason = exception.args[0]
     if isinstance(reason, dict):  # Resolver404's {"path", "tried"}: not for people
         return ""
-    missing = NO_OBJECT.match(str(reason))
-    if missing:
-        thing = re.sub(r"(?<!^)(?=[A-Z])", " ", missing.group(1)).lower()
-        return f"There is no such {thing}" + (f" (nothing at {request.path})." if request is not None else ".")
-    return str(reason)
+    return missing_object_reason(str(reason), request.path if request is not None else None) or str(reason)
 
 
 def error_response(request, status: int, reason: str = "") -> HttpResponse:

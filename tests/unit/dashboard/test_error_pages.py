@@ -101,3 +101,23 @@ def test_an_unexpected_exception_is_a_500_page_without_a_trace(client, django_us
     assert "secret internals" not in page and "Traceback" not in page
     assert "GET /connectors/orders/" in page and 'class="mainnav"' in page
     assert "secret internals" in caplog.text  # the traceback goes to the log
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("/api/connectors/nope/", "There is no such connector (nothing at /api/connectors/nope/)."),
+    ("/api/connectors/nope/offsets/", "There is no such connector (nothing at /api/connectors/nope/offsets/)."),
+    ("/api/spark/jobs/nope/", "There is no such Spark job (nothing at /api/spark/jobs/nope/)."),
+    ("/api/spark/runs/987654/", "There is no such Spark run (nothing at /api/spark/runs/987654/)."),
+])
+def test_api_404_names_what_is_missing_not_a_model_class(django_user_model, debug, url, said):
+    response = client_for(make_user(django_user_model, "admin")).get(url)
+    assert response.status_code == 404
+    assert response.json() == {"detail": said}  # not DRF's "No JobDefinition matches the given query."
+
+
+def test_spark_pages_404_name_what_is_missing(client, django_user_model, debug):
+    login(client, django_user_model, "viewer")
+    page = client.get("/spark/jobs/nope/").content.decode()
+    assert "There is no such Spark job (nothing at /spark/jobs/nope/)." in page
+    page = client.get("/spark/runs/987654/").content.decode()
+    assert "There is no such Spark run (nothing at /spark/runs/987654/)." in page

@@ -89,12 +89,12 @@
           : "done";
         text = `${data.name || ""} ${what}.`.trim();
       }
-      announce(text, "ok");
+      // A reloading form's answer is shown by the reloaded page, whose buttons are the ones it speaks of ("press
+      // Resume"); the page before the reload may not have them.
+      if (form.dataset.reload) sessionStorage.setItem(KEPT, JSON.stringify({ text, kind: "ok" }));
+      announce(form.dataset.reload ? "Done: reloading the page…" : text, "ok");
       document.dispatchEvent(new CustomEvent("cdc:action", { detail: { form, data } }));
-      if (form.dataset.reload) {
-        sessionStorage.setItem(KEPT, JSON.stringify({ text, kind: "ok" }));
-        setTimeout(() => location.reload(), 800);
-      }
+      if (form.dataset.reload) location.reload();
     } catch (e) {
       announce("The request failed: " + e.message, "error");
     } finally {
