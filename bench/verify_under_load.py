@@ -3,14 +3,16 @@ alarms.
 
     python bench/verify_under_load.py [--sources postgres,mariadb,mongodb] [--rate 2000] [--seconds 60]
                                       [--keys 20000] [--processes 2] [--threads 8] [--chunk-size 5000]
+                                      [--mongodb-batch 20]
 
 For each source, a fresh table (collection) `hot` of `--keys` rows is snapshotted by a connector, which then
 streams on; an independent writer (bench/write_load.py: inserts, updates, deletes and, on PostgreSQL and MariaDB,
-primary-key updates of random keys, from `--threads` connections in each of `--processes` processes of its own)
-writes at up to `--rate` writes/s while Verify runs again and again for `--seconds`. It prints per source the
-Verify runs, the rows and chunks checked, the mismatches (any is a false alarm: the source and the topics are never
-corrupted here), the views compared, and the write rate the machine reached (with a note when it is below the
-target). It exits with 1 on a mismatch.
+primary-key updates of random keys, from `--threads` connections in each of `--processes` processes of its own;
+MariaDB commits 50 writes per transaction, MongoDB sends `--mongodb-batch` writes per ordered `bulk_write`, each
+still a write of its own) writes at up to `--rate` writes/s while Verify runs again and again for `--seconds`. It
+prints per source the Verify runs, the rows and chunks checked, the mismatches (any is a false alarm: the source and
+the topics are never corrupted here), the views compared, and the write rate the machine reached (with a note when
+it is below the target). It exits with 1 on a mismatch.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class PostgresTable:
             "slot.name": f"{self.db}_cdc", "publication.autocreate.mode": "filtered",
             "table.include.list": "public.hot"}
 
-    def writer(self) -> tuple:
+    def writer(self, args) -> tuple:
         return postgres_writer, (self.dsn,)
 
     def drop(self) -> None:
@@ -98,7 +100,7 @@ class MariaDbTable:
             "database.port": str(cdc.port), "database.user": cdc.user, "database.password": cdc.password,
             "database.server.id": str(uuid.uuid4().int % 3_000_000 + 10_000), "database.include.list": self.db}
 
-    def writer(self) -> tuple:
+    def writer(self, args) -> tuple:
         return mariadb_writer, (self.settings.with_database(self.db), 50)
 
     def drop(self) -> None:
@@ -123,8 +125,8 @@ class MongoCollection:
         self.properties = {"connector.class": "mongodb", "mongodb.connection.string": self.uri,
                            "collection.include.list": f"{self.db}.hot"}
 
-    def writer(self) -> tuple:
-        return mongo_writer, (self.uri, self.db)
+    def writer(self, args) -> tuple:
+        return mongo_writer, (self.uri, self.db, "hot", args.mongodb_batch)
 
     def drop(self) -> None:
         self.client.drop_database(self.db)
@@ -149,7 +151,7 @@ def run_source(kind: str, args, bootstrap: str) -> bool:
         thread.start()
         snapshot_done(runner, thread)
         reports = []
-        factory, factory_args = source.writer()
+        factory, factory_args = source.writer(args)
         with ProcessWorkload(factory, factory_args, args.keys, per_second=args.rate, processes=args.processes,
                              threads=args.threads, ops=source.ops) as load:
             if not load.wait_writing():
@@ -188,6 +190,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2, help="writer processes (each its own interpreter)")
     parser.add_argument("--threads", type=int, default=8, help="writer threads per process, each its connection")
     parser.add_argument("--chunk-size", type=int, default=5000)
+    parser.add_argument("--mongodb-batch", type=int, default=20,
+                        help="MongoDB writes sent in one bulk_write (MariaDB's writer commits 50 per transaction)")
     args = parser.parse_args()
     kinds = [kind.strip() for kind in args.sources.split(",") if kind.strip()]
     unknown = [kind for kind in kinds if kind not in SOURCES]

@@ -148,20 +148,27 @@ def mariadb_writer(settings, batch: int = 10) -> Callable[[], Writer]:
     return open_writer
 
 
-def mongo_writer(uri: str, database: str, collection: str = "hot") -> Callable[[], Writer]:
-    """Single-document writes to `hot` (`_id` is the key: an upsert inserts, `$inc`/`$set` updates)."""
-    from pymongo import MongoClient
+def mongo_writer(uri: str, database: str, collection: str = "hot", batch: int = 1) -> Callable[[], Writer]:
+    """Single-document writes to `hot` (`_id` is the key: an upsert inserts, `$inc`/`$set` updates), each its own
+    request, or with `batch` > 1 sent `batch` at a time in one ordered `bulk_write` (each still its own write, oplog
+    entry and change event; a thread's last partial batch is counted but not sent)."""
+    from pymongo import DeleteOne, MongoClient, UpdateOne
+
+    operations = {
+        "insert": lambda key: UpdateOne({"_id": key}, {"$inc": {"v": 1}}, upsert=True),
+        "update": lambda key: UpdateOne({"_id": key}, {"$inc": {"v": 1}, "$set": {"note": str(key)}}),
+        "delete": lambda key: DeleteOne({"_id": key}),
+    }
 
     def open_writer() -> Writer:
         hot = MongoClient(uri)[database][collection]
-        writes = {
-            "insert": lambda key: hot.update_one({"_id": key}, {"$inc": {"v": 1}}, upsert=True),
-            "update": lambda key: hot.update_one({"_id": key}, {"$inc": {"v": 1}, "$set": {"note": str(key)}}),
-            "delete": lambda key: hot.delete_one({"_id": key}),
-        }
+        pending: list = []
 
         def write(op: str, key: int, to: int) -> bool:
-            writes[op](key)
+            pending.append(operations[op](key))
+            if len(pending) >= batch:
+                hot.bulk_write(pending, ordered=True)
+                pending.clear()
             return True
 
         return write
