@@ -3,7 +3,7 @@ alarms.
 
     python bench/verify_under_load.py [--sources postgres,mariadb,mongodb] [--rate 2000] [--seconds 60]
                                       [--keys 20000] [--processes 2] [--threads 8] [--chunk-size 5000]
-                                      [--mongodb-batch 20]
+                                      [--mongodb-batch 50]
 
 For each source, a fresh table (collection) `hot` of `--keys` rows is snapshotted by a connector, which then
 streams on; an independent writer (bench/write_load.py: inserts, updates, deletes and, on PostgreSQL and MariaDB,
@@ -190,7 +190,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2, help="writer processes (each its own interpreter)")
     parser.add_argument("--threads", type=int, default=8, help="writer threads per process, each its connection")
     parser.add_argument("--chunk-size", type=int, default=5000)
-    parser.add_argument("--mongodb-batch", type=int, default=20,
+    parser.add_argument("--mongodb-batch", type=int, default=50,
                         help="MongoDB writes sent in one bulk_write (MariaDB's writer commits 50 per transaction)")
     args = parser.parse_args()
     kinds = [kind.strip() for kind in args.sources.split(",") if kind.strip()]
