@@ -27,7 +27,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.topics import delete_topics  # noqa: E402
-from bench.verify import snapshot_done  # noqa: E402
 from bench.write_load import (  # noqa: E402
     DOCUMENT_OPS,
     RELATIONAL_OPS,
@@ -136,16 +135,33 @@ class MongoCollection:
 SOURCES = {"postgres": PostgresTable, "mariadb": MariaDbTable, "mongodb": MongoCollection}
 
 
+def connector_config(source, name: str, chunk_size: int):
+    """The connector of `source`'s table: its own topics, one partition, the snapshot in `chunk_size` chunks."""
+    _, config = engine_config({**source.properties, "name": name, "topic.prefix": name,
+                               "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
+                               "max.batch.size": 4096, "snapshot.chunk.size": chunk_size,
+                               "topic.creation.default.partitions": 1})
+    return config
+
+
+def snapshot_done(runner: ConnectorRunner, thread: threading.Thread, timeout: float = 600) -> float:
+    """The monotonic time at which the runner's pipeline entered its streaming phase: its snapshot is written and
+    committed (the source's connection, reported earlier, comes before the snapshot)."""
+    deadline = time.monotonic() + timeout
+    while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.phase == "streaming"):
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise SystemExit(f"the snapshot did not complete: {runner.errors or 'timed out'}")
+        time.sleep(0.001)
+    return time.monotonic()
+
+
 def run_source(kind: str, args, bootstrap: str) -> bool:
     name = f"vload{kind[:2]}{uuid.uuid4().hex[:6]}"
     source = SOURCES[kind](name, args.keys)
     stop = threading.Event()
     thread = None
     try:
-        _, config = engine_config({**source.properties, "name": name, "topic.prefix": name,
-                                   "offset.storage.topic": f"{name}.offsets", "poll.interval.ms": 50,
-                                   "max.batch.size": 4096, "snapshot.chunk.size": args.chunk_size,
-                                   "topic.creation.default.partitions": 1})
+        config = connector_config(source, name, args.chunk_size)
         runner = ConnectorRunner(config, bootstrap, stop)
         thread = threading.Thread(target=runner.run, daemon=True)
         thread.start()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from devstack.mongo.bsonutil import hash_key
+from devstack.mongo.bsonutil import MISSING, hash_key, sort_key
 from devstack.mongo.errors import CommandError
 from devstack.mongo.storage import duplicate_key
 
@@ -132,6 +132,41 @@ class TxnView:
             if wns == ns and idk not in seen and d is not None:
                 out.append(d)
         return out
+
+    def id_range(self, low=MISSING, low_incl=True, high=MISSING, high_incl=False, reverse=False, skip=0, limit=0):
+        """The documents of the transaction's view whose _id is within the bounds, in _id order, as
+        storage.Collection.id_range: the collection's range as it is now, each document as the view sees it, plus
+        the documents deleted since the snapshot and those the transaction inserted, when within the bounds (a
+        document's _id never changes)."""
+        ns = self.coll.ns
+        writes = self.txn.writes
+        hist = self.coll_history()
+        docs = self.coll.docs
+        out = []
+        for doc in self.coll.id_range(low, low_incl, high, high_incl):
+            idk = hash_key(doc["_id"])
+            if (ns, idk) in writes:
+                doc = writes[(ns, idk)]
+            elif idk in hist:
+                doc = self._snapshot_doc(idk)
+            if doc is not None:
+                out.append(doc)
+        lo = None if low is MISSING else sort_key(low)
+        hi = None if high is MISSING else sort_key(high)
+
+        def within(doc) -> bool:
+            key = sort_key(doc["_id"])
+            return ((lo is None or key > lo or (low_incl and key == lo))
+                    and (hi is None or key < hi or (high_incl and key == hi)))
+
+        extra = [self._snapshot_doc(idk) for idk in hist if idk not in docs and (ns, idk) not in writes]
+        extra += [doc for (wns, idk), doc in writes.items() if wns == ns and idk not in docs]
+        extra = [doc for doc in extra if doc is not None and within(doc)]
+        if extra:
+            out = sorted(out + extra, key=lambda doc: sort_key(doc["_id"]))
+        if reverse:
+            out.reverse()
+        return out[skip:skip + limit] if limit else out[skip:]
 
     def __len__(self):
         return len(self.values())

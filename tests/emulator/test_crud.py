@@ -233,6 +233,37 @@ def test_id_range_queries_for_chunked_snapshots(coll):
     assert got == [99, 98, 97, 96]
 
 
+def test_id_ranges_in_a_snapshot_transaction_see_the_snapshot_and_the_transactions_own_writes(client, coll):
+    """A range of _id read in a snapshot transaction (Verify's chunks) takes the _id index like a plain read, and
+    sees what a full scan in the same transaction sees: documents updated, deleted or inserted since the snapshot as
+    they were, and the transaction's own inserts, deletes and updates."""
+    from pymongo.read_concern import ReadConcern
+
+    coll.insert_many([{"_id": i, "v": 0} for i in range(0, 100, 2)])
+    with client.start_session(causal_consistency=False) as session:
+        session.start_transaction(read_concern=ReadConcern("snapshot"))
+        coll.find_one({}, session=session)  # the snapshot is taken here
+        coll.update_one({"_id": 10}, {"$set": {"v": 1}})
+        coll.delete_one({"_id": 20})
+        coll.insert_one({"_id": 21, "v": 1})
+        coll.insert_one({"_id": 31, "v": 9}, session=session)
+        coll.delete_one({"_id": 40}, session=session)
+        coll.update_one({"_id": 50}, {"$set": {"v": 5}}, session=session)
+        expected = sorted(coll.find({}, session=session), key=lambda doc: doc["_id"])  # a scan, no range
+        assert [doc for doc in expected if doc["v"]] == [{"_id": 31, "v": 9}, {"_id": 50, "v": 5}]
+        assert 20 in [doc["_id"] for doc in expected] and 21 not in [doc["_id"] for doc in expected]
+        for low, high in ((0, 100), (10, 21), (19, 41), (21, 22), (30, 32), (-5, 3), (98, 200)):
+            for bounds in ({"$gte": low, "$lt": high}, {"$gt": low, "$lte": high}):
+                within = [doc for doc in expected if (doc["_id"] >= low if "$gte" in bounds else doc["_id"] > low)
+                          and (doc["_id"] < high if "$lt" in bounds else doc["_id"] <= high)]
+                for direction in (1, -1):
+                    got = list(coll.find({"_id": bounds}, session=session).sort("_id", direction))
+                    assert got == within[::direction], (bounds, direction)
+                got = list(coll.find({"_id": bounds}, session=session).sort("_id", 1).skip(1).limit(2))
+                assert got == within[1:3], bounds
+        session.abort_transaction()
+
+
 def test_kill_cursors_and_get_more(coll):
     coll.insert_many([{"_id": i} for i in range(50)])
     cur = coll.find(batch_size=10)
