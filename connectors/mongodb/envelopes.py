@@ -154,7 +154,8 @@ def legacy_source_block(record: ChangeRecord, context: SourceContext) -> dict[st
     }
 
 
-def _json_or_none(document: Mapping[str, Any] | None, context: SourceContext) -> str | None:
+def document_text(document: Mapping[str, Any] | None, context: SourceContext) -> str | None:
+    """A document as an event's `before`/`after` text (relaxed Extended JSON, Debezium's writer settings)."""
     if document is None:
         return None
     if type(document) is RawBSONDocument:  # a full document of a change stream read raw (stream.py)
@@ -180,8 +181,8 @@ def debezium_value(
     before = record.full_document_before_change if record.operation in (Operation.UPDATE, Operation.DELETE) else None
     description = record.update_description if record.operation is Operation.UPDATE else None
     return {
-        "before": _json_or_none(before, context),
-        "after": _json_or_none(after, context),
+        "before": document_text(before, context),
+        "after": document_text(after, context),
         "updateDescription": update_description_block(description),
         "source": source_block(record, context, ts_ms),
         "op": record.operation.value,
@@ -219,9 +220,9 @@ def legacy_value(
     after = record.full_document if record.operation in (Operation.CREATE, Operation.READ) else None
     filter_document = document_filter if record.operation in (Operation.UPDATE, Operation.DELETE) else None
     return {
-        "after": _json_or_none(after, context),
-        "patch": _json_or_none(legacy_patch(record), context),
-        "filter": _json_or_none(filter_document, context),
+        "after": document_text(after, context),
+        "patch": document_text(legacy_patch(record), context),
+        "filter": document_text(filter_document, context),
         "source": legacy_source_block(record, context),
         "op": record.operation.value,
         "ts_ms": ts_ms,

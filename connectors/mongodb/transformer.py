@@ -64,6 +64,14 @@ class Transformer:
         messages.extend(self.events.change_messages(shaped, block, document_filter=document_filter, ts_ms=ts_ms))
         return messages
 
+    def snapshot_row(self, record: ChangeRecord) -> tuple[bytes, str | None] | None:
+        """The key and `after` text of a snapshot read's change event, without building the event (what Verify
+        compares); None when the record is filtered out."""
+        if not self.filter.accepts(record):
+            return None
+        shaped = apply_field_rules(record, self.field_rules.for_namespace(record.namespace))
+        return self.events.key(shaped), envelopes.document_text(shaped.full_document, self.events.context)
+
     def idle(self) -> list[KafkaMessage]:
         """The END of an open transaction, if any: the stream has caught up, so the transaction is complete."""
         if self.transactions is None:

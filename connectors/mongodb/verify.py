@@ -21,6 +21,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 
 from connectors import ConnectorError
+from connectors.config.types import EventFormat
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify_events import SourceRow, rows_of_messages
 from connectors.kafka.sink import OutMessage
@@ -74,6 +75,7 @@ class MongoView:
             self.close()
             raise
         self.position = {"cluster_time": {"t": self.cluster_time.time, "i": self.cluster_time.inc}}
+        self.idle_until_ms = self._idle_until_ms()
 
     def tables(self) -> list[str]:
         return self._tables
@@ -91,13 +93,19 @@ class MongoView:
         namespace = Namespace.parse(chunk.namespace)
         collection = self.client[namespace.db][namespace.collection]
         messages: list[OutMessage] = []
+        rows: list[SourceRow] = []
         transform = self._transformer.transform
+        snapshot_row = self._transformer.snapshot_row
+        envelope = self.config.event_format is not EventFormat.FLATTENED  # whose `after` Verify reads
         query = range_query(chunk.lower, chunk.upper, chunk.upper_inclusive)
         try:
             for document in collection.find(query, session=self._session,
                                             batch_size=self.config.snapshot_fetch_size, sort=[("_id", 1)]):
-                messages.extend(transform(ChangeRecord.snapshot_read(namespace, document,
-                                                                     cluster_time=self.cluster_time)))
+                record = ChangeRecord.snapshot_read(namespace, document, cluster_time=self.cluster_time)
+                if not envelope:
+                    messages.extend(transform(record))  # refused by rows_of_messages, with the reason
+                elif (row := snapshot_row(record)) is not None and row[1] is not None:
+                    rows.append(row)
         except OperationFailure as error:
             if error.code != NO_SUCH_TRANSACTION:
                 raise
@@ -107,11 +115,31 @@ class MongoView:
                 "transactionLifetimeLimitSeconds (60 s by default), and this run's wait for the connector, topic "
                 "reads and collection reads took longer; verify fewer collections at a time or raise that limit"
             ) from None
-        return rows_of_messages(messages, self.topic(chunk.namespace))
+        return rows + rows_of_messages(messages, self.topic(chunk.namespace))
+
+    def _idle_until_ms(self) -> int | None:
+        """The wall-clock time (ms) up to which the replica set had written nothing after the view's cluster time
+        (its primary's last write is the view's time): a snapshot read before it read the view's data. None when
+        a write came after, or the server does not say (a mongos)."""
+        now_ms = int(time.time() * 1000)
+        try:
+            last = self.client.admin.command("hello").get("lastWrite", {}).get("opTime", {}).get("ts")
+        except PyMongoError:
+            return None
+        if isinstance(last, Timestamp) and (last.time, last.inc) <= (self.cluster_time.time, self.cluster_time.inc):
+            return now_ms
+        return None
 
     def covers(self, source: dict) -> bool:
-        seconds = int(source.get("ts_ms") or 0) // 1000
-        return (seconds, int(source.get("ord") or 0)) <= (self.cluster_time.time, self.cluster_time.inc)
+        """An event at or before the view's cluster time (its `source.ts_ms` seconds and `ord`). A snapshot read's
+        event carries the wall-clock time of the read instead, which on an idle replica set is past the cluster
+        time of its last write: it is covered when read while nothing was written after the view's time."""
+        ts_ms = int(source.get("ts_ms") or 0)
+        if (ts_ms // 1000, int(source.get("ord") or 0)) <= (self.cluster_time.time, self.cluster_time.inc):
+            return True
+        snapshot = source.get("snapshot")
+        return (self.idle_until_ms is not None and snapshot is not None and snapshot != "false"
+                and ts_ms <= self.idle_until_ms)
 
     def reached(self, position: MongoPosition) -> bool:
         at = position.cluster_time or token_cluster_time(position.token)

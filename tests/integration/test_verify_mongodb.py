@@ -222,3 +222,36 @@ def test_the_quiet_check_waits_for_a_connector_behind_a_captured_change(mongo_rs
         view.close()
         partition.close()
         client.close()
+
+
+def test_verify_right_after_a_snapshot_of_an_idle_replica_set(stack, unique_name):
+    """On a replica set nobody writes to, a view reads at the cluster time of the last write, which the snapshot's
+    events (stamped with the wall-clock time each document was read) are past, and every view of the run reads at
+    that same time until the server's periodic no-op (10 s on a real server) moves it. Documents read while the set
+    wrote nothing after the view's time are the view's own: Verify finds them in the topic."""
+    from devstack.mongo import start_replica_set
+
+    handle = start_replica_set(members=3, election_timeout=0.3, noop_interval=0)  # no no-op writes: idle for good
+    bootstrap = stack.kafka_bootstrap
+    name = "mg" + unique_name.replace("-", "")[-12:]
+    client = MongoClient(handle.uri)
+    try:
+        client[name]["items"].insert_many([{"_id": n, "qty": n} for n in range(1, 31)])
+        last_write = client.admin.command("hello")["lastWrite"]["opTime"]["ts"]
+        while time.time() < last_write.time + 1.2:  # the snapshot reads in a later second than the last write
+            time.sleep(0.1)
+        config = connector_config(name, handle.uri, **{"collection.include.list": f"{name}.items",
+                                                         "heartbeat.interval.ms": 0})
+        running = RunningConnector(config, bootstrap).start()
+        try:
+            wait_for_events(bootstrap, f"{name}.{name}.items", 30)
+            report = Verifier(config, mongo_verify.partitions(config), bootstrap,
+                              VerifyOptions(chunk_size=7, wait_seconds=20)).run()
+        finally:
+            running.stop.set()
+            running.thread.join(60)
+        assert client.admin.command("hello")["lastWrite"]["opTime"]["ts"] == last_write, "the set was written to"
+    finally:
+        client.close()
+        handle.stop()
+    assert report.rows == 30 and report.mismatched == 0, report.to_json()

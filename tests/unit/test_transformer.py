@@ -158,3 +158,33 @@ def test_heartbeat_closes_a_transaction_first():
 def test_delete_and_tombstone():
     messages = transformer().transform(event("delete"))
     assert [m.kind for m in messages] == ["change", "tombstone"]
+
+
+def test_a_snapshot_rows_key_and_after_are_those_of_its_event():
+    """Verify compares a snapshot read's key and `after` (Transformer.snapshot_row) without building its event:
+    they are the event's own, whatever the field rules, key schemas, event format and document."""
+    from bson import Decimal128, ObjectId
+
+    from connectors.core.verify_events import read_event, row_state
+
+    documents = [{"_id": Int64(1), "name": "Anne", "ssn": "1", "address": {"geo": [1.5, 2]}},
+                 {"_id": ObjectId("64b7f1f1f1f1f1f1f1f1f1f1"), "name": "Bé 😀", "n": Decimal128("1.10"),
+                  "when": datetime.datetime(2023, 1, 2, 3, 4, 5, 6000), "nan": float("nan"), "big": 2**62},
+                 {"_id": "text-key", "nested": {"a": [{"b": None}]}}, {"_id": {"compound": 1, "k": "x"}}]
+    settings = [{}, {"field.exclude.list": "inventory.customers.ssn,inventory.customers.address.geo",
+                     "field.renames": "inventory.customers.name:full_name"},
+                {"key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"},
+                {"event.format": "legacy"}, {"collection.exclude.list": "inventory.customers"}]
+    for props in settings:
+        stage = transformer(**props)
+        for document in documents:
+            read = ChangeRecord.snapshot_read(Namespace("inventory", "customers"), document,
+                                              cluster_time=Timestamp(1700000000, 1))
+            messages = stage.transform(read)
+            row = stage.snapshot_row(read)
+            if not messages:
+                assert row is None, props
+                continue
+            (message,) = messages
+            assert row is not None and row[0] == message.key, props
+            assert row_state(row[1]) == row_state(read_event(message.value).after), (props, document)
