@@ -79,6 +79,7 @@ class Table:
     key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
     key_of_tuple: Callable[[Sequence], str] | None  # writes them from a tuple's texts
     row_of_tuple: Callable[[Sequence], str]  # a tuple's row JSON (RowMapper.text_writer)
+    event_of_tuple: Callable[[tuple, Sequence, int], bytes]  # a streamed change's value (RowMapper.event_writer)
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
     envelopes: env.EnvelopeWriter  # writes the table's envelopes
@@ -173,12 +174,13 @@ class PgEventBuilder:
                 for f in rows.schema.fields  # (a field with a default: JsonConverter writes that for a null)
                 if not f.schema.optional and f.name not in key_names and f.schema.default is s.NO_DEFAULT}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
+        after = value_schema.field("after").schema
         key_text = key_of_tuple = None
         if key_schema is not None:
             key_text = json_converter.writer(key_schema, self.config.key_schemas)
             key_of_tuple = json_converter.writer(key_schema, self.config.key_schemas, rows.text_writer(key_schema))
         table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple,
-                      rows.text_writer(value_schema.field("after").schema), zero, row_columns,
+                      rows.text_writer(after), rows.event_writer(after), zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
@@ -262,10 +264,8 @@ class PgEventBuilder:
                 if parts is None:
                     parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change), now)
                 values = message.new
-                lsn = change.lsn
-                value = f"{parts[0]}{table.row_of_tuple(values)}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}"
                 key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
-                messages.append(OutMessage(table.topic, key, value.encode()))
+                messages.append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
                 built.captured(operation, change)
             else:
                 if kind is p.Relation:

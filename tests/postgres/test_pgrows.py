@@ -136,3 +136,32 @@ def test_strings_around_special_characters_are_written_as_python_writes_them():
     python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
     for text in strings_around_special_characters():
         assert outcome(native, (text,)) == outcome(python, (text,)), repr(text)
+
+
+def test_streamed_event_values_are_written_as_python_writes_them():
+    """A streamed change's whole value (`RowMapper.event_writer`: the transaction's parts around the row and the
+    change's LSN) is the same bytes from the compiled module and from the Python f-string, for rows it writes, rows
+    that take the long way (a required column's null, a text the column's writer refuses), LSNs at the edges of 64
+    bits and past them, a list of values rather than a tuple, and parts with non-ASCII text."""
+    require_compiled()
+    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    python, native = rows.event_writer(rows.schema, use_compiled=False), rows.event_writer(rows.schema)
+    rng = random.Random(11)
+    lsns = [0, 1, 9, 10, 99, 100, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70]
+    part_sets = [("", "", "", ""), ('{"before":null,"after":', ',"lsn":', ',"x":"é\u2028"', '}'),
+                 ("é", "\U0001f600", "\\", '"')]
+    for _ in range(2000):
+        values = (rng.choice(["5", "-12", "007", "x", None]), rng.choice(["", 'q"', "é\x01", None, UNCHANGED_TOAST]),
+                  rng.choice(["1.50", "12.5", None, "NaN"]),
+                  rng.choice(["2024-01-02 03:04:05.5+00", "2024-01-02 03:04:05+01", "infinity", None]))
+        if rng.random() < 0.05:
+            values = list(values)
+        parts, lsn = rng.choice(part_sets), rng.choice(lsns + [rng.randrange(2**64)])
+        got, expected = outcome(native, parts, values, lsn), outcome(python, parts, values, lsn)
+        assert got == expected, (parts, values, lsn)
+        assert type(got) is bytes or issubclass(got[0], Exception)
+    assert native(part_sets[1], ("1", "a", "2.00", None), 2**64 - 1) == (
+        b'{"before":null,"after":{"i":1,"s":"a","n":"AMg=","at":null},"lsn":18446744073709551615'
+        b',"x":"\xc3\xa9\xe2\x80\xa8"18446744073709551615}')

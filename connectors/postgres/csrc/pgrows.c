@@ -1,6 +1,7 @@
-/* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, and a row's
-   JSON text from those texts. Each function does exactly what its Python twin does (pgoutput.py's
-   _Reader.tuple_data, rows.py's RowMapper.text_writer), which tests/postgres/test_pgrows.py checks. */
+/* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, a row's
+   JSON text from those texts, and a streamed change's event value around that row. Each function does exactly what
+   its Python twin does (pgoutput.py's _Reader.tuple_data, rows.py's RowMapper.text_writer and event_writer), which
+   tests/postgres/test_pgrows.py checks. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -12,6 +13,7 @@ static PyObject *pgoutput_error;  /* pgoutput.PgOutputError */
 /* Column kinds of write_row (compiled.py) */
 enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5 };
 
+#include "decimal_text.h"
 #include "json_text.h"
 
 /* ---- tuple_data --------------------------------------------------------------------------------------------- */
@@ -248,8 +250,37 @@ static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObj
     return put_call(out, function, raw);
 }
 
-/* write_row(values, columns, count) -> str | None: rows.py's `write` (None: the long way). `columns`: a tuple of
-   (position, prefix, kind, argument, function, null text or None, placeholder text or None). */
+/* The row JSON of `values` into `out`: 0 written, 1 the long way, -1 error. `columns`: a tuple of (position, prefix,
+   kind, argument, function, null text or None, placeholder text or None). */
+static int put_row(Buffer *out, PyObject *values, PyObject *columns, Py_ssize_t count) {
+    if (PyTuple_GET_SIZE(values) != count) return 1;
+    if (put(out, "{", 1) < 0) return -1;
+    int outcome = 0;
+    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) return 1;
+        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
+        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
+        if (PyErr_Occurred() || position < 0 || position >= count) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (put_str(out, PyTuple_GET_ITEM(column, 1)) < 0) return -1;
+        PyObject *raw = PyTuple_GET_ITEM(values, position);
+        if (raw == Py_None || raw == unchanged_toast) {
+            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
+            if (text == Py_None) return 1; /* no JSON without the row: the long way */
+            if (put_str(out, text) < 0) return -1;
+            continue;
+        }
+        outcome = put_value(out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
+    }
+    if (outcome == 0 && put(out, "}", 1) < 0) return -1;
+    return outcome;
+}
+
+/* write_row(values, columns, count) -> str | None: rows.py's `write` (None: the long way). */
 static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "write_row(values, columns, count) takes 3 arguments");
@@ -259,45 +290,60 @@ static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (!PyTuple_Check(values) || !PyTuple_Check(columns)) Py_RETURN_NONE;
     Py_ssize_t count = PyLong_AsSsize_t(args[2]);
     if (count == -1 && PyErr_Occurred()) return NULL;
-    if (PyTuple_GET_SIZE(values) != count) Py_RETURN_NONE;
     Buffer out = {NULL, 0, 0};
-    if (put(&out, "{", 1) < 0) return NULL;
-    int outcome = 0;
-    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
-        PyObject *column = PyTuple_GET_ITEM(columns, i);
-        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) {
-            outcome = 1;
-            break;
-        }
-        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
-        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
-        if (PyErr_Occurred() || position < 0 || position >= count) {
-            PyErr_Clear();
-            outcome = 1;
-            break;
-        }
-        if (put_str(&out, PyTuple_GET_ITEM(column, 1)) < 0) {
-            outcome = -1;
-            break;
-        }
-        PyObject *raw = PyTuple_GET_ITEM(values, position);
-        if (raw == Py_None || raw == unchanged_toast) {
-            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
-            if (text == Py_None) {
-                outcome = 1;  /* no JSON without the row: the long way */
-            } else if (put_str(&out, text) < 0) {
-                outcome = -1;
-            }
-            continue;
-        }
-        outcome = put_value(&out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
-    }
+    int outcome = put_row(&out, values, columns, count);
     PyObject *result = NULL;
-    if (outcome == 0 && put(&out, "}", 1) == 0) {
+    if (outcome == 0) {
         result = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
     } else if (outcome == 1) {
         result = Py_NewRef(Py_None);
+    }
+    PyMem_Free(out.data);
+    return result;
+}
+
+/* write_event(parts, values, columns, count, lsn) -> bytes | None: the UTF-8 of
+   f"{parts[0]}{row}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}" with `row` as write_row writes it (None: the long way,
+   as write_row's, or an LSN that is no unsigned 64-bit int). `parts`: EnvelopeWriter.streamed_parts. */
+static PyObject *write_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "write_event(parts, values, columns, count, lsn) takes 5 arguments");
+        return NULL;
+    }
+    PyObject *parts = args[0], *values = args[1], *columns = args[2];
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyTuple_Check(values) || !PyTuple_Check(columns) ||
+        !PyLong_Check(args[4])) {
+        Py_RETURN_NONE;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[4]);
+    if (lsn == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    char lsn_text[CDC_INT64_TEXT_MAX];
+    int lsn_length = decimal_digits(lsn_text, lsn);
+    Buffer out = {NULL, 0, 0};
+    int outcome = put_str(&out, PyTuple_GET_ITEM(parts, 0));
+    if (outcome == 0) outcome = put_row(&out, values, columns, count);
+    if (outcome == 0) {
+        outcome = put_str(&out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(&out, lsn_text, lsn_length) < 0 ||
+                          put_str(&out, PyTuple_GET_ITEM(parts, 2)) < 0 || put(&out, lsn_text, lsn_length) < 0 ||
+                          put_str(&out, PyTuple_GET_ITEM(parts, 3)) < 0
+                      ? -1
+                      : 0;
+    }
+    PyObject *result = NULL;
+    if (outcome == 0) {
+        result = PyBytes_FromStringAndSize(out.data, out.length);
+    } else if (outcome == 1) {
+        result = Py_NewRef(Py_None);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
     }
     PyMem_Free(out.data);
     return result;
@@ -318,6 +364,8 @@ static PyMethodDef methods[] = {
     {"tuple_data", (PyCFunction)(void (*)(void))tuple_data, METH_FASTCALL, "tuple_data(data, pos) -> (values, pos)"},
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
      "write_row(values, columns, count) -> str | None"},
+    {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
+     "write_event(parts, values, columns, count, lsn) -> bytes | None"},
     {NULL, NULL, 0, NULL},
 };
 
