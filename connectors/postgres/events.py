@@ -249,6 +249,10 @@ class PgEventBuilder:
         inserts, updates = "c" not in self.skipped, "u" not in self.skipped
         tables = self.tables
         parts_of: dict[tuple[int, int, str], tuple[str, str, str, str]] = {}  # (relation, commit LSN, op) -> parts
+        at = parts = None  # the last change's (relation, commit LSN, op) and its parts: most changes share them
+        run_counts = {"c": 0, "u": 0}  # the streamed changes since `first`, counted into `built` before any other
+        first = last = None
+        append = messages.append
         now = now_ns()
         for change in changes:
             message = change.message
@@ -259,18 +263,29 @@ class PgEventBuilder:
                     built.filtered += 1
                     continue
                 operation = "c" if kind is p.Insert else "u"
-                at = (message.relation_id, change.commit_lsn, operation)
-                parts = parts_of.get(at)
-                if parts is None:
-                    parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change), now)
+                if at is None or at[0] != message.relation_id or at[1] != change.commit_lsn or at[2] != operation:
+                    at = (message.relation_id, change.commit_lsn, operation)
+                    parts = parts_of.get(at)
+                    if parts is None:
+                        parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change),
+                                                                              now)
                 values = message.new
                 key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
-                messages.append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
-                built.captured(operation, change)
+                append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
+                run_counts[operation] += 1
+                if first is None:
+                    first = change
+                last = change
             else:
+                if first is not None:
+                    _count_run(built, run_counts, first, last)
+                    first = None
                 if kind is p.Relation:
                     parts_of.clear()  # the table's schemas may have changed
+                    at = None
                 built.add(self.build(change), change, messages)
+        if first is not None:
+            _count_run(built, run_counts, first, last)
         return built
 
     def _build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
@@ -391,3 +406,10 @@ class PgEventBuilder:
 
 _HEARTBEAT_KEY = s.struct([Field("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
 _HEARTBEAT_VALUE = s.struct([Field("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")
+
+
+def _count_run(built: BuiltChanges, counts: dict[str, int], first: Any, last: Any) -> None:
+    """Counts a run of streamed changes into `built` (first and last change, by operation) and zeroes `counts`."""
+    built.captured_run({operation: count for operation, count in counts.items() if count}, first, last)
+    for operation in counts:
+        counts[operation] = 0
