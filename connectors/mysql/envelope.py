@@ -21,7 +21,7 @@ from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
-from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_event, write_row
+from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_event, write_key, write_row
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.types import (
     ColumnMapping,
@@ -155,6 +155,9 @@ class TableEvents:
                                f'"name":{string_json(config.topic_prefix)},')
         self._texts = _LastTexts()  # the source block's strings that repeat from event to event
         self._key_schema_json = json_converter.schema_json(self.key_schema) if self.key_schema else None
+        # what _key_bytes writes around a key's payload
+        self._key_around = ((f'{{"schema":{self._key_schema_json},"payload":', "}")
+                            if config.key_schemas and self.key_schema else ("", ""))
         self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
 
@@ -284,6 +287,10 @@ class TableEvents:
     def _key_json(self, values: dict) -> bytes | None:
         if self.key_schema is None:
             return None
+        if write_key is not None and type(values) is dict:
+            key = write_key(values, self._key_writers, *self._key_around)
+            if key is not None:
+                return key
         return self._key_bytes(_written(values, self._key_writers))
 
     def _query_json(self, query: str | None) -> str:

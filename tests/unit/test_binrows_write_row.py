@@ -102,3 +102,26 @@ def test_the_compiled_event_value_is_the_python_f_string_encoded():
         assert written == expected, (parts, before, after, row)
     assert written_by_module > 2000
     assert compiled_rows.write_event(("a", "b", "c", "d"), [("c0", 1)], None, 0, ()) is None  # not a dict
+
+
+def test_the_compiled_key_is_the_python_key_encoded():
+    """`write_key` gives head + the row as write_row writes it + tail, encoded (a key with or without its schema),
+    or None where the Python way writes it (a lone surrogate, whose encoding then fails)."""
+    require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
+    rng = random.Random(13)
+    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other}
+    written_by_module = 0
+    for _ in range(2000):
+        count = rng.randint(0, 4)
+        writers = tuple((f"c{i}", f'{"," if i else ""}"c{i}":', kind, writers_by_kind[kind])
+                        for i, kind in ((i, rng.choice(list(writers_by_kind))) for i in range(count)))
+        values = {f"c{i}": _value(rng) for i in range(count) if rng.random() < 0.9}
+        head, tail = rng.choice([("", ""), ('{"schema":{"type":"struct"},"payload":', "}"), ("é", "😀")])
+        expected = _outcome(lambda: (head + _python(values, writers) + tail).encode())  # noqa: B023 - called here
+        written = compiled_rows.write_key(values, writers, head, tail)
+        if written is None:
+            assert expected is UnicodeEncodeError, values
+            continue
+        written_by_module += 1
+        assert written == expected, (values, writers)
+    assert written_by_module > 1500

@@ -486,10 +486,29 @@ static PyObject *write_event(PyObject *module, PyObject *const *args, Py_ssize_t
     return value;
 }
 
+/* write_key(values, columns, head, tail) -> bytes | None: the UTF-8 of head + write_row(values, columns) + tail (a
+   message key, with or without its schema); None for a text with no UTF-8 (the Python way writes it). */
+static PyObject *write_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyTuple_Check(args[1]) || !PyUnicode_Check(args[2]) ||
+        !PyUnicode_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "write_key(values: dict, columns: tuple, head: str, tail: str)");
+        return NULL;
+    }
+    Buffer out = {NULL, 0, 0};
+    if (put_str(&out, args[2]) < 0 || put_row(&out, args[0], args[1]) < 0 || put_str(&out, args[3]) < 0) {
+        return failed_write(&out);
+    }
+    PyObject *key = PyBytes_FromStringAndSize(out.data, out.length);
+    PyMem_Free(out.data);
+    return key;
+}
+
 static PyMethodDef methods[] = {
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL, "write_row(values, columns) -> str"},
     {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
      "write_event(parts, before, after, row, columns) -> bytes | None"},
+    {"write_key", (PyCFunction)(void (*)(void))write_key, METH_FASTCALL,
+     "write_key(values, columns, head, tail) -> bytes | None"},
     {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
      "decode_rows(body, layout, present, present_after) -> list"},
     {"text_rows", (PyCFunction)(void (*)(void))text_rows, METH_FASTCALL,
