@@ -329,6 +329,19 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
+    def _put_rows(self, rows: list[RowChange]) -> bool:
+        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
+        done = 0
+        while done < len(rows):
+            if self.stop.is_set():
+                return False
+            try:
+                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2)
+            except queue.Full:
+                continue
+        self.position = rows[-1].position
+        return True
+
     def run(self) -> None:
         if self.report_start and not self._put(Idle(MySqlPosition(self.position, int(time.time())))):
             return
@@ -336,10 +349,18 @@ class BinlogChangeReader(threading.Thread):
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
                                   heartbeat_seconds=1.0, wanted=self.config.reads_rows_of)
+            rows: list[RowChange] = []  # a rows event's rows, queued together once its last is read
             try:
                 for item in reader:
                     attempt = 0
-                    if type(item) is Heartbeat:
+                    if type(item) is RowChange:
+                        rows.append(item)
+                        if item.position.row:  # not its rows event's last: the others are decoded already
+                            continue
+                        if not self._put_rows(rows):
+                            return
+                        rows = []
+                    elif type(item) is Heartbeat:
                         if not self._put(Idle(MySqlPosition(item.position, int(time.time())))):
                             return
                     else:
