@@ -165,3 +165,62 @@ def test_streamed_event_values_are_written_as_python_writes_them():
     assert native(part_sets[1], ("1", "a", "2.00", None), 2**64 - 1) == (
         b'{"before":null,"after":{"i":1,"s":"a","n":"AMg=","at":null},"lsn":18446744073709551615'
         b',"x":"\xc3\xa9\xe2\x80\xa8"18446744073709551615}')
+
+
+def _decoded(data: bytes, in_stream: bool):
+    from connectors.postgres import pgoutput
+    try:
+        return pgoutput.decode(data, in_stream)
+    except Exception as error:  # noqa: BLE001 - compared with the other way's
+        return type(error), str(error)
+
+
+def test_row_changes_are_decoded_as_python_decodes_them(monkeypatch):
+    """Insert, Update and Delete messages read by the compiled module (`row_change`) give the messages the Python
+    reader gives, in and out of a streamed transaction; malformed ones (every cut of a message, markers that do not
+    belong, invalid UTF-8) are handed back to the Python reader, so they are refused exactly as without
+    `row_change` (the reader then takes the compiled tuple reader, whose texts for a cut tuple are its own)."""
+    require_compiled()
+    from types import SimpleNamespace
+
+    from connectors.postgres import pgoutput
+    rng = random.Random(17)
+    choices = [None, UNCHANGED_TOAST, b"\x00\x01", "", "plain", "é\U0001f600", "x" * 40]
+    messages = []
+    for _ in range(400):
+        kind = rng.choice(b"IUD")
+        head = bytes([kind]) + (struct.pack("!I", rng.randrange(2**32)) if rng.random() < 0.5 else b"")
+        relation = struct.pack("!I", rng.choice([0, 1, 16384, 2**32 - 1]))
+        new = tuple_data([rng.choice(choices) for _ in range(rng.randrange(0, 6))])
+        old = tuple_data([rng.choice(choices) for _ in range(rng.randrange(0, 6))])
+        marker = rng.choice([b"K", b"O"])
+        if kind == ord("I"):
+            body = b"N" + new
+        elif kind == ord("U"):
+            body = rng.choice([b"N" + new, marker + old + b"N" + new, marker + old + b"X" + new, marker + old])
+        else:
+            body = rng.choice([marker + old, b"N" + new])
+        message = head + relation + body
+        messages.append(message)
+        messages.append(message[:rng.randrange(len(message))])  # cut anywhere
+    messages += [b"U" + struct.pack("!I", 7) + b"N" + b"\x00\x01t\x00\x00\x00\x02\xff\xfe",  # invalid UTF-8
+                 b"I" + struct.pack("!I", 7) + b"N" + b"\x00\x01x"]  # an unknown column kind
+    without_row_change = SimpleNamespace(tuple_data=compiled.tuple_data, row_change=lambda data, in_stream: None)
+    decoded = refused = 0
+    for message in messages:
+        for in_stream in (False, True):
+            native = _decoded(message, in_stream)
+            with monkeypatch.context() as patched:
+                patched.setattr(pgoutput, "_compiled", without_row_change)
+                before = _decoded(message, in_stream)
+                patched.setattr(pgoutput, "_compiled", None)
+                python = _decoded(message, in_stream)
+            assert native == before, (message, in_stream)
+            if type(native) is tuple:
+                refused += 1
+            else:
+                decoded += 1
+                assert native == python and type(native) is type(python), (message, in_stream)
+    assert pgoutput._compiled is compiled and decoded > 200 and refused > 100
+    whole = _decoded(b"U" + struct.pack("!I", 9) + b"K" + tuple_data(["1"]) + b"N" + tuple_data(["2", None]), False)
+    assert whole == pgoutput.Update(9, ("2", None), ("1",), "K", None)

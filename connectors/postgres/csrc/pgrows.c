@@ -101,6 +101,115 @@ done:
     return values;
 }
 
+/* ---- row_change --------------------------------------------------------------------------------------------- */
+
+/* A TupleData at `*pos` as tuple_data reads it, or NULL with no exception set (malformed: the Python twin reads it
+   and raises its own error) or with one (no memory). */
+static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos) {
+    Py_ssize_t at = *pos;
+    if (at + 2 > size) return NULL;
+    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[at] << 8) | data[at + 1]);
+    at += 2;
+    if (count < 0) count = 0;
+    PyObject *values = PyTuple_New(count);
+    if (values == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (at >= size) goto malformed;
+        unsigned char kind = data[at];
+        PyObject *value;
+        if (kind == 't' || kind == 'b') {
+            if (at + 5 > size) goto malformed;
+            int32_t length = (int32_t)be32(data + at + 1);
+            Py_ssize_t start = at + 5;
+            if (length < 0 || start + length > size) goto malformed;
+            at = start + length;
+            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
+                                : PyBytes_FromStringAndSize((const char *)data + start, length);
+            if (value == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+                Py_DECREF(values);
+                return NULL;
+            }
+        } else if (kind == 'n') {
+            at += 1;
+            value = Py_NewRef(Py_None);
+        } else if (kind == 'u') {
+            at += 1;
+            value = Py_NewRef(unchanged_toast);
+        } else {
+            goto malformed;
+        }
+        PyTuple_SET_ITEM(values, i, value);
+    }
+    *pos = at;
+    return values;
+malformed:
+    Py_DECREF(values);
+    return NULL;
+}
+
+/* row_change(data, in_stream) -> (relation_id, new, old, old_kind, xid) | None: an Insert, Update or Delete message
+   (data[0] is 'I', 'U' or 'D') as pgoutput._row_change reads it (new None for a Delete; old and old_kind None
+   without an old tuple; xid None unless `in_stream`). None: anything malformed, which the Python twin reads and
+   refuses with its own error. */
+static PyObject *row_change(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "row_change(data, in_stream) takes 2 arguments");
+        return NULL;
+    }
+    if (unchanged_toast == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    int in_stream = PyObject_IsTrue(args[1]);
+    if (in_stream < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len, pos = 1;
+    PyObject *result = NULL, *new = NULL, *old = NULL, *xid = NULL;
+    unsigned char old_kind = 0;
+    if (size < 1 || (data[0] != 'I' && data[0] != 'U' && data[0] != 'D')) goto done;
+    unsigned char kind = data[0];
+    if (in_stream) {
+        if (pos + 4 > size) goto done;
+        xid = PyLong_FromUnsignedLong(be32(data + pos));
+        if (xid == NULL) goto done;
+        pos += 4;
+    }
+    if (pos + 5 > size) goto done;
+    uint32_t relation_id = be32(data + pos);
+    pos += 4;
+    unsigned char marker = data[pos++];
+    if (kind == 'U' && (marker == 'K' || marker == 'O')) {
+        old_kind = marker;
+        old = read_tuple(data, size, &pos);
+        if (old == NULL || pos >= size) goto done;
+        marker = data[pos++];
+    }
+    if (kind == 'D') {
+        if (marker != 'K' && marker != 'O') goto done;
+        old_kind = marker;
+        old = read_tuple(data, size, &pos);
+        if (old == NULL) goto done;
+    } else {
+        if (marker != 'N') goto done;
+        new = read_tuple(data, size, &pos);
+        if (new == NULL) goto done;
+    }
+    PyObject *old_kind_text = old_kind ? PyUnicode_FromOrdinal(old_kind) : Py_NewRef(Py_None);
+    if (old_kind_text == NULL) goto done;
+    result = Py_BuildValue("(kOONO)", (unsigned long)relation_id, new ? new : Py_None, old ? old : Py_None,
+                           old_kind_text, xid ? xid : Py_None);
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(new);
+    Py_XDECREF(old);
+    Py_XDECREF(xid);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
 /* ---- write_row ---------------------------------------------------------------------------------------------- */
 
 /* Whether `text` (UTF-8) is an integer as str(int(text)) writes it: no sign but '-', no leading zero, no space. */
@@ -362,6 +471,8 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "configure(unchanged_toast, error_type)"},
     {"tuple_data", (PyCFunction)(void (*)(void))tuple_data, METH_FASTCALL, "tuple_data(data, pos) -> (values, pos)"},
+    {"row_change", (PyCFunction)(void (*)(void))row_change, METH_FASTCALL,
+     "row_change(data, in_stream) -> (relation_id, new, old, old_kind, xid) | None"},
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
      "write_row(values, columns, count) -> str | None"},
     {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
