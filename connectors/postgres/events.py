@@ -78,6 +78,7 @@ class Table:
     key_names: list[str]  # primary key columns in key order (empty: no key)
     key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
     key_of_tuple: Callable[[Sequence], str] | None  # writes them from a tuple's texts
+    key_bytes_of_tuple: Callable[[Sequence], bytes] | None  # the same as the message key's bytes
     row_of_tuple: Callable[[Sequence], str]  # a tuple's row JSON (RowMapper.text_writer)
     event_of_tuple: Callable[[tuple, Sequence, int], bytes]  # a streamed change's value (RowMapper.event_writer)
     zero: dict  # non-key required columns' zero values (key-only `before`)
@@ -175,11 +176,14 @@ class PgEventBuilder:
                 if not f.schema.optional and f.name not in key_names and f.schema.default is s.NO_DEFAULT}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         after = value_schema.field("after").schema
-        key_text = key_of_tuple = None
+        key_text = key_of_tuple = key_bytes_of_tuple = None
         if key_schema is not None:
             key_text = json_converter.writer(key_schema, self.config.key_schemas)
             key_of_tuple = json_converter.writer(key_schema, self.config.key_schemas, rows.text_writer(key_schema))
-        table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple,
+            head, tail = ((f'{{"schema":{json_converter.schema_json(key_schema)},"payload":', "}")
+                          if self.config.key_schemas else ("", ""))
+            key_bytes_of_tuple = rows.bytes_writer(key_schema, head, tail)
+        table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple, key_bytes_of_tuple,
                       rows.text_writer(after), rows.event_writer(after), zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
@@ -270,7 +274,7 @@ class PgEventBuilder:
                         parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change),
                                                                               now)
                 values = message.new
-                key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
+                key = table.key_bytes_of_tuple(values) if table.key_bytes_of_tuple is not None else None
                 append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
                 run_counts[operation] += 1
                 if first is None:

@@ -210,6 +210,27 @@ class RowMapper:
             return value if value is not None else write(parts, values, lsn)
         return write_compiled
 
+    def bytes_writer(self, struct: Schema, head: str = "", tail: str = "",
+                     use_compiled: bool = True) -> Callable[[Sequence], bytes]:
+        """The UTF-8 of `head + text_writer(struct)(values) + tail` for a tuple (a message key, with what the key
+        converter writes around it): by the compiled module in one call, unless not `use_compiled`; what it does
+        not write goes this Python way."""
+        row_text = self.text_writer(struct, use_compiled)
+
+        def write(values: Sequence) -> bytes:
+            return f"{head}{row_text(values)}{tail}".encode()
+
+        if compiled is None or not use_compiled:
+            return write
+        write_text = compiled.write_text
+        compiled_columns = self._writer_columns(struct)[1]
+        count = self.column_count
+
+        def write_compiled(values: Sequence) -> bytes:
+            text = write_text(head, values, compiled_columns, count, tail)  # None for a list: not a tuple
+            return text if text is not None else write(values)
+        return write_compiled
+
     def _writer_columns(self, struct: Schema) -> tuple[list[tuple], tuple[tuple, ...]]:
         """`struct`'s columns for the row writers: (position, prefix, text JSON writer, null text, placeholder
         text) for the Python loop, and the compiled module's (position, prefix, kind, argument, writer, null text,

@@ -458,6 +458,34 @@ static PyObject *write_event(PyObject *module, PyObject *const *args, Py_ssize_t
     return result;
 }
 
+/* write_text(head, values, columns, count, tail) -> bytes | None: the UTF-8 of head + the row as write_row writes it
+   + tail (a message key, with or without its schema); None: the long way, as write_row's. */
+static PyObject *write_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "write_text(head, values, columns, count, tail) takes 5 arguments");
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) || !PyUnicode_Check(args[4])) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    Buffer out = {NULL, 0, 0};
+    int outcome = put_str(&out, args[0]);
+    if (outcome == 0) outcome = put_row(&out, args[1], args[2], count);
+    if (outcome == 0 && put_str(&out, args[4]) < 0) outcome = -1;
+    PyObject *result = NULL;
+    if (outcome == 0) {
+        result = PyBytes_FromStringAndSize(out.data, out.length);
+    } else if (outcome == 1) {
+        result = Py_NewRef(Py_None);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(out.data);
+    return result;
+}
+
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "configure(unchanged_toast, error_type) takes 2 arguments");
@@ -477,6 +505,8 @@ static PyMethodDef methods[] = {
      "write_row(values, columns, count) -> str | None"},
     {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
      "write_event(parts, values, columns, count, lsn) -> bytes | None"},
+    {"write_text", (PyCFunction)(void (*)(void))write_text, METH_FASTCALL,
+     "write_text(head, values, columns, count, tail) -> bytes | None"},
     {NULL, NULL, 0, NULL},
 };
 
