@@ -13,7 +13,7 @@ class ReaderQueue(ChangeQueue):
 
     def get(self, timeout: float):
         """The next item; `queue.Empty` when none comes within `timeout` seconds."""
-        items = self.take(1, timeout, lambda item: False)
+        items = self.take(1, timeout, ())
         if not items:
             raise queue.Empty
         return items[0]

@@ -127,8 +127,11 @@ class PendingBatch:
         return self.failure is not None or self.idle or self.size >= max_batch_size
 
 
+_MARKERS = (ReaderFailed, Idle)  # the queue's items that end a batch
+
+
 def _ends_batch(item) -> bool:
-    return isinstance(item, ReaderFailed | Idle)
+    return type(item) in _MARKERS
 
 
 class Pipeline:
@@ -459,7 +462,7 @@ class Pipeline:
     def _drain(self, changes: ChangeQueue, limit: int) -> list:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
         completes ends the wait: the batch built meanwhile is then handed over)."""
-        return changes.take(limit, self.config.poll_interval_ms / 1000, _ends_batch)
+        return changes.take(limit, self.config.poll_interval_ms / 1000, _MARKERS)
 
     @property
     def _build_many(self) -> Callable[[list, list], BuiltChanges] | None:

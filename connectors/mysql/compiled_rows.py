@@ -6,7 +6,9 @@ date, a partial JSON update, or no module (not built, or built from older source
 before (tests/mariadb/test_compiled_rows.py compares the two on real events).
 
 `write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
-column without a rule or a logical type in C, any other value by the column's own writer."""
+column without a rule or a logical type in C, any other value by the column's own writer; `write_event` writes a
+streamed row's whole event value around its rows in one call, as TableEvents.append_streamed's f-string does, and
+`write_key` a message key's bytes."""
 
 from __future__ import annotations
 
@@ -19,9 +21,14 @@ try:
     from connectors.mysql import _binrows as compiled
 except ImportError:
     compiled = None
-if compiled is not None and not all(hasattr(compiled, name) for name in ("decode_rows", "write_row")):
+if compiled is not None and not all(hasattr(compiled, name)
+                                   for name in ("decode_rows", "write_row", "write_event", "write_key")):
     compiled = None
 write_row = compiled.write_row if compiled is not None else None  # (values, writers) -> a row's JSON, or None
+# (parts, before, after, row, writers) -> a streamed row's event value (TableEvents.append_streamed), or None
+write_event = compiled.write_event if compiled is not None else None
+# (values, key writers, head, tail) -> a message key's bytes (TableEvents._key_json), or None
+write_key = compiled.write_key if compiled is not None else None
 WRITE_CALL, WRITE_INTEGER, WRITE_STRING = 0, 1, 2  # write_row's column kinds (envelope.TableEvents' writers)
 
 # binrows.c's column kinds

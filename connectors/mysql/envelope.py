@@ -21,7 +21,7 @@ from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
-from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_row
+from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_event, write_key, write_row
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.types import (
     ColumnMapping,
@@ -155,6 +155,9 @@ class TableEvents:
                                f'"name":{string_json(config.topic_prefix)},')
         self._texts = _LastTexts()  # the source block's strings that repeat from event to event
         self._key_schema_json = json_converter.schema_json(self.key_schema) if self.key_schema else None
+        # what _key_bytes writes around a key's payload
+        self._key_around = ((f'{{"schema":{self._key_schema_json},"payload":', "}")
+                            if config.key_schemas and self.key_schema else ("", ""))
         self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
 
@@ -241,12 +244,20 @@ class TableEvents:
 
     def append_streamed(self, messages: list, parts: tuple[str, str, str, str], op: str, before: dict | None,
                         after: dict | None, row: int) -> None:
-        """Appends what `messages` gives for a row of the rows event `parts` (streamed_parts) were made for."""
-        value = f"{parts[0]}{self._row_json(before)}{parts[1]}{self._row_json(after)}{parts[2]}{row}{parts[3]}"
+        """Appends what `messages` gives for a row of the rows event `parts` (streamed_parts) were made for; the
+        compiled module writes the value in one call where it is built (the same bytes)."""
+        value = write_event(parts, before, after, row, self._writers) if write_event is not None else None
+        if value is None:
+            value = self.streamed_value(parts, before, after, row)
         key = self._key_json(after if after is not None else before)
-        messages.append(OutMessage(self.topic, key, value.encode()))
+        messages.append(OutMessage(self.topic, key, value))
         if op == "d" and self.config.tombstones_on_delete:
             messages.append(OutMessage(self.topic, key, None))
+
+    def streamed_value(self, parts: tuple[str, str, str, str], before: dict | None, after: dict | None,
+                       row: int) -> bytes:
+        """`append_streamed`'s value written by Python."""
+        return f"{parts[0]}{self._row_json(before)}{parts[1]}{self._row_json(after)}{parts[2]}{row}{parts[3]}".encode()
 
     def value(self, op: str, before_row: dict | None, after_row: dict | None, source: SourceInfo, now_ns: int,
               transaction: dict | None = None) -> dict:
@@ -276,6 +287,10 @@ class TableEvents:
     def _key_json(self, values: dict) -> bytes | None:
         if self.key_schema is None:
             return None
+        if write_key is not None and type(values) is dict:
+            key = write_key(values, self._key_writers, *self._key_around)
+            if key is not None:
+                return key
         return self._key_bytes(_written(values, self._key_writers))
 
     def _query_json(self, query: str | None) -> str:

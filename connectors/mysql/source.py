@@ -193,35 +193,57 @@ class MySqlEventBuilder:
         streamed = self.transactions is None and not self.overlap.filtering
         skipped = self._skipped
         captures_gtid = self.config.captures_gtid
-        # (file, pos) -> the rows event's table and parts: a rows event is one table's, before and after any DDL
-        parts_of: dict[tuple[str, int], tuple[TableEvents, tuple[str, str, str, str]]] = {}
+        # (file, pos) -> the rows event's table and parts (None: its rows are not written): a rows event is one
+        # table's and one operation's, before and after any DDL, so what is decided for its first row holds for all
+        parts_of: dict[tuple[str, int], tuple[TableEvents, tuple[str, str, str, str]] | None] = {}
+        at = made = None  # the previous row's rows event and what was decided for it
+        run_counts = {"c": 0, "u": 0, "d": 0}  # the streamed rows since `first`, counted into `built` before any other
+        first = last = None
         now = time.time_ns()
         for change in changes:
             if streamed and type(change) is RowChange:
-                schema = change.schema
-                operation = change.op
-                if not self._captures(schema.database, schema.table) or not captures_gtid(change.gtid):
+                if at is None or change.pos != at[1] or change.file != at[0]:
+                    at = (change.file, change.pos)
+                    if at in parts_of:
+                        made = parts_of[at]
+                    else:
+                        made = parts_of[at] = self._streamed_parts(change, captures_gtid, skipped, now)
+                if made is None or made is _FILTERED:
+                    if made is None:
+                        self._last_row = change.row
                     built.filtered += 1
                     continue
                 self._last_row = change.row
-                if operation in skipped:
-                    built.filtered += 1
-                    continue
-                at = (change.file, change.pos)
-                made = parts_of.get(at)
-                if made is None:
-                    events = self.table_events(schema)
-                    made = parts_of[at] = (events, events.streamed_parts(operation, self._source(change), now))
-                events = made[0]
+                events, parts = made
+                operation = change.op
                 if operation == "u" and events.moves_key(change.before, change.after):
                     messages.extend(events.messages(operation, change.before, change.after, self._source(change),
                                                     now_ns=now))
                 else:
-                    events.append_streamed(messages, made[1], operation, change.before, change.after, change.row)
-                built.captured(operation, change)
+                    events.append_streamed(messages, parts, operation, change.before, change.after, change.row)
+                run_counts[operation] += 1
+                if first is None:
+                    first = change
+                last = change
             else:
+                if first is not None:
+                    _count_run(built, run_counts, first, last)
+                    first = None
                 built.add(self.build(change), change, messages)
+        if first is not None:
+            _count_run(built, run_counts, first, last)
         return built
+
+    def _streamed_parts(self, change: RowChange, captures_gtid, skipped, now: int):
+        """For a rows event's first row: its table's TableEvents and the event's parts; _FILTERED when its table or
+        GTID is not captured; None when captured but its operation is skipped."""
+        schema = change.schema
+        if not self._captures(schema.database, schema.table) or not captures_gtid(change.gtid):
+            return _FILTERED
+        if change.op in skipped:
+            return None
+        events = self.table_events(schema)
+        return events, events.streamed_parts(change.op, self._source(change), now)
 
     def _truncate_messages(self, statement: SchemaStatement) -> list[OutMessage]:
         """The truncate event of a captured table (when skipped.operations lets "t" through)."""
@@ -307,6 +329,19 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
+    def _put_rows(self, rows: list[RowChange]) -> bool:
+        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
+        done = 0
+        while done < len(rows):
+            if self.stop.is_set():
+                return False
+            try:
+                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2)
+            except queue.Full:
+                continue
+        self.position = rows[-1].position
+        return True
+
     def run(self) -> None:
         if self.report_start and not self._put(Idle(MySqlPosition(self.position, int(time.time())))):
             return
@@ -314,10 +349,18 @@ class BinlogChangeReader(threading.Thread):
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
                                   heartbeat_seconds=1.0, wanted=self.config.reads_rows_of)
+            rows: list[RowChange] = []  # a rows event's rows, queued together once its last is read
             try:
                 for item in reader:
                     attempt = 0
-                    if type(item) is Heartbeat:
+                    if type(item) is RowChange:
+                        rows.append(item)
+                        if item.position.row:  # not its rows event's last: the others are decoded already
+                            continue
+                        if not self._put_rows(rows):
+                            return
+                        rows = []
+                    elif type(item) is Heartbeat:
                         if not self._put(Idle(MySqlPosition(item.position, int(time.time())))):
                             return
                     else:
@@ -530,3 +573,13 @@ class MySqlSource:
 
     def open(self, partition: ServerPartition) -> ServerSource:
         return ServerSource(self.config, partition)
+
+
+_FILTERED = object()  # build_changes: a rows event whose table or GTID is not captured
+
+
+def _count_run(built: BuiltChanges, counts: dict[str, int], first: Any, last: Any) -> None:
+    """Counts a run of streamed rows into `built` (first and last change, by operation) and zeroes `counts`."""
+    built.captured_run({operation: count for operation, count in counts.items() if count}, first, last)
+    for operation in counts:
+        counts[operation] = 0

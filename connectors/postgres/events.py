@@ -78,7 +78,9 @@ class Table:
     key_names: list[str]  # primary key columns in key order (empty: no key)
     key_text: Callable[[dict], str] | None  # writes the table's keys (None: no key)
     key_of_tuple: Callable[[Sequence], str] | None  # writes them from a tuple's texts
+    key_bytes_of_tuple: Callable[[Sequence], bytes] | None  # the same as the message key's bytes
     row_of_tuple: Callable[[Sequence], str]  # a tuple's row JSON (RowMapper.text_writer)
+    event_of_tuple: Callable[[tuple, Sequence, int], bytes]  # a streamed change's value (RowMapper.event_writer)
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
     envelopes: env.EnvelopeWriter  # writes the table's envelopes
@@ -173,12 +175,16 @@ class PgEventBuilder:
                 for f in rows.schema.fields  # (a field with a default: JsonConverter writes that for a null)
                 if not f.schema.optional and f.name not in key_names and f.schema.default is s.NO_DEFAULT}
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
-        key_text = key_of_tuple = None
+        after = value_schema.field("after").schema
+        key_text = key_of_tuple = key_bytes_of_tuple = None
         if key_schema is not None:
             key_text = json_converter.writer(key_schema, self.config.key_schemas)
             key_of_tuple = json_converter.writer(key_schema, self.config.key_schemas, rows.text_writer(key_schema))
-        table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple,
-                      rows.text_writer(value_schema.field("after").schema), zero, row_columns,
+            head, tail = ((f'{{"schema":{json_converter.schema_json(key_schema)},"payload":', "}")
+                          if self.config.key_schemas else ("", ""))
+            key_bytes_of_tuple = rows.bytes_writer(key_schema, head, tail)
+        table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple, key_bytes_of_tuple,
+                      rows.text_writer(after), rows.event_writer(after), zero, row_columns,
                       env.EnvelopeWriter(value_schema, self.config.value_schemas))
         self.tables[relation_id] = table
         return table
@@ -247,6 +253,10 @@ class PgEventBuilder:
         inserts, updates = "c" not in self.skipped, "u" not in self.skipped
         tables = self.tables
         parts_of: dict[tuple[int, int, str], tuple[str, str, str, str]] = {}  # (relation, commit LSN, op) -> parts
+        at = parts = None  # the last change's (relation, commit LSN, op) and its parts: most changes share them
+        run_counts = {"c": 0, "u": 0}  # the streamed changes since `first`, counted into `built` before any other
+        first = last = None
+        append = messages.append
         now = now_ns()
         for change in changes:
             message = change.message
@@ -257,20 +267,29 @@ class PgEventBuilder:
                     built.filtered += 1
                     continue
                 operation = "c" if kind is p.Insert else "u"
-                at = (message.relation_id, change.commit_lsn, operation)
-                parts = parts_of.get(at)
-                if parts is None:
-                    parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change), now)
+                if at is None or at[0] != message.relation_id or at[1] != change.commit_lsn or at[2] != operation:
+                    at = (message.relation_id, change.commit_lsn, operation)
+                    parts = parts_of.get(at)
+                    if parts is None:
+                        parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change),
+                                                                              now)
                 values = message.new
-                lsn = change.lsn
-                value = f"{parts[0]}{table.row_of_tuple(values)}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}"
-                key = table.key_of_tuple(values).encode() if table.key_of_tuple is not None else None
-                messages.append(OutMessage(table.topic, key, value.encode()))
-                built.captured(operation, change)
+                key = table.key_bytes_of_tuple(values) if table.key_bytes_of_tuple is not None else None
+                append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
+                run_counts[operation] += 1
+                if first is None:
+                    first = change
+                last = change
             else:
+                if first is not None:
+                    _count_run(built, run_counts, first, last)
+                    first = None
                 if kind is p.Relation:
                     parts_of.clear()  # the table's schemas may have changed
+                    at = None
                 built.add(self.build(change), change, messages)
+        if first is not None:
+            _count_run(built, run_counts, first, last)
         return built
 
     def _build(self, change: Any) -> tuple[str | None, list[OutMessage]] | None:
@@ -391,3 +410,10 @@ class PgEventBuilder:
 
 _HEARTBEAT_KEY = s.struct([Field("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
 _HEARTBEAT_VALUE = s.struct([Field("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")
+
+
+def _count_run(built: BuiltChanges, counts: dict[str, int], first: Any, last: Any) -> None:
+    """Counts a run of streamed changes into `built` (first and last change, by operation) and zeroes `counts`."""
+    built.captured_run({operation: count for operation, count in counts.items() if count}, first, last)
+    for operation in counts:
+        counts[operation] = 0

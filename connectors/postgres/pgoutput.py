@@ -253,9 +253,18 @@ def decode(data: bytes, in_stream: bool = False) -> Message:
     if not data:
         raise PgOutputError("empty message")
     kind = data[0]
+    if kind in _ROW_CHANGES and _compiled is not None:  # most messages: tested first
+        fields = _compiled.row_change(data, in_stream)  # None: malformed, refused below with its error
+        if fields is not None:
+            relation_id, new, old, old_kind, xid = fields
+            if kind == 0x55:  # 'U'
+                return Update(relation_id, new, old, old_kind, xid)
+            if kind == 0x49:  # 'I'
+                return Insert(relation_id, new, xid)
+            return Delete(relation_id, old, old_kind, xid)
     r = _Reader(data, 1)
     try:
-        if kind in _ROW_CHANGES:  # most messages: tested first
+        if kind in _ROW_CHANGES:
             return _row_change(kind, r, r.one(_U32) if in_stream else None)
         return _other(chr(kind), r, in_stream)
     except struct.error as error:

@@ -149,20 +149,11 @@ class RowMapper:
         cannot write so (a null in a required column, a value its column's JSON writer does not take) goes the
         long way, which raises what `value` raises. The compiled module (connectors/postgres/compiled.py) runs
         the loop, and writes integers, strings and booleans itself, unless not `use_compiled`."""
-        by_name = {name: (position, mapping) for position, name, mapping in self._mappings}
-        columns = []
-        for index, field in enumerate(struct.fields):
-            position, mapping = by_name[field.name]
-            encode = json_converter.compiled(field.schema)
-            columns.append((position, ("," if index else "") + json_converter.string_json(field.name) + ":",
-                            _text_json(mapping, encode), _json_or_none(encode, None),
-                            _json_or_none(encode, self._placeholders[field.name])))
+        columns, compiled_columns = self._writer_columns(struct)
         whole = json_converter.compiled(struct)
         names = struct.field_names
         count = self.column_count
         unchanged = UNCHANGED_TOAST
-        compiled_columns = tuple((position, prefix, *compiled_kind(text_json), text_json, null, placeholder)
-                                 for position, prefix, text_json, null, placeholder in columns)
 
         def long_way(values: Sequence) -> str:
             row = self.value(values)
@@ -197,6 +188,64 @@ class RowMapper:
             text = write_row(values, compiled_columns, count)
             return text if text is not None else long_way(values)
         return write_compiled
+
+    def event_writer(self, struct: Schema, use_compiled: bool = True) -> Callable[[tuple, Sequence, int], bytes]:
+        """A streamed change's event value from its transaction's parts (`EnvelopeWriter.streamed_parts`), its tuple
+        and its LSN: the UTF-8 of `f"{parts[0]}{row}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}"`, `row` as
+        `text_writer(struct)` writes it. The compiled module writes the whole value in one call (no row text, no
+        joined str to encode), unless not `use_compiled`; what it does not write goes this Python way."""
+        row_text = self.text_writer(struct, use_compiled)
+
+        def write(parts: tuple, values: Sequence, lsn: int) -> bytes:
+            return f"{parts[0]}{row_text(values)}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}".encode()
+
+        if compiled is None or not use_compiled:
+            return write
+        write_event = compiled.write_event
+        compiled_columns = self._writer_columns(struct)[1]
+        count = self.column_count
+
+        def write_compiled(parts: tuple, values: Sequence, lsn: int) -> bytes:
+            value = write_event(parts, values, compiled_columns, count, lsn)  # None for a list: not a tuple
+            return value if value is not None else write(parts, values, lsn)
+        return write_compiled
+
+    def bytes_writer(self, struct: Schema, head: str = "", tail: str = "",
+                     use_compiled: bool = True) -> Callable[[Sequence], bytes]:
+        """The UTF-8 of `head + text_writer(struct)(values) + tail` for a tuple (a message key, with what the key
+        converter writes around it): by the compiled module in one call, unless not `use_compiled`; what it does
+        not write goes this Python way."""
+        row_text = self.text_writer(struct, use_compiled)
+
+        def write(values: Sequence) -> bytes:
+            return f"{head}{row_text(values)}{tail}".encode()
+
+        if compiled is None or not use_compiled:
+            return write
+        write_text = compiled.write_text
+        compiled_columns = self._writer_columns(struct)[1]
+        count = self.column_count
+
+        def write_compiled(values: Sequence) -> bytes:
+            text = write_text(head, values, compiled_columns, count, tail)  # None for a list: not a tuple
+            return text if text is not None else write(values)
+        return write_compiled
+
+    def _writer_columns(self, struct: Schema) -> tuple[list[tuple], tuple[tuple, ...]]:
+        """`struct`'s columns for the row writers: (position, prefix, text JSON writer, null text, placeholder
+        text) for the Python loop, and the compiled module's (position, prefix, kind, argument, writer, null text,
+        placeholder text)."""
+        by_name = {name: (position, mapping) for position, name, mapping in self._mappings}
+        columns = []
+        for index, field in enumerate(struct.fields):
+            position, mapping = by_name[field.name]
+            encode = json_converter.compiled(field.schema)
+            columns.append((position, ("," if index else "") + json_converter.string_json(field.name) + ":",
+                            _text_json(mapping, encode), _json_or_none(encode, None),
+                            _json_or_none(encode, self._placeholders[field.name])))
+        compiled_columns = tuple((position, prefix, *compiled_kind(text_json), text_json, null, placeholder)
+                                 for position, prefix, text_json, null, placeholder in columns)
+        return columns, compiled_columns
 
 
 def _text_json(mapping: ColumnMapping, encode: Callable[[object], str]) -> Callable[[str], str]:

@@ -28,6 +28,7 @@ from connectors.postgres.replication import ReplicationError, ReplicationStream
 log = logging.getLogger(__name__)
 
 _QUEUED_TOGETHER = 256  # changes queued under one lock: the pipeline does not wait for a whole read (10,000)
+_ROW_CHANGES = frozenset((p.Insert, p.Update, p.Delete, p.Truncate))
 
 
 @dataclass(slots=True, unsafe_hash=True)  # one per change: see pgoutput.Begin
@@ -98,12 +99,14 @@ class WalReader:
     def _put(self, item) -> bool:
         return self._put_all([item])
 
-    def _queue(self, changes: list, resume: tuple | None) -> bool:
+    def _queue(self, changes: list, last: WalChange | None) -> bool:
+        """Queues `changes`; `last`: the last of them that moves the resume position (a row change or a commit)."""
         if not self._put_all(changes):
             return False
-        if resume is not None:
+        if last is not None:
             # a reconnect replays an unfinished transaction from its start: what is queued is not queued again
-            self._resume = Position(*resume)
+            self._resume = Position(last.commit_lsn, last.lsn, last.xid, last.commit_ts_us,
+                                    type(last.message) is p.Commit)
         return True
 
     def _put_all(self, items: list) -> bool:
@@ -165,6 +168,10 @@ class WalReader:
     def _read(self, stream: ReplicationStream) -> None:
         begin: p.Begin | None = None
         last_idle = 0
+        # What this connection replays is checked against the resume position it started from: what it sends after
+        # a change it queued comes after that change, so a later resume position covers nothing more of it.
+        replayed = self._resume
+        check = False  # whether `replayed` may cover changes of the transaction being read
         try:
             while not self._stop.is_set():
                 self._acknowledge()
@@ -177,15 +184,15 @@ class WalReader:
                             if not self._put(Idle(wal_end)):
                                 return
                     continue
-                # queued a read at a time; `resume` is where the queued changes end (the checks below use the
-                # position before the read: what this connection sends comes after the changes it queues)
+                # queued a read at a time; `last` is where the queued changes end
                 changes: list = []
-                resume = None
+                last = None
                 for wal in messages:
                     message = wal.message
                     kind = type(message)
                     if kind is p.Begin:
                         begin = message
+                        check = replayed is not None and begin.final_lsn <= replayed.lsn_commit
                         continue
                     if kind is p.Relation:
                         changes.append(WalChange(message, wal.data_start, 0, 0, 0))
@@ -193,24 +200,24 @@ class WalReader:
                     if begin is None:
                         continue  # Origin, Type and non-transactional messages outside a transaction
                     if kind is p.Commit:
-                        if self._resume is None or not self._resume.covers_transaction(begin.final_lsn):
-                            changes.append(WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
-                                                     begin.commit_ts_us, self._previous_commit))
-                            resume = (begin.final_lsn, message.end_lsn, begin.xid, begin.commit_ts_us, True)
+                        if not check or not replayed.covers_transaction(begin.final_lsn):
+                            last = WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
+                                             begin.commit_ts_us, self._previous_commit)
+                            changes.append(last)
                         self._previous_commit = message.end_lsn
                         begin = None
                         continue
-                    if kind in (p.Insert, p.Update, p.Delete, p.Truncate):
-                        if self._resume is not None and self._resume.covers(begin.final_lsn, wal.data_start):
+                    if kind in _ROW_CHANGES:
+                        if check and replayed.covers(begin.final_lsn, wal.data_start):
                             continue
-                        changes.append(WalChange(message, wal.data_start, begin.final_lsn, begin.xid,
-                                                 begin.commit_ts_us, self._previous_commit))
-                        resume = (begin.final_lsn, wal.data_start, begin.xid, begin.commit_ts_us, False)
+                        last = WalChange(message, wal.data_start, begin.final_lsn, begin.xid, begin.commit_ts_us,
+                                         self._previous_commit)
+                        changes.append(last)
                     if len(changes) >= _QUEUED_TOGETHER:
-                        if not self._queue(changes, resume):
+                        if not self._queue(changes, last):
                             return
-                        changes, resume = [], None
-                if not self._queue(changes, resume):
+                        changes, last = [], None
+                if not self._queue(changes, last):
                     return
         finally:
             self._close()

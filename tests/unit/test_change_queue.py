@@ -11,17 +11,15 @@ import pytest
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import ChangeQueue, Idle
 
-
-def _is_marker(item) -> bool:
-    return isinstance(item, Idle)
+MARKERS = (Idle,)
 
 
 def test_take_returns_what_is_queued_up_to_the_limit_in_order():
     changes = ChangeQueue(10)
     for n in range(7):
         changes.put({"n": n})
-    assert [item["n"] for item in changes.take(5, 1.0, _is_marker)] == [0, 1, 2, 3, 4]
-    assert [item["n"] for item in changes.take(5, 1.0, _is_marker)] == [5, 6]
+    assert [item["n"] for item in changes.take(5, 1.0, MARKERS)] == [0, 1, 2, 3, 4]
+    assert [item["n"] for item in changes.take(5, 1.0, MARKERS)] == [5, 6]
     assert changes.qsize() == 0
 
 
@@ -29,15 +27,15 @@ def test_a_marker_ends_the_batch():
     changes = ChangeQueue(10)
     for item in ({"n": 0}, Idle({"t": 1}), {"n": 1}):
         changes.put(item)
-    assert changes.take(10, 1.0, _is_marker) == [{"n": 0}, Idle({"t": 1})]
-    assert changes.take(10, 1.0, _is_marker) == [{"n": 1}]
+    assert changes.take(10, 1.0, MARKERS) == [{"n": 0}, Idle({"t": 1})]
+    assert changes.take(10, 1.0, MARKERS) == [{"n": 1}]
 
 
 def test_take_waits_only_while_empty():
     changes = ChangeQueue(10)
-    assert changes.take(10, 0.05, _is_marker) == []
+    assert changes.take(10, 0.05, MARKERS) == []
     threading.Timer(0.2, changes.put, ({"n": 1},)).start()
-    assert changes.take(10, 30, _is_marker) == [{"n": 1}]
+    assert changes.take(10, 30, MARKERS) == [{"n": 1}]
 
 
 def test_put_blocks_while_full_and_resumes_when_taken():
@@ -54,19 +52,19 @@ def test_put_blocks_while_full_and_resumes_when_taken():
 
     threading.Thread(target=put_third, daemon=True).start()
     assert not done.wait(0.2)  # still full: the reader is held back (max.queue.size)
-    assert changes.take(1, 1.0, _is_marker) == [{"n": 0}]
+    assert changes.take(1, 1.0, MARKERS) == [{"n": 0}]
     deadline = time.monotonic() + 30
     while not done.is_set() and time.monotonic() < deadline:
         done.wait(0.05)
     assert done.is_set()
-    assert changes.take(10, 1.0, _is_marker) == [{"n": 1}, {"n": 2}]
+    assert changes.take(10, 1.0, MARKERS) == [{"n": 1}, {"n": 2}]
 
 
 def test_a_wake_just_before_a_take_ends_its_wait():
     changes = ChangeQueue(10)
     changes.wake()  # e.g. a commit that completed while the pipeline was building
     result: list = []
-    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, _is_marker)), daemon=True)
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, MARKERS)), daemon=True)
     taker.start()
     taker.join(60)
     assert not taker.is_alive() and result == [[]]
@@ -79,16 +77,16 @@ def test_put_many_queues_as_many_as_there_is_room_for_in_order():
     assert changes.put_many([{"n": n} for n in range(1, 8)]) == 4  # room for four
     with pytest.raises(queue.Full):
         changes.put_many([{"n": 5}], timeout=0.05)
-    assert [item["n"] for item in changes.take(10, 1.0, _is_marker)] == [0, 1, 2, 3, 4]
+    assert [item["n"] for item in changes.take(10, 1.0, MARKERS)] == [0, 1, 2, 3, 4]
     assert changes.put_many([{"n": 5}, {"n": 6}]) == 2
     assert changes.put_many([]) == 0
-    assert [item["n"] for item in changes.take(10, 1.0, _is_marker)] == [5, 6]
+    assert [item["n"] for item in changes.take(10, 1.0, MARKERS)] == [5, 6]
 
 
 def test_put_many_wakes_a_waiting_take():
     changes = ChangeQueue(10)
     result: list = []
-    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, _is_marker)), daemon=True)
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, MARKERS)), daemon=True)
     taker.start()
     while not changes.taker_waits:  # the precondition: the taker waits before the put
         time.sleep(0.001)
@@ -104,7 +102,27 @@ def test_the_queue_metric_is_the_queues_fill_when_read():
     assert metrics.snapshot()["QueueRemainingCapacity"] == 8
     changes.put_many(["a", "b", "c"])
     assert metrics.snapshot()["QueueRemainingCapacity"] == 5  # no one told the metrics: they read the queue
-    changes.take(2, 0, lambda item: False)
+    changes.take(2, 0, ())
     assert metrics.snapshot()["QueueRemainingCapacity"] == 7
     metrics.watch_queue(None)  # streaming ended
     assert metrics.snapshot()["QueueRemainingCapacity"] == 8
+
+
+def test_a_marker_anywhere_in_a_long_queue_ends_the_batch_after_it():
+    """take() looks at a whole batch at once: a marker at any place among many changes ends the batch right after
+    it, every marker type given ends one, and a marker past the limit does not shorten the batch."""
+    class Failed:
+        pass
+
+    for at in (0, 1, 500, 999):
+        for marker in (Idle({"t": at}), Failed()):
+            changes = ChangeQueue(2000)
+            items = [{"n": n} for n in range(1000)]
+            items.insert(at, marker)
+            changes.put_many(items)
+            assert changes.take(2000, 1.0, (Idle, Failed)) == items[:at + 1]
+            assert changes.take(2000, 1.0, (Idle, Failed)) == items[at + 1:]
+            changes.put_many(items)
+            assert changes.take(at, 1.0, (Idle, Failed)) == items[:at]  # the marker is past the limit
+            assert changes.take(2000, 1.0, ()) == items[at:]  # no marker type: nothing ends the batch
+    assert changes.qsize() == 0

@@ -390,47 +390,42 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write) {
     return put(out, digits_text, decimal_int64(digits_text, number));
 }
 
-static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "write_row(values: dict, columns: tuple)");
-        return NULL;
-    }
-    PyObject *values = args[0], *columns = args[1];
-    Buffer out = {NULL, 0, 0};
-    if (put(&out, "{", 1) < 0) goto failed;
+/* The row's JSON into `out`; -1 with an exception set. */
+static int put_row(Buffer *out, PyObject *values, PyObject *columns) {
+    if (put(out, "{", 1) < 0) return -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(columns); i++) {
         PyObject *spec = PyTuple_GET_ITEM(columns, i);
         if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
             PyErr_SetString(PyExc_TypeError, "a column is (name, prefix, kind, write)");
-            goto failed;
+            return -1;
         }
         PyObject *value = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(spec, 0));
         if (value == NULL) {
-            if (PyErr_Occurred()) goto failed;
+            if (PyErr_Occurred()) return -1;
             value = Py_None;
         }
-        if (put_str(&out, PyTuple_GET_ITEM(spec, 1)) < 0) goto failed;
+        if (put_str(out, PyTuple_GET_ITEM(spec, 1)) < 0) return -1;
         long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
-        if (kind == -1 && PyErr_Occurred()) goto failed;
+        if (kind == -1 && PyErr_Occurred()) return -1;
         PyObject *write = PyTuple_GET_ITEM(spec, 3);
         int failure;
         if (kind == WRITE_INTEGER && PyLong_CheckExact(value)) {
-            failure = put_integer(&out, value, write);
+            failure = put_integer(out, value, write);
         } else if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
             Py_ssize_t length;
             const char *text = PyUnicode_AsUTF8AndSize(value, &length);
-            failure = text == NULL ? -1 : put_json_string(&out, text, length);
+            failure = text == NULL ? -1 : put_json_string(out, text, length);
         } else {
-            failure = put_written(&out, write, value);
+            failure = put_written(out, write, value);
         }
-        if (failure) goto failed;
+        if (failure) return -1;
     }
-    if (put(&out, "}", 1) < 0) goto failed;
-    PyObject *text = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
-    PyMem_Free(out.data);
-    return text;
-failed:
-    PyMem_Free(out.data);
+    return put(out, "}", 1);
+}
+
+/* A failed write's result: None for a text with no UTF-8 (the Python way writes it), else the exception. */
+static PyObject *failed_write(Buffer *out) {
+    PyMem_Free(out->data);
     if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -438,8 +433,82 @@ failed:
     return NULL;
 }
 
+static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "write_row(values: dict, columns: tuple)");
+        return NULL;
+    }
+    Buffer out = {NULL, 0, 0};
+    if (put_row(&out, args[0], args[1]) < 0) return failed_write(&out);
+    PyObject *text = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
+    PyMem_Free(out.data);
+    return text;
+}
+
+/* write_event(parts, before, after, row, columns) -> bytes | None: the UTF-8 of
+   f"{parts[0]}{before}{parts[1]}{after}{parts[2]}{row}{parts[3]}", `before` and `after` written as write_row writes
+   them ("null" for None), as envelope.TableEvents.append_streamed's Python way does. None: what that way writes
+   itself (a row that is not a dict, a row index that is no int of 64 bits, a text with no UTF-8). */
+static PyObject *write_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "write_event(parts: tuple of 4 str, before, after, row: int, columns)");
+        return NULL;
+    }
+    PyObject *parts = args[0], *rows[2] = {args[1], args[2]}, *columns = args[4];
+    for (int i = 0; i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) Py_RETURN_NONE;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (rows[i] != Py_None && !PyDict_CheckExact(rows[i])) Py_RETURN_NONE;
+    }
+    if (!PyLong_CheckExact(args[3])) Py_RETURN_NONE;
+    int overflow;
+    long long row = PyLong_AsLongLongAndOverflow(args[3], &overflow);
+    if (overflow || (row == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    char row_text[CDC_INT64_TEXT_MAX];
+    int row_length = decimal_int64(row_text, row);
+    Buffer out = {NULL, 0, 0};
+    for (int i = 0; i < 2; i++) {
+        if (put_str(&out, PyTuple_GET_ITEM(parts, i)) < 0) return failed_write(&out);
+        if (rows[i] == Py_None ? put(&out, "null", 4) < 0 : put_row(&out, rows[i], columns) < 0) {
+            return failed_write(&out);
+        }
+    }
+    if (put_str(&out, PyTuple_GET_ITEM(parts, 2)) < 0 || put(&out, row_text, row_length) < 0 ||
+        put_str(&out, PyTuple_GET_ITEM(parts, 3)) < 0) {
+        return failed_write(&out);
+    }
+    PyObject *value = PyBytes_FromStringAndSize(out.data, out.length);
+    PyMem_Free(out.data);
+    return value;
+}
+
+/* write_key(values, columns, head, tail) -> bytes | None: the UTF-8 of head + write_row(values, columns) + tail (a
+   message key, with or without its schema); None for a text with no UTF-8 (the Python way writes it). */
+static PyObject *write_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyTuple_Check(args[1]) || !PyUnicode_Check(args[2]) ||
+        !PyUnicode_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "write_key(values: dict, columns: tuple, head: str, tail: str)");
+        return NULL;
+    }
+    Buffer out = {NULL, 0, 0};
+    if (put_str(&out, args[2]) < 0 || put_row(&out, args[0], args[1]) < 0 || put_str(&out, args[3]) < 0) {
+        return failed_write(&out);
+    }
+    PyObject *key = PyBytes_FromStringAndSize(out.data, out.length);
+    PyMem_Free(out.data);
+    return key;
+}
+
 static PyMethodDef methods[] = {
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL, "write_row(values, columns) -> str"},
+    {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
+     "write_event(parts, before, after, row, columns) -> bytes | None"},
+    {"write_key", (PyCFunction)(void (*)(void))write_key, METH_FASTCALL,
+     "write_key(values, columns, head, tail) -> bytes | None"},
     {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
      "decode_rows(body, layout, present, present_after) -> list"},
     {"text_rows", (PyCFunction)(void (*)(void))text_rows, METH_FASTCALL,

@@ -1,6 +1,7 @@
-/* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, and a row's
-   JSON text from those texts. Each function does exactly what its Python twin does (pgoutput.py's
-   _Reader.tuple_data, rows.py's RowMapper.text_writer), which tests/postgres/test_pgrows.py checks. */
+/* The compiled module _pgrows (connectors/postgres/compiled.py): pgoutput tuple data to column texts, a row's
+   JSON text from those texts, and a streamed change's event value around that row. Each function does exactly what
+   its Python twin does (pgoutput.py's _Reader.tuple_data, rows.py's RowMapper.text_writer and event_writer), which
+   tests/postgres/test_pgrows.py checks. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -12,6 +13,7 @@ static PyObject *pgoutput_error;  /* pgoutput.PgOutputError */
 /* Column kinds of write_row (compiled.py) */
 enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5 };
 
+#include "decimal_text.h"
 #include "json_text.h"
 
 /* ---- tuple_data --------------------------------------------------------------------------------------------- */
@@ -97,6 +99,115 @@ static PyObject *tuple_data(PyObject *module, PyObject *const *args, Py_ssize_t 
 done:
     PyBuffer_Release(&view);
     return values;
+}
+
+/* ---- row_change --------------------------------------------------------------------------------------------- */
+
+/* A TupleData at `*pos` as tuple_data reads it, or NULL with no exception set (malformed: the Python twin reads it
+   and raises its own error) or with one (no memory). */
+static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos) {
+    Py_ssize_t at = *pos;
+    if (at + 2 > size) return NULL;
+    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[at] << 8) | data[at + 1]);
+    at += 2;
+    if (count < 0) count = 0;
+    PyObject *values = PyTuple_New(count);
+    if (values == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (at >= size) goto malformed;
+        unsigned char kind = data[at];
+        PyObject *value;
+        if (kind == 't' || kind == 'b') {
+            if (at + 5 > size) goto malformed;
+            int32_t length = (int32_t)be32(data + at + 1);
+            Py_ssize_t start = at + 5;
+            if (length < 0 || start + length > size) goto malformed;
+            at = start + length;
+            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
+                                : PyBytes_FromStringAndSize((const char *)data + start, length);
+            if (value == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+                Py_DECREF(values);
+                return NULL;
+            }
+        } else if (kind == 'n') {
+            at += 1;
+            value = Py_NewRef(Py_None);
+        } else if (kind == 'u') {
+            at += 1;
+            value = Py_NewRef(unchanged_toast);
+        } else {
+            goto malformed;
+        }
+        PyTuple_SET_ITEM(values, i, value);
+    }
+    *pos = at;
+    return values;
+malformed:
+    Py_DECREF(values);
+    return NULL;
+}
+
+/* row_change(data, in_stream) -> (relation_id, new, old, old_kind, xid) | None: an Insert, Update or Delete message
+   (data[0] is 'I', 'U' or 'D') as pgoutput._row_change reads it (new None for a Delete; old and old_kind None
+   without an old tuple; xid None unless `in_stream`). None: anything malformed, which the Python twin reads and
+   refuses with its own error. */
+static PyObject *row_change(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "row_change(data, in_stream) takes 2 arguments");
+        return NULL;
+    }
+    if (unchanged_toast == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    int in_stream = PyObject_IsTrue(args[1]);
+    if (in_stream < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len, pos = 1;
+    PyObject *result = NULL, *new = NULL, *old = NULL, *xid = NULL;
+    unsigned char old_kind = 0;
+    if (size < 1 || (data[0] != 'I' && data[0] != 'U' && data[0] != 'D')) goto done;
+    unsigned char kind = data[0];
+    if (in_stream) {
+        if (pos + 4 > size) goto done;
+        xid = PyLong_FromUnsignedLong(be32(data + pos));
+        if (xid == NULL) goto done;
+        pos += 4;
+    }
+    if (pos + 5 > size) goto done;
+    uint32_t relation_id = be32(data + pos);
+    pos += 4;
+    unsigned char marker = data[pos++];
+    if (kind == 'U' && (marker == 'K' || marker == 'O')) {
+        old_kind = marker;
+        old = read_tuple(data, size, &pos);
+        if (old == NULL || pos >= size) goto done;
+        marker = data[pos++];
+    }
+    if (kind == 'D') {
+        if (marker != 'K' && marker != 'O') goto done;
+        old_kind = marker;
+        old = read_tuple(data, size, &pos);
+        if (old == NULL) goto done;
+    } else {
+        if (marker != 'N') goto done;
+        new = read_tuple(data, size, &pos);
+        if (new == NULL) goto done;
+    }
+    PyObject *old_kind_text = old_kind ? PyUnicode_FromOrdinal(old_kind) : Py_NewRef(Py_None);
+    if (old_kind_text == NULL) goto done;
+    result = Py_BuildValue("(kOONO)", (unsigned long)relation_id, new ? new : Py_None, old ? old : Py_None,
+                           old_kind_text, xid ? xid : Py_None);
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(new);
+    Py_XDECREF(old);
+    Py_XDECREF(xid);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
 }
 
 /* ---- write_row ---------------------------------------------------------------------------------------------- */
@@ -248,8 +359,37 @@ static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObj
     return put_call(out, function, raw);
 }
 
-/* write_row(values, columns, count) -> str | None: rows.py's `write` (None: the long way). `columns`: a tuple of
-   (position, prefix, kind, argument, function, null text or None, placeholder text or None). */
+/* The row JSON of `values` into `out`: 0 written, 1 the long way, -1 error. `columns`: a tuple of (position, prefix,
+   kind, argument, function, null text or None, placeholder text or None). */
+static int put_row(Buffer *out, PyObject *values, PyObject *columns, Py_ssize_t count) {
+    if (PyTuple_GET_SIZE(values) != count) return 1;
+    if (put(out, "{", 1) < 0) return -1;
+    int outcome = 0;
+    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) return 1;
+        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
+        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
+        if (PyErr_Occurred() || position < 0 || position >= count) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (put_str(out, PyTuple_GET_ITEM(column, 1)) < 0) return -1;
+        PyObject *raw = PyTuple_GET_ITEM(values, position);
+        if (raw == Py_None || raw == unchanged_toast) {
+            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
+            if (text == Py_None) return 1; /* no JSON without the row: the long way */
+            if (put_str(out, text) < 0) return -1;
+            continue;
+        }
+        outcome = put_value(out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
+    }
+    if (outcome == 0 && put(out, "}", 1) < 0) return -1;
+    return outcome;
+}
+
+/* write_row(values, columns, count) -> str | None: rows.py's `write` (None: the long way). */
 static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "write_row(values, columns, count) takes 3 arguments");
@@ -259,45 +399,88 @@ static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (!PyTuple_Check(values) || !PyTuple_Check(columns)) Py_RETURN_NONE;
     Py_ssize_t count = PyLong_AsSsize_t(args[2]);
     if (count == -1 && PyErr_Occurred()) return NULL;
-    if (PyTuple_GET_SIZE(values) != count) Py_RETURN_NONE;
     Buffer out = {NULL, 0, 0};
-    if (put(&out, "{", 1) < 0) return NULL;
-    int outcome = 0;
-    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
-        PyObject *column = PyTuple_GET_ITEM(columns, i);
-        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) {
-            outcome = 1;
-            break;
-        }
-        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
-        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
-        if (PyErr_Occurred() || position < 0 || position >= count) {
-            PyErr_Clear();
-            outcome = 1;
-            break;
-        }
-        if (put_str(&out, PyTuple_GET_ITEM(column, 1)) < 0) {
-            outcome = -1;
-            break;
-        }
-        PyObject *raw = PyTuple_GET_ITEM(values, position);
-        if (raw == Py_None || raw == unchanged_toast) {
-            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
-            if (text == Py_None) {
-                outcome = 1;  /* no JSON without the row: the long way */
-            } else if (put_str(&out, text) < 0) {
-                outcome = -1;
-            }
-            continue;
-        }
-        outcome = put_value(&out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
-    }
+    int outcome = put_row(&out, values, columns, count);
     PyObject *result = NULL;
-    if (outcome == 0 && put(&out, "}", 1) == 0) {
+    if (outcome == 0) {
         result = PyUnicode_DecodeUTF8(out.data, out.length, "strict");
     } else if (outcome == 1) {
         result = Py_NewRef(Py_None);
+    }
+    PyMem_Free(out.data);
+    return result;
+}
+
+/* write_event(parts, values, columns, count, lsn) -> bytes | None: the UTF-8 of
+   f"{parts[0]}{row}{parts[1]}{lsn}{parts[2]}{lsn}{parts[3]}" with `row` as write_row writes it (None: the long way,
+   as write_row's, or an LSN that is no unsigned 64-bit int). `parts`: EnvelopeWriter.streamed_parts. */
+static PyObject *write_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "write_event(parts, values, columns, count, lsn) takes 5 arguments");
+        return NULL;
+    }
+    PyObject *parts = args[0], *values = args[1], *columns = args[2];
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyTuple_Check(values) || !PyTuple_Check(columns) ||
+        !PyLong_Check(args[4])) {
+        Py_RETURN_NONE;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[4]);
+    if (lsn == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    char lsn_text[CDC_INT64_TEXT_MAX];
+    int lsn_length = decimal_digits(lsn_text, lsn);
+    Buffer out = {NULL, 0, 0};
+    int outcome = put_str(&out, PyTuple_GET_ITEM(parts, 0));
+    if (outcome == 0) outcome = put_row(&out, values, columns, count);
+    if (outcome == 0) {
+        outcome = put_str(&out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(&out, lsn_text, lsn_length) < 0 ||
+                          put_str(&out, PyTuple_GET_ITEM(parts, 2)) < 0 || put(&out, lsn_text, lsn_length) < 0 ||
+                          put_str(&out, PyTuple_GET_ITEM(parts, 3)) < 0
+                      ? -1
+                      : 0;
+    }
+    PyObject *result = NULL;
+    if (outcome == 0) {
+        result = PyBytes_FromStringAndSize(out.data, out.length);
+    } else if (outcome == 1) {
+        result = Py_NewRef(Py_None);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(out.data);
+    return result;
+}
+
+/* write_text(head, values, columns, count, tail) -> bytes | None: the UTF-8 of head + the row as write_row writes it
+   + tail (a message key, with or without its schema); None: the long way, as write_row's. */
+static PyObject *write_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "write_text(head, values, columns, count, tail) takes 5 arguments");
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) || !PyUnicode_Check(args[4])) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    Buffer out = {NULL, 0, 0};
+    int outcome = put_str(&out, args[0]);
+    if (outcome == 0) outcome = put_row(&out, args[1], args[2], count);
+    if (outcome == 0 && put_str(&out, args[4]) < 0) outcome = -1;
+    PyObject *result = NULL;
+    if (outcome == 0) {
+        result = PyBytes_FromStringAndSize(out.data, out.length);
+    } else if (outcome == 1) {
+        result = Py_NewRef(Py_None);
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
     }
     PyMem_Free(out.data);
     return result;
@@ -316,8 +499,14 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "configure(unchanged_toast, error_type)"},
     {"tuple_data", (PyCFunction)(void (*)(void))tuple_data, METH_FASTCALL, "tuple_data(data, pos) -> (values, pos)"},
+    {"row_change", (PyCFunction)(void (*)(void))row_change, METH_FASTCALL,
+     "row_change(data, in_stream) -> (relation_id, new, old, old_kind, xid) | None"},
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
      "write_row(values, columns, count) -> str | None"},
+    {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
+     "write_event(parts, values, columns, count, lsn) -> bytes | None"},
+    {"write_text", (PyCFunction)(void (*)(void))write_text, METH_FASTCALL,
+     "write_text(head, values, columns, count, tail) -> bytes | None"},
     {NULL, NULL, 0, NULL},
 };
 
