@@ -13,10 +13,12 @@ the committed messages of its topic):
 For each: a snapshot (`initial`, timed from its first committed message to its last) and a catch-up of the same rows
 as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
 read back from the topic), RSS at ~10 % and at 100 % of the events and their ratio (the target is <= 1.10), and the
-neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s and MB/s of what the server sent) and, for
-the wide table, a plain idempotent producer of the same messages.
-Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes`, and the pipeline
-process's producer `message.max.bytes` is raised to the same (pipeline properties have no setting for it).
+neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the
+wide table, a plain idempotent producer of the same messages.
+Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
+the pipeline process's producer `message.max.bytes` is raised to the same (pipeline properties have no setting for
+it: with the producer's default of 1,000,000 bytes a row with a 1 MB value fails its batch with
+MessageTooLargeError).
 The run's database and topics are deleted at the end.
 """
 
@@ -28,7 +30,7 @@ import uuid
 
 import psycopg
 import psycopg2.extensions
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pymysql.cursors import SSCursor
 
@@ -60,6 +62,12 @@ TYPES = (
 WIDE_BATCH, BIG_BATCH = 1_000, 10
 
 
+def message_limit(value_bytes: int) -> int:
+    """Producer and topic message limit: room for a value's JSON (base64 for binary) and never below the producer's
+    default batch.size (docs/kafka-sink.md: a topic limit below it refuses whole batches)."""
+    return max(4 * value_bytes, sink.PRODUCER_DEFAULTS["batch.size"])
+
+
 def run_pipeline(props: dict, bootstrap: str, message_limit: int, stop) -> None:
     """One pipeline until `stop` is set, in a spawned process whose producer accepts `message_limit`-byte messages."""
     sink.PRODUCER_DEFAULTS["message.max.bytes"] = message_limit
@@ -89,39 +97,25 @@ def big_values(source: str, value_bytes: int) -> tuple[str, str]:
 
 
 class Committed:
-    """Committed messages of a one-partition topic (its read_committed high watermark, markers included), and when
-    the first one was seen."""
+    """Counts the committed messages of a one-partition topic and their bytes (key + value), read as they commit and
+    let go, and when the first was read."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                                  "isolation.level": "read_committed"})
+                                  "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.count = self.bytes = 0
         self.first: tuple[float, int] | None = None
 
     def __call__(self) -> int:
-        try:
-            high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=5)[1]
-        except KafkaException:  # the topic is not made yet
-            return 0
-        if high and self.first is None:
-            self.first = time.monotonic(), high
-        return high
-
-
-def event_bytes(bootstrap: str, topic: str, count: int) -> int:
-    """Key + value bytes of the first `count` committed messages of a topic, read and let go."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    seen = total = 0
-    deadline = time.monotonic() + 300
-    while seen < count and time.monotonic() < deadline:
-        for message in consumer.consume(500, 1.0):
-            if message.error() is None and message.value():
-                seen += 1
-                total += len(message.value()) + len(message.key() or b"")
-    consumer.close()
-    return total
+        while messages := self.consumer.consume(500, 0.05):
+            for message in messages:
+                if message.error() is None and message.value():
+                    self.count += 1
+                    self.bytes += len(message.value()) + len(message.key() or b"")
+        if self.count and self.first is None:
+            self.first = time.monotonic(), self.count
+        return self.count
 
 
 def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> None:
@@ -131,13 +125,11 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     committed = Committed(bootstrap, topic)
     started = time.monotonic()
     process, stop = start(run_pipeline, props, bootstrap, message_limit)
-    # the high watermark counts one commit marker per transaction: done once it is past `events`
     samples = sample(process, lambda: min(committed(), events) / events)
-    done = time.monotonic()
+    done, size = time.monotonic(), committed.bytes
+    committed.consumer.close()
     stop.set()
     process.join(60)
-    wait_committed(bootstrap, topic, events, 60)
-    size = event_bytes(bootstrap, topic, events)
     first_at, first_count = committed.first
     if first_count <= events // 2:
         measured, seconds, timed = events - first_count, done - first_at, "from the first committed transaction"
@@ -196,7 +188,7 @@ def postgres(args, bootstrap: str, run: str) -> None:
             copy_s = time.monotonic() - began
             print(f"{table} ({rows:,} rows): COPY TO STDOUT {rows / copy_s:,.0f} rows/s, "
                   f"{sent / copy_s / 1e6:,.1f} MB/s", flush=True)
-            limit = 4 * args.value_bytes
+            limit = message_limit(args.value_bytes)
             snap = {**properties(db, 2 * index + 1, run), "table.include.list": f"public.{table}",
                     "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2}
             measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows, limit)
@@ -226,7 +218,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
     admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
     connection = connect(admin, autocommit=True)
     database = f"{run}db"
-    limit = 4 * args.value_bytes
+    limit = message_limit(args.value_bytes)
     try:
         with connection.cursor() as cursor:
             cursor.execute(f"CREATE DATABASE {database}")
@@ -273,10 +265,7 @@ def main() -> None:
     bootstrap = devstack.endpoints().kafka_bootstrap
     run = "wide" + uuid.uuid4().hex[:6]
     try:
-        if args.source == "postgres":
-            postgres(args, bootstrap, run)
-        else:
-            mariadb(args, bootstrap, run)
+        {"postgres": postgres, "mariadb": mariadb}[args.source](args, bootstrap, run)
     finally:
         delete_topics(bootstrap, run)
 
