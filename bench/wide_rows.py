@@ -118,8 +118,9 @@ class Committed:
         return self.count
 
 
-def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> None:
-    """Runs the pipeline until `topic` holds `events` committed messages: events/s, MB/s and RSS."""
+def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> float:
+    """Runs the pipeline until `topic` holds `events` committed messages: prints events/s, MB/s and RSS, returns
+    events/s."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(message_limit)})])[topic].result(30)
     committed = Committed(bootstrap, topic)
@@ -141,6 +142,7 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
           f"{ten:.0f} MB, at 100 % {samples[-1][1]:.0f} MB, ratio {samples[-1][1] / ten:.2f} (target <= 1.10)",
           flush=True)
     report(f"  {label}", samples, events, "events")
+    return measured / seconds
 
 
 def drop_database(admin: psycopg.Connection, db: str) -> None:
@@ -191,13 +193,16 @@ def postgres(args, bootstrap: str, run: str) -> None:
             limit = message_limit(args.value_bytes)
             snap = {**properties(db, 2 * index + 1, run), "table.include.list": f"public.{table}",
                     "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2}
-            measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows, limit)
-            measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}", rows, limit)
+            snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows,
+                               limit)
+            catch_up = measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}",
+                               rows, limit)
+            print(f"{table}: snapshot / COPY TO STDOUT {snapshot * copy_s / rows:.2f}", flush=True)
             if table == "wide":
                 produced, cpu = producer_ceiling(bootstrap, read_messages(
                     bootstrap, f"{stream['topic.prefix']}.public.{table}", min(rows, 20_000)))
                 print(f"wide: plain idempotent producer of the same messages {produced:,.0f} msg/s "
-                      f"({cpu:.1f} µs CPU/msg)", flush=True)
+                      f"({cpu:.1f} µs CPU/msg); catch-up / producer {catch_up / produced:.2f}", flush=True)
     finally:
         conn.close()
         slots_here.close()
@@ -239,14 +244,14 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                 began = time.monotonic()
                 with connect(admin.with_database(database)) as reader, reader.cursor(SSCursor) as rows_cursor:
                     rows_cursor.execute(f"SELECT * FROM {table}")  # noqa: S608
-                    selected = sum(1 for _ in rows_cursor)
-                print(f"{table} ({rows:,} rows): plain SELECT {selected / (time.monotonic() - began):,.0f} rows/s",
-                      flush=True)
+                    selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
+                print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
                 snap = mariadb_properties(f"{run}{table}s", database, admin, "initial")
-                measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.{database}.{table}", rows,
-                        limit)
+                snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.{database}.{table}",
+                                   rows, limit)
                 measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.{database}.{table}", rows,
                         limit)
+                print(f"{table}: snapshot / plain SELECT {snapshot / selected:.2f}", flush=True)
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {database}")
