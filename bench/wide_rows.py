@@ -261,10 +261,11 @@ def mariadb(args, bootstrap: str, run: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=("postgres", "mariadb"), default="postgres")
-    parser.add_argument("--columns", type=int, default=100)
-    parser.add_argument("--rows", type=int, default=100_000, help="rows of the wide table")
-    parser.add_argument("--big-rows", type=int, default=100, help="rows of the table of large values")
-    parser.add_argument("--value-bytes", type=int, default=1_048_576)
+    for flag, default, meaning in (("--columns", 100, "columns of the wide table"),
+                                   ("--rows", 100_000, "rows of the wide table"),
+                                   ("--big-rows", 100, "rows of the table of large values"),
+                                   ("--value-bytes", 1_048_576, "bytes of each large value")):
+        parser.add_argument(flag, type=int, default=default, help=meaning)
     args = parser.parse_args()
     devstack.up(["kafka"], echo=lambda line: None)
     bootstrap = devstack.endpoints().kafka_bootstrap
