@@ -1,0 +1,280 @@
+"""Wide rows and large values: events/s, MB/s of event bytes and the pipeline process's RSS, on the devstack Kafka and
+PostgreSQL or MariaDB.
+
+    python -m bench.wide_rows --source postgres|mariadb [--columns 100] [--rows 100000] [--big-rows 100]
+                              [--value-bytes 1048576]
+
+Two tables, each captured twice by one pipeline process (spawned, its RSS sampled every 0.2 s against its progress,
+the committed messages of its topic):
+1. wide: `--columns` columns of mixed types (integers, text, decimal, timestamp, boolean, double, varchar, date),
+   `--rows` rows, written in 1,000-row transactions;
+2. big: `--big-rows` rows of one `--value-bytes` value each, text and binary in turn (PostgreSQL text/bytea,
+   MariaDB LONGTEXT/LONGBLOB), 10-row transactions.
+For each: a snapshot (`initial`, timed from its first committed message to its last) and a catch-up of the same rows
+as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
+read back from the topic), RSS at ~10 % and at 100 % of the events and their ratio (the target is <= 1.10), and the
+neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the
+wide table, a plain idempotent producer of the same messages.
+Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
+the pipeline process's producer `message.max.bytes` is raised to the same (pipeline properties have no setting for
+it: with the producer's default of 1,000,000 bytes a row with a 1 MB value fails its batch with
+MessageTooLargeError).
+The run's database and topics are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+
+import psycopg
+import psycopg2.extensions
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pymysql.cursors import SSCursor
+
+from bench.ceiling import producer_ceiling, read_messages
+from bench.pipelines import properties
+from bench.rss import report, sample, start
+from bench.streaming import wait_committed
+from bench.topics import delete_topics
+from connectors.kafka import sink
+from connectors.mysql.connection import ConnectionSettings, connect
+from connectors.runner import ConnectorRunner
+from connectors.sources import engine_config
+from devstack import postgres as devstack_postgres
+from devstack import settings
+from devstack import stack as devstack
+
+# (PostgreSQL type, MariaDB type, PostgreSQL value, MariaDB value) of `g`, the row number, in column `i`
+TYPES = (
+    ("integer", "INT", "g + {i}", "g + {i}"),
+    ("bigint", "BIGINT", "g * 1000 + {i}", "g * 1000 + {i}"),
+    ("text", "TEXT", "'text ' || g", "CONCAT('text ', g)"),
+    ("numeric(12,2)", "DECIMAL(12,2)", "g * 1.25", "g * 1.25"),
+    ("timestamptz", "DATETIME(6)", "now()", "NOW(6)"),
+    ("boolean", "BOOLEAN", "g % 2 = 0", "g % 2 = 0"),
+    ("double precision", "DOUBLE", "g / 3.0", "g / 3"),
+    ("varchar(32)", "VARCHAR(32)", "md5(g::text)", "MD5(g)"),
+    ("date", "DATE", "current_date", "CURDATE()"),
+)
+WIDE_BATCH, BIG_BATCH = 1_000, 10
+
+
+def message_limit(value_bytes: int) -> int:
+    """Producer and topic message limit: room for a value's JSON (base64 for binary) and never below the producer's
+    default batch.size (docs/kafka-sink.md: a topic limit below it refuses whole batches)."""
+    return max(4 * value_bytes, sink.PRODUCER_DEFAULTS["batch.size"])
+
+
+def run_pipeline(props: dict, bootstrap: str, message_limit: int, stop) -> None:
+    """One pipeline until `stop` is set, in a spawned process whose producer accepts `message_limit`-byte messages."""
+    sink.PRODUCER_DEFAULTS["message.max.bytes"] = message_limit
+    runner = ConnectorRunner(engine_config(props)[1], bootstrap, stop)
+    runner.run()
+    if runner.errors:
+        raise SystemExit(f"{props['name']} failed: {runner.errors}")
+
+
+def wide_columns(source: str, columns: int) -> tuple[str, str]:
+    """(column definitions, value expressions of `g`) of the wide table's columns after its id."""
+    kind, value = (0, 2) if source == "postgres" else (1, 3)
+    chosen = [(f"c{i}", TYPES[i % len(TYPES)]) for i in range(1, columns)]
+    return (", ".join(f"{name} {types[kind]}" for name, types in chosen),
+            ", ".join(types[value].format(i=i) for i, (_, types) in enumerate(chosen, 1)))
+
+
+def big_values(source: str, value_bytes: int) -> tuple[str, str]:
+    """(column definitions, value expressions of `g`): even rows hold a text value, odd rows a binary one."""
+    repeat = max(1, value_bytes // 32)
+    if source == "postgres":
+        text = f"repeat(md5(g::text), {repeat})"
+        return ("body text, data bytea", f"CASE WHEN g % 2 = 0 THEN {text} END, "
+                                         f"CASE WHEN g % 2 = 1 THEN convert_to({text}, 'UTF8') END")
+    text = f"REPEAT(MD5(g), {repeat})"
+    return ("body LONGTEXT, data LONGBLOB", f"IF(g % 2 = 0, {text}, NULL), IF(g % 2 = 1, CAST({text} AS BINARY), NULL)")
+
+
+class Committed:
+    """Counts the committed messages of a one-partition topic and their bytes (key + value), read as they commit and
+    let go, and when the first was read."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                                  "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.count = self.bytes = 0
+        self.first: tuple[float, int] | None = None
+
+    def __call__(self) -> int:
+        while messages := self.consumer.consume(500, 0.05):
+            for message in messages:
+                if message.error() is None and message.value():
+                    self.count += 1
+                    self.bytes += len(message.value()) + len(message.key() or b"")
+        if self.count and self.first is None:
+            self.first = time.monotonic(), self.count
+        return self.count
+
+
+def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> float:
+    """Runs the pipeline until `topic` holds `events` committed messages: prints events/s, MB/s and RSS, returns
+    events/s."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(message_limit)})])[topic].result(30)
+    committed = Committed(bootstrap, topic)
+    started = time.monotonic()
+    process, stop = start(run_pipeline, props, bootstrap, message_limit)
+    samples = sample(process, lambda: min(committed(), events) / events)
+    done, size = time.monotonic(), committed.bytes
+    committed.consumer.close()
+    stop.set()
+    process.join(60)
+    first_at, first_count = committed.first
+    if first_count <= events // 2:
+        measured, seconds, timed = events - first_count, done - first_at, "from the first committed transaction"
+    else:  # (nearly) all in one transaction
+        measured, seconds, timed = events, done - started, "from the process's start, start-up included"
+    ten = next(rss for share, rss in samples if share >= 0.1)
+    print(f"{label}: {measured / seconds:,.0f} events/s, {size * measured / events / seconds / 1e6:,.1f} MB/s "
+          f"({size / events / 1e3:,.1f} kB per event; timed {timed}); RSS at ~10 % "
+          f"{ten:.0f} MB, at 100 % {samples[-1][1]:.0f} MB, ratio {samples[-1][1] / ten:.2f} (target <= 1.10)",
+          flush=True)
+    report(f"  {label}", samples, events, "events")
+    return measured / seconds
+
+
+def drop_database(admin: psycopg.Connection, db: str) -> None:
+    """Drops the run's slots, once their walsenders have gone (the pipelines were stopped), and its database."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                          "WHERE database = %s", (db,))
+            break
+        except psycopg.errors.ObjectInUse:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    admin.close()
+
+
+def postgres(args, bootstrap: str, run: str) -> None:
+    devstack.up(["postgres"], echo=lambda line: None)
+    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
+    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
+    db = f"bench_wide_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    conn = psycopg.connect(devstack_postgres.cdc_dsn(db), autocommit=True)
+    slots_here = psycopg.connect(psycopg2.extensions.make_dsn(devstack_postgres.admin_dsn(), dbname=db),
+                                 autocommit=True)
+    try:
+        for index, (table, rows, batch, (definitions, values)) in enumerate((
+                ("wide", args.rows, WIDE_BATCH, wide_columns("postgres", args.columns)),
+                ("big", args.big_rows, BIG_BATCH, big_values("postgres", args.value_bytes)))):
+            stream = {**properties(db, 2 * index, run), "table.include.list": f"public.{table}",
+                      "connector.class": "postgres"}
+            conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {definitions})")
+            conn.execute(f'CREATE PUBLICATION "{stream["publication.name"]}" FOR TABLE {table}')
+            slots_here.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (stream["slot.name"],))
+            for low in range(0, rows, batch):
+                conn.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
+                             f"FROM generate_series({low + 1}, {min(rows, low + batch)}) g")
+            conn.execute(f"VACUUM ANALYZE {table}")
+            began, sent = time.monotonic(), 0
+            with conn.cursor() as cur, cur.copy(f"COPY {table} TO STDOUT") as copy:
+                for data in copy:
+                    sent += len(data)
+            copy_s = time.monotonic() - began
+            print(f"{table} ({rows:,} rows): COPY TO STDOUT {rows / copy_s:,.0f} rows/s, "
+                  f"{sent / copy_s / 1e6:,.1f} MB/s", flush=True)
+            limit = message_limit(args.value_bytes)
+            snap = {**properties(db, 2 * index + 1, run), "table.include.list": f"public.{table}",
+                    "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2}
+            snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows,
+                               limit)
+            catch_up = measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}",
+                               rows, limit)
+            print(f"{table}: snapshot / COPY TO STDOUT {snapshot * copy_s / rows:.2f}", flush=True)
+            if table == "wide":
+                produced, cpu = producer_ceiling(bootstrap, read_messages(
+                    bootstrap, f"{stream['topic.prefix']}.public.{table}", min(rows, 20_000)))
+                print(f"wide: plain idempotent producer of the same messages {produced:,.0f} msg/s "
+                      f"({cpu:.1f} µs CPU/msg); catch-up / producer {catch_up / produced:.2f}", flush=True)
+    finally:
+        conn.close()
+        slots_here.close()
+        drop_database(admin, db)
+
+
+def mariadb_properties(name: str, database: str, admin: ConnectionSettings, snapshot_mode: str) -> dict:
+    user, password = settings.MARIADB_CDC_USER
+    return {"name": name, "connector.class": "mariadb", "database.hostname": admin.host, "database.port": admin.port,
+            "database.user": user, "database.password": password, "database.server.id": 100_000 + hash(name) % 100_000,
+            "topic.prefix": name, "database.include.list": database, "snapshot.mode": snapshot_mode,
+            "offset.storage.topic": f"{name}.offsets", "offset.storage.partitions": 1, "max.batch.size": 4096,
+            "max.queue.size": 16384, "poll.interval.ms": 100, "heartbeat.interval.ms": 100}
+
+
+def mariadb(args, bootstrap: str, run: str) -> None:
+    devstack.up(["mariadb"], echo=lambda line: None)
+    admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
+    connection = connect(admin, autocommit=True)
+    database = f"{run}db"
+    limit = message_limit(args.value_bytes)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE {database}")
+            cursor.execute(f"USE {database}")
+            for table, rows, batch, (definitions, values) in (
+                    ("wide", args.rows, WIDE_BATCH, wide_columns("mariadb", args.columns)),
+                    ("big", args.big_rows, BIG_BATCH, big_values("mariadb", args.value_bytes))):
+                cursor.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, {definitions})")
+                # the catch-up pipeline's position is fixed first (its first heartbeat stores the binlog's end)
+                stream = mariadb_properties(f"{run}{table}c", database, admin, "no_data")
+                process, stop = start(run_pipeline, stream, bootstrap, limit)
+                wait_committed(bootstrap, stream["offset.storage.topic"], 1, 120)
+                stop.set()
+                process.join(60)
+                for low in range(0, rows, batch):
+                    cursor.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
+                                   f"FROM (SELECT seq AS g FROM seq_{low + 1}_to_{min(rows, low + batch)}) s")
+                began = time.monotonic()
+                with connect(admin.with_database(database)) as reader, reader.cursor(SSCursor) as rows_cursor:
+                    rows_cursor.execute(f"SELECT * FROM {table}")  # noqa: S608
+                    selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
+                print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
+                snap = mariadb_properties(f"{run}{table}s", database, admin, "initial")
+                snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.{database}.{table}",
+                                   rows, limit)
+                measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.{database}.{table}", rows,
+                        limit)
+                print(f"{table}: snapshot / plain SELECT {snapshot / selected:.2f}", flush=True)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {database}")
+        connection.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", choices=("postgres", "mariadb"), default="postgres")
+    for flag, default, meaning in (("--columns", 100, "columns of the wide table"),
+                                   ("--rows", 100_000, "rows of the wide table"),
+                                   ("--big-rows", 100, "rows of the table of large values"),
+                                   ("--value-bytes", 1_048_576, "bytes of each large value")):
+        parser.add_argument(flag, type=int, default=default, help=meaning)
+    args = parser.parse_args()
+    devstack.up(["kafka"], echo=lambda line: None)
+    bootstrap = devstack.endpoints().kafka_bootstrap
+    run = "wide" + uuid.uuid4().hex[:6]
+    try:
+        {"postgres": postgres, "mariadb": mariadb}[args.source](args, bootstrap, run)
+    finally:
+        delete_topics(bootstrap, run)
+
+
+if __name__ == "__main__":
+    main()
