@@ -16,9 +16,8 @@ read back from the topic), RSS at ~10 % and at 100 % of the events and their rat
 neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the
 wide table, a plain idempotent producer of the same messages.
 Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
-the pipeline process's producer `message.max.bytes` is raised to the same (pipeline properties have no setting for
-it: with the producer's default of 1,000,000 bytes a row with a 1 MB value fails its batch with
-MessageTooLargeError).
+the connector raises its producer's limit to the same (`producer.override.max.request.size`; with the default of
+1,000,000 bytes a row with a 1 MB value fails its batch with MessageTooLargeError).
 The run's database and topics are deleted at the end.
 """
 
@@ -69,8 +68,10 @@ def message_limit(value_bytes: int) -> int:
 
 
 def run_pipeline(props: dict, bootstrap: str, message_limit: int, stop) -> None:
-    """One pipeline until `stop` is set, in a spawned process whose producer accepts `message_limit`-byte messages."""
-    sink.PRODUCER_DEFAULTS["message.max.bytes"] = message_limit
+    """One pipeline until `stop` is set, in a spawned process, whose producer and created topics accept
+    `message_limit`-byte messages."""
+    props = {**props, "producer.override.max.request.size": str(message_limit),
+             "topic.creation.default.max.message.bytes": str(message_limit)}
     runner = ConnectorRunner(engine_config(props)[1], bootstrap, stop)
     runner.run()
     if runner.errors:

@@ -73,6 +73,29 @@ def parse_broker_count(raw: Any) -> int:
     return number
 
 
+MAX_MESSAGE_BYTES_DOC = ("max.message.bytes of created topics, in bytes (-1 = the broker's message.max.bytes, "
+                         "1,000,000 unless changed): raise it with producer.override.max.request.size for larger "
+                         "events.")
+MAX_REQUEST_SIZE_DOC = ("The largest message the producer sends, in bytes (librdkafka's message.max.bytes, 1,000 to "
+                        "1,000,000,000); a larger one follows message.too.large.policy.")
+
+
+def parse_max_message_bytes(raw: Any) -> int:
+    """A topic's max.message.bytes: -1 lets the broker decide."""
+    number = parse_int(raw)
+    if number != -1 and not 1 <= number <= 2**31 - 1:
+        raise ValueError(f"must be -1 (the broker's default) or 1 to {2**31 - 1} bytes, got {number}")
+    return number
+
+
+def parse_max_request_size(raw: Any) -> int:
+    """The producer's largest message (librdkafka's message.max.bytes accepts 1,000 to 1,000,000,000)."""
+    number = parse_int(raw)
+    if not 1_000 <= number <= 1_000_000_000:
+        raise ValueError(f"must be 1,000 to 1,000,000,000 bytes, got {number}")
+    return number
+
+
 def enum_parser(enum_type: type[Enum]) -> Callable[[Any], Any]:
     return lambda raw: parse_enum(enum_type, raw)
 

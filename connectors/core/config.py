@@ -30,6 +30,8 @@ class EngineConfig(Protocol):
     topic_creation_cleanup_policy: Any  # a str enum
     topic_creation_partitions: int
     topic_creation_replication_factor: int
+    topic_creation_max_message_bytes: int  # -1: the broker's default
+    producer_max_request_size: int  # the largest message the producer sends, in bytes
     snapshot_delay_ms: int
     snapshot_chunk_size: int
     snapshot_fetch_size: int

@@ -170,6 +170,7 @@ class Pipeline:
             new_topic=self.topic_spec,
             too_large=config.message_too_large_policy.value,
             lanes=PIPELINE_LANES,
+            producer_config={"message.max.bytes": config.producer_max_request_size},
         )
         self.offsets = OffsetStore(bootstrap_servers, config.offset_storage_topic)
         self.sink.commit_check = self._batch_committed
@@ -223,6 +224,8 @@ class Pipeline:
 
     def topic_spec(self, name: str) -> TopicSpec:
         config = {"cleanup.policy": self.config.topic_creation_cleanup_policy.value}
+        if self.config.topic_creation_max_message_bytes > 0:
+            config["max.message.bytes"] = str(self.config.topic_creation_max_message_bytes)
         return TopicSpec(
             name, self.config.topic_creation_partitions, self.config.topic_creation_replication_factor, config
         )

@@ -394,8 +394,10 @@ class TransactionalSink:
         return MessageTooLargeError(
             f"Message for topic {message.topic!r} with key {_key_text(message.key)} is {size} bytes, over the limit "
             f"of {limit} bytes (the smaller of the producer's message.max.bytes and the topic's max.message.bytes). "
-            "Raise both limits, exclude or trim the field that makes it large, or set the too-large policy to "
-            "'skip' to record it on the errors topic instead.",
+            "Raise both limits (the connector's producer.override.max.request.size, and the topic's "
+            "max.message.bytes: topic.creation.default.max.message.bytes for the topics the connector creates), "
+            "exclude or trim the field that makes it large, or set the too-large policy to 'skip' to record it on "
+            "the errors topic instead.",
             message.topic, message.key, size, limit,
         )
 

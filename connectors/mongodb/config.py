@@ -454,6 +454,12 @@ class ConnectorConfig(DerivedTopicNames):
         values.enum_parser(CleanupPolicy),
         "cleanup.policy of created change topics: delete, compact or compact,delete.",
     )
+    topic_creation_max_message_bytes: int = _prop(
+        "topic.creation.default.max.message.bytes", -1, values.parse_max_message_bytes, values.MAX_MESSAGE_BYTES_DOC
+    )
+    producer_max_request_size: int = _prop(
+        "producer.override.max.request.size", 1_000_000, values.parse_max_request_size, values.MAX_REQUEST_SIZE_DOC
+    )
     offset_storage_topic: str = _prop(
         "offset.storage.topic", "cdc.offsets", values.parse_topic, "Compacted topic holding the offsets."
     )

@@ -130,6 +130,9 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
                                                   values.parse_broker_count),
     "topic.creation.default.cleanup.policy": ("topic_creation_cleanup_policy", CleanupPolicy.DELETE,
                                               values.enum_parser(CleanupPolicy)),
+    "topic.creation.default.max.message.bytes": ("topic_creation_max_message_bytes", -1,
+                                                 values.parse_max_message_bytes),
+    "producer.override.max.request.size": ("producer_max_request_size", 1_000_000, values.parse_max_request_size),
 }
 # accepted by name, refused when set: what this connector does not do yet
 NOT_YET: dict[str, str] = {}
@@ -198,6 +201,8 @@ class MySqlConfig(DerivedTopicNames):
     topic_creation_partitions: int = -1
     topic_creation_replication_factor: int = -1
     topic_creation_cleanup_policy: CleanupPolicy = CleanupPolicy.DELETE
+    topic_creation_max_message_bytes: int = -1
+    producer_max_request_size: int = 1_000_000
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> MySqlConfig:

@@ -151,6 +151,10 @@ class PostgresConfig(DerivedTopicNames):
                                                 values.parse_broker_count, "Replication of new topics.")
     topic_creation_cleanup_policy: CleanupPolicy = _p("topic.creation.default.cleanup.policy", CleanupPolicy.DELETE,
                                                       values.enum_parser(CleanupPolicy), "delete or compact.")
+    topic_creation_max_message_bytes: int = _p("topic.creation.default.max.message.bytes", -1,
+                                               values.parse_max_message_bytes, values.MAX_MESSAGE_BYTES_DOC)
+    producer_max_request_size: int = _p("producer.override.max.request.size", 1_000_000,
+                                        values.parse_max_request_size, values.MAX_REQUEST_SIZE_DOC)
     connector_class: str | None = _p("connector.class", None, _choice(CONNECTOR_CLASS),
                                      f"{CONNECTOR_CLASS} (or postgres).")
     tasks_max: int = _p("tasks.max", 1, _POSITIVE, "Accepted and ignored: one slot is one pipeline.")

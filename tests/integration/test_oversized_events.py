@@ -106,3 +106,19 @@ def test_the_pipeline_records_a_skipped_oversized_event_on_the_errors_topic(stac
     recorded = json.loads(errors[1].value)
     assert recorded["error"] == "change_event_too_large" and recorded["operationType"] == "update"
     assert recorded["documentKey"] == {"_id": 0} and recorded["resume_token"]
+
+
+def test_raised_message_limits_let_a_3_mb_event_through(stack, mongo_rs, unique_name):
+    """A message over Kafka's default 1 MB limit goes through once the connector raises both limits: the producer's
+    (producer.override.max.request.size) and the topics' it creates (topic.creation.default.max.message.bytes)."""
+    name = "p" + unique_name.replace("-", "")[-12:]
+    config = connector_config(name, mongo_rs.uri, snapshot__mode="never", collection__include__list=f"{name}.big",
+                              producer__override__max__request__size=str(8 * MB),
+                              topic__creation__default__max__message__bytes=str(8 * MB))
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    running.wait_streaming()
+    pymongo.MongoClient(mongo_rs.uri)[name].big.insert_one({"_id": 1, "a": "x" * (3 * MB)})
+    events = wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.big", 1, timeout=60)
+    running.finish()
+    assert len(events[0].value) > 3 * MB
+    assert json.loads(json.loads(events[0].value)["after"])["a"] == "x" * (3 * MB)

@@ -423,6 +423,8 @@ INVALID_VALUES = [
     ("topic.creation.default.partitions", 0, "-1 (the broker's default) or at least 1"),
     ("topic.creation.default.replication.factor", -2, "-1 (the broker's default) or at least 1"),
     ("topic.creation.default.cleanup.policy", "forever", "expected one of delete, compact"),
+    ("topic.creation.default.max.message.bytes", 0, "-1 (the broker's default) or 1 to"),
+    ("producer.override.max.request.size", 999, "must be 1,000 to 1,000,000,000 bytes"),
     ("offset.storage.topic", "cdc offsets", "not a valid Kafka topic name"),
     ("offset.storage.topic", "..", "not a valid Kafka topic name"),
     ("offset.storage.partitions", 0, "at least 1"),
@@ -673,6 +675,8 @@ RICH = {
     "snapshot.collection.filter.overrides.inventory.orders": '{"status": "A"}',
     "startup.mode": "initial",
     "topic.creation.default.cleanup.policy": "compact,delete",
+    "topic.creation.default.max.message.bytes": 4194304,
+    "producer.override.max.request.size": 4194304,
 }
 
 
