@@ -27,6 +27,61 @@ static PyObject *fail(const char *message) {
     return NULL;
 }
 
+/* Why read_tuple found no tuple: an exception is set (no memory, or a text column that is not UTF-8), the data
+   ends early, or a column kind is unknown (`*kind` holds it). */
+enum { TUPLE_ERROR, TUPLE_ENDS_EARLY, TUPLE_UNKNOWN_KIND };
+
+/* A TupleData at `*pos` (str, None, UNCHANGED_TOAST or bytes per column), `*pos` moved past it; NULL with the
+   reason in `*why`. */
+static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, int *why,
+                            unsigned char *kind_seen) {
+    Py_ssize_t at = *pos;
+    *why = TUPLE_ENDS_EARLY;
+    if (at < 0 || at + 2 > size) return NULL;
+    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[at] << 8) | data[at + 1]);
+    at += 2;
+    if (count < 0) count = 0; /* as range() of a negative count */
+    PyObject *values = PyTuple_New(count);
+    if (values == NULL) {
+        *why = TUPLE_ERROR;
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (at >= size) goto failed;
+        unsigned char kind = data[at];
+        PyObject *value;
+        if (kind == 't' || kind == 'b') {
+            if (at + 5 > size) goto failed;
+            int32_t length = (int32_t)be32(data + at + 1);
+            Py_ssize_t start = at + 5;
+            if (length < 0 || start + length > size) goto failed;
+            at = start + length;
+            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
+                                : PyBytes_FromStringAndSize((const char *)data + start, length);
+            if (value == NULL) {
+                *why = TUPLE_ERROR;
+                goto failed;
+            }
+        } else if (kind == 'n') {
+            at += 1;
+            value = Py_NewRef(Py_None);
+        } else if (kind == 'u') {
+            at += 1;
+            value = Py_NewRef(unchanged_toast);
+        } else {
+            *why = TUPLE_UNKNOWN_KIND;
+            *kind_seen = kind;
+            goto failed;
+        }
+        PyTuple_SET_ITEM(values, i, value);
+    }
+    *pos = at;
+    return values;
+failed:
+    Py_DECREF(values);
+    return NULL;
+}
+
 /* tuple_data(data, pos) -> (values, pos): a TupleData's columns (str, None, UNCHANGED_TOAST or bytes). */
 static PyObject *tuple_data(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -41,111 +96,29 @@ static PyObject *tuple_data(PyObject *module, PyObject *const *args, Py_ssize_t 
     if (pos == -1 && PyErr_Occurred()) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t size = view.len;
-    PyObject *values = NULL;
-    if (pos < 0 || pos + 2 > size) {
-        fail("tuple data ends early");
-        goto done;
-    }
-    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[pos] << 8) | data[pos + 1]);
-    pos += 2;
-    if (count < 0) count = 0; /* as range() of a negative count */
-    values = PyTuple_New(count);
-    if (values == NULL) goto done;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (pos >= size) {
-            Py_CLEAR(values);
-            fail("tuple data ends early");
-            goto done;
-        }
-        unsigned char kind = data[pos];
-        PyObject *value;
-        if (kind == 't' || kind == 'b') {
-            if (pos + 5 > size) {
-                Py_CLEAR(values);
-                fail("tuple data ends early");
-                goto done;
-            }
-            int32_t length = (int32_t)be32(data + pos + 1);
-            Py_ssize_t start = pos + 5;
-            if (length < 0 || start + length > size) {
-                Py_CLEAR(values);
-                fail("tuple data ends early");
-                goto done;
-            }
-            pos = start + length;
-            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
-                                : PyBytes_FromStringAndSize((const char *)data + start, length);
-            if (value == NULL) {
-                Py_CLEAR(values);
-                goto done;
-            }
-        } else if (kind == 'n') {
-            pos += 1;
-            value = Py_NewRef(Py_None);
-        } else if (kind == 'u') {
-            pos += 1;
-            value = Py_NewRef(unchanged_toast);
-        } else {
-            Py_CLEAR(values);
-            PyErr_Format(pgoutput_error, "unknown tuple column kind '%c'", kind);
-            goto done;
-        }
-        PyTuple_SET_ITEM(values, i, value);
-    }
-    PyObject *result = Py_BuildValue("(Nn)", values, pos);
-    values = result;
-done:
+    int why;
+    unsigned char kind = 0;
+    PyObject *values = read_tuple(view.buf, view.len, &pos, &why, &kind);
     PyBuffer_Release(&view);
-    return values;
+    if (values == NULL) {
+        if (why == TUPLE_ENDS_EARLY) return fail("tuple data ends early");
+        if (why == TUPLE_UNKNOWN_KIND)
+            return PyErr_Format(pgoutput_error, "unknown tuple column kind '%c'", kind);
+        return NULL;
+    }
+    return Py_BuildValue("(Nn)", values, pos);
 }
 
 /* ---- row_change --------------------------------------------------------------------------------------------- */
 
 /* A TupleData at `*pos` as tuple_data reads it, or NULL with no exception set (malformed: the Python twin reads it
    and raises its own error) or with one (no memory). */
-static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos) {
-    Py_ssize_t at = *pos;
-    if (at + 2 > size) return NULL;
-    Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[at] << 8) | data[at + 1]);
-    at += 2;
-    if (count < 0) count = 0;
-    PyObject *values = PyTuple_New(count);
-    if (values == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (at >= size) goto malformed;
-        unsigned char kind = data[at];
-        PyObject *value;
-        if (kind == 't' || kind == 'b') {
-            if (at + 5 > size) goto malformed;
-            int32_t length = (int32_t)be32(data + at + 1);
-            Py_ssize_t start = at + 5;
-            if (length < 0 || start + length > size) goto malformed;
-            at = start + length;
-            value = kind == 't' ? PyUnicode_DecodeUTF8((const char *)data + start, length, "strict")
-                                : PyBytes_FromStringAndSize((const char *)data + start, length);
-            if (value == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
-                Py_DECREF(values);
-                return NULL;
-            }
-        } else if (kind == 'n') {
-            at += 1;
-            value = Py_NewRef(Py_None);
-        } else if (kind == 'u') {
-            at += 1;
-            value = Py_NewRef(unchanged_toast);
-        } else {
-            goto malformed;
-        }
-        PyTuple_SET_ITEM(values, i, value);
-    }
-    *pos = at;
+static PyObject *read_row_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos) {
+    int why;
+    unsigned char kind;
+    PyObject *values = read_tuple(data, size, pos, &why, &kind);
+    if (values == NULL && why == TUPLE_ERROR && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
     return values;
-malformed:
-    Py_DECREF(values);
-    return NULL;
 }
 
 /* row_change(data, in_stream) -> (relation_id, new, old, old_kind, xid) | None: an Insert, Update or Delete message
@@ -183,18 +156,18 @@ static PyObject *row_change(PyObject *module, PyObject *const *args, Py_ssize_t 
     unsigned char marker = data[pos++];
     if (kind == 'U' && (marker == 'K' || marker == 'O')) {
         old_kind = marker;
-        old = read_tuple(data, size, &pos);
+        old = read_row_tuple(data, size, &pos);
         if (old == NULL || pos >= size) goto done;
         marker = data[pos++];
     }
     if (kind == 'D') {
         if (marker != 'K' && marker != 'O') goto done;
         old_kind = marker;
-        old = read_tuple(data, size, &pos);
+        old = read_row_tuple(data, size, &pos);
         if (old == NULL) goto done;
     } else {
         if (marker != 'N') goto done;
-        new = read_tuple(data, size, &pos);
+        new = read_row_tuple(data, size, &pos);
         if (new == NULL) goto done;
     }
     PyObject *old_kind_text = old_kind ? PyUnicode_FromOrdinal(old_kind) : Py_NewRef(Py_None);
