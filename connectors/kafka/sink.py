@@ -23,7 +23,6 @@ import json
 import logging
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -618,17 +617,19 @@ class TransactionalSink:
         self._turn = (self._turn + 1) % len(self._lanes)
 
     def _discard_producers(self) -> None:
+        """Drops the producers. What one still holds belongs to a transaction that is never committed: it is
+        purged, and the next producer's init_transactions aborts that transaction on the broker. Producer.close()
+        is not called: it aborts the open transaction and flushes, both without a time limit, so it never returns
+        while Kafka is unreachable (and the pipeline could not stop). A producer's destruction, when its last
+        reference goes here, ends its threads without either."""
         lanes, self._lanes = self._lanes, []
-        for producer in lanes:
+        while lanes:
+            producer = lanes.pop()
             try:
-                # what it still holds belongs to a transaction that is never committed (the next producer's
-                # init_transactions aborts it); close() would flush it first, without end while Kafka is away
                 self._served(producer.purge, True, True, False)
-                with warnings.catch_warnings():  # close() warns when its abort fails, as it does once fenced
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    self._served(producer.close)
             except KafkaException as exception:  # a fenced or failed producer reports its error once more
-                log.debug("closing the producer of %s: %s", self.transactional_id, describe(exception.args[0]))
+                log.debug("purging the producer of %s: %s", self.transactional_id, describe(exception.args[0]))
+            del producer
 
 
 def abort_failed_text(abort_failure: str, batch_failure: BaseException) -> str:

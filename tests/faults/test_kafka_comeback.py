@@ -71,6 +71,9 @@ def test_a_pipeline_retries_as_soon_as_the_broker_answers_again(tmp_path, unique
         wait_for_events(kafka.bootstrap, topic, 2, timeout=150)
         recovery = time.monotonic() - back
         assert recovery < 20, f"the first event came {recovery:.0f}s after the broker was back"
+        running.stop.set()
+        running.thread.join(60)
+        assert not running.thread.is_alive(), "the pipeline did not stop within 60 s of being asked"
     finally:
         logging.getLogger("connectors.core.pipeline").removeHandler(messages)
         if running is not None:
