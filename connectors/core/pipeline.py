@@ -308,8 +308,14 @@ class Pipeline:
         """`action()` (a Kafka call), retried with backoff while Kafka is unavailable; StopRequested on stop."""
         attempt = 0
         went_away = [False]  # Kafka did not answer during a wait: its answering again ends the wait
+        reopen = False  # the producer failed for good: the sink is opened again (and retried) before the action
         while True:
             try:
+                # outside the except clause: confluent-kafka keeps the exception being handled when it raises
+                # (sink.py)
+                if reopen:
+                    self.sink.open()
+                    reopen = False
                 return action()
             except (SinkRetriableError, SinkFatalError, OffsetStoreError) as error:
                 attempt += 1
@@ -322,10 +328,7 @@ class Pipeline:
                             attempt, delay)
                 if wait_to_retry(self.stop, delay, self._kafka_answers, went_away):
                     raise StopRequested from error
-                reopen = isinstance(error, SinkFatalError)
-            # outside the except clause: confluent-kafka keeps the exception being handled when it raises (sink.py)
-            if reopen:
-                self.sink.open()
+                reopen = reopen or isinstance(error, SinkFatalError)
 
     def _kafka_answers(self) -> bool:
         return self.sink.reachable(KAFKA_PROBE_TIMEOUT_SECONDS)
