@@ -36,6 +36,7 @@ from connectors.core.snapshot.coordinator import InitialSnapshot
 from connectors.core.snapshot.executors import ChunkExecutor, ChunkExecutorFactory, SnapshotContext
 from connectors.core.snapshot.metrics import SnapshotMetrics
 from connectors.core.snapshot.progress import SnapshotProgress
+from connectors.core.snapshot.self_committing import topic_spec_for
 from connectors.core.source import (
     BuiltChanges,
     ChangeSummary,
@@ -223,12 +224,7 @@ class Pipeline:
     # -- wiring -------------------------------------------------------------------------------------------
 
     def topic_spec(self, name: str) -> TopicSpec:
-        config = {"cleanup.policy": self.config.topic_creation_cleanup_policy.value}
-        if self.config.topic_creation_max_message_bytes > 0:
-            config["max.message.bytes"] = str(self.config.topic_creation_max_message_bytes)
-        return TopicSpec(
-            name, self.config.topic_creation_partitions, self.config.topic_creation_replication_factor, config
-        )
+        return topic_spec_for(self.config)(name)
 
     def _set_phase(self, phase: str) -> None:
         self.metrics.set_phase(phase)

@@ -64,6 +64,8 @@ class MemoryConfig:
     offset_storage_partitions: int = 1
     topic_creation_partitions: int = 1
     topic_creation_replication_factor: int = -1
+    topic_creation_max_message_bytes: int = -1
+    producer_max_request_size: int = 1_000_000
     snapshot_delay_ms: int = 0
     snapshot_chunk_size: int = 100
     snapshot_fetch_size: int = 0

@@ -44,6 +44,8 @@ def topic_spec_for(config: Any) -> Callable[[str], TopicSpec]:
 
     def spec(name: str) -> TopicSpec:
         settings = {"cleanup.policy": config.topic_creation_cleanup_policy.value}
+        if config.topic_creation_max_message_bytes > 0:
+            settings["max.message.bytes"] = str(config.topic_creation_max_message_bytes)
         return TopicSpec(name, config.topic_creation_partitions, config.topic_creation_replication_factor, settings)
 
     return spec
@@ -68,7 +70,7 @@ def commit_chunk_once(config: Any, partition: str, bootstrap_servers: str, task:
         errors_topic=config.errors_topic_name,
         new_topic=lambda name: markers.spec if name == markers.topic else new_topic(name),
         too_large=config.message_too_large_policy.value,
-        producer_config=CHUNK_PRODUCER_CONFIG,
+        producer_config={**CHUNK_PRODUCER_CONFIG, "message.max.bytes": config.producer_max_request_size},
         topic_admin=topic_admin,
     )
     # After a commit with an unknown outcome the sink fences its producer, then the chunk's marker tells.
