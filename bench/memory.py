@@ -23,9 +23,9 @@ import time
 import uuid
 
 import psycopg
-import psycopg2.extensions
 
 from bench.memory_mongodb import mongodb
+from bench.pg_database import create_database, drop_database
 from bench.pipelines import prepare, properties, run_pipeline, slots
 from bench.rss import SAMPLE_S, report, rss_mb, sample, start
 from bench.topics import delete_topics
@@ -73,23 +73,12 @@ def snapshot(admin, db: str, bootstrap: str, rows: int, run: str) -> None:
 
 def postgres(bootstrap: str, changes: int, rows: int, run: str) -> None:
     devstack.up(["postgres"], echo=lambda line: None)
-    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
-    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
-    db = f"bench_mem_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    admin, db = create_database("bench_mem")
     try:
         streaming(admin, db, bootstrap, changes, f"{run}s")
         snapshot(admin, db, bootstrap, rows, f"{run}n")
     finally:
-        for _ in range(100):
-            if not admin.execute("SELECT 1 FROM pg_replication_slots WHERE database = %s AND active",
-                                 (db,)).fetchone():
-                break
-            time.sleep(0.1)
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s",
-                      (db,))
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        admin.close()
+        drop_database(admin, db)
 
 
 def main() -> None:

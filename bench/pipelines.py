@@ -24,6 +24,7 @@ import uuid
 import psycopg
 import psycopg2.extensions
 
+from bench.pg_database import create_database, drop_database
 from connectors.postgres.config import PostgresConfig
 from connectors.runner import ConnectorRunner
 from devstack import postgres as devstack_postgres
@@ -127,10 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     devstack.up(["kafka", "postgres"], echo=lambda line: None)
     bootstrap = devstack.endpoints().kafka_bootstrap
-    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
-    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
-    db = f"bench_pp_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    admin, db = create_database("bench_pp")
     figures = {}
     try:
         for label, count, mode in (("1 pipeline", 1, "processes"), (f"{args.pipelines} threads", args.pipelines,
@@ -141,15 +139,7 @@ def main() -> None:
             figures[label] = measure(admin, configs, bootstrap, mode, args.changes)
             print(f"{label:<12} {count * args.changes:>8,} changes: {figures[label]:>8,.0f} events/s", flush=True)
     finally:
-        for _ in range(100):
-            if not admin.execute("SELECT 1 FROM pg_replication_slots WHERE database = %s AND active",
-                                 (db,)).fetchone():
-                break
-            time.sleep(0.1)
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s",
-                      (db,))
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        admin.close()
+        drop_database(admin, db)
     one, threads, processes = figures.values()
     print(f"cores {os.cpu_count()}; aggregate / one pipeline: threads {threads / one:.2f}, processes "
           f"{processes / one:.2f}; processes / threads {processes / threads:.2f}")

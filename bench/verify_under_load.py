@@ -70,10 +70,9 @@ class PostgresTable:
         return postgres_writer, (self.dsn,)
 
     def drop(self) -> None:
-        self.admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                           "WHERE database = %s", (self.db,))
-        self.admin.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-        self.admin.close()
+        from bench.pg_database import drop_database
+
+        drop_database(self.admin, self.db)
 
 
 class MariaDbTable:

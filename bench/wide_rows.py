@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pymysql.cursors import SSCursor
 
 from bench.ceiling import producer_ceiling, read_messages
+from bench.pg_database import create_database, drop_database
 from bench.pipelines import properties
 from bench.rss import report, sample, start
 from bench.streaming import wait_committed
@@ -146,28 +147,9 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     return measured / seconds
 
 
-def drop_database(admin: psycopg.Connection, db: str) -> None:
-    """Drops the run's slots, once their walsenders have gone (the pipelines were stopped), and its database."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                          "WHERE database = %s", (db,))
-            break
-        except psycopg.errors.ObjectInUse:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-    admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    admin.close()
-
-
 def postgres(args, bootstrap: str, run: str) -> None:
     devstack.up(["postgres"], echo=lambda line: None)
-    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
-    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
-    db = f"bench_wide_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    admin, db = create_database("bench_wide")
     conn = psycopg.connect(devstack_postgres.cdc_dsn(db), autocommit=True)
     slots_here = psycopg.connect(psycopg2.extensions.make_dsn(devstack_postgres.admin_dsn(), dbname=db),
                                  autocommit=True)

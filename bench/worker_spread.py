@@ -27,11 +27,10 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
-import psycopg2.extensions
 import redis
 
+from bench.pg_database import create_database, drop_database
 from bench.pipelines import prepare, slots
-from devstack import postgres as devstack_postgres
 from devstack import stack as devstack
 from devstack.settings import PROJECT_ROOT
 from workers.placement import Placement
@@ -138,10 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     devstack.up(["redis", "kafka", "postgres"], echo=lambda line: None)
     endpoints = devstack.endpoints()
-    admin = psycopg.connect(devstack_postgres.admin_dsn(), autocommit=True)
-    owner = psycopg2.extensions.parse_dsn(devstack_postgres.cdc_dsn())["user"]
-    db = f"bench_ws_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{db}" OWNER "{owner}"')
+    admin, db = create_database("bench_ws")
     figures = {}
     try:
         for workers in (["a"], ["a", "b"]):
@@ -160,15 +156,7 @@ def main() -> None:
             print(f"{label:<10} {args.connectors} connectors, {args.connectors * args.changes:,} changes: "
                   f"{figures[label]:>8,.0f} events/s (pipelines per worker: {placed})", flush=True)
     finally:
-        for _ in range(100):
-            if not admin.execute("SELECT 1 FROM pg_replication_slots WHERE database = %s AND active",
-                                 (db,)).fetchone():
-                break
-            time.sleep(0.1)
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s",
-                      (db,))
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        admin.close()
+        drop_database(admin, db)
     one, two = figures.values()
     print(f"cores {os.cpu_count()}; aggregate events/s, 2 workers / 1 worker: {two / one:.2f}")
 
