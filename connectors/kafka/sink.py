@@ -98,6 +98,12 @@ def record_size(message: OutMessage) -> int:
 
 INIT_NUDGE_SECONDS = 0.05
 
+# A producer dropped while Kafka did not answer it may still have a request on its way (an init_transactions, a
+# commit) that Kafka takes up once it is back, after the producer that replaced it started: that fences the new one.
+# A fence this soon after such a replacement is taken for that, not for another worker taking over (whose lease,
+# 10 s, must expire first): the pipeline starts again from its committed offset, once per dropped producer.
+LATE_REQUEST_FENCE_SECONDS = 5.0
+
 # Lanes of a partition pipeline's sink, and of every sink that must fence it (offset resets): all of them use this.
 PIPELINE_LANES = 2
 
@@ -189,6 +195,8 @@ class TransactionalSink:
         self._deliveries = _Deliveries()
         self._batch_payload = 0
         self._batch_topics: set[str] = set()
+        self._dropped_unanswered = 0  # producers dropped broken since the last commit (LATE_REQUEST_FENCE_SECONDS)
+        self._opened_at = 0.0
 
     # -- life cycle -------------------------------------------------------------------------------------------
 
@@ -212,6 +220,7 @@ class TransactionalSink:
                                "Starting it again is safe.") from None
         self._turn = 0
         self._state = "open"
+        self._opened_at = time.monotonic()
 
     def _init_transactions(self, producer: Producer) -> None:
         """init_transactions, called again every INIT_NUDGE_SECONDS (or after a retriable error) until it completes
@@ -291,6 +300,7 @@ class TransactionalSink:
             )
         finished = time.monotonic()
         self._take_turns()
+        self._dropped_unanswered = 0
         self._count_committed(messages, offset)
         self.stats.last_commit_latency_ms = round((finished - commit_started) * 1000, 3)
         self.stats.last_batch_ms = round((finished - started) * 1000, 3)
@@ -491,8 +501,8 @@ class TransactionalSink:
         log.warning("The commit of a batch of %s has an unknown outcome (%s); fencing the producer to learn it",
                     self.transactional_id, describe(cause))
         self.stats.unknown_commits += 1
-        self._discard_producers()
         self._state = "broken"
+        self._discard_producers()
         if self.commit_check is None:
             raise CommitOutcomeUnknownError(
                 f"Committing a batch of {self.transactional_id} did not complete ({describe(cause)}) and nothing "
@@ -520,8 +530,7 @@ class TransactionalSink:
         if isinstance(exception, KafkaException):
             exception = classify(exception.args[0], "writing a batch")
         if isinstance(exception, SinkFencedError):
-            self._state = "fenced"
-            return exception
+            return self._fenced(exception)
         if isinstance(exception, SinkFatalError):
             self._state = "broken"
             return exception
@@ -530,11 +539,27 @@ class TransactionalSink:
             self.stats.transactions_aborted += 1
         except KafkaException as abort_exception:
             abort_error = classify(abort_exception.args[0], "aborting a failed batch")
-            self._state = "fenced" if isinstance(abort_error, SinkFencedError) else "broken"
             if isinstance(abort_error, SinkFencedError):
-                return abort_error
+                return self._fenced(abort_error)
+            self._state = "broken"
             return SinkFatalError(abort_failed_text(abort_error.reason, exception))
         return exception
+
+    def _fenced(self, error: SinkFencedError) -> SinkError:
+        """The error of a fenced producer: final, unless the fence is likely a late request of a producer this
+        sink dropped while Kafka did not answer (LATE_REQUEST_FENCE_SECONDS); then the pipeline starts again from
+        its committed offset, which fences any other producer of it and reads what committed."""
+        if not self._dropped_unanswered or time.monotonic() - self._opened_at > LATE_REQUEST_FENCE_SECONDS:
+            self._state = "fenced"
+            return error
+        self._dropped_unanswered -= 1
+        self._state = "closed"  # a fenced producer has nothing on its way: dropping it is not counted
+        self._discard_producers()
+        self._state = "broken"
+        return CommitOutcomeUnknownError(
+            f"{error.reason}, right after it replaced a producer dropped while Kafka did not answer: a request of "
+            "that producer which Kafka took up late is the likely cause, not another worker. The pipeline starts "
+            "again from its committed offset, which tells what committed.", error.reason)
 
     def _abort_transaction(self) -> None:
         """abort_transaction, serving delivery reports meanwhile: librdkafka waits for the reports of the
@@ -623,6 +648,8 @@ class TransactionalSink:
         while Kafka is unreachable (and the pipeline could not stop). A producer's destruction, when its last
         reference goes here, ends its threads without either."""
         lanes, self._lanes = self._lanes, []
+        if self._state == "broken":  # a request of these may still be on its way
+            self._dropped_unanswered += len(lanes)
         while lanes:
             producer = lanes.pop()
             try:

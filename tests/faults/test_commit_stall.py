@@ -15,8 +15,15 @@ import time
 
 import pymongo
 import pytest
+from confluent_kafka import Producer
 
-from connectors.kafka.errors import SinkError, SinkFatalError, SinkRetriableError
+from connectors.kafka.errors import (
+    CommitOutcomeUnknownError,
+    SinkError,
+    SinkFatalError,
+    SinkFencedError,
+    SinkRetriableError,
+)
 from connectors.kafka.offset_record import OffsetRecord
 from connectors.kafka.offsets import OffsetStore
 from connectors.kafka.sink import OutMessage, TransactionalSink
@@ -188,3 +195,48 @@ def test_kafka_unreachable_at_start_is_reported_once_and_a_stop_ends_the_wait(mo
         assert running.finish() == {"rs0": "stopped"}
     client_lines = [r for r in caplog.records if r.name == "connectors.kafka.librdkafka"]
     assert len(client_lines) <= 5, [r.getMessage() for r in client_lines]
+
+
+def test_a_fence_by_a_late_request_of_a_dropped_producer_starts_again_instead_of_stopping(broker, unique_name):
+    """A producer dropped while the broker was frozen may have a request on its way (an init_transactions, a commit)
+    that the broker takes up once it is back, after the producer that replaced it started: the new one is fenced.
+    That is not another worker taking over: the pipeline starts again from its committed offset. A fence with no
+    producer dropped since the last commit is another worker: the pipeline stops."""
+    topic, offsets = f"late.{unique_name}", f"late.{unique_name}.offsets"
+    store = OffsetStore(broker.bootstrap, offsets)
+    sink = TransactionalSink(broker.bootstrap, unique_name, "rs0", offsets_topic=offsets, timeout=3.0,
+                             commit_timeout=2.0)
+    sink.commit_check = lambda batch: store.committed_batch(unique_name, "rs0") == batch
+    freezer = FreezeAtCommit(broker, nth=2, seconds=10)
+    sink.before_commit = freezer
+
+    def batch(n: int):
+        return ([OutMessage(topic, str(n).encode(), f"event-{n}".encode())],
+                OffsetRecord(unique_name, "rs0", resume_token={"_data": f"82{n:04d}"}))
+
+    def late_init() -> None:  # what the dropped producer's late init_transactions does when Kafka takes it up
+        for lane in sink.lane_ids:
+            Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": lane}).init_transactions(30)
+
+    sink.open()
+    sink.write_batch(*batch(1))
+    with pytest.raises(CommitOutcomeUnknownError):
+        sink.write_batch(*batch(2))  # the broker froze at its commit, and learning the outcome timed out too
+    freezer.wait_resumed()
+    sink.close()
+
+    def next_batch() -> int:  # as a pipeline starting again does: after what the offsets topic says committed
+        return int(store.get(unique_name, "rs0").resume_token["_data"][2:]) + 1
+
+    sink.open()
+    late_init()
+    with pytest.raises(CommitOutcomeUnknownError, match="not another worker"):
+        sink.write_batch(*batch(next_batch()))
+    sink.close()
+    sink.open()
+    sink.write_batch(*batch(next_batch()))
+    late_init()  # nothing was dropped since that commit: another worker took over
+    with pytest.raises(SinkFencedError):
+        sink.write_batch(*batch(next_batch()))
+    values = [record.value for record in read_topic(broker.bootstrap, topic)]
+    assert values == [f"event-{n}".encode() for n in range(1, len(values) + 1)] and len(values) in (2, 3), values
