@@ -248,6 +248,7 @@ class Session:
                     dump.write(json.dumps([r.topic, r.partition, r.key, r.value, round(r.at, 3)]) + "\n")
         recoveries = recovery(read_log(self.workload_log), self.collector.snapshot(), self.tables, self.faults)
         if None in recoveries:
+            self.outcome.unrecovered += recoveries.count(None)
             self.outcome.notes.append(f"{self.name}: no event after a fault at all")
         self.outcome.recovery += [r for r in recoveries if r is not None]
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+# A fault's recovery (its first event of a write logged after it began) must come within this many seconds
+RECOVERY_LIMIT_S = 30.0
+
 
 @dataclass
 class Outcome:
@@ -21,6 +24,7 @@ class Outcome:
     reordered: int = 0
     recovery: list = field(default_factory=list)  # seconds per fault (None: nothing came after it)
     unplanned_exits: int = 0
+    unrecovered: int = 0  # faults after which no event came at all
     status_errors: int = 0  # the control plane's stored state at the end is not "streaming" on the lease holder
     notes: list[str] = field(default_factory=list)
     aborted: bool = False
@@ -36,11 +40,17 @@ class Outcome:
     def failed(self) -> bool:
         """Anything lost, duplicated or reordered, a scenario aborted, a runner that exited on its own (a crash:
         restarting it hid the failure from the figures, not from the users of a real deployment), or a row Verify
-        found missing, extra or different (or a session it could not compare)."""
+        found missing, extra or different (or a session it could not compare), or a recovery slower than
+        RECOVERY_LIMIT_S or none at all."""
         return bool(self.lost or self.duplicated or self.reordered or self.aborted or self.unplanned_exits
+                    or self.slow_recoveries
                     or self.status_errors
                     or self.tombstone_errors or self.transaction_errors or self.state_mismatches or self.unexpected
                     or self.verify_mismatches or self.verify_errors)
+
+    @property
+    def slow_recoveries(self) -> int:
+        return self.unrecovered + sum(1 for seconds in self.recovery if seconds > RECOVERY_LIMIT_S)
 
     @property
     def verify_mismatches(self) -> int:
@@ -65,7 +75,7 @@ class Outcome:
     def add(self, other: Outcome) -> None:
         for name in ("sessions", "faults", "changes", "snapshot_rows", "tombstone_errors", "transaction_errors",
                      "state_mismatches", "unexpected", "lost", "duplicated", "reordered", "unplanned_exits",
-                     "status_errors",
+                     "unrecovered", "status_errors",
                      "verify_rows", "verify_missing", "verify_extra", "verify_different", "verify_errors"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.aborted = self.aborted or other.aborted
@@ -79,6 +89,7 @@ class Outcome:
                 "reordered": self.reordered, "unexpected": self.unexpected,
                 "tombstone_errors": self.tombstone_errors, "transaction_errors": self.transaction_errors,
                 "state_mismatches": self.state_mismatches, "runner_exits": self.unplanned_exits,
+                "slow_recoveries": self.slow_recoveries,
                 "status_errors": self.status_errors,
                 "recovery_s": self.recovery, "aborted": self.aborted, "notes": self.notes,
                 "verify": {"rows": self.verify_rows, "missing": self.verify_missing, "extra": self.verify_extra,
@@ -106,6 +117,7 @@ COLUMNS = (  # heading, width, value
     ("state", 6, lambda o: o.state_mismatches),
     ("unexp exits", 12, lambda o: o.unplanned_exits),
     ("status", 7, lambda o: o.status_errors),
+    ("slow", 5, lambda o: o.slow_recoveries),
     ("recovery p50/max s", 20, lambda o: _recovery(o.recovery)),
     ("verify rows", 12, lambda o: o.verify_rows),
     ("miss", 5, lambda o: o.verify_missing),
@@ -117,7 +129,8 @@ COLUMNS = (  # heading, width, value
 def report(results: dict[str, Outcome]) -> str:
     """One row per scenario: runs (connectors), faults, writes checked (streamed changes and snapshot rows), lost,
     duplicated, reordered, events of no logged write, tombstone, transaction metadata and final-state errors,
-    unexpected runner exits, a control-plane status left wrong (zombie-worker), recovery median / max; then
+    unexpected runner exits, a control-plane status left wrong (zombie-worker), recoveries over RECOVERY_LIMIT_S or
+    missing, recovery median / max; then
     Verify's source rows compared and rows missing in, extra in and different from the topics (product_verify.py)."""
     lines = [COLUMNS[0][0].ljust(COLUMNS[0][1]) + "".join(f"{h:>{w}}" for h, w, _ in COLUMNS[1:])]
     for scenario, o in results.items():

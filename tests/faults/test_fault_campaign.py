@@ -20,7 +20,7 @@ from bench.faults.sources import MongoSource
 
 ROOT = Path(__file__).resolve().parents[2]
 ERRORS = ("lost", "duplicated", "reordered", "unexpected", "tombstone_errors", "transaction_errors",
-          "state_mismatches", "runner_exits")
+          "state_mismatches", "runner_exits", "slow_recoveries")
 VERIFY_ERRORS = ("missing", "extra", "different", "errors")
 
 
@@ -133,6 +133,13 @@ def test_a_row_verify_finds_different_fails_the_campaign():
     assert Outcome(faults=1, changes=100, verify_rows=100, verify_different=1).failed
     assert Outcome(faults=1, changes=100, verify_errors=1).failed
     assert not Outcome(faults=1, changes=100, verify_rows=100).failed
+
+
+def test_a_slow_or_missing_recovery_fails_the_campaign():
+    """Everything delivered in the end is not enough: a pipeline must recover within 30 s of a fault."""
+    assert Outcome(faults=2, changes=100, recovery=[1.2, 31.0]).failed
+    assert Outcome(faults=2, changes=100, recovery=[1.2], unrecovered=1).failed
+    assert not Outcome(faults=2, changes=100, recovery=[1.2, 29.0]).failed
 
 
 def test_ports_come_from_the_range_given(tmp_path):
