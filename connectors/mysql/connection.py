@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import struct
+import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import pymysql
 
@@ -13,6 +16,11 @@ from connectors.mysql import tls
 
 # pymysql's error codes for "could not reach" and "access denied"
 _UNREACHABLE = {2003, 2005, 2006, 2013}
+# How long a query the pipeline needs while streaming (a table's defaults, a heartbeat's action) keeps trying through
+# a lost connection: as long as the binlog reader keeps reopening its stream, at the least
+RECONNECT_SECONDS = 60.0
+
+_T = TypeVar("_T")
 _ACCESS_DENIED = {1044, 1045, 1698}
 
 
@@ -91,6 +99,31 @@ def connect(settings: ConnectionSettings, **options) -> pymysql.connections.Conn
                                 "port?)") from None
     tls.learn(settings.server, connection)
     return connection
+
+
+def with_reconnects(settings: ConnectionSettings, action: Callable[[pymysql.connections.Connection], _T],
+                    seconds: float = RECONNECT_SECONDS) -> _T:
+    """`action(connection)` on a connection of its own. A connection refused or lost meanwhile (a network fault, a
+    server restarting) is tried again on a new one, waiting longer each time, for up to `seconds`; then it raises
+    SourceUnreachable. `action` must be safe to run again (a read, a heartbeat's write)."""
+    deadline = time.monotonic() + seconds
+    delay = 0.2
+    while True:
+        try:
+            connection = connect(settings)
+            try:
+                return action(connection)
+            finally:
+                if connection.open:
+                    connection.close()
+        except pymysql.err.OperationalError as error:
+            failure = connection_error(settings, error)
+        except SourceUnreachable as error:
+            failure = error
+        if not isinstance(failure, SourceUnreachable) or time.monotonic() + delay > deadline:
+            raise failure from None
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
 
 
 def _code(error: pymysql.err.MySQLError) -> int | None:

@@ -42,7 +42,7 @@ from connectors.mysql.binlog import (
 )
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
-from connectors.mysql.connection import connect
+from connectors.mysql.connection import connect, with_reconnects
 from connectors.mysql.envelope import SourceInfo, TableEvents
 from connectors.mysql.incremental import MySqlWatermarks, check_signal_table
 from connectors.mysql.overlap import ActiveOverlap
@@ -120,11 +120,8 @@ class MySqlEventBuilder:
         key = (schema.database, schema.table)
         defaults = self._defaults.get(key)
         if defaults is None:
-            connection = connect(self.config.connection)
-            try:
-                defaults = self._defaults[key] = catalog.column_defaults(connection, *key)
-            finally:
-                connection.close()
+            defaults = self._defaults[key] = with_reconnects(
+                self.config.connection, lambda connection: catalog.column_defaults(connection, *key))
         return catalog.with_defaults(schema, defaults)
 
     def _refresh_defaults(self, statement: SchemaStatement) -> None:
@@ -137,12 +134,9 @@ class MySqlEventBuilder:
         kept = [(database, table) for kind, database, table in changed if kind != "DROP"]
         if not kept:
             return
-        connection = connect(self.config.connection)
-        try:
-            for key in kept:
-                self._defaults[key] = catalog.column_defaults(connection, *key)
-        finally:
-            connection.close()
+        read = with_reconnects(self.config.connection, lambda connection: {
+            key: catalog.column_defaults(connection, *key) for key in kept})
+        self._defaults.update(read)
 
     def _captures(self, database: str, table: str) -> bool:
         key = (database, table)
@@ -253,11 +247,8 @@ class MySqlEventBuilder:
         if truncated is None or not self._captures(*truncated) or not self.config.captures_gtid(statement.gtid):
             return []
         database, table = truncated
-        connection = connect(self.config.connection)
-        try:
-            schema = catalog.table_schema(connection, database, table)
-        finally:
-            connection.close()
+        schema = with_reconnects(self.config.connection,
+                                 lambda connection: catalog.table_schema(connection, database, table))
         events = TableEvents(self.config, schema)
         position = statement.start or statement.position
         source = SourceInfo(database, table, statement.ts_sec * 1000, statement.server_id, position.file or "",
@@ -286,12 +277,8 @@ class MySqlEventBuilder:
     def heartbeat(self) -> list:
         """Debezium's heartbeat record on `__debezium-heartbeat.<prefix>`, after `heartbeat.action.query`."""
         if self.config.heartbeat_action_query:
-            connection = connect(self.config.connection)
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute(self.config.heartbeat_action_query)
-            finally:
-                connection.close()
+            with_reconnects(self.config.connection,
+                            lambda connection: connection.cursor().execute(self.config.heartbeat_action_query))
         key = json_converter.envelope(_HEARTBEAT_KEY, {"serverName": self.config.topic_prefix},
                                       self.config.key_schemas)
         value = json_converter.envelope(_HEARTBEAT_VALUE, {"ts_ms": int(time.time() * 1000)},

@@ -1,0 +1,68 @@
+"""Queries the pipeline makes to the server while streaming (a new table's column defaults, a truncated table's
+schema, a heartbeat's action) go on through a connection lost meanwhile: a network fault or a server restart that the
+binlog reader rides out must not end the pipeline because one of these queries hit it."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pymysql
+import pytest
+
+from bench.faults.netproxy import FaultProxy
+from connectors import AuthenticationFailed, SourceUnreachable
+from connectors.mysql import catalog
+from connectors.mysql.connection import with_reconnects
+from tests.mariadb.test_column_defaults import EXPECTED, SCHEMAS, TABLE, defaults
+from tests.mariadb.test_event_kinds import records_of, streaming
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_new_tables_defaults_are_read_again_after_a_lost_connection(mariadb, mariadb_db, monkeypatch):
+    real = catalog.column_defaults
+    lost = []
+
+    def lose_the_first(connection, database, table):
+        if not lost:
+            lost.append(table)
+            connection.close()  # as a reset does, under the query
+            raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+        return real(connection, database, table)
+
+    props, runner = streaming(mariadb, mariadb_db, **SCHEMAS)
+    try:
+        monkeypatch.setattr(catalog, "column_defaults", lose_the_first)
+        mariadb.execute(TABLE.format(name="t"), "INSERT INTO t (id) VALUES (1)", database=mariadb_db)
+        record, = records_of(props, mariadb_db, "t", 1)
+        assert runner.thread.is_alive(), "the pipeline ended on the lost connection"
+    finally:
+        runner.close()
+    assert lost == ["t"]
+    assert defaults(record) == EXPECTED
+
+
+def test_with_reconnects_waits_for_a_server_that_refuses_for_a_while(mariadb):
+    proxy = FaultProxy(mariadb.cdc.host, mariadb.cdc.port).start()
+    try:
+        settings = dataclasses.replace(mariadb.cdc, host="127.0.0.1", port=proxy.port, unix_socket=None)
+        proxy.refuse()
+        healed = threading.Timer(1.5, proxy.heal)
+        healed.start()
+        started = time.monotonic()
+        rows = with_reconnects(settings, lambda connection: connection.cursor().execute("SELECT 1"))
+        assert rows == 1 and time.monotonic() - started >= 1.0
+        proxy.refuse()  # for good: SourceUnreachable once the time is up
+        with pytest.raises(SourceUnreachable):
+            with_reconnects(settings, lambda connection: None, seconds=1.0)
+    finally:
+        proxy.close()
+
+
+def test_with_reconnects_does_not_retry_a_refused_login(mariadb):
+    calls = []
+    with pytest.raises(AuthenticationFailed):
+        with_reconnects(mariadb.cdc.as_user(mariadb.cdc.user, "wrong password"), calls.append)
+    assert calls == []
