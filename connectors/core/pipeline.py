@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from connectors import ConnectorError, HistoryLost
+from connectors import ConnectorError, HistoryLost, SourceUnreachable
 from connectors.core.allocator import keep_freed_memory
 from connectors.core.collector import batch_collection
 from connectors.core.config import (
@@ -237,7 +237,11 @@ class Pipeline:
 
         A commit whose outcome could not be learned (CommitOutcomeUnknownError) starts the run again from the
         committed offset: starting fences the producer and reads the offsets topic, which tells what committed.
+        So does a source that cannot be reached where no reader retries it (a query while planning a snapshot, a
+        network reset under it), or once its reader gave up: up to `connect.max.attempts` times in all, backing off
+        as the readers do; then the pipeline fails.
         """
+        unreachable = 0
         while True:
             try:
                 return self._run_once()
@@ -247,6 +251,16 @@ class Pipeline:
                 log.warning("%s/%s: %s; starting again from the committed offset", self.config.name, self.name,
                             error)
                 if self.stop.wait(self.backoff.delay(1)):
+                    return "stopped"
+            except SourceUnreachable as error:
+                unreachable += 1
+                if self.stop.is_set() or unreachable > self.backoff.max_attempts:
+                    self._set_phase("failed")
+                    raise
+                delay = self.backoff.delay(unreachable)
+                log.warning("%s/%s: %s; starting again from the committed offset in %.1fs (attempt %d of %d)",
+                            self.config.name, self.name, error, delay, unreachable, self.backoff.max_attempts)
+                if self.stop.wait(delay):
                     return "stopped"
 
     def _run_once(self) -> str:
@@ -294,7 +308,8 @@ class Pipeline:
             if isinstance(error, CommitOutcomeUnknownError) and not self.stop.is_set():
                 raise  # run() starts again from the committed offset
             self.metrics.record_error(str(error))
-            self._set_phase("failed")
+            if not isinstance(error, SourceUnreachable):  # run() starts again, or says it failed
+                self._set_phase("failed")
             raise
         finally:
             self.sink.close()

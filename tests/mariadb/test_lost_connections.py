@@ -5,6 +5,7 @@ binlog reader rides out must not end the pipeline because one of these queries h
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 
@@ -15,8 +16,10 @@ from bench.faults.netproxy import FaultProxy
 from connectors import AuthenticationFailed, SourceUnreachable
 from connectors.mysql import catalog
 from connectors.mysql.connection import with_reconnects
+from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from tests.mariadb.test_column_defaults import EXPECTED, SCHEMAS, TABLE, defaults
 from tests.mariadb.test_event_kinds import records_of, streaming
+from tests.mariadb.test_source import InProcess, properties
 
 pytestmark = pytest.mark.integration
 
@@ -66,3 +69,28 @@ def test_with_reconnects_does_not_retry_a_refused_login(mariadb):
     with pytest.raises(AuthenticationFailed):
         with_reconnects(mariadb.cdc.as_user(mariadb.cdc.user, "wrong password"), calls.append)
     assert calls == []
+
+
+def test_a_source_lost_while_planning_the_snapshot_starts_the_pipeline_again(mariadb, mariadb_db, monkeypatch):
+    """No reader retries a query made while a snapshot is planned: the pipeline starts again from its committed
+    offset (backing off as the readers do) instead of failing."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2), (3)", database=mariadb_db)
+    real = MySqlSnapshotReader.plan
+    lost = []
+
+    def lose_the_first(self, collection, chunk_size):
+        if not lost:
+            lost.append(collection)
+            raise SourceUnreachable("cannot reach MySQL/MariaDB (injected: a reset while planning)")
+        return real(self, collection, chunk_size)
+
+    monkeypatch.setattr(MySqlSnapshotReader, "plan", lose_the_first)
+    props = properties(mariadb, mariadb_db, **{"snapshot.mode": "initial"})
+    runner = InProcess(props)
+    try:
+        records = records_of(props, mariadb_db, "t", 3)
+        assert runner.thread.is_alive(), "the pipeline ended on the lost connection"
+    finally:
+        runner.close()
+    assert lost == [f"{mariadb_db}.t"]
+    assert sorted(json.loads(r.key)["id"] for r in records) == [1, 2, 3]
