@@ -6,6 +6,7 @@ a reset, as toxiproxy's latency, timeout and reset_peer toxics do.
     proxy.blackhole()           # bytes are held, nothing passes, new connections are accepted and hang
     proxy.reset()               # every open connection is closed with a RST (SO_LINGER 0), both sides
     proxy.refuse()              # a reset, and every new connection reset at once: as a server that is down
+    proxy.sever()               # every open connection cut without a word to the client (a half-open connection)
     proxy.heal()                # no latency, no blackhole, connections accepted
 """
 
@@ -30,6 +31,7 @@ class FaultProxy:
         self.refusing = False
         self.closed = False
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._severed: set[socket.socket] = set()  # clients' sockets held open and silent (sever)
         self._lock = threading.Lock()
 
     def start(self) -> FaultProxy:
@@ -59,11 +61,24 @@ class FaultProxy:
             for sock in pair:
                 _abort(sock)
 
+    def sever(self) -> None:
+        """As a middlebox that lost the connections' state, or a peer gone without a word: each server's side is
+        closed, each client's side held open and never written to again (the client sees silence, not a reset)."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+            self._severed.update(client for client, _ in pairs)
+        for _, server in pairs:
+            _abort(server)
+
     def close(self) -> None:
         self.closed = True
         self.heal()
         self.listener.close()
         self.reset()
+        with self._lock:
+            severed, self._severed = self._severed, set()
+        for sock in severed:
+            _abort(sock)
 
     # the plumbing
     def _accept(self) -> None:
@@ -90,6 +105,8 @@ class FaultProxy:
     def _pump(self, source: socket.socket, target: socket.socket) -> None:
         try:
             while not self.closed:
+                if source in self._severed or target in self._severed:
+                    return
                 try:
                     data = source.recv(CHUNK)
                 except TimeoutError:
@@ -101,12 +118,24 @@ class FaultProxy:
                 if self.delay:
                     time.sleep(self.delay)
                 self.flowing.wait()
-                target.settimeout(None)
-                target.sendall(data)
-                target.settimeout(0.2)
+                self._send_all(target, data)
         except OSError:
+            if source in self._severed or target in self._severed:
+                return
             _abort(source)
             _abort(target)
+
+    def _send_all(self, target: socket.socket, data: bytes) -> None:
+        """sendall, keeping the socket's 0.2 s timeout: the other direction's pump receives on this same socket, and
+        a blocking mode set here for it would leave that receive blocked past a reset (which then never reaches the
+        client: the socket stays open under the blocked call)."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[target.send(view):]
+            except TimeoutError:
+                if self.closed:
+                    return
 
 
 def _abort(sock: socket.socket) -> None:

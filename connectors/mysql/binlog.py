@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 _FL_STANDALONE = 0x01
 # Server errors when the requested position is no longer in the binlog (purged) or not valid
 _HISTORY_LOST = {1236}
+# The least silence of a binlog stream with heartbeats taken as a lost connection (stream_silence_seconds)
+STREAM_SILENCE_MIN_SECONDS = 30.0
 
 
 class BinlogConnectionLost(SourceUnreachable):
@@ -232,6 +234,14 @@ class _Transaction:
     standalone: bool = False
 
 
+def stream_silence_seconds(heartbeat_seconds: float | None) -> float | None:
+    """How long the binlog stream may stay silent before it is taken as lost (and reopened); None (never) without
+    heartbeats, when an idle server sends nothing."""
+    if not heartbeat_seconds:
+        return None
+    return max(STREAM_SILENCE_MIN_SECONDS, 20 * heartbeat_seconds)
+
+
 @dataclass
 class BinlogReader:
     """Iterate a server's binlog from `start` (None: from the current end). Blocks waiting for new events."""
@@ -368,6 +378,9 @@ class BinlogReader:
                         f"the binlog connection to {self.settings.describe()} dropped; reopen from the last "
                         "stored position"
                     )
+                # the server sends a heartbeat when it has nothing else to send: silence this long is a connection
+                # gone without a word (a peer or middlebox that vanished, a half-open TCP connection)
+                kwargs["read_timeout"] = stream_silence_seconds(self.heartbeat_seconds)
             return pymysql.connect(**kwargs)
 
         kwargs = dict(

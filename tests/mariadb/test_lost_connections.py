@@ -14,7 +14,7 @@ import pytest
 
 from bench.faults.netproxy import FaultProxy
 from connectors import AuthenticationFailed, SourceUnreachable
-from connectors.mysql import catalog
+from connectors.mysql import binlog, catalog
 from connectors.mysql.connection import with_reconnects
 from connectors.mysql.snapshot_reader import MySqlSnapshotReader
 from tests.mariadb.test_column_defaults import EXPECTED, SCHEMAS, TABLE, defaults
@@ -94,3 +94,26 @@ def test_a_source_lost_while_planning_the_snapshot_starts_the_pipeline_again(mar
         runner.close()
     assert lost == [f"{mariadb_db}.t"]
     assert sorted(json.loads(r.key)["id"] for r in records) == [1, 2, 3]
+
+
+def test_a_binlog_stream_gone_silent_is_reopened(mariadb, mariadb_db, monkeypatch):
+    """A connection cut without a word to the connector (a middlebox that lost its state, a peer gone: a half-open
+    TCP connection) never delivers anything again, and nothing tells. The server sends a heartbeat every second when
+    it has nothing else to send, so a stream silent for long is taken as lost and reopened."""
+    monkeypatch.setattr(binlog, "stream_silence_seconds", lambda heartbeat_seconds: 3.0, raising=False)
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=mariadb_db)
+    proxy = FaultProxy(mariadb.cdc.host, mariadb.cdc.port).start()
+    try:
+        through_proxy = dataclasses.replace(mariadb, cdc=dataclasses.replace(
+            mariadb.cdc, host="127.0.0.1", port=proxy.port, unix_socket=None))
+        props, runner = streaming(through_proxy, mariadb_db)
+        try:
+            mariadb.execute("INSERT INTO t VALUES (1)", database=mariadb_db)
+            records_of(props, mariadb_db, "t", 1)
+            proxy.sever()
+            mariadb.execute("INSERT INTO t VALUES (2)", database=mariadb_db)
+            records_of(props, mariadb_db, "t", 2, timeout=45)
+        finally:
+            runner.close()
+    finally:
+        proxy.close()
