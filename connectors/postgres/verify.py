@@ -17,7 +17,7 @@ import psycopg
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.core.verify_events import SourceRow
+from connectors.core.verify_events import SourceRow, key_text, row_state
 from connectors.postgres import envelope
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.envelope import SourceInfo
@@ -66,7 +66,7 @@ class RowTexts:
 
     def snapshot_row(self, table: Table, values: list, source: SourceInfo) -> SourceRow:
         key, row = self.builder.tuple_texts(table, values)
-        return (key.encode() if key is not None else None), row
+        return key_text(key), row_state(row) if row is not None else None
 
 
 class PgView:

@@ -69,6 +69,9 @@ static PyMethodDef methods[] = {
     {"snapshot_value", (PyCFunction)(void (*)(void))snapshot_value, METH_FASTCALL,
      "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
      "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
+    {"verify_rows", (PyCFunction)(void (*)(void))verify_rows, METH_FASTCALL,
+     "verify_rows(batch, bare_non_finite) -> list | None: per document of a raw batch, (key as canonical JSON, "
+     "document text), or the document's bytes when the Python path must write it."},
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
      "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events, each an "
      "event_class holding its bytes (raw) and event_head (head), and its cursor document without the batch as BSON."},
