@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from connectors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
-from connectors.core.verify_events import SourceRow, field_diff, loads, same_row
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify_chunks import ChunkReader
+from connectors.core.verify_events import Event, SourceRow, field_diff, loads, same_row
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
 from connectors.kafka.offsets import OffsetStore
@@ -52,6 +53,10 @@ class VerifyView(Protocol):
     def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         """The chunk's rows as the snapshot's events hold them (the connector's own event building): each row's key
         as canonical JSON and the state its `after` leaves (verify_events.SourceRow)."""
+
+    def read_event(self, value: bytes | None) -> Event:
+        """A topic record's value as an Event (verify_events.read_event, or a faster reading of the same fields the
+        view's `covers` needs)."""
 
     def covers(self, source: dict) -> bool:
         """Whether the event with this source block was committed at or before the view's position."""
@@ -202,13 +207,20 @@ class Verifier:
         position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
+        reader = ChunkReader(view, table, self.options.chunk_size)  # the table is read while the topic is
+        try:
+            return self._compare_table(view, table, only, report, reader)
+        finally:
+            reader.close()
+
+    def _compare_table(self, view: VerifyView, table: str, only: set[str] | None, report: TableReport,
+                       reader: ChunkReader) -> tuple[TableReport, list[Mismatch], set[str]]:
         reading = time.monotonic()
-        state = self.topics.read(topic, view.covers, view.placeholder)
+        state = self.topics.read(report.topic, view.covers, view.placeholder, view.read_event)
         self.report.topic_seconds += time.monotonic() - reading
         reading = time.monotonic()
         report.topic_records = state.records
-        plan = view.plan(table, self.options.chunk_size)
-        chunks = chunks_of(table, plan.bounds, 0)
+        chunks = reader.chunks()
         report.chunks = len(chunks)
         mismatches: list[Mismatch] = []
         seen: set[str] = set()
@@ -216,7 +228,7 @@ class Verifier:
         for chunk in chunks:
             if self.stop.is_set():
                 raise ConnectorError("Verify was stopped")
-            rows = self._source_rows(view.read_rows(chunk))
+            rows = self._source_rows(reader.rows())
             keyless = keyless or None in rows
             rows.pop(None, None)
             if only is not None:

@@ -63,7 +63,8 @@ class TopicReader:
             "fetch.wait.max.ms": 50,
         }))
 
-    def read(self, topic: str, covers: Callable[[dict], bool], placeholder: str | None = None) -> TopicState:
+    def read(self, topic: str, covers: Callable[[dict], bool], placeholder: str | None = None,
+             read: Callable[[bytes | None], Event] = read_event) -> TopicState:
         state = TopicState()
         consumer = self._consumer()
         try:
@@ -78,7 +79,7 @@ class TopicReader:
             def apply(message) -> None:
                 state.records += 1
                 try:
-                    event = read_event(message.value())
+                    event = read(message.value())
                     key = key_text(message.key())
                 except (ValueError, UnreadableEvent) as error:
                     raise ConnectorError(f"topic {topic!r} holds a record Verify cannot read at partition "

@@ -17,7 +17,7 @@ import psycopg
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.core.verify_events import SourceRow, key_text, row_state
+from connectors.core.verify_events import SourceRow, key_text, read_event, row_state
 from connectors.postgres import envelope
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.envelope import SourceInfo
@@ -70,6 +70,8 @@ class RowTexts:
 
 
 class PgView:
+    read_event = staticmethod(read_event)
+
     def __init__(self, config: PostgresConfig, slot: SlotSource):
         self.config = config
         self.placeholder = config.unavailable_value_placeholder

@@ -90,6 +90,7 @@ class RoundsView:
     round, the keys whose topic value differs from the source's."""
 
     placeholder = None
+    read_event = staticmethod(read_event)
 
     def __init__(self, topic_rows: dict[str, str], runs_ahead: bool):
         self.topic_rows, self.runs_ahead = topic_rows, runs_ahead
@@ -156,7 +157,7 @@ def verify_in_rounds(differing_per_round: list[dict[int, int]], runs_ahead: bool
     verifier = Verifier(config, [partition], "127.0.0.1:1", VerifyOptions(chunk_size=5, rounds=3))
     verifier.offsets = SimpleNamespace(read_value=lambda key: (b"v", None))
     verifier.topics = SimpleNamespace(
-        read=lambda topic, covers, placeholder: TopicState(rows=dict(RoundsPartition.opened[-1].topic_rows)))
+        read=lambda topic, covers, placeholder, read: TopicState(rows=dict(RoundsPartition.opened[-1].topic_rows)))
     return verifier.run()
 
 

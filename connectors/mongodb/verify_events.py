@@ -1,0 +1,35 @@
+"""How Verify reads a record of a MongoDB connector's topic (connectors/core/verify_topics.py, docs/verify.md).
+
+Of a change event Verify needs its op, its `after` text and where it was captured: the source block's ts_ms, ord and
+snapshot (what `MongoView.covers` reads). The compiled module's `verify_event` reads just those from the record's
+JSON without building the rest of the event; what it leaves to Python, and every record when it is not built,
+`python_event` reads, which decodes the whole record (verify_events.read_event: a record that is not a change event
+is refused there). Both give the same Event (tests/unit/test_verify_rows.py).
+"""
+
+from __future__ import annotations
+
+from connectors.core.verify_events import Event, UnreadableEvent
+from connectors.core.verify_events import read_event as read_any_event
+from connectors.mongodb.rawjson import compiled
+
+PLACING_FIELDS = ("ts_ms", "ord", "snapshot")  # of the source block
+
+
+def python_event(value: bytes) -> Event:
+    event = read_any_event(value)
+    source = event.source
+    if not isinstance(source, dict):
+        raise UnreadableEvent(f"a change event's source block is not an object: {source!r}")
+    return Event(event.op, event.after, {name: source[name] for name in PLACING_FIELDS if name in source})
+
+
+def read_event(value: bytes | None) -> Event:
+    if value is None:
+        return read_any_event(None)
+    if compiled is not None:
+        parts = compiled.verify_event(value)
+        if parts is not None:
+            op, after, source = parts
+            return Event(op, None if op == "d" else after, source)
+    return python_event(value)
