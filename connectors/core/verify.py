@@ -109,6 +109,7 @@ class VerifyOptions:
     max_keys: int = 20  # mismatches listed in the report (all are counted)
     wait_seconds: float = 120.0  # for the connector to capture up to a view's position
     rounds: int = 3  # views a key that keeps changing is compared in
+    chunks_ahead: int = 4  # source chunks read ahead of the one compared (while the topic is read, mostly)
 
 
 Progress = Callable[[dict], None]
@@ -207,7 +208,7 @@ class Verifier:
         position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
-        reader = ChunkReader(view, table, self.options.chunk_size)  # the table is read while the topic is
+        reader = ChunkReader(view, table, self.options.chunk_size, self.options.chunks_ahead)  # read while the topic is
         try:
             return self._compare_table(view, table, only, report, reader)
         finally:

@@ -3,7 +3,7 @@
 Verify reads the table while it reads the table's topic, and the next chunk while it compares one: the source's
 reads mostly wait on the database, the topic's on Kafka and the decoding of its records. The thread plans the table
 and reads its chunks in order, one at a time, with the view's own calls (no other thread uses the view meanwhile:
-`covers` reads only the view's position); it stays at most `ahead` chunks ahead of the one compared.
+`covers` reads only the view's position); it holds at most `ahead` chunks read and not yet compared.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from connectors.core.snapshot.chunks import Chunk, chunks_of
 
 class ChunkReader:
     def __init__(self, view: Any, table: str, chunk_size: int, ahead: int = 1):
-        self._read = queue.Queue(maxsize=ahead)
+        self._read = queue.Queue(maxsize=max(1, ahead))
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(view, table, chunk_size),
                                         name=f"verify-read-{table}", daemon=True)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -51,13 +50,13 @@ def key_text(key: bytes | None) -> str | None:
     return canonical(decoded)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One record read back: `op` (c, u, d, r, t; None for a tombstone), the row after it (a dict; MongoDB's
-    document as its Extended JSON text, a str; None when deleted), and its source block (where it was captured)."""
+    document as its Extended JSON text, a str; None when deleted), and its source block (where it was captured).
+    A named tuple: one is built per record, and a frozen dataclass costs several times more to build."""
 
     op: str | None
-    after: dict | None
+    after: dict | str | None
     source: dict
 
 

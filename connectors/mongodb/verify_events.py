@@ -28,8 +28,7 @@ def read_event(value: bytes | None) -> Event:
     if value is None:
         return read_any_event(None)
     if compiled is not None:
-        parts = compiled.verify_event(value)
-        if parts is not None:
-            op, after, source = parts
-            return Event(op, None if op == "d" else after, source)
+        event = compiled.verify_event(value, Event)
+        if event is not None:
+            return event
     return python_event(value)

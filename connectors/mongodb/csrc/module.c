@@ -73,9 +73,9 @@ static PyMethodDef methods[] = {
     {"verify_rows", (PyCFunction)(void (*)(void))verify_rows, METH_FASTCALL,
      "verify_rows(batch, bare_non_finite) -> list | None: per document of a raw batch, (key as canonical JSON, "
      "document text), or the document's bytes when the Python path must write it."},
-    {"verify_event", verify_event, METH_O,
-     "verify_event(value) -> (op, after, source) | None: a change event's op, after text and source ts_ms, ord and "
-     "snapshot, read from its JSON value; None when the Python path must read it."},
+    {"verify_event", (PyCFunction)(void (*)(void))verify_event, METH_FASTCALL,
+     "verify_event(value, event_class) -> event_class(op, after, source) | None: a change event's op, after text and "
+     "source ts_ms, ord and snapshot, read from its JSON value; None when the Python path must read it."},
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
      "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events, each an "
      "event_class holding its bytes (raw) and event_head (head), and its cursor document without the batch as BSON."},

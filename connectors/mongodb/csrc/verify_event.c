@@ -257,10 +257,11 @@ static PyObject *read_source(Reader *r, Buffer *text) {
         } else {
             PyObject *value = read_source_value(r, text);
             if (value == NULL) goto fail;
-            PyObject *name = PyUnicode_InternFromString(SOURCE_FIELDS[field]);
+            static PyObject *names[3];
+            if (names[field] == NULL) names[field] = PyUnicode_InternFromString(SOURCE_FIELDS[field]);
+            PyObject *name = names[field];
             /* a repeated field: the Python path reads its last value */
             int failed = name == NULL || PyDict_Contains(source, name) != 0 || PyDict_SetItem(source, name, value) < 0;
-            Py_XDECREF(name);
             Py_DECREF(value);
             if (failed) goto fail;
         }
@@ -276,10 +277,25 @@ fail:
     return NULL;
 }
 
-/* verify_event(value) -> (op, after, source) | None: see verify_event.h. */
-PyObject *verify_event(PyObject *module, PyObject *argument) {
+/* An instance of the tuple subclass `event_class` (a named tuple) holding the three, built without calling it. */
+static PyObject *new_event(PyObject *event_class, PyObject *op, PyObject *after, PyObject *source) {
+    PyTypeObject *type = (PyTypeObject *)event_class;
+    PyObject *event = type->tp_alloc(type, 3);
+    if (event == NULL) return NULL;
+    PyTuple_SET_ITEM(event, 0, Py_NewRef(op));
+    PyTuple_SET_ITEM(event, 1, Py_NewRef(after));
+    PyTuple_SET_ITEM(event, 2, Py_NewRef(source));
+    return event;
+}
+
+/* verify_event(value, event_class) -> event_class(op, after, source) | None: see verify_event.h. */
+PyObject *verify_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "verify_event(value, event_class) takes a value and a tuple subclass");
+        return NULL;
+    }
     Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     Reader r = {view.buf, (const unsigned char *)view.buf + view.len};
     static Buffer text, after_text;
     PyObject *op = NULL, *after = NULL, *source = NULL, *result = NULL;
@@ -324,7 +340,9 @@ PyObject *verify_event(PyObject *module, PyObject *argument) {
         if (take(&r, '}') < 0) goto done;
         skip_space(&r);
         if (r.at != r.end || op == NULL || source == NULL) goto done;
-        result = PyTuple_Pack(3, op, after != NULL ? after : Py_None, source);
+        /* a delete event's row is gone, whatever its after says (verify_events.read_event) */
+        int deleted = PyUnicode_GET_LENGTH(op) == 1 && PyUnicode_READ_CHAR(op, 0) == 'd';
+        result = new_event(args[1], op, after != NULL && !deleted ? after : Py_None, source);
         goto done;
     }
 done:

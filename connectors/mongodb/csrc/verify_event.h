@@ -6,9 +6,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* verify_event(value) -> (op, after, source) | None: a Debezium change event's JSON value read as
-   connectors/mongodb/verify_events.py `python_event` reads it: op (a str), after (a str or None), source (a dict of
-   the source block's ts_ms, ord and snapshot, those it has). None when the Python path must read it. */
-PyObject *verify_event(PyObject *module, PyObject *argument);
+/* verify_event(value, event_class) -> event_class(op, after, source) | None: a Debezium change event's JSON value
+   read as connectors/mongodb/verify_events.py `python_event` reads it: op (a str), after (a str, or None: none, or a
+   delete), source (a dict of the source block's ts_ms, ord and snapshot, those it has), in an instance of the tuple
+   subclass event_class (verify_events.Event). None when the Python path must read it. */
+PyObject *verify_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
