@@ -109,7 +109,9 @@ class VerifyOptions:
     max_keys: int = 20  # mismatches listed in the report (all are counted)
     wait_seconds: float = 120.0  # for the connector to capture up to a view's position
     rounds: int = 3  # views a key that keeps changing is compared in
-    chunks_ahead: int = 4  # source chunks read ahead of the one compared (while the topic is read, mostly)
+    # the source rows read ahead of their comparison (mostly while the topic is read): at most about this many
+    # characters of keys and row states, and one chunk more
+    read_ahead_chars: int = 64 << 20
 
 
 Progress = Callable[[dict], None]
@@ -208,7 +210,7 @@ class Verifier:
         position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
-        reader = ChunkReader(view, table, self.options.chunk_size, self.options.chunks_ahead)  # read while the topic is
+        reader = ChunkReader(view, table, self.options.chunk_size, self.options.read_ahead_chars)  # read meanwhile
         try:
             return self._compare_table(view, table, only, report, reader)
         finally:

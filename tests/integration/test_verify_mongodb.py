@@ -139,9 +139,7 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
     bootstrap = stack.kafka_bootstrap
     name = "mg" + unique_name.replace("-", "")[-12:]
     client = MongoClient(mongo_rs.uri)
-    # more chunks than Verify reads ahead of the one it compares (VerifyOptions.chunks_ahead): some are read after
-    # the transaction's end
-    client[name]["items"].insert_many([{"_id": n, "qty": n} for n in range(1, 61)])
+    client[name]["items"].insert_many([{"_id": n, "qty": n} for n in range(1, 31)])
     config = connector_config(name, mongo_rs.uri, **{"collection.include.list": f"{name}.items"})
     running = RunningConnector(config, bootstrap).start()
     slept = []
@@ -153,9 +151,11 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
             time.sleep(12)
 
     try:
-        wait_for_events(bootstrap, f"{name}.{name}.items", 60)
+        wait_for_events(bootstrap, f"{name}.{name}.items", 30)
         monkeypatch.setattr(replset, "TXN_LIFETIME", 0.5)
-        verifier = Verifier(config, mongo_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=5),
+        # chunks read one at a time (no rows read ahead): the later ones after the transaction's end
+        options = VerifyOptions(chunk_size=7, read_ahead_chars=1)
+        verifier = Verifier(config, mongo_verify.partitions(config), bootstrap, options,
                             on_progress=outlive_the_transaction)
         with pytest.raises(ConnectorError, match="ended Verify's snapshot transaction .* transactionLifetimeLimit"):
             verifier.run()
