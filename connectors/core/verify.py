@@ -4,10 +4,11 @@ For each partition of the source, a `VerifyView` reads the source in one consist
 PostgreSQL snapshot, a MariaDB consistent snapshot with its binlog position, a MongoDB snapshot transaction at a
 cluster time). Verify waits until the connector's committed offset covers that position, reads each captured
 table's topic (`read_committed`) to its end, keeping per key the latest state at or before the position
-(verify_topics), then reads the table in key-ordered chunks (the snapshot's own plan and reads, so rows are
-built by the connector's code: types, masks, excluded columns and renamed fields alike) and compares each chunk's
-rows with the topic's states of their keys (canonical JSON, equal or not: both sides are in memory, so this is
-cheaper than hashing them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
+(verify_topics); meanwhile it reads the table in key-ordered chunks in a thread of its own (verify_chunks; the
+snapshot's own plan and reads, so rows are built by the connector's code: types, masks, excluded columns and
+renamed fields alike), and compares each chunk's rows with the topic's states of their keys (as text, equal or
+not, then as canonical JSON where the texts differ: both sides are in memory, so this is cheaper than hashing
+them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
 chunk held are extra. A key that differs and changed after the position (or any differing key, when the view's
 events may run ahead of their position) is compared again in a later view (at most `rounds` views), and only those
 keys are: writes going on while Verify runs raise no false alarm, and a key that settled stays settled while other
