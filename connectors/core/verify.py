@@ -59,6 +59,9 @@ class VerifyView(Protocol):
         """A topic record's value as an Event (verify_events.read_event, or a faster reading of the same fields the
         view's `covers` needs)."""
 
+    def read_key(self, key: bytes | None) -> str | None:
+        """A topic record's key as canonical JSON (verify_events.key_text, or a faster reading of the same)."""
+
     def covers(self, source: dict) -> bool:
         """Whether the event with this source block was committed at or before the view's position."""
 
@@ -220,7 +223,7 @@ class Verifier:
     def _compare_table(self, view: VerifyView, table: str, only: set[str] | None, report: TableReport,
                        reader: ChunkReader) -> tuple[TableReport, list[Mismatch], set[str]]:
         reading = time.monotonic()
-        state = self.topics.read(report.topic, view.covers, view.placeholder, view.read_event)
+        state = self.topics.read(report.topic, view.covers, view.placeholder, view.read_event, view.read_key)
         self.report.topic_seconds += time.monotonic() - reading
         reading = time.monotonic()
         report.topic_records = state.records

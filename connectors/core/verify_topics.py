@@ -64,7 +64,8 @@ class TopicReader:
         }))
 
     def read(self, topic: str, covers: Callable[[dict], bool], placeholder: str | None = None,
-             read: Callable[[bytes | None], Event] = read_event) -> TopicState:
+             read: Callable[[bytes | None], Event] = read_event,
+             read_key: Callable[[bytes | None], str | None] = key_text) -> TopicState:
         state = TopicState()
         consumer = self._consumer()
         try:
@@ -80,7 +81,7 @@ class TopicReader:
                 state.records += 1
                 try:
                     event = read(message.value())
-                    key = key_text(message.key())
+                    key = read_key(message.key())
                 except (ValueError, UnreadableEvent) as error:
                     raise ConnectorError(f"topic {topic!r} holds a record Verify cannot read at partition "
                                          f"{message.partition()} offset {message.offset()}: {error}") from None
@@ -119,5 +120,7 @@ def fold(state: TopicState, key: str | None, event: Event, covers: Callable[[dic
         return
     if event.after is None:
         state.rows.pop(key, None)
+    elif placeholder is None:
+        state.rows[key] = held_state(event.after)
     else:
         state.rows[key] = held_state(fill_unavailable(event.after, state.rows.get(key), placeholder))

@@ -34,7 +34,7 @@ from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.snapshots.chunks import plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
-from connectors.mongodb.verify_events import read_event
+from connectors.mongodb.verify_events import read_event, read_key
 from connectors.mongodb.verify_rows import rows_of_batch
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ def token_cluster_time(token: dict | None) -> Timestamp | None:
 class MongoView:
     placeholder = None
     read_event = staticmethod(read_event)
+    read_key = staticmethod(read_key)
 
     def __init__(self, config: ConnectorConfig, replica_set: ReplicaSetSource, client):
         self.config = config

@@ -71,6 +71,7 @@ class RowTexts:
 
 class PgView:
     read_event = staticmethod(read_event)
+    read_key = staticmethod(key_text)
 
     def __init__(self, config: PostgresConfig, slot: SlotSource):
         self.config = config

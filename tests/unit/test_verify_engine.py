@@ -91,6 +91,7 @@ class RoundsView:
 
     placeholder = None
     read_event = staticmethod(read_event)
+    read_key = staticmethod(key_text)
 
     def __init__(self, topic_rows: dict[str, str], runs_ahead: bool):
         self.topic_rows, self.runs_ahead = topic_rows, runs_ahead
@@ -157,7 +158,8 @@ def verify_in_rounds(differing_per_round: list[dict[int, int]], runs_ahead: bool
     verifier = Verifier(config, [partition], "127.0.0.1:1", VerifyOptions(chunk_size=5, rounds=3))
     verifier.offsets = SimpleNamespace(read_value=lambda key: (b"v", None))
     verifier.topics = SimpleNamespace(
-        read=lambda topic, covers, placeholder, read: TopicState(rows=dict(RoundsPartition.opened[-1].topic_rows)))
+        read=lambda topic, covers, placeholder, read, read_key: TopicState(
+            rows=dict(RoundsPartition.opened[-1].topic_rows)))
     return verifier.run()
 
 

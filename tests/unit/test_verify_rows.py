@@ -16,9 +16,10 @@ from bson.errors import InvalidBSON
 from connectors.core.verify_events import Event, UnreadableEvent, key_text
 from connectors.mongodb import rawjson
 from connectors.mongodb.config import ConnectorConfig
+from connectors.mongodb.events import encode_envelope
 from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.transformer import Transformer
-from connectors.mongodb.verify_events import python_event, read_event
+from connectors.mongodb.verify_events import python_event, read_event, read_key
 from connectors.mongodb.verify_rows import python_row, python_rows, rows_of_batch
 from tests.unit.document_writers import require_compiled
 from tests.unit.test_rawjson import random_document, random_text
@@ -179,3 +180,39 @@ def test_a_record_the_compiled_reader_leaves_is_read_or_refused_by_python():
     assert read_event(value) == Event("c", '{"_id": 1}', {"ts_ms": 5, "ord": 2})
     with pytest.raises(UnreadableEvent):
         read_event(b'{"_id": 1, "v": 2}')  # a flattened record
+
+
+def random_key(rng: random.Random) -> bytes:
+    """A record key as the connector writes it (the id's text JSON-escaped), or one it does not write."""
+    pick = rng.random()
+    if pick < 0.7:
+        identifier = rng.choice([str(rng.randint(-(2**63), 2**63)), f'{{"$oid": "{rng.randbytes(12).hex()}"}}',
+                                 json.dumps(random_text(rng, 8)), random_text(rng, 8),
+                                 "".join(chr(rng.randint(0x20, 0x7E)) for _ in range(rng.randint(0, 10)))])
+        return encode_envelope({"id": identifier})
+    if pick < 0.8:
+        return b'{"schema":{"type":"struct"},"payload":' + encode_envelope({"id": random_text(rng, 5)}) + b"}"
+    if pick < 0.9:
+        return rng.choice([b'{"id": "1"}', b'{"id":1}', b'{"id":"1","x":2}', b'{"id":"a\\/b"}', b'{"id":"\\u0041"}'])
+    return corrupted(rng, encode_envelope({"id": random_text(rng, 6)}))
+
+
+def test_the_compiled_key_reader_answers_only_for_canonical_keys_and_as_key_text_does():
+    require_compiled()
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    answered = 0
+    for _ in range(5000):
+        key = random_key(rng)
+        text = rawjson.compiled.verify_key(key)
+        try:
+            expected = key_text(key)
+        except ValueError:
+            assert text is None, (seed, key)
+            continue
+        if text is not None:
+            answered += 1
+            assert text == expected, (seed, key)
+        assert read_key(key) == expected, (seed, key)
+    assert answered > 1500, (seed, answered)
+    assert read_key(None) is None

@@ -76,6 +76,9 @@ static PyMethodDef methods[] = {
     {"verify_event", (PyCFunction)(void (*)(void))verify_event, METH_FASTCALL,
      "verify_event(value, event_class) -> event_class(op, after, source) | None: a change event's op, after text and "
      "source ts_ms, ord and snapshot, read from its JSON value; None when the Python path must read it."},
+    {"verify_key", verify_key, METH_O,
+     "verify_key(key) -> str | None: a record key as canonical JSON when it already is one; None when the Python "
+     "path must read it."},
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
      "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events, each an "
      "event_class holding its bytes (raw) and event_head (head), and its cursor document without the batch as BSON."},

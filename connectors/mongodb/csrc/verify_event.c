@@ -355,3 +355,29 @@ done:
     if (result == NULL && !PyErr_Occurred()) return Py_NewRef(Py_None);
     return result;
 }
+
+/* verify_key(key) -> str | None: see verify_event.h. */
+PyObject *verify_key(PyObject *module, PyObject *argument) {
+    static const char HEAD[] = "{\"id\":\"";
+    Py_buffer view;
+    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len, head = sizeof HEAD - 1;
+    int canonical = length >= head + 2 && memcmp(data, HEAD, head) == 0 && data[length - 2] == '"' &&
+                    data[length - 1] == '}';
+    /* the id's text: printable ASCII whose only escapes are \" and \\ (orjson writes those alone), ending at the
+       closing quote before the brace */
+    for (size_t at = head; canonical && at < length - 2; at++) {
+        unsigned char c = data[at];
+        if (c < 0x20 || c > 0x7E || c == '"') {
+            canonical = 0;
+        } else if (c == '\\') {
+            if (at + 1 >= length - 2 || (data[at + 1] != '"' && data[at + 1] != '\\')) canonical = 0;
+            at++;
+        }
+    }
+    PyObject *result = canonical ? PyUnicode_DecodeASCII((const char *)data, (Py_ssize_t)length, "strict")
+                                 : Py_NewRef(Py_None);
+    PyBuffer_Release(&view);
+    return result;
+}

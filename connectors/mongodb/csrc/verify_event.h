@@ -12,4 +12,8 @@
    subclass event_class (verify_events.Event). None when the Python path must read it. */
 PyObject *verify_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
+/* verify_key(key) -> str | None: a record key `{"id":"…"}` (bytes) as canonical JSON (verify_events.key_text) when
+   the key already is (its id's text printable ASCII, escaping only `"` and `\`); None when key_text must read it. */
+PyObject *verify_key(PyObject *module, PyObject *argument);
+
 #endif
