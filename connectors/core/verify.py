@@ -4,10 +4,11 @@ For each partition of the source, a `VerifyView` reads the source in one consist
 PostgreSQL snapshot, a MariaDB consistent snapshot with its binlog position, a MongoDB snapshot transaction at a
 cluster time). Verify waits until the connector's committed offset covers that position, reads each captured
 table's topic (`read_committed`) to its end, keeping per key the latest state at or before the position
-(verify_topics), then reads the table in key-ordered chunks (the snapshot's own plan and reads, so rows are
-built by the connector's code: types, masks, excluded columns and renamed fields alike) and compares each chunk's
-rows with the topic's states of their keys (canonical JSON, equal or not: both sides are in memory, so this is
-cheaper than hashing them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
+(verify_topics); meanwhile it reads the table in key-ordered chunks in a thread of its own (verify_chunks; the
+snapshot's own plan and reads, so rows are built by the connector's code: types, masks, excluded columns and
+renamed fields alike), and compares each chunk's rows with the topic's states of their keys (as text, equal or
+not, then as canonical JSON where the texts differ: both sides are in memory, so this is cheaper than hashing
+them); only a row that differs is decoded for a field-level diff. Keys in the topic that no
 chunk held are extra. A key that differs and changed after the position (or any differing key, when the view's
 events may run ahead of their position) is compared again in a later view (at most `rounds` views), and only those
 keys are: writes going on while Verify runs raise no false alarm, and a key that settled stays settled while other
@@ -24,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from connectors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan, chunks_of
-from connectors.core.verify_events import SourceRow, field_diff, key_text, loads, row_state
+from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.verify_chunks import ChunkReader
+from connectors.core.verify_events import Event, SourceRow, field_diff, loads, same_row
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
 from connectors.core.verify_topics import TopicReader, TopicState
 from connectors.kafka.offsets import OffsetStore
@@ -51,7 +53,14 @@ class VerifyView(Protocol):
 
     def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         """The chunk's rows as the snapshot's events hold them (the connector's own event building): each row's key
-        JSON and its `after`."""
+        as canonical JSON and the state its `after` leaves (verify_events.SourceRow)."""
+
+    def read_event(self, value: bytes | None) -> Event:
+        """A topic record's value as an Event (verify_events.read_event, or a faster reading of the same fields the
+        view's `covers` needs)."""
+
+    def read_key(self, key: bytes | None) -> str | None:
+        """A topic record's key as canonical JSON (verify_events.key_text, or a faster reading of the same)."""
 
     def covers(self, source: dict) -> bool:
         """Whether the event with this source block was committed at or before the view's position."""
@@ -104,6 +113,9 @@ class VerifyOptions:
     max_keys: int = 20  # mismatches listed in the report (all are counted)
     wait_seconds: float = 120.0  # for the connector to capture up to a view's position
     rounds: int = 3  # views a key that keeps changing is compared in
+    # the source rows read ahead of their comparison (mostly while the topic is read): at most about this many
+    # characters of keys and row states, and one chunk more
+    read_ahead_chars: int = 64 << 20
 
 
 Progress = Callable[[dict], None]
@@ -202,13 +214,20 @@ class Verifier:
         position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
+        reader = ChunkReader(view, table, self.options.chunk_size, self.options.read_ahead_chars)  # read meanwhile
+        try:
+            return self._compare_table(view, table, only, report, reader)
+        finally:
+            reader.close()
+
+    def _compare_table(self, view: VerifyView, table: str, only: set[str] | None, report: TableReport,
+                       reader: ChunkReader) -> tuple[TableReport, list[Mismatch], set[str]]:
         reading = time.monotonic()
-        state = self.topics.read(topic, view.covers, view.placeholder)
+        state = self.topics.read(report.topic, view.covers, view.placeholder, view.read_event, view.read_key)
         self.report.topic_seconds += time.monotonic() - reading
         reading = time.monotonic()
         report.topic_records = state.records
-        plan = view.plan(table, self.options.chunk_size)
-        chunks = chunks_of(table, plan.bounds, 0)
+        chunks = reader.chunks()
         report.chunks = len(chunks)
         mismatches: list[Mismatch] = []
         seen: set[str] = set()
@@ -216,7 +235,7 @@ class Verifier:
         for chunk in chunks:
             if self.stop.is_set():
                 raise ConnectorError("Verify was stopped")
-            rows = self._source_rows(view.read_rows(chunk))
+            rows = self._source_rows(reader.rows())
             keyless = keyless or None in rows
             rows.pop(None, None)
             if only is not None:
@@ -225,6 +244,8 @@ class Verifier:
             seen.update(rows)
             held = state.rows.get
             differing = [key for key, value in rows.items() if held(key) != value]
+            if differing:  # texts that differ may still hold the same row (another field order)
+                differing = [key for key in differing if held(key) is None or not same_row(rows[key], held(key))]
             if differing:
                 report.chunks_differing += 1
                 mismatches.extend(self._row_diffs(table, {key: rows[key] for key in differing}, state))
@@ -241,7 +262,7 @@ class Verifier:
 
     @staticmethod
     def _source_rows(rows: list[SourceRow]) -> dict[str | None, str]:
-        return {key_text(key): row_state(after) for key, after in rows if after is not None}
+        return {key: state for key, state in rows if state is not None}
 
     @staticmethod
     def _row_diffs(table: str, rows: dict[str, str], state: TopicState) -> list[Mismatch]:
@@ -250,6 +271,6 @@ class Verifier:
             held = state.rows.get(key)
             if held is None:
                 found.append(Mismatch(table, key, MISSING))
-            elif held != value:
+            elif not same_row(value, held):
                 found.append(Mismatch(table, key, DIFFERENT, field_diff(loads(value), loads(held))))
         return found

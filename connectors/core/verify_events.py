@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 DELETED = None
 
-SourceRow = tuple[bytes | None, Any]  # a source row as its snapshot event holds it: key JSON, `after` (dict or JSON)
+# A source row as its snapshot event holds it: its key as canonical JSON (`key_text`; None: no key), and the state
+# its `after` leaves (`held_state`)
+SourceRow = tuple[str | None, str]
 
 
 class UnreadableEvent(ValueError):
@@ -49,13 +50,13 @@ def key_text(key: bytes | None) -> str | None:
     return canonical(decoded)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One record read back: `op` (c, u, d, r, t; None for a tombstone), the row state after it (a dict, or None
-    when deleted), and its source block (where it was captured)."""
+class Event(NamedTuple):
+    """One record read back: `op` (c, u, d, r, t; None for a tombstone), the row after it (a dict; MongoDB's
+    document as its Extended JSON text, a str; None when deleted), and its source block (where it was captured).
+    A named tuple: one is built per record, and a frozen dataclass costs several times more to build."""
 
     op: str | None
-    after: dict | None
+    after: dict | str | None
     source: dict
 
 
@@ -69,26 +70,35 @@ def read_event(value: bytes | None) -> Event:
         raise UnreadableEvent("a record is not a Debezium change event (op, source, after): Verify compares the "
                               "Debezium envelope formats only")
     op = decoded["op"]
-    after = decoded.get("after")
-    if isinstance(after, str):  # MongoDB: the document as Extended JSON text
-        after = loads(after)
-    return Event(op, DELETED if op == "d" else after, decoded.get("source") or {})
+    return Event(op, DELETED if op == "d" else decoded.get("after"), decoded.get("source") or {})
 
 
 def rows_of_messages(messages: Iterable, topic: str) -> list[SourceRow]:
-    """The (key, after) of each snapshot message (connectors.kafka.sink.OutMessage) of `topic` that has a row."""
+    """The (key, state) of each snapshot message (connectors.kafka.sink.OutMessage) of `topic` that has a row."""
     rows = []
     for message in messages:
         if message.topic == topic and message.value is not None:
             after = read_event(message.value).after
             if after is not None:
-                rows.append((message.key, after))
+                rows.append((key_text(message.key), held_state(after)))
     return rows
 
 
 def row_state(after: Any) -> str:
-    """A source row's state: its `after` (a dict, or its JSON text) as canonical JSON."""
+    """A row's state: its `after` (a dict, or its JSON text) as canonical JSON."""
     return canonical(loads(after) if isinstance(after, (bytes, str)) else after)
+
+
+def held_state(after: dict | str) -> str:
+    """The state a topic's event leaves: MongoDB's document text as the event holds it (the source side writes the
+    same text with the same code: `same_row` compares them as they are), any other `after` as canonical JSON."""
+    return after if isinstance(after, str) else canonical(after)
+
+
+def same_row(source: str, topic: str) -> bool:
+    """Whether two row states hold the same row: the same text, or the same canonical JSON (a text in another
+    field order or spacing; decoded only when the texts differ)."""
+    return source == topic or row_state(source) == row_state(topic)
 
 
 def field_diff(source: dict | None, topic: dict | None) -> dict:

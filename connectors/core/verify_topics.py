@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from connectors import ConnectorError
-from connectors.core.verify_events import Event, UnreadableEvent, canonical, key_text, loads, read_event
+from connectors.core.verify_events import Event, UnreadableEvent, held_state, key_text, loads, read_event
 from connectors.kafka.client_log import with_client_logger
 from connectors.kafka.errors import describe
 from connectors.kafka.reading import EndNotReached, end_offsets, read_to_end
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TopicState:
-    """key (canonical JSON) -> the row at the position as canonical JSON (deleted keys are absent); `later`: the
+    """key (canonical JSON) -> the row's state at the position (`held_state`; deleted keys are absent); `later`: the
     keys with events after the position; `records`: how many records were read."""
 
     rows: dict[str, str] = field(default_factory=dict)
@@ -36,8 +36,8 @@ class TopicState:
     records: int = 0
 
 
-def fill_unavailable(after: dict, previous: str | None, placeholder: str | None) -> dict:
-    if placeholder is None or previous is None or placeholder not in after.values():
+def fill_unavailable(after: dict | str, previous: str | None, placeholder: str | None) -> dict | str:
+    if placeholder is None or previous is None or not isinstance(after, dict) or placeholder not in after.values():
         return after
     known = loads(previous)
     return {name: known.get(name, value) if value == placeholder else value for name, value in after.items()}
@@ -63,7 +63,9 @@ class TopicReader:
             "fetch.wait.max.ms": 50,
         }))
 
-    def read(self, topic: str, covers: Callable[[dict], bool], placeholder: str | None = None) -> TopicState:
+    def read(self, topic: str, covers: Callable[[dict], bool], placeholder: str | None = None,
+             read: Callable[[bytes | None], Event] = read_event,
+             read_key: Callable[[bytes | None], str | None] = key_text) -> TopicState:
         state = TopicState()
         consumer = self._consumer()
         try:
@@ -78,8 +80,8 @@ class TopicReader:
             def apply(message) -> None:
                 state.records += 1
                 try:
-                    event = read_event(message.value())
-                    key = key_text(message.key())
+                    event = read(message.value())
+                    key = read_key(message.key())
                 except (ValueError, UnreadableEvent) as error:
                     raise ConnectorError(f"topic {topic!r} holds a record Verify cannot read at partition "
                                          f"{message.partition()} offset {message.offset()}: {error}") from None
@@ -118,5 +120,7 @@ def fold(state: TopicState, key: str | None, event: Event, covers: Callable[[dic
         return
     if event.after is None:
         state.rows.pop(key, None)
+    elif placeholder is None:
+        state.rows[key] = held_state(event.after)
     else:
-        state.rows[key] = canonical(fill_unavailable(event.after, state.rows.get(key), placeholder))
+        state.rows[key] = held_state(fill_unavailable(event.after, state.rows.get(key), placeholder))

@@ -44,7 +44,8 @@ except ImportError:
 if compiled is not None and not all(
     hasattr(compiled, name)
     for name in ("document_json", "split_event", "id_document", "event_head", "change_value", "snapshot_value",
-                 "reply_events", "change_messages", "update_description", "set_escape_table")
+                 "reply_events", "change_messages", "update_description", "set_escape_table", "verify_rows",
+                 "verify_event", "verify_key")
 ):
     compiled = None  # built from older sources: scripts/build_extensions.py rebuilds it
 if compiled is not None:

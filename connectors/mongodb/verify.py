@@ -23,16 +23,19 @@ from pymongo.read_concern import ReadConcern
 from connectors import ConnectorError
 from connectors.config.types import EventFormat
 from connectors.core.snapshot.chunks import Chunk, Plan
-from connectors.core.verify_events import SourceRow, rows_of_messages
+from connectors.core.verify_events import SourceRow, key_text, rows_of_messages
 from connectors.kafka.sink import OutMessage
 from connectors.mongodb.client import open_client
 from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.events import topic_name
 from connectors.mongodb.position import MongoPosition
+from connectors.mongodb.rawjson import raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace
 from connectors.mongodb.snapshots.chunks import plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
+from connectors.mongodb.verify_events import read_event, read_key
+from connectors.mongodb.verify_rows import rows_of_batch
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ def token_cluster_time(token: dict | None) -> Timestamp | None:
 
 class MongoView:
     placeholder = None
+    read_event = staticmethod(read_event)
+    read_key = staticmethod(read_key)
 
     def __init__(self, config: ConnectorConfig, replica_set: ReplicaSetSource, client):
         self.config = config
@@ -60,6 +65,7 @@ class MongoView:
         self._reader = MongoSnapshotReader(config, client)
         self._tables = self._reader.collections()
         self._transformer = MongoEventBuilder(config, replica_set.name).transformer
+        self._raw_options = raw_snapshot_options(client.codec_options)  # None: documents decoded as the client does
         self._session = client.start_session(causal_consistency=False)
         self._behind: MongoPosition | None = None  # a position found with captured changes after it
         self.runs_ahead = config.full_document == "updateLookup"
@@ -91,21 +97,11 @@ class MongoView:
 
     def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         namespace = Namespace.parse(chunk.namespace)
-        collection = self.client[namespace.db][namespace.collection]
-        messages: list[OutMessage] = []
-        rows: list[SourceRow] = []
-        transform = self._transformer.transform
-        snapshot_row = self._transformer.snapshot_row
-        envelope = self.config.event_format is not EventFormat.FLATTENED  # whose `after` Verify reads
         query = range_query(chunk.lower, chunk.upper, chunk.upper_inclusive)
         try:
-            for document in collection.find(query, session=self._session,
-                                            batch_size=self.config.snapshot_fetch_size, sort=[("_id", 1)]):
-                record = ChangeRecord.snapshot_read(namespace, document, cluster_time=self.cluster_time)
-                if not envelope:
-                    messages.extend(transform(record))  # refused by rows_of_messages, with the reason
-                elif (row := snapshot_row(record)) is not None and row[1] is not None:
-                    rows.append(row)
+            if self._written_as_stored(namespace):
+                return self._rows_of_batches(namespace, query)
+            return self._rows_built(namespace, query)
         except OperationFailure as error:
             if error.code != NO_SUCH_TRANSACTION:
                 raise
@@ -115,7 +111,43 @@ class MongoView:
                 "transactionLifetimeLimitSeconds (60 s by default), and this run's wait for the connector, topic "
                 "reads and collection reads took longer; verify fewer collections at a time or raise that limit"
             ) from None
-        return rows + rows_of_messages(messages, self.topic(chunk.namespace))
+
+    def _written_as_stored(self, namespace: Namespace) -> bool:
+        """Whether the collection's snapshot events are Debezium's envelope of each document as it is stored (no
+        field rules), which `verify_rows` writes from the raw batches (as the snapshot's compiled writer does)."""
+        transformer = self._transformer
+        return (self._raw_options is not None and self.config.event_format is EventFormat.DEBEZIUM
+                and transformer.filter.namespaces.includes(namespace)
+                and transformer.field_rules.for_namespace(namespace).is_identity)
+
+    def _rows_of_batches(self, namespace: Namespace, query: dict) -> list[SourceRow]:
+        collection = self.client[namespace.db][namespace.collection]
+        bare = self._transformer.events.context.bare_non_finite
+        rows: list[SourceRow] = []
+        with collection.find_raw_batches(query, session=self._session, batch_size=self.config.snapshot_fetch_size,
+                                         sort=[("_id", 1)]) as batches:
+            for batch in batches:
+                rows.extend(rows_of_batch(batch, bare))
+        return rows
+
+    def _rows_built(self, namespace: Namespace, query: dict) -> list[SourceRow]:
+        """The rows of the snapshot's events as the transformer builds them (field rules applied)."""
+        collection = self.client[namespace.db][namespace.collection]
+        if self._raw_options is not None:  # kept raw: written by the compiled module (rawjson)
+            collection = collection.with_options(codec_options=self._raw_options)
+        messages: list[OutMessage] = []
+        rows: list[SourceRow] = []
+        transform = self._transformer.transform
+        snapshot_row = self._transformer.snapshot_row
+        envelope = self.config.event_format is not EventFormat.FLATTENED  # whose `after` Verify reads
+        for document in collection.find(query, session=self._session, batch_size=self.config.snapshot_fetch_size,
+                                        sort=[("_id", 1)]):
+            record = ChangeRecord.snapshot_read(namespace, document, cluster_time=self.cluster_time)
+            if not envelope:
+                messages.extend(transform(record))  # refused by rows_of_messages, with the reason
+            elif (row := snapshot_row(record)) is not None and row[1] is not None:
+                rows.append((key_text(row[0]), row[1]))
+        return rows + rows_of_messages(messages, self.topic(f"{namespace.db}.{namespace.collection}"))
 
     def _idle_until_ms(self) -> int | None:
         """The wall-clock time (ms) up to which the replica set had written nothing after the view's cluster time

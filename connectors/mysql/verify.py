@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.core.verify_events import SourceRow, rows_of_messages
+from connectors.core.verify_events import SourceRow, key_text, read_event, rows_of_messages
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import topic_name
 from connectors.mysql.gtid import MariaGtidPosition
@@ -24,6 +24,8 @@ from connectors.mysql.source import MySqlSource, ServerSource
 
 class MySqlView:
     placeholder = None
+    read_event = staticmethod(read_event)
+    read_key = staticmethod(key_text)
     runs_ahead = False  # an event carries the row as its own change left it
 
     def __init__(self, config: MySqlConfig, server: ServerSource):

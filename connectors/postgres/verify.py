@@ -17,7 +17,7 @@ import psycopg
 
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.verify import OpenedPartition
-from connectors.core.verify_events import SourceRow
+from connectors.core.verify_events import SourceRow, key_text, read_event, row_state
 from connectors.postgres import envelope
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.envelope import SourceInfo
@@ -66,10 +66,13 @@ class RowTexts:
 
     def snapshot_row(self, table: Table, values: list, source: SourceInfo) -> SourceRow:
         key, row = self.builder.tuple_texts(table, values)
-        return (key.encode() if key is not None else None), row
+        return key_text(key), row_state(row) if row is not None else None
 
 
 class PgView:
+    read_event = staticmethod(read_event)
+    read_key = staticmethod(key_text)
+
     def __init__(self, config: PostgresConfig, slot: SlotSource):
         self.config = config
         self.placeholder = config.unavailable_value_placeholder

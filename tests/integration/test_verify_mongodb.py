@@ -153,7 +153,9 @@ def test_a_snapshot_transaction_the_server_ended_fails_the_run_with_a_sentence(m
     try:
         wait_for_events(bootstrap, f"{name}.{name}.items", 30)
         monkeypatch.setattr(replset, "TXN_LIFETIME", 0.5)
-        verifier = Verifier(config, mongo_verify.partitions(config), bootstrap, VerifyOptions(chunk_size=7),
+        # chunks read one at a time (no rows read ahead): the later ones after the transaction's end
+        options = VerifyOptions(chunk_size=7, read_ahead_chars=1)
+        verifier = Verifier(config, mongo_verify.partitions(config), bootstrap, options,
                             on_progress=outlive_the_transaction)
         with pytest.raises(ConnectorError, match="ended Verify's snapshot transaction .* transactionLifetimeLimit"):
             verifier.run()

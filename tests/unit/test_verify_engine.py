@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from connectors.core.verify_events import field_diff, key_text, read_event
+from connectors.core.verify_events import field_diff, key_text, read_event, row_state, same_row
 from connectors.core.verify_topics import TopicState, fold
 from connectors.postgres.verify import TransactionSnapshot
 
@@ -54,6 +54,18 @@ def test_an_unavailable_value_keeps_the_previous_one_and_a_truncate_empties_the_
     assert state.rows == {}
 
 
+def test_a_mongodb_document_is_kept_as_its_text_and_compared_as_text_else_as_canonical_json():
+    state = TopicState()
+    fold(state, *event("r", '{"_id": 1,"v": 2,"w": [1, 2]}', 1), lambda source: True, None)
+    held = state.rows['{"id":1}']
+    assert held == '{"_id": 1,"v": 2,"w": [1, 2]}'  # the event's own text: the source side writes the same
+    assert same_row('{"_id": 1,"v": 2,"w": [1, 2]}', held)
+    assert same_row('{"w":[1,2],"_id":1,"v":2}', held)  # another order and spacing: the same document
+    assert not same_row('{"_id": 1,"v": 3,"w": [1, 2]}', held)
+    assert not same_row('{"_id": 1,"v": 2,"w": [2, 1]}', held)
+    assert not same_row('{"_id": 1,"v": 2}', held)
+
+
 def test_field_diff_names_each_differing_field_with_both_values():
     assert field_diff({"a": 1, "b": 2, "c": [1]}, {"a": 1, "b": 3, "d": 4}) == {"b": [2, 3], "c": [[1], None],
                                                                                "d": [None, 4]}
@@ -78,6 +90,8 @@ class RoundsView:
     round, the keys whose topic value differs from the source's."""
 
     placeholder = None
+    read_event = staticmethod(read_event)
+    read_key = staticmethod(key_text)
 
     def __init__(self, topic_rows: dict[str, str], runs_ahead: bool):
         self.topic_rows, self.runs_ahead = topic_rows, runs_ahead
@@ -94,7 +108,8 @@ class RoundsView:
         return Plan([0, 5, 10], 10, "fixed")
 
     def read_rows(self, chunk):
-        return [(json.dumps({"id": n}).encode(), {"id": n, "v": 1}) for n in range(chunk.lower, chunk.upper)]
+        return [(key_text(json.dumps({"id": n})), row_state({"id": n, "v": 1}))
+                for n in range(chunk.lower, chunk.upper)]
 
     def covers(self, source):
         return True
@@ -143,7 +158,8 @@ def verify_in_rounds(differing_per_round: list[dict[int, int]], runs_ahead: bool
     verifier = Verifier(config, [partition], "127.0.0.1:1", VerifyOptions(chunk_size=5, rounds=3))
     verifier.offsets = SimpleNamespace(read_value=lambda key: (b"v", None))
     verifier.topics = SimpleNamespace(
-        read=lambda topic, covers, placeholder: TopicState(rows=dict(RoundsPartition.opened[-1].topic_rows)))
+        read=lambda topic, covers, placeholder, read, read_key: TopicState(
+            rows=dict(RoundsPartition.opened[-1].topic_rows)))
     return verifier.run()
 
 

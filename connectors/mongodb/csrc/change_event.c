@@ -1106,3 +1106,81 @@ PyObject *update_description(PyObject *module, PyObject *argument) {
     keep_buffer(&kept_buffers[2], &scratch);
     return result;
 }
+
+/* --- Verify's rows ------------------------------------------------------------------------------------------- */
+
+/* Whether text[0..length) is printable ASCII alone: the key's id text then escapes as orjson escapes it (only `"` and
+   `\`), so the key put_key writes is also its canonical JSON (connectors/core/verify_events.py key_text). */
+static int printable_ascii(const char *text, size_t length) {
+    for (size_t i = 0; i < length; i++)
+        if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] > 0x7E) return 0;
+    return 1;
+}
+
+/* (key, after) of one document for verify_rows, or its bytes when this code leaves it to Python; NULL on error. */
+static PyObject *verify_row(const unsigned char *data, size_t length, int bare, Buffer *key, Buffer *text,
+                            Buffer *scratch) {
+    Element document = {0x03, data, length};
+    key->length = text->length = 0;
+    Outcome outcome = put_key(key, scratch, &document);
+    if (outcome == WRITTEN && !printable_ascii(scratch->data, scratch->length)) outcome = UNSUPPORTED;
+    if (outcome == WRITTEN) outcome = put_document(text, data, length, bare);
+    if (outcome == NO_MEMORY) return PyErr_NoMemory();
+    if (outcome != WRITTEN) return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)length);
+    PyObject *key_text = PyUnicode_DecodeASCII(key->data, (Py_ssize_t)key->length, "strict");
+    if (key_text == NULL) return NULL;
+    PyObject *after = PyUnicode_DecodeUTF8(text->data, (Py_ssize_t)text->length, "strict");
+    if (after == NULL) {
+        Py_DECREF(key_text);
+        return NULL;
+    }
+    PyObject *row = PyTuple_Pack(2, key_text, after);
+    Py_DECREF(key_text);
+    Py_DECREF(after);
+    return row;
+}
+
+/* verify_rows(batch, bare_non_finite): a list with one item per document of `batch` (BSON documents one after the
+   other, as a raw batch cursor gives them): (key, after), the key as canonical JSON and the document's strict Extended
+   JSON (extjson.document_json), or the document's bytes when the Python path must write it (an _id of another type
+   than int, string and ObjectId, a key of other than printable ASCII, a value the writer leaves to Python). None when
+   the batch is not documents one after the other. */
+PyObject *verify_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "verify_rows(batch, bare_non_finite) takes 2 arguments");
+        return NULL;
+    }
+    if (!writer_ready()) {
+        PyErr_SetString(PyExc_RuntimeError, "set_escape_table() was not called");
+        return NULL;
+    }
+    int bare = PyObject_IsTrue(args[1]);
+    if (bare < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    size_t length = (size_t)view.len, at = 0;
+    while (at < length) {
+        size_t size = length - at >= 4 ? (size_t)(uint32_t)read_int32(data + at) : 0;
+        if (size < 5 || size > length - at || !is_document(data + at, size)) {
+            PyBuffer_Release(&view);
+            Py_RETURN_NONE;
+        }
+        at += size;
+    }
+    PyObject *rows = PyList_New(0);
+    Buffer key, text, scratch;
+    take_buffers(&text, &key, &scratch);
+    for (at = 0; rows != NULL && at < length;) {
+        size_t size = (size_t)(uint32_t)read_int32(data + at);
+        PyObject *row = verify_row(data + at, size, bare, &key, &text, &scratch);
+        if (row == NULL || PyList_Append(rows, row) < 0) Py_CLEAR(rows);
+        Py_XDECREF(row);
+        at += size;
+    }
+    keep_buffer(&kept_buffers[0], &text);
+    keep_buffer(&kept_buffers[1], &key);
+    keep_buffer(&kept_buffers[2], &scratch);
+    PyBuffer_Release(&view);
+    return rows;
+}

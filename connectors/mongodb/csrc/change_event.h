@@ -14,5 +14,6 @@ PyObject *reply_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 PyObject *change_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *update_description(PyObject *module, PyObject *argument);
 PyObject *snapshot_value(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *verify_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

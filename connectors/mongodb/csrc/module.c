@@ -2,6 +2,7 @@
    JSON text. writer.c writes documents, change_event.c reads change events and writes their values. */
 
 #include "change_event.h"
+#include "verify_event.h"
 #include "writer.h"
 
 static PyObject *document_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -69,6 +70,15 @@ static PyMethodDef methods[] = {
     {"snapshot_value", (PyCFunction)(void (*)(void))snapshot_value, METH_FASTCALL,
      "snapshot_value(data, source_prefix, bare_non_finite, ts_ms, snapshot, db, coll) -> (value, key) | None: "
      "Debezium's snapshot read event value (and key) of a raw document; None when the Python path must write it."},
+    {"verify_rows", (PyCFunction)(void (*)(void))verify_rows, METH_FASTCALL,
+     "verify_rows(batch, bare_non_finite) -> list | None: per document of a raw batch, (key as canonical JSON, "
+     "document text), or the document's bytes when the Python path must write it."},
+    {"verify_event", (PyCFunction)(void (*)(void))verify_event, METH_FASTCALL,
+     "verify_event(value, event_class) -> event_class(op, after, source) | None: a change event's op, after text and "
+     "source ts_ms, ord and snapshot, read from its JSON value; None when the Python path must read it."},
+    {"verify_key", verify_key, METH_O,
+     "verify_key(key) -> str | None: a record key as canonical JSON when it already is one; None when the Python "
+     "path must read it."},
     {"reply_events", (PyCFunction)(void (*)(void))reply_events, METH_FASTCALL,
      "reply_events(reply, event_class) -> (events, cursor) | None: a change stream reply's events, each an "
      "event_class holding its bytes (raw) and event_head (head), and its cursor document without the batch as BSON."},
