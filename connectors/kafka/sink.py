@@ -100,9 +100,9 @@ INIT_NUDGE_SECONDS = 0.05
 
 # A producer dropped while Kafka did not answer it may still have a request on its way (an init_transactions, a
 # commit) that Kafka takes up once it is back, after the producer that replaced it started: that fences the new one.
-# A fence this soon after such a replacement is taken for that, not for another worker taking over (whose lease,
-# 10 s, must expire first): the pipeline starts again from its committed offset, once per dropped producer.
-LATE_REQUEST_FENCE_SECONDS = 5.0
+# A fence this soon after such a replacement, before every lane has committed since, is taken for that, not for
+# another worker taking over: the pipeline starts again from its committed offset, once per dropped producer.
+LATE_REQUEST_FENCE_SECONDS = 30.0
 
 # Lanes of a partition pipeline's sink, and of every sink that must fence it (offset resets): all of them use this.
 PIPELINE_LANES = 2
@@ -195,8 +195,10 @@ class TransactionalSink:
         self._deliveries = _Deliveries()
         self._batch_payload = 0
         self._batch_topics: set[str] = set()
-        self._dropped_unanswered = 0  # producers dropped broken since the last commit (LATE_REQUEST_FENCE_SECONDS)
+        # producers dropped broken and not yet followed by a commit on every lane (LATE_REQUEST_FENCE_SECONDS)
+        self._dropped_unanswered = 0
         self._opened_at = 0.0
+        self._commits_since_open = 0
 
     # -- life cycle -------------------------------------------------------------------------------------------
 
@@ -221,6 +223,7 @@ class TransactionalSink:
         self._turn = 0
         self._state = "open"
         self._opened_at = time.monotonic()
+        self._commits_since_open = 0
 
     def _init_transactions(self, producer: Producer) -> None:
         """init_transactions, called again every INIT_NUDGE_SECONDS (or after a retriable error) until it completes
@@ -300,7 +303,9 @@ class TransactionalSink:
             )
         finished = time.monotonic()
         self._take_turns()
-        self._dropped_unanswered = 0
+        self._commits_since_open += 1
+        if self._commits_since_open >= len(self._lanes):  # a late request is for any lane's id
+            self._dropped_unanswered = 0
         self._count_committed(messages, offset)
         self.stats.last_commit_latency_ms = round((finished - commit_started) * 1000, 3)
         self.stats.last_batch_ms = round((finished - started) * 1000, 3)
