@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import datetime
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -133,6 +134,9 @@ class RowChange:
     thread: int | None
     query: str | None  # the statement, when the server annotates rows events
     position: BinlogPosition  # restart here to continue after this row
+    # when the reader read its rows event (ms since the epoch; 0: unknown): binlog times are whole seconds, the lag
+    # is measured from this while it is within the change's second (source.lag_source_time)
+    arrived_ms: int = field(default=0, compare=False)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -140,6 +144,7 @@ class TransactionCommit:
     gtid: str | None
     position: BinlogPosition  # the next transaction starts here (event = row = 0)
     ts_sec: int
+    arrived_ms: int = field(default=0, compare=False)  # as RowChange's
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -153,6 +158,7 @@ class SchemaStatement:
     ts_sec: int
     server_id: int
     start: BinlogPosition | None = None  # where the statement's own event starts: Debezium's source.pos
+    arrived_ms: int = field(default=0, compare=False)  # as RowChange's
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -291,7 +297,7 @@ class BinlogReader:
                         yield SchemaStatement(
                             database=_text(event.schema), ddl=query, gtid=txn.gtid,
                             position=self._here(event), ts_sec=event.timestamp, server_id=event.packet.server_id,
-                            start=self._here(event, at_start=True),
+                            start=self._here(event, at_start=True), arrived_ms=_now_ms(),
                         )
                         txn = None
                         skip_events = skip_rows = 0
@@ -413,7 +419,8 @@ class BinlogReader:
 
     def _commit(self, txn: _Transaction, event) -> TransactionCommit:
         self._complete(txn)
-        return TransactionCommit(gtid=txn.gtid, position=self._here(event), ts_sec=event.timestamp)
+        return TransactionCommit(gtid=txn.gtid, position=self._here(event), ts_sec=event.timestamp,
+                                 arrived_ms=_now_ms())
 
     def _schema_of(self, event) -> TableSchema:
         """The rows event's table, built once per table map (a transaction's rows events share it), and the same
@@ -438,6 +445,7 @@ class BinlogReader:
         images = self._images(event, schema, op)
         start, file, packet = txn.start, self._file, event.packet
         pos, server_id, ts_sec = packet.log_pos - packet.event_size, packet.server_id, event.timestamp
+        arrived_ms = _now_ms()
         last = len(images) - 1
         for number in range(skip, len(images)):
             before, after = images[number]
@@ -445,7 +453,7 @@ class BinlogReader:
                         else BinlogPosition(start.file, start.pos, start.gtids, index, number + 1))
             # positional: thirteen keywords cost a rows event's row about 0.3 µs more
             yield RowChange(op, schema, before, after, txn.gtid, file, pos, number, server_id, ts_sec, txn.thread,
-                            txn.query, position)
+                            txn.query, position, arrived_ms)
 
     def _images(self, event, schema: TableSchema, op: str) -> list[tuple[dict | None, dict | None]]:
         """(before, after) of each row of the rows event: decoded by the compiled module when it can, else by the
@@ -467,6 +475,10 @@ class BinlogReader:
         if op == "c":
             return [(None, _values(row["values"], row["none_sources"], schema)) for row in event.rows]
         return [(_values(row["values"], row["none_sources"], schema), None) for row in event.rows]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _text(value) -> str:

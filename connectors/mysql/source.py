@@ -64,20 +64,21 @@ class OffsetRecord:
 
 
 BINLOG_LAG_BASIS = "binlog time (whole seconds; the end of the change's second)"
-ARRIVAL_LAG_BASIS = "arrival at the connector (within the change's binlog second, which is whole)"
+ARRIVAL_LAG_BASIS = "arrival at the connector's binlog reader (within the change's binlog second, which is whole)"
 
 
-def lag_source_time(ts_sec: int | None, now_ms: int | None = None) -> tuple[int | None, str | None]:
+def lag_source_time(ts_sec: int | None, arrived_ms: int | None = None) -> tuple[int | None, str | None]:
     """The source time the lag is measured from, and its basis. Binlog times are whole seconds: measured from them the
-    lag of a caught-up connector saws between 0 and 1 s. The change happened within [ts, ts + 1 s) and before it
-    arrived, so the latest time it can have happened is taken: the arrival while still in that second (sub-second:
-    the connector's own latency), else the end of the second."""
+    lag of a caught-up connector saws between 0 and 1 s. The change happened within [ts, ts + 1 s) and before the
+    binlog reader read it (`arrived_ms`; None: unknown, now is taken), so the latest time it can have happened is
+    taken: its arrival while still in that second (sub-second: the lag is then the connector's own latency, its time
+    in the change queue and in Kafka included), else the end of the second."""
     if not ts_sec:
         return None, None
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    arrived_ms = int(time.time() * 1000) if not arrived_ms else arrived_ms
     second_end = ts_sec * 1000 + 999
-    if now_ms <= second_end:
-        return now_ms, ARRIVAL_LAG_BASIS
+    if arrived_ms <= second_end:
+        return arrived_ms, ARRIVAL_LAG_BASIS
     return second_end, BINLOG_LAG_BASIS
 
 
@@ -277,7 +278,7 @@ class MySqlEventBuilder:
         schema = getattr(change, "schema", None)
         if schema is not None:
             summary["table"] = f"{schema.database}.{schema.table}"
-        source_ms, basis = lag_source_time(ts)
+        source_ms, basis = lag_source_time(ts, getattr(change, "arrived_ms", None))
         return ChangeSummary(source_ms, basis, position, summary)
 
     def idle(self) -> list:
