@@ -35,7 +35,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from connectors import ConnectorError, HistoryLost, SourceUnreachable
-from connectors.mysql import compiled_rows
+from connectors.mysql import compiled_rows, table_maps  # noqa: F401 - table_maps: decoded once per table definition
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.status import show_binlog_status
@@ -252,12 +252,17 @@ class BinlogReader:
     # (database, table) -> whether its rows are wanted; the others' rows are never decoded, so a table the
     # connector does not capture cannot fail it (a value its decoder does not know) nor cost it CPU
     wanted: Callable[[str, str], bool] | None = None
+    # MariaDB's annotate rows events (a rows event's statement: RowChange.query), asked of the server only when
+    # wanted (include.query): each is one more event per transaction to send and decode
+    annotations: bool = True
     _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
     _tables: dict[int, TableFacts] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
     _schemas: dict[int, tuple[list, TableSchema]] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the schema, the compiled decoder's layout of its columns; None: the library decodes its rows)
     _layouts: dict[int, tuple[TableSchema, tuple | None]] = field(default_factory=dict, init=False, repr=False)
+    # the bytes of the rows event whose rows are being handed out (its header and checksum included)
+    rows_event_bytes: int = field(default=0, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -382,7 +387,7 @@ class BinlogReader:
             blocking=self.blocking,
             only_events=[MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, RotateEvent, TableMapEvent,
                          WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent,
-                         MariadbAnnotateRowsEvent],
+                         *([MariadbAnnotateRowsEvent] if self.annotations else [])],
             only_schemas=self.only_schemas,
             only_tables=self.only_tables,
             pymysql_wrapper=connect_once,
@@ -392,7 +397,7 @@ class BinlogReader:
         if use_gtid:
             self._file = None  # learnt from the server's first (fake) rotate event
             return BinLogStreamReader(**kwargs, is_mariadb=True, auto_position=position.gtids,
-                                      annotate_rows_event=True)
+                                      annotate_rows_event=self.annotations)
         if not start.mariadb and position.gtids:
             return BinLogStreamReader(**kwargs, auto_position=position.gtids)
         return BinLogStreamReader(**kwargs, resume_stream=True, log_file=position.file, log_pos=position.pos)
@@ -445,6 +450,7 @@ class BinlogReader:
         images = self._images(event, schema, op)
         start, file, packet = txn.start, self._file, event.packet
         pos, server_id, ts_sec = packet.log_pos - packet.event_size, packet.server_id, event.timestamp
+        self.rows_event_bytes = packet.event_size
         arrived_ms = _now_ms()
         last = len(images) - 1
         for number in range(skip, len(images)):

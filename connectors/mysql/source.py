@@ -307,6 +307,19 @@ _HEARTBEAT_KEY = s.struct([("serverName", s.string())], name="io.debezium.connec
 _HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")
 
 
+# What one decoded column value holds in memory beyond its bytes in the binlog, roughly: its slot in the row's dict
+# (which grows by a third ahead) and its Python object's header (an int 28 bytes, a str 49 + its text, a Decimal 104,
+# a datetime 48). A 20-column row of ~200 binlog bytes measured ~2.2 kB of objects.
+QUEUED_VALUE_BYTES = 100
+
+
+def queued_row_bytes(row: RowChange, binlog_bytes: int) -> int:
+    """What a row change waiting in the change queue is counted as for max.queue.size.in.bytes: its share of its rows
+    event's bytes and QUEUED_VALUE_BYTES per column of each of its images."""
+    images = (row.before is not None) + (row.after is not None)
+    return binlog_bytes + images * len(row.schema.columns) * QUEUED_VALUE_BYTES
+
+
 class BinlogChangeReader(threading.Thread):
     """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
     last position it queued (the library's own reconnect would replay from where it was opened).
@@ -330,14 +343,15 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
-    def _put_rows(self, rows: list[RowChange]) -> bool:
+    def _put_rows(self, rows: list[RowChange], event_bytes: int) -> bool:
         """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
         done = 0
+        size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
         while done < len(rows):
             if self.stop.is_set():
                 return False
             try:
-                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2)
+                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2, item_bytes=size)
             except queue.Full:
                 continue
         self.position = rows[-1].position
@@ -349,7 +363,8 @@ class BinlogChangeReader(threading.Thread):
         attempt = 0
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
-                                  heartbeat_seconds=1.0, wanted=self.config.reads_rows_of)
+                                  heartbeat_seconds=1.0, wanted=self.config.reads_rows_of,
+                                  annotations=self.config.include_query)
             rows: list[RowChange] = []  # a rows event's rows, queued together once its last is read
             try:
                 for item in reader:
@@ -358,7 +373,7 @@ class BinlogChangeReader(threading.Thread):
                         rows.append(item)
                         if item.position.row:  # not its rows event's last: the others are decoded already
                             continue
-                        if not self._put_rows(rows):
+                        if not self._put_rows(rows, reader.rows_event_bytes):
                             return
                         rows = []
                     elif type(item) is Heartbeat:
