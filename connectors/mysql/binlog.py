@@ -408,6 +408,14 @@ class BinlogReader:
             if event is None:
                 return
             yield event
+            # Handled. The library's event and its packet wrapper refer to each other (`event.packet`,
+            # `packet.event`): unlinked, both and the event's bytes are freed now by reference counting instead of
+            # waiting for the cyclic collector, which the streaming pipeline runs rarely (core.collector). Left
+            # linked, a catch-up held thousands of rows events' packets (~27 MB of 5 kB events) in the collector's
+            # older generations.
+            packet = getattr(event, "packet", None)
+            if packet is not None:
+                packet.event = None
 
     def _here(self, event, at_start: bool = False) -> BinlogPosition:
         end = event.packet.log_pos
