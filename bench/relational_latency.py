@@ -150,12 +150,12 @@ class QueuedMarks:
     def __enter__(self) -> QueuedMarks:
         put, put_many, marks, number_of = self._put, self._put_many, self.marks, self.number_of
 
-        def traced_put(queue, item, timeout=None):
-            put(queue, item, timeout)
+        def traced_put(queue, item, timeout=None, **size):
+            put(queue, item, timeout, **size)
             marks.mark("queued", number_of(item))
 
-        def traced_put_many(queue, items, timeout=None):
-            done = put_many(queue, items, timeout)
+        def traced_put_many(queue, items, timeout=None, **size):
+            done = put_many(queue, items, timeout, **size)
             marks.mark("queued", _last(items[:done], number_of))
             return done
 
