@@ -67,8 +67,8 @@ def _ops(raw: Any) -> tuple[str, ...]:
 
 _POSITIVE = values.int_at_least(1)
 # max.queue.size.in.bytes: the change queue's bound in bytes (ChangeQueue), the binlog reader telling each row's
-# estimated size (source.queued_row_bytes). Debezium's default is 0 (no bound); here a catch-up's queue of decoded
-# rows held ~40 MB at 8,192-16,384 rows of 20 columns, the larger part of its memory's rise
+# estimated size (source.queued_row_bytes). Debezium's default is 0 (no bound); here the queue holds decoded rows
+# (a 20-column row ~1.7 kB of Python objects) and, bounded in rows alone, 8,192 rows of 1 MB values would be 8 GB
 DEFAULT_MAX_QUEUE_BYTES = 16 * 1024 * 1024
 _NON_NEGATIVE = values.int_at_least(0)
 

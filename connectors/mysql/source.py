@@ -309,7 +309,8 @@ _HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.
 
 # What one decoded column value holds in memory beyond its bytes in the binlog, roughly: its slot in the row's dict
 # (which grows by a third ahead) and its Python object's header (an int 28 bytes, a str 49 + its text, a Decimal 104,
-# a datetime 48). A 20-column row of ~200 binlog bytes measured ~2.2 kB of objects.
+# a datetime 48). A 20-column row of ~200 binlog bytes (bench.wide_rows') is ~1.7 kB of objects (tracemalloc) and is
+# counted 2.2 kB.
 QUEUED_VALUE_BYTES = 100
 
 
