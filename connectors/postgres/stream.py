@@ -41,6 +41,23 @@ class WalChange:
     previous_commit: int | None = None  # the end LSN of the transaction streamed before this one (source.sequence)
 
 
+# What one column value of a change waiting in the queue holds beyond its text, roughly: its slot in the message's
+# tuple and its str object's header (49 bytes)
+QUEUED_VALUE_BYTES = 64
+QUEUED_CHANGE_BYTES = 200  # the WalChange and its message
+
+
+def queued_change_bytes(item) -> int:
+    """What a change waiting in the change queue is counted as for max.queue.size.in.bytes: its values' text and
+    QUEUED_VALUE_BYTES per value of each tuple, and QUEUED_CHANGE_BYTES."""
+    message = getattr(item, "message", None)
+    size = QUEUED_CHANGE_BYTES
+    for values in (getattr(message, "new", None), getattr(message, "old", None)):
+        if values:
+            size += len(values) * QUEUED_VALUE_BYTES + sum(len(v) for v in values if type(v) is str or type(v) is bytes)
+    return size
+
+
 def last_commit_end(resume: Position | None) -> int | None:
     """The end LSN of the last transaction a stored position says was streamed whole (None: none, or an idle or
     snapshot position, which is no commit's): what Debezium keeps as its offset's last commit LSN."""
@@ -111,13 +128,15 @@ class WalReader:
 
     def _put_all(self, items: list) -> bool:
         """Queues `items` in order (a queue lock for as many as there is room for), acknowledging the slot while
-        the queue is full; False when stopped first."""
+        the queue is full; False when stopped first. Under max.queue.size.in.bytes each counts as the average of
+        their queued_change_bytes."""
         done = 0
+        size = sum(map(queued_change_bytes, items)) // len(items) if self._out.max_bytes and items else 0
         while done < len(items):
             if self._stop.is_set():
                 return False
             try:
-                done += self._out.put_many(items[done:] if done else items, timeout=0.2)
+                done += self._out.put_many(items[done:] if done else items, timeout=0.2, item_bytes=size)
             except queue.Full:
                 self._acknowledge()  # keep acknowledging while the pipeline catches up
         return True

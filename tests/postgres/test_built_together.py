@@ -38,12 +38,14 @@ CONFIGS = {
 class Collected:
     """What a WalReader queues, kept in a list (the reader's ChangeQueue)."""
 
+    max_bytes = 0  # no byte bound
+
     def __init__(self) -> None:
         self.items: list = []
         self.commits = 0
         self.changed = threading.Condition()
 
-    def put_many(self, items: list, timeout: float | None = None) -> int:
+    def put_many(self, items: list, timeout: float | None = None, item_bytes: int = 0) -> int:
         with self.changed:
             self.items.extend(items)
             self.commits += sum(1 for item in items if type(item) is WalChange and type(item.message) is Commit)
