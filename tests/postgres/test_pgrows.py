@@ -244,3 +244,68 @@ def test_keys_are_written_as_python_writes_them():
             got, expected = outcome(native, values), outcome(python, values)
             assert got == expected, (head, values)
         assert native(("7", "a")) == f'{head}{{"i":7,"s":"a"}}{tail}'.encode()
+
+
+def test_runs_of_changes_are_written_as_each_change_is_written_alone():
+    """`write_run` (PgEventBuilder.build_changes' runs) writes, from a change on, the messages the Python writers give
+    each change of the run alone (the key from `bytes_writer`, the value from `event_writer`), and stops at the first
+    change of another table, transaction or kind, an update with an old tuple, or a change either compiled writer
+    sends the long way (which the per-change path then writes): random runs of inserts and updates with such changes
+    among them."""
+    require_compiled()
+    from connectors.events import schema as s
+    from connectors.kafka.sink import OutMessage
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres.stream import WalChange
+
+    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
+    head, tail = '{"schema":{"type":"struct"},"payload":', "}"
+    python_event = rows.event_writer(rows.schema, use_compiled=False)
+    python_key = rows.bytes_writer(key_schema, head, tail, use_compiled=False)
+    event_columns, count = rows.compiled_columns(rows.schema)
+    key_columns = rows.compiled_columns(key_schema)[0]
+    parts = ('{"before":null,"after":', ',"lsn":', ',"x":"é"', '}')
+    rng = random.Random(23)
+
+    def values():
+        return (rng.choice(["5", "-12", "5", "5", "007", None]), rng.choice(["", 'q"', "é\x01", None]),
+                rng.choice(["1.50", "12.5", "1.50"]), rng.choice(["2024-01-02 03:04:05.5+00", "infinity", None]))
+
+    def change(kind):
+        relation, commit = rng.choice([7, 7, 7, 8]), rng.choice([100, 100, 100, 200])
+        if kind is p.Insert:
+            message = p.Insert(relation, values())
+        else:
+            message = p.Update(relation, values(), values() if rng.random() < 0.1 else None, None)
+        return WalChange(message, rng.randrange(2**64), commit, 5, 6)
+
+    for _ in range(300):
+        kind = rng.choice([p.Insert, p.Update])
+        changes = [change(rng.choice([kind, kind, kind, p.Insert, p.Update])) for _ in range(rng.randint(1, 12))]
+        start = rng.randrange(len(changes))
+        first = changes[start]
+        with_key = rng.random() < 0.7
+        key = (head, key_columns, tail) if with_key else None
+        messages = ["already there"]
+        end = compiled.write_run(changes, start, kind, first.message.relation_id, first.commit_lsn, parts,
+                                 event_columns, count, key, "topic", OutMessage, messages, kind is p.Update)
+
+        def in_run(item, kind=kind, first=first):
+            return (type(item.message) is kind and getattr(item.message, "old", None) is None
+                    and item.message.relation_id == first.message.relation_id
+                    and item.commit_lsn == first.commit_lsn)
+
+        def written(item, with_key=with_key):
+            new = item.message.new
+            return (compiled.write_event(parts, new, event_columns, count, item.lsn) is not None
+                    and (not with_key or compiled.write_text(head, new, key_columns, count, tail) is not None))
+
+        assert start <= end <= len(changes)
+        assert all(in_run(item) and written(item) for item in changes[start:end])
+        assert end == len(changes) or not (in_run(changes[end]) and written(changes[end]))
+        assert messages == ["already there"] + [
+            OutMessage("topic", python_key(item.message.new) if with_key else None,
+                       python_event(parts, item.message.new, item.lsn)) for item in changes[start:end]]

@@ -459,6 +459,153 @@ static PyObject *write_text(PyObject *module, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+/* ---- write_run ---------------------------------------------------------------------------------------------- */
+
+static PyObject *name_message, *name_relation_id, *name_commit_lsn, *name_lsn, *name_new, *name_old;
+
+/* Whether `object.name` equals `expected` (0 no, 1 yes, -1 error). */
+static int attribute_equals(PyObject *object, PyObject *name, PyObject *expected) {
+    PyObject *value = PyObject_GetAttr(object, name);
+    if (value == NULL) return -1;
+    int equal = value == expected ? 1 : PyObject_RichCompareBool(value, expected, Py_EQ);
+    Py_DECREF(value);
+    return equal;
+}
+
+/* One change of a run into `key_out` and `value_out` (their lengths reset): 0 written, 1 not this run's or the long
+   way, -1 error. */
+static int write_run_change(PyObject *change, PyObject *kind, int update, PyObject *relation_id, PyObject *commit_lsn,
+                            PyObject *parts, PyObject *columns, Py_ssize_t count, PyObject *key, Buffer *key_out,
+                            Buffer *value_out) {
+    PyObject *message = PyObject_GetAttr(change, name_message);
+    if (message == NULL) return -1;
+    PyObject *values = NULL;
+    int outcome = 1;
+    if ((PyObject *)Py_TYPE(message) != kind) goto done;
+    if (update) {
+        PyObject *old = PyObject_GetAttr(message, name_old);
+        if (old == NULL) goto failed;
+        Py_DECREF(old);
+        if (old != Py_None) goto done;
+    }
+    int equal = attribute_equals(message, name_relation_id, relation_id);
+    if (equal <= 0) goto checked;
+    equal = attribute_equals(change, name_commit_lsn, commit_lsn);
+    if (equal <= 0) goto checked;
+    values = PyObject_GetAttr(message, name_new);
+    if (values == NULL) goto failed;
+    if (!PyTuple_Check(values)) goto done;
+    PyObject *lsn_object = PyObject_GetAttr(change, name_lsn);
+    if (lsn_object == NULL) goto failed;
+    unsigned long long lsn = PyLong_Check(lsn_object) ? PyLong_AsUnsignedLongLong(lsn_object) : (unsigned long long)-1;
+    Py_DECREF(lsn_object);
+    if (lsn == (unsigned long long)-1) {
+        PyErr_Clear();
+        goto done; /* the per-change writer decides */
+    }
+    key_out->length = value_out->length = 0;
+    if (key != Py_None) {
+        outcome = put_str(key_out, PyTuple_GET_ITEM(key, 0));
+        if (outcome == 0) outcome = put_row(key_out, values, PyTuple_GET_ITEM(key, 1), count);
+        if (outcome == 0) outcome = put_str(key_out, PyTuple_GET_ITEM(key, 2));
+        if (outcome != 0) goto done;
+    }
+    char lsn_text[CDC_INT64_TEXT_MAX];
+    int lsn_length = decimal_digits(lsn_text, lsn);
+    outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 0));
+    if (outcome == 0) outcome = put_row(value_out, values, columns, count);
+    if (outcome == 0) {
+        outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(value_out, lsn_text, lsn_length) < 0 ||
+                          put_str(value_out, PyTuple_GET_ITEM(parts, 2)) < 0 ||
+                          put(value_out, lsn_text, lsn_length) < 0 || put_str(value_out, PyTuple_GET_ITEM(parts, 3)) < 0
+                      ? -1
+                      : 0;
+    }
+    goto done;
+checked:
+    outcome = equal < 0 ? -1 : 1;
+    goto done;
+failed:
+    outcome = -1;
+done:
+    Py_DECREF(message);
+    Py_XDECREF(values);
+    if (outcome == -1 && !PyErr_Occurred()) PyErr_NoMemory();
+    return outcome;
+}
+
+/* write_run(changes, start, kind, relation_id, commit_lsn, parts, columns, count, key, topic, make, messages,
+   update) -> end: from changes[start] on, every change whose message is a `kind` (Insert; Update when `update`, then
+   only those without an old tuple) of
+   `relation_id` in the transaction of `commit_lsn` becomes make(topic, key, value), appended to `messages`, with
+   the value write_event(parts, new, columns, count, lsn) writes and the key write_text(*key's head, new, key's
+   columns, count, key's tail) writes (None when `key` is None). Ends at the first other change, or one either
+   writer would send the long way (which the caller's per-change path takes); returns its index. */
+static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError,
+                        "write_run(changes, start, kind, relation_id, commit_lsn, parts, columns, count, key, topic, "
+                        "make, messages, update) takes 13 arguments");
+        return NULL;
+    }
+    PyObject *changes = args[0], *kind = args[2], *relation_id = args[3], *commit_lsn = args[4], *parts = args[5],
+             *columns = args[6], *key = args[8], *topic = args[9], *make = args[10], *messages = args[11];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t count = PyLong_AsSsize_t(args[7]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_Check(changes) || !PyList_Check(messages) || !PyType_Check(kind) || !PyTuple_Check(parts) ||
+        PyTuple_GET_SIZE(parts) != 4 || !PyTuple_Check(columns) ||
+        (key != Py_None && (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 3 ||
+                            !PyUnicode_Check(PyTuple_GET_ITEM(key, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(key, 1)) ||
+                            !PyUnicode_Check(PyTuple_GET_ITEM(key, 2))))) {
+        return PyLong_FromSsize_t(start); /* nothing written: the per-change path */
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) return PyLong_FromSsize_t(start);
+    }
+    if (name_message == NULL) {
+        name_message = PyUnicode_InternFromString("message");
+        name_relation_id = PyUnicode_InternFromString("relation_id");
+        name_commit_lsn = PyUnicode_InternFromString("commit_lsn");
+        name_lsn = PyUnicode_InternFromString("lsn");
+        name_new = PyUnicode_InternFromString("new");
+        name_old = PyUnicode_InternFromString("old");
+        if (!name_message || !name_relation_id || !name_commit_lsn || !name_lsn || !name_new || !name_old) {
+            Py_CLEAR(name_message);
+            return NULL;
+        }
+    }
+    int update = PyObject_IsTrue(args[12]);
+    if (update < 0) return NULL;
+    Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
+    Py_ssize_t at = start;
+    int failed = 0;
+    for (; at < PyList_GET_SIZE(changes); at++) {
+        int outcome = write_run_change(PyList_GET_ITEM(changes, at), kind, update, relation_id, commit_lsn, parts,
+                                       columns, count, key, &key_out, &value_out);
+        if (outcome != 0) {
+            failed = outcome < 0;
+            break;
+        }
+        PyObject *made[3] = {topic, NULL, NULL};
+        made[1] = key == Py_None ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(key_out.data, key_out.length);
+        made[2] = made[1] == NULL ? NULL : PyBytes_FromStringAndSize(value_out.data, value_out.length);
+        PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 3, NULL);
+        Py_XDECREF(made[1]);
+        Py_XDECREF(made[2]);
+        if (message == NULL || PyList_Append(messages, message) < 0) {
+            Py_XDECREF(message);
+            failed = 1;
+            break;
+        }
+        Py_DECREF(message);
+    }
+    PyMem_Free(key_out.data);
+    PyMem_Free(value_out.data);
+    return failed ? NULL : PyLong_FromSsize_t(at);
+}
+
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "configure(unchanged_toast, error_type) takes 2 arguments");
@@ -480,6 +627,9 @@ static PyMethodDef methods[] = {
      "write_event(parts, values, columns, count, lsn) -> bytes | None"},
     {"write_text", (PyCFunction)(void (*)(void))write_text, METH_FASTCALL,
      "write_text(head, values, columns, count, tail) -> bytes | None"},
+    {"write_run", (PyCFunction)(void (*)(void))write_run, METH_FASTCALL,
+     "write_run(changes, start, kind, relation_id, commit_lsn, parts, columns, count, key, topic, make, messages, "
+     "update) -> end"},
     {NULL, NULL, 0, NULL},
 };
 
