@@ -31,7 +31,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import describe_type, published_columns, table_columns
-from connectors.postgres.compiled import compiled
+from connectors.postgres.compiled import compiled, slots_maker
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.errors import retriable
 from connectors.postgres.overlap import StreamOverlap
@@ -43,6 +43,9 @@ VERSION = SOURCE_VERSION
 _CATALOG_ATTEMPTS = 5  # catalog reads on fresh connections that each failed (each connection waits for the server)
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
          "string": "", "bytes": b""}
+
+
+_make_message = slots_maker(OutMessage)
 
 
 def now_ns() -> int:
@@ -294,7 +297,7 @@ class PgEventBuilder:
                 if write_run is not None and run is not None:
                     # this change and those after it of the same table, transaction and operation, in one call
                     written_to = write_run(changes, index - 1, kind, message.relation_id, change.commit_lsn, parts,
-                                           run[0], run[1], run[2], table.topic, OutMessage, messages,
+                                           run[0], run[1], run[2], table.topic, _make_message, messages,
                                            kind is p.Update)
                     if written_to >= index:
                         run_counts[operation] += written_to - index + 1
@@ -305,7 +308,7 @@ class PgEventBuilder:
                         continue
                 values = message.new
                 key = table.key_bytes_of_tuple(values) if table.key_bytes_of_tuple is not None else None
-                append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
+                append(_make_message(table.topic, key, table.event_of_tuple(parts, values, change.lsn), None))
                 run_counts[operation] += 1
                 if first is None:
                     first = change

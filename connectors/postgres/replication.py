@@ -28,6 +28,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from connectors.postgres.compiled import slots_maker
 from connectors.postgres.pgoutput import Decoder, Message, lsn_from_text
 
 # The text forms the type mapping reads: pgoutput writes values with the walsender session's output settings.
@@ -79,6 +80,9 @@ class SlotCreated:
 class WalMessage:
     data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Relation)
     message: Message
+
+
+_make_wal_message = slots_maker(WalMessage)
 
 
 class ReplicationStream:
@@ -180,7 +184,7 @@ class ReplicationStream:
                     kind = data[0]
                     if kind == 0x77:  # 'w'
                         data_start, self._wal_end, _ = _XLOG_DATA.unpack_from(data, 1)
-                        out.append(WalMessage(data_start, decode(bytes(data[25:]))))
+                        out.append(_make_wal_message(data_start, decode(bytes(data[25:]))))
                     elif kind == 0x6B:  # 'k'
                         self._wal_end, _, reply = _KEEPALIVE.unpack_from(data, 1)
                         if reply:

@@ -21,6 +21,7 @@ from connectors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
 from connectors.postgres import pgoutput as p
+from connectors.postgres.compiled import slots_maker
 from connectors.postgres.offsets import acknowledgeable
 from connectors.postgres.position import Position
 from connectors.postgres.replication import ReplicationError, ReplicationStream
@@ -39,6 +40,9 @@ class WalChange:
     xid: int
     commit_ts_us: int
     previous_commit: int | None = None  # the end LSN of the transaction streamed before this one (source.sequence)
+
+
+_make_change = slots_maker(WalChange)
 
 
 def last_commit_end(resume: Position | None) -> int | None:
@@ -201,8 +205,8 @@ class WalReader:
                         continue  # Origin, Type and non-transactional messages outside a transaction
                     if kind is p.Commit:
                         if not check or not replayed.covers_transaction(begin.final_lsn):
-                            last = WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
-                                             begin.commit_ts_us, self._previous_commit)
+                            last = _make_change(message, message.end_lsn, begin.final_lsn, begin.xid,
+                                                begin.commit_ts_us, self._previous_commit)
                             changes.append(last)
                         self._previous_commit = message.end_lsn
                         begin = None
@@ -210,8 +214,8 @@ class WalReader:
                     if kind in _ROW_CHANGES:
                         if check and replayed.covers(begin.final_lsn, wal.data_start):
                             continue
-                        last = WalChange(message, wal.data_start, begin.final_lsn, begin.xid, begin.commit_ts_us,
-                                         self._previous_commit)
+                        last = _make_change(message, wal.data_start, begin.final_lsn, begin.xid, begin.commit_ts_us,
+                                            self._previous_commit)
                         changes.append(last)
                     if len(changes) >= _QUEUED_TOGETHER:
                         if not self._queue(changes, last):

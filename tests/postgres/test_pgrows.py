@@ -256,6 +256,7 @@ def test_runs_of_changes_are_written_as_each_change_is_written_alone():
     from connectors.events import schema as s
     from connectors.kafka.sink import OutMessage
     from connectors.postgres import pgoutput as p
+    from connectors.postgres.compiled import slots_maker
     from connectors.postgres.stream import WalChange
 
     columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
@@ -289,9 +290,10 @@ def test_runs_of_changes_are_written_as_each_change_is_written_alone():
         first = changes[start]
         with_key = rng.random() < 0.7
         key = (head, key_columns, tail) if with_key else None
+        make = rng.choice([OutMessage, slots_maker(OutMessage)])
         messages = ["already there"]
         end = compiled.write_run(changes, start, kind, first.message.relation_id, first.commit_lsn, parts,
-                                 event_columns, count, key, "topic", OutMessage, messages, kind is p.Update)
+                                 event_columns, count, key, "topic", make, messages, kind is p.Update)
 
         def in_run(item, kind=kind, first=first):
             return (type(item.message) is kind and getattr(item.message, "old", None) is None
@@ -309,3 +311,38 @@ def test_runs_of_changes_are_written_as_each_change_is_written_alone():
         assert messages == ["already there"] + [
             OutMessage("topic", python_key(item.message.new) if with_key else None,
                        python_event(parts, item.message.new, item.lsn)) for item in changes[start:end]]
+
+
+def test_slots_makers_make_what_the_classes_make():
+    """`compiled.slots_maker(cls)` (the WAL reader's changes and messages, the builder's Kafka messages) makes an
+    instance equal to `cls(*values)`, field by field, with the same hash, tracked by the collector and holding its
+    values after the caller's references are gone; a name that is no writable object slot is refused."""
+    require_compiled()
+    import dataclasses
+    import gc
+
+    from connectors.kafka.sink import OutMessage
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres.compiled import slots_maker
+    from connectors.postgres.replication import WalMessage
+    from connectors.postgres.stream import WalChange
+
+    rng = random.Random(29)
+    for cls in (p.Insert, p.Update, p.Delete, WalMessage, WalChange, OutMessage):
+        make = slots_maker(cls)
+        assert make is not cls
+        for _ in range(50):
+            values = [rng.choice([None, rng.randrange(2**70), f"text {rng.random()}", (str(rng.random()),), b"x"])
+                      for _ in dataclasses.fields(cls)]
+            made, expected = make(*values), cls(*values)
+            assert type(made) is cls and made == expected and repr(made) == repr(expected)
+            assert hash(made) == hash(expected) and gc.is_tracked(made)
+            del values, expected
+            gc.collect()
+            assert made == cls(*[getattr(made, field.name) for field in dataclasses.fields(cls)])
+    with pytest.raises(TypeError):
+        slots_maker(OutMessage)("t", b"k", b"v")  # every field, in order
+    with pytest.raises(ValueError):
+        compiled.slots_maker(OutMessage, ("topic", "__class__"))
+    with pytest.raises(AttributeError):
+        compiled.slots_maker(OutMessage, ("no_such_slot",))
