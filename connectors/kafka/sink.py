@@ -434,7 +434,7 @@ class TransactionalSink:
         if produced <= 1 or payload <= 0:
             return
         per_request = max(1, int(self._config["batch.size"]) * produced // payload)
-        tail = per_request * (len(self._batch_topics) + 1)  # the offsets topic's record goes in a request of its own
+        tail = per_request * len(self._batch_topics) + 1  # and the offset record, in a request of its own
         left = len(producer)
         moved = time.monotonic()
         while left > tail:
