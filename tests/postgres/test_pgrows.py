@@ -346,3 +346,56 @@ def test_slots_makers_make_what_the_classes_make():
         compiled.slots_maker(OutMessage, ("topic", "__class__"))
     with pytest.raises(AttributeError):
         compiled.slots_maker(OutMessage, ("no_such_slot",))
+
+
+def test_wal_row_changes_are_made_as_the_python_reader_makes_them():
+    """`wal_row_change` (the WAL reader's compiled path) gives, for a whole XLogData message, the WalChange the Python
+    reader makes from `pgoutput.decode` of its payload and the transaction's context, and None for anything else:
+    other messages, truncated or malformed row changes, text that is not UTF-8, short data."""
+    require_compiled()
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres import stream
+    from connectors.postgres.stream import WalChange
+
+    rng = random.Random(31)
+    header = struct.Struct(">cQQq")
+    column_values = ["1", "é", "", None, UNCHANGED_TOAST, b"\x00\xff", "x" * 300]
+
+    def row() -> bytes:
+        return tuple_data([rng.choice(column_values) for _ in range(rng.randint(0, 6))])
+
+    def payload() -> bytes:
+        relation = struct.pack("!I", rng.randrange(2**32))
+        shape = rng.randrange(9)
+        if shape == 0:
+            return b"I" + relation + b"N" + row()
+        if shape == 1:
+            return b"U" + relation + b"N" + row()
+        if shape == 2:
+            return b"U" + relation + rng.choice([b"K", b"O"]) + row() + b"N" + row()
+        if shape == 3:
+            return b"D" + relation + rng.choice([b"K", b"O"]) + row()
+        if shape == 4:
+            return b"B" + struct.pack("!QqI", 1, 2, 3)
+        if shape == 5:
+            return rng.choice([b"I", b"U", b"D"]) + relation + rng.choice([b"X", b"K", b"N"])
+        if shape == 6:
+            return b"U" + relation + b"N" + b"\x00\x01t\x00\x00\x00\x02\xc3("  # not UTF-8
+        whole = rng.choice([b"I", b"U", b"D"]) + relation + rng.choice([b"N", b"K"]) + row()
+        return whole[:rng.randrange(len(whole) + 1)]  # cut anywhere
+
+    context = (100, 7, 1_700_000_000_000_000, rng.choice([None, 99]))
+    for _ in range(3000):
+        data = header.pack(b"w", rng.randrange(2**64), 5, 6) + payload()
+        got = compiled.wal_row_change(data, context, stream.ROW_MAKERS)
+        try:
+            message = p.decode(data[25:])
+        except Exception:  # noqa: BLE001 - the reader's Python path raises it; the compiled one gives None
+            message = None
+        if type(message) not in (p.Insert, p.Update, p.Delete):
+            assert got is None, data
+            continue
+        assert type(got) is WalChange and type(got.message) is type(message), data
+        assert got == WalChange(message, header.unpack_from(data)[1], *context), data
+    assert compiled.wal_row_change(b"w", context, stream.ROW_MAKERS) is None
+    assert compiled.wal_row_change(b"k" + bytes(40), context, stream.ROW_MAKERS) is None

@@ -184,6 +184,89 @@ done:
     return result;
 }
 
+/* ---- wal_row_change ----------------------------------------------------------------------------------------- */
+
+static uint64_t be64(const unsigned char *p) { return ((uint64_t)be32(p) << 32) | be32(p + 4); }
+
+/* wal_row_change(data, context, makers) -> WalChange | None: a whole XLogData message ('w', data start, WAL end,
+   send time, then a pgoutput Insert, Update or Delete outside a streamed transaction) as the WAL reader queues it:
+   make_change(message, data start, *context) with `context` (commit LSN, xid, commit time, previous commit) and
+   the message as pgoutput.decode makes it (make_insert, make_update or make_delete of row_change's fields).
+   `makers`: (make_change, make_insert, make_update, make_delete). None: any other message, or a malformed one
+   (the Python reader decodes it, and refuses what is malformed). */
+static PyObject *wal_row_change(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 4 || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[2]) != 4) {
+        PyErr_SetString(PyExc_TypeError, "wal_row_change(data, context, makers) takes a buffer and two 4-tuples");
+        return NULL;
+    }
+    if (unchanged_toast == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len, pos = 26;
+    PyObject *result = NULL, *new = NULL, *old = NULL, *message = NULL;
+    unsigned char old_kind = 0, kind = size > 25 ? data[25] : 0;
+    if (size <= 25 || data[0] != 'w' || (kind != 'I' && kind != 'U' && kind != 'D') || pos + 5 > size) goto done;
+    uint64_t data_start = be64(data + 1);
+    uint32_t relation_id = be32(data + pos);
+    pos += 4;
+    unsigned char marker = data[pos++];
+    if (kind == 'U' && (marker == 'K' || marker == 'O')) {
+        old_kind = marker;
+        old = read_row_tuple(data, size, &pos);
+        if (old == NULL || pos >= size) goto done;
+        marker = data[pos++];
+    }
+    if (kind == 'D') {
+        if (marker != 'K' && marker != 'O') goto done;
+        old_kind = marker;
+        old = read_row_tuple(data, size, &pos);
+        if (old == NULL) goto done;
+    } else {
+        if (marker != 'N') goto done;
+        new = read_row_tuple(data, size, &pos);
+        if (new == NULL) goto done;
+    }
+    PyObject *relation = PyLong_FromUnsignedLong(relation_id);
+    if (relation == NULL) goto done;
+    PyObject *old_kind_text = old_kind ? PyUnicode_FromOrdinal(old_kind) : Py_NewRef(Py_None);
+    if (old_kind_text == NULL) {
+        Py_DECREF(relation);
+        goto done;
+    }
+    PyObject *const *makers = &PyTuple_GET_ITEM(args[2], 0);
+    if (kind == 'I') {
+        PyObject *fields[3] = {relation, new, Py_None};
+        message = PyObject_Vectorcall(makers[1], fields, 3, NULL);
+    } else if (kind == 'U') {
+        PyObject *fields[5] = {relation, new, old ? old : Py_None, old_kind_text, Py_None};
+        message = PyObject_Vectorcall(makers[2], fields, 5, NULL);
+    } else {
+        PyObject *fields[4] = {relation, old, old_kind_text, Py_None};
+        message = PyObject_Vectorcall(makers[3], fields, 4, NULL);
+    }
+    Py_DECREF(relation);
+    Py_DECREF(old_kind_text);
+    if (message == NULL) goto done;
+    PyObject *start = PyLong_FromUnsignedLongLong(data_start);
+    if (start == NULL) goto done;
+    PyObject *const *context = &PyTuple_GET_ITEM(args[1], 0);
+    PyObject *fields[6] = {message, start, context[0], context[1], context[2], context[3]};
+    result = PyObject_Vectorcall(makers[0], fields, 6, NULL);
+    Py_DECREF(start);
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(new);
+    Py_XDECREF(old);
+    Py_XDECREF(message);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
 /* ---- write_row ---------------------------------------------------------------------------------------------- */
 
 /* Whether `text` (UTF-8) is an integer as str(int(text)) writes it: no sign but '-', no leading zero, no space. */
@@ -712,6 +795,8 @@ static PyMethodDef methods[] = {
     {"write_run", (PyCFunction)(void (*)(void))write_run, METH_FASTCALL,
      "write_run(changes, start, kind, relation_id, commit_lsn, parts, columns, count, key, topic, make, messages, "
      "update) -> end"},
+    {"wal_row_change", (PyCFunction)(void (*)(void))wal_row_change, METH_FASTCALL,
+     "wal_row_change(data, context, makers) -> WalChange | None"},
     {"slots_maker", (PyCFunction)(void (*)(void))slots_maker, METH_FASTCALL, "slots_maker(cls, names) -> maker"},
     {NULL, NULL, 0, NULL},
 };
