@@ -55,6 +55,8 @@ class ChangeQueue:
         self._not_empty = threading.Condition(lock)
         self._not_full = threading.Condition(lock)
         self._taker_waits = False  # notify() only when someone waits: it costs the reader a microsecond per change
+        self._wanted = 1  # how many items the waiting take() waits for (`fill`)
+        self._wake_types: tuple[type, ...] = ()  # items that end its wait anyway (its `markers`)
         self._woken = False  # a wake() not yet seen by a take()
 
     def qsize(self) -> int:
@@ -97,7 +99,8 @@ class ChangeQueue:
             if self.max_bytes:
                 self._sizes.append(size)
                 self._bytes += size
-            if self._taker_waits:
+            if self._taker_waits and (len(self._items) >= self._wanted or type(item) in self._wake_types
+                                      or self._room(size) <= 0):
                 self._not_empty.notify()
 
     def put_many(self, items: list, timeout: float | None = None, item_bytes: int = 0) -> int:
@@ -111,7 +114,8 @@ class ChangeQueue:
             if self.max_bytes:
                 self._sizes.extend([item_bytes] * len(taken))
                 self._bytes += item_bytes * len(taken)
-            if self._taker_waits:
+            if self._taker_waits and (len(self._items) >= self._wanted or type(taken[-1]) in self._wake_types
+                                      or self._room(item_bytes) <= 0):
                 self._not_empty.notify()
             return len(taken)
 
@@ -122,18 +126,21 @@ class ChangeQueue:
             self._woken = True
             self._not_empty.notify_all()
 
-    def take(self, limit: int, timeout: float, markers: tuple[type, ...]) -> list:
+    def take(self, limit: int, timeout: float, markers: tuple[type, ...], fill: int = 1) -> list:
         """Up to `limit` items, ending after the first whose type is one of `markers`; waits up to `timeout` only
-        when the queue is empty (then returns what came, possibly nothing). The items are taken and looked at a
-        whole batch at a time (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
+        while fewer than `fill` items are queued (then returns what came, possibly nothing), a wait that a put
+        reaching `fill` items, a marker or `wake()` ends. The items are taken and looked at a whole batch at a time
+        (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
         items = self._items
         with self._not_empty:
-            if not items and not self._woken:
+            if len(items) < fill and not self._woken:
                 self._taker_waits = True
+                self._wanted, self._wake_types = fill, markers
                 try:
                     self._not_empty.wait(timeout)
                 finally:
                     self._taker_waits = False
+                    self._wanted = 1
             self._woken = False
             batch = items[:limit]
             if batch and markers and not set(map(type, batch)).isdisjoint(markers):

@@ -195,3 +195,40 @@ def test_a_raw_mongodb_event_counts_its_bson_and_a_decoded_one_nothing():
     assert queued_event_bytes(RawChangeEvent(b"x" * 1000, None)) == 1000 + QUEUED_RAW_EVENT_BYTES
     assert queued_event_bytes({"operationType": "insert"}) == 0
     assert queued_event_bytes(Idle(None)) == 0
+
+
+def _waiting_take(changes: ChangeQueue, fill: int) -> tuple[threading.Thread, list]:
+    result: list = []
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, MARKERS, fill)), daemon=True)
+    taker.start()
+    deadline = time.monotonic() + 30
+    while not changes.taker_waits and taker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert changes.taker_waits, "the take did not wait"
+    return taker, result
+
+
+def test_a_take_with_a_fill_waits_until_that_many_are_queued():
+    changes = ChangeQueue(10)
+    taker, result = _waiting_take(changes, 5)
+    changes.put_many([{"n": 1}, {"n": 2}])
+    changes.put({"n": 3})
+    taker.join(0.3)
+    assert taker.is_alive() and changes.taker_waits  # three of five: still waiting
+    changes.put_many([{"n": 4}, {"n": 5}])
+    taker.join(60)
+    assert not taker.is_alive() and result == [[{"n": n} for n in range(1, 6)]]
+
+
+@pytest.mark.parametrize("end", ["marker", "wake"])
+def test_a_marker_or_a_wake_ends_a_take_with_a_fill(end):
+    changes = ChangeQueue(10)
+    taker, result = _waiting_take(changes, 5)
+    changes.put_many([{"n": 1}])
+    if end == "marker":
+        changes.put_many([Idle({"t": 1})])
+    else:
+        changes.wake()
+    taker.join(60)
+    assert not taker.is_alive()
+    assert result == [[{"n": 1}, Idle({"t": 1})] if end == "marker" else [{"n": 1}]]
