@@ -1,9 +1,10 @@
 """MariaDB source benchmark: snapshot rows/s against a plain SELECT plus a plain producer of the same rows (connector
 start-up reported apart), streaming catch-up events/s against a plain binlog read (the same reader, no Kafka) and a
-plain idempotent producer of the same messages, and end-to-end p50/p99 latency at a fixed write rate.
+plain idempotent producer of the same messages, and end-to-end p50/p99 latency at a fixed write rate broken down by
+stage (bench.relational_latency).
 
-    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 200] [--seconds 10] [--only snapshot]
-                            [--python-rows]
+    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 2000] [--seconds 10] [--only snapshot]
+                            [--python-rows] [--latency-only] [--warm-up 10] [--property KEY=VALUE]
 
 --python-rows reads snapshot rows by pymysql's own parsing (the fallback without the compiled module).
 
@@ -13,15 +14,14 @@ Needs Kafka and MariaDB (`python -m devstack up kafka mariadb`, or MARIADB_DSN f
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer
+import pymysql
+from pymysql.constants import CLIENT
 
-from bench import thread_cpu
+from bench import relational_latency, thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.streaming import committed_reached, wait_committed
 from bench.streaming_start import wait_until_streaming
@@ -171,73 +171,67 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
     return changes / (done - began), plain, connector_cpu, plain_cpu, produce_rate, produce_cpu
 
 
-def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: float) -> tuple[float, float]:
+def _write_rows(kwargs: dict, rate: float, total: int, out) -> None:
+    """The application of the latency run (a process of its own): rows of `lat` at `rate`, each its own transaction
+    (autocommit); the rows due together go in one multi-statement round trip."""
+    connection = pymysql.connect(**kwargs, autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
+
+    def write(first: int, count: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO lat VALUES (%s, %s);" * count,
+                           [value for n in range(first, first + count) for value in (n, relational_latency.PAYLOAD)])
+            while cursor.nextset():
+                pass
+
+    relational_latency.paced_writes(write, rate, total, out)
+    connection.close()
+
+
+def _queued_number(item) -> int | None:
+    if type(item) is RowChange and item.after is not None and item.schema.table == "lat":
+        return item.after.get("n")
+    return None
+
+
+def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: float, extra: dict) -> dict:
+    """Latency at `rate` single-row transactions per second, by stage (bench.relational_latency)."""
     name = f"bm{uuid.uuid4().hex[:8]}"
     _execute(admin, f"CREATE DATABASE {name}")
-    _execute(admin, "CREATE TABLE t (id INT PRIMARY KEY, n INT, payload VARCHAR(255), sent BIGINT)", database=name)
-    runner, stop, thread = _run(_properties(name, name, admin, "initial"), bootstrap)
-    topic = f"{name}.{name}.t"
-    total = int(rate * seconds)
-    ready = threading.Event()
-    latencies: list[float] = []
-
-    def consume():
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                             "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + seconds + 120
-        while len(latencies) < total and time.monotonic() < deadline:
-            message = consumer.poll(0.1)
-            if message is None or message.error() or not message.value():
-                continue
-            received = time.time_ns()
-            after = json.loads(message.value())["payload"]["after"]
-            if after["id"] < 0:
-                ready.set()
-                continue
-            latencies.append((received - after["sent"]) / 1e6)
-        consumer.close()
-
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
-    connection = connect(admin.with_database(name))
-    with connection.cursor() as cursor:
-        # the first change goes all the way through before measuring: topic creation and the group join are
-        # start-up costs, not latency
-        deadline = time.monotonic() + 120
-        while not ready.is_set():
-            cursor.execute("REPLACE INTO t VALUES (-1, 0, 'warm-up', 0)")
-            ready.wait(1)
-            assert time.monotonic() < deadline, "the warm-up change did not reach the consumer"
-        interval = 1 / rate
-        began = time.monotonic()
-        for i in range(total):
-            cursor.execute("INSERT INTO t VALUES (%s, %s, %s, %s)", (i, i, PAYLOAD, time.time_ns()))
-            time.sleep(max(0.0, began + (i + 1) * interval - time.monotonic()))
-    connection.close()
-    reader.join()
-    stop.set()
-    thread.join()
-    _execute(admin, f"DROP DATABASE {name}")
-    delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
-    latencies.sort()
-    return statistics.median(latencies), latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    _execute(admin, "CREATE TABLE lat (n INT PRIMARY KEY, payload VARCHAR(255))", database=name)
+    props = {**_properties(name, name, admin, "no_data"), **extra}
+    _, config = engine_config(props)
+    target = relational_latency.LatencyTarget(config, f"{name}.{name}.lat", _write_rows,
+                                              (admin.with_database(name).pymysql_kwargs(),), _queued_number)
+    try:
+        return relational_latency.measure(
+            target, bootstrap, rate, seconds,
+            lambda: _execute(admin, "REPLACE INTO lat VALUES (-1, 'warm-up')", database=name))
+    finally:
+        _execute(admin, f"DROP DATABASE {name}")
+        delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--changes", type=int, default=20_000)
-    parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--only", choices=("snapshot",), help="run the snapshot comparison alone")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
+    parser.add_argument("--warm-up", type=float, default=10, metavar="SECONDS",
+                        help="first a latency run of this many seconds at the same rate, printed but not measured")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a connector property of the latency run (repeatable), e.g. poll.interval.ms=500")
     parser.add_argument("--python-rows", action="store_true", help="snapshot rows read by pymysql's parsing")
     parser.add_argument("--bootstrap-servers", default=settings.kafka_bootstrap())
     args = parser.parse_args()
     admin = _admin()
     if args.python_rows:
         text_rows.read_text_rows = None
+    if args.latency_only:
+        run_latency(admin, args)
+        return
     snap = snapshot(admin, args.bootstrap_servers, args.rows)
     print(f"snapshot: {snap['connector']:,.0f} rows/s through Kafka over {snap['measured']:,} rows after the first "
           f"committed chunk (connector start-up {snap['start_up']:.2f}s, not in the rate); plain SELECT "
@@ -258,8 +252,16 @@ def main() -> None:
     print(f"          plain idempotent producer of the same messages {produced:,.0f} msg/s ({produce_cpu:.1f} µs "
           f"CPU/msg); connector / the slower of read and producer {connector / min(plain, produced):.3f}; "
           f"connector CPU / (read + producer) {connector_cpu / (plain_cpu + produce_cpu):.2f}")
-    p50, p99 = latency(admin, args.bootstrap_servers, args.rate, args.seconds)
-    print(f"latency at {args.rate:g} inserts/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    run_latency(admin, args)
+
+
+def run_latency(admin: ConnectionSettings, args) -> None:
+    extra = dict(item.split("=", 1) for item in args.property)
+    if args.warm_up > 0:
+        relational_latency.print_latency(args.rate, latency(admin, args.bootstrap_servers, args.rate, args.warm_up,
+                                                            extra), warm_up=True)
+    relational_latency.print_latency(args.rate, latency(admin, args.bootstrap_servers, args.rate, args.seconds,
+                                                        extra))
 
 
 if __name__ == "__main__":

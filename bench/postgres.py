@@ -1,6 +1,7 @@
 """Benchmark of the PostgreSQL source against its ceilings, on the devstack PostgreSQL and Kafka.
 
-    python bench/postgres.py [--rows 200000] [--changes 50000] [--rate 200] [--seconds 10]
+    python bench/postgres.py [--rows 200000] [--changes 50000] [--rate 2000] [--seconds 10] [--latency-only]
+                             [--warm-up 10] [--property KEY=VALUE]
 
 1. snapshot: rows/s of an initial_only snapshot of one table (id, text, numeric, timestamptz, bool) into Kafka,
    against `COPY … TO STDOUT` of the same table (the server's own fastest read), and against COPY followed by a
@@ -10,7 +11,7 @@
    producer sending the pipeline's messages (read back from its topic; the issue's catch-up target is >= 0.8x the
    slower of the two);
 3. latency: p50/p99 from the source commit to the event being readable by a read_committed consumer, at a fixed
-   write rate (one row per transaction).
+   write rate (one row per transaction), broken down by stage (bench.relational_latency).
 Ratios are printed; the issue's target sizes are 1M rows and 100k changes (`--rows 1000000 --changes 100000`).
 """
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import threading
 import time
@@ -29,9 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg  # noqa: E402
 import psycopg2.extensions  # noqa: E402
-from confluent_kafka import Consumer  # noqa: E402
 
-from bench import thread_cpu  # noqa: E402
+from bench import relational_latency, thread_cpu  # noqa: E402
 from bench.ceiling import producer_ceiling, read_messages  # noqa: E402
 from bench.streaming_start import wait_until_streaming  # noqa: E402
 from bench.topics import delete_topics  # noqa: E402
@@ -88,12 +87,65 @@ def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, float, fl
     return began - started, ended - began, cpu, threads, threads_done
 
 
+def _write_rows(dsn: str, rate: float, total: int, out) -> None:
+    """The application of the latency run (a process of its own): rows of `lat` at `rate`, each its own transaction;
+    the rows due together go in one round trip (pipeline mode, a Sync after each)."""
+    connection = psycopg.connect(dsn, autocommit=True)
+    insert = "INSERT INTO lat VALUES (%s, %s)"
+
+    def write(first: int, count: int) -> None:
+        if count == 1:
+            connection.execute(insert, (first, relational_latency.PAYLOAD))
+            return
+        with connection.pipeline() as pipeline:
+            for n in range(first, first + count):
+                connection.execute(insert, (n, relational_latency.PAYLOAD))
+                pipeline.sync()
+
+    relational_latency.paced_writes(write, rate, total, out)
+    connection.close()
+
+
+def _queued_number(item) -> int | None:
+    message = getattr(item, "message", None)
+    if type(message) is p.Insert and message.new and isinstance(message.new[0], str):
+        return int(message.new[0])
+    return None
+
+
+def latency(args, db: str, dsn: str, run: str, bootstrap: str, conn, seconds: float) -> dict:
+    """Latency at `rate` single-row transactions per second, by stage (bench.relational_latency)."""
+    name = run + uuid.uuid4().hex[:6]
+    extra = dict(item.split("=", 1) for item in args.property)
+    lat_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_{name[-6:]}",
+                                          "table.include.list": "public.lat", **extra})
+    conn.execute("DELETE FROM lat")
+    target = relational_latency.LatencyTarget(lat_config, f"{name}.public.lat", _write_rows, (dsn,), _queued_number,
+                                              commit_time_in_events=True)
+    return relational_latency.measure(
+        target, bootstrap, args.rate, seconds,
+        lambda: conn.execute("INSERT INTO lat VALUES (-1, 'warm-up') ON CONFLICT (n) DO UPDATE SET payload = 'again'"))
+
+
+def run_latency(args, db: str, dsn: str, run: str, bootstrap: str, conn) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS lat (n int PRIMARY KEY, payload text)")
+    if args.warm_up > 0:
+        relational_latency.print_latency(args.rate, latency(args, db, dsn, run, bootstrap, conn, args.warm_up),
+                                         warm_up=True)
+    relational_latency.print_latency(args.rate, latency(args, db, dsn, run, bootstrap, conn, args.seconds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--changes", type=int, default=50_000)
-    parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
+    parser.add_argument("--warm-up", type=float, default=10, metavar="SECONDS",
+                        help="first a latency run of this many seconds at the same rate, printed but not measured")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a connector property of the latency run (repeatable), e.g. poll.interval.ms=500")
     args = parser.parse_args()
     devstack.up(["kafka", "postgres"], echo=lambda line: None)
     bootstrap = devstack.endpoints().kafka_bootstrap
@@ -105,6 +157,9 @@ def main() -> None:
     conn = psycopg.connect(dsn, autocommit=True)
     run = "bench" + uuid.uuid4().hex[:4]  # every topic of this run starts with it
     try:
+        if args.latency_only:
+            run_latency(args, db, dsn, run, bootstrap, conn)
+            return
         conn.execute("CREATE TABLE bench (id int PRIMARY KEY, label text, amount numeric(12,2), "
                      "created timestamptz, flag bool)")
         conn.execute("INSERT INTO bench SELECT g, 'label ' || g, g * 1.25, now(), g %% 2 = 0 "
@@ -176,52 +231,7 @@ def main() -> None:
         print(f"           {thread_cpu.breakdown(threads, threads_done, seen)}")
 
         # 3. latency at a fixed rate
-        name = run + uuid.uuid4().hex[:6]
-        lat_config = config(db, dsn, name, **{"snapshot.mode": "no_data", "slot.name": f"{db}_lat"})
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": name, "isolation.level": "read_committed",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        consumer.subscribe([f"{name}.public.bench"])
-        stop = threading.Event()
-        runner = ConnectorRunner(lat_config, bootstrap, stop)
-        thread = threading.Thread(target=runner.run, daemon=True)
-        thread.start()
-        admin_cur = admin.cursor()
-        while not admin_cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
-                                    (lat_config.slot_name,)).fetchone():
-            time.sleep(0.1)
-        # warm-up: the topic is created and the consumer assigned before the clock starts
-        conn.execute("UPDATE bench SET flag = NOT flag WHERE id = 1")
-        warm_until = time.monotonic() + 120
-        while time.monotonic() < warm_until:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error() and message.value() is not None:
-                break
-        latencies: list[float] = []
-        writes = int(args.rate * args.seconds)
-
-        def write():
-            for i in range(writes):
-                conn.execute("UPDATE bench SET flag = NOT flag WHERE id = %s", (1 + i % args.rows,))
-                time.sleep(1 / args.rate)
-
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-        deadline = time.monotonic() + args.seconds + 60
-        while len(latencies) < writes and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error() or message.value() is None:
-                continue
-            source_us = json.loads(message.value())["source"]["ts_us"]
-            latencies.append(time.time() * 1000 - source_us / 1000)
-        stop.set()
-        thread.join(60)
-        consumer.close()
-        latencies.sort()
-        if latencies:
-            p50 = statistics.median(latencies)
-            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-            print(f"latency    {len(latencies)}/{writes} events at {args.rate:.0f}/s: commit → read_committed "
-                  f"consumer p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+        run_latency(args, db, dsn, run, bootstrap, conn)
     finally:
         conn.close()
         for _ in range(100):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import array
-import bisect
 import datetime
 import gc
 import json
@@ -41,6 +40,7 @@ from confluent_kafka import Consumer, TopicPartition
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
+from bench.stage_marks import StageMarks, percentile
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.mongodb.config import ConnectorConfig
@@ -250,31 +250,6 @@ def consume(bootstrap: str, topic: str, total: int, timeout: float, ready, out) 
     out.close()
 
 
-class StageMarks:
-    """When each stage of the pipeline got how far: per stage, (time, highest event number reached) in order.
-
-    Every stage sees the events in write order, so an event's time at a stage is that of the first mark whose number
-    reaches it. Marks come once per batch (a getMore reply, a queue drain, a transaction), never once per event.
-    """
-
-    def __init__(self) -> None:
-        self.times: dict[str, list[int]] = {}
-        self.numbers: dict[str, list[int]] = {}
-
-    def mark(self, stage: str, number: int | None, at_ns: int | None = None) -> None:
-        if number is None:
-            return
-        at_ns = at_ns if at_ns is not None else time.time_ns()
-        numbers = self.numbers.setdefault(stage, [])
-        self.times.setdefault(stage, []).append(at_ns)
-        numbers.append(max(number, numbers[-1]) if numbers else number)
-
-    def at(self, stage: str, number: int) -> int | None:
-        numbers = self.numbers.get(stage, [])
-        index = bisect.bisect_left(numbers, number)
-        return self.times[stage][index] if index < len(numbers) else None
-
-
 def _change_number(change) -> int | None:
     document = change.get("fullDocument") if isinstance(change, Mapping | RawChangeEvent) else None
     number = document.get("n") if isinstance(document, Mapping) else None  # a dict, or RawBSONDocument
@@ -341,10 +316,6 @@ STAGES = [
     ("read_committed consumer sees it", "committed", "seen"),
     ("end to end", "sent", "seen"),
 ]
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    return values[max(0, int(len(values) * fraction + 0.5) - 1)]
 
 
 # a line of the broker's -Xlog:gc file: [time] ... Pause Young (...) 66M->21M(1024M) 12.345ms
@@ -476,26 +447,26 @@ def print_warm_up(rate: float, seconds: float, result: dict) -> None:
     end_to_end = result["stages"].get("end to end", [])
     if end_to_end:
         print(f"broker warm-up run ({seconds:.0f} s at {rate:.0f} writes/s, not in the figures below): p50 "
-              f"{statistics.median(end_to_end):.1f} ms, p99 {_percentile(end_to_end, 0.99):.1f} ms")
+              f"{statistics.median(end_to_end):.1f} ms, p99 {percentile(end_to_end, 0.99):.1f} ms")
 
 
 def print_latency(rate: float, result: dict) -> None:
     end_to_end = result["stages"].get("end to end", [])
     if end_to_end:
         print(f"end-to-end latency at {rate:.0f} writes/s: p50 {statistics.median(end_to_end):.1f} ms, "
-              f"p99 {_percentile(end_to_end, 0.99):.1f} ms")
+              f"p99 {percentile(end_to_end, 0.99):.1f} ms")
     print(f"  {result['events']} of {result['total']} events seen; writes went at {result['write_rate']:,.0f}/s; "
           f"{result['batches']} transactions")
     lag = result["lag"]
     if lag:
         print(f"  dashboard lag (MilliSecondsBehindSource, read every 10 ms): p50 {statistics.median(lag):.1f} ms, "
-              f"p99 {_percentile(lag, 0.99):.1f} ms, max {lag[-1]:.1f} ms")
+              f"p99 {percentile(lag, 0.99):.1f} ms, max {lag[-1]:.1f} ms")
     print(f"  {'stage (ms)':<36}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}")
     for label, _, _ in STAGES:
         values = result["stages"].get(label)
         if values:
-            print(f"  {label:<36}{statistics.median(values):>8.1f}{_percentile(values, 0.95):>8.1f}"
-                  f"{_percentile(values, 0.99):>8.1f}{values[-1]:>8.1f}")
+            print(f"  {label:<36}{statistics.median(values):>8.1f}{percentile(values, 0.95):>8.1f}"
+                  f"{percentile(values, 0.99):>8.1f}{values[-1]:>8.1f}")
     pauses = result["gc"]
     oldest = [ms for generation, ms in pauses if generation == 2]
     print(f"  gc: {len(pauses)} collections, {sum(ms for _, ms in pauses):.1f} ms in all, longest "

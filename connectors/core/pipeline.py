@@ -129,6 +129,7 @@ class PendingBatch:
 
 
 _MARKERS = (ReaderFailed, Idle)  # the queue's items that end a batch
+TAKEN_TOGETHER = 512  # changes the loop waits for while a commit is in flight (see _drain)
 
 
 def _ends_batch(item) -> bool:
@@ -417,7 +418,8 @@ class Pipeline:
             self._stream_changes(start)
 
     def _stream_changes(self, start: Position | None) -> None:
-        changes = self._changes = ChangeQueue(self.config.max_queue_size)
+        changes = self._changes = ChangeQueue(self.config.max_queue_size,
+                                              getattr(self.config, "max_queue_size_in_bytes", 0))
         self.latest = None  # a run started again after an unknown commit outcome resumes from what is committed
         self.metrics.watch_queue(changes)
         reader_stop = threading.Event()
@@ -478,8 +480,12 @@ class Pipeline:
 
     def _drain(self, changes: ChangeQueue, limit: int) -> list:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
-        completes ends the wait: the batch built meanwhile is then handed over)."""
-        return changes.take(limit, self.config.poll_interval_ms / 1000, _MARKERS)
+        completes ends the wait: the batch built meanwhile is then handed over). While a commit is in flight the
+        batch being built cannot be handed over anyway: the wait lasts until TAKEN_TOGETHER changes (or `limit`)
+        are queued, a marker comes or the commit completes, so a reader that queues a few changes at a time does not
+        wake this thread for each few (a wake costs the thread a context switch and a pass of this loop)."""
+        fill = min(limit, TAKEN_TOGETHER) if self._committing() else 1
+        return changes.take(limit, self.config.poll_interval_ms / 1000, _MARKERS, fill)
 
     @property
     def _build_many(self) -> Callable[[list, list], BuiltChanges] | None:

@@ -30,57 +30,92 @@ class ReaderFailed:
 
 
 class ChangeQueue:
-    """The bounded queue between the reader and the pipeline (`max.queue.size` changes and markers).
+    """The bounded queue between the reader and the pipeline: `max.queue.size` changes and markers, and
+    `max.queue.size.in.bytes` bytes of them when that is above 0.
 
     The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`) or
-    a batch (`put_many`);
+    a batch (`put_many`), telling the bytes each item holds (`size`, `item_bytes`; a reader that tells none adds
+    items of 0 bytes, bounded by their count alone);
     the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
     (a per-item `queue.Queue.get` meets the reader's lock at every change).
+
+    The byte bound: an item is queued only when the bytes queued with it stay within `max_bytes`, or when the queue
+    is empty (an item larger than the bound alone still goes through, one at a time). So the queue never holds more
+    than `max_bytes` unless it holds a single item.
     """
 
-    def __init__(self, maxsize: int):
+    def __init__(self, maxsize: int, max_bytes: int = 0):
         self.maxsize = maxsize
+        self.max_bytes = max_bytes  # 0: no byte bound (nor any per-item bookkeeping)
         self._items: list = []  # taken from the front a batch at a time (del items[:n]): no per-item popleft
+        self._sizes: list[int] = []  # with a byte bound: each queued item's bytes, in the same order
+        self._bytes = 0  # with a byte bound: the sum of _sizes
         # Held directly where nothing waits: a Condition's `with` costs two Python calls, a Lock's none.
         self._lock = lock = threading.Lock()
         self._not_empty = threading.Condition(lock)
         self._not_full = threading.Condition(lock)
         self._taker_waits = False  # notify() only when someone waits: it costs the reader a microsecond per change
+        self._wanted = 1  # how many items the waiting take() waits for (`fill`)
+        self._wake_types: tuple[type, ...] = ()  # items that end its wait anyway (its `markers`)
         self._woken = False  # a wake() not yet seen by a take()
 
     def qsize(self) -> int:
         return len(self._items)
 
     @property
+    def queued_bytes(self) -> int:
+        """The bytes of the queued items, as their reader told them (0 without a byte bound)."""
+        return self._bytes
+
+    @property
     def taker_waits(self) -> bool:
         """A take() is waiting for an item now."""
         return self._taker_waits
 
-    def _wait_for_room(self, timeout: float | None) -> None:
-        """Holding the lock: returns once there is room for an item, `queue.Full` after `timeout`."""
-        if len(self._items) >= self.maxsize and not self._not_full.wait_for(
-            lambda: len(self._items) < self.maxsize, timeout
-        ):
-            raise queue.Full
+    def _room(self, item_bytes: int) -> int:
+        """Holding the lock: how many items of `item_bytes` bytes may be queued now."""
+        room = self.maxsize - len(self._items)
+        if self.max_bytes and room > 0:
+            if not self._items:
+                return min(room, max(1, self.max_bytes // item_bytes if item_bytes else room))
+            if item_bytes:
+                room = min(room, max(0, (self.max_bytes - self._bytes) // item_bytes))
+        return room
 
-    def put(self, item, timeout: float | None = None) -> None:
+    def _wait_for_room(self, timeout: float | None, item_bytes: int) -> int:
+        """Holding the lock: the room for items of `item_bytes` once there is some, `queue.Full` after `timeout`."""
+        room = self._room(item_bytes)
+        if room <= 0:
+            if not self._not_full.wait_for(lambda: self._room(item_bytes) > 0, timeout):
+                raise queue.Full
+            room = self._room(item_bytes)
+        return room
+
+    def put(self, item, timeout: float | None = None, size: int = 0) -> None:
         with self._lock:
-            if len(self._items) >= self.maxsize:
-                self._wait_for_room(timeout)
+            if len(self._items) >= self.maxsize or self.max_bytes:
+                self._wait_for_room(timeout, size)
             self._items.append(item)
-            if self._taker_waits:
+            if self.max_bytes:
+                self._sizes.append(size)
+                self._bytes += size
+            if self._taker_waits and (len(self._items) >= self._wanted or type(item) in self._wake_types
+                                      or self._room(size) <= 0):
                 self._not_empty.notify()
 
-    def put_many(self, items: list, timeout: float | None = None) -> int:
-        """Queues items from the start of `items`, as many as there is room for, under one acquisition of the lock
-        (waiting up to `timeout` for room for the first: `queue.Full`); returns how many. A reader that has a batch
-        in hand pays for the lock once, not per change."""
+    def put_many(self, items: list, timeout: float | None = None, item_bytes: int = 0) -> int:
+        """Queues items from the start of `items`, each of `item_bytes` bytes, as many as there is room for, under one
+        acquisition of the lock (waiting up to `timeout` for room for the first: `queue.Full`); returns how many. A
+        reader that has a batch in hand pays for the lock once, not per change."""
         with self._not_full:
-            self._wait_for_room(timeout)
-            room = self.maxsize - len(self._items)
+            room = self._wait_for_room(timeout, item_bytes)
             taken = items if len(items) <= room else items[:room]
             self._items.extend(taken)
-            if self._taker_waits:
+            if self.max_bytes:
+                self._sizes.extend([item_bytes] * len(taken))
+                self._bytes += item_bytes * len(taken)
+            if self._taker_waits and (len(self._items) >= self._wanted or type(taken[-1]) in self._wake_types
+                                      or self._room(item_bytes) <= 0):
                 self._not_empty.notify()
             return len(taken)
 
@@ -91,24 +126,31 @@ class ChangeQueue:
             self._woken = True
             self._not_empty.notify_all()
 
-    def take(self, limit: int, timeout: float, markers: tuple[type, ...]) -> list:
+    def take(self, limit: int, timeout: float, markers: tuple[type, ...], fill: int = 1) -> list:
         """Up to `limit` items, ending after the first whose type is one of `markers`; waits up to `timeout` only
-        when the queue is empty (then returns what came, possibly nothing). The items are taken and looked at a
-        whole batch at a time (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
+        while fewer than `fill` items are queued (then returns what came, possibly nothing), a wait that a put
+        reaching `fill` items, a marker or `wake()` ends. The items are taken and looked at a whole batch at a time
+        (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
         items = self._items
         with self._not_empty:
-            if not items and not self._woken:
+            if len(items) < fill and not self._woken:
                 self._taker_waits = True
+                self._wanted, self._wake_types = fill, markers
                 try:
                     self._not_empty.wait(timeout)
                 finally:
                     self._taker_waits = False
+                    self._wanted = 1
             self._woken = False
             batch = items[:limit]
             if batch and markers and not set(map(type, batch)).isdisjoint(markers):
                 batch = batch[:next(at for at, item in enumerate(batch) if type(item) in markers) + 1]
             if batch:
                 del items[:len(batch)]
+                if self.max_bytes:
+                    sizes = self._sizes
+                    self._bytes -= sum(sizes[:len(batch)])
+                    del sizes[:len(batch)]
                 self._not_full.notify()
         return batch
 

@@ -61,7 +61,9 @@ PRODUCER_DEFAULTS = {
     "enable.idempotence": True,
     "acks": "all",
     "compression.type": "lz4",
-    "linger.ms": 5,  # batches are flushed at commit anyway; a short linger only groups a batch's messages
+    # Batches are flushed at commit anyway (_await_deliveries): the linger only has to outlast the drain before the
+    # flush, so the messages still queued behind a request in flight do not count as due (see _drain).
+    "linger.ms": 1000,
     # A batch's produce requests (its topics and the offsets topic) go out back to back on one connection: with
     # Nagle's algorithm the second waits for the first one's reply. Measured here: cycle p50 and p95 10-20% lower.
     "socket.nagle.disable": True,
@@ -97,6 +99,8 @@ def record_size(message: OutMessage) -> int:
 
 
 INIT_NUDGE_SECONDS = 0.05
+DRAIN_POLL_SECONDS = 0.002  # how often _drain looks at what is left
+DRAIN_STALL_SECONDS = 0.05  # a drain that has not moved for this long ends (the flush sends the rest)
 
 # A producer dropped while Kafka did not answer it may still have a request on its way (an init_transactions, a
 # commit) that Kafka takes up once it is back, after the producer that replaced it started: that fences the new one.
@@ -428,9 +432,42 @@ class TransactionalSink:
         self._produce(self.errors_topic, message.key if len(message.key or b"") <= 4096 else None, warning,
                       [("cdc.error", b"message_too_large")])
 
+    def _drain(self, deadline: float) -> None:
+        """Waits while more than about one produce request per topic is left to acknowledge, so the flush that
+        follows has only the last requests to send.
+
+        An idempotent producer has one produce request in flight per partition (librdkafka counts the messages in
+        flight against its limit of 5 requests). While a request is in flight and messages past their linger wait
+        behind it, or any message at all during flush(), librdkafka's broker thread polls its socket without
+        sleeping until the answer comes: a batch of 4,096 events of 2 KB (ten requests) kept a core busy for the
+        whole of its round trips, 1-8 µs of CPU an event. With the linger longer than the drain, full requests go
+        out as the previous one is answered, the broker thread sleeping in between. A drain that stops moving
+        (what is left fits in fewer requests than estimated, so no request is due before the linger) ends after
+        DRAIN_STALL_SECONDS."""
+        producer = self._producer
+        produced, payload = self._deliveries.produced, self._batch_payload
+        if produced <= 1 or payload <= 0:
+            return
+        per_request = max(1, int(self._config["batch.size"]) * produced // payload)
+        tail = per_request * len(self._batch_topics) + 1  # and the offset record, in a request of its own
+        left = len(producer)
+        moved = time.monotonic()
+        while left > tail:
+            self._served(producer.poll, DRAIN_POLL_SECONDS)
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            count = len(producer)
+            if count < left:
+                left, moved = count, now
+            elif now - moved >= DRAIN_STALL_SECONDS:
+                return
+
     def _await_deliveries(self) -> None:
         """Every message must be acknowledged before committing (a failed one dooms the transaction)."""
-        remaining = self._served(self._producer.flush, self.timeout)
+        deadline = time.monotonic() + self.timeout
+        self._drain(deadline)
+        remaining = self._served(self._producer.flush, max(0.0, deadline - time.monotonic()))
         deliveries = self._deliveries
         if remaining:
             for topic in self._batch_topics:  # a topic deleted behind our back stalls; the retry re-checks them

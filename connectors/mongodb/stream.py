@@ -46,6 +46,18 @@ FATAL_CODES = {HISTORY_LOST, TOKEN_NOT_FOUND, 260, ONLY_ON_REPLICA_SETS}
 _WITHOUT_DOCUMENTS = {"$project": {"fullDocument": 0, "fullDocumentBeforeChange": 0, "updateDescription": 0}}
 
 
+# A raw event waiting in the change queue beyond its BSON bytes: the RawChangeEvent, its bytes object's header and
+# its head tuple
+QUEUED_RAW_EVENT_BYTES = 200
+
+
+def queued_event_bytes(item) -> int:
+    """What a change event waiting in the change queue is counted as for max.queue.size.in.bytes: a raw event its
+    BSON bytes and QUEUED_RAW_EVENT_BYTES; a decoded event (the decoding path) and a marker count 0 (bounded by
+    max.queue.size alone)."""
+    return len(item.raw) + QUEUED_RAW_EVENT_BYTES if type(item) is RawChangeEvent else 0
+
+
 @dataclass(frozen=True)
 class StartPosition:
     resume_after: dict | None = None
@@ -189,10 +201,12 @@ class ChangeStreamReader:
 
     def _put_all(self, items: list) -> bool:
         """Queues `items`, as many at a time as the queue has room for: blocks while it is full (back-pressure), but
-        wakes up to honour a stop request (then False)."""
+        wakes up to honour a stop request (then False). Under max.queue.size.in.bytes each counts as the average
+        of their queued_event_bytes."""
+        size = sum(map(queued_event_bytes, items)) // len(items) if self._out.max_bytes and items else 0
         while items and not self._stop.is_set():
             try:
-                items = items[self._out.put_many(items, timeout=0.2):]
+                items = items[self._out.put_many(items, timeout=0.2, item_bytes=size):]
             except queue.Full:
                 continue
         return not items

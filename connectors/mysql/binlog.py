@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import datetime
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -34,7 +35,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from connectors import ConnectorError, HistoryLost, SourceUnreachable
-from connectors.mysql import compiled_rows
+from connectors.mysql import compiled_rows, table_maps  # noqa: F401 - table_maps: decoded once per table definition
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.status import show_binlog_status
@@ -135,6 +136,9 @@ class RowChange:
     thread: int | None
     query: str | None  # the statement, when the server annotates rows events
     position: BinlogPosition  # restart here to continue after this row
+    # when the reader read its rows event (ms since the epoch; 0: unknown): binlog times are whole seconds, the lag
+    # is measured from this while it is within the change's second (source.lag_source_time)
+    arrived_ms: int = field(default=0, compare=False)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -142,6 +146,7 @@ class TransactionCommit:
     gtid: str | None
     position: BinlogPosition  # the next transaction starts here (event = row = 0)
     ts_sec: int
+    arrived_ms: int = field(default=0, compare=False)  # as RowChange's
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -155,6 +160,7 @@ class SchemaStatement:
     ts_sec: int
     server_id: int
     start: BinlogPosition | None = None  # where the statement's own event starts: Debezium's source.pos
+    arrived_ms: int = field(default=0, compare=False)  # as RowChange's
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -256,12 +262,17 @@ class BinlogReader:
     # (database, table) -> whether its rows are wanted; the others' rows are never decoded, so a table the
     # connector does not capture cannot fail it (a value its decoder does not know) nor cost it CPU
     wanted: Callable[[str, str], bool] | None = None
+    # MariaDB's annotate rows events (a rows event's statement: RowChange.query), asked of the server only when
+    # wanted (include.query): each is one more event per transaction to send and decode
+    annotations: bool = True
     _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
     _tables: dict[int, TableFacts] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
     _schemas: dict[int, tuple[list, TableSchema]] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the schema, the compiled decoder's layout of its columns; None: the library decodes its rows)
     _layouts: dict[int, tuple[TableSchema, tuple | None]] = field(default_factory=dict, init=False, repr=False)
+    # the bytes of the rows event whose rows are being handed out (its header and checksum included)
+    rows_event_bytes: int = field(default=0, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -301,7 +312,7 @@ class BinlogReader:
                         yield SchemaStatement(
                             database=_text(event.schema), ddl=query, gtid=txn.gtid,
                             position=self._here(event), ts_sec=event.timestamp, server_id=event.packet.server_id,
-                            start=self._here(event, at_start=True),
+                            start=self._here(event, at_start=True), arrived_ms=_now_ms(),
                         )
                         txn = None
                         skip_events = skip_rows = 0
@@ -389,7 +400,7 @@ class BinlogReader:
             blocking=self.blocking,
             only_events=[MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, RotateEvent, TableMapEvent,
                          WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent,
-                         MariadbAnnotateRowsEvent],
+                         *([MariadbAnnotateRowsEvent] if self.annotations else [])],
             only_schemas=self.only_schemas,
             only_tables=self.only_tables,
             pymysql_wrapper=connect_once,
@@ -399,7 +410,7 @@ class BinlogReader:
         if use_gtid:
             self._file = None  # learnt from the server's first (fake) rotate event
             return BinLogStreamReader(**kwargs, is_mariadb=True, auto_position=position.gtids,
-                                      annotate_rows_event=True)
+                                      annotate_rows_event=self.annotations)
         if not start.mariadb and position.gtids:
             return BinLogStreamReader(**kwargs, auto_position=position.gtids)
         return BinLogStreamReader(**kwargs, resume_stream=True, log_file=position.file, log_pos=position.pos)
@@ -410,6 +421,14 @@ class BinlogReader:
             if event is None:
                 return
             yield event
+            # Handled. The library's event and its packet wrapper refer to each other (`event.packet`,
+            # `packet.event`): unlinked, both and the event's bytes are freed now by reference counting instead of
+            # waiting for the cyclic collector, which the streaming pipeline runs rarely (core.collector). Left
+            # linked, a catch-up held thousands of rows events' packets (~27 MB of 5 kB events) in the collector's
+            # older generations.
+            packet = getattr(event, "packet", None)
+            if packet is not None:
+                packet.event = None
 
     def _here(self, event, at_start: bool = False) -> BinlogPosition:
         end = event.packet.log_pos
@@ -426,7 +445,8 @@ class BinlogReader:
 
     def _commit(self, txn: _Transaction, event) -> TransactionCommit:
         self._complete(txn)
-        return TransactionCommit(gtid=txn.gtid, position=self._here(event), ts_sec=event.timestamp)
+        return TransactionCommit(gtid=txn.gtid, position=self._here(event), ts_sec=event.timestamp,
+                                 arrived_ms=_now_ms())
 
     def _schema_of(self, event) -> TableSchema:
         """The rows event's table, built once per table map (a transaction's rows events share it), and the same
@@ -451,6 +471,8 @@ class BinlogReader:
         images = self._images(event, schema, op)
         start, file, packet = txn.start, self._file, event.packet
         pos, server_id, ts_sec = packet.log_pos - packet.event_size, packet.server_id, event.timestamp
+        self.rows_event_bytes = packet.event_size
+        arrived_ms = _now_ms()
         last = len(images) - 1
         for number in range(skip, len(images)):
             before, after = images[number]
@@ -458,7 +480,7 @@ class BinlogReader:
                         else BinlogPosition(start.file, start.pos, start.gtids, index, number + 1))
             # positional: thirteen keywords cost a rows event's row about 0.3 µs more
             yield RowChange(op, schema, before, after, txn.gtid, file, pos, number, server_id, ts_sec, txn.thread,
-                            txn.query, position)
+                            txn.query, position, arrived_ms)
 
     def _images(self, event, schema: TableSchema, op: str) -> list[tuple[dict | None, dict | None]]:
         """(before, after) of each row of the rows event: decoded by the compiled module when it can, else by the
@@ -480,6 +502,10 @@ class BinlogReader:
         if op == "c":
             return [(None, _values(row["values"], row["none_sources"], schema)) for row in event.rows]
         return [(_values(row["values"], row["none_sources"], schema), None) for row in event.rows]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _text(value) -> str:

@@ -64,20 +64,21 @@ class OffsetRecord:
 
 
 BINLOG_LAG_BASIS = "binlog time (whole seconds; the end of the change's second)"
-ARRIVAL_LAG_BASIS = "arrival at the connector (within the change's binlog second, which is whole)"
+ARRIVAL_LAG_BASIS = "arrival at the connector's binlog reader (within the change's binlog second, which is whole)"
 
 
-def lag_source_time(ts_sec: int | None, now_ms: int | None = None) -> tuple[int | None, str | None]:
+def lag_source_time(ts_sec: int | None, arrived_ms: int | None = None) -> tuple[int | None, str | None]:
     """The source time the lag is measured from, and its basis. Binlog times are whole seconds: measured from them the
-    lag of a caught-up connector saws between 0 and 1 s. The change happened within [ts, ts + 1 s) and before it
-    arrived, so the latest time it can have happened is taken: the arrival while still in that second (sub-second:
-    the connector's own latency), else the end of the second."""
+    lag of a caught-up connector saws between 0 and 1 s. The change happened within [ts, ts + 1 s) and before the
+    binlog reader read it (`arrived_ms`; None: unknown, now is taken), so the latest time it can have happened is
+    taken: its arrival while still in that second (sub-second: the lag is then the connector's own latency, its time
+    in the change queue and in Kafka included), else the end of the second."""
     if not ts_sec:
         return None, None
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    arrived_ms = int(time.time() * 1000) if not arrived_ms else arrived_ms
     second_end = ts_sec * 1000 + 999
-    if now_ms <= second_end:
-        return now_ms, ARRIVAL_LAG_BASIS
+    if arrived_ms <= second_end:
+        return arrived_ms, ARRIVAL_LAG_BASIS
     return second_end, BINLOG_LAG_BASIS
 
 
@@ -268,7 +269,7 @@ class MySqlEventBuilder:
         schema = getattr(change, "schema", None)
         if schema is not None:
             summary["table"] = f"{schema.database}.{schema.table}"
-        source_ms, basis = lag_source_time(ts)
+        source_ms, basis = lag_source_time(ts, getattr(change, "arrived_ms", None))
         return ChangeSummary(source_ms, basis, position, summary)
 
     def idle(self) -> list:
@@ -291,6 +292,20 @@ class MySqlEventBuilder:
 
 _HEARTBEAT_KEY = s.struct([("serverName", s.string())], name="io.debezium.connector.common.ServerNameKey")
 _HEARTBEAT_VALUE = s.struct([("ts_ms", s.int64())], name="io.debezium.connector.common.Heartbeat")
+
+
+# What one decoded column value holds in memory beyond its bytes in the binlog, roughly: its slot in the row's dict
+# (which grows by a third ahead) and its Python object's header (an int 28 bytes, a str 49 + its text, a Decimal 104,
+# a datetime 48). A 20-column row of ~200 binlog bytes (bench.wide_rows') is ~1.7 kB of objects (tracemalloc) and is
+# counted 2.2 kB.
+QUEUED_VALUE_BYTES = 100
+
+
+def queued_row_bytes(row: RowChange, binlog_bytes: int) -> int:
+    """What a row change waiting in the change queue is counted as for max.queue.size.in.bytes: its share of its rows
+    event's bytes and QUEUED_VALUE_BYTES per column of each of its images."""
+    images = (row.before is not None) + (row.after is not None)
+    return binlog_bytes + images * len(row.schema.columns) * QUEUED_VALUE_BYTES
 
 
 class BinlogChangeReader(threading.Thread):
@@ -316,14 +331,15 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
-    def _put_rows(self, rows: list[RowChange]) -> bool:
+    def _put_rows(self, rows: list[RowChange], event_bytes: int) -> bool:
         """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
         done = 0
+        size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
         while done < len(rows):
             if self.stop.is_set():
                 return False
             try:
-                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2)
+                done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2, item_bytes=size)
             except queue.Full:
                 continue
         self.position = rows[-1].position
@@ -335,7 +351,8 @@ class BinlogChangeReader(threading.Thread):
         attempt = 0
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
-                                  heartbeat_seconds=1.0, wanted=self.config.reads_rows_of)
+                                  heartbeat_seconds=1.0, wanted=self.config.reads_rows_of,
+                                  annotations=self.config.include_query)
             rows: list[RowChange] = []  # a rows event's rows, queued together once its last is read
             try:
                 for item in reader:
@@ -344,7 +361,7 @@ class BinlogChangeReader(threading.Thread):
                         rows.append(item)
                         if item.position.row:  # not its rows event's last: the others are decoded already
                             continue
-                        if not self._put_rows(rows):
+                        if not self._put_rows(rows, reader.rows_event_bytes):
                             return
                         rows = []
                     elif type(item) is Heartbeat:

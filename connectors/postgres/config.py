@@ -133,6 +133,8 @@ class PostgresConfig(DerivedTopicNames):
     value_schemas_enable: bool | None = _p("value.converter.schemas.enable", None, values.parse_bool, "Values.")
     max_batch_size: int = _p("max.batch.size", 2048, _POSITIVE, "Changes per Kafka transaction.")
     max_queue_size: int = _p("max.queue.size", 8192, _POSITIVE, "Queue between reader and sink.")
+    max_queue_size_in_bytes: int = _p("max.queue.size.in.bytes", 0, _NON_NEGATIVE,
+                                      "Capacity of that queue in bytes (0 = unbounded).")
     poll_interval_ms: int = _p("poll.interval.ms", 500, _POSITIVE, "Longest wait before a partial batch.")
     status_update_interval_ms: int = _p("status.update.interval.ms", 10_000, _POSITIVE,
                                         "Replication status update interval.")

@@ -31,6 +31,7 @@ from connectors.kafka.sink import OutMessage
 from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.catalog import describe_type, published_columns, table_columns
+from connectors.postgres.compiled import compiled, slots_maker
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.errors import retriable
 from connectors.postgres.overlap import StreamOverlap
@@ -42,6 +43,9 @@ VERSION = SOURCE_VERSION
 _CATALOG_ATTEMPTS = 5  # catalog reads on fresh connections that each failed (each connection waits for the server)
 _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float32": 0.0, "float64": 0.0, "boolean": False,
          "string": "", "bytes": b""}
+
+
+_make_message = slots_maker(OutMessage)
 
 
 def now_ns() -> int:
@@ -84,6 +88,9 @@ class Table:
     zero: dict  # non-key required columns' zero values (key-only `before`)
     columns: list[RowColumn]  # every column, in table order (what a tuple holds)
     envelopes: env.EnvelopeWriter  # writes the table's envelopes
+    # what compiled.write_run takes for a run of the table's changes: the value's columns, the tuple's column count
+    # and the key's (head, columns, tail) or None (no key); None without the compiled module
+    run: tuple | None = None
 
 
 class PgEventBuilder:
@@ -96,6 +103,8 @@ class PgEventBuilder:
         self.captured = captured or TableFilter(config)
         self.tables: dict[int, Table | None] = {}  # relation id → table (None: not captured)
         self.skipped = set(config.skipped_operations)
+        # compiled.write_run, or None: build_changes then writes each change by itself (identical bytes)
+        self.write_run = compiled.write_run if compiled is not None else None
         self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas,
                                                  config.value_schemas, transaction_state)
                              if config.provide_transaction_metadata else None)
@@ -177,15 +186,20 @@ class PgEventBuilder:
         value_schema = env.envelope_schema(self.config.topic_prefix, schema, name, rows.schema)
         after = value_schema.field("after").schema
         key_text = key_of_tuple = key_bytes_of_tuple = None
+        run = rows.compiled_columns(after)
         if key_schema is not None:
             key_text = json_converter.writer(key_schema, self.config.key_schemas)
             key_of_tuple = json_converter.writer(key_schema, self.config.key_schemas, rows.text_writer(key_schema))
             head, tail = ((f'{{"schema":{json_converter.schema_json(key_schema)},"payload":', "}")
                           if self.config.key_schemas else ("", ""))
             key_bytes_of_tuple = rows.bytes_writer(key_schema, head, tail)
+            if run is not None:
+                run = (*run, (head, rows.compiled_columns(key_schema)[0], tail))
+        elif run is not None:
+            run = (*run, None)
         table = Table(schema, name, topic, rows, key_names, key_text, key_of_tuple, key_bytes_of_tuple,
                       rows.text_writer(after), rows.event_writer(after), zero, row_columns,
-                      env.EnvelopeWriter(value_schema, self.config.value_schemas))
+                      env.EnvelopeWriter(value_schema, self.config.value_schemas), run)
         self.tables[relation_id] = table
         return table
 
@@ -246,7 +260,9 @@ class PgEventBuilder:
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
         """`build` of each change (core.source.EventBuilder.build_changes). An insert, or an update that sends no
         old row, is written from its transaction's parts (EnvelopeWriter.streamed_parts), made once per table,
-        transaction and operation; the rest goes through `build`, and so does everything while transaction metadata
+        transaction and operation; the compiled module writes a run of them (same table, transaction and operation)
+        into messages in one call (`write_run`: the bytes of `key_bytes_of_tuple` and `event_of_tuple`, which write
+        a change it leaves to them). The rest goes through `build`, and so does everything while transaction metadata
         is on or a resumed snapshot's filter applies. Events built in one call share their `ts_ms`."""
         built = BuiltChanges()
         streamed = self.transactions is None and not self.overlap.filtering
@@ -258,7 +274,11 @@ class PgEventBuilder:
         first = last = None
         append = messages.append
         now = now_ns()
-        for change in changes:
+        write_run = self.write_run
+        index, end = 0, len(changes)
+        while index < end:
+            change = changes[index]
+            index += 1
             message = change.message
             kind = type(message)
             if streamed and ((kind is p.Insert and inserts) or (kind is p.Update and message.old is None and updates)):
@@ -273,9 +293,22 @@ class PgEventBuilder:
                     if parts is None:
                         parts = parts_of[at] = table.envelopes.streamed_parts(operation, self._source(table, change),
                                                                               now)
+                run = table.run
+                if write_run is not None and run is not None:
+                    # this change and those after it of the same table, transaction and operation, in one call
+                    written_to = write_run(changes, index - 1, kind, message.relation_id, change.commit_lsn, parts,
+                                           run[0], run[1], run[2], table.topic, _make_message, messages,
+                                           kind is p.Update)
+                    if written_to >= index:
+                        run_counts[operation] += written_to - index + 1
+                        if first is None:
+                            first = change
+                        last = changes[written_to - 1]
+                        index = written_to
+                        continue
                 values = message.new
                 key = table.key_bytes_of_tuple(values) if table.key_bytes_of_tuple is not None else None
-                append(OutMessage(table.topic, key, table.event_of_tuple(parts, values, change.lsn)))
+                append(_make_message(table.topic, key, table.event_of_tuple(parts, values, change.lsn), None))
                 run_counts[operation] += 1
                 if first is None:
                     first = change

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from connectors.postgres.compiled import compiled as _compiled
+from connectors.postgres.compiled import slots_maker
 
 # PostgreSQL timestamps count from 2000-01-01 00:00:00 UTC
 PG_EPOCH_OFFSET_US = 946_684_800_000_000
@@ -258,10 +259,10 @@ def decode(data: bytes, in_stream: bool = False) -> Message:
         if fields is not None:
             relation_id, new, old, old_kind, xid = fields
             if kind == 0x55:  # 'U'
-                return Update(relation_id, new, old, old_kind, xid)
+                return _make_update(relation_id, new, old, old_kind, xid)
             if kind == 0x49:  # 'I'
-                return Insert(relation_id, new, xid)
-            return Delete(relation_id, old, old_kind, xid)
+                return _make_insert(relation_id, new, xid)
+            return _make_delete(relation_id, old, old_kind, xid)
     r = _Reader(data, 1)
     try:
         if kind in _ROW_CHANGES:
@@ -272,6 +273,7 @@ def decode(data: bytes, in_stream: bool = False) -> Message:
 
 
 _ROW_CHANGES = frozenset(b"IUD")
+_make_update, _make_insert, _make_delete = slots_maker(Update), slots_maker(Insert), slots_maker(Delete)
 
 
 def _row_change(kind: int, r: _Reader, xid: int | None) -> Message:

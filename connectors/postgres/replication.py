@@ -28,6 +28,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from connectors.postgres.compiled import slots_maker
 from connectors.postgres.pgoutput import Decoder, Message, lsn_from_text
 
 # The text forms the type mapping reads: pgoutput writes values with the walsender session's output settings.
@@ -79,6 +80,9 @@ class SlotCreated:
 class WalMessage:
     data_start: int  # LSN of the WAL record this message was decoded from (0 for some, e.g. Relation)
     message: Message
+
+
+_make_wal_message = slots_maker(WalMessage)
 
 
 class ReplicationStream:
@@ -169,20 +173,28 @@ class ReplicationStream:
 
     def read(self, timeout: float = 1.0, max_messages: int = 10_000) -> list[WalMessage]:
         """The messages available now, else those that arrive within `timeout` seconds (an empty list if none)."""
-        out: list[WalMessage] = []
+        decode = self._decoder.decode
+        return [_make_wal_message(_XLOG_DATA.unpack_from(data, 1)[0], decode(bytes(data[25:])))
+                for data in self.read_raw(timeout, max_messages)]
+
+    def read_raw(self, timeout: float = 1.0, max_messages: int = 10_000) -> list:
+        """As `read`, the XLogData messages themselves, undecoded ('w', data start, WAL end, send time, then the
+        pgoutput message from byte 25): for a reader that decodes them itself (`decode`)."""
+        out: list = []
         deadline = time.monotonic() + timeout
         conn = self._conn
-        decode = self._decoder.decode
+        last = None  # the last XLogData message, unless a keepalive came after it: the WAL end it reports
         try:
             while len(out) < max_messages:
                 size, data = conn.get_copy_data(1)
                 if size > 0:
                     kind = data[0]
                     if kind == 0x77:  # 'w'
-                        data_start, self._wal_end, _ = _XLOG_DATA.unpack_from(data, 1)
-                        out.append(WalMessage(data_start, decode(bytes(data[25:]))))
+                        out.append(data)
+                        last = data
                     elif kind == 0x6B:  # 'k'
                         self._wal_end, _, reply = _KEEPALIVE.unpack_from(data, 1)
+                        last = None
                         if reply:
                             self._send_status()
                     continue
@@ -201,7 +213,19 @@ class ReplicationStream:
         except psycopg.Error as error:
             raise ReplicationError(
                 f"replication stream from slot {self.slot_name!r} failed: {str(error).strip()}") from None
+        finally:
+            if last is not None:
+                self._wal_end = _XLOG_DATA.unpack_from(last, 1)[1]
         return out
+
+    def decode(self, data) -> Message:
+        """The pgoutput message of an XLogData message from `read_raw`, decoded in order with the others."""
+        return self._decoder.decode(bytes(data[25:]))
+
+    @property
+    def in_stream(self) -> bool:
+        """Whether a protocol-2 stream block is open (its messages carry their transaction's id first)."""
+        return self._decoder.in_stream
 
     def _stream_end_text(self) -> str:
         """Why the server ended the stream (the error of the result that follows the copy)."""

@@ -231,6 +231,13 @@ class RowMapper:
             return text if text is not None else write(values)
         return write_compiled
 
+    def compiled_columns(self, struct: Schema) -> tuple[tuple[tuple, ...], int] | None:
+        """`struct`'s columns as the compiled writers take them (`write_event`, `write_text`, `write_run`) and the
+        tuple's column count; None without the compiled module."""
+        if compiled is None:
+            return None
+        return self._writer_columns(struct)[1], self.column_count
+
     def _writer_columns(self, struct: Schema) -> tuple[list[tuple], tuple[tuple, ...]]:
         """`struct`'s columns for the row writers: (position, prefix, text JSON writer, null text, placeholder
         text) for the Python loop, and the compiled module's (position, prefix, kind, argument, writer, null text,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from connectors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
 from connectors.postgres import pgoutput as p
+from connectors.postgres.compiled import compiled, slots_maker
 from connectors.postgres.offsets import acknowledgeable
 from connectors.postgres.position import Position
 from connectors.postgres.replication import ReplicationError, ReplicationStream
@@ -39,6 +41,31 @@ class WalChange:
     xid: int
     commit_ts_us: int
     previous_commit: int | None = None  # the end LSN of the transaction streamed before this one (source.sequence)
+
+
+# What one column value of a change waiting in the queue holds beyond its text, roughly: its slot in the message's
+# tuple and its str object's header (49 bytes)
+QUEUED_VALUE_BYTES = 64
+QUEUED_CHANGE_BYTES = 200  # the WalChange and its message
+
+
+def queued_change_bytes(item) -> int:
+    """What a change waiting in the change queue is counted as for max.queue.size.in.bytes: its values' text and
+    QUEUED_VALUE_BYTES per value of each tuple, and QUEUED_CHANGE_BYTES."""
+    message = getattr(item, "message", None)
+    size = QUEUED_CHANGE_BYTES
+    for values in (getattr(message, "new", None), getattr(message, "old", None)):
+        if values:
+            size += len(values) * QUEUED_VALUE_BYTES + sum(len(v) for v in values if type(v) is str or type(v) is bytes)
+    return size
+
+
+_make_change = slots_maker(WalChange)
+# compiled.wal_row_change and its makers: an XLogData message of a row change to its WalChange in one call
+compiled_row_change = compiled.wal_row_change if compiled is not None else None
+ROW_MAKERS = (_make_change, slots_maker(p.Insert), slots_maker(p.Update), slots_maker(p.Delete))
+_ROW_KINDS = frozenset(b"IUD")  # the first byte of a pgoutput Insert, Update or Delete
+_DATA_START = struct.Struct(">Q")  # an XLogData message's data start, from its byte 1
 
 
 def last_commit_end(resume: Position | None) -> int | None:
@@ -111,13 +138,15 @@ class WalReader:
 
     def _put_all(self, items: list) -> bool:
         """Queues `items` in order (a queue lock for as many as there is room for), acknowledging the slot while
-        the queue is full; False when stopped first."""
+        the queue is full; False when stopped first. Under max.queue.size.in.bytes each counts as the average of
+        their queued_change_bytes."""
         done = 0
+        size = sum(map(queued_change_bytes, items)) // len(items) if self._out.max_bytes and items else 0
         while done < len(items):
             if self._stop.is_set():
                 return False
             try:
-                done += self._out.put_many(items[done:] if done else items, timeout=0.2)
+                done += self._out.put_many(items[done:] if done else items, timeout=0.2, item_bytes=size)
             except queue.Full:
                 self._acknowledge()  # keep acknowledging while the pipeline catches up
         return True
@@ -172,10 +201,13 @@ class WalReader:
         # a change it queued comes after that change, so a later resume position covers nothing more of it.
         replayed = self._resume
         check = False  # whether `replayed` may cover changes of the transaction being read
+        context = None  # (commit LSN, xid, commit time, previous commit) of a transaction whose row changes are new
+        row_change = compiled_row_change  # looked up once per connection (tests set it to None)
+        in_stream = stream.in_stream
         try:
             while not self._stop.is_set():
                 self._acknowledge()
-                messages = stream.read(timeout=self._poll)
+                messages = stream.read_raw(timeout=self._poll)
                 if not messages:
                     wal_end = stream.server_wal_end
                     if begin is None and wal_end > last_idle:
@@ -187,31 +219,46 @@ class WalReader:
                 # queued a read at a time; `last` is where the queued changes end
                 changes: list = []
                 last = None
-                for wal in messages:
-                    message = wal.message
+                for data in messages:
+                    if context is not None and data[25] in _ROW_KINDS and not in_stream and row_change is not None:
+                        # the compiled reader: the change as the lines below make it (None: they decode it)
+                        made = row_change(data, context, ROW_MAKERS)
+                        if made is not None:
+                            last = made
+                            changes.append(made)
+                            if len(changes) >= _QUEUED_TOGETHER:
+                                if not self._queue(changes, last):
+                                    return
+                                changes, last = [], None
+                            continue
+                    message = stream.decode(data)
+                    in_stream = stream.in_stream
+                    data_start = _DATA_START.unpack_from(data, 1)[0]
                     kind = type(message)
                     if kind is p.Begin:
                         begin = message
                         check = replayed is not None and begin.final_lsn <= replayed.lsn_commit
+                        context = None if check else (begin.final_lsn, begin.xid, begin.commit_ts_us,
+                                                      self._previous_commit)
                         continue
                     if kind is p.Relation:
-                        changes.append(WalChange(message, wal.data_start, 0, 0, 0))
+                        changes.append(WalChange(message, data_start, 0, 0, 0))
                         continue
                     if begin is None:
                         continue  # Origin, Type and non-transactional messages outside a transaction
                     if kind is p.Commit:
                         if not check or not replayed.covers_transaction(begin.final_lsn):
-                            last = WalChange(message, message.end_lsn, begin.final_lsn, begin.xid,
-                                             begin.commit_ts_us, self._previous_commit)
+                            last = _make_change(message, message.end_lsn, begin.final_lsn, begin.xid,
+                                                begin.commit_ts_us, self._previous_commit)
                             changes.append(last)
                         self._previous_commit = message.end_lsn
-                        begin = None
+                        begin = context = None
                         continue
                     if kind in _ROW_CHANGES:
-                        if check and replayed.covers(begin.final_lsn, wal.data_start):
+                        if check and replayed.covers(begin.final_lsn, data_start):
                             continue
-                        last = WalChange(message, wal.data_start, begin.final_lsn, begin.xid, begin.commit_ts_us,
-                                         self._previous_commit)
+                        last = _make_change(message, data_start, begin.final_lsn, begin.xid, begin.commit_ts_us,
+                                            self._previous_commit)
                         changes.append(last)
                     if len(changes) >= _QUEUED_TOGETHER:
                         if not self._queue(changes, last):

@@ -1,5 +1,6 @@
 """The pipeline's batch path for PostgreSQL (`PgEventBuilder.build_changes`, `position_after_changes`) gives what
-`build` and `position_after` give change by change: WAL changes of a random workload read from a real slot (inserts,
+`build` and `position_after` give change by change, and the WAL reader's compiled path the changes its Python path
+makes: WAL changes of a random workload read from a real slot (inserts,
 updates with and without a key change, deletes, truncates, a schema change mid-stream, tables keyed, unkeyed and with
 REPLICA IDENTITY FULL, transactions of one to forty changes), under configurations that take the streamed fast path
 and those that go through `build`."""
@@ -14,7 +15,7 @@ from psycopg2 import sql
 
 from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff
-from connectors.postgres import events
+from connectors.postgres import events, stream
 from connectors.postgres.events import PgEventBuilder
 from connectors.postgres.pgoutput import Commit, Relation
 from connectors.postgres.replication import ReplicationStream
@@ -38,12 +39,14 @@ CONFIGS = {
 class Collected:
     """What a WalReader queues, kept in a list (the reader's ChangeQueue)."""
 
+    max_bytes = 0  # no byte bound
+
     def __init__(self) -> None:
         self.items: list = []
         self.commits = 0
         self.changed = threading.Condition()
 
-    def put_many(self, items: list, timeout: float | None = None) -> int:
+    def put_many(self, items: list, timeout: float | None = None, item_bytes: int = 0) -> int:
         with self.changed:
             self.items.extend(items)
             self.commits += sum(1 for item in items if type(item) is WalChange and type(item.message) is Commit)
@@ -102,6 +105,23 @@ def _workload(pg_db, rng: random.Random) -> int:
     return transactions
 
 
+def _read_slot(pg_db, transactions: int) -> list:
+    """The WalChanges a WalReader queues from the start of the slot (never acknowledged) to its last transaction."""
+    collected = Collected()
+    stop = threading.Event()
+    reader = WalReader(lambda: ReplicationStream(pg_db.dsn, pg_db.name, ["together"]), None, collected,
+                       Acknowledger(), StreamingMetrics("together", pg_db.name), Backoff(), stop, 0.1)
+    reader.start()
+    try:
+        with collected.changed:
+            assert collected.changed.wait_for(lambda: collected.commits >= transactions, timeout=120), \
+                f"{collected.commits} of {transactions} transactions read"
+    finally:
+        stop.set()
+        reader.join(30)
+    return [item for item in collected.items if type(item) is WalChange]
+
+
 def test_changes_built_together_give_what_each_built_alone_gives(pg_db, monkeypatch):
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
@@ -115,20 +135,12 @@ def test_changes_built_together_give_what_each_built_alone_gives(pg_db, monkeypa
         made.create_slot(export_snapshot=False)
     transactions = _workload(pg_db, rng)
 
-    collected = Collected()
-    stop = threading.Event()
-    reader = WalReader(lambda: ReplicationStream(pg_db.dsn, pg_db.name, ["together"]), None, collected,
-                       Acknowledger(), StreamingMetrics("together", pg_db.name), Backoff(), stop, 0.1)
-    reader.start()
-    try:
-        with collected.changed:
-            assert collected.changed.wait_for(lambda: collected.commits >= transactions, timeout=120), \
-                f"{collected.commits} of {transactions} transactions read"
-    finally:
-        stop.set()
-        reader.join(30)
-    changes = [item for item in collected.items if type(item) is WalChange]
+    changes = _read_slot(pg_db, transactions)
     assert len(changes) > 1000
+    # the compiled reader's changes (stream.compiled_row_change) are those the Python reader makes
+    monkeypatch.setattr(stream, "compiled_row_change", None)
+    assert _read_slot(pg_db, transactions) == changes
+    monkeypatch.undo()
 
     monkeypatch.setattr(events, "now_ns", lambda: 1_700_000_000_123_456_789)
     for name, extra in CONFIGS.items():

@@ -244,3 +244,158 @@ def test_keys_are_written_as_python_writes_them():
             got, expected = outcome(native, values), outcome(python, values)
             assert got == expected, (head, values)
         assert native(("7", "a")) == f'{head}{{"i":7,"s":"a"}}{tail}'.encode()
+
+
+def test_runs_of_changes_are_written_as_each_change_is_written_alone():
+    """`write_run` (PgEventBuilder.build_changes' runs) writes, from a change on, the messages the Python writers give
+    each change of the run alone (the key from `bytes_writer`, the value from `event_writer`), and stops at the first
+    change of another table, transaction or kind, an update with an old tuple, or a change either compiled writer
+    sends the long way (which the per-change path then writes): random runs of inserts and updates with such changes
+    among them."""
+    require_compiled()
+    from connectors.events import schema as s
+    from connectors.kafka.sink import OutMessage
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres.compiled import slots_maker
+    from connectors.postgres.stream import WalChange
+
+    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
+    head, tail = '{"schema":{"type":"struct"},"payload":', "}"
+    python_event = rows.event_writer(rows.schema, use_compiled=False)
+    python_key = rows.bytes_writer(key_schema, head, tail, use_compiled=False)
+    event_columns, count = rows.compiled_columns(rows.schema)
+    key_columns = rows.compiled_columns(key_schema)[0]
+    parts = ('{"before":null,"after":', ',"lsn":', ',"x":"é"', '}')
+    rng = random.Random(23)
+
+    def values():
+        return (rng.choice(["5", "-12", "5", "5", "007", None]), rng.choice(["", 'q"', "é\x01", None]),
+                rng.choice(["1.50", "12.5", "1.50"]), rng.choice(["2024-01-02 03:04:05.5+00", "infinity", None]))
+
+    def change(kind):
+        relation, commit = rng.choice([7, 7, 7, 8]), rng.choice([100, 100, 100, 200])
+        if kind is p.Insert:
+            message = p.Insert(relation, values())
+        else:
+            message = p.Update(relation, values(), values() if rng.random() < 0.1 else None, None)
+        return WalChange(message, rng.randrange(2**64), commit, 5, 6)
+
+    for _ in range(300):
+        kind = rng.choice([p.Insert, p.Update])
+        changes = [change(rng.choice([kind, kind, kind, p.Insert, p.Update])) for _ in range(rng.randint(1, 12))]
+        start = rng.randrange(len(changes))
+        first = changes[start]
+        with_key = rng.random() < 0.7
+        key = (head, key_columns, tail) if with_key else None
+        make = rng.choice([OutMessage, slots_maker(OutMessage)])
+        messages = ["already there"]
+        end = compiled.write_run(changes, start, kind, first.message.relation_id, first.commit_lsn, parts,
+                                 event_columns, count, key, "topic", make, messages, kind is p.Update)
+
+        def in_run(item, kind=kind, first=first):
+            return (type(item.message) is kind and getattr(item.message, "old", None) is None
+                    and item.message.relation_id == first.message.relation_id
+                    and item.commit_lsn == first.commit_lsn)
+
+        def written(item, with_key=with_key):
+            new = item.message.new
+            return (compiled.write_event(parts, new, event_columns, count, item.lsn) is not None
+                    and (not with_key or compiled.write_text(head, new, key_columns, count, tail) is not None))
+
+        assert start <= end <= len(changes)
+        assert all(in_run(item) and written(item) for item in changes[start:end])
+        assert end == len(changes) or not (in_run(changes[end]) and written(changes[end]))
+        assert messages == ["already there"] + [
+            OutMessage("topic", python_key(item.message.new) if with_key else None,
+                       python_event(parts, item.message.new, item.lsn)) for item in changes[start:end]]
+
+
+def test_slots_makers_make_what_the_classes_make():
+    """`compiled.slots_maker(cls)` (the WAL reader's changes and messages, the builder's Kafka messages) makes an
+    instance equal to `cls(*values)`, field by field, with the same hash, tracked by the collector and holding its
+    values after the caller's references are gone; a name that is no writable object slot is refused."""
+    require_compiled()
+    import dataclasses
+    import gc
+
+    from connectors.kafka.sink import OutMessage
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres.compiled import slots_maker
+    from connectors.postgres.replication import WalMessage
+    from connectors.postgres.stream import WalChange
+
+    rng = random.Random(29)
+    for cls in (p.Insert, p.Update, p.Delete, WalMessage, WalChange, OutMessage):
+        make = slots_maker(cls)
+        assert make is not cls
+        for _ in range(50):
+            values = [rng.choice([None, rng.randrange(2**70), f"text {rng.random()}", (str(rng.random()),), b"x"])
+                      for _ in dataclasses.fields(cls)]
+            made, expected = make(*values), cls(*values)
+            assert type(made) is cls and made == expected and repr(made) == repr(expected)
+            assert hash(made) == hash(expected) and gc.is_tracked(made)
+            del values, expected
+            gc.collect()
+            assert made == cls(*[getattr(made, field.name) for field in dataclasses.fields(cls)])
+    with pytest.raises(TypeError):
+        slots_maker(OutMessage)("t", b"k", b"v")  # every field, in order
+    with pytest.raises(ValueError):
+        compiled.slots_maker(OutMessage, ("topic", "__class__"))
+    with pytest.raises(AttributeError):
+        compiled.slots_maker(OutMessage, ("no_such_slot",))
+
+
+def test_wal_row_changes_are_made_as_the_python_reader_makes_them():
+    """`wal_row_change` (the WAL reader's compiled path) gives, for a whole XLogData message, the WalChange the Python
+    reader makes from `pgoutput.decode` of its payload and the transaction's context, and None for anything else:
+    other messages, truncated or malformed row changes, text that is not UTF-8, short data."""
+    require_compiled()
+    from connectors.postgres import pgoutput as p
+    from connectors.postgres import stream
+    from connectors.postgres.stream import WalChange
+
+    rng = random.Random(31)
+    header = struct.Struct(">cQQq")
+    column_values = ["1", "é", "", None, UNCHANGED_TOAST, b"\x00\xff", "x" * 300]
+
+    def row() -> bytes:
+        return tuple_data([rng.choice(column_values) for _ in range(rng.randint(0, 6))])
+
+    def payload() -> bytes:
+        relation = struct.pack("!I", rng.randrange(2**32))
+        shape = rng.randrange(9)
+        if shape == 0:
+            return b"I" + relation + b"N" + row()
+        if shape == 1:
+            return b"U" + relation + b"N" + row()
+        if shape == 2:
+            return b"U" + relation + rng.choice([b"K", b"O"]) + row() + b"N" + row()
+        if shape == 3:
+            return b"D" + relation + rng.choice([b"K", b"O"]) + row()
+        if shape == 4:
+            return b"B" + struct.pack("!QqI", 1, 2, 3)
+        if shape == 5:
+            return rng.choice([b"I", b"U", b"D"]) + relation + rng.choice([b"X", b"K", b"N"])
+        if shape == 6:
+            return b"U" + relation + b"N" + b"\x00\x01t\x00\x00\x00\x02\xc3("  # not UTF-8
+        whole = rng.choice([b"I", b"U", b"D"]) + relation + rng.choice([b"N", b"K"]) + row()
+        return whole[:rng.randrange(len(whole) + 1)]  # cut anywhere
+
+    context = (100, 7, 1_700_000_000_000_000, rng.choice([None, 99]))
+    for _ in range(3000):
+        data = header.pack(b"w", rng.randrange(2**64), 5, 6) + payload()
+        got = compiled.wal_row_change(data, context, stream.ROW_MAKERS)
+        try:
+            message = p.decode(data[25:])
+        except Exception:  # noqa: BLE001 - the reader's Python path raises it; the compiled one gives None
+            message = None
+        if type(message) not in (p.Insert, p.Update, p.Delete):
+            assert got is None, data
+            continue
+        assert type(got) is WalChange and type(got.message) is type(message), data
+        assert got == WalChange(message, header.unpack_from(data)[1], *context), data
+    assert compiled.wal_row_change(b"w", context, stream.ROW_MAKERS) is None
+    assert compiled.wal_row_change(b"k" + bytes(40), context, stream.ROW_MAKERS) is None

@@ -126,3 +126,109 @@ def test_a_marker_anywhere_in_a_long_queue_ends_the_batch_after_it():
             assert changes.take(at, 1.0, (Idle, Failed)) == items[:at]  # the marker is past the limit
             assert changes.take(2000, 1.0, ()) == items[at:]  # no marker type: nothing ends the batch
     assert changes.qsize() == 0
+
+
+def test_the_byte_bound_queues_only_what_fits():
+    """max.queue.size.in.bytes: with room for 100 items by count, 1,000 bytes hold ten 100-byte items; the rest wait
+    for a take."""
+    changes = ChangeQueue(100, max_bytes=1000)
+    assert changes.put_many([{"n": n} for n in range(50)], timeout=0, item_bytes=100) == 10
+    assert changes.queued_bytes == 1000
+    with pytest.raises(queue.Full):
+        changes.put({"n": 10}, timeout=0, size=1)
+    assert [item["n"] for item in changes.take(3, 0, MARKERS)] == [0, 1, 2]
+    assert changes.queued_bytes == 700
+    assert changes.put_many([{"n": n} for n in range(10, 50)], timeout=0, item_bytes=100) == 3
+    changes.take(100, 0, MARKERS)
+    assert changes.queued_bytes == 0 and changes.qsize() == 0
+
+
+def test_an_item_larger_than_the_byte_bound_goes_through_alone():
+    changes = ChangeQueue(100, max_bytes=1000)
+    changes.put({"n": 0}, timeout=0, size=5000)  # an empty queue takes it: a bound below one item cannot stall
+    with pytest.raises(queue.Full):
+        changes.put({"n": 1}, timeout=0, size=1)
+    assert changes.take(10, 0, MARKERS) == [{"n": 0}]
+    assert changes.put_many([{"n": 1}, {"n": 2}], timeout=0, item_bytes=5000) == 1
+
+
+def test_items_of_no_size_are_bounded_by_count_alone():
+    changes = ChangeQueue(5, max_bytes=1000)
+    assert changes.put_many([{"n": n} for n in range(8)], timeout=0) == 5
+    assert changes.queued_bytes == 0
+
+
+def test_under_a_byte_bound_every_item_arrives_once_in_order_and_the_bound_holds():
+    """A reader of items of mixed sizes against a taker: at every take the queue held at most max_bytes (or one
+    item), and the taker got every item once, in order."""
+    changes = ChangeQueue(10_000, max_bytes=4096)
+    sizes = [(n * 7919) % 3000 + 1 for n in range(2000)]
+    held: list[tuple[int, int]] = []
+    original_take = changes.take
+
+    def take(limit, timeout, markers):
+        held.append((changes.queued_bytes, changes.qsize()))
+        return original_take(limit, timeout, markers)
+
+    def read():
+        for n, size in enumerate(sizes):
+            if n % 3:
+                changes.put({"n": n}, timeout=30, size=size)
+            else:
+                assert changes.put_many([{"n": n}], timeout=30, item_bytes=size) == 1
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    got: list[int] = []
+    while len(got) < len(sizes):
+        got.extend(item["n"] for item in take(7, 1.0, MARKERS))
+    reader.join()
+    assert got == list(range(len(sizes)))
+    assert all(queued <= 4096 or count == 1 for queued, count in held)
+    assert max(queued for queued, _ in held) > 0
+
+
+def test_a_raw_mongodb_event_counts_its_bson_and_a_decoded_one_nothing():
+    from connectors.mongodb.rawjson import RawChangeEvent
+    from connectors.mongodb.stream import QUEUED_RAW_EVENT_BYTES, queued_event_bytes
+
+    assert queued_event_bytes(RawChangeEvent(b"x" * 1000, None)) == 1000 + QUEUED_RAW_EVENT_BYTES
+    assert queued_event_bytes({"operationType": "insert"}) == 0
+    assert queued_event_bytes(Idle(None)) == 0
+
+
+def _waiting_take(changes: ChangeQueue, fill: int) -> tuple[threading.Thread, list]:
+    result: list = []
+    taker = threading.Thread(target=lambda: result.append(changes.take(10, 600, MARKERS, fill)), daemon=True)
+    taker.start()
+    deadline = time.monotonic() + 30
+    while not changes.taker_waits and taker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert changes.taker_waits, "the take did not wait"
+    return taker, result
+
+
+def test_a_take_with_a_fill_waits_until_that_many_are_queued():
+    changes = ChangeQueue(10)
+    taker, result = _waiting_take(changes, 5)
+    changes.put_many([{"n": 1}, {"n": 2}])
+    changes.put({"n": 3})
+    taker.join(0.3)
+    assert taker.is_alive() and changes.taker_waits  # three of five: still waiting
+    changes.put_many([{"n": 4}, {"n": 5}])
+    taker.join(60)
+    assert not taker.is_alive() and result == [[{"n": n} for n in range(1, 6)]]
+
+
+@pytest.mark.parametrize("end", ["marker", "wake"])
+def test_a_marker_or_a_wake_ends_a_take_with_a_fill(end):
+    changes = ChangeQueue(10)
+    taker, result = _waiting_take(changes, 5)
+    changes.put_many([{"n": 1}])
+    if end == "marker":
+        changes.put_many([Idle({"t": 1})])
+    else:
+        changes.wake()
+    taker.join(60)
+    assert not taker.is_alive()
+    assert result == [[{"n": 1}, Idle({"t": 1})] if end == "marker" else [{"n": 1}]]
