@@ -591,7 +591,10 @@ class TransactionalSink:
         """The error of a fenced producer: final, unless the fence is likely a late request of a producer this
         sink dropped while Kafka did not answer (LATE_REQUEST_FENCE_SECONDS); then the pipeline starts again from
         its committed offset, which fences any other producer of it and reads what committed."""
-        if not self._dropped_unanswered or time.monotonic() - self._opened_at > LATE_REQUEST_FENCE_SECONDS:
+        since_open = time.monotonic() - self._opened_at
+        if not self._dropped_unanswered or since_open > LATE_REQUEST_FENCE_SECONDS:
+            log.info("%s fenced for good: %d dropped producers unanswered, %.1fs after opening, %d commits since",
+                     self.transactional_id, self._dropped_unanswered, since_open, self._commits_since_open)
             self._state = "fenced"
             return error
         self._dropped_unanswered -= 1
