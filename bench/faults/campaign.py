@@ -131,11 +131,16 @@ class Session:
         return self.snapshot_rows() >= self.seeded * len(self.tables) - deleted
 
     def wait_for_changes(self, what: str, timeout: float = 180) -> None:
-        """Until a change event arrives that was not there when this was called."""
+        """After a fault: until its recovery (wait_recovered). The next fault must not begin before: a recovery
+        still to come would then count the next fault's whole length (an event of a write held back by the last
+        fault, delivered meanwhile, is no recovery). Before any fault: until a new change event arrives."""
+        if self.faults:
+            self.wait_recovered(timeout, what)
+            return
         before = self.changes()
         self.wait_for(lambda: self.changes() > before, timeout, what)
 
-    def wait_recovered(self, timeout: float) -> bool:
+    def wait_recovered(self, timeout: float, what: str = "the runner to stream again after the fault") -> bool:
         """Until the consumer has an event of a write logged since the last fault began (its recovery)."""
         start, end = self.faults[-1]
 
@@ -143,7 +148,7 @@ class Session:
             return recovery(read_log(self.workload_log), self.collector.snapshot(), self.tables,
                             [(start, end)])[0] is not None
 
-        return self.wait_for(recovered, timeout, "the runner to stream again after the fault", interval=0.5)
+        return self.wait_for(recovered, timeout, what, interval=0.5)
 
     def wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
