@@ -2,7 +2,7 @@
 # The two commands of the README, plus `down`.
 #   ./cdc demo   install everything, start the stack (Redis, Kafka, MongoDB emulator, PostgreSQL, MariaDB) and the
 #                platform with three demo connectors (MongoDB, PostgreSQL, MariaDB); the first run takes ~5-10 min
-#   ./cdc test   install everything and run the whole test suite against the real stack (55-70 min; pytest args ok;
+#   ./cdc test   install everything and run the whole test suite against the real stack (45-70 min; pytest args ok;
 #                CDC_TEST_WORKERS=N runs N test files at a time)
 #   ./cdc down   stop everything `demo` started
 set -euo pipefail
