@@ -18,6 +18,7 @@ class EngineConfig(Protocol):
     snapshot_mode: str  # a str enum: initial, initial_only, never, no_data, when_needed, always
     max_batch_size: int
     max_queue_size: int
+    max_queue_size_in_bytes: int  # 0: no bound in bytes
     poll_interval_ms: int
     heartbeat_interval_ms: int
     connect_backoff_initial_delay_ms: int

@@ -418,8 +418,7 @@ class Pipeline:
             self._stream_changes(start)
 
     def _stream_changes(self, start: Position | None) -> None:
-        changes = self._changes = ChangeQueue(self.config.max_queue_size,
-                                              getattr(self.config, "max_queue_size_in_bytes", 0))
+        changes = self._changes = ChangeQueue(self.config.max_queue_size, self.config.max_queue_size_in_bytes)
         self.latest = None  # a run started again after an unknown commit outcome resumes from what is committed
         self.metrics.watch_queue(changes)
         reader_stop = threading.Event()

@@ -17,7 +17,7 @@ from connectors.mysql import tls
 # pymysql's error codes for "could not reach" and "access denied"
 _UNREACHABLE = {2003, 2005, 2006, 2013}
 # How long a query the pipeline needs while streaming (a table's defaults, a heartbeat's action) keeps trying through
-# a lost connection: as long as the binlog reader keeps reopening its stream, at the least
+# a lost connection; past it, SourceUnreachable starts the pipeline again from its committed offset (Pipeline.run)
 RECONNECT_SECONDS = 60.0
 
 _T = TypeVar("_T")

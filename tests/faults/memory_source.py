@@ -56,6 +56,7 @@ class MemoryConfig:
     snapshot_mode: str = "initial"
     max_batch_size: int = 64
     max_queue_size: int = 1000
+    max_queue_size_in_bytes: int = 0
     poll_interval_ms: int = 50
     heartbeat_interval_ms: int = 0
     connect_backoff_initial_delay_ms: int = 100
