@@ -18,13 +18,22 @@ import os
 import statistics
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer
-
 from bench import thread_cpu
+from bench.latency_run import (
+    PIPELINE_STAGES,
+    LagSampler,
+    consume,
+    last_number,
+    print_lag,
+    print_stages,
+    receive_seen,
+    receive_writes,
+    stage_figures,
+    trace_pipeline,
+)
 from bench.stage_marks import StageMarks, percentile
 from bench.streaming_start import wait_until_streaming
 from connectors.core.stream import ChangeQueue
@@ -45,9 +54,6 @@ STAGES = [
     ("commit acknowledged → seen", "acked", "seen"),
     ("end to end (sent → seen)", "sent", "seen"),
 ]
-
-CONSUMER_SETTINGS = {"isolation.level": "read_committed", "fetch.wait.max.ms": 10, "auto.offset.reset": "earliest"}
-
 
 @dataclass
 class LatencyTarget:
@@ -93,50 +99,17 @@ def _event_after(value: bytes) -> tuple[dict | None, dict]:
     return payload.get("after"), payload.get("source") or {}
 
 
-def consume(bootstrap: str, topic: str, total: int, timeout: float, ready, out) -> None:
-    """Reads `topic` read_committed (a process of its own) until events 0..total-1 came; sets `ready` at the
-    warm-up row (n < 0); sends back when each event was received (ns, 0: never) and its source.ts_us (0: none)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         **CONSUMER_SETTINGS, "topic.metadata.refresh.interval.ms": 500})
-    consumer.subscribe([topic])
-    seen_ns, source_us = array.array("q", bytes(8 * total)), array.array("q", bytes(8 * total))
-    seen = 0
-    deadline = time.monotonic() + timeout
-    while seen < total and time.monotonic() < deadline:
-        message = consumer.poll(0.1)
-        if message is None or message.error() or not message.value():
-            continue
-        received_ns = time.time_ns()
-        after, source = _event_after(message.value())
-        number = after.get("n") if after else None
-        if not isinstance(number, int):
-            continue
-        if number < 0:
-            ready.set()
-            continue
-        seen += not seen_ns[number]
-        seen_ns[number] = received_ns
-        source_us[number] = source.get("ts_us") or 0
-    consumer.close()
-    out.send_bytes(seen_ns.tobytes())
-    out.send_bytes(source_us.tobytes())
-    out.close()
+def event_number(value: bytes) -> tuple[int | None, int]:
+    """A row's number `n` (the warm-up row's is negative) and its event's source.ts_us (0: none), for consume."""
+    after, source = _event_after(value)
+    number = after.get("n") if after else None
+    return (number if isinstance(number, int) else None), source.get("ts_us") or 0
 
 
 def _message_number(message, topic: str) -> int | None:
     if message.topic != topic or not message.value:
         return None
-    after, _ = _event_after(message.value)
-    number = after.get("n") if after else None
-    return number if isinstance(number, int) else None
-
-
-def _last(items, number_of) -> int | None:
-    for item in reversed(items):
-        number = number_of(item)
-        if number is not None:
-            return number
-    return None
+    return event_number(message.value)[0]
 
 
 class QueuedMarks:
@@ -156,7 +129,7 @@ class QueuedMarks:
 
         def traced_put_many(queue, items, timeout=None, **size):
             done = put_many(queue, items, timeout, **size)
-            marks.mark("queued", _last(items[:done], number_of))
+            marks.mark("queued", last_number(items[:done], number_of))
             return done
 
         ChangeQueue.put, ChangeQueue.put_many = traced_put, traced_put_many
@@ -187,27 +160,14 @@ def _measure(target, bootstrap, rate, seconds, warm_up_row, marks, runner, threa
     topic = target.topic
     wait_until_streaming(runner, thread)
     pipeline = next(iter(runner.pipelines.values()))
-    handed = [None]
-
-    def trace(stage: str, batch: list) -> None:
-        at_ns = time.time_ns()
-        if stage == "taken":
-            number = _last(batch, target.queued_number)
-        else:
-            number = _last(batch, lambda m: _message_number(m, topic))
-        if stage == "handed":
-            handed[0] = number
-        marks.mark(stage, number, at_ns)
-
-    pipeline.trace = trace
-    pipeline.sink.before_commit = lambda: marks.mark("flushed", handed[0])  # commits are one at a time
+    trace_pipeline(pipeline, marks, target.queued_number, lambda message: _message_number(message, topic))
 
     total = int(rate * seconds)
     spawn = multiprocessing.get_context("spawn")
     consumer_ready = spawn.Event()
     seen_results, consumer_end = spawn.Pipe(duplex=False)
     consumer = spawn.Process(target=consume, args=(bootstrap, topic, total, seconds + 120, consumer_ready,
-                                                   consumer_end))
+                                                   consumer_end, event_number))
     consumer.start()
     consumer_end.close()
     deadline = time.monotonic() + 120
@@ -215,56 +175,31 @@ def _measure(target, bootstrap, rate, seconds, warm_up_row, marks, runner, threa
         warm_up_row()
         if time.monotonic() > deadline:
             raise TimeoutError("the warm-up row did not reach the consumer")
-    lag_samples: list[float] = []
-    sampling = threading.Event()
-
-    def sample_lag() -> None:
-        while not sampling.wait(0.01):
-            lag = pipeline.metrics.ms_behind_source
-            if lag is not None:
-                lag_samples.append(float(lag))
-
-    sampler = threading.Thread(target=sample_lag, daemon=True)
-    sampler.start()
-    load_before = os.getloadavg()[0]
-    threads, cpu, began = thread_cpu.sample(), time.process_time(), time.monotonic()
-    results, child_end = spawn.Pipe(duplex=False)
-    writer = spawn.Process(target=target.writes, args=(*target.writes_args, rate, total, child_end))
-    writer.start()
-    child_end.close()
-    sent_ns, acked_ns = array.array("q"), array.array("q")
-    sent_ns.frombytes(results.recv_bytes())
-    acked_ns.frombytes(results.recv_bytes())
-    write_seconds = results.recv()
-    writer.join(30)
-    seen, source_us = array.array("q"), array.array("q")
-    seen.frombytes(seen_results.recv_bytes())
-    source_us.frombytes(seen_results.recv_bytes())
-    consumer.join(30)
-    cpu_share = (time.process_time() - cpu) / (time.monotonic() - began)
-    by_thread = thread_cpu.breakdown(threads, thread_cpu.sample(), total)
-    sampling.set()
-    sampler.join()
+    with LagSampler(pipeline) as lag:
+        load_before = os.getloadavg()[0]
+        threads, cpu, began = thread_cpu.sample(), time.process_time(), time.monotonic()
+        results, child_end = spawn.Pipe(duplex=False)
+        writer = spawn.Process(target=target.writes, args=(*target.writes_args, rate, total, child_end))
+        writer.start()
+        child_end.close()
+        sent_ns, acked_ns, write_seconds = receive_writes(results)
+        writer.join(30)
+        seen, source_us = receive_seen(seen_results)
+        consumer.join(30)
+        cpu_share = (time.process_time() - cpu) / (time.monotonic() - began)
+        by_thread = thread_cpu.breakdown(threads, thread_cpu.sample(), total)
     if runner.errors:
         raise SystemExit(f"the pipeline failed: {runner.errors}")
 
-    stages: dict[str, list[float]] = {label: [] for label, _, _ in STAGES}
-    from_source_commit: list[float] = []
-    for i in range(total):
-        at = {"sent": sent_ns[i], "acked": acked_ns[i], "seen": seen[i] or None}
-        for stage in ("queued", "taken", "built", "handed", "flushed", "committed"):
-            at[stage] = marks.at(stage, i)
-        for label, begin, end in STAGES:
-            if at[begin] is not None and at[end] is not None:
-                stages[label].append((at[end] - at[begin]) / 1e6)
-        if seen[i] and source_us[i]:
-            from_source_commit.append((seen[i] - source_us[i] * 1000) / 1e6)
-    figures = {label: sorted(values) for label, values in stages.items() if values}
+    figures = stage_figures(STAGES, total, {"sent": sent_ns, "acked": acked_ns, "seen": seen}, marks,
+                            ("queued", *PIPELINE_STAGES))
+    from_source_commit = sorted((seen[i] - source_us[i] * 1000) / 1e6 for i in range(total)
+                                if seen[i] and source_us[i])
     if from_source_commit and target.commit_time_in_events:
-        figures["source commit time (ts_us) → seen"] = sorted(from_source_commit)
+        figures["source commit time (ts_us) → seen"] = from_source_commit
     return {"stages": figures, "events": sum(1 for at in seen if at), "total": total,
             "write_rate": total / write_seconds, "batches": len(marks.numbers.get("committed", [])),
-            "lag": sorted(lag_samples), "cpu": (cpu_share, by_thread), "load": (load_before, os.getloadavg()[0])}
+            "lag": lag.samples, "cpu": (cpu_share, by_thread), "load": (load_before, os.getloadavg()[0])}
 
 
 HEADLINE = "commit acknowledged → seen"
@@ -284,14 +219,6 @@ def print_latency(rate: float, result: dict, warm_up: bool = False) -> None:
           f"{result['batches']} transactions; machine load (1 min) {result['load'][0]:.1f} at start, "
           f"{result['load'][1]:.1f} at end, {os.cpu_count()} cores")
     print(f"  this process (the connector) used {result['cpu'][0]:.0%} of a core; {result['cpu'][1]}")
-    lag = result["lag"]
-    if lag:
-        print(f"  dashboard lag (MilliSecondsBehindSource, read every 10 ms): p50 {statistics.median(lag):.1f} ms, "
-              f"p99 {percentile(lag, 0.99):.1f} ms, max {lag[-1]:.1f} ms")
-    print(f"  {'stage (ms)':<40}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}")
-    for label in [label for label, _, _ in STAGES] + [label for label in result["stages"]
-                                                       if label not in {s[0] for s in STAGES}]:
-        values = result["stages"].get(label)
-        if values:
-            print(f"  {label:<40}{statistics.median(values):>8.1f}{percentile(values, 0.95):>8.1f}"
-                  f"{percentile(values, 0.99):>8.1f}{values[-1]:>8.1f}")
+    print_lag(result["lag"])
+    print_stages([label for label, _, _ in STAGES] + [label for label in result["stages"]
+                                                       if label not in {s[0] for s in STAGES}], result["stages"], 40)

@@ -40,6 +40,19 @@ from confluent_kafka import Consumer, TopicPartition
 from bench import thread_cpu
 from bench.ceiling import producer_ceiling, read_messages
 from bench.emulator import one_member_deployment
+from bench.latency_run import (
+    CONSUMER_SETTINGS,
+    PIPELINE_STAGES,
+    LagSampler,
+    consume,
+    last_number,
+    print_lag,
+    print_stages,
+    receive_seen,
+    receive_writes,
+    stage_figures,
+    trace_pipeline,
+)
 from bench.stage_marks import StageMarks, percentile
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
@@ -218,36 +231,11 @@ def write_at_rate(uri: str, database: str, rate: float, total: int, out) -> None
     out.close()
 
 
-# The latency run's consumer: what an application that wants changes soon would set. fetch.wait.max.ms bounds how
-# long the broker holds a fetch that found nothing new (librdkafka's default, 500 ms, would be added to latencies).
-CONSUMER_SETTINGS = {"isolation.level": "read_committed", "fetch.wait.max.ms": 10, "auto.offset.reset": "earliest"}
-
-
-def consume(bootstrap: str, topic: str, total: int, timeout: float, ready, out) -> None:
-    """Reads `topic` read_committed (a process of its own) until events 0..total-1 came; sets `ready` at the
-    warm-up change and sends back when each event was received (ns, 0: never)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         **CONSUMER_SETTINGS, "topic.metadata.refresh.interval.ms": 500})
-    consumer.subscribe([topic])
-    seen_ns = array.array("q", bytes(8 * total))
-    seen = 0
-    deadline = time.monotonic() + timeout
-    while seen < total and time.monotonic() < deadline:
-        # consume(n, timeout) waits for n messages or the whole timeout: it would add up to that to every
-        # latency; poll() returns each message as soon as it is fetched.
-        message = consumer.poll(0.1)
-        if message is None or message.error() or not message.value():
-            continue
-        received_ns = time.time_ns()
-        after = json.loads(json.loads(message.value())["after"])
-        if "n" not in after:  # the warm-up change: the topic exists and this consumer reads it
-            ready.set()
-            continue
-        seen += not seen_ns[after["n"]]
-        seen_ns[after["n"]] = received_ns
-    consumer.close()
-    out.send_bytes(seen_ns.tobytes())
-    out.close()
+def event_number(value: bytes) -> tuple[int | None, int]:
+    """A document's number `n` (-1: the warm-up change, which has none) for consume; no source time."""
+    after = json.loads(json.loads(value)["after"])
+    number = after.get("n", -1)
+    return (number if isinstance(number, int) else None), 0
 
 
 def _change_number(change) -> int | None:
@@ -263,14 +251,6 @@ def _message_number(message, topic: str) -> int | None:
     return number if isinstance(number, int) else None
 
 
-def _last(items, number_of) -> int | None:
-    for item in reversed(items):
-        number = number_of(item)
-        if number is not None:
-            return number
-    return None
-
-
 class ChangeStreamReplies(pymongo.monitoring.CommandListener):
     """Marks "read" when a change stream's reply (aggregate or getMore) on `database` reaches the reader."""
 
@@ -284,7 +264,7 @@ class ChangeStreamReplies(pymongo.monitoring.CommandListener):
         if event.database_name != self.database or event.command_name not in ("getMore", "aggregate"):
             return
         cursor = event.reply.get("cursor") or {}
-        self.marks.mark("read", _last(cursor.get("nextBatch") or cursor.get("firstBatch") or [], _change_number))
+        self.marks.mark("read", last_number(cursor.get("nextBatch") or cursor.get("firstBatch") or [], _change_number))
 
     def failed(self, event) -> None:
         pass
@@ -366,17 +346,7 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     while not (runner.pipelines and next(iter(runner.pipelines.values())).metrics.connected):
         time.sleep(0.05)
     pipeline = next(iter(runner.pipelines.values()))
-    handed = [None]
-
-    def trace(stage: str, batch: list) -> None:
-        at_ns = time.time_ns()
-        number = _last(batch, _change_number) if stage == "taken" else _last(batch, lambda m: _message_number(m, topic))
-        if stage == "handed":
-            handed[0] = number
-        marks.mark(stage, number, at_ns)
-
-    pipeline.trace = trace
-    pipeline.sink.before_commit = lambda: marks.mark("flushed", handed[0])  # commits are one at a time
+    trace_pipeline(pipeline, marks, _change_number, lambda message: _message_number(message, topic))
 
     total = int(rate * seconds)
     # The application writing to MongoDB and the read_committed consumer are processes of their own: in this one
@@ -385,7 +355,7 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
     consumer_ready = spawn.Event()
     seen_results, consumer_end = spawn.Pipe(duplex=False)
     consumer = spawn.Process(target=consume, args=(bootstrap, topic, total, seconds + 120, consumer_ready,
-                                                   consumer_end))
+                                                   consumer_end, event_number))
     consumer.start()
     consumer_end.close()
     # Measured writes start once a first change went all the way through: the topic's creation and the consumer
@@ -395,51 +365,28 @@ def _latency(bootstrap: str, uri: str, rate: float, seconds: float, name: str) -
         raise TimeoutError("the warm-up change did not reach the consumer")
     gc_pauses = GcPauses()
     gc.callbacks.append(gc_pauses)
-    lag_samples: list[float] = []  # what the dashboard shows, read as often as it could be
-    sampling = threading.Event()
-
-    def sample_lag() -> None:
-        while not sampling.wait(0.01):
-            lag = pipeline.metrics.ms_behind_source
-            if lag is not None:
-                lag_samples.append(float(lag))
-
-    sampler = threading.Thread(target=sample_lag, daemon=True)
-    sampler.start()
-    began, load_before = time.time(), os.getloadavg()[0]
-    results, child_end = spawn.Pipe(duplex=False)
-    writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
-    writer.start()
-    child_end.close()
-    sent_ns, acked_ns = array.array("q"), array.array("q")
-    sent_ns.frombytes(results.recv_bytes())
-    acked_ns.frombytes(results.recv_bytes())
-    write_seconds = results.recv()
-    writer.join(30)
-    seen = array.array("q")
-    seen.frombytes(seen_results.recv_bytes())
-    consumer.join(30)
-    seen_ns = {i: at for i, at in enumerate(seen) if at}
-    gc.callbacks.remove(gc_pauses)
-    sampling.set()
-    sampler.join()
+    with LagSampler(pipeline) as lag:  # what the dashboard shows, read as often as it could be
+        began, load_before = time.time(), os.getloadavg()[0]
+        results, child_end = spawn.Pipe(duplex=False)
+        writer = spawn.Process(target=write_at_rate, args=(uri, name, rate, total, child_end))
+        writer.start()
+        child_end.close()
+        sent_ns, acked_ns, write_seconds = receive_writes(results)
+        writer.join(30)
+        seen, _ = receive_seen(seen_results)
+        consumer.join(30)
+        gc.callbacks.remove(gc_pauses)
     ended = time.time()
     stop.set()
     thread.join()
 
-    stages: dict[str, list[float]] = {label: [] for label, _, _ in STAGES}
-    for i in range(total):
-        at = {"sent": sent_ns[i], "acked": acked_ns[i], "seen": seen_ns.get(i)}
-        for stage in ("read", "taken", "built", "handed", "flushed", "committed"):
-            at[stage] = marks.at(stage, i)
-        for label, begin, end in STAGES:
-            if at[begin] is not None and at[end] is not None:
-                stages[label].append((at[end] - at[begin]) / 1e6)
-    figures = {label: sorted(values) for label, values in stages.items() if values}
-    return {"stages": figures, "events": len(seen_ns), "total": total, "write_rate": total / write_seconds,
+    figures = stage_figures(STAGES, total, {"sent": sent_ns, "acked": acked_ns, "seen": seen}, marks,
+                            ("read", *PIPELINE_STAGES))
+    return {"stages": figures, "events": sum(1 for at in seen if at), "total": total,
+            "write_rate": total / write_seconds,
             "batches": len(marks.numbers.get("committed", [])), "gc": gc_pauses.pauses,
             "broker_gc": broker_gc_pauses(began, ended), "load": (load_before, os.getloadavg()[0]),
-            "broker": broker_partitions(bootstrap), "lag": sorted(lag_samples),
+            "broker": broker_partitions(bootstrap), "lag": lag.samples,
             "broker_uptime": devstack_kafka.process.uptime()}
 
 
@@ -457,16 +404,8 @@ def print_latency(rate: float, result: dict) -> None:
               f"p99 {percentile(end_to_end, 0.99):.1f} ms")
     print(f"  {result['events']} of {result['total']} events seen; writes went at {result['write_rate']:,.0f}/s; "
           f"{result['batches']} transactions")
-    lag = result["lag"]
-    if lag:
-        print(f"  dashboard lag (MilliSecondsBehindSource, read every 10 ms): p50 {statistics.median(lag):.1f} ms, "
-              f"p99 {percentile(lag, 0.99):.1f} ms, max {lag[-1]:.1f} ms")
-    print(f"  {'stage (ms)':<36}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}")
-    for label, _, _ in STAGES:
-        values = result["stages"].get(label)
-        if values:
-            print(f"  {label:<36}{statistics.median(values):>8.1f}{percentile(values, 0.95):>8.1f}"
-                  f"{percentile(values, 0.99):>8.1f}{values[-1]:>8.1f}")
+    print_lag(result["lag"])
+    print_stages([label for label, _, _ in STAGES], result["stages"], 36)
     pauses = result["gc"]
     oldest = [ms for generation, ms in pauses if generation == 2]
     print(f"  gc: {len(pauses)} collections, {sum(ms for _, ms in pauses):.1f} ms in all, longest "
