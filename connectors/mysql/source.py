@@ -209,6 +209,10 @@ class MySqlEventBuilder:
                 # rows row..end-1 of the run are queued one after another from here
                 run, row = change
                 end = min(run.count, row + total - index)
+                if changes[index + end - row - 1] != (run, end - 1):  # the change reader queues a run's rows together
+                    end = row + 1
+                    while end < run.count and index + end - row < total and changes[index + end - row] == (run, end):
+                        end += 1
                 index += end - row
                 if at is None or run.pos != at[1] or run.file != at[0]:
                     at = (run.file, run.pos)

@@ -608,7 +608,11 @@ static PyObject *value_at(const Reader *in, const Column *column, Py_ssize_t sta
 }
 
 static int is_ascii(const unsigned char *text, Py_ssize_t length) {
-    for (Py_ssize_t i = 0; i < length; i++) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        if (load_word(text + i) & CDC_HIGHS) return 0;
+    }
+    for (; i < length; i++) {
         if (text[i] & 0x80) return 0;
     }
     return 1;
@@ -756,37 +760,59 @@ general:;
     return failure;
 }
 
-/* A row image's JSON: "{" + each writer's `prefix + text` + "}" (writers: (name, prefix, kind, write) tuples;
-   indexes: the layout column of each, -1 for none). */
-static int put_image(Buffer *out, const Reader *in, const Column *columns, const Py_ssize_t *starts,
-                     PyObject *writers, PyObject *indexes) {
-    if (put(out, "{", 1) < 0) return -1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(writers); i++) {
-        PyObject *spec = PyTuple_GET_ITEM(writers, i);
-        Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(indexes, i));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+/* One column writer of a run: its layout column (-1: none), kind, `"name":` prefix (UTF-8) and writer. */
+typedef struct {
+    Py_ssize_t column;
+    long kind;
+    const char *prefix;
+    Py_ssize_t prefix_length;
+    PyObject *write; /* borrowed from the writers tuple */
+} Writer;
+
+/* The writers tuple ((name, prefix, kind, write) each) and their layout columns into `out` (a PyMem array the caller
+   frees); -1 with TypeError when they do not fit a layout of `count` columns. */
+static int writers_of(PyObject *writers, PyObject *indexes, Py_ssize_t count, Writer **out) {
+    *out = NULL;
+    if (!PyTuple_Check(writers) || !PyTuple_Check(indexes) || PyTuple_GET_SIZE(writers) != PyTuple_GET_SIZE(indexes))
+        goto wrong;
+    Py_ssize_t size = PyTuple_GET_SIZE(writers);
+    Writer *parsed = *out = PyMem_Calloc((size_t)(size ? size : 1), sizeof(Writer));
+    if (parsed == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(writers, i), *index = PyTuple_GET_ITEM(indexes, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4 || !PyUnicode_Check(PyTuple_GET_ITEM(spec, 1)) ||
+            !PyLong_Check(index) || !PyLong_Check(PyTuple_GET_ITEM(spec, 2)))
+            goto wrong;
+        parsed[i].column = PyLong_AsSsize_t(index);
+        parsed[i].kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
         if (PyErr_Occurred()) return -1;
-        if (put_str(out, PyTuple_GET_ITEM(spec, 1)) < 0) return -1;
-        PyObject *write = PyTuple_GET_ITEM(spec, 3);
-        int failure = column < 0 ? put_written(out, write, Py_None)
-                                 : put_column(out, in, &columns[column], starts[column], kind, write);
+        if (parsed[i].column < -1 || parsed[i].column >= count) goto wrong;
+        parsed[i].prefix = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(spec, 1), &parsed[i].prefix_length);
+        if (parsed[i].prefix == NULL) return -1;
+        parsed[i].write = PyTuple_GET_ITEM(spec, 3);
+    }
+    return 0;
+wrong:
+    PyErr_SetString(PyExc_TypeError, "write_run: writers of the wrong shape");
+    return -1;
+}
+
+/* A row image's JSON: "{" + each writer's `prefix + text` + "}". */
+static int put_image(Buffer *out, const Reader *in, const Column *columns, const Py_ssize_t *starts,
+                     const Writer *writers, Py_ssize_t count) {
+    if (put(out, "{", 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Writer *writer = &writers[i];
+        if (put(out, writer->prefix, writer->prefix_length) < 0) return -1;
+        Py_ssize_t column = writer->column;
+        int failure = column < 0 ? put_written(out, writer->write, Py_None)
+                                 : put_column(out, in, &columns[column], starts[column], writer->kind, writer->write);
         if (failure) return -1;
     }
     return put(out, "}", 1);
-}
-
-static int writers_fit(PyObject *writers, PyObject *indexes, Py_ssize_t count) {
-    if (!PyTuple_Check(writers) || !PyTuple_Check(indexes) || PyTuple_GET_SIZE(writers) != PyTuple_GET_SIZE(indexes))
-        return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(writers); i++) {
-        PyObject *spec = PyTuple_GET_ITEM(writers, i), *index = PyTuple_GET_ITEM(indexes, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4 || !PyUnicode_Check(PyTuple_GET_ITEM(spec, 1)) ||
-            !PyLong_Check(index))
-            return 0;
-        Py_ssize_t at = PyLong_AsSsize_t(index);
-        if (at < -1 || at >= count) return 0;
-    }
-    return 1;
 }
 
 /* An update's key moves (envelope.TableEvents.moves_key: some key column's before != after); -1 with an exception. */
@@ -834,14 +860,19 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (tombstones < 0) return NULL;
     Rows rows;
     Buffer value_out = {NULL, 0, 0}, key_out = {NULL, 0, 0};
-    Py_ssize_t row = 0;
+    Writer *row_writers = NULL, *keys = NULL;
+    Py_ssize_t row = 0, row_writer_count = 0, key_count = 0;
     int failed = rows_open(&rows, args) < 0;
-    if (!failed && (op < 0 || op > 2 || (op == 1) != rows.update || first < 0 ||
-                    !writers_fit(writers, indexes, rows.count) || !PyTuple_Check(key_columns) ||
-                    (key_writers != Py_None && (!writers_fit(key_writers, key_indexes, rows.count) ||
-                                                !PyUnicode_Check(key_head) || !PyUnicode_Check(key_tail))))) {
+    if (!failed && (op < 0 || op > 2 || (op == 1) != rows.update || first < 0 || !PyTuple_Check(key_columns) ||
+                    (key_writers != Py_None && (!PyUnicode_Check(key_head) || !PyUnicode_Check(key_tail))))) {
         PyErr_SetString(PyExc_TypeError, "write_run: a table or parts of the wrong shape");
         failed = 1;
+    }
+    if (!failed) {
+        failed = writers_of(writers, indexes, rows.count, &row_writers) < 0 ||
+                 (key_writers != Py_None && writers_of(key_writers, key_indexes, rows.count, &keys) < 0);
+        row_writer_count = PyTuple_Check(writers) ? PyTuple_GET_SIZE(writers) : 0;
+        key_count = key_writers != Py_None && PyTuple_Check(key_writers) ? PyTuple_GET_SIZE(key_writers) : 0;
     }
     for (int i = 0; !failed && i < 4; i++) {
         if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) {
@@ -875,17 +906,17 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         int row_length = decimal_int64(row_text, row);
         value_out.length = 0;
         failed = put_str(&value_out, PyTuple_GET_ITEM(parts, 0)) < 0 ||
-                 (op == 0 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, before, writers,
-                                                                   indexes)) < 0 ||
+                 (op == 0 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, before, row_writers,
+                                                                   row_writer_count)) < 0 ||
                  put_str(&value_out, PyTuple_GET_ITEM(parts, 1)) < 0 ||
-                 (op == 2 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, after, writers,
-                                                                   indexes)) < 0 ||
+                 (op == 2 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, after, row_writers,
+                                                                   row_writer_count)) < 0 ||
                  put_str(&value_out, PyTuple_GET_ITEM(parts, 2)) < 0 || put(&value_out, row_text, row_length) < 0 ||
                  put_str(&value_out, PyTuple_GET_ITEM(parts, 3)) < 0;
         if (!failed && key_writers != Py_None) {
             key_out.length = 0;
             failed = put_str(&key_out, key_head) < 0 ||
-                     put_image(&key_out, &in, rows.columns, op == 2 ? before : after, key_writers, key_indexes) < 0 ||
+                     put_image(&key_out, &in, rows.columns, op == 2 ? before : after, keys, key_count) < 0 ||
                      put_str(&key_out, key_tail) < 0;
         }
         if (failed) break;
@@ -905,6 +936,8 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         Py_XDECREF(made[1]);
     }
     rows_release(&rows);
+    PyMem_Free(row_writers);
+    PyMem_Free(keys);
     PyMem_Free(value_out.data);
     PyMem_Free(key_out.data);
     if (failed) return NULL;
