@@ -8,7 +8,10 @@ before (tests/mariadb/test_compiled_rows.py compares the two on real events).
 `write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
 column without a rule or a logical type in C, any other value by the column's own writer; `write_event` writes a
 streamed row's whole event value around its rows in one call, as TableEvents.append_streamed's f-string does, and
-`write_key` a message key's bytes."""
+`write_key` a message key's bytes. `count_rows` counts a rows event's rows and checks that `decode_rows` would decode
+them, without decoding them; `write_run` writes a run of such an event's rows straight into Kafka messages from its
+bytes (binlog.RowsRun, envelope.TableEvents.append_run; tests/unit/test_binrows_write_run.py compares it with the
+Python way)."""
 
 from __future__ import annotations
 
@@ -36,11 +39,11 @@ write_key = compiled.write_key if compiled is not None else None
 # (body, layout, present, present_after, first, end, op, parts, table, messages) -> the row it stopped before: a run
 # of a rows event's rows written into messages (envelope.TableEvents.append_run), or None without the module
 write_run = compiled.write_run if compiled is not None else None
-# write_row's column kinds (envelope.TableEvents' writers); WRITE_LONG: an int64 column wrapping values from 2^63 as
-# Java's long (types.java_long)
 # OutMessage(topic, key, value, headers) as write_run makes it: its slots set without its generated __init__
 make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in dataclasses.fields(OutMessage)))
                 if compiled is not None else OutMessage)
+# write_row's column kinds (envelope.TableEvents' writers); WRITE_LONG: an int64 column wrapping values from 2^63 as
+# Java's long (types.java_long)
 WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG = 0, 1, 2, 3
 
 # binrows.c's column kinds

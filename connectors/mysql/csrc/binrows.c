@@ -2,8 +2,10 @@
    the event's body as python-mysql-replication's RowsEvent decodes them (the same values, the same dicts) for the
    column kinds compiled_rows.py lists; a table with any other type is left to the library
    (tests/mariadb/test_compiled_rows.py compares the two on real binlog events). And a row's JSON text from those
-   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). And the rows of a
-   SELECT's text-protocol result set (textrows.c). */
+   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). And a run of a
+   rows event's rows written straight into Kafka messages from the event's bytes, as the Python way writes them from
+   the decoded rows (count_rows, write_run; tests/unit/test_binrows_write_run.py). And the rows of a SELECT's
+   text-protocol result set (textrows.c). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
