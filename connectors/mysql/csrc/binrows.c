@@ -876,10 +876,15 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         row_writer_count = PyTuple_Check(writers) ? PyTuple_GET_SIZE(writers) : 0;
         key_count = key_writers != Py_None && PyTuple_Check(key_writers) ? PyTuple_GET_SIZE(key_writers) : 0;
     }
+    const char *part_texts[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t part_lengths[4] = {0, 0, 0, 0};
     for (int i = 0; !failed && i < 4; i++) {
         if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) {
             PyErr_SetString(PyExc_TypeError, "write_run: parts are str");
             failed = 1;
+        } else {
+            part_texts[i] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(parts, i), &part_lengths[i]);
+            failed = part_texts[i] == NULL;
         }
     }
     for (Py_ssize_t i = 0; !failed && i < PyTuple_GET_SIZE(key_columns); i++) {
@@ -906,15 +911,14 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         }
         char row_text[CDC_INT64_TEXT_MAX];
         int row_length = decimal_int64(row_text, row);
+        /* the rows' JSON first, then the value in one allocation: the parts (the value schema's JSON among them,
+           most of a value's bytes) are copied once */
         value_out.length = 0;
-        failed = put_str(&value_out, PyTuple_GET_ITEM(parts, 0)) < 0 ||
-                 (op == 0 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, before, row_writers,
-                                                                   row_writer_count)) < 0 ||
-                 put_str(&value_out, PyTuple_GET_ITEM(parts, 1)) < 0 ||
-                 (op == 2 ? put(&value_out, "null", 4) : put_image(&value_out, &in, rows.columns, after, row_writers,
-                                                                   row_writer_count)) < 0 ||
-                 put_str(&value_out, PyTuple_GET_ITEM(parts, 2)) < 0 || put(&value_out, row_text, row_length) < 0 ||
-                 put_str(&value_out, PyTuple_GET_ITEM(parts, 3)) < 0;
+        failed = (op == 0 ? put(&value_out, "null", 4)
+                          : put_image(&value_out, &in, rows.columns, before, row_writers, row_writer_count)) < 0;
+        Py_ssize_t before_length = value_out.length;
+        failed = failed || (op == 2 ? put(&value_out, "null", 4)
+                                    : put_image(&value_out, &in, rows.columns, after, row_writers, row_writer_count)) < 0;
         if (!failed && key_writers != Py_None) {
             key_out.length = 0;
             failed = put_str(&key_out, key_head) < 0 ||
@@ -924,7 +928,20 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         if (failed) break;
         PyObject *made[4] = {topic, NULL, NULL, Py_None};
         made[1] = key_writers == Py_None ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(key_out.data, key_out.length);
-        made[2] = made[1] == NULL ? NULL : PyBytes_FromStringAndSize(value_out.data, value_out.length);
+        made[2] = made[1] == NULL ? NULL
+                  : PyBytes_FromStringAndSize(NULL, part_lengths[0] + part_lengths[1] + part_lengths[2] +
+                                                        part_lengths[3] + value_out.length + row_length);
+        if (made[2] != NULL) {
+            char *at = PyBytes_AS_STRING(made[2]);
+            const char *pieces[7] = {part_texts[0], value_out.data, part_texts[1], value_out.data + before_length,
+                                     part_texts[2], row_text, part_texts[3]};
+            Py_ssize_t sizes[7] = {part_lengths[0], before_length, part_lengths[1], value_out.length - before_length,
+                                   part_lengths[2], row_length, part_lengths[3]};
+            for (int i = 0; i < 7; i++) {
+                memcpy(at, pieces[i], (size_t)sizes[i]);
+                at += sizes[i];
+            }
+        }
         PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 4, NULL);
         Py_XDECREF(made[2]);
         failed = message == NULL || PyList_Append(messages, message) < 0;
