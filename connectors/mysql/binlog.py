@@ -141,6 +141,52 @@ class RowChange:
     arrived_ms: int = field(default=0, compare=False)
 
 
+class RowsRun:
+    """A rows event whose rows the compiled module writes straight into Kafka messages (compiled_rows.write_run): its
+    body and how to decode it, kept undecoded; what the RowChange of each of its rows would hold is computed from it
+    (`row_change`, `position_after`). The change reader queues row `r` of it as the tuple `(run, r)`, one per row, so
+    the queue and the batches count rows as before. Compared by identity."""
+
+    __slots__ = ("op", "schema", "body", "layout", "present", "present_after", "count", "first", "gtid", "file", "pos",
+                 "server_id", "ts_sec", "thread", "query", "start", "index", "arrived_ms", "_changes")
+
+    def __init__(self, op, schema, body, layout, present, present_after, count, first, gtid, file, pos, server_id,
+                 ts_sec, thread, query, start, index, arrived_ms):
+        self.op, self.schema, self.body, self.layout = op, schema, body, layout
+        self.present, self.present_after, self.count, self.first = present, present_after, count, first
+        self.gtid, self.file, self.pos, self.server_id, self.ts_sec = gtid, file, pos, server_id, ts_sec
+        self.thread, self.query, self.start, self.index, self.arrived_ms = thread, query, start, index, arrived_ms
+        self._changes = None
+
+    def position_after(self, row: int) -> BinlogPosition:
+        """Where to restart to continue after row `row` (as RowChange.position)."""
+        start = self.start
+        if row == self.count - 1:
+            return BinlogPosition(start.file, start.pos, start.gtids, self.index + 1, 0)
+        return BinlogPosition(start.file, start.pos, start.gtids, self.index, row + 1)
+
+    def row_change(self, row: int) -> RowChange:
+        """Row `row` as the reader's RowChange (its rows decoded by compiled_rows.decode_rows, once)."""
+        if self._changes is None:
+            rows = compiled_rows.compiled.decode_rows(self.body, self.layout, self.present, self.present_after)
+            if self.op == "c":
+                images = [(None, values) for values in rows]
+            elif self.op == "d":
+                images = [(values, None) for values in rows]
+            else:
+                images = rows
+            self._changes = [
+                RowChange(self.op, self.schema, before, after, self.gtid, self.file, self.pos, number, self.server_id,
+                          self.ts_sec, self.thread, self.query, self.position_after(number), self.arrived_ms)
+                for number, (before, after) in enumerate(images)]
+        return self._changes[row]
+
+
+def row_change(item) -> RowChange:
+    """A queued `(run, row)` as its RowChange; any other item as it is."""
+    return item[0].row_change(item[1]) if type(item) is tuple else item
+
+
 @dataclass(slots=True, unsafe_hash=True)
 class TransactionCommit:
     gtid: str | None
@@ -265,6 +311,8 @@ class BinlogReader:
     # MariaDB's annotate rows events (a rows event's statement: RowChange.query), asked of the server only when
     # wanted (include.query): each is one more event per transaction to send and decode
     annotations: bool = True
+    # rows events of tables the compiled module decodes come out as RowsRun (one per event), not as RowChanges
+    runs: bool = False
     _stream: BinLogStreamReader | None = field(default=None, init=False, repr=False)
     _tables: dict[int, TableFacts] = field(default_factory=dict, init=False, repr=False)
     # table id -> (the library's column list it was built from, the schema)
@@ -332,7 +380,12 @@ class BinlogReader:
                     txn.events_done += 1
                     if index < skip_events or (self.wanted is not None and not self.wanted(event.schema, event.table)):
                         continue
-                    yield from self._rows(event, txn, index, skip_rows if index == skip_events else 0)
+                    skip = skip_rows if index == skip_events else 0
+                    run = self._run(event, txn, index, skip) if self.runs else None
+                    if run is None:
+                        yield from self._rows(event, txn, index, skip)
+                    elif run.first < run.count:
+                        yield run
         except pymysql.err.OperationalError as error:
             code = error.args[0] if error.args else None
             if code in _HISTORY_LOST:
@@ -482,15 +535,36 @@ class BinlogReader:
             yield RowChange(op, schema, before, after, txn.gtid, file, pos, number, server_id, ts_sec, txn.thread,
                             txn.query, position, arrived_ms)
 
+    def _run(self, event, txn: _Transaction, index: int, skip: int) -> RowsRun | None:
+        """The rows event as a RowsRun, when the compiled module decodes all of its rows; else None."""
+        if compiled_rows.compiled is None:
+            return None
+        schema = self._schema_of(event)
+        columns = self._layout(event, schema)
+        if columns is None:
+            return None
+        undecoded = compiled_rows.undecoded_rows(event, columns)
+        if undecoded is None:
+            return None
+        body, count = undecoded
+        packet = event.packet
+        self.rows_event_bytes = packet.event_size
+        op = "c" if isinstance(event, WriteRowsEvent) else "u" if isinstance(event, UpdateRowsEvent) else "d"
+        return RowsRun(op, schema, body, columns, event.columns_present_bitmap,
+                       getattr(event, "columns_present_bitmap2", None) if op == "u" else None, count, skip, txn.gtid,
+                       self._file, packet.log_pos - packet.event_size, packet.server_id, event.timestamp, txn.thread,
+                       txn.query, txn.start, index, _now_ms())
+
+    def _layout(self, event, schema: TableSchema) -> tuple | None:
+        laid_out = self._layouts.get(event.table_id)
+        if laid_out is None or laid_out[0] is not schema:
+            laid_out = self._layouts[event.table_id] = (schema, compiled_rows.layout(schema))
+        return laid_out[1]
+
     def _images(self, event, schema: TableSchema, op: str) -> list[tuple[dict | None, dict | None]]:
         """(before, after) of each row of the rows event: decoded by the compiled module when it can, else by the
         library."""
-        columns = None
-        if compiled_rows.compiled is not None:
-            laid_out = self._layouts.get(event.table_id)
-            if laid_out is None or laid_out[0] is not schema:
-                laid_out = self._layouts[event.table_id] = (schema, compiled_rows.layout(schema))
-            columns = laid_out[1]
+        columns = self._layout(event, schema) if compiled_rows.compiled is not None else None
         rows = compiled_rows.decoded_rows(event, columns) if columns is not None else None
         if rows is not None:
             if op == "u":

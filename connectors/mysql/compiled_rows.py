@@ -8,28 +8,43 @@ before (tests/mariadb/test_compiled_rows.py compares the two on real events).
 `write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
 column without a rule or a logical type in C, any other value by the column's own writer; `write_event` writes a
 streamed row's whole event value around its rows in one call, as TableEvents.append_streamed's f-string does, and
-`write_key` a message key's bytes."""
+`write_key` a message key's bytes. `count_rows` counts a rows event's rows and checks that `decode_rows` would decode
+them, without decoding them; `write_run` writes a run of such an event's rows straight into Kafka messages from its
+bytes (binlog.RowsRun, envelope.TableEvents.append_run; tests/unit/test_binrows_write_run.py compares it with the
+Python way)."""
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
+
+from connectors.kafka.sink import OutMessage
 
 try:
     from connectors.mysql import _binrows as compiled
 except ImportError:
     compiled = None
 if compiled is not None and not all(hasattr(compiled, name)
-                                   for name in ("decode_rows", "write_row", "write_event", "write_key")):
+                                   for name in ("decode_rows", "write_row", "write_event", "write_key", "count_rows",
+                                                "write_run", "slots_maker")):
     compiled = None
 write_row = compiled.write_row if compiled is not None else None  # (values, writers) -> a row's JSON, or None
 # (parts, before, after, row, writers) -> a streamed row's event value (TableEvents.append_streamed), or None
 write_event = compiled.write_event if compiled is not None else None
 # (values, key writers, head, tail) -> a message key's bytes (TableEvents._key_json), or None
 write_key = compiled.write_key if compiled is not None else None
-WRITE_CALL, WRITE_INTEGER, WRITE_STRING = 0, 1, 2  # write_row's column kinds (envelope.TableEvents' writers)
+# (body, layout, present, present_after, first, end, op, parts, table, messages) -> the row it stopped before: a run
+# of a rows event's rows written into messages (envelope.TableEvents.append_run), or None without the module
+write_run = compiled.write_run if compiled is not None else None
+# OutMessage(topic, key, value, headers) as write_run makes it: its slots set without its generated __init__
+make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in dataclasses.fields(OutMessage)))
+                if compiled is not None else OutMessage)
+# write_row's column kinds (envelope.TableEvents' writers); WRITE_LONG: an int64 column wrapping values from 2^63 as
+# Java's long (types.java_long)
+WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG = 0, 1, 2, 3
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,
@@ -89,9 +104,9 @@ def layout(schema) -> tuple | None:
     return columns
 
 
-def decoded_rows(event, columns: tuple) -> list | None:
-    """The rows of `event` (a rows event the library has not read rows from yet): a dict per row for writes and
-    deletes, a (before, after) pair per row for updates. None: the library is to read them (another event type)."""
+def _body(event, columns: tuple):
+    """The rows of `event` (a rows event the library has not read rows from yet) as a memoryview; None: another
+    event type, or a layout of another column count."""
     if event.event_type not in _ROWS_EVENTS or event.number_of_columns != len(columns):
         return None
     # read from pymysql's packet under the library's reader, left where it was: when the compiled module hands the
@@ -99,7 +114,26 @@ def decoded_rows(event, columns: tuple) -> list | None:
     packet = event.packet.packet
     rest = packet.read_all()
     packet.rewind(len(packet.get_all_data()) - len(rest))
-    body = memoryview(rest)[:event.event_size - event.packet.read_bytes]  # not the checksum after it
+    return memoryview(rest)[:event.event_size - event.packet.read_bytes]  # not the checksum after it
+
+
+def undecoded_rows(event, columns: tuple) -> tuple[bytes, int] | None:
+    """(the rows' bytes, how many rows) of `event`, when `decoded_rows` would decode them (nothing is decoded: the
+    compiled module checks and counts them); None: the library is to read them."""
+    body = _body(event, columns)
+    if body is None:
+        return None
+    count = compiled.count_rows(body, columns, event.columns_present_bitmap,
+                                getattr(event, "columns_present_bitmap2", None))
+    return None if count is None else (bytes(body), count)
+
+
+def decoded_rows(event, columns: tuple) -> list | None:
+    """The rows of `event` (a rows event the library has not read rows from yet): a dict per row for writes and
+    deletes, a (before, after) pair per row for updates. None: the library is to read them (another event type)."""
+    body = _body(event, columns)
+    if body is None:
+        return None
     try:
         return compiled.decode_rows(body, columns, event.columns_present_bitmap,
                                     getattr(event, "columns_present_bitmap2", None))

@@ -21,13 +21,24 @@ from connectors.events.version import SOURCE_VERSION
 from connectors.kafka.sink import OutMessage
 from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
-from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_STRING, write_event, write_key, write_row
+from connectors.mysql.compiled_rows import (
+    WRITE_CALL,
+    WRITE_INTEGER,
+    WRITE_LONG,
+    WRITE_STRING,
+    make_message,
+    write_event,
+    write_key,
+    write_row,
+    write_run,
+)
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.types import (
     ColumnMapping,
     UnmappedType,
     declared_length,
     is_character,
+    java_long,
     mapping,
     text_value,
 )
@@ -160,6 +171,7 @@ class TableEvents:
                             if config.key_schemas and self.key_schema else ("", ""))
         self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
+        self._run_tables: dict[tuple, tuple] = {}  # compiled layout -> what write_run takes (append_run)
 
     def row(self, values: dict | None) -> dict | None:
         if values is None:
@@ -254,6 +266,26 @@ class TableEvents:
         if op == "d" and self.config.tombstones_on_delete:
             messages.append(OutMessage(self.topic, key, None))
 
+    def append_run(self, messages: list, parts: tuple[str, str, str, str], run, first: int, end: int) -> int:
+        """Appends what `append_streamed` gives for rows `first`..`end - 1` of `run` (a binlog.RowsRun; `parts` made
+        for it), written by the compiled module in one call from the event's bytes; returns the row it stopped before
+        (`end`, or an update's row whose key moves, which `messages` writes)."""
+        table = self._run_tables.get(run.layout)
+        if table is None:
+            table = self._run_tables[run.layout] = self._run_table(run.layout)
+        return write_run(run.body, run.layout, run.present, run.present_after, first, end, _RUN_OPS[run.op], parts,
+                         table, messages)
+
+    def _run_table(self, layout: tuple) -> tuple:
+        """What write_run takes of this table for rows of the compiled layout `layout` (compiled_rows.layout)."""
+        at = {column[0]: index for index, column in enumerate(layout)}
+        keyed = self.key_schema is not None
+        return (self._writers, tuple(at.get(name, -1) for name, *_ in self._writers),
+                self._key_writers if keyed else None,
+                tuple(at.get(name, -1) for name, *_ in self._key_writers) if keyed else (), *self._key_around,
+                tuple(at.get(name, -1) for name in self.key_names), self.topic, make_message,
+                self.config.tombstones_on_delete)
+
     def streamed_value(self, parts: tuple[str, str, str, str], before: dict | None, after: dict | None,
                        row: int) -> bytes:
         """`append_streamed`'s value written by Python."""
@@ -321,6 +353,7 @@ class TableEvents:
 
 
 _INTS = ("int8", "int16", "int32", "int64")
+_RUN_OPS = {"c": 0, "u": 1, "d": 2}  # write_run's operations
 
 
 def _declared_type(table: TableSchema, name: str) -> str:
@@ -376,6 +409,11 @@ def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
         def integer(value):
             return str(value) if type(value) is int else encode(convert(value))
         return WRITE_INTEGER, integer
+    if convert == column.value and schema.name is None and column.convert_function is java_long \
+            and schema.type == "int64":
+        def long(value):
+            return str(java_long(value)) if type(value) is int else encode(convert(value))
+        return WRITE_LONG, long
     if plain and column.convert_function is text_value and schema.type == "string":
         def text(value):
             return string_json(value) if type(value) is str else encode(convert(value))

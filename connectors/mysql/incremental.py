@@ -29,7 +29,7 @@ from connectors.core.snapshot import signal_table
 from connectors.core.snapshot.chunks import Chunk, Plan
 from connectors.core.snapshot.incremental import EVERY_ROW, ROW, WATERMARK_CLOSE, StreamEvent, row_event
 from connectors.mysql import catalog, text_rows
-from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema
+from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema, row_change
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.envelope import SourceInfo
@@ -120,6 +120,7 @@ class MySqlWatermarks:
     # -- the stream -----------------------------------------------------------------------------------------------
 
     def classify(self, change: Any) -> StreamEvent | None:
+        change = row_change(change)
         kind = type(change)
         if kind is SchemaStatement:
             reading = self._reading

@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import pymysql
@@ -35,10 +36,12 @@ from connectors.mysql.binlog import (
     BinlogReader,
     Heartbeat,
     RowChange,
+    RowsRun,
     SchemaStatement,
     TableSchema,
     TransactionCommit,
     current_position,
+    row_change,
 )
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.config import MySqlConfig
@@ -147,6 +150,8 @@ class MySqlEventBuilder:
         return captured
 
     def build(self, change: Any):
+        if type(change) is tuple:
+            change = row_change(change)
         if type(change) is RowChange:
             change = self.overlap.apply(change)
             if change is None:
@@ -181,9 +186,10 @@ class MySqlEventBuilder:
 
     def build_changes(self, changes: list, messages: list) -> BuiltChanges:
         """`build` of each change (core.source.EventBuilder.build_changes). A row change is written from its rows
-        event's parts (TableEvents.streamed_parts), made once per event; with transaction metadata, or while a
-        snapshot's filter still applies, every change goes through `build`. Events built in one call share their
-        `ts_ms`."""
+        event's parts (TableEvents.streamed_parts), made once per event; the queued rows of a binlog.RowsRun that
+        follow one another are written in one compiled call (TableEvents.append_run); with transaction metadata, or
+        while a snapshot's filter still applies, every change goes through `build`. Events built in one call share
+        their `ts_ms`."""
         built = BuiltChanges()
         streamed = self.transactions is None and not self.overlap.filtering
         skipped = self._skipped
@@ -195,8 +201,46 @@ class MySqlEventBuilder:
         run_counts = {"c": 0, "u": 0, "d": 0}  # the streamed rows since `first`, counted into `built` before any other
         first = last = None
         now = time.time_ns()
-        for change in changes:
-            if streamed and type(change) is RowChange:
+        index, total = 0, len(changes)
+        while index < total:
+            change = changes[index]
+            kind = type(change)
+            if streamed and kind is tuple:
+                # rows row..end-1 of the run are queued one after another from here
+                run, row = change
+                end = min(run.count, row + total - index)
+                if changes[index + end - row - 1] != (run, end - 1):  # the change reader queues a run's rows together
+                    end = row + 1
+                    while end < run.count and index + end - row < total and changes[index + end - row] == (run, end):
+                        end += 1
+                index += end - row
+                if at is None or run.pos != at[1] or run.file != at[0]:
+                    at = (run.file, run.pos)
+                    if at in parts_of:
+                        made = parts_of[at]
+                    else:
+                        made = parts_of[at] = self._run_parts(run, row, captures_gtid, skipped, now)
+                if made is None or made is _FILTERED:
+                    if made is None:
+                        self._last_row = end - 1
+                    built.filtered += end - row
+                    continue
+                self._last_row = end - 1
+                events, parts = made
+                while row < end:
+                    row = events.append_run(messages, parts, run, row, end)
+                    if row < end:  # an update that moves its key
+                        moved = run.row_change(row)
+                        messages.extend(events.messages("u", moved.before, moved.after, self._source(moved),
+                                                        now_ns=now))
+                        row += 1
+                run_counts[run.op] += end - change[1]
+                if first is None:
+                    first = change
+                last = changes[index - 1]  # (run, end - 1)
+                continue
+            index += 1
+            if streamed and kind is RowChange:
                 if at is None or change.pos != at[1] or change.file != at[0]:
                     at = (change.file, change.pos)
                     if at in parts_of:
@@ -240,6 +284,18 @@ class MySqlEventBuilder:
         events = self.table_events(schema)
         return events, events.streamed_parts(change.op, self._source(change), now)
 
+    def _run_parts(self, run: RowsRun, row: int, captures_gtid, skipped, now: int):
+        """_streamed_parts for a RowsRun (its row `row` stands for all)."""
+        schema = run.schema
+        if not self._captures(schema.database, schema.table) or not captures_gtid(run.gtid):
+            return _FILTERED
+        if run.op in skipped:
+            return None
+        events = self.table_events(schema)
+        source = SourceInfo(schema.database, schema.table, run.ts_sec * 1000, run.server_id, run.file, run.pos, row,
+                            "false", run.gtid, run.thread, run.query if self.config.include_query else None)
+        return events, events.streamed_parts(run.op, source, now)
+
     def _truncate_messages(self, statement: SchemaStatement) -> list[OutMessage]:
         """The truncate event of a captured table (when skipped.operations lets "t" through)."""
         if "t" in self._skipped:
@@ -263,6 +319,8 @@ class MySqlEventBuilder:
                           change.query if self.config.include_query else None)
 
     def describe(self, change: Any) -> ChangeSummary:
+        if type(change) is tuple:
+            change = row_change(change)
         position = change.position.to_offset()
         ts = getattr(change, "ts_sec", None)
         summary = {"op": getattr(change, "op", None)}
@@ -308,6 +366,16 @@ def queued_row_bytes(row: RowChange, binlog_bytes: int) -> int:
     return binlog_bytes + images * len(row.schema.columns) * QUEUED_VALUE_BYTES
 
 
+# What one queued row of a binlog.RowsRun holds beyond its share of the event's bytes: its (run, row) tuple and its
+# slot in the queue's list.
+QUEUED_RUN_ROW_BYTES = 72
+
+
+def queued_run_row_bytes(run: RowsRun, binlog_bytes: int) -> int:
+    """As queued_row_bytes, for a row of a RowsRun: its rows stay undecoded in the queue."""
+    return binlog_bytes + QUEUED_RUN_ROW_BYTES
+
+
 class BinlogChangeReader(threading.Thread):
     """Reads the binlog from a position into the pipeline's queue; reopens after a dropped connection from the
     last position it queued (the library's own reconnect would replay from where it was opened).
@@ -331,10 +399,12 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
-    def _put_rows(self, rows: list[RowChange], event_bytes: int) -> bool:
-        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
+    def _put_rows(self, rows: list, event_bytes: int, size: int | None = None) -> bool:
+        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first.
+        `size`: each row's bytes (by default queued_row_bytes')."""
         done = 0
-        size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
+        if size is None:
+            size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
         while done < len(rows):
             if self.stop.is_set():
                 return False
@@ -342,7 +412,8 @@ class BinlogChangeReader(threading.Thread):
                 done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2, item_bytes=size)
             except queue.Full:
                 continue
-        self.position = rows[-1].position
+        last = rows[-1]
+        self.position = last[0].position_after(last[1]) if type(last) is tuple else last.position
         return True
 
     def run(self) -> None:
@@ -352,7 +423,7 @@ class BinlogChangeReader(threading.Thread):
         while not self.stop.is_set():
             reader = BinlogReader(self.config.connection, self.config.server_id, start=self.position,
                                   heartbeat_seconds=1.0, wanted=self.config.reads_rows_of,
-                                  annotations=self.config.include_query)
+                                  annotations=self.config.include_query, runs=True)
             rows: list[RowChange] = []  # a rows event's rows, queued together once its last is read
             try:
                 for item in reader:
@@ -364,6 +435,13 @@ class BinlogChangeReader(threading.Thread):
                         if not self._put_rows(rows, reader.rows_event_bytes):
                             return
                         rows = []
+                    elif type(item) is RowsRun:
+                        # one tuple per row (made in C): the queue and the pipeline's batches count rows
+                        run_rows = list(zip(repeat(item), range(item.first, item.count)))
+                        size = (queued_run_row_bytes(item, reader.rows_event_bytes // item.count)
+                                if self.changes.max_bytes else 0)
+                        if not self._put_rows(run_rows, reader.rows_event_bytes, size):
+                            return
                     elif type(item) is Heartbeat:
                         if not self._put(Idle(MySqlPosition(item.position, int(time.time())))):
                             return
@@ -456,12 +534,21 @@ class ServerSource:
     def position_after(item: Any, previous: MySqlPosition | None) -> MySqlPosition | None:
         if isinstance(item, Idle):
             return item.position if item.position is not None else previous
+        if type(item) is tuple:
+            run, row = item
+            return MySqlPosition(run.position_after(row), run.ts_sec)
         return MySqlPosition(item.position, item.ts_sec)
 
     @staticmethod
     def position_after_changes(changes: list, previous: MySqlPosition | None) -> MySqlPosition | None:
         """`position_after` folded over changes (no markers): each change carries the position after it."""
-        return MySqlPosition(changes[-1].position, changes[-1].ts_sec) if changes else previous
+        if not changes:
+            return previous
+        last = changes[-1]
+        if type(last) is tuple:
+            run, row = last
+            return MySqlPosition(run.position_after(row), run.ts_sec)
+        return MySqlPosition(last.position, last.ts_sec)
 
     def on_committed(self, position: MySqlPosition) -> None:
         self._last_committed = position

@@ -95,6 +95,11 @@ class FieldSchema:
                                           parameters=self.parameters or None, default=self.default)
 
 
+def java_long(value: int) -> int:
+    """BIGINT UNSIGNED in Debezium's long mode: values above 2^63-1 wrap around as Java's long does."""
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
 @dataclass(frozen=True)
 class ColumnMapping:
     column: ColumnInfo
@@ -165,7 +170,7 @@ def _mapping(column: ColumnInfo, options: TypeOptions, default) -> ColumnMapping
             return of("bytes", decimal.Decimal, "org.apache.kafka.connect.data.Decimal",
                       {"scale": "0", "connect.decimal.precision": "20"})
         # Debezium's long mode: values above 2^63-1 wrap around as Java's long does
-        return of("int64", lambda v: v - (1 << 64) if v >= (1 << 63) else v)
+        return of("int64", java_long)
     if code == FIELD_TYPE.FLOAT:
         return of("float32", _float32)
     if code == FIELD_TYPE.DOUBLE:

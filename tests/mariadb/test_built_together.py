@@ -1,7 +1,9 @@
 """The pipeline's batch path for MariaDB (`MySqlEventBuilder.build_changes`, `position_after_changes`) gives what
 `build` and `position_after` give change by change: binlog changes of a random workload read from the real server
 (multi-row inserts, updates and deletes, so rows events of many rows; key changes; DDL between a table's changes;
-annotated statements), under configurations that take the streamed fast path and those that go through `build`."""
+annotated statements), under configurations that take the streamed fast path and those that go through `build`.
+The same changes read as runs (`BinlogReader(runs=True)`, queued as `(run, row)` as the change reader queues them),
+written by the compiled run writer, against `build` of each with every compiled writer off (the pure-Python way)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from connectors.mysql import envelope, schema_changes
+from connectors.mysql import compiled_rows, envelope, schema_changes
 from connectors.mysql import source as mysql_source
-from connectors.mysql.binlog import BinlogPosition, SchemaStatement
+from connectors.mysql.binlog import BinlogPosition, RowChange, RowsRun, SchemaStatement, row_change
 from connectors.mysql.connection import connect
 from connectors.mysql.source import MySqlEventBuilder, ServerSource
 from connectors.sources import engine_config
@@ -73,6 +75,37 @@ def _workload(mariadb, database: str, rng: random.Random) -> None:
         connection.close()
 
 
+class _PythonWritten:
+    """A builder whose `build` writes with the compiled writers off (envelope's pure-Python loops)."""
+
+    def __init__(self, builder: MySqlEventBuilder):
+        self.builder = builder
+
+    def build(self, change):
+        saved = {name: getattr(envelope, name) for name in _COMPILED_WRITERS}
+        for name in _COMPILED_WRITERS:
+            setattr(envelope, name, None)
+        try:
+            return self.builder.build(change)
+        finally:
+            for name, writer in saved.items():
+                setattr(envelope, name, writer)
+
+
+_COMPILED_WRITERS = ("write_row", "write_event", "write_key")
+
+
+def _queued(items: list) -> list:
+    """The reader's items as the change reader queues them: each RowsRun as a `(run, row)` per row."""
+    queued = []
+    for item in items:
+        if type(item) is RowsRun:
+            queued.extend((item, row) for row in range(item.first, item.count))
+        else:
+            queued.append(item)
+    return queued
+
+
 def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariadb_db, monkeypatch):
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
@@ -84,6 +117,12 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
     changes = read_to_end(mariadb.cdc, 6202, BinlogPosition(gtids=start.gtids), mariadb_db)
     assert sum(1 for change in changes if type(change) is SchemaStatement) == 2
     assert len(changes) > 1000
+    runs = read_to_end(mariadb.cdc, 6203, BinlogPosition(gtids=start.gtids), mariadb_db, runs=True)
+    queued = _queued(runs)
+    if compiled_rows.compiled is not None:  # every table's columns are of kinds the module decodes
+        assert all(type(item) is not RowChange for item in runs)
+        assert sum(1 for item in runs if type(item) is RowsRun and item.op == "u") > 10
+    assert [row_change(item) for item in queued] == changes
 
     fixed = SimpleNamespace(time=lambda: 1_700_000_000.5, time_ns=lambda: 1_700_000_000_123_456_789,
                             monotonic=time.monotonic, sleep=time.sleep)
@@ -94,3 +133,6 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
         together, alone = (MySqlEventBuilder(config) for _ in range(2))
         assert_built_together_as_alone(together, alone, changes, ServerSource.position_after,
                                        ServerSource.position_after_changes, rng, (name, seed))
+        together, alone = (MySqlEventBuilder(config) for _ in range(2))
+        assert_built_together_as_alone(together, _PythonWritten(alone), queued, ServerSource.position_after,
+                                       ServerSource.position_after_changes, rng, (name, "runs", seed))

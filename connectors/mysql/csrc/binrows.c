@@ -2,8 +2,10 @@
    the event's body as python-mysql-replication's RowsEvent decodes them (the same values, the same dicts) for the
    column kinds compiled_rows.py lists; a table with any other type is left to the library
    (tests/mariadb/test_compiled_rows.py compares the two on real binlog events). And a row's JSON text from those
-   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). And the rows of a
-   SELECT's text-protocol result set (textrows.c). */
+   values, as envelope.TableEvents writes it in Python (tests/mariadb/test_compiled_rows.py too). And a run of a
+   rows event's rows written straight into Kafka messages from the event's bytes, as the Python way writes them from
+   the decoded rows (count_rows, write_run; tests/unit/test_binrows_write_run.py). And the rows of a SELECT's
+   text-protocol result set (textrows.c). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -14,6 +16,7 @@
 
 #include "decimal_text.h"
 #include "json_text.h"
+#include "slots_maker.h"
 #include "textrows.h"
 
 static PyObject *decimal_type; /* decimal.Decimal */
@@ -370,7 +373,7 @@ done:
    int (INTEGER) or a str (STRING) and by the column's `write(value)` otherwise; `columns` holds (name, prefix, kind,
    write) tuples (envelope.TableEvents' writers), a value missing from `values` is None. None: a text with no UTF-8
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
-enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2 };
+enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3 };
 
 static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     PyObject *text = PyObject_CallOneArg(write, value);
@@ -381,13 +384,37 @@ static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     return failed;
 }
 
-static int put_integer(Buffer *out, PyObject *value, PyObject *write) {
+/* An int's digits; WRITE_LONG: one from 2^63 to 2^64 - 1 wrapped around as Java's long (types.java_long). */
+static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind) {
     int overflow;
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (number == -1 && PyErr_Occurred()) return -1;
+    if (overflow > 0 && kind == WRITE_LONG) {
+        unsigned long long wide = PyLong_AsUnsignedLongLong(value);
+        if (wide == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return put_written(out, write, value);
+        }
+        number = (long long)wide;
+        overflow = 0;
+    }
     if (overflow) return put_written(out, write, value);
     char digits_text[CDC_INT64_TEXT_MAX];
     return put(out, digits_text, decimal_int64(digits_text, number));
+}
+
+/* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG) or a str
+   (WRITE_STRING) written here, anything else by `write`. */
+static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
+    if ((kind == WRITE_INTEGER || kind == WRITE_LONG) && PyLong_CheckExact(value)) {
+        return put_integer(out, value, write, kind);
+    }
+    if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
+        Py_ssize_t length;
+        const char *text = PyUnicode_AsUTF8AndSize(value, &length);
+        return text == NULL ? -1 : put_json_string(out, text, length);
+    }
+    return put_written(out, write, value);
 }
 
 /* The row's JSON into `out`; -1 with an exception set. */
@@ -407,18 +434,7 @@ static int put_row(Buffer *out, PyObject *values, PyObject *columns) {
         if (put_str(out, PyTuple_GET_ITEM(spec, 1)) < 0) return -1;
         long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
         if (kind == -1 && PyErr_Occurred()) return -1;
-        PyObject *write = PyTuple_GET_ITEM(spec, 3);
-        int failure;
-        if (kind == WRITE_INTEGER && PyLong_CheckExact(value)) {
-            failure = put_integer(out, value, write);
-        } else if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
-            Py_ssize_t length;
-            const char *text = PyUnicode_AsUTF8AndSize(value, &length);
-            failure = text == NULL ? -1 : put_json_string(out, text, length);
-        } else {
-            failure = put_written(out, write, value);
-        }
-        if (failure) return -1;
+        if (put_value(out, value, kind, PyTuple_GET_ITEM(spec, 3))) return -1;
     }
     return put(out, "}", 1);
 }
@@ -503,6 +519,450 @@ static PyObject *write_key(PyObject *module, PyObject *const *args, Py_ssize_t n
     return key;
 }
 
+/* ---- runs: a rows event's messages straight from its body ---------------------------------------------------- */
+
+/* The columns of a layout tuple (compiled_rows.layout) into `columns` (count entries); -1 with an exception set. */
+static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(layout, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
+            return -1;
+        }
+        columns[i].name = PyTuple_GET_ITEM(spec, 0);
+        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) return -1;
+        PyObject *last = PyTuple_GET_ITEM(spec, 3);
+        int kind = columns[i].kind, size = columns[i].size;
+        if (kind == STRING && last != Py_None) {
+            columns[i].encoding = PyUnicode_AsUTF8(last);
+            if (columns[i].encoding == NULL) return -1;
+            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
+        } else if (kind == NEWDECIMAL) {
+            columns[i].scale = (int)PyLong_AsLong(last);
+            if (PyErr_Occurred()) return -1;
+        }
+        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
+            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
+            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
+            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The bytes of one value of `column` at in->pos (a string's length prefix included); -1 when the event ends first. */
+static Py_ssize_t value_size(const Reader *in, const Column *column) {
+    const unsigned char *p = in->data + in->pos;
+    Py_ssize_t left = in->length - in->pos, size;
+    switch (column->kind) {
+    case INT8: case UINT8: case YEAR: size = 1; break;
+    case INT16: case UINT16: size = 2; break;
+    case INT24: case UINT24: case DATE: size = 3; break;
+    case INT32: case UINT32: case FLOAT: size = 4; break;
+    case INT64: case UINT64: case DOUBLE: size = 8; break;
+    case DATETIME2: size = 5 + (column->size + 1) / 2; break;
+    case TIMESTAMP2: size = 4 + (column->size + 1) / 2; break;
+    case TIME2: size = 3 + (column->size + 1) / 2; break;
+    case NEWDECIMAL: size = decimal_length(column->size, column->scale); break;
+    case STRING: {
+        if (left < column->size) return -1;
+        uint64_t length = little(p, column->size);
+        if ((uint64_t)(left - column->size) < length) return -1;
+        return column->size + (Py_ssize_t)length;
+    }
+    default: return -1;
+    }
+    return left < size ? -1 : size;
+}
+
+/* Where each column's value starts in the row image at in->pos (-1: None, absent from the image or NULL); moves
+   in->pos past the image. -1 with ValueError when the event ends inside it. */
+static int image_starts(Reader *in, const Column *columns, Py_ssize_t count, const unsigned char *present,
+                        Py_ssize_t *starts) {
+    Py_ssize_t in_image = 0;
+    for (Py_ssize_t i = 0; i < count; i++) in_image += bit(present, i);
+    Py_ssize_t null_bytes = (in_image + 7) / 8;
+    if (need(in, null_bytes)) return -1;
+    const unsigned char *nulls = in->data + in->pos;
+    in->pos += null_bytes;
+    Py_ssize_t null_index = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        starts[i] = -1;
+        if (!bit(present, i)) continue;
+        if (!bit(nulls, null_index++)) {
+            Py_ssize_t size = value_size(in, &columns[i]);
+            if (size < 0) return truncated();
+            starts[i] = in->pos;
+            in->pos += size;
+        }
+    }
+    return 0;
+}
+
+/* The value at `start` as decode_rows gives it (None for -1); NULL with an exception set. */
+static PyObject *value_at(const Reader *in, const Column *column, Py_ssize_t start) {
+    if (start < 0) return Py_NewRef(Py_None);
+    Reader at = {in->data, in->length, start};
+    return value_of(&at, column);
+}
+
+static int is_ascii(const unsigned char *text, Py_ssize_t length) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        if (load_word(text + i) & CDC_HIGHS) return 0;
+    }
+    for (; i < length; i++) {
+        if (text[i] & 0x80) return 0;
+    }
+    return 1;
+}
+
+/* 0 when decode_rows decodes the value at `start` (a number always; a string or a temporal when its value is one the
+   library's way gives too), else -1 with an exception set. */
+static int check_value(const Reader *in, const Column *column, Py_ssize_t start) {
+    if (start < 0) return 0;
+    int kind = column->kind;
+    if (kind <= DOUBLE || kind == YEAR) return 0;
+    if (kind == STRING) {
+        if (column->encoding == NULL) return 0;
+        uint64_t length = little(in->data + start, column->size);
+        if (column->utf8 && is_ascii(in->data + start + column->size, (Py_ssize_t)length)) return 0;
+    }
+    PyObject *value = value_at(in, column, start);
+    if (value == NULL) return -1;
+    Py_DECREF(value);
+    return 0;
+}
+
+typedef struct {
+    Py_buffer body, present, after;
+    int update;
+    Column *columns;
+    Py_ssize_t count;
+    Py_ssize_t *starts; /* 2 * count: a row's before (or only) image, then its after image */
+} Rows;
+
+static void rows_release(Rows *rows) {
+    PyMem_Free(rows->columns);
+    PyMem_Free(rows->starts);
+    if (rows->body.obj != NULL) PyBuffer_Release(&rows->body);
+    if (rows->present.obj != NULL) PyBuffer_Release(&rows->present);
+    if (rows->after.obj != NULL) PyBuffer_Release(&rows->after);
+}
+
+/* decode_rows' first four arguments into `rows`; -1 with an exception set (release it either way). */
+static int rows_open(Rows *rows, PyObject *const *args) {
+    memset(rows, 0, sizeof(*rows));
+    if (PyObject_GetBuffer(args[0], &rows->body, PyBUF_SIMPLE) < 0) return -1;
+    if (PyObject_GetBuffer(args[2], &rows->present, PyBUF_SIMPLE) < 0) return -1;
+    rows->update = args[3] != Py_None;
+    if (rows->update && PyObject_GetBuffer(args[3], &rows->after, PyBUF_SIMPLE) < 0) return -1;
+    PyObject *layout = args[1];
+    if (!PyTuple_Check(layout)) {
+        PyErr_SetString(PyExc_TypeError, "layout must be a tuple");
+        return -1;
+    }
+    Py_ssize_t count = rows->count = PyTuple_GET_SIZE(layout);
+    if ((count + 7) / 8 > rows->present.len || (rows->update && (count + 7) / 8 > rows->after.len)) {
+        PyErr_SetString(PyExc_ValueError, "a columns-present bitmap is shorter than the layout");
+        return -1;
+    }
+    rows->columns = PyMem_Calloc((size_t)(count ? count : 1), sizeof(Column));
+    rows->starts = PyMem_Calloc((size_t)(count ? 2 * count : 1), sizeof(Py_ssize_t));
+    if (rows->columns == NULL || rows->starts == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return parse_layout(layout, rows->columns, count);
+}
+
+/* The next row's images at in->pos: their value starts in rows->starts; -1 with ValueError (truncated, no bytes). */
+static int next_row(Rows *rows, Reader *in) {
+    Py_ssize_t row_start = in->pos;
+    if (image_starts(in, rows->columns, rows->count, rows->present.buf, rows->starts) < 0) return -1;
+    if (rows->update &&
+        image_starts(in, rows->columns, rows->count, rows->after.buf, rows->starts + rows->count) < 0)
+        return -1;
+    if (in->pos == row_start) {
+        PyErr_SetString(PyExc_ValueError, "a row of no bytes");
+        return -1;
+    }
+    return 0;
+}
+
+/* count_rows(body, layout, present, present_after) -> int | None: how many rows decode_rows gives for these
+   arguments, without making them; None where it would raise (a value the library decodes, a truncated event, a
+   text its codec refuses). write_run takes a body this counted. */
+static PyObject *count_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "count_rows(body, layout, present, present_after)");
+        return NULL;
+    }
+    Rows rows;
+    Py_ssize_t counted = 0;
+    int failed = rows_open(&rows, args) < 0;
+    Reader in = {rows.body.buf, rows.body.len, 0};
+    while (!failed && in.pos < in.length) {
+        failed = next_row(&rows, &in) < 0;
+        for (Py_ssize_t i = 0; !failed && i < (rows.update ? 2 : 1) * rows.count; i++)
+            failed = check_value(&in, &rows.columns[i % rows.count], rows.starts[i]) < 0;
+        counted++;
+    }
+    rows_release(&rows);
+    if (failed) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) return NULL; /* a caller's mistake, not the event's */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromSsize_t(counted);
+}
+
+/* One column's JSON, as put_row writes the value decode_rows gives: an integer or a UTF-8 text written from the
+   body, any other value made (value_of) and written as put_row writes it. */
+static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ssize_t start, long kind,
+                      PyObject *write) {
+    if (start < 0) return put_written(out, write, Py_None);
+    const unsigned char *p = in->data + start;
+    if (kind == WRITE_INTEGER || kind == WRITE_LONG) {
+        long long number;
+        switch (column->kind) {
+        case INT8: number = (int8_t)p[0]; break;
+        case UINT8: number = p[0]; break;
+        case YEAR: number = p[0] + 1900; break;
+        case INT16: number = (int16_t)little(p, 2); break;
+        case UINT16: number = (long long)little(p, 2); break;
+        case INT24: number = (long long)little(p, 3); if (number >= 0x800000) number -= 0x1000000; break;
+        case UINT24: number = (long long)little(p, 3); break;
+        case INT32: number = (int32_t)little(p, 4); break;
+        case UINT32: number = (long long)little(p, 4); break;
+        case INT64: number = (int64_t)little(p, 8); break;
+        case UINT64: {
+            uint64_t value = little(p, 8);
+            if (value > (uint64_t)INT64_MAX && kind != WRITE_LONG) goto general;
+            number = (long long)value; /* WRITE_LONG: Java's long wraps around */
+            break;
+        }
+        default: goto general;
+        }
+        char digits_text[CDC_INT64_TEXT_MAX];
+        return put(out, digits_text, decimal_int64(digits_text, number));
+    }
+    if (kind == WRITE_STRING && column->kind == STRING && column->utf8) {
+        uint64_t length = little(p, column->size);
+        return put_json_string(out, (const char *)p + column->size, (Py_ssize_t)length);
+    }
+general:;
+    PyObject *value = value_at(in, column, start);
+    if (value == NULL) return -1;
+    int failure = put_value(out, value, kind, write);
+    Py_DECREF(value);
+    return failure;
+}
+
+/* One column writer of a run: its layout column (-1: none), kind, `"name":` prefix (UTF-8) and writer. */
+typedef struct {
+    Py_ssize_t column;
+    long kind;
+    const char *prefix;
+    Py_ssize_t prefix_length;
+    PyObject *write; /* borrowed from the writers tuple */
+} Writer;
+
+/* The writers tuple ((name, prefix, kind, write) each) and their layout columns into `out` (a PyMem array the caller
+   frees); -1 with TypeError when they do not fit a layout of `count` columns. */
+static int writers_of(PyObject *writers, PyObject *indexes, Py_ssize_t count, Writer **out) {
+    *out = NULL;
+    if (!PyTuple_Check(writers) || !PyTuple_Check(indexes) || PyTuple_GET_SIZE(writers) != PyTuple_GET_SIZE(indexes))
+        goto wrong;
+    Py_ssize_t size = PyTuple_GET_SIZE(writers);
+    Writer *parsed = *out = PyMem_Calloc((size_t)(size ? size : 1), sizeof(Writer));
+    if (parsed == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(writers, i), *index = PyTuple_GET_ITEM(indexes, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4 || !PyUnicode_Check(PyTuple_GET_ITEM(spec, 1)) ||
+            !PyLong_Check(index) || !PyLong_Check(PyTuple_GET_ITEM(spec, 2)))
+            goto wrong;
+        parsed[i].column = PyLong_AsSsize_t(index);
+        parsed[i].kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) return -1;
+        if (parsed[i].column < -1 || parsed[i].column >= count) goto wrong;
+        parsed[i].prefix = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(spec, 1), &parsed[i].prefix_length);
+        if (parsed[i].prefix == NULL) return -1;
+        parsed[i].write = PyTuple_GET_ITEM(spec, 3);
+    }
+    return 0;
+wrong:
+    PyErr_SetString(PyExc_TypeError, "write_run: writers of the wrong shape");
+    return -1;
+}
+
+/* A row image's JSON: "{" + each writer's `prefix + text` + "}". */
+static int put_image(Buffer *out, const Reader *in, const Column *columns, const Py_ssize_t *starts,
+                     const Writer *writers, Py_ssize_t count) {
+    if (put(out, "{", 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Writer *writer = &writers[i];
+        if (put(out, writer->prefix, writer->prefix_length) < 0) return -1;
+        Py_ssize_t column = writer->column;
+        int failure = column < 0 ? put_written(out, writer->write, Py_None)
+                                 : put_column(out, in, &columns[column], starts[column], writer->kind, writer->write);
+        if (failure) return -1;
+    }
+    return put(out, "}", 1);
+}
+
+/* An update's key moves (envelope.TableEvents.moves_key: some key column's before != after); -1 with an exception. */
+static int key_moves(const Reader *in, const Rows *rows, PyObject *key_columns) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_columns); i++) {
+        Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(key_columns, i));
+        if (column < 0) continue; /* None before and after */
+        PyObject *before = value_at(in, &rows->columns[column], rows->starts[column]);
+        PyObject *after = before == NULL ? NULL
+                          : value_at(in, &rows->columns[column], rows->starts[rows->count + column]);
+        PyObject *differ = after == NULL ? NULL : PyObject_RichCompare(before, after, Py_NE);
+        Py_XDECREF(before);
+        Py_XDECREF(after);
+        if (differ == NULL) return -1;
+        int moved = PyObject_IsTrue(differ);
+        Py_DECREF(differ);
+        if (moved) return moved;
+    }
+    return 0;
+}
+
+/* write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> int: the messages
+   envelope.TableEvents.append_streamed gives for rows first..end-1 of a rows event (a body count_rows counted)
+   appended to `messages`, each made by `make(topic, key, value, None)`; returns the row it stopped before: `end`, or an
+   update's row whose key moves (the Python way writes that one: two events and their headers). `op`: 0 create,
+   1 update, 2 delete; `parts`: TableEvents.streamed_parts; `table`: (writers, their layout columns, key writers or
+   None, their layout columns, key head, key tail, the key's layout columns for moves, topic, make, tombstones). */
+static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10 || !PyTuple_Check(args[7]) || PyTuple_GET_SIZE(args[7]) != 4 || !PyTuple_Check(args[8]) ||
+        PyTuple_GET_SIZE(args[8]) != 10 || !PyList_Check(args[9])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "write_run(body, layout, present, present_after, first, end, op, parts, table, messages)");
+        return NULL;
+    }
+    Py_ssize_t first = PyLong_AsSsize_t(args[4]), end = PyLong_AsSsize_t(args[5]);
+    long op = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *parts = args[7], *table = args[8], *messages = args[9];
+    PyObject *writers = PyTuple_GET_ITEM(table, 0), *indexes = PyTuple_GET_ITEM(table, 1),
+             *key_writers = PyTuple_GET_ITEM(table, 2), *key_indexes = PyTuple_GET_ITEM(table, 3),
+             *key_head = PyTuple_GET_ITEM(table, 4), *key_tail = PyTuple_GET_ITEM(table, 5),
+             *key_columns = PyTuple_GET_ITEM(table, 6), *topic = PyTuple_GET_ITEM(table, 7),
+             *make = PyTuple_GET_ITEM(table, 8);
+    int tombstones = PyObject_IsTrue(PyTuple_GET_ITEM(table, 9));
+    if (tombstones < 0) return NULL;
+    Rows rows;
+    Buffer value_out = {NULL, 0, 0}, key_out = {NULL, 0, 0};
+    Writer *row_writers = NULL, *keys = NULL;
+    Py_ssize_t row = 0, row_writer_count = 0, key_count = 0;
+    int failed = rows_open(&rows, args) < 0;
+    if (!failed && (op < 0 || op > 2 || (op == 1) != rows.update || first < 0 || !PyTuple_Check(key_columns) ||
+                    (key_writers != Py_None && (!PyUnicode_Check(key_head) || !PyUnicode_Check(key_tail))))) {
+        PyErr_SetString(PyExc_TypeError, "write_run: a table or parts of the wrong shape");
+        failed = 1;
+    }
+    if (!failed) {
+        failed = writers_of(writers, indexes, rows.count, &row_writers) < 0 ||
+                 (key_writers != Py_None && writers_of(key_writers, key_indexes, rows.count, &keys) < 0);
+        row_writer_count = PyTuple_Check(writers) ? PyTuple_GET_SIZE(writers) : 0;
+        key_count = key_writers != Py_None && PyTuple_Check(key_writers) ? PyTuple_GET_SIZE(key_writers) : 0;
+    }
+    const char *part_texts[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t part_lengths[4] = {0, 0, 0, 0};
+    for (int i = 0; !failed && i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) {
+            PyErr_SetString(PyExc_TypeError, "write_run: parts are str");
+            failed = 1;
+        } else {
+            part_texts[i] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(parts, i), &part_lengths[i]);
+            failed = part_texts[i] == NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; !failed && i < PyTuple_GET_SIZE(key_columns); i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(key_columns, i));
+        if (at < -1 || at >= rows.count) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "write_run: a key column out of range");
+            failed = 1;
+        }
+    }
+    Reader in = {rows.body.buf, rows.body.len, 0};
+    const Py_ssize_t *before = rows.starts, *after = rows.update ? rows.starts + rows.count : rows.starts;
+    for (; !failed && row < end && in.pos < in.length; row++) {
+        if (next_row(&rows, &in) < 0) {
+            failed = 1;
+            break;
+        }
+        if (row < first) continue;
+        if (op == 1) {
+            int moved = key_moves(&in, &rows, key_columns);
+            if (moved) {
+                failed = moved < 0;
+                break;
+            }
+        }
+        char row_text[CDC_INT64_TEXT_MAX];
+        int row_length = decimal_int64(row_text, row);
+        /* the rows' JSON first, then the value in one allocation: the parts (the value schema's JSON among them,
+           most of a value's bytes) are copied once */
+        value_out.length = 0;
+        failed = (op == 0 ? put(&value_out, "null", 4)
+                          : put_image(&value_out, &in, rows.columns, before, row_writers, row_writer_count)) < 0;
+        Py_ssize_t before_length = value_out.length;
+        failed = failed || (op == 2 ? put(&value_out, "null", 4)
+                                    : put_image(&value_out, &in, rows.columns, after, row_writers, row_writer_count)) < 0;
+        if (!failed && key_writers != Py_None) {
+            key_out.length = 0;
+            failed = put_str(&key_out, key_head) < 0 ||
+                     put_image(&key_out, &in, rows.columns, op == 2 ? before : after, keys, key_count) < 0 ||
+                     put_str(&key_out, key_tail) < 0;
+        }
+        if (failed) break;
+        PyObject *made[4] = {topic, NULL, NULL, Py_None};
+        made[1] = key_writers == Py_None ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(key_out.data, key_out.length);
+        made[2] = made[1] == NULL ? NULL
+                  : PyBytes_FromStringAndSize(NULL, part_lengths[0] + part_lengths[1] + part_lengths[2] +
+                                                        part_lengths[3] + value_out.length + row_length);
+        if (made[2] != NULL) {
+            char *at = PyBytes_AS_STRING(made[2]);
+            const char *pieces[7] = {part_texts[0], value_out.data, part_texts[1], value_out.data + before_length,
+                                     part_texts[2], row_text, part_texts[3]};
+            Py_ssize_t sizes[7] = {part_lengths[0], before_length, part_lengths[1], value_out.length - before_length,
+                                   part_lengths[2], row_length, part_lengths[3]};
+            for (int i = 0; i < 7; i++) {
+                memcpy(at, pieces[i], (size_t)sizes[i]);
+                at += sizes[i];
+            }
+        }
+        PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 4, NULL);
+        Py_XDECREF(made[2]);
+        failed = message == NULL || PyList_Append(messages, message) < 0;
+        Py_XDECREF(message);
+        if (!failed && op == 2 && tombstones) {
+            made[2] = Py_None;
+            message = PyObject_Vectorcall(make, made, 4, NULL);
+            failed = message == NULL || PyList_Append(messages, message) < 0;
+            Py_XDECREF(message);
+        }
+        Py_XDECREF(made[1]);
+    }
+    rows_release(&rows);
+    PyMem_Free(row_writers);
+    PyMem_Free(keys);
+    PyMem_Free(value_out.data);
+    PyMem_Free(key_out.data);
+    if (failed) return NULL;
+    return PyLong_FromSsize_t(row);
+}
+
 static PyMethodDef methods[] = {
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL, "write_row(values, columns) -> str"},
     {"write_event", (PyCFunction)(void (*)(void))write_event, METH_FASTCALL,
@@ -511,6 +971,11 @@ static PyMethodDef methods[] = {
      "write_key(values, columns, head, tail) -> bytes | None"},
     {"decode_rows", (PyCFunction)(void (*)(void))decode_rows, METH_FASTCALL,
      "decode_rows(body, layout, present, present_after) -> list"},
+    {"count_rows", (PyCFunction)(void (*)(void))count_rows, METH_FASTCALL,
+     "count_rows(body, layout, present, present_after) -> int | None"},
+    {"write_run", (PyCFunction)(void (*)(void))write_run, METH_FASTCALL,
+     "write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> int"},
+    {"slots_maker", (PyCFunction)(void (*)(void))slots_maker, METH_FASTCALL, "slots_maker(cls, names) -> maker"},
     {"text_rows", (PyCFunction)(void (*)(void))text_rows, METH_FASTCALL,
      "text_rows(read, sequence, kinds, calls) -> (rows, last packet, next sequence)"},
     {NULL, NULL, 0, NULL},
@@ -519,6 +984,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_definition = {PyModuleDef_HEAD_INIT, "_binrows", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__binrows(void) {
+    if (PyType_Ready(&MakerType) < 0) return NULL;
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL) return NULL;
     PyObject *decimal = PyImport_ImportModule("decimal");
