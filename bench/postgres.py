@@ -122,8 +122,9 @@ def run_snapshot(snap_config, bootstrap: str, rows: int) -> dict:
     whole = time.monotonic() - started
     if outcomes != {snap_config.dbname: "snapshot-done"} or committed() != rows:
         raise SystemExit(f"the snapshot failed: {outcomes} {runner.errors}, {committed()} rows committed")
+    transactions = sum(pipeline.sink.stats.transactions_committed for pipeline in runner.pipelines.values())
     return {"start_up": first - started, "measured": rows - first_count, "seconds": done - first, "cpu": cpu,
-            "whole": whole, "threads": threads, "threads_done": seen}
+            "whole": whole, "threads": threads, "threads_done": seen, "transactions": transactions}
 
 
 def _write_rows(dsn: str, rate: float, total: int, out) -> None:
@@ -229,7 +230,8 @@ def main() -> None:
               f"(whole run {args.rows / snap['whole'] / ceiling:.2f}); CPU per row: pipeline "
               f"{snap['cpu'] * 1e6 / snap['measured']:.1f} µs, COPY {copy_cpu * 1e6 / copied:.1f} µs + produce "
               f"{produce_cpu_us:.1f} µs")
-        print(f"           {thread_cpu.breakdown(snap['threads'], snap['threads_done'], snap['measured'])}")
+        print(f"           {thread_cpu.breakdown(snap['threads'], snap['threads_done'], snap['measured'])}; "
+              f"{snap['transactions']} transactions in the whole run")
         if args.snapshot_only:
             return
 
