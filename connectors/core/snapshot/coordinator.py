@@ -247,6 +247,7 @@ class InitialSnapshot:
         transaction with the progress that marks them all done: a transaction's fixed cost (the last produce
         requests' round trips, the commit) is paid once for them."""
         messages: list = []
+        results.sort(key=lambda result: result.task.chunk.number)  # their events in plan order
         for result in results:
             chunk = result.task.chunk
             self.progress.mark_done(chunk, result.rows, result.read)
