@@ -1,11 +1,13 @@
 """Benchmark of the PostgreSQL source against its ceilings, on the devstack PostgreSQL and Kafka.
 
     python bench/postgres.py [--rows 200000] [--changes 50000] [--rate 2000] [--seconds 10] [--latency-only]
-                             [--warm-up 10] [--property KEY=VALUE]
+                             [--snapshot-only] [--warm-up 10] [--property KEY=VALUE]
 
 1. snapshot: rows/s of an initial_only snapshot of one table (id, text, numeric, timestamptz, bool) into Kafka,
    against `COPY … TO STDOUT` of the same table (the server's own fastest read), and against COPY followed by a
-   plain idempotent producer sending the snapshot's messages (the machine's ceiling for the whole job);
+   plain idempotent producer sending the snapshot's messages (the machine's ceiling for the whole job). The rate
+   counts the rows after the first committed chunk, as bench.mariadb's: the start-up (slot and exported snapshot,
+   producers, topics, plan, first chunk) and the whole run's rate are printed apart; CPU per row by thread;
 2. catch-up: events/s of the pipeline streaming `--changes` updates already in the slot, against a plain pgoutput
    read of the same changes from a second slot (decoding only, no events, no Kafka) and against a plain idempotent
    producer sending the pipeline's messages (read back from its topic; the issue's catch-up target is >= 0.8x the
@@ -87,6 +89,44 @@ def run_until(runner_config, bootstrap: str, lsn: int) -> tuple[float, float, fl
     return began - started, ended - began, cpu, threads, threads_done
 
 
+def run_snapshot(snap_config, bootstrap: str, rows: int) -> dict:
+    """Runs an initial_only snapshot of `rows` rows. Its rate counts from the first committed chunk to the last (as
+    bench.mariadb's), as the pipeline's snapshot metrics say it committed them (no Kafka polling in the measured
+    CPU); the start-up before the first commit (slot and exported snapshot, producers, topics, the plan, the first
+    chunk) and the whole run are returned apart. CPU by thread: each thread's last sample (the reading threads end
+    before the final chunk)."""
+    runner = ConnectorRunner(snap_config, bootstrap, threading.Event())
+    outcomes: dict = {}
+    thread = threading.Thread(target=lambda: outcomes.update(runner.run()), daemon=True)
+    started = time.monotonic()
+    thread.start()
+
+    def committed() -> int:
+        pipelines = list(runner.pipelines.values())
+        return pipelines[0].snapshot_metrics.rows_this_run if pipelines else 0
+
+    while thread.is_alive() and committed() == 0:
+        time.sleep(0.002)
+    first, first_count = time.monotonic(), committed()
+    cpu, threads = time.process_time(), thread_cpu.sample()
+    seen = dict(threads)
+    polls = 0
+    while thread.is_alive() and committed() < rows:
+        polls += 1
+        if polls % 25 == 0:
+            seen.update(thread_cpu.sample())
+        time.sleep(0.004)
+    done, cpu = time.monotonic(), time.process_time() - cpu
+    seen.update(thread_cpu.sample())
+    thread.join(600)
+    whole = time.monotonic() - started
+    if outcomes != {snap_config.dbname: "snapshot-done"} or committed() != rows:
+        raise SystemExit(f"the snapshot failed: {outcomes} {runner.errors}, {committed()} rows committed")
+    transactions = sum(pipeline.sink.stats.transactions_committed for pipeline in runner.pipelines.values())
+    return {"start_up": first - started, "measured": rows - first_count, "seconds": done - first, "cpu": cpu,
+            "whole": whole, "threads": threads, "threads_done": seen, "transactions": transactions}
+
+
 def _write_rows(dsn: str, rate: float, total: int, out) -> None:
     """The application of the latency run (a process of its own): rows of `lat` at `rate`, each its own transaction;
     the rows due together go in one round trip (pipeline mode, a Sync after each)."""
@@ -142,6 +182,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
+    parser.add_argument("--snapshot-only", action="store_true", help="only the snapshot run")
     parser.add_argument("--warm-up", type=float, default=10, metavar="SECONDS",
                         help="first a latency run of this many seconds at the same rate, printed but not measured")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
@@ -167,28 +208,32 @@ def main() -> None:
         conn.execute("VACUUM ANALYZE bench")
 
         # 1. snapshot vs COPY
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         copied = 0
         with conn.cursor() as cur, cur.copy("COPY bench TO STDOUT") as copy:
             for data in copy:
                 copied += bytes(data).count(b"\n")
-        copy_s = time.monotonic() - started
+        copy_s, copy_cpu = time.monotonic() - started, time.process_time() - cpu
         name = run + uuid.uuid4().hex[:6]
         snap_config = config(db, dsn, name, **{"snapshot.mode": "initial_only"})
-        runner = ConnectorRunner(snap_config, bootstrap, threading.Event())
-        started, cpu = time.monotonic(), time.process_time()
-        outcomes = runner.run()
-        snap_s, snap_cpu = time.monotonic() - started, time.process_time() - cpu
-        assert outcomes == {db: "snapshot-done"}, (outcomes, runner.errors)
+        snap = run_snapshot(snap_config, bootstrap, args.rows)
         produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
                                                                                  args.rows))
-        ceiling = args.rows / (copy_s + args.rows / produce_rate)  # one reads the table, then produces its rows
-        print(f"snapshot   {args.rows} rows: COPY TO STDOUT {copied / copy_s:,.0f} rows/s; "
-              f"pipeline {args.rows / snap_s:,.0f} rows/s (Kafka committed); ratio {copy_s / snap_s:.2f}; "
-              f"pipeline CPU {snap_cpu * 1e6 / args.rows:.1f} µs/row")
-        print(f"           ceiling COPY + plain idempotent producer of the same messages {ceiling:,.0f} rows/s "
-              f"(producer alone {produce_rate:,.0f} msg/s, {produce_cpu_us:.1f} µs CPU/msg); "
-              f"pipeline / ceiling {args.rows / snap_s / ceiling:.2f}")
+        copy_rate = copied / copy_s
+        ceiling = 1 / (1 / copy_rate + 1 / produce_rate)  # one reads the table, then produces its rows
+        rate = snap["measured"] / snap["seconds"]
+        print(f"snapshot   {args.rows} rows: pipeline {rate:,.0f} rows/s over the {snap['measured']:,} rows after "
+              f"the first committed chunk (start-up {snap['start_up']:.2f}s apart; whole run "
+              f"{args.rows / snap['whole']:,.0f} rows/s); COPY TO STDOUT {copy_rate:,.0f} rows/s, plain idempotent "
+              f"producer of the same messages {produce_rate:,.0f} msg/s")
+        print(f"           ceiling COPY + produce {ceiling:,.0f} rows/s; pipeline / ceiling {rate / ceiling:.2f} "
+              f"(whole run {args.rows / snap['whole'] / ceiling:.2f}); CPU per row: pipeline "
+              f"{snap['cpu'] * 1e6 / snap['measured']:.1f} µs, COPY {copy_cpu * 1e6 / copied:.1f} µs + produce "
+              f"{produce_cpu_us:.1f} µs")
+        print(f"           {thread_cpu.breakdown(snap['threads'], snap['threads_done'], snap['measured'])}; "
+              f"{snap['transactions']} transactions in the whole run")
+        if args.snapshot_only:
+            return
 
         # 2. catch-up vs plain pgoutput read
         name = run + uuid.uuid4().hex[:6]

@@ -12,7 +12,8 @@ except ImportError:
     compiled = None
 if compiled is not None and not all(hasattr(compiled, name)
                                    for name in ("configure", "tuple_data", "row_change", "write_row", "write_event",
-                                                "write_text", "write_run", "slots_maker", "wal_row_change")):
+                                                "write_text", "write_run", "write_rows", "slots_maker",
+                                                "wal_row_change")):
     compiled = None
 
 # write_row's column kinds: what it writes itself from a column's text (anything else, and any text it does not

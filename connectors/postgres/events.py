@@ -105,6 +105,8 @@ class PgEventBuilder:
         self.skipped = set(config.skipped_operations)
         # compiled.write_run, or None: build_changes then writes each change by itself (identical bytes)
         self.write_run = compiled.write_run if compiled is not None else None
+        # compiled.write_rows, or None: snapshot_rows then writes each row by itself (identical bytes)
+        self.write_rows = compiled.write_rows if compiled is not None else None
         self.transactions = (TransactionMessages(config.transaction_topic_name, config.key_schemas,
                                                  config.value_schemas, transaction_state)
                              if config.provide_transaction_metadata else None)
@@ -240,6 +242,34 @@ class PgEventBuilder:
 
     def snapshot_row(self, table: Table, values: list, source: env.SourceInfo) -> OutMessage:
         return self._event_of_tuple(table, "r", values, source)
+
+    def snapshot_rows(self, table: Table, rows: list, start: int, end: int, source: env.SourceInfo,
+                      messages: list) -> None:
+        """`snapshot_row` of each of rows[start:end], appended to `messages`; the events share their `ts_ms` (this
+        call's time). The value is written from the read's parts (EnvelopeWriter.streamed_parts: a read's source
+        block has no previous commit, and `source.lsn` in its sequence and its `lsn`), the key by
+        `key_bytes_of_tuple`, as a streamed insert's; the compiled module writes them in one call (`write_rows`),
+        and a row it leaves (or every row, without it) goes through the table's writers one by one."""
+        if source.lsn is None or source.previous_commit is not None or source.snapshot == "false":
+            for values in rows[start:end]:
+                messages.append(self.snapshot_row(table, values, source))
+            return
+        parts = table.envelopes.streamed_parts("r", source, now_ns())
+        lsn, topic, run = source.lsn, table.topic, table.run
+        key_of, event_of = table.key_bytes_of_tuple, table.event_of_tuple
+        write_rows = self.write_rows if run is not None else None
+        append = messages.append
+        index = start
+        while index < end:
+            if write_rows is not None:
+                index = write_rows(rows, index, end, parts, run[0], run[1], run[2], lsn, topic, _make_message,
+                                   messages)
+                if index >= end:
+                    return
+            values = rows[index]
+            append(_make_message(topic, key_of(values) if key_of is not None else None, event_of(parts, values, lsn),
+                                 None))
+            index += 1
 
     def _block(self, source: env.SourceInfo) -> dict | None:
         """The event's `transaction` block: `<txId>:<commit LSN>` (snapshot reads have none)."""

@@ -265,7 +265,9 @@ class PgWatermarks:
         lsn, commit_ts_us = self._closed_at
         source = env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, schema, name, commit_ts_us,
                                 "incremental", None, lsn, None)
-        return [builder.snapshot_row(table, values, source) for values in rows]
+        messages: list = []
+        builder.snapshot_rows(table, rows, 0, len(rows), source, messages)  # in one call, as a snapshot chunk's
+        return messages
 
     def delete_stale_watermarks(self, prefix: str) -> None:
         assert self.signal is not None

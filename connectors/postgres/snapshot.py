@@ -226,43 +226,65 @@ class PgSnapshotReader:
 
     def read_chunk(self, builder: PgEventBuilder, chunk: Chunk, read_at: ReadPoint, filter: Any,  # noqa: A002
                    mark_last: bool, stop: threading.Event | None) -> tuple[list[OutMessage], int]:
+        """The chunk's events and row count. Rows come `snapshot.fetch.size` per round trip, the next fetch asked for
+        before a fetched batch is written (the batch's last row is marked only once it is known to be the chunk's
+        last); each batch's rows are written in one call (PgEventBuilder.snapshot_rows)."""
         conn = self._connection()
-        schema, name = chunk.namespace.split(".", 1)
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT %s::regclass::oid", (_qualified(chunk.namespace),))
-            relation_id = cursor.fetchone()[0]
-        table = builder.table(relation_id, schema, name)
+        table = self._table(builder, chunk.namespace)
         if table is None:
             return [], 0
         read = table.rows.positions  # a column left out (column.exclude.list, unmapped type) is not read
         columns = sql.SQL(", ").join(sql.Identifier(c.name) if i in read else sql.SQL("NULL")
                                      for i, c in enumerate(table.columns))
         where, params = self._range(chunk.namespace, chunk)
-        query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(schema), sql.Identifier(name)) + where
+        query = sql.SQL("SELECT {} FROM {}.{}").format(columns, sql.Identifier(table.schema),
+                                                       sql.Identifier(table.name)) + where
         messages: list[OutMessage] = []
+        size = self.config.snapshot_fetch_size
         cursor = conn.cursor(name=f"snap_{chunk.number}")
         for column in table.columns:
             cursor.adapters.register_loader(column.type.result_oid, TextLoader)
         try:
-            cursor.itersize = self.config.snapshot_fetch_size
             cursor.execute(query, params)
             rows = 0
-            pending = None
-            source = self._source(table, read_at, "true")  # every row's but the chunk's first and last ones'
-            for row in cursor:
-                if stop is not None and rows % 1024 == 0 and stop.is_set():
+            middle = self._source(table, read_at, "true")  # every row's but the chunk's first and last ones'
+            batch = cursor.fetchmany(size)
+            while batch:
+                if stop is not None and stop.is_set():
                     raise ChunkInterrupted(chunk.label)
-                if pending is not None:
-                    first = self._source(table, read_at, snapshot_marker(chunk, mark_last, True, False))
-                    messages.append(builder.snapshot_row(table, pending, first if rows == 1 else source))
-                pending = row
-                rows += 1
-            if pending is not None:
-                marker = snapshot_marker(chunk, mark_last, rows == 1, True)
-                messages.append(builder.snapshot_row(table, pending, self._source(table, read_at, marker)))
+                following = cursor.fetchmany(size) if len(batch) == size else []
+                last_batch = not following
+                start, end = 0, len(batch) - 1 if last_batch else len(batch)
+                if rows == 0:
+                    marker = snapshot_marker(chunk, mark_last, True, last_batch and len(batch) == 1)
+                    builder.snapshot_rows(table, batch, 0, 1, self._source(table, read_at, marker), messages)
+                    start = 1
+                if end > start:
+                    builder.snapshot_rows(table, batch, start, end, middle, messages)
+                if last_batch and end >= start:
+                    marker = snapshot_marker(chunk, mark_last, False, True)
+                    builder.snapshot_rows(table, batch, end, end + 1, self._source(table, read_at, marker), messages)
+                rows += len(batch)
+                batch = following
         finally:
             cursor.close()
         return messages, rows
+
+    def _table(self, builder: PgEventBuilder, namespace: str):
+        """The builder's Table of `namespace` (None: not captured), made from the catalog at the first chunk of
+        the table this thread reads with this builder and kept for the snapshot's other chunks (one schema for
+        every row of the snapshot, as its first chunk found it)."""
+        tables = getattr(self._local, "tables", None)
+        if tables is None:
+            tables = self._local.tables = {}
+        known = tables.get(namespace)
+        if known is not None and known[0] is builder:
+            return known[1]
+        schema, name = namespace.split(".", 1)
+        relation_id = self._connection().execute("SELECT %s::regclass::oid", (_qualified(namespace),)).fetchone()[0]
+        table = builder.table(relation_id, schema, name)
+        tables[namespace] = (builder, table)
+        return table
 
     def _source(self, table, read_at: ReadPoint, marker: str) -> env.SourceInfo:
         return env.SourceInfo(VERSION, self.config.topic_prefix, self.config.dbname, table.schema, table.name,

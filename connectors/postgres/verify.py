@@ -68,6 +68,11 @@ class RowTexts:
         key, row = self.builder.tuple_texts(table, values)
         return key_text(key), row_state(row) if row is not None else None
 
+    def snapshot_rows(self, table: Table, rows: list, start: int, end: int, source: SourceInfo,
+                      messages: list) -> None:
+        """`snapshot_row` of each of rows[start:end], appended to `messages` (PgSnapshotReader.read_chunk's call)."""
+        messages.extend(self.snapshot_row(table, values, source) for values in rows[start:end])
+
 
 class PgView:
     read_event = staticmethod(read_event)

@@ -313,6 +313,65 @@ def test_runs_of_changes_are_written_as_each_change_is_written_alone():
                        python_event(parts, item.message.new, item.lsn)) for item in changes[start:end]]
 
 
+def test_snapshot_rows_are_written_as_each_row_alone():
+    """`write_rows` (PgEventBuilder.snapshot_rows) writes rows[start:end] into the messages the Python writers give
+    each row alone (the key from `bytes_writer`, the value from `event_writer` with the read's parts and LSN), and
+    stops at the first row that is no tuple or that either compiled writer sends the long way (which the per-row
+    path then writes): random rows with such rows among them, keyed and unkeyed."""
+    require_compiled()
+    from connectors.events import schema as s
+    from connectors.kafka.sink import OutMessage
+    from connectors.postgres.compiled import slots_maker
+
+    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ)),
+               RowColumn("b", builtin(t.BOOL))]
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
+    head, tail = '{"schema":{"type":"struct"},"payload":', "}"
+    python_event = rows.event_writer(rows.schema, use_compiled=False)
+    python_key = rows.bytes_writer(key_schema, head, tail, use_compiled=False)
+    event_columns, count = rows.compiled_columns(rows.schema)
+    key_columns = rows.compiled_columns(key_schema)[0]
+    parts = ('{"before":null,"after":', ',"sequence":"[null,\\"', '\\"]","lsn":', ',"op":"r"}')
+    rng = random.Random(31)
+
+    def row():
+        values = (rng.choice(["5", "-12", "5", "5", "007", None]), rng.choice(["", 'q"', "é\x01", "\u2028", None]),
+                  rng.choice(["1.50", "12.5", "1.50", None]), rng.choice(["2024-01-02 03:04:05.5+00", "infinity"]),
+                  rng.choice(["t", "f", None]))
+        return list(values) if rng.random() < 0.03 else values
+
+    def written(values, with_key: bool, lsn: int) -> bool:
+        return (type(values) is tuple and compiled.write_event(parts, values, event_columns, count, lsn) is not None
+                and (not with_key or compiled.write_text(head, values, key_columns, count, tail) is not None))
+
+    for _ in range(400):
+        batch = [row() for _ in range(rng.randint(0, 15))]
+        start = rng.randint(0, len(batch))
+        end = rng.randint(start, len(batch))
+        with_key = rng.random() < 0.7
+        key = (head, key_columns, tail) if with_key else None
+        lsn = rng.choice([0, 1, 2**63 + 5, rng.randrange(2**40)])
+        make = rng.choice([OutMessage, slots_maker(OutMessage)])
+        messages = ["already there"]
+        stop = compiled.write_rows(batch, start, end, parts, event_columns, count, key, lsn, "topic", make,
+                                   messages)
+        assert start <= stop <= end
+        assert all(written(values, with_key, lsn) for values in batch[start:stop])
+        assert stop == end or not written(batch[stop], with_key, lsn)
+        assert messages == ["already there"] + [
+            OutMessage("topic", python_key(values) if with_key else None, python_event(parts, values, lsn))
+            for values in batch[start:stop]]
+    # what it cannot take is left to the per-row path, untouched
+    messages = []
+    assert compiled.write_rows([("1", "a", "1.00", "infinity", "t")], 0, 1, parts[:3], event_columns, count, None,
+                               7, "topic", OutMessage, messages) == 0
+    assert compiled.write_rows([("1", "a", "1.00", "infinity", "t")], 0, 1, parts, event_columns, count, None,
+                               -1, "topic", OutMessage, messages) == 0
+    assert messages == []
+
+
 def test_slots_makers_make_what_the_classes_make():
     """`compiled.slots_maker(cls)` (the WAL reader's changes and messages, the builder's Kafka messages) makes an
     instance equal to `cls(*values)`, field by field, with the same hash, tracked by the collector and holding its

@@ -12,9 +12,11 @@ parallel, resumable.
    planned; they commit after the plan.)
 3. **Chunks.** Chunks are handed to a `ChunkExecutor` (executors.py): threads by default. Each chunk is committed
    in one Kafka transaction together with the progress that marks it done, so a crash resumes at the first
-   unfinished chunk and never emits a committed chunk twice. The snapshot's final chunk is read last, on its
-   own, so that its last event is marked as the snapshot's last (`source.snapshot: "last"`) and its transaction
-   also marks the snapshot completed with the stream position to resume from.
+   unfinished chunk and never emits a committed chunk twice. The chunks read while the previous transaction
+   committed go in one transaction (its fixed cost, the last produce round trips and the commit, paid once). The
+   snapshot's final chunk is read last, on its own, so that its last event is marked as the snapshot's last
+   (`source.snapshot: "last"`) and its transaction also marks the snapshot completed with the stream position to
+   resume from.
 """
 
 
@@ -195,6 +197,7 @@ class InitialSnapshot:
                     return False
                 self._top_up(executor, queue, inflight)
                 finished, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
+                results = []
                 for future in finished:
                     task = inflight.pop(future)
                     try:
@@ -220,9 +223,11 @@ class InitialSnapshot:
                     failures = 0
                     if count_reads:
                         self.metrics.record_chunk_read()
+                    results.append(result)
+                if results:
                     # Readers go on with the next chunks while this thread commits (mostly waiting on Kafka).
                     self._top_up(executor, queue, inflight)
-                    self._record(result)
+                    self._record(results)
             return True
         finally:
             executor.shutdown(cancel_pending=True)
@@ -237,15 +242,25 @@ class InitialSnapshot:
             task = self._task(queue.popleft())
             inflight[executor.submit(task)] = task
 
-    def _record(self, result: ChunkResult) -> None:
-        chunk = result.task.chunk
-        self.progress.mark_done(chunk, result.rows, result.read)
-        if result.messages is not None:
-            self._commit(result.messages)
-        else:
-            self._marked.add(chunk.number)
-            self._commit([])
-        self.metrics.record_chunk_committed(chunk.namespace, result.rows, skipped=result.already_committed)
+    def _record(self, results: list[ChunkResult]) -> None:
+        """Commits the chunks read meanwhile (one or more: those done when the previous commit ended) in one
+        transaction with the progress that marks them all done: a transaction's fixed cost (the last produce
+        requests' round trips, the commit) is paid once for them."""
+        messages: list = []
+        results.sort(key=lambda result: result.task.chunk.number)  # their events in plan order
+        for result in results:
+            chunk = result.task.chunk
+            self.progress.mark_done(chunk, result.rows, result.read)
+            if result.messages is None:
+                self._marked.add(chunk.number)
+            elif len(results) == 1:
+                messages = result.messages
+            else:
+                messages.extend(result.messages)
+        self._commit(messages)
+        for result in results:
+            self.metrics.record_chunk_committed(result.task.chunk.namespace, result.rows,
+                                                skipped=result.already_committed)
 
     def _commit(self, messages: list, completed: bool = False) -> None:
         self.pipeline.commit_snapshot(messages, self.progress, completed)

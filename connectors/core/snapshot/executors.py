@@ -4,8 +4,8 @@ The coordinator (`coordinator.InitialSnapshot`) hands out `ChunkTask`s through a
 
 - `ThreadPoolChunkExecutor` (default, `snapshot.max.threads` threads) reads chunks in parallel through the
   source's `SnapshotReader` and returns their messages; the coordinator commits each chunk with its progress
-  through the pipeline's one transactional producer, one chunk per transaction, in the coordinator's thread
-  (reads are parallel, commits are serial).
+  through the pipeline's one transactional producer, in the coordinator's thread (reads are parallel, commits are
+  serial): one transaction holds the chunks read while the previous one committed (one or more).
 - Executors with `commits_itself = True` have the chunk read somewhere else, by a task that commits the chunk's
   events and a chunk marker in one transaction of its own transactional id `<connector>.<partition>.chunk-<n>`,
   after fencing any earlier attempt at the same chunk and checking that none committed (markers.py). The

@@ -557,6 +557,48 @@ static int attribute_equals(PyObject *object, PyObject *name, PyObject *expected
     return equal;
 }
 
+/* The key (write_text's bytes for `key`'s (head, columns, tail); nothing when `key` is None) and the value
+   (write_event's for `parts`) of the row `values` into `key_out` and `value_out` (their lengths reset first): 0
+   written, 1 the long way, -1 error. */
+static int put_message(PyObject *values, PyObject *parts, PyObject *columns, Py_ssize_t count, PyObject *key,
+                       unsigned long long lsn, Buffer *key_out, Buffer *value_out) {
+    int outcome;
+    key_out->length = value_out->length = 0;
+    if (key != Py_None) {
+        outcome = put_str(key_out, PyTuple_GET_ITEM(key, 0));
+        if (outcome == 0) outcome = put_row(key_out, values, PyTuple_GET_ITEM(key, 1), count);
+        if (outcome == 0) outcome = put_str(key_out, PyTuple_GET_ITEM(key, 2));
+        if (outcome != 0) return outcome;
+    }
+    char lsn_text[CDC_INT64_TEXT_MAX];
+    int lsn_length = decimal_digits(lsn_text, lsn);
+    outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 0));
+    if (outcome == 0) outcome = put_row(value_out, values, columns, count);
+    if (outcome == 0) {
+        outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(value_out, lsn_text, lsn_length) < 0 ||
+                          put_str(value_out, PyTuple_GET_ITEM(parts, 2)) < 0 ||
+                          put(value_out, lsn_text, lsn_length) < 0 || put_str(value_out, PyTuple_GET_ITEM(parts, 3)) < 0
+                      ? -1
+                      : 0;
+    }
+    return outcome;
+}
+
+/* make(topic, key, value, None) of the texts in `key_out` (None when `key` is None) and `value_out`, appended to
+   `messages`: 0, or -1 with an error set. */
+static int append_message(PyObject *make, PyObject *topic, PyObject *key, Buffer *key_out, Buffer *value_out,
+                          PyObject *messages) {
+    PyObject *made[4] = {topic, NULL, NULL, Py_None};
+    made[1] = key == Py_None ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(key_out->data, key_out->length);
+    made[2] = made[1] == NULL ? NULL : PyBytes_FromStringAndSize(value_out->data, value_out->length);
+    PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 4, NULL);
+    Py_XDECREF(made[1]);
+    Py_XDECREF(made[2]);
+    int failed = message == NULL || PyList_Append(messages, message) < 0;
+    Py_XDECREF(message);
+    return failed ? -1 : 0;
+}
+
 /* One change of a run into `key_out` and `value_out` (their lengths reset): 0 written, 1 not this run's or the long
    way, -1 error. */
 static int write_run_change(PyObject *change, PyObject *kind, int update, PyObject *relation_id, PyObject *commit_lsn,
@@ -588,24 +630,7 @@ static int write_run_change(PyObject *change, PyObject *kind, int update, PyObje
         PyErr_Clear();
         goto done; /* the per-change writer decides */
     }
-    key_out->length = value_out->length = 0;
-    if (key != Py_None) {
-        outcome = put_str(key_out, PyTuple_GET_ITEM(key, 0));
-        if (outcome == 0) outcome = put_row(key_out, values, PyTuple_GET_ITEM(key, 1), count);
-        if (outcome == 0) outcome = put_str(key_out, PyTuple_GET_ITEM(key, 2));
-        if (outcome != 0) goto done;
-    }
-    char lsn_text[CDC_INT64_TEXT_MAX];
-    int lsn_length = decimal_digits(lsn_text, lsn);
-    outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 0));
-    if (outcome == 0) outcome = put_row(value_out, values, columns, count);
-    if (outcome == 0) {
-        outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(value_out, lsn_text, lsn_length) < 0 ||
-                          put_str(value_out, PyTuple_GET_ITEM(parts, 2)) < 0 ||
-                          put(value_out, lsn_text, lsn_length) < 0 || put_str(value_out, PyTuple_GET_ITEM(parts, 3)) < 0
-                      ? -1
-                      : 0;
-    }
+    outcome = put_message(values, parts, columns, count, key, lsn, key_out, value_out);
     goto done;
 checked:
     outcome = equal < 0 ? -1 : 1;
@@ -673,21 +698,80 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
             failed = outcome < 0;
             break;
         }
-        PyObject *made[4] = {topic, NULL, NULL, Py_None};
-        made[1] = key == Py_None ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(key_out.data, key_out.length);
-        made[2] = made[1] == NULL ? NULL : PyBytes_FromStringAndSize(value_out.data, value_out.length);
-        PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 4, NULL);
-        Py_XDECREF(made[1]);
-        Py_XDECREF(made[2]);
-        if (message == NULL || PyList_Append(messages, message) < 0) {
-            Py_XDECREF(message);
+        if (append_message(make, topic, key, &key_out, &value_out, messages) < 0) {
             failed = 1;
             break;
         }
-        Py_DECREF(message);
     }
     PyMem_Free(key_out.data);
     PyMem_Free(value_out.data);
+    return failed ? NULL : PyLong_FromSsize_t(at);
+}
+
+/* Whether `key` is None or a (head str, columns tuple, tail str) and `parts` four strs: what write_run and
+   write_rows write with. */
+static int message_shapes(PyObject *parts, PyObject *columns, PyObject *key) {
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyTuple_Check(columns)) return 0;
+    if (key != Py_None && (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(key, 0)) ||
+                           !PyTuple_Check(PyTuple_GET_ITEM(key, 1)) || !PyUnicode_Check(PyTuple_GET_ITEM(key, 2)))) {
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) return 0;
+    }
+    return 1;
+}
+
+/* ---- write_rows --------------------------------------------------------------------------------------------- */
+
+/* write_rows(rows, start, end, parts, columns, count, key, lsn, topic, make, messages) -> stop: rows[start:end],
+   every row (a tuple of texts, as the snapshot's cursor reads them) becomes make(topic, key, value, None), appended
+   to `messages`, with the value write_event(parts, row, columns, count, lsn) writes and the key write_text(*key's
+   head, row, key's columns, count, key's tail) writes (None when `key` is None): a snapshot chunk's rows in one
+   call. Stops at the first row either writer would send the long way, or that is no tuple (which the caller writes
+   by itself); returns its index (`end` when every row was written). */
+static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError,
+                        "write_rows(rows, start, end, parts, columns, count, key, lsn, topic, make, messages) takes 11 "
+                        "arguments");
+        return NULL;
+    }
+    PyObject *rows = args[0], *parts = args[3], *columns = args[4], *key = args[6], *topic = args[8],
+             *make = args[9], *messages = args[10];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t count = PyLong_AsSsize_t(args[5]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_Check(rows) || !PyList_Check(messages) || !message_shapes(parts, columns, key) ||
+        !PyLong_Check(args[7]) || start < 0) {
+        return PyLong_FromSsize_t(start); /* nothing written: the per-row path */
+    }
+    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[7]);
+    if (lsn == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyLong_FromSsize_t(start);
+    }
+    Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
+    Py_ssize_t at = start;
+    int failed = 0;
+    for (; at < end && at < PyList_GET_SIZE(rows); at++) {
+        PyObject *values = PyList_GET_ITEM(rows, at);
+        if (!PyTuple_Check(values)) break;
+        Py_INCREF(values);
+        int outcome = put_message(values, parts, columns, count, key, lsn, &key_out, &value_out);
+        if (outcome == 0) outcome = append_message(make, topic, key, &key_out, &value_out, messages);
+        Py_DECREF(values);
+        if (outcome != 0) {
+            failed = outcome < 0;
+            break;
+        }
+    }
+    PyMem_Free(key_out.data);
+    PyMem_Free(value_out.data);
+    if (failed && !PyErr_Occurred()) PyErr_NoMemory();
     return failed ? NULL : PyLong_FromSsize_t(at);
 }
 
@@ -715,6 +799,8 @@ static PyMethodDef methods[] = {
     {"write_run", (PyCFunction)(void (*)(void))write_run, METH_FASTCALL,
      "write_run(changes, start, kind, relation_id, commit_lsn, parts, columns, count, key, topic, make, messages, "
      "update) -> end"},
+    {"write_rows", (PyCFunction)(void (*)(void))write_rows, METH_FASTCALL,
+     "write_rows(rows, start, end, parts, columns, count, key, lsn, topic, make, messages) -> stop"},
     {"wal_row_change", (PyCFunction)(void (*)(void))wal_row_change, METH_FASTCALL,
      "wal_row_change(data, context, makers) -> WalChange | None"},
     {"slots_maker", (PyCFunction)(void (*)(void))slots_maker, METH_FASTCALL, "slots_maker(cls, names) -> maker"},
