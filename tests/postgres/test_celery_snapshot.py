@@ -66,6 +66,16 @@ def events(bootstrap: str, topic: str) -> list[dict]:
     return [value.get("payload", value) for value in values]
 
 
+def events_after_commit(bootstrap: str, topic: str, count: int) -> list[dict]:
+    """`events` once at least `count` are readable: a transaction's commit returns before the broker has written its
+    markers into the topic's partitions, and only then do read_committed readers see its events."""
+    def enough() -> list[dict] | None:
+        found = events(bootstrap, topic)
+        return found if len(found) >= count else None
+
+    return wait_for(enough, 30, f"{count} committed events on {topic}")
+
+
 def replayed(envelopes: list[dict]) -> dict[int, int]:
     """{id: v} a consumer builds by applying the events in order."""
     state: dict[int, int] = {}
@@ -207,7 +217,8 @@ def test_a_chunk_task_reads_only_in_its_snapshot(pg_db, stack, unique_name):
     try:
         first = run(task(0, created.snapshot_name))
         assert first.rows == 10 and not first.already_committed
-        assert [e["after"]["v"] for e in events(bootstrap, topic)] == [0] * 10  # the exported snapshot's state
+        # the exported snapshot's state
+        assert [e["after"]["v"] for e in events_after_commit(bootstrap, topic, 10)] == [0] * 10
     finally:
         exporting.close()  # the exported snapshot dies with its connection
 
@@ -220,7 +231,7 @@ def test_a_chunk_task_reads_only_in_its_snapshot(pg_db, stack, unique_name):
 
     resumed = run(task(1, None))  # the plan says resumed: a new snapshot, while the slot is at the plan's LSN
     assert resumed.rows == 10
-    assert [e["after"]["v"] for e in events(bootstrap, topic)][10:] == [1] * 10
+    assert [e["after"]["v"] for e in events_after_commit(bootstrap, topic, 20)][10:] == [1] * 10
     assert all(e["source"]["lsn"] == created.consistent_point for e in events(bootstrap, topic))
 
     wait_for(lambda: pg_db.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",

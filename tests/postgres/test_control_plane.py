@@ -39,7 +39,7 @@ def pg_properties(pg_db, name: str) -> dict:
 
 
 @pytest.mark.django_db
-def test_the_api_checks_the_server_and_keeps_the_password_secret(pg_db, admin_client, settings):  # noqa: F811
+def test_the_api_checks_the_server_and_keeps_the_password_secret(pg_db, stack, admin_client, settings):  # noqa: F811
     settings.CDC_CONNECTIVITY_CHECK_MS = 5000
     password = psycopg2.extensions.parse_dsn(pg_db.dsn)["password"]
     config = pg_properties(pg_db, "pgapi")
