@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -16,6 +17,7 @@ from devstack import (
     spark,
     spark_cluster,
 )
+from devstack.process import StackError
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,57 @@ def select(names: list[str] | None) -> list[Service]:
     return [known[n] for n in names]
 
 
+def listening_ports(name: str) -> dict[str, range]:
+    """The ports service `name` listens on, by the setting that places them ({} for one that listens on none or
+    is a deployment of its own: MONGODB_URI, MARIADB_DSN)."""
+    one = lambda port: range(port, port + 1)  # noqa: E731
+    if name == "redis":
+        return {"DEVSTACK_REDIS_PORT": one(settings.REDIS_PORT)}
+    if name == "kafka":
+        return {"DEVSTACK_KAFKA_PORT": one(settings.KAFKA_PORT),
+                "DEVSTACK_KAFKA_CONTROLLER_PORT": one(settings.KAFKA_CONTROLLER_PORT)}
+    if name == "mongo" and not os.environ.get("MONGODB_URI"):
+        return {"DEVSTACK_MONGO_PORT": range(settings.MONGO_PORT, settings.MONGO_PORT + settings.MONGO_MEMBERS)}
+    if name == "mongo-sharded":
+        ports = mongo_sharded_service.ports()
+        return {"DEVSTACK_MONGO_SHARDED_PORT": range(ports[0], ports[-1] + 1)}
+    if name == "postgres":
+        return {"DEVSTACK_POSTGRES_PORT": one(settings.POSTGRES_PORT)}
+    if name == "mariadb" and not os.environ.get("MARIADB_DSN"):
+        return {"DEVSTACK_MARIADB_PORT": one(settings.MARIADB_PORT)}
+    return {}
+
+
+def port_clash(names: list[str]) -> str | None:
+    """A sentence naming two settings whose services would listen on the same port, None if there are none."""
+    taken: dict[int, tuple[str, range]] = {}
+    for name in names:
+        for setting, ports in listening_ports(name).items():
+            for port in ports:
+                if port in taken:
+                    other, other_ports = taken[port]
+                    return (f"{_placed(setting, ports)} and {_placed(other, other_ports)} both take port {port}; "
+                            "set them further apart")
+                taken[port] = (setting, ports)
+    return None
+
+
+def _placed(setting: str, ports: range) -> str:
+    if len(ports) == 1:
+        return f"{setting}={ports[0]}"
+    return f"{setting}={ports[0]} (ports {ports[0]}-{ports[-1]})"
+
+
 def up(names: list[str] | None = None, echo=print) -> list[str]:
     """Start the selected services; returns the names this call started (not those already running)."""
+    chosen = [service for service in select(names) if names or service.by_default]
+    running = [service.name for service in services() if service not in chosen and service.long_running
+               and service.module.process.is_running()]
+    clash = port_clash([service.name for service in chosen] + running)
+    if clash:
+        raise StackError(clash)
     started = []
-    for service in select(names):
-        if not names and not service.by_default:
-            continue
+    for service in chosen:
         was_running = service.long_running and service.module.process.is_running()
         echo(f"{service.name:<11} {service.module.up()}")
         if service.long_running and not was_running and service.module.process.is_running():
