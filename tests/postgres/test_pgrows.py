@@ -246,6 +246,25 @@ def test_keys_are_written_as_python_writes_them():
         assert native(("7", "a")) == f'{head}{{"i":7,"s":"a"}}{tail}'.encode()
 
 
+WRITTEN_COLUMNS = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
+                   RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ)),
+                   RowColumn("b", builtin(t.BOOL))]
+KEY_AROUND = ('{"schema":{"type":"struct"},"payload":', "}")
+
+
+def writers(columns: list[RowColumn]):
+    """The Python event and key writers of a table of `columns` keyed by its first, and the compiled writers'
+    event columns, their count and the key's columns."""
+    from connectors.events import schema as s
+
+    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
+    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
+    python_event = rows.event_writer(rows.schema, use_compiled=False)
+    python_key = rows.bytes_writer(key_schema, *KEY_AROUND, use_compiled=False)
+    event_columns, count = rows.compiled_columns(rows.schema)
+    return python_event, python_key, event_columns, count, rows.compiled_columns(key_schema)[0]
+
+
 def test_runs_of_changes_are_written_as_each_change_is_written_alone():
     """`write_run` (PgEventBuilder.build_changes' runs) writes, from a change on, the messages the Python writers give
     each change of the run alone (the key from `bytes_writer`, the value from `event_writer`), and stops at the first
@@ -253,21 +272,13 @@ def test_runs_of_changes_are_written_as_each_change_is_written_alone():
     sends the long way (which the per-change path then writes): random runs of inserts and updates with such changes
     among them."""
     require_compiled()
-    from connectors.events import schema as s
     from connectors.kafka.sink import OutMessage
     from connectors.postgres import pgoutput as p
     from connectors.postgres.compiled import slots_maker
     from connectors.postgres.stream import WalChange
 
-    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
-               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ))]
-    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
-    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
-    head, tail = '{"schema":{"type":"struct"},"payload":', "}"
-    python_event = rows.event_writer(rows.schema, use_compiled=False)
-    python_key = rows.bytes_writer(key_schema, head, tail, use_compiled=False)
-    event_columns, count = rows.compiled_columns(rows.schema)
-    key_columns = rows.compiled_columns(key_schema)[0]
+    head, tail = KEY_AROUND
+    python_event, python_key, event_columns, count, key_columns = writers(WRITTEN_COLUMNS[:4])
     parts = ('{"before":null,"after":', ',"lsn":', ',"x":"é"', '}')
     rng = random.Random(23)
 
@@ -319,20 +330,11 @@ def test_snapshot_rows_are_written_as_each_row_alone():
     stops at the first row that is no tuple or that either compiled writer sends the long way (which the per-row
     path then writes): random rows with such rows among them, keyed and unkeyed."""
     require_compiled()
-    from connectors.events import schema as s
     from connectors.kafka.sink import OutMessage
     from connectors.postgres.compiled import slots_maker
 
-    columns = [RowColumn("i", builtin(t.INT8), optional=False), RowColumn("s", builtin(t.TEXT)),
-               RowColumn("n", builtin(t.NUMERIC, numeric_typmod(12, 2))), RowColumn("at", builtin(t.TIMESTAMPTZ)),
-               RowColumn("b", builtin(t.BOOL))]
-    rows = RowMapper("p.public.t.Value", columns, DEFAULT)
-    key_schema = s.struct([rows.schema.fields[0]], name="p.public.t.Key")
-    head, tail = '{"schema":{"type":"struct"},"payload":', "}"
-    python_event = rows.event_writer(rows.schema, use_compiled=False)
-    python_key = rows.bytes_writer(key_schema, head, tail, use_compiled=False)
-    event_columns, count = rows.compiled_columns(rows.schema)
-    key_columns = rows.compiled_columns(key_schema)[0]
+    head, tail = KEY_AROUND
+    python_event, python_key, event_columns, count, key_columns = writers(WRITTEN_COLUMNS)
     parts = ('{"before":null,"after":', ',"sequence":"[null,\\"', '\\"]","lsn":', ',"op":"r"}')
     rng = random.Random(31)
 
