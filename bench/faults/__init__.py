@@ -23,7 +23,7 @@ receives that it held back), and Verify's rows compared, rows missing in / extra
 Scenarios (all sources unless named):
   kill-streaming  kill -9 of the runner while it streams, then a restart; the next kill once it streams again
   kill-snapshot   kill -9 of the runner during an initial snapshot of 20,000 seeded rows, then a restart
-                  (MongoDB: slowed chunk reads, held while it dies; PostgreSQL/MariaDB: 100-row chunks)
+                  (MongoDB: slowed chunk reads, held while it dies; PostgreSQL/MariaDB: 150,000 rows, 100-row chunks)
   broker-stop     SIGSTOP of the broker for --freeze to --freeze + 10 seconds (the sink gives up after 30 s), then
                   SIGCONT, at a random moment
   broker-stop-commit    the same freeze, exactly as a streaming batch's commit_transaction goes out (the runner is

@@ -23,7 +23,6 @@ from bench.faults.workload import TARGET_VARIABLE, TARGETS, WORKLOAD_RATE, Workl
 from devstack import settings
 from devstack.private_kafka import PrivateKafka, free_ports
 
-PRELOAD = 20_000  # rows the kill-snapshot runs snapshot (over the writer's three tables)
 DRAIN_S = 120  # how long the checker may take to see every logged write after the last fault
 MAX_EXITS = 5  # unplanned runner exits in one session before the scenario is aborted
 COMMIT_STALL_S = 150  # past the sink's commit deadline
@@ -311,10 +310,11 @@ class Campaign:
         return total
 
     def _preloaded_session(self, label: str, hooked: bool = False) -> Session:
-        """A session whose connector starts with a snapshot of PRELOAD rows (MongoDB: chunk reads slowed by 100 ms)."""
+        """A session whose connector starts with a snapshot of the source's preload (MongoDB: chunk reads slowed by
+        100 ms)."""
         chunk = self.source.chunk
         properties = {"snapshot.chunk.size": chunk, "snapshot.fetch.size": chunk, "snapshot.max.threads": 2}
-        session = Session(self, label, hooked, **properties).setup(PRELOAD // 3)
+        session = Session(self, label, hooked, **properties).setup(self.source.preload // 3)
         self.source.slow_snapshot()
         return session
 
@@ -324,7 +324,7 @@ class Campaign:
             with session:
                 session.start_writer()
                 chunk = self.source.chunk
-                at_least = self.rng.randint(4, PRELOAD // chunk // 2) * chunk
+                at_least = self.rng.randint(4, self.source.preload // chunk // 2) * chunk
                 if session.wait_for(lambda: session.snapshot_rows() >= at_least, 120, f"{at_least} snapshot rows"):
                     # hold every further chunk read (the final chunk's too) so the kill lands mid-snapshot
                     self.source.hold_snapshot()
@@ -411,7 +411,7 @@ class Campaign:
             with session:
                 session.start_writer()
                 chunk = self.source.chunk
-                at_least = self.rng.randint(2, PRELOAD // chunk // 4) * chunk
+                at_least = self.rng.randint(2, self.source.preload // chunk // 4) * chunk
                 if session.wait_for(lambda: session.snapshot_rows() >= at_least, 120, f"{at_least} snapshot rows"):
                     self._freeze_at_commit(session)  # a chunk's commit: at least 20 chunks are left to read
                 session.wait_for(session.snapshot_done, 240, "the snapshot", interval=0.5)
