@@ -187,6 +187,12 @@ def row_change(item) -> RowChange:
     return item[0].row_change(item[1]) if type(item) is tuple else item
 
 
+def resume_position(item) -> BinlogPosition:
+    """Where to read on after a queued item: for a `(run, row)` RowsRun.position_after (nothing decoded), for any
+    other item its `position`."""
+    return item[0].position_after(item[1]) if type(item) is tuple else item.position
+
+
 @dataclass(slots=True, unsafe_hash=True)
 class TransactionCommit:
     gtid: str | None

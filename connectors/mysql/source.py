@@ -41,6 +41,7 @@ from connectors.mysql.binlog import (
     TableSchema,
     TransactionCommit,
     current_position,
+    resume_position,
     row_change,
 )
 from connectors.mysql.checks import check_source, failures
@@ -219,7 +220,7 @@ class MySqlEventBuilder:
                     if at in parts_of:
                         made = parts_of[at]
                     else:
-                        made = parts_of[at] = self._run_parts(run, row, captures_gtid, skipped, now)
+                        made = parts_of[at] = self._streamed_parts(run, row, captures_gtid, skipped, now)
                 if made is None or made is _FILTERED:
                     if made is None:
                         self._last_row = end - 1
@@ -246,7 +247,7 @@ class MySqlEventBuilder:
                     if at in parts_of:
                         made = parts_of[at]
                     else:
-                        made = parts_of[at] = self._streamed_parts(change, captures_gtid, skipped, now)
+                        made = parts_of[at] = self._streamed_parts(change, change.row, captures_gtid, skipped, now)
                 if made is None or made is _FILTERED:
                     if made is None:
                         self._last_row = change.row
@@ -273,28 +274,17 @@ class MySqlEventBuilder:
             _count_run(built, run_counts, first, last)
         return built
 
-    def _streamed_parts(self, change: RowChange, captures_gtid, skipped, now: int):
-        """For a rows event's first row: its table's TableEvents and the event's parts; _FILTERED when its table or
-        GTID is not captured; None when captured but its operation is skipped."""
+    def _streamed_parts(self, change: RowChange | RowsRun, row: int, captures_gtid, skipped, now: int):
+        """For a rows event's first row (a RowChange and its row, or a RowsRun and the row that stands for all):
+        its table's TableEvents and the event's parts; _FILTERED when its table or GTID is not captured; None when
+        captured but its operation is skipped."""
         schema = change.schema
         if not self._captures(schema.database, schema.table) or not captures_gtid(change.gtid):
             return _FILTERED
         if change.op in skipped:
             return None
         events = self.table_events(schema)
-        return events, events.streamed_parts(change.op, self._source(change), now)
-
-    def _run_parts(self, run: RowsRun, row: int, captures_gtid, skipped, now: int):
-        """_streamed_parts for a RowsRun (its row `row` stands for all)."""
-        schema = run.schema
-        if not self._captures(schema.database, schema.table) or not captures_gtid(run.gtid):
-            return _FILTERED
-        if run.op in skipped:
-            return None
-        events = self.table_events(schema)
-        source = SourceInfo(schema.database, schema.table, run.ts_sec * 1000, run.server_id, run.file, run.pos, row,
-                            "false", run.gtid, run.thread, run.query if self.config.include_query else None)
-        return events, events.streamed_parts(run.op, source, now)
+        return events, events.streamed_parts(change.op, self._source(change, row), now)
 
     def _truncate_messages(self, statement: SchemaStatement) -> list[OutMessage]:
         """The truncate event of a captured table (when skipped.operations lets "t" through)."""
@@ -313,15 +303,16 @@ class MySqlEventBuilder:
                             query=statement.ddl if self.config.include_query else None)
         return events.truncate_messages(source)  # a statement outside BEGIN/COMMIT: no transaction block
 
-    def _source(self, change: RowChange) -> SourceInfo:
+    def _source(self, change: RowChange | RowsRun, row: int | None = None) -> SourceInfo:
+        """A row's source block: a RowChange's (`row` its own by default), or row `row` of a RowsRun's."""
         return SourceInfo(change.schema.database, change.schema.table, change.ts_sec * 1000, change.server_id,
-                          change.file, change.pos, change.row, "false", change.gtid, change.thread,
-                          change.query if self.config.include_query else None)
+                          change.file, change.pos, change.row if row is None else row, "false", change.gtid,
+                          change.thread, change.query if self.config.include_query else None)
 
     def describe(self, change: Any) -> ChangeSummary:
-        if type(change) is tuple:
-            change = row_change(change)
-        position = change.position.to_offset()
+        position = resume_position(change).to_offset()
+        if type(change) is tuple:  # a RowsRun holds what is read below for all of its rows
+            change = change[0]
         ts = getattr(change, "ts_sec", None)
         summary = {"op": getattr(change, "op", None)}
         schema = getattr(change, "schema", None)
@@ -371,9 +362,14 @@ def queued_row_bytes(row: RowChange, binlog_bytes: int) -> int:
 QUEUED_RUN_ROW_BYTES = 72
 
 
-def queued_run_row_bytes(run: RowsRun, binlog_bytes: int) -> int:
+def queued_run_row_bytes(binlog_bytes: int) -> int:
     """As queued_row_bytes, for a row of a RowsRun: its rows stay undecoded in the queue."""
     return binlog_bytes + QUEUED_RUN_ROW_BYTES
+
+
+def queued_position(item) -> MySqlPosition:
+    """The position after a queued change: a `(run, row)` of a binlog.RowsRun, or a change with its own."""
+    return MySqlPosition(resume_position(item), (item[0] if type(item) is tuple else item).ts_sec)
 
 
 class BinlogChangeReader(threading.Thread):
@@ -412,8 +408,7 @@ class BinlogChangeReader(threading.Thread):
                 done += self.changes.put_many(rows[done:] if done else rows, timeout=0.2, item_bytes=size)
             except queue.Full:
                 continue
-        last = rows[-1]
-        self.position = last[0].position_after(last[1]) if type(last) is tuple else last.position
+        self.position = resume_position(rows[-1])
         return True
 
     def run(self) -> None:
@@ -438,7 +433,7 @@ class BinlogChangeReader(threading.Thread):
                     elif type(item) is RowsRun:
                         # one tuple per row (made in C): the queue and the pipeline's batches count rows
                         run_rows = list(zip(repeat(item), range(item.first, item.count)))
-                        size = (queued_run_row_bytes(item, reader.rows_event_bytes // item.count)
+                        size = (queued_run_row_bytes(reader.rows_event_bytes // item.count)
                                 if self.changes.max_bytes else 0)
                         if not self._put_rows(run_rows, reader.rows_event_bytes, size):
                             return
@@ -534,21 +529,12 @@ class ServerSource:
     def position_after(item: Any, previous: MySqlPosition | None) -> MySqlPosition | None:
         if isinstance(item, Idle):
             return item.position if item.position is not None else previous
-        if type(item) is tuple:
-            run, row = item
-            return MySqlPosition(run.position_after(row), run.ts_sec)
-        return MySqlPosition(item.position, item.ts_sec)
+        return queued_position(item)
 
     @staticmethod
     def position_after_changes(changes: list, previous: MySqlPosition | None) -> MySqlPosition | None:
         """`position_after` folded over changes (no markers): each change carries the position after it."""
-        if not changes:
-            return previous
-        last = changes[-1]
-        if type(last) is tuple:
-            run, row = last
-            return MySqlPosition(run.position_after(row), run.ts_sec)
-        return MySqlPosition(last.position, last.ts_sec)
+        return queued_position(changes[-1]) if changes else previous
 
     def on_committed(self, position: MySqlPosition) -> None:
         self._last_committed = position
