@@ -33,7 +33,8 @@ import psycopg  # noqa: E402
 import psycopg2.extensions  # noqa: E402
 
 from bench import relational_latency, thread_cpu  # noqa: E402
-from bench.ceiling import producer_ceiling, read_messages  # noqa: E402
+from bench.ceiling import one_after_another, producer_ceiling, read_messages  # noqa: E402
+from bench.pgoutput_read import read_slot  # noqa: E402
 from bench.streaming_start import wait_until_streaming  # noqa: E402
 from bench.topics import delete_topics  # noqa: E402
 from connectors.kafka import OffsetStore  # noqa: E402
@@ -220,7 +221,7 @@ def main() -> None:
         produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
                                                                                  args.rows))
         copy_rate = copied / copy_s
-        ceiling = 1 / (1 / copy_rate + 1 / produce_rate)  # one reads the table, then produces its rows
+        ceiling = one_after_another(copy_rate, produce_rate)  # one reads the table, then produces its rows
         rate = snap["measured"] / snap["seconds"]
         print(f"snapshot   {args.rows} rows: pipeline {rate:,.0f} rows/s over the {snap['measured']:,} rows after "
               f"the first committed chunk (start-up {snap['start_up']:.2f}s apart; whole run "
@@ -247,22 +248,12 @@ def main() -> None:
         for start in range(0, args.changes, batch):
             conn.execute("UPDATE bench SET amount = amount + 1 WHERE id > %s AND id <= %s",
                          (start % args.rows, start % args.rows + batch))
-        started, cpu = time.monotonic(), time.process_time()
-        seen = 0
-        with ReplicationStream(dsn, plain_slot, ["dbz_publication"]) as plain:
-            plain.start(0)
-            commits = 0
-            while commits < args.changes // batch:
-                for wal in plain.read(timeout=1.0):
-                    if isinstance(wal.message, p.Update):
-                        seen += 1
-                    elif isinstance(wal.message, p.Commit):
-                        commits += 1
-                        last_commit_end = wal.message.end_lsn
-        plain_s, plain_cpu = time.monotonic() - started, time.process_time() - cpu
+        plain = read_slot(dsn, plain_slot, ["dbz_publication"], args.changes // batch, p.Update)
+        seen, plain_s, plain_cpu = plain.changes, plain.seconds, plain.cpu_seconds
         store = OffsetStore(bootstrap, stream_config.offset_storage_topic)
-        start_s, stream_s, stream_cpu, threads, threads_done = run_until(stream_config, bootstrap, last_commit_end)
-        assert stored_lsn(store, name) >= last_commit_end, "the offsets topic does not hold the last change"
+        start_s, stream_s, stream_cpu, threads, threads_done = run_until(stream_config, bootstrap,
+                                                                           plain.last_commit_end)
+        assert stored_lsn(store, name) >= plain.last_commit_end, "the offsets topic does not hold the last change"
         produce_rate, produce_cpu_us = producer_ceiling(bootstrap, read_messages(bootstrap, f"{name}.public.bench",
                                                                                  seen))
         print(f"catch-up   {seen} changes: plain pgoutput read {seen / plain_s:,.0f} changes/s; "

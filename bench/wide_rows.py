@@ -14,7 +14,9 @@ For each: a snapshot (`initial`, timed from its first committed message to its l
 as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
 read back from the topic), RSS at ~10 % and at 100 % of the events and their ratio (the target is <= 1.10), and the
 neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the
-wide table, a plain idempotent producer of the same messages.
+wide PostgreSQL table, a plain idempotent producer of the same messages and a plain pgoutput read of the same inserts,
+with bench.postgres's ratios: the snapshot's to COPY followed by the producer, the catch-up's to the slower of the
+read and the producer.
 Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
 the connector raises its producer's limit to the same (`producer.override.max.request.size`; with the default of
 1,000,000 bytes a row with a 1 MB value fails its batch with MessageTooLargeError).
@@ -33,14 +35,16 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pymysql.cursors import SSCursor
 
-from bench.ceiling import producer_ceiling, read_messages
+from bench.ceiling import one_after_another, producer_ceiling, read_messages
 from bench.pg_database import create_database, drop_database
+from bench.pgoutput_read import read_slot
 from bench.pipelines import properties
 from bench.rss import report, sample, start
 from bench.streaming import wait_committed
 from bench.topics import delete_topics
 from connectors.kafka import sink
 from connectors.mysql.connection import ConnectionSettings, connect
+from connectors.postgres import pgoutput as p
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
 from devstack import postgres as devstack_postgres
@@ -115,8 +119,8 @@ class Committed:
                 if message.error() is None and message.value():
                     self.count += 1
                     self.bytes += len(message.value()) + len(message.key() or b"")
-        if self.count and self.first is None:
-            self.first = time.monotonic(), self.count
+            if self.count and self.first is None:  # at the first read, not after the reads that follow at once
+                self.first = time.monotonic(), self.count
         return self.count
 
 
@@ -147,6 +151,25 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     return measured / seconds
 
 
+def neighbours(bootstrap: str, db: str, rows: int, copy_rate: float, snapshot: tuple[dict, float],
+               catch_up: tuple[dict, float], plain_slot: str) -> None:
+    """Prints the wide table's ratios, as bench.postgres's: the snapshot's to COPY followed by a plain producer of
+    its messages, the catch-up's to the slower of a plain pgoutput read of the same inserts (from `plain_slot`) and
+    a plain producer of its messages. (properties, events/s) of each run."""
+    plain = read_slot(devstack_postgres.cdc_dsn(db), plain_slot, [catch_up[0]["publication.name"]],
+                      -(-rows // WIDE_BATCH), p.Insert)
+    (snap, snapshot_rate), (stream, catch_up_rate) = snapshot, catch_up
+    produced = [producer_ceiling(bootstrap, read_messages(bootstrap, f"{props['topic.prefix']}.public.wide", rows))[0]
+                for props in (snap, stream)]
+    ceiling = one_after_another(copy_rate, produced[0])
+    print(f"wide: snapshot / (COPY TO STDOUT + plain idempotent producer of the same messages, {produced[0]:,.0f} "
+          f"msg/s: {ceiling:,.0f} rows/s) {snapshot_rate / ceiling:.2f}", flush=True)
+    slower = min(plain.rate, produced[1])
+    print(f"wide: catch-up / the slower of a plain pgoutput read of the same inserts ({plain.rate:,.0f} changes/s) "
+          f"and a plain idempotent producer of the same messages ({produced[1]:,.0f} msg/s) "
+          f"{catch_up_rate / slower:.2f}", flush=True)
+
+
 def postgres(args, bootstrap: str, run: str) -> None:
     devstack.up(["postgres"], echo=lambda line: None)
     admin, db = create_database("bench_wide")
@@ -161,7 +184,9 @@ def postgres(args, bootstrap: str, run: str) -> None:
                       "connector.class": "postgres"}
             conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {definitions})")
             conn.execute(f'CREATE PUBLICATION "{stream["publication.name"]}" FOR TABLE {table}')
-            slots_here.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (stream["slot.name"],))
+            plain_slot = f"{stream['slot.name']}_plain"  # the catch-up's neighbour reads the same changes from it
+            for slot in (stream["slot.name"], plain_slot):
+                slots_here.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
             for low in range(0, rows, batch):
                 conn.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
                              f"FROM generate_series({low + 1}, {min(rows, low + batch)}) g")
@@ -182,10 +207,7 @@ def postgres(args, bootstrap: str, run: str) -> None:
                                rows, limit)
             print(f"{table}: snapshot / COPY TO STDOUT {snapshot * copy_s / rows:.2f}", flush=True)
             if table == "wide":
-                produced, cpu = producer_ceiling(bootstrap, read_messages(
-                    bootstrap, f"{stream['topic.prefix']}.public.{table}", min(rows, 20_000)))
-                print(f"wide: plain idempotent producer of the same messages {produced:,.0f} msg/s "
-                      f"({cpu:.1f} µs CPU/msg); catch-up / producer {catch_up / produced:.2f}", flush=True)
+                neighbours(bootstrap, db, rows, rows / copy_s, (snap, snapshot), (stream, catch_up), plain_slot)
     finally:
         conn.close()
         slots_here.close()
