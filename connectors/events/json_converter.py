@@ -158,6 +158,11 @@ def _floating(value: Any, writer) -> str:
     return writer(value)
 
 
+def double_json(value: float) -> str:
+    """A float64 value's JSON: Double.toString, or "NaN", "Infinity" and "-Infinity" quoted."""
+    return _floating(value, java_double)
+
+
 # Decimal operations in the default context round to 28 digits; NUMERIC and DECIMAL values have up to 147,455
 # (PostgreSQL) or 65 (MySQL), and Debezium writes them exactly. Exact operations (scaleb, quantize, normalize) cost no
 # more under this context.

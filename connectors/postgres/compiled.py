@@ -18,7 +18,7 @@ if compiled is not None and not all(hasattr(compiled, name)
 
 # write_row's column kinds: what it writes itself from a column's text (anything else, and any text it does not
 # take, goes to the column's writer); FIXED_SCALE's argument is the scale, UTC_TIMESTAMP's the fraction's width
-CALL, INTEGER, STRING, BOOLEAN, FIXED_SCALE, UTC_TIMESTAMP = 0, 1, 2, 3, 4, 5
+CALL, INTEGER, STRING, BOOLEAN, FIXED_SCALE, UTC_TIMESTAMP, FLOAT64, EPOCH_DAYS = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 def slots_maker(cls: type):

@@ -26,10 +26,26 @@ from typing import Any
 from connectors import ConnectorError
 from connectors.events import logical
 from connectors.events import schema as s
-from connectors.events.json_converter import EXACT, base64_json, big_integer_bytes, string_json, unscaled_bytes
+from connectors.events.json_converter import (
+    EXACT,
+    base64_json,
+    big_integer_bytes,
+    double_json,
+    string_json,
+    unscaled_bytes,
+)
 from connectors.events.schema import Schema
 from connectors.postgres import temporal
-from connectors.postgres.compiled import BOOLEAN, CALL, FIXED_SCALE, INTEGER, STRING, UTC_TIMESTAMP
+from connectors.postgres.compiled import (
+    BOOLEAN,
+    CALL,
+    EPOCH_DAYS,
+    FIXED_SCALE,
+    FLOAT64,
+    INTEGER,
+    STRING,
+    UTC_TIMESTAMP,
+)
 
 DECIMAL_HANDLING_MODES = ("precise", "double", "string")
 TIME_PRECISION_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
@@ -199,11 +215,20 @@ def bool_json(text: str) -> str:
     return "true" if text == "t" else "false"
 
 
+def float8_json(text: str) -> str:  # the compiled twin: pgrows.c's put_double
+    return double_json(float(text))
+
+
+def date_json(text: str) -> str:  # the compiled twin: pgrows.c's put_epoch_days
+    return str(_date(text))
+
+
 # the JSON writers of the converters whose output's JSON follows from the text alone
 _TEXT_JSON: dict[Callable, Callable[[str], str]] = {int: int_json, _bool: bool_json, _string: string_json}
 # the writers whose texts the compiled row writer writes itself (compiled_kind); weak: a mapping's writer goes with it
 _COMPILED_KINDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary(
-    {int_json: (INTEGER, 0), bool_json: (BOOLEAN, 0), string_json: (STRING, 0)})
+    {int_json: (INTEGER, 0), bool_json: (BOOLEAN, 0), string_json: (STRING, 0), float8_json: (FLOAT64, 0),
+     date_json: (EPOCH_DAYS, 0)})
 
 
 def _fixed_scale_json(scale: int) -> Callable[[str], str]:
@@ -462,7 +487,7 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str, option
     if oid == FLOAT4:
         return s.float32(), _float
     if oid == FLOAT8:
-        return s.float64(), _float
+        return s.float64(), _float, float8_json
     if oid == BOOL:
         return s.boolean(), _bool
     if oid in _STRING_TYPES or column_type.name in _STRING_EXTENSION_TYPES:
@@ -508,8 +533,8 @@ def _scalar(column_type: ColumnType, settings: TypeSettings, column: str, option
         return schema, _money(decimal_mode, digits)
     if oid == DATE:
         if mode == "connect":
-            return logical.connect_date(), _date
-        return logical.named("int32", logical.DATE), _date
+            return logical.connect_date(), _date, date_json
+        return logical.named("int32", logical.DATE), _date, date_json
     if oid == TIME:
         precision = time_precision(typmod)
         if mode == "connect":

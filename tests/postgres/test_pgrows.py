@@ -4,6 +4,7 @@ data (every column kind, truncated and unknown data), and rows written from text
 
 from __future__ import annotations
 
+import math
 import random
 import struct
 from decimal import Decimal
@@ -126,6 +127,69 @@ def test_numerics_and_utc_timestamps_are_written_as_python_writes_them(width):
                   rng.choice([str(unscaled), rng.choice(odd_numbers)]),
                   rng.choice([f"{instant}{'.' + digits if digits else ''}+00", rng.choice(odd_times), None]))
         assert outcome(native, values) == outcome(python, values), values
+
+
+DOUBLE_TEXTS = ["0", "-0", "1", "-1", "0.1", "-2.5", "1e-05", "1.5e-07", "0.001", "0.0001", "0.00099999", "123456.7",
+                "9999999", "10000000", "1e+16", "1.2345e+22", "100", "0.30000000000000004", "33.333333333333336",
+                "1.7976931348623157e+308", "-1.7976931348623157e+308", "2.2250738585072014e-308", "5e-324", "4.9e-324",
+                "-5e-324", "1e+23", "9007199254740993", "0.1000000000000000055511151231257827"]
+# texts PostgreSQL does not send, or whose JSON the column's writer writes (NaN and the infinities quoted)
+ODD_DOUBLES = ["NaN", "Infinity", "-Infinity", "inf", "nan", "1e400", "-1e400", " 1.5", "1.5 ", "1.5\n", "1_0", "+1.5",
+               ".5", "5.", "0x10", "", "-", "e5", "1e", "١.٥", "1.5x"]
+DATE_TEXTS = ["1970-01-01", "1969-12-31", "2024-02-29", "2000-03-01", "1900-02-28", "0001-01-01", "0001-12-31 BC",
+              "0044-03-15 BC", "4713-11-24 BC", "5874897-12-31", "12345-06-07", "infinity", "-infinity",
+              "2024-13-45", "2024-00-00"]
+ODD_DATES = ["2024-1-02", "2024-01-02 ", "2024-01-02\n", "24-01-02", "١٠٢٤-01-02", "", "2024-01-02 AD", "-2024-01-02",
+             "1234567890-01-01", "Infinity", "2024-01-02 bc", "2024/01/02"]
+
+
+def random_double_text(rng: random.Random) -> str:
+    """A finite float8's text as PostgreSQL writes it (the shortest digits, exponent from 1e16 and below 1e-4), of
+    a random bit pattern or a random decimal."""
+    if rng.random() < 0.5:
+        value = math.nan
+        while not math.isfinite(value):
+            value = struct.unpack("<d", rng.randbytes(8))[0]
+    else:
+        value = round(rng.uniform(-1e6, 1e6), rng.randrange(8)) * 10.0 ** rng.randrange(-30, 30)
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "connect"])
+def test_doubles_and_dates_are_written_as_python_writes_them(mode):
+    """float8 texts (Double.toString of the value, by connectors/csrc/java_double.h) and date texts (days since
+    the epoch, BC and years past 9999 too, ±infinity as Debezium writes them) are written by the compiled loop
+    itself, the same text as the Python loop's; texts PostgreSQL does not send, NaN and the infinities go to the
+    column's writer."""
+    require_compiled()
+    from dataclasses import replace
+
+    columns = [RowColumn("x", builtin(t.FLOAT8)), RowColumn("d", builtin(t.DATE)),
+               RowColumn("y", builtin(t.FLOAT8), optional=False), RowColumn("e", builtin(t.DATE), optional=False)]
+    rows = RowMapper("p.public.t.Value", columns, replace(DEFAULT, time_precision_mode=mode))
+    python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
+    compiled_columns, count = rows.compiled_columns(rows.schema)
+
+    def refused(text):
+        raise AssertionError(f"the compiled loop handed over {text!r}")
+    # the same columns with writers that refuse: what it writes from these, it writes itself
+    by_itself = tuple(column[:4] + (refused,) + column[5:] for column in compiled_columns)
+    rng = random.Random(mode)
+    for text in DOUBLE_TEXTS + [random_double_text(rng) for _ in range(3000)]:
+        values = (text, rng.choice(DATE_TEXTS), text, "2024-01-02")
+        assert outcome(native, values) == outcome(python, values), values
+        assert compiled.write_row(values, by_itself, count) == python(values), values
+    for text in DATE_TEXTS:
+        values = ("1.5", text, "-1.5", text)
+        assert compiled.write_row(values, by_itself, count) == python(values) == native(values), values
+    for _ in range(2000):
+        values = (rng.choice(DOUBLE_TEXTS + ODD_DOUBLES + [None]), rng.choice(DATE_TEXTS + ODD_DATES + [None]),
+                  rng.choice(DOUBLE_TEXTS + ODD_DOUBLES + [None]), rng.choice(DATE_TEXTS + ODD_DATES + [None]))
+        assert outcome(native, values) == outcome(python, values), values
+    assert native(("5e-324", "0044-03-15 BC", "1e+16", "infinity")) == (
+        '{"x":4.9E-324,"d":-735160,"y":1.0E16,"e":-2147472692}')
+    assert native(("NaN", None, "-Infinity", "1970-01-02")) == '{"x":"NaN","d":null,"y":"-Infinity","e":1}'
 
 
 def test_strings_around_special_characters_are_written_as_python_writes_them():

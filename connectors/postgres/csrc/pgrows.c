@@ -12,9 +12,10 @@ static PyObject *unchanged_toast; /* pgoutput.UNCHANGED_TOAST */
 static PyObject *pgoutput_error;  /* pgoutput.PgOutputError */
 
 /* Column kinds of write_row (compiled.py) */
-enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5 };
+enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5, FLOAT64 = 6, EPOCH_DAYS = 7 };
 
 #include "decimal_text.h"
+#include "java_double.h"
 #include "json_text.h"
 #include "slots_maker.h"
 
@@ -380,6 +381,59 @@ static int put_utc_timestamp(Buffer *out, const char *text, Py_ssize_t length, l
     return put(out, written, n);
 }
 
+/* types.py's double_json: a float8 text's value as Double.toString writes it; 1 for a text float() would not read
+   whole, or reads as NaN or an infinity (the column's writer quotes those). */
+static int put_double(Buffer *out, const char *text, Py_ssize_t length) {
+    char *end;
+    double value = PyOS_string_to_double(text, &end, NULL);
+    if (value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (end != text + length || !isfinite(value)) return 1;
+    char written[CDC_JAVA_DOUBLE_TEXT_MAX];
+    int n = java_double_text(written, value);
+    return n < 0 ? -1 : put(out, written, n);
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, as temporal.days_from_civil (floor division). */
+static long long days_from_civil(long long year, int month, int day) {
+    year -= month <= 2;
+    long long era = (year >= 0 ? year : year - 399) / 400;
+    long long year_of_era = year - era * 400;
+    long long day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    long long day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    return era * 146097 + day_of_era - 719468;
+}
+
+/* types.py's date_json: a date text's days since the epoch ("infinity" and "-infinity" as Debezium writes them);
+   1 for any other text than PostgreSQL's ISO dates of years up to 9 digits. */
+static int put_epoch_days(Buffer *out, const char *text, Py_ssize_t length) {
+    long long year;
+    int month, day;
+    if (length == 8 && memcmp(text, "infinity", 8) == 0) {
+        year = -5877611, month = 6, day = 21;
+    } else if (length == 9 && memcmp(text, "-infinity", 9) == 0) {
+        year = -5877611, month = 6, day = 22;
+    } else {
+        Py_ssize_t n = 0;
+        while (n < length && text[n] >= '0' && text[n] <= '9') n++;
+        if (n < 4 || n > 9 || length < n + 6 || text[n] != '-' || text[n + 3] != '-' || !digits(text, n + 1, n + 3) ||
+            !digits(text, n + 4, n + 6)) {
+            return 1;
+        }
+        int bc = length == n + 9 && memcmp(text + n + 6, " BC", 3) == 0;
+        if (length != n + 6 && !bc) return 1;
+        year = 0;
+        for (Py_ssize_t i = 0; i < n; i++) year = year * 10 + (text[i] - '0');
+        if (bc) year = 1 - year;
+        month = (text[n + 1] - '0') * 10 + (text[n + 2] - '0');
+        day = (text[n + 4] - '0') * 10 + (text[n + 5] - '0');
+    }
+    char written[CDC_INT64_TEXT_MAX];
+    return put(out, written, decimal_int64(written, days_from_civil(year, month, day)));
+}
+
 /* What `function(raw)` writes; 1 when it raised or wrote no str (the row then takes the long way), -1 on no memory. */
 static int put_call(Buffer *out, PyObject *function, PyObject *raw) {
     PyObject *text = PyObject_CallOneArg(function, raw);
@@ -412,6 +466,8 @@ static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObj
         int written = 1;
         if (kind == FIXED_SCALE) written = put_fixed_scale(out, text, length, argument);
         if (kind == UTC_TIMESTAMP) written = put_utc_timestamp(out, text, length, argument);
+        if (kind == FLOAT64) written = put_double(out, text, length);
+        if (kind == EPOCH_DAYS) written = put_epoch_days(out, text, length);
         if (written != 1) return written;
     }
     return put_call(out, function, raw);
