@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 import random
 import struct
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_UP, Decimal, localcontext
+from fractions import Fraction
 
 import pytest
 
@@ -144,24 +145,37 @@ ODD_DATES = ["2024-1-02", "2024-01-02 ", "2024-01-02\n", "24-01-02", "١٠٢٤-0
 
 
 def random_double_text(rng: random.Random) -> str:
-    """A finite float8's text as PostgreSQL writes it (the shortest digits, exponent from 1e16 and below 1e-4), of
-    a random bit pattern or a random decimal."""
-    if rng.random() < 0.5:
+    """A finite float8's text: as PostgreSQL 12 and later write it (the shortest digits) of a random bit pattern, a
+    random decimal or a third; as older ones write it (17 digits); or a decimal that is not the shortest of its value:
+    random digits, or a value's neighbouring midpoint cut to 15-19 digits (the compiled writer takes the text's
+    digits only when they are repr's)."""
+    choice = rng.randrange(6)
+    if choice < 2:
         value = math.nan
         while not math.isfinite(value):
             value = struct.unpack("<d", rng.randbytes(8))[0]
-    else:
-        value = round(rng.uniform(-1e6, 1e6), rng.randrange(8)) * 10.0 ** rng.randrange(-30, 30)
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text
+        return repr(value) if choice == 0 else f"{value:.17g}"
+    if choice == 2:
+        return repr(round(rng.uniform(-1e6, 1e6), rng.randrange(8)) * 10.0 ** rng.randrange(-30, 30))
+    if choice == 3:
+        return repr(rng.randint(1, 10**6) / 3.0 * 10.0 ** rng.randint(-12, 30))
+    if choice == 4:
+        digits, sign = rng.randint(1, 20), "-" if rng.random() < 0.3 else ""
+        return f"{sign}{rng.randrange(10 ** (digits - 1), 10**digits)}e{rng.randint(-40, 40)}"
+    value = rng.uniform(1, 10) * 10.0 ** rng.randint(-12, 40)
+    midpoint = (Fraction(value) + Fraction(math.nextafter(value, rng.choice((0, math.inf))))) / 2
+    exact = Decimal(midpoint.numerator) / Decimal(midpoint.denominator)
+    cut = exact.quantize(Decimal(1).scaleb(exact.adjusted() - rng.randint(14, 18)),
+                         rounding=rng.choice((ROUND_DOWN, ROUND_UP)))
+    return format(cut, "e").replace("E+", "e").replace("E", "e")
 
 
 @pytest.mark.parametrize("mode", ["adaptive", "connect"])
 def test_doubles_and_dates_are_written_as_python_writes_them(mode):
-    """float8 texts (Double.toString of the value, by connectors/csrc/java_double.h) and date texts (days since
-    the epoch, BC and years past 9999 too, ±infinity as Debezium writes them) are written by the compiled loop
-    itself, the same text as the Python loop's; texts PostgreSQL does not send, NaN and the infinities go to the
-    column's writer."""
+    """float8 texts (Double.toString of the value, by connectors/csrc/java_double.h: from the text's own digits
+    when they are the shortest and nearest, else through repr) and date texts (days since the epoch, BC and years
+    past 9999 too, ±infinity as Debezium writes them) are written by the compiled loop itself, the same text as the
+    Python loop's; texts PostgreSQL does not send, NaN and the infinities go to the column's writer."""
     require_compiled()
     from dataclasses import replace
 
@@ -176,7 +190,14 @@ def test_doubles_and_dates_are_written_as_python_writes_them(mode):
     # the same columns with writers that refuse: what it writes from these, it writes itself
     by_itself = tuple(column[:4] + (refused,) + column[5:] for column in compiled_columns)
     rng = random.Random(mode)
-    for text in DOUBLE_TEXTS + [random_double_text(rng) for _ in range(3000)]:
+    # below a power of two the doubles are twice as dense: the shortest decimal of 2^k may be below it
+    powers_of_two = [text(side) for k in range(-40, 80) for side in
+                     (2.0**k, math.nextafter(2.0**k, 0), math.nextafter(2.0**k, math.inf))
+                     for text in (repr, "{:.17g}".format, "{:.16g}".format)]
+    with localcontext() as context:
+        context.prec = 60  # the midpoints' exact decimals
+        randoms = [random_double_text(rng) for _ in range(6000)]
+    for text in DOUBLE_TEXTS + powers_of_two + randoms:
         values = (text, rng.choice(DATE_TEXTS), text, "2024-01-02")
         assert outcome(native, values) == outcome(python, values), values
         assert compiled.write_row(values, by_itself, count) == python(values), values

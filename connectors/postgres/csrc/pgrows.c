@@ -392,7 +392,7 @@ static int put_double(Buffer *out, const char *text, Py_ssize_t length) {
     }
     if (end != text + length || !isfinite(value)) return 1;
     char written[CDC_JAVA_DOUBLE_TEXT_MAX];
-    int n = java_double_text(written, value);
+    int n = java_double_of_text(written, text, length, value);
     return n < 0 ? -1 : put(out, written, n);
 }
 
