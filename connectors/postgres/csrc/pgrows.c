@@ -455,7 +455,13 @@ static int put_call(Buffer *out, PyObject *function, PyObject *raw) {
 static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObject *function) {
     if (kind != CALL && PyUnicode_Check(raw)) {
         Py_ssize_t length;
-        const char *text = PyUnicode_AsUTF8AndSize(raw, &length);
+        const char *text;
+        if (PyUnicode_IS_COMPACT_ASCII(raw)) { /* most texts: their bytes are the str's own */
+            text = (const char *)PyUnicode_DATA(raw);
+            length = PyUnicode_GET_LENGTH(raw);
+        } else {
+            text = PyUnicode_AsUTF8AndSize(raw, &length);
+        }
         if (text == NULL) {
             PyErr_Clear();
             return put_call(out, function, raw);
@@ -473,33 +479,101 @@ static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObj
     return put_call(out, function, raw);
 }
 
-/* The row JSON of `values` into `out`: 0 written, 1 the long way, -1 error. `columns`: a tuple of (position, prefix,
-   kind, argument, function, null text or None, placeholder text or None). */
-static int put_row(Buffer *out, PyObject *values, PyObject *columns, Py_ssize_t count) {
-    if (PyTuple_GET_SIZE(values) != count) return 1;
+/* One of write_row's columns, read once for all the rows of a call (the references are borrowed from `columns`,
+   which outlives the call): where its value is, its kind and argument, its writer, and the UTF-8 of its prefix and
+   of its JSON for a null and for an unchanged TOASTed value (NULL: none without the row). */
+typedef struct {
+    Py_ssize_t position;
+    long kind, argument;
+    PyObject *function;
+    const char *prefix, *null_text, *placeholder;
+    Py_ssize_t prefix_length, null_length, placeholder_length;
+} Column;
+
+typedef struct {
+    Column *items;
+    Py_ssize_t length;
+    int malformed; /* a column that is no (position, prefix, kind, argument, function, null text or None,
+                      placeholder text or None) for rows of `count` values: every row goes the long way */
+} Columns;
+
+/* The UTF-8 of an optional str into `*text` (NULL for None): 0, or 1 for anything else. */
+static int optional_utf8(PyObject *object, const char **text, Py_ssize_t *length) {
+    *text = NULL;
+    *length = 0;
+    if (object == Py_None) return 0;
+    if (!PyUnicode_Check(object) || (*text = PyUnicode_AsUTF8AndSize(object, length)) == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* `columns` (a tuple) read into `*read` for rows of `count` values: 0, or -1 with an exception set (no memory).
+   free_columns(read) after either. */
+static int read_columns(PyObject *columns, Py_ssize_t count, Columns *read) {
+    Py_ssize_t n = PyTuple_GET_SIZE(columns);
+    read->length = n;
+    read->malformed = 0;
+    read->items = PyMem_Malloc(sizeof(Column) * (size_t)(n ? n : 1));
+    if (read->items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        Column *item = &read->items[i];
+        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) {
+            read->malformed = 1;
+            return 0;
+        }
+        item->position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
+        item->kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
+        item->argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
+        item->function = PyTuple_GET_ITEM(column, 4);
+        if (PyErr_Occurred() || item->position < 0 || item->position >= count ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(column, 1)) ||
+            optional_utf8(PyTuple_GET_ITEM(column, 1), &item->prefix, &item->prefix_length) ||
+            optional_utf8(PyTuple_GET_ITEM(column, 5), &item->null_text, &item->null_length) ||
+            optional_utf8(PyTuple_GET_ITEM(column, 6), &item->placeholder, &item->placeholder_length)) {
+            PyErr_Clear();
+            read->malformed = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static void free_columns(Columns *read) { PyMem_Free(read->items); }
+
+/* The row JSON of `values` into `out`: 0 written, 1 the long way, -1 error. */
+static int put_read_row(Buffer *out, PyObject *values, const Columns *columns, Py_ssize_t count) {
+    if (PyTuple_GET_SIZE(values) != count || columns->malformed) return 1;
     if (put(out, "{", 1) < 0) return -1;
     int outcome = 0;
-    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(columns); i < n && outcome == 0; i++) {
-        PyObject *column = PyTuple_GET_ITEM(columns, i);
-        if (!PyTuple_Check(column) || PyTuple_GET_SIZE(column) != 7) return 1;
-        Py_ssize_t position = PyLong_AsSsize_t(PyTuple_GET_ITEM(column, 0));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 2));
-        long argument = PyLong_AsLong(PyTuple_GET_ITEM(column, 3));
-        if (PyErr_Occurred() || position < 0 || position >= count) {
-            PyErr_Clear();
-            return 1;
-        }
-        if (put_str(out, PyTuple_GET_ITEM(column, 1)) < 0) return -1;
-        PyObject *raw = PyTuple_GET_ITEM(values, position);
+    for (Py_ssize_t i = 0; i < columns->length && outcome == 0; i++) {
+        const Column *column = &columns->items[i];
+        if (put(out, column->prefix, column->prefix_length) < 0) return -1;
+        PyObject *raw = PyTuple_GET_ITEM(values, column->position);
         if (raw == Py_None || raw == unchanged_toast) {
-            PyObject *text = PyTuple_GET_ITEM(column, raw == Py_None ? 5 : 6);
-            if (text == Py_None) return 1; /* no JSON without the row: the long way */
-            if (put_str(out, text) < 0) return -1;
+            const char *text = raw == Py_None ? column->null_text : column->placeholder;
+            if (text == NULL) return 1; /* no JSON without the row: the long way */
+            if (put(out, text, raw == Py_None ? column->null_length : column->placeholder_length) < 0) return -1;
             continue;
         }
-        outcome = put_value(out, raw, kind, argument, PyTuple_GET_ITEM(column, 4));
+        outcome = put_value(out, raw, column->kind, column->argument, column->function);
     }
     if (outcome == 0 && put(out, "}", 1) < 0) return -1;
+    return outcome;
+}
+
+/* put_read_row of `columns` as write_row takes them: a tuple of (position, prefix, kind, argument, function, null
+   text or None, placeholder text or None). */
+static int put_row(Buffer *out, PyObject *values, PyObject *columns, Py_ssize_t count) {
+    Columns read;
+    int outcome = read_columns(columns, count, &read);
+    if (outcome == 0) outcome = put_read_row(out, values, &read, count);
+    free_columns(&read);
     return outcome;
 }
 
@@ -613,23 +687,23 @@ static int attribute_equals(PyObject *object, PyObject *name, PyObject *expected
     return equal;
 }
 
-/* The key (write_text's bytes for `key`'s (head, columns, tail); nothing when `key` is None) and the value
-   (write_event's for `parts`) of the row `values` into `key_out` and `value_out` (their lengths reset first): 0
-   written, 1 the long way, -1 error. */
-static int put_message(PyObject *values, PyObject *parts, PyObject *columns, Py_ssize_t count, PyObject *key,
-                       unsigned long long lsn, Buffer *key_out, Buffer *value_out) {
+/* The key (write_text's bytes for `key`'s (head, columns, tail), its columns read into `key_columns`; nothing when
+   `key` is None) and the value (write_event's for `parts` and `columns`) of the row `values` into `key_out` and
+   `value_out` (their lengths reset first): 0 written, 1 the long way, -1 error. */
+static int put_message(PyObject *values, PyObject *parts, const Columns *columns, Py_ssize_t count, PyObject *key,
+                       const Columns *key_columns, unsigned long long lsn, Buffer *key_out, Buffer *value_out) {
     int outcome;
     key_out->length = value_out->length = 0;
     if (key != Py_None) {
         outcome = put_str(key_out, PyTuple_GET_ITEM(key, 0));
-        if (outcome == 0) outcome = put_row(key_out, values, PyTuple_GET_ITEM(key, 1), count);
+        if (outcome == 0) outcome = put_read_row(key_out, values, key_columns, count);
         if (outcome == 0) outcome = put_str(key_out, PyTuple_GET_ITEM(key, 2));
         if (outcome != 0) return outcome;
     }
     char lsn_text[CDC_INT64_TEXT_MAX];
     int lsn_length = decimal_digits(lsn_text, lsn);
     outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 0));
-    if (outcome == 0) outcome = put_row(value_out, values, columns, count);
+    if (outcome == 0) outcome = put_read_row(value_out, values, columns, count);
     if (outcome == 0) {
         outcome = put_str(value_out, PyTuple_GET_ITEM(parts, 1)) < 0 || put(value_out, lsn_text, lsn_length) < 0 ||
                           put_str(value_out, PyTuple_GET_ITEM(parts, 2)) < 0 ||
@@ -658,8 +732,8 @@ static int append_message(PyObject *make, PyObject *topic, PyObject *key, Buffer
 /* One change of a run into `key_out` and `value_out` (their lengths reset): 0 written, 1 not this run's or the long
    way, -1 error. */
 static int write_run_change(PyObject *change, PyObject *kind, int update, PyObject *relation_id, PyObject *commit_lsn,
-                            PyObject *parts, PyObject *columns, Py_ssize_t count, PyObject *key, Buffer *key_out,
-                            Buffer *value_out) {
+                            PyObject *parts, const Columns *columns, Py_ssize_t count, PyObject *key,
+                            const Columns *key_columns, Buffer *key_out, Buffer *value_out) {
     PyObject *message = PyObject_GetAttr(change, name_message);
     if (message == NULL) return -1;
     PyObject *values = NULL;
@@ -686,7 +760,7 @@ static int write_run_change(PyObject *change, PyObject *kind, int update, PyObje
         PyErr_Clear();
         goto done; /* the per-change writer decides */
     }
-    outcome = put_message(values, parts, columns, count, key, lsn, key_out, value_out);
+    outcome = put_message(values, parts, columns, count, key, key_columns, lsn, key_out, value_out);
     goto done;
 checked:
     outcome = equal < 0 ? -1 : 1;
@@ -744,12 +818,19 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     int update = PyObject_IsTrue(args[12]);
     if (update < 0) return NULL;
+    Columns read, key_read = {NULL, 0, 0};
+    if (read_columns(columns, count, &read) < 0 ||
+        (key != Py_None && read_columns(PyTuple_GET_ITEM(key, 1), count, &key_read) < 0)) {
+        free_columns(&read);
+        free_columns(&key_read);
+        return NULL;
+    }
     Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
     Py_ssize_t at = start;
     int failed = 0;
     for (; at < PyList_GET_SIZE(changes); at++) {
         int outcome = write_run_change(PyList_GET_ITEM(changes, at), kind, update, relation_id, commit_lsn, parts,
-                                       columns, count, key, &key_out, &value_out);
+                                       &read, count, key, &key_read, &key_out, &value_out);
         if (outcome != 0) {
             failed = outcome < 0;
             break;
@@ -761,6 +842,8 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     PyMem_Free(key_out.data);
     PyMem_Free(value_out.data);
+    free_columns(&read);
+    free_columns(&key_read);
     return failed ? NULL : PyLong_FromSsize_t(at);
 }
 
@@ -810,6 +893,13 @@ static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_Clear();
         return PyLong_FromSsize_t(start);
     }
+    Columns read, key_read = {NULL, 0, 0};
+    if (read_columns(columns, count, &read) < 0 ||
+        (key != Py_None && read_columns(PyTuple_GET_ITEM(key, 1), count, &key_read) < 0)) {
+        free_columns(&read);
+        free_columns(&key_read);
+        return NULL;
+    }
     Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
     Py_ssize_t at = start;
     int failed = 0;
@@ -817,7 +907,7 @@ static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyObject *values = PyList_GET_ITEM(rows, at);
         if (!PyTuple_Check(values)) break;
         Py_INCREF(values);
-        int outcome = put_message(values, parts, columns, count, key, lsn, &key_out, &value_out);
+        int outcome = put_message(values, parts, &read, count, key, &key_read, lsn, &key_out, &value_out);
         if (outcome == 0) outcome = append_message(make, topic, key, &key_out, &value_out, messages);
         Py_DECREF(values);
         if (outcome != 0) {
@@ -827,6 +917,8 @@ static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     PyMem_Free(key_out.data);
     PyMem_Free(value_out.data);
+    free_columns(&read);
+    free_columns(&key_read);
     if (failed && !PyErr_Occurred()) PyErr_NoMemory();
     return failed ? NULL : PyLong_FromSsize_t(at);
 }
