@@ -4,6 +4,7 @@ data (every column kind, truncated and unknown data), and rows written from text
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import struct
@@ -55,6 +56,19 @@ def test_tuple_data_is_read_as_python_reads_it():
         got, expected = both_tuple_data(data, 3)
         assert got == expected == (tuple(values), len(data) - 4)
         assert type(got[0]) is tuple
+
+
+def test_tuples_of_texts_are_left_out_of_the_cyclic_collector():
+    """A tuple of strs, bytes and Nones can hold no cycle: the compiled reader leaves it untracked, as the collector
+    would after walking it once (a queued wide row's tuple was walked by every young collection); one holding the
+    unchanged-TOAST marker (an object) stays tracked, and the collector later untracks the Python reader's."""
+    require_compiled()
+    texts, _ = compiled.tuple_data(tuple_data(["a" * 40, None, b"\x00", ""] * 25), 0)
+    with_marker, _ = compiled.tuple_data(tuple_data(["a", UNCHANGED_TOAST]), 0)
+    assert not gc.is_tracked(texts) and gc.is_tracked(with_marker)
+    python = _Reader(tuple_data(["a", None]), 0).python_tuple_data()
+    gc.collect()
+    assert not gc.is_tracked(python)
 
 
 @pytest.mark.parametrize("data", [

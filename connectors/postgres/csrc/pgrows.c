@@ -35,7 +35,9 @@ static PyObject *fail(const char *message) {
 enum { TUPLE_ERROR, TUPLE_ENDS_EARLY, TUPLE_UNKNOWN_KIND };
 
 /* A TupleData at `*pos` (str, None, UNCHANGED_TOAST or bytes per column), `*pos` moved past it; NULL with the
-   reason in `*why`. */
+   reason in `*why`. A tuple of strs, bytes and Nones is left out of the cyclic collector's lists (it can hold no
+   cycle; the collector itself untracks such a tuple at its first collection, after walking its items): a wide
+   row's tuple would be walked, column by column, by each collection of the changes queued. */
 static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, int *why,
                             unsigned char *kind_seen) {
     Py_ssize_t at = *pos;
@@ -44,6 +46,7 @@ static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize
     Py_ssize_t count = (Py_ssize_t)(int16_t)(((uint16_t)data[at] << 8) | data[at + 1]);
     at += 2;
     if (count < 0) count = 0; /* as range() of a negative count */
+    int atomic = 1;
     PyObject *values = PyTuple_New(count);
     if (values == NULL) {
         *why = TUPLE_ERROR;
@@ -71,6 +74,7 @@ static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize
         } else if (kind == 'u') {
             at += 1;
             value = Py_NewRef(unchanged_toast);
+            atomic = 0;
         } else {
             *why = TUPLE_UNKNOWN_KIND;
             *kind_seen = kind;
@@ -78,6 +82,7 @@ static PyObject *read_tuple(const unsigned char *data, Py_ssize_t size, Py_ssize
         }
         PyTuple_SET_ITEM(values, i, value);
     }
+    if (atomic && count) PyObject_GC_UnTrack(values);
     *pos = at;
     return values;
 failed:
