@@ -12,11 +12,13 @@ the committed messages of its topic):
    MariaDB LONGTEXT/LONGBLOB), 10-row transactions.
 For each: a snapshot (`initial`, timed from its first committed message to its last) and a catch-up of the same rows
 as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
-read back from the topic), RSS at ~10 % and at 100 % of the events and their ratio (the target is <= 1.10), and the
-neighbour: a plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the
-wide PostgreSQL table, a plain idempotent producer of the same messages and a plain pgoutput read of the same inserts,
+read back from the topic), the pipeline process's CPU per event (from /proc, over the same events), RSS at ~10 % and
+at 100 % of the events and their ratio (the target is <= 1.10), and the neighbour: a plain `COPY … TO STDOUT` /
+`SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the wide PostgreSQL table, a plain idempotent
+producer of the same messages and a plain pgoutput read of the same inserts,
 with bench.postgres's ratios: the snapshot's to COPY followed by the producer, the catch-up's to the slower of the
-read and the producer.
+read and the producer; and the pipeline's CPU per event to theirs summed (this process's CPU: COPY's and the read's
+client side, as the pipeline's is the client side), which moves less with the machine's load than the rates.
 Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
 the connector raises its producer's limit to the same (`producer.override.max.request.size`; with the default of
 1,000,000 bytes a row with a 1 MB value fails its batch with MessageTooLargeError).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import time
 import uuid
+from dataclasses import dataclass
 
 import psycopg
 import psycopg2.extensions
@@ -36,6 +39,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pymysql.cursors import SSCursor
 
 from bench.ceiling import one_after_another, producer_ceiling, read_messages
+from bench.emulator import cpu_seconds
 from bench.pg_database import create_database, drop_database
 from bench.pgoutput_read import read_slot
 from bench.pipelines import properties
@@ -124,50 +128,74 @@ class Committed:
         return self.count
 
 
-def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> float:
-    """Runs the pipeline until `topic` holds `events` committed messages: prints events/s, MB/s and RSS, returns
-    events/s."""
+@dataclass(frozen=True)
+class Measured:
+    rate: float  # events/s
+    cpu_us: float  # the pipeline process's CPU per event, over the same events
+
+
+def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, message_limit: int) -> Measured:
+    """Runs the pipeline until `topic` holds `events` committed messages: prints events/s, MB/s, the pipeline
+    process's CPU per event and its RSS."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(message_limit)})])[topic].result(30)
     committed = Committed(bootstrap, topic)
     started = time.monotonic()
     process, stop = start(run_pipeline, props, bootstrap, message_limit)
-    samples = sample(process, lambda: min(committed(), events) / events)
-    done, size = time.monotonic(), committed.bytes
+    cpu_at_first: list[float] = []
+
+    def progress() -> float:
+        count = committed()
+        if committed.first is not None and not cpu_at_first:
+            cpu_at_first.append(cpu_seconds(process.pid))
+        return min(count, events) / events
+    samples = sample(process, progress)
+    done, size, cpu_done = time.monotonic(), committed.bytes, cpu_seconds(process.pid)
     committed.consumer.close()
     stop.set()
     process.join(60)
     first_at, first_count = committed.first
     if first_count <= events // 2:
         measured, seconds, timed = events - first_count, done - first_at, "from the first committed transaction"
+        cpu = cpu_done - cpu_at_first[0]
     else:  # (nearly) all in one transaction
         measured, seconds, timed = events, done - started, "from the process's start, start-up included"
+        cpu = cpu_done
     ten = next(rss for share, rss in samples if share >= 0.1)
-    print(f"{label}: {measured / seconds:,.0f} events/s, {size * measured / events / seconds / 1e6:,.1f} MB/s "
-          f"({size / events / 1e3:,.1f} kB per event; timed {timed}); RSS at ~10 % "
-          f"{ten:.0f} MB, at 100 % {samples[-1][1]:.0f} MB, ratio {samples[-1][1] / ten:.2f} (target <= 1.10)",
-          flush=True)
+    result = Measured(measured / seconds, cpu * 1e6 / measured)
+    print(f"{label}: {result.rate:,.0f} events/s, {size * measured / events / seconds / 1e6:,.1f} MB/s "
+          f"({size / events / 1e3:,.1f} kB per event; timed {timed}); pipeline process CPU {result.cpu_us:,.1f} µs "
+          f"per event; RSS at ~10 % {ten:.0f} MB, at 100 % {samples[-1][1]:.0f} MB, ratio "
+          f"{samples[-1][1] / ten:.2f} (target <= 1.10)", flush=True)
     report(f"  {label}", samples, events, "events")
-    return measured / seconds
+    return result
 
 
-def neighbours(bootstrap: str, db: str, rows: int, copy_rate: float, snapshot: tuple[dict, float],
-               catch_up: tuple[dict, float], plain_slot: str) -> None:
+def neighbours(bootstrap: str, db: str, rows: int, copy: tuple[float, float], snapshot: tuple[dict, Measured],
+               catch_up: tuple[dict, Measured], plain_slot: str) -> None:
     """Prints the wide table's ratios, as bench.postgres's: the snapshot's to COPY followed by a plain producer of
     its messages, the catch-up's to the slower of a plain pgoutput read of the same inserts (from `plain_slot`) and
-    a plain producer of its messages. (properties, events/s) of each run."""
+    a plain producer of its messages; and the pipeline's CPU per event to the neighbours' summed (this process's:
+    COPY's and the read's client side, as the pipeline's is its client side). `copy`: (rows/s, CPU s)."""
     plain = read_slot(devstack_postgres.cdc_dsn(db), plain_slot, [catch_up[0]["publication.name"]],
                       -(-rows // WIDE_BATCH), p.Insert)
-    (snap, snapshot_rate), (stream, catch_up_rate) = snapshot, catch_up
-    produced = [producer_ceiling(bootstrap, read_messages(bootstrap, f"{props['topic.prefix']}.public.wide", rows))[0]
-                for props in (snap, stream)]
-    ceiling = one_after_another(copy_rate, produced[0])
-    print(f"wide: snapshot / (COPY TO STDOUT + plain idempotent producer of the same messages, {produced[0]:,.0f} "
-          f"msg/s: {ceiling:,.0f} rows/s) {snapshot_rate / ceiling:.2f}", flush=True)
-    slower = min(plain.rate, produced[1])
+    (snap, snapshot_run), (stream, catch_up_run) = snapshot, catch_up
+    (snap_rate, snap_cpu), (stream_rate, stream_cpu) = [
+        producer_ceiling(bootstrap, read_messages(bootstrap, f"{props['topic.prefix']}.public.wide", rows))
+        for props in (snap, stream)]
+    copy_rate, copy_cpu_us = copy[0], copy[1] * 1e6 / rows
+    ceiling = one_after_another(copy_rate, snap_rate)
+    print(f"wide: snapshot / (COPY TO STDOUT + plain idempotent producer of the same messages, {snap_rate:,.0f} "
+          f"msg/s: {ceiling:,.0f} rows/s) {snapshot_run.rate / ceiling:.2f}; CPU per event: pipeline / (COPY "
+          f"{copy_cpu_us:.1f} µs + producer {snap_cpu:.1f} µs) {snapshot_run.cpu_us / (copy_cpu_us + snap_cpu):.2f}",
+          flush=True)
+    read_cpu_us = plain.cpu_seconds * 1e6 / plain.changes
+    cpu_ratio = catch_up_run.cpu_us / (read_cpu_us + stream_cpu)
     print(f"wide: catch-up / the slower of a plain pgoutput read of the same inserts ({plain.rate:,.0f} changes/s) "
-          f"and a plain idempotent producer of the same messages ({produced[1]:,.0f} msg/s) "
-          f"{catch_up_rate / slower:.2f}", flush=True)
+          f"and a plain idempotent producer of the same messages ({stream_rate:,.0f} msg/s) "
+          f"{catch_up_run.rate / min(plain.rate, stream_rate):.2f}; CPU per event: pipeline / (read "
+          f"{read_cpu_us:.1f} µs + producer {stream_cpu:.1f} µs) {cpu_ratio:.2f}",
+          flush=True)
 
 
 def postgres(args, bootstrap: str, run: str) -> None:
@@ -191,11 +219,11 @@ def postgres(args, bootstrap: str, run: str) -> None:
                 conn.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
                              f"FROM generate_series({low + 1}, {min(rows, low + batch)}) g")
             conn.execute(f"VACUUM ANALYZE {table}")
-            began, sent = time.monotonic(), 0
+            began, cpu, sent = time.monotonic(), time.process_time(), 0
             with conn.cursor() as cur, cur.copy(f"COPY {table} TO STDOUT") as copy:
                 for data in copy:
                     sent += len(data)
-            copy_s = time.monotonic() - began
+            copy_s, copy_cpu = time.monotonic() - began, time.process_time() - cpu
             print(f"{table} ({rows:,} rows): COPY TO STDOUT {rows / copy_s:,.0f} rows/s, "
                   f"{sent / copy_s / 1e6:,.1f} MB/s", flush=True)
             limit = message_limit(args.value_bytes)
@@ -205,9 +233,10 @@ def postgres(args, bootstrap: str, run: str) -> None:
                                limit)
             catch_up = measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}",
                                rows, limit)
-            print(f"{table}: snapshot / COPY TO STDOUT {snapshot * copy_s / rows:.2f}", flush=True)
+            print(f"{table}: snapshot / COPY TO STDOUT {snapshot.rate * copy_s / rows:.2f}", flush=True)
             if table == "wide":
-                neighbours(bootstrap, db, rows, rows / copy_s, (snap, snapshot), (stream, catch_up), plain_slot)
+                neighbours(bootstrap, db, rows, (rows / copy_s, copy_cpu), (snap, snapshot), (stream, catch_up),
+                           plain_slot)
     finally:
         conn.close()
         slots_here.close()
@@ -256,7 +285,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                                    rows, limit)
                 measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.{database}.{table}", rows,
                         limit)
-                print(f"{table}: snapshot / plain SELECT {snapshot / selected:.2f}", flush=True)
+                print(f"{table}: snapshot / plain SELECT {snapshot.rate / selected:.2f}", flush=True)
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {database}")
