@@ -473,6 +473,29 @@ def test_snapshot_rows_are_written_as_each_row_alone():
     assert messages == []
 
 
+def test_snapshot_rows_written_are_left_out_of_the_cyclic_collector():
+    """A fetched row of texts and nulls that `write_rows` wrote can hold no cycle: it is left untracked (as the
+    collector would after walking it once); a row it wrote that holds anything else, and a row it did not write,
+    stay tracked."""
+    require_compiled()
+    from connectors.kafka.sink import OutMessage
+
+    _, _, event_columns, count, _ = writers(WRITTEN_COLUMNS)
+    parts = ('{"after":', ',"lsn":', ',"x":', '}')
+
+    def row(*values):
+        return tuple(list(values))  # a new tuple, tracked as psycopg's are
+
+    texts = row("1", "a", "1.50", "infinity", None)
+    other = row("2", "b", "2.50", "infinity", 1)  # the boolean's writer takes the int (a row psycopg never makes)
+    not_written = row(None, "a", "1.50", "infinity", "t")  # a required column's null: the long way
+    assert all(gc.is_tracked(values) for values in (texts, other, not_written))
+    messages = []
+    assert compiled.write_rows([texts, other, not_written], 0, 3, parts, event_columns, count, None, 7, "t",
+                               OutMessage, messages) == 2
+    assert not gc.is_tracked(texts) and gc.is_tracked(other) and gc.is_tracked(not_written)
+
+
 def test_slots_makers_make_what_the_classes_make():
     """`compiled.slots_maker(cls)` (the WAL reader's changes and messages, the builder's Kafka messages) makes an
     instance equal to `cls(*values)`, field by field, with the same hash, tracked by the collector and holding its

@@ -868,12 +868,25 @@ static int message_shapes(PyObject *parts, PyObject *columns, PyObject *key) {
 
 /* ---- write_rows --------------------------------------------------------------------------------------------- */
 
+/* Leaves a tuple of strs and Nones (a fetched row) out of the cyclic collector, as the collector itself does with
+   such a tuple after walking it once: a chunk's rows stay alive until it commits, and each young collection meanwhile
+   walked every column of each. */
+static void untrack_texts(PyObject *values) {
+    if (!PyObject_GC_IsTracked(values)) return;
+    for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(values); i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(values, i);
+        if (item != Py_None && !PyUnicode_CheckExact(item)) return;
+    }
+    PyObject_GC_UnTrack(values);
+}
+
 /* write_rows(rows, start, end, parts, columns, count, key, lsn, topic, make, messages) -> stop: rows[start:end],
    every row (a tuple of texts, as the snapshot's cursor reads them) becomes make(topic, key, value, None), appended
    to `messages`, with the value write_event(parts, row, columns, count, lsn) writes and the key write_text(*key's
    head, row, key's columns, count, key's tail) writes (None when `key` is None): a snapshot chunk's rows in one
-   call. Stops at the first row either writer would send the long way, or that is no tuple (which the caller writes
-   by itself); returns its index (`end` when every row was written). */
+   call; a row written is left out of the cyclic collector (untrack_texts). Stops at the first row either writer
+   would send the long way, or that is no tuple (which the caller writes by itself); returns its index (`end` when
+   every row was written). */
 static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 11) {
         PyErr_SetString(PyExc_TypeError,
@@ -914,6 +927,7 @@ static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
         Py_INCREF(values);
         int outcome = put_message(values, parts, &read, count, key, &key_read, lsn, &key_out, &value_out);
         if (outcome == 0) outcome = append_message(make, topic, key, &key_out, &value_out, messages);
+        if (outcome == 0) untrack_texts(values);
         Py_DECREF(values);
         if (outcome != 0) {
             failed = outcome < 0;
