@@ -108,7 +108,7 @@ def big_values(source: str, value_bytes: int) -> tuple[str, str]:
 
 class Committed:
     """Counts the committed messages of a one-partition topic and their bytes (key + value), read as they commit and
-    let go, and when the first was read."""
+    let go, and when the first was read (and the CPU time of the process `pid` then)."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
@@ -116,6 +116,8 @@ class Committed:
         self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self.count = self.bytes = 0
         self.first: tuple[float, int] | None = None
+        self.pid: int | None = None  # the pipeline process, whose CPU time is read at the first message
+        self.first_cpu = 0.0
 
     def __call__(self) -> int:
         while messages := self.consumer.consume(500, 0.05):
@@ -125,6 +127,7 @@ class Committed:
                     self.bytes += len(message.value()) + len(message.key() or b"")
             if self.count and self.first is None:  # at the first read, not after the reads that follow at once
                 self.first = time.monotonic(), self.count
+                self.first_cpu = cpu_seconds(self.pid)
         return self.count
 
 
@@ -142,14 +145,8 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     committed = Committed(bootstrap, topic)
     started = time.monotonic()
     process, stop = start(run_pipeline, props, bootstrap, message_limit)
-    cpu_at_first: list[float] = []
-
-    def progress() -> float:
-        count = committed()
-        if committed.first is not None and not cpu_at_first:
-            cpu_at_first.append(cpu_seconds(process.pid))
-        return min(count, events) / events
-    samples = sample(process, progress)
+    committed.pid = process.pid
+    samples = sample(process, lambda: min(committed(), events) / events)
     done, size, cpu_done = time.monotonic(), committed.bytes, cpu_seconds(process.pid)
     committed.consumer.close()
     stop.set()
@@ -157,7 +154,7 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     first_at, first_count = committed.first
     if first_count <= events // 2:
         measured, seconds, timed = events - first_count, done - first_at, "from the first committed transaction"
-        cpu = cpu_done - cpu_at_first[0]
+        cpu = cpu_done - committed.first_cpu
     else:  # (nearly) all in one transaction
         measured, seconds, timed = events, done - started, "from the process's start, start-up included"
         cpu = cpu_done
