@@ -43,8 +43,11 @@ write_run = compiled.write_run if compiled is not None else None
 make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in dataclasses.fields(OutMessage)))
                 if compiled is not None else OutMessage)
 # write_row's column kinds (envelope.TableEvents' writers); WRITE_LONG: an int64 column wrapping values from 2^63 as
-# Java's long (types.java_long)
-WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG = 0, 1, 2, 3
+# Java's long (types.java_long); WRITE_DOUBLE a float64 (a float), WRITE_DECIMAL a Decimal field (a Decimal, its scale
+# given as `WRITE_DECIMAL | scale << 8`), WRITE_DATE days from the epoch (a date), WRITE_MICROS and WRITE_MILLIS
+# microseconds and milliseconds from the epoch (a naive datetime): any other value by the column's writer
+WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG, WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, \
+    WRITE_MILLIS = range(9)
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pymysqlreplication.constants import FIELD_TYPE
+
 from connectors import ConnectorError
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
@@ -23,8 +25,13 @@ from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.compiled_rows import (
     WRITE_CALL,
+    WRITE_DATE,
+    WRITE_DECIMAL,
+    WRITE_DOUBLE,
     WRITE_INTEGER,
     WRITE_LONG,
+    WRITE_MICROS,
+    WRITE_MILLIS,
     WRITE_STRING,
     make_message,
     write_event,
@@ -418,7 +425,32 @@ def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
         def text(value):
             return string_json(value) if type(value) is str else encode(convert(value))
         return WRITE_STRING, text
-    return WRITE_CALL, lambda value: encode(convert(value))
+    kind = _compiled_kind(column) if convert == column.value else None
+    return WRITE_CALL if kind is None else kind, lambda value: encode(convert(value))
+
+
+_TEMPORAL_KINDS = {
+    (FIELD_TYPE.DATE, "io.debezium.time.Date"): WRITE_DATE, (FIELD_TYPE.DATE, "org.apache.kafka.connect.data.Date"):
+    WRITE_DATE, (FIELD_TYPE.DATETIME2, "io.debezium.time.MicroTimestamp"): WRITE_MICROS,
+    (FIELD_TYPE.DATETIME2, "io.debezium.time.Timestamp"): WRITE_MILLIS,
+    (FIELD_TYPE.DATETIME2, "org.apache.kafka.connect.data.Timestamp"): WRITE_MILLIS,
+}
+
+
+def _compiled_kind(column: ColumnMapping) -> int | None:
+    """The kind the compiled writer writes a column without a rule by, beside ints and strs: DOUBLE, DECIMAL
+    (precise), DATE and DATETIME (each kind's values as types.py converts them and JsonConverter writes them, other
+    values by the column's writer); None: the column's writer writes them all."""
+    schema, code = column.schema, column.column.type_code
+    if code == FIELD_TYPE.DOUBLE and column.convert_function is float and schema.type == "float64" \
+            and schema.name is None:
+        return WRITE_DOUBLE
+    if code == FIELD_TYPE.NEWDECIMAL and schema.type == "bytes" and schema.name == logical.DECIMAL:
+        return WRITE_DECIMAL | int(schema.parameters["scale"]) << 8
+    code = {FIELD_TYPE.NEWDATE: FIELD_TYPE.DATE, FIELD_TYPE.DATETIME: FIELD_TYPE.DATETIME2}.get(code, code)
+    expected = "int32" if code == FIELD_TYPE.DATE else "int64"
+    kind = _TEMPORAL_KINDS.get((code, schema.name))
+    return kind if kind is not None and schema.type == expected else None
 
 
 def _encoder(schema: Schema):

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "connect_values.h"
 #include "decimal_text.h"
 #include "json_text.h"
 #include "slots_maker.h"
@@ -59,37 +60,46 @@ static long fraction(const unsigned char *p, int fsp) {
     return value;
 }
 
-static PyObject *decimal_of(const unsigned char *p, int precision, int scale) {
+/* A binlog DECIMAL's text at `text` (room for 160): "-"? digits "." digits (the digits of the whole part may lead with
+   zeros or be none); its length, -1 for a value longer than any DECIMAL. */
+static int decimal_text(const unsigned char *p, int precision, int scale, char *text) {
     static const int compressed[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
     int integral = precision - scale;
     int whole_integral = integral / 9, whole_fraction = scale / 9;
     int lead = compressed[integral - whole_integral * 9], tail = compressed[scale - whole_fraction * 9];
     int length = lead + 4 * (whole_integral + whole_fraction) + tail;
     unsigned char bytes[64];
-    if (length > (int)sizeof(bytes)) return for_the_library();
+    if (length > (int)sizeof(bytes)) return -1;
     memcpy(bytes, p, (size_t)length);
     int negative = !(bytes[0] & 0x80);
     bytes[0] ^= 0x80;
     uint32_t mask = negative ? 0xFFFFFFFFu : 0;
-    char text[160];
+    const size_t room = 160;
     int at = 0;
     if (negative) text[at++] = '-';
     const unsigned char *q = bytes;
     if (lead) {
         uint32_t value = ((uint32_t)big(q, lead) ^ mask) & (lead == 4 ? 0xFFFFFFFFu : ((1u << (8 * lead)) - 1));
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%u", value);
+        at += snprintf(text + at, room - (size_t)at, "%u", value);
         q += lead;
     }
     for (int i = 0; i < whole_integral; i++, q += 4)
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+        at += snprintf(text + at, room - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
     text[at++] = '.';
     for (int i = 0; i < whole_fraction; i++, q += 4)
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+        at += snprintf(text + at, room - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
     if (tail) {
         uint32_t value = ((uint32_t)big(q, tail) ^ mask) & (tail == 4 ? 0xFFFFFFFFu : ((1u << (8 * tail)) - 1));
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%0*u", scale - whole_fraction * 9, value);
+        at += snprintf(text + at, room - (size_t)at, "%0*u", scale - whole_fraction * 9, value);
     }
-    return PyObject_CallFunction(decimal_type, "s#", text, (Py_ssize_t)at);
+    return at;
+}
+
+static PyObject *decimal_of(const unsigned char *p, int precision, int scale) {
+    char text[160];
+    int length = decimal_text(p, precision, scale, text);
+    if (length < 0) return for_the_library();
+    return PyObject_CallFunction(decimal_type, "s#", text, (Py_ssize_t)length);
 }
 
 static int decimal_length(int precision, int scale) {
@@ -373,7 +383,9 @@ done:
    int (INTEGER) or a str (STRING) and by the column's `write(value)` otherwise; `columns` holds (name, prefix, kind,
    write) tuples (envelope.TableEvents' writers), a value missing from `values` is None. None: a text with no UTF-8
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
-enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3 };
+enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3, WRITE_DOUBLE = 4, WRITE_DECIMAL = 5,
+       WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8 };
+#define WRITE_KIND(kind) ((kind) & 0xFF) /* WRITE_DECIMAL carries its scale above the low byte */
 
 static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     PyObject *text = PyObject_CallOneArg(write, value);
@@ -403,16 +415,56 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind)
     return put(out, digits_text, decimal_int64(digits_text, number));
 }
 
-/* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG) or a str
-   (WRITE_STRING) written here, anything else by `write`. */
+/* A Decimal as a WRITE_DECIMAL column of `scale` writes it; 1: a Decimal its writer is to write. */
+static int put_decimal_object(Buffer *out, PyObject *value, long scale) {
+    PyObject *text = PyObject_Str(value);
+    if (text == NULL) return -1;
+    Py_ssize_t length;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &length);
+    int result = utf8 == NULL ? -1 : put_decimal_text(out, utf8, length, scale);
+    Py_DECREF(text);
+    return result;
+}
+
+/* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG), a str
+   (WRITE_STRING), a float (WRITE_DOUBLE), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
+   (WRITE_MICROS, WRITE_MILLIS) written here, anything else by `write`. */
 static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
-    if ((kind == WRITE_INTEGER || kind == WRITE_LONG) && PyLong_CheckExact(value)) {
-        return put_integer(out, value, write, kind);
-    }
-    if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
-        Py_ssize_t length;
-        const char *text = PyUnicode_AsUTF8AndSize(value, &length);
-        return text == NULL ? -1 : put_json_string(out, text, length);
+    switch (WRITE_KIND(kind)) {
+    case WRITE_INTEGER: case WRITE_LONG:
+        if (PyLong_CheckExact(value)) return put_integer(out, value, write, kind);
+        break;
+    case WRITE_STRING:
+        if (PyUnicode_CheckExact(value)) {
+            Py_ssize_t length;
+            const char *text = PyUnicode_AsUTF8AndSize(value, &length);
+            return text == NULL ? -1 : put_json_string(out, text, length);
+        }
+        break;
+    case WRITE_DOUBLE:
+        if (PyFloat_CheckExact(value)) return put_java_double(out, PyFloat_AS_DOUBLE(value));
+        break;
+    case WRITE_DECIMAL:
+        if (Py_IS_TYPE(value, (PyTypeObject *)decimal_type)) {
+            int written = put_decimal_object(out, value, kind >> 8);
+            if (written != 1) return written;
+        }
+        break;
+    case WRITE_DATE:
+        if (PyDate_CheckExact(value)) {
+            return put_int64(out, days_from_civil(PyDateTime_GET_YEAR(value), (unsigned)PyDateTime_GET_MONTH(value),
+                                                  (unsigned)PyDateTime_GET_DAY(value)));
+        }
+        break;
+    case WRITE_MICROS: case WRITE_MILLIS:
+        if (PyDateTime_CheckExact(value) && PyDateTime_DATE_GET_TZINFO(value) == Py_None) {
+            long long micros = epoch_micros(PyDateTime_GET_YEAR(value), PyDateTime_GET_MONTH(value),
+                                            PyDateTime_GET_DAY(value), PyDateTime_DATE_GET_HOUR(value),
+                                            PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value),
+                                            PyDateTime_DATE_GET_MICROSECOND(value));
+            return put_int64(out, WRITE_KIND(kind) == WRITE_MICROS ? micros : floor_millis(micros));
+        }
+        break;
     }
     return put_written(out, write, value);
 }
@@ -720,10 +772,57 @@ static PyObject *count_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
     return PyLong_FromSsize_t(counted);
 }
 
+/* A double, decimal, date or datetime of the body at `p` written as put_value writes the value value_of makes of it,
+   without making it: 0 when written (`*failure`: put's result), 1 when the value is another (a kind or scale the
+   writer does not take, a date datetime.date refuses: put_value's way decides). */
+static int put_binlog_value(Buffer *out, const unsigned char *p, const Column *column, long kind, int *failure) {
+    switch (WRITE_KIND(kind)) {
+    case WRITE_DOUBLE:
+        if (column->kind != DOUBLE) return 1;
+        uint64_t bits = little(p, 8);
+        double number;
+        memcpy(&number, &bits, 8);
+        *failure = put_java_double(out, number);
+        return 0;
+    case WRITE_DECIMAL: {
+        if (column->kind != NEWDECIMAL || column->scale != kind >> 8) return 1;
+        char text[160];
+        int length = decimal_text(p, column->size, column->scale, text);
+        if (length < 0) return 1;
+        int written = put_decimal_text(out, text, length, column->scale);
+        if (written == 1) return 1;
+        *failure = written;
+        return 0;
+    }
+    case WRITE_DATE: {
+        if (column->kind != DATE) return 1;
+        long packed = (long)little(p, 3);
+        int year = (int)((packed >> 9) & 0x7FFF), month = (int)((packed >> 5) & 0xF), day = (int)(packed & 0x1F);
+        if (!valid_date(year, month, day)) return 1;
+        *failure = put_int64(out, days_from_civil(year, (unsigned)month, (unsigned)day));
+        return 0;
+    }
+    case WRITE_MICROS: case WRITE_MILLIS: {
+        if (column->kind != DATETIME2) return 1;
+        uint64_t packed = big(p, 5);
+        long year_month = (long)((packed >> 22) & 0x1FFFF);
+        int year = (int)(year_month / 13), month = (int)(year_month % 13), day = (int)((packed >> 17) & 0x1F);
+        int hour = (int)((packed >> 12) & 0x1F), minute = (int)((packed >> 6) & 0x3F), second = (int)(packed & 0x3F);
+        long micro = fraction(p + 5, column->size);
+        if (!valid_date(year, month, day) || !valid_time(hour, minute, second, micro)) return 1;
+        long long micros = epoch_micros(year, month, day, hour, minute, second, micro);
+        *failure = put_int64(out, WRITE_KIND(kind) == WRITE_MICROS ? micros : floor_millis(micros));
+        return 0;
+    }
+    }
+    return 1;
+}
+
 /* One column's JSON, as put_row writes the value decode_rows gives: an integer or a UTF-8 text written from the
    body, any other value made (value_of) and written as put_row writes it. */
 static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ssize_t start, long kind,
                       PyObject *write) {
+    int failure;
     if (start < 0) return put_written(out, write, Py_None);
     const unsigned char *p = in->data + start;
     if (kind == WRITE_INTEGER || kind == WRITE_LONG) {
@@ -754,10 +853,11 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         uint64_t length = little(p, column->size);
         return put_json_string(out, (const char *)p + column->size, (Py_ssize_t)length);
     }
+    if (put_binlog_value(out, p, column, kind, &failure) == 0) return failure;
 general:;
     PyObject *value = value_at(in, column, start);
     if (value == NULL) return -1;
-    int failure = put_value(out, value, kind, write);
+    failure = put_value(out, value, kind, write);
     Py_DECREF(value);
     return failure;
 }
@@ -991,6 +1091,6 @@ PyMODINIT_FUNC PyInit__binrows(void) {
     if (decimal == NULL) return NULL;
     decimal_type = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
-    if (decimal_type == NULL) return NULL;
+    if (decimal_type == NULL || text_rows_init(decimal_type) < 0) return NULL;
     return PyModule_Create(&module_definition);
 }
