@@ -678,10 +678,25 @@ static int check_value(const Reader *in, const Column *column, Py_ssize_t start)
     if (start < 0) return 0;
     int kind = column->kind;
     if (kind <= DOUBLE || kind == YEAR) return 0;
+    const unsigned char *p = in->data + start;
     if (kind == STRING) {
         if (column->encoding == NULL) return 0;
-        uint64_t length = little(in->data + start, column->size);
-        if (column->utf8 && is_ascii(in->data + start + column->size, (Py_ssize_t)length)) return 0;
+        uint64_t length = little(p, column->size);
+        if (column->utf8 && is_ascii(p + column->size, (Py_ssize_t)length)) return 0;
+    }
+    /* what value_of makes without fail, known without making it (a wide table's decimals and dates, each row) */
+    if (kind == NEWDECIMAL && decimal_length(column->size, column->scale) <= 64) return 0;
+    if (kind == DATE) {
+        long packed = (long)little(p, 3);
+        if (valid_date((int)((packed >> 9) & 0x7FFF), (int)((packed >> 5) & 0xF), (int)(packed & 0x1F))) return 0;
+    }
+    if (kind == DATETIME2) {
+        uint64_t packed = big(p, 5);
+        long year_month = (long)((packed >> 22) & 0x1FFFF);
+        if (valid_date((int)(year_month / 13), (int)(year_month % 13), (int)((packed >> 17) & 0x1F)) &&
+            valid_time((int)((packed >> 12) & 0x1F), (int)((packed >> 6) & 0x3F), (int)(packed & 0x3F),
+                       fraction(p + 5, column->size)))
+            return 0;
     }
     PyObject *value = value_at(in, column, start);
     if (value == NULL) return -1;
