@@ -48,6 +48,7 @@ make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in d
 # microseconds and milliseconds from the epoch (a naive datetime): any other value by the column's writer
 WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG, WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, \
     WRITE_MILLIS = range(9)
+WRITE_NULL = 0x80  # a kind's flag: the column's writer writes None as `null` (the compiled writer writes it itself)
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,

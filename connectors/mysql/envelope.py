@@ -32,6 +32,7 @@ from connectors.mysql.compiled_rows import (
     WRITE_LONG,
     WRITE_MICROS,
     WRITE_MILLIS,
+    WRITE_NULL,
     WRITE_STRING,
     make_message,
     write_event,
@@ -407,9 +408,19 @@ def _written(values: dict, writers: tuple) -> str:
 
 
 def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
+    """(kind, `encode(convert(value))` of a binlog value) with WRITE_NULL when it writes None as `null`."""
+    kind, write = _kind_writer(column, convert, encode)
+    try:
+        null = write(None) == "null"
+    except Exception:  # noqa: BLE001 - a required column's None: the writer says what is wrong, each time
+        null = False
+    return (kind | WRITE_NULL if null else kind), write
+
+
+def _kind_writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
     """(kind, `encode(convert(value))` of a binlog value), in one call for the most common columns: integers and text
     (whose conversion keeps an int or a str as it is) written at once, anything else the long way. The kind tells
-    the compiled row writer which values it writes itself (an int, a str), the same way."""
+    the compiled row writer which values it writes itself (an int, a str, …), the same way."""
     schema = column.schema
     plain = convert == column.value and schema.name is None  # no column rule, no logical type
     if plain and column.convert_function is int and schema.type in _INTS:

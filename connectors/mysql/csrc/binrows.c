@@ -385,7 +385,9 @@ done:
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
 enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3, WRITE_DOUBLE = 4, WRITE_DECIMAL = 5,
        WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8 };
-#define WRITE_KIND(kind) ((kind) & 0xFF) /* WRITE_DECIMAL carries its scale above the low byte */
+/* A kind's flag: the column's writer writes None as null (a nullable column without a default), written here */
+#define WRITE_NULL 0x80
+#define WRITE_KIND(kind) ((kind) & 0x7F) /* WRITE_DECIMAL carries its scale above the low byte */
 
 static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     PyObject *text = PyObject_CallOneArg(write, value);
@@ -401,7 +403,7 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind)
     int overflow;
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (number == -1 && PyErr_Occurred()) return -1;
-    if (overflow > 0 && kind == WRITE_LONG) {
+    if (overflow > 0 && WRITE_KIND(kind) == WRITE_LONG) {
         unsigned long long wide = PyLong_AsUnsignedLongLong(value);
         if (wide == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -430,6 +432,7 @@ static int put_decimal_object(Buffer *out, PyObject *value, long scale) {
    (WRITE_STRING), a float (WRITE_DOUBLE), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
    (WRITE_MICROS, WRITE_MILLIS) written here, anything else by `write`. */
 static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
+    if (value == Py_None && (kind & WRITE_NULL)) return put(out, "null", 4);
     switch (WRITE_KIND(kind)) {
     case WRITE_INTEGER: case WRITE_LONG:
         if (PyLong_CheckExact(value)) return put_integer(out, value, write, kind);
@@ -838,9 +841,9 @@ static int put_binlog_value(Buffer *out, const unsigned char *p, const Column *c
 static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ssize_t start, long kind,
                       PyObject *write) {
     int failure;
-    if (start < 0) return put_written(out, write, Py_None);
+    if (start < 0) return (kind & WRITE_NULL) ? put(out, "null", 4) : put_written(out, write, Py_None);
     const unsigned char *p = in->data + start;
-    if (kind == WRITE_INTEGER || kind == WRITE_LONG) {
+    if (WRITE_KIND(kind) == WRITE_INTEGER || WRITE_KIND(kind) == WRITE_LONG) {
         long long number;
         switch (column->kind) {
         case INT8: number = (int8_t)p[0]; break;
@@ -855,7 +858,7 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         case INT64: number = (int64_t)little(p, 8); break;
         case UINT64: {
             uint64_t value = little(p, 8);
-            if (value > (uint64_t)INT64_MAX && kind != WRITE_LONG) goto general;
+            if (value > (uint64_t)INT64_MAX && WRITE_KIND(kind) != WRITE_LONG) goto general;
             number = (long long)value; /* WRITE_LONG: Java's long wraps around */
             break;
         }
@@ -864,7 +867,7 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         char digits_text[CDC_INT64_TEXT_MAX];
         return put(out, digits_text, decimal_int64(digits_text, number));
     }
-    if (kind == WRITE_STRING && column->kind == STRING && column->utf8) {
+    if (WRITE_KIND(kind) == WRITE_STRING && column->kind == STRING && column->utf8) {
         uint64_t length = little(p, column->size);
         return put_json_string(out, (const char *)p + column->size, (Py_ssize_t)length);
     }
@@ -925,7 +928,7 @@ static int put_image(Buffer *out, const Reader *in, const Column *columns, const
         const Writer *writer = &writers[i];
         if (put(out, writer->prefix, writer->prefix_length) < 0) return -1;
         Py_ssize_t column = writer->column;
-        int failure = column < 0 ? put_written(out, writer->write, Py_None)
+        int failure = column < 0 ? put_value(out, Py_None, writer->kind, writer->write)
                                  : put_column(out, in, &columns[column], starts[column], writer->kind, writer->write);
         if (failure) return -1;
     }
