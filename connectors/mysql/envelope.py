@@ -449,10 +449,12 @@ _TEMPORAL_KINDS = {
 
 
 def _compiled_kind(column: ColumnMapping) -> int | None:
-    """The kind the compiled writer writes a column without a rule by, beside ints and strs: DOUBLE, DECIMAL
+    """The kind the compiled writer writes a column without a rule by, beside ints and strs: ENUM, DOUBLE, DECIMAL
     (precise), DATE and DATETIME (each kind's values as types.py converts them and JsonConverter writes them, other
     values by the column's writer); None: the column's writer writes them all."""
     schema, code = column.schema, column.column.type_code
+    if code == FIELD_TYPE.ENUM and column.convert_function is str and schema.type == "string":
+        return WRITE_STRING  # a str is its own value, its text written as a plain string's
     if code == FIELD_TYPE.DOUBLE and column.convert_function is float and schema.type == "float64" \
             and schema.name is None:
         return WRITE_DOUBLE

@@ -157,12 +157,15 @@ TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE
                                                   "2024-05-06 07:08:09.123"])),
     "t1": ("DATETIME(1)", lambda rng: rng.choice(["1969-12-31 23:59:59.9", "2024-05-06 07:08:09.5"])),
     "t0": ("DATETIME", lambda rng: rng.choice(["1950-06-07 08:09:10", "2038-01-19 03:14:08"])),
+    "en": ("ENUM('a', 'bé', '\"q\"')", lambda rng: rng.choice(["a", "bé", '"q"'])),
+    "st": ("SET('x', 'y', 'z')", lambda rng: rng.choice(["", "x", "z,x"])),
 }
 
 
 def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, mariadb_db, monkeypatch):
-    """The columns the run writer writes itself (doubles, decimals, dates, datetimes) at their edges, NULLs among
-    them, inserted, updated (their key too) and deleted, in the default and the `connect` and schema'd forms."""
+    """The columns the run writer writes itself (doubles, decimals, dates, datetimes, ENUMs) at their edges, and
+    SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default, `connect` and schema'd
+    forms."""
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in TYPED.items())

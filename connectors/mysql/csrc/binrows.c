@@ -25,14 +25,16 @@ static PyObject *decimal_type; /* decimal.Decimal */
 /* Column kinds (compiled_rows.py) */
 enum {
     INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR,
-    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL
+    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS
 };
 
 typedef struct {
     PyObject *name;     /* borrowed from the layout */
     int kind;
-    int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision */
+    int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision; ENUM_INDEX,
+                           SET_BITS: bytes of the value */
     int scale;          /* NEWDECIMAL */
+    PyObject *values;   /* ENUM_INDEX: the library's values by index ("" first); SET_BITS: by bit (borrowed) */
     const char *encoding; /* STRING: Python codec, NULL for bytes */
     int utf8;
 } Column;
@@ -228,6 +230,29 @@ static PyObject *value_of(Reader *in, const Column *column) {
         in->pos += bytes;
         return decimal_of(p, column->size, column->scale);
     }
+    case ENUM_INDEX: { /* the library's enum_values[index] */
+        if (need(in, column->size)) return NULL;
+        in->pos += column->size;
+        uint64_t index = little(p, column->size);
+        if (index >= (uint64_t)PyTuple_GET_SIZE(column->values)) return for_the_library();
+        return Py_NewRef(PyTuple_GET_ITEM(column->values, (Py_ssize_t)index));
+    }
+    case SET_BITS: { /* the values of the bits set; none: frozenset() (binlog._values of the library's empty set) */
+        if (need(in, column->size)) return NULL;
+        in->pos += column->size;
+        uint64_t mask = little(p, column->size);
+        PyObject *members = PySet_New(NULL);
+        if (members == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(column->values) && i < 64; i++) {
+            if ((mask >> i) & 1 && PySet_Add(members, PyTuple_GET_ITEM(column->values, i)) < 0) {
+                Py_DECREF(members);
+                return NULL;
+            }
+        }
+        PyObject *frozen = PyFrozenSet_New(members);
+        Py_DECREF(members);
+        return frozen;
+    }
     case STRING: {
         if (need(in, column->size)) return NULL;
         uint64_t length = little(p, column->size);
@@ -282,6 +307,45 @@ static PyObject *image(Reader *in, const Column *columns, Py_ssize_t count, cons
     return row;
 }
 
+/* The columns of a layout tuple (compiled_rows.layout) into `columns` (count entries); -1 with an exception set. */
+static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(layout, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
+            return -1;
+        }
+        columns[i].name = PyTuple_GET_ITEM(spec, 0);
+        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) return -1;
+        PyObject *last = PyTuple_GET_ITEM(spec, 3);
+        int kind = columns[i].kind, size = columns[i].size;
+        if (kind == STRING && last != Py_None) {
+            columns[i].encoding = PyUnicode_AsUTF8(last);
+            if (columns[i].encoding == NULL) return -1;
+            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
+        } else if (kind == NEWDECIMAL) {
+            columns[i].scale = (int)PyLong_AsLong(last);
+            if (PyErr_Occurred()) return -1;
+        } else if (kind == ENUM_INDEX || kind == SET_BITS) {
+            if (!PyTuple_Check(last)) {
+                PyErr_SetString(PyExc_TypeError, "an ENUM's or SET's layout column ends with its values' tuple");
+                return -1;
+            }
+            columns[i].values = last;
+        }
+        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
+            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
+            || columns[i].scale > 30 || columns[i].scale > size)) || (kind == ENUM_INDEX && (size < 1 || size > 2))
+            || (kind == SET_BITS && (size < 1 || size > 8)) || kind < INT8 || kind > SET_BITS) {
+            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* decode_rows(body, layout, present, present_after) -> list: the event's rows, each a dict (write and delete
    events) or a (before, after) tuple of dicts (update events: present_after is not None). `layout`: a tuple of
    (name, kind, size, encoding or scale or None) per column, as compiled_rows.layout makes it. ValueError: a value
@@ -320,33 +384,7 @@ static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(layout, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
-            goto done;
-        }
-        columns[i].name = PyTuple_GET_ITEM(spec, 0);
-        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
-        if (PyErr_Occurred()) goto done;
-        PyObject *last = PyTuple_GET_ITEM(spec, 3);
-        int kind = columns[i].kind, size = columns[i].size;
-        if (kind == STRING && last != Py_None) {
-            columns[i].encoding = PyUnicode_AsUTF8(last);
-            if (columns[i].encoding == NULL) goto done;
-            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
-        } else if (kind == NEWDECIMAL) {
-            columns[i].scale = (int)PyLong_AsLong(last);
-            if (PyErr_Occurred()) goto done;
-        }
-        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
-            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
-            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
-            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
-            goto done;
-        }
-    }
+    if (parse_layout(layout, columns, count) < 0) goto done;
     rows = PyList_New(0);
     if (rows == NULL) goto done;
     Reader in = {body.buf, body.len, 0};
@@ -576,38 +614,6 @@ static PyObject *write_key(PyObject *module, PyObject *const *args, Py_ssize_t n
 
 /* ---- runs: a rows event's messages straight from its body ---------------------------------------------------- */
 
-/* The columns of a layout tuple (compiled_rows.layout) into `columns` (count entries); -1 with an exception set. */
-static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(layout, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
-            return -1;
-        }
-        columns[i].name = PyTuple_GET_ITEM(spec, 0);
-        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
-        if (PyErr_Occurred()) return -1;
-        PyObject *last = PyTuple_GET_ITEM(spec, 3);
-        int kind = columns[i].kind, size = columns[i].size;
-        if (kind == STRING && last != Py_None) {
-            columns[i].encoding = PyUnicode_AsUTF8(last);
-            if (columns[i].encoding == NULL) return -1;
-            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
-        } else if (kind == NEWDECIMAL) {
-            columns[i].scale = (int)PyLong_AsLong(last);
-            if (PyErr_Occurred()) return -1;
-        }
-        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
-            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
-            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
-            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* The bytes of one value of `column` at in->pos (a string's length prefix included); -1 when the event ends first. */
 static Py_ssize_t value_size(const Reader *in, const Column *column) {
     const unsigned char *p = in->data + in->pos;
@@ -622,6 +628,7 @@ static Py_ssize_t value_size(const Reader *in, const Column *column) {
     case TIMESTAMP2: size = 4 + (column->size + 1) / 2; break;
     case TIME2: size = 3 + (column->size + 1) / 2; break;
     case NEWDECIMAL: size = decimal_length(column->size, column->scale); break;
+    case ENUM_INDEX: case SET_BITS: size = column->size; break;
     case STRING: {
         if (left < column->size) return -1;
         uint64_t length = little(p, column->size);
@@ -680,7 +687,9 @@ static int is_ascii(const unsigned char *text, Py_ssize_t length) {
 static int check_value(const Reader *in, const Column *column, Py_ssize_t start) {
     if (start < 0) return 0;
     int kind = column->kind;
-    if (kind <= DOUBLE || kind == YEAR) return 0;
+    if (kind <= DOUBLE || kind == YEAR || kind == SET_BITS) return 0;
+    if (kind == ENUM_INDEX && little(in->data + start, column->size) < (uint64_t)PyTuple_GET_SIZE(column->values))
+        return 0;
     const unsigned char *p = in->data + start;
     if (kind == STRING) {
         if (column->encoding == NULL) return 0;
