@@ -31,9 +31,13 @@ from connectors.mysql.compiled_rows import (
     WRITE_INTEGER,
     WRITE_LONG,
     WRITE_MICROS,
+    WRITE_MICROTIME,
     WRITE_MILLIS,
+    WRITE_MILLITIME,
     WRITE_NULL,
     WRITE_STRING,
+    WRITE_YEAR,
+    WRITE_ZONED,
     make_message,
     write_event,
     write_key,
@@ -440,18 +444,25 @@ def _kind_writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]
     return WRITE_CALL if kind is None else kind, lambda value: encode(convert(value))
 
 
+_TEMPORAL_CODES = {FIELD_TYPE.NEWDATE: FIELD_TYPE.DATE, FIELD_TYPE.DATETIME: FIELD_TYPE.DATETIME2,
+                   FIELD_TYPE.TIMESTAMP: FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.TIME: FIELD_TYPE.TIME2}
+# (type, logical name) -> (kind, Connect type) of the temporal columns the compiled writer writes
 _TEMPORAL_KINDS = {
-    (FIELD_TYPE.DATE, "io.debezium.time.Date"): WRITE_DATE, (FIELD_TYPE.DATE, "org.apache.kafka.connect.data.Date"):
-    WRITE_DATE, (FIELD_TYPE.DATETIME2, "io.debezium.time.MicroTimestamp"): WRITE_MICROS,
-    (FIELD_TYPE.DATETIME2, "io.debezium.time.Timestamp"): WRITE_MILLIS,
-    (FIELD_TYPE.DATETIME2, "org.apache.kafka.connect.data.Timestamp"): WRITE_MILLIS,
+    (FIELD_TYPE.DATE, "io.debezium.time.Date"): (WRITE_DATE, "int32"),
+    (FIELD_TYPE.DATE, "org.apache.kafka.connect.data.Date"): (WRITE_DATE, "int32"),
+    (FIELD_TYPE.DATETIME2, "io.debezium.time.MicroTimestamp"): (WRITE_MICROS, "int64"),
+    (FIELD_TYPE.DATETIME2, "io.debezium.time.Timestamp"): (WRITE_MILLIS, "int64"),
+    (FIELD_TYPE.DATETIME2, "org.apache.kafka.connect.data.Timestamp"): (WRITE_MILLIS, "int64"),
+    (FIELD_TYPE.TIME2, "io.debezium.time.MicroTime"): (WRITE_MICROTIME, "int64"),
+    (FIELD_TYPE.TIME2, "org.apache.kafka.connect.data.Time"): (WRITE_MILLITIME, "int32"),
+    (FIELD_TYPE.YEAR, "io.debezium.time.Year"): (WRITE_YEAR, "int32"),
 }
 
 
 def _compiled_kind(column: ColumnMapping) -> int | None:
     """The kind the compiled writer writes a column without a rule by, beside ints and strs: ENUM, DOUBLE, DECIMAL
-    (precise), DATE and DATETIME (each kind's values as types.py converts them and JsonConverter writes them, other
-    values by the column's writer); None: the column's writer writes them all."""
+    (precise), DATE, DATETIME, TIMESTAMP, TIME and YEAR (each kind's values as types.py converts them and
+    JsonConverter writes them, other values by the column's writer); None: the column's writer writes them all."""
     schema, code = column.schema, column.column.type_code
     if code == FIELD_TYPE.ENUM and column.convert_function is str and schema.type == "string":
         return WRITE_STRING  # a str is its own value, its text written as a plain string's
@@ -460,10 +471,11 @@ def _compiled_kind(column: ColumnMapping) -> int | None:
         return WRITE_DOUBLE
     if code == FIELD_TYPE.NEWDECIMAL and schema.type == "bytes" and schema.name == logical.DECIMAL:
         return WRITE_DECIMAL | int(schema.parameters["scale"]) << 8
-    code = {FIELD_TYPE.NEWDATE: FIELD_TYPE.DATE, FIELD_TYPE.DATETIME: FIELD_TYPE.DATETIME2}.get(code, code)
-    expected = "int32" if code == FIELD_TYPE.DATE else "int64"
+    code = _TEMPORAL_CODES.get(code, code)
+    if code == FIELD_TYPE.TIMESTAMP2 and schema.name == "io.debezium.time.ZonedTimestamp" and schema.type == "string":
+        return WRITE_ZONED | (column.column.fsp or 0) << 8
     kind = _TEMPORAL_KINDS.get((code, schema.name))
-    return kind if kind is not None and schema.type == expected else None
+    return kind[0] if kind is not None and schema.type == kind[1] else None
 
 
 def _encoder(schema: Schema):

@@ -157,13 +157,20 @@ TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE
                                                   "2024-05-06 07:08:09.123"])),
     "t1": ("DATETIME(1)", lambda rng: rng.choice(["1969-12-31 23:59:59.9", "2024-05-06 07:08:09.5"])),
     "t0": ("DATETIME", lambda rng: rng.choice(["1950-06-07 08:09:10", "2038-01-19 03:14:08"])),
+    "s6": ("TIMESTAMP(6) NULL", lambda rng: rng.choice(["1970-01-01 00:00:01", "2038-01-19 03:14:07.999999",
+                                                        "1999-12-31 23:59:59.000001"])),
+    "s0": ("TIMESTAMP NULL", lambda rng: rng.choice(["1970-01-01 00:00:01", "2024-02-29 12:00:00"])),
+    "h6": ("TIME(6)", lambda rng: rng.choice(["-838:59:59.000000", "838:59:59", "-00:00:00.000001", "12:34:56.5"])),
+    "h0": ("TIME", lambda rng: rng.choice(["-01:00:00", "00:00:00", "100:00:01"])),
+    "y": ("YEAR", lambda rng: rng.choice([1901, 2155, 2024])),
     "en": ("ENUM('a', 'bé', '\"q\"')", lambda rng: rng.choice(["a", "bé", '"q"'])),
     "st": ("SET('x', 'y', 'z')", lambda rng: rng.choice(["", "x", "z,x"])),
 }
 
 
 def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, mariadb_db, monkeypatch):
-    """The columns the run writer writes itself (doubles, decimals, dates, datetimes, ENUMs) at their edges, and
+    """The columns the run writer writes itself (doubles, decimals, dates, datetimes, timestamps, times, years,
+    ENUMs) at their edges, and
     SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default, `connect` and schema'd
     forms."""
     seed = random.SystemRandom().randrange(2**32)

@@ -1,9 +1,11 @@
-"""The compiled writers of DOUBLE, DECIMAL, DATE and DATETIME columns (WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE,
-WRITE_MICROS, WRITE_MILLIS: connectors/mysql/_binrows, chosen by envelope.TableEvents) write what the columns' own
+"""The compiled writers of DOUBLE, DECIMAL, DATE, DATETIME, TIMESTAMP, TIME and YEAR columns (WRITE_DOUBLE,
+WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME, WRITE_YEAR:
+connectors/mysql/_binrows, chosen by envelope.TableEvents) write what the columns' own
 Python writers write (types.py's conversion, then JsonConverter's text): the values a SELECT or the binlog decoder
 gives (floats at their limits, NaN and infinities, negative zero; decimals of every scale up to DECIMAL(65,30),
 negative, zero, negative zero, in the forms str(Decimal) writes; dates and datetimes before 1970, at the limits of
-their range, with every fraction width), NULLs and values of other types (written by the column's writer), under
+their range, with every fraction width; timestamps at the epoch (the zero value) and as a SELECT reads them; negative
+times; YEAR 0), NULLs and values of other types (written by the column's writer), under
 every time.precision.mode and decimal.handling.mode (NULLs of nullable columns written as `null` by the module:
 WRITE_NULL), from Python values (write_row, write_key) and from binlog bytes
 (write_run). Without the module the test skips, except in CI."""
@@ -26,11 +28,16 @@ from connectors.mysql.compiled_rows import (
     WRITE_DECIMAL,
     WRITE_DOUBLE,
     WRITE_MICROS,
+    WRITE_MICROTIME,
     WRITE_MILLIS,
+    WRITE_MILLITIME,
     WRITE_NULL,
+    WRITE_YEAR,
+    WRITE_ZONED,
 )
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.envelope import TableEvents
+from connectors.mysql.types import SelectedTimestamp
 from tests.compiled_modules import require_built
 
 BASE = {"name": "m1", "database.hostname": "db", "database.user": "cdc", "database.server.id": "5400",
@@ -42,6 +49,10 @@ TABLE = TableSchema("shop", "wide", (
     *(ColumnInfo(name, FIELD_TYPE.NEWDECIMAL, True, precision=p, scale=s) for name, (p, s) in DECIMALS.items()),
     ColumnInfo("da", FIELD_TYPE.DATE, True),
     *(ColumnInfo(f"t{fsp}", FIELD_TYPE.DATETIME2, True, fsp=fsp) for fsp in range(7)),
+    *(ColumnInfo(f"s{fsp}", FIELD_TYPE.TIMESTAMP2, True, fsp=fsp) for fsp in range(7)),
+    *(ColumnInfo(f"h{fsp}", FIELD_TYPE.TIME2, True, fsp=fsp) for fsp in (0, 3, 6)),
+    ColumnInfo("y", FIELD_TYPE.YEAR, True),
+    ColumnInfo("sr", FIELD_TYPE.TIMESTAMP2, False, fsp=2),
 ))
 EPOCH = datetime.datetime(1970, 1, 1)
 
@@ -92,6 +103,23 @@ def _datetime(rng: random.Random, fsp: int) -> datetime.datetime:
                                          rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), micro)])
 
 
+def _timestamp(rng: random.Random, fsp: int) -> datetime.datetime:
+    micro = int(f"{rng.randrange(10**6):06d}"[:fsp].ljust(6, "0")) if fsp else 0
+    value = rng.choice([EPOCH, EPOCH.replace(microsecond=micro), datetime.datetime(2038, 1, 19, 3, 14, 7, micro),
+                        datetime.datetime(rng.randint(1971, 2037), rng.randint(1, 12), rng.randint(1, 28),
+                                          rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), micro)])
+    # a SELECT's value (the snapshot's): Debezium's JDBC form, which the column's writer writes
+    return SelectedTimestamp.of(value) if rng.random() < 0.2 else value
+
+
+def _time(rng: random.Random, fsp: int) -> datetime.timedelta:
+    micro = int(f"{rng.randrange(10**6):06d}"[:fsp].ljust(6, "0")) if fsp else 0
+    value = datetime.timedelta(hours=rng.randint(0, 838), minutes=rng.randint(0, 59), seconds=rng.randint(0, 59),
+                               microseconds=micro)
+    return rng.choice([value, -value, datetime.timedelta(0), datetime.timedelta(microseconds=-1),
+                       -datetime.timedelta(hours=838, minutes=59, seconds=59)])
+
+
 def _other(rng: random.Random, value):
     return rng.choice([None, None, 1, "text", 1.5, decimal.Decimal("1.25"), decimal.Decimal("1E+2"),
                        decimal.Decimal("NaN"), value.normalize() if isinstance(value, decimal.Decimal) else None,
@@ -103,6 +131,9 @@ def _row(rng: random.Random) -> dict:
     row = {"id": rng.randint(-2**31, 2**31 - 1), "db": _double(rng), "da": _date(rng)}
     row.update({name: _decimal(rng, p, s) for name, (p, s) in DECIMALS.items()})
     row.update({f"t{fsp}": _datetime(rng, fsp) for fsp in range(7)})
+    row.update({f"s{fsp}": _timestamp(rng, fsp) for fsp in range(7)})
+    row.update({f"h{fsp}": _time(rng, fsp) for fsp in (0, 3, 6)})
+    row.update({"y": rng.choice([1900, 1901, 2155, 2024]), "sr": _timestamp(rng, 2)})
     return {name: _other(rng, value) if rng.random() < 0.02 else value for name, value in row.items()}
 
 
@@ -112,12 +143,16 @@ def test_the_compiled_writers_write_what_the_columns_writers_write(props):
     require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     events = TableEvents(MySqlConfig.from_properties({**BASE, **props}), TABLE)
     kinds = {name: kind & ~WRITE_NULL for name, _, kind, _ in events._writers}  # noqa: SLF001 - under test
-    # every column but the key is nullable without a default: its writer writes None as null, and so does the module
-    assert {name for name, _, kind, _ in events._writers if kind & WRITE_NULL} == set(kinds) - {"id"}  # noqa: SLF001
+    # every column but the key and `sr` is nullable without a default: its writer writes None as null, and so does
+    # the module
+    assert {name for name, _, kind, _ in events._writers if kind & WRITE_NULL} == set(kinds) - {"id", "sr"}  # noqa: SLF001
     assert kinds["db"] == WRITE_DOUBLE
     assert kinds["da"] == WRITE_DATE
     assert kinds["t6"] == (WRITE_MILLIS if props.get("time.precision.mode") else WRITE_MICROS)
     assert kinds["t3"] == WRITE_MILLIS
+    assert kinds["s5"] == WRITE_ZONED | 5 << 8
+    assert kinds["h3"] == (WRITE_MILLITIME if props.get("time.precision.mode") else WRITE_MICROTIME)
+    assert kinds["y"] == WRITE_YEAR
     assert kinds["d30"] == (WRITE_DECIMAL | 30 << 8 if not props.get("decimal.handling.mode") else WRITE_CALL)
     rng = random.Random(5)
     written = 0

@@ -422,10 +422,11 @@ done:
    write) tuples (envelope.TableEvents' writers), a value missing from `values` is None. None: a text with no UTF-8
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
 enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3, WRITE_DOUBLE = 4, WRITE_DECIMAL = 5,
-       WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8 };
+       WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8, WRITE_ZONED = 9, WRITE_MICROTIME = 10, WRITE_MILLITIME = 11,
+       WRITE_YEAR = 12 };
 /* A kind's flag: the column's writer writes None as null (a nullable column without a default), written here */
 #define WRITE_NULL 0x80
-#define WRITE_KIND(kind) ((kind) & 0x7F) /* WRITE_DECIMAL carries its scale above the low byte */
+#define WRITE_KIND(kind) ((kind) & 0x7F) /* WRITE_DECIMAL carries its scale above the low byte, WRITE_ZONED its fsp */
 
 static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     PyObject *text = PyObject_CallOneArg(write, value);
@@ -466,6 +467,32 @@ static int put_decimal_object(Buffer *out, PyObject *value, long scale) {
     return result;
 }
 
+/* A TIMESTAMP's datetime (UTC) as types._timestamp's `iso` writes a streamed one, in quotes: its `fsp` fraction
+   digits (none when 0, but a fraction's digits without trailing zeros); 1 for the epoch (the column's zero value,
+   which its writer writes) and years strftime may write otherwise. */
+static int put_zoned(Buffer *out, int year, int month, int day, int hour, int minute, int second, int micro,
+                     long fsp) {
+    if (year < 1000 || year > 9999 || fsp < 0 || fsp > 6 || micro < 0 || micro > 999999) return 1;
+    if (year == 1970 && month == 1 && day == 1 && hour == 0 && minute == 0 && second == 0 && micro == 0) return 1;
+    char text[64];
+    int at = snprintf(text, sizeof text, "\"%04d-%02d-%02dT%02d:%02d:%02d", year, month, day, hour, minute, second);
+    char digits[16];
+    snprintf(digits, sizeof digits, "%06d", micro);
+    int count = (int)fsp;
+    if (count == 0 && micro) {
+        count = 6;
+        while (digits[count - 1] == '0') count--;
+    }
+    if (count) {
+        text[at++] = '.';
+        memcpy(text + at, digits, (size_t)count);
+        at += count;
+    }
+    text[at++] = 'Z';
+    text[at++] = '"';
+    return put(out, text, at);
+}
+
 /* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG), a str
    (WRITE_STRING), a float (WRITE_DOUBLE), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
    (WRITE_MICROS, WRITE_MILLIS) written here, anything else by `write`. */
@@ -504,6 +531,31 @@ static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
                                             PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value),
                                             PyDateTime_DATE_GET_MICROSECOND(value));
             return put_int64(out, WRITE_KIND(kind) == WRITE_MICROS ? micros : floor_millis(micros));
+        }
+        break;
+    case WRITE_ZONED:
+        if (PyDateTime_CheckExact(value) && PyDateTime_DATE_GET_TZINFO(value) == Py_None) {
+            int written = put_zoned(out, PyDateTime_GET_YEAR(value), PyDateTime_GET_MONTH(value),
+                                    PyDateTime_GET_DAY(value), PyDateTime_DATE_GET_HOUR(value),
+                                    PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value),
+                                    PyDateTime_DATE_GET_MICROSECOND(value), kind >> 8);
+            if (written != 1) return written;
+        }
+        break;
+    case WRITE_MICROTIME: case WRITE_MILLITIME:
+        if (PyDelta_CheckExact(value)) {
+            long long micros = ((long long)PyDateTime_DELTA_GET_DAYS(value) * 86400 +
+                                PyDateTime_DELTA_GET_SECONDS(value)) * 1000000LL +
+                               PyDateTime_DELTA_GET_MICROSECONDS(value);
+            return put_int64(out, WRITE_KIND(kind) == WRITE_MICROTIME ? micros : floor_millis(micros));
+        }
+        break;
+    case WRITE_YEAR:
+        if (PyLong_CheckExact(value)) {
+            int overflow;
+            long long year = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (year == -1 && PyErr_Occurred()) return -1;
+            if (!overflow) return put_int64(out, year == 1900 ? 0 : year);
         }
         break;
     }
