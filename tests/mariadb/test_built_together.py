@@ -170,9 +170,8 @@ TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE
 
 def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, mariadb_db, monkeypatch):
     """The columns the run writer writes itself (doubles, decimals, dates, datetimes, timestamps, times, years,
-    ENUMs) at their edges, and
-    SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default, `connect` and schema'd
-    forms."""
+    ENUMs) at their edges, and SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default,
+    `connect` and schema'd forms."""
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in TYPED.items())
