@@ -1,10 +1,10 @@
-"""The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by
-scripts/build_extensions.py) instead of python-mysql-replication's per-value Python: the same values in the same
-dicts, for tables whose every column is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP,
-TIME, strings and blobs of any character set, ENUM, SET: a SET's values a frozenset, as binlog._values makes the
-library's empty set). Other tables (BIT, MySQL's JSON, geometry), an event with a zero date, an ENUM index past its
-values, a partial JSON update, or no module (not built, or built from older sources): the library decodes the rows, as
-before (tests/mariadb/test_compiled_rows.py compares the two on real events).
+"""The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by scripts/build_extensions.py)
+instead of python-mysql-replication's per-value Python: the same values in the same dicts, for tables whose every column
+is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP, TIME, strings and blobs of any character
+set, ENUM, SET: a SET's values a frozenset, as binlog._values makes the library's empty set; BIT: its bits' text). Other
+tables (MySQL's JSON, geometry), an event with a zero date, an ENUM index past its values, a partial JSON update, or no
+module (not built, or built from older sources): the library decodes the rows, as before
+(tests/mariadb/test_compiled_rows.py compares the two on real events).
 
 `write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
 column without a rule or a logical type in C, any other value by the column's own writer; `write_event` writes a
@@ -55,7 +55,7 @@ WRITE_NULL = 0x80  # a kind's flag: the column's writer writes None as `null` (t
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,
- TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS) = range(21)
+ TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS, BIT_STRING) = range(22)
 _TEMPORALS = {FIELD_TYPE.DATETIME2: DATETIME2, FIELD_TYPE.TIMESTAMP2: TIMESTAMP2, FIELD_TYPE.TIME2: TIME2}
 _INTEGERS = {FIELD_TYPE.TINY: (INT8, UINT8), FIELD_TYPE.SHORT: (INT16, UINT16), FIELD_TYPE.INT24: (INT24, UINT24),
              FIELD_TYPE.LONG: (INT32, UINT32), FIELD_TYPE.LONGLONG: (INT64, UINT64)}
@@ -75,8 +75,8 @@ def _encoding(charset: str | None) -> str | None:
 
 def _column(column) -> tuple | None:
     """(name, kind, size, encoding or scale or values) of a binlog.ColumnInfo (size: a string's length prefix, a
-    temporal's fraction digits, a decimal's precision, an ENUM's or SET's bytes); None: a kind binrows.c does not
-    decode."""
+    temporal's fraction digits, a decimal's precision, an ENUM's or SET's bytes, a BIT's bits); None: a kind binrows.c
+    does not decode."""
     kind = column.type_code
     if kind in _INTEGERS:
         return column.name, _INTEGERS[kind][column.unsigned], 0, None
@@ -102,6 +102,8 @@ def _column(column) -> tuple | None:
     if kind == FIELD_TYPE.SET and column.set_values:
         size = (len(column.set_values) + 7) // 8
         return column.name, SET_BITS, 8 if size > 4 else size, tuple(column.set_values)
+    if kind == FIELD_TYPE.BIT and column.bits and 1 <= column.bits <= 64:
+        return column.name, BIT_STRING, column.bits, None
     return None
 
 

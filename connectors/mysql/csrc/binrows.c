@@ -25,14 +25,14 @@ static PyObject *decimal_type; /* decimal.Decimal */
 /* Column kinds (compiled_rows.py) */
 enum {
     INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR,
-    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS
+    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS, BIT_STRING
 };
 
 typedef struct {
     PyObject *name;     /* borrowed from the layout */
     int kind;
     int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision; ENUM_INDEX,
-                           SET_BITS: bytes of the value */
+                           SET_BITS: bytes of the value; BIT_STRING: bits */
     int scale;          /* NEWDECIMAL */
     PyObject *values;   /* ENUM_INDEX: the library's values by index ("" first); SET_BITS: by bit (borrowed) */
     const char *encoding; /* STRING: Python codec, NULL for bytes */
@@ -253,6 +253,15 @@ static PyObject *value_of(Reader *in, const Column *column) {
         Py_DECREF(members);
         return frozen;
     }
+    case BIT_STRING: { /* the library's __read_bit: the value's `size` low bits, big-endian, as "0" and "1" */
+        int bytes = (column->size + 7) / 8;
+        if (need(in, bytes)) return NULL;
+        in->pos += bytes;
+        uint64_t value = big(p, bytes);
+        char text[64];
+        for (int i = 0; i < column->size; i++) text[i] = (char)('0' + ((value >> (column->size - 1 - i)) & 1));
+        return PyUnicode_DecodeASCII(text, column->size, "strict");
+    }
     case STRING: {
         if (need(in, column->size)) return NULL;
         uint64_t length = little(p, column->size);
@@ -338,7 +347,8 @@ static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
         if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
             && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
             || columns[i].scale > 30 || columns[i].scale > size)) || (kind == ENUM_INDEX && (size < 1 || size > 2))
-            || (kind == SET_BITS && (size < 1 || size > 8)) || kind < INT8 || kind > SET_BITS) {
+            || (kind == SET_BITS && (size < 1 || size > 8)) || (kind == BIT_STRING && (size < 1 || size > 64))
+            || kind < INT8 || kind > BIT_STRING) {
             PyErr_SetString(PyExc_ValueError, "a layout column out of range");
             return -1;
         }
@@ -681,6 +691,7 @@ static Py_ssize_t value_size(const Reader *in, const Column *column) {
     case TIME2: size = 3 + (column->size + 1) / 2; break;
     case NEWDECIMAL: size = decimal_length(column->size, column->scale); break;
     case ENUM_INDEX: case SET_BITS: size = column->size; break;
+    case BIT_STRING: size = (column->size + 7) / 8; break;
     case STRING: {
         if (left < column->size) return -1;
         uint64_t length = little(p, column->size);
@@ -739,7 +750,7 @@ static int is_ascii(const unsigned char *text, Py_ssize_t length) {
 static int check_value(const Reader *in, const Column *column, Py_ssize_t start) {
     if (start < 0) return 0;
     int kind = column->kind;
-    if (kind <= DOUBLE || kind == YEAR || kind == SET_BITS) return 0;
+    if (kind <= DOUBLE || kind == YEAR || kind == SET_BITS || kind == BIT_STRING) return 0;
     if (kind == ENUM_INDEX && little(in->data + start, column->size) < (uint64_t)PyTuple_GET_SIZE(column->values))
         return 0;
     const unsigned char *p = in->data + start;
