@@ -48,9 +48,10 @@ make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in d
 # given as `WRITE_DECIMAL | scale << 8`), WRITE_DATE days from the epoch (a date), WRITE_MICROS and WRITE_MILLIS
 # microseconds and milliseconds from the epoch (a naive datetime), WRITE_ZONED a TIMESTAMP's ISO text (a naive
 # datetime in UTC; `WRITE_ZONED | fsp << 8`), WRITE_MICROTIME and WRITE_MILLITIME a TIME's microseconds and
-# milliseconds (a timedelta), WRITE_YEAR a YEAR (an int, 1900 written 0): any other value by the column's writer
+# milliseconds (a timedelta), WRITE_YEAR a YEAR (an int, 1900 written 0), WRITE_FLOAT a float32 (a float): any other
+# value by the column's writer
 WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG, WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, \
-    WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME, WRITE_YEAR = range(13)
+    WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME, WRITE_YEAR, WRITE_FLOAT = range(14)
 WRITE_NULL = 0x80  # a kind's flag: the column's writer writes None as `null` (the compiled writer writes it itself)
 
 # binrows.c's column kinds

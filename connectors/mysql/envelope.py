@@ -28,6 +28,7 @@ from connectors.mysql.compiled_rows import (
     WRITE_DATE,
     WRITE_DECIMAL,
     WRITE_DOUBLE,
+    WRITE_FLOAT,
     WRITE_INTEGER,
     WRITE_LONG,
     WRITE_MICROS,
@@ -460,8 +461,8 @@ _TEMPORAL_KINDS = {
 
 
 def _compiled_kind(column: ColumnMapping) -> int | None:
-    """The kind the compiled writer writes a column without a rule by, beside ints and strs: ENUM, DOUBLE, DECIMAL
-    (precise), DATE, DATETIME, TIMESTAMP, TIME and YEAR (each kind's values as types.py converts them and
+    """The kind the compiled writer writes a column without a rule by, beside ints and strs: ENUM, DOUBLE, FLOAT,
+    DECIMAL (precise), DATE, DATETIME, TIMESTAMP, TIME and YEAR (each kind's values as types.py converts them and
     JsonConverter writes them, other values by the column's writer); None: the column's writer writes them all."""
     schema, code = column.schema, column.column.type_code
     if code == FIELD_TYPE.ENUM and column.convert_function is str and schema.type == "string":
@@ -469,6 +470,8 @@ def _compiled_kind(column: ColumnMapping) -> int | None:
     if code == FIELD_TYPE.DOUBLE and column.convert_function is float and schema.type == "float64" \
             and schema.name is None:
         return WRITE_DOUBLE
+    if code == FIELD_TYPE.FLOAT and schema.type == "float32" and schema.name is None:
+        return WRITE_FLOAT
     if code == FIELD_TYPE.NEWDECIMAL and schema.type == "bytes" and schema.name == logical.DECIMAL:
         return WRITE_DECIMAL | int(schema.parameters["scale"]) << 8
     code = _TEMPORAL_CODES.get(code, code)

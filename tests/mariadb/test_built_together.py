@@ -141,6 +141,7 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
 TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, WRITE_MILLIS)
     "db": ("DOUBLE", lambda rng: rng.choice([0.0, -0.0, -2.5, 1e-3, 1e7, 1 / 3, 1.7976931348623157e308, 5e-324,
                                              rng.uniform(-1e12, 1e12)])),
+    "fl": ("FLOAT", lambda rng: rng.choice([0.0, -1.5, 3.4e38, 1.17549435e-38, 0.1, rng.uniform(-1e6, 1e6)])),
     "d2": ("DECIMAL(12,2)", lambda rng: rng.choice(["-0.01", "0.00", "-9999999999.99", "9999999999.99",
                                                     f"{rng.uniform(-1e6, 1e6):.2f}"])),
     "d30": ("DECIMAL(65,30)", lambda rng: rng.choice(["-0.000000000000000000000000000001", "0",
@@ -169,7 +170,7 @@ TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE
 
 
 def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, mariadb_db, monkeypatch):
-    """The columns the run writer writes itself (doubles, decimals, dates, datetimes, timestamps, times, years,
+    """The columns the run writer writes itself (doubles, floats, decimals, dates, datetimes, timestamps, times, years,
     ENUMs) at their edges, and SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default,
     `connect` and schema'd forms."""
     seed = random.SystemRandom().randrange(2**32)

@@ -1,14 +1,14 @@
-"""The compiled writers of DOUBLE, DECIMAL, DATE, DATETIME, TIMESTAMP, TIME and YEAR columns (WRITE_DOUBLE,
-WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME, WRITE_YEAR:
-connectors/mysql/_binrows, chosen by envelope.TableEvents) write what the columns' own
-Python writers write (types.py's conversion, then JsonConverter's text): the values a SELECT or the binlog decoder
-gives (floats at their limits, NaN and infinities, negative zero; decimals of every scale up to DECIMAL(65,30),
-negative, zero, negative zero, in the forms str(Decimal) writes; dates and datetimes before 1970, at the limits of
-their range, with every fraction width; timestamps at the epoch (the zero value) and as a SELECT reads them; negative
-times; YEAR 0), NULLs and values of other types (written by the column's writer), under
-every time.precision.mode and decimal.handling.mode (NULLs of nullable columns written as `null` by the module:
-WRITE_NULL), from Python values (write_row, write_key) and from binlog bytes
-(write_run). Without the module the test skips, except in CI."""
+"""The compiled writers of DOUBLE, FLOAT, DECIMAL, DATE, DATETIME, TIMESTAMP, TIME and YEAR columns (WRITE_DOUBLE,
+WRITE_FLOAT, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME,
+WRITE_YEAR: connectors/mysql/_binrows, chosen by envelope.TableEvents) write what the columns' own Python writers
+write (types.py's conversion, then JsonConverter's text): the values a SELECT or the binlog decoder gives (doubles at
+their limits, NaN and infinities, negative zero; 32-bit floats, and doubles past their range; decimals of every scale
+up to DECIMAL(65,30), negative, zero, negative zero, in the forms str(Decimal) writes; dates and datetimes before
+1970, at the limits of their range, with every fraction width; timestamps at the epoch (the zero value) and as a
+SELECT reads them; negative times; YEAR 0), NULLs (written as `null` by the module for nullable columns: WRITE_NULL)
+and values of other types (written by the column's writer), under every time.precision.mode and
+decimal.handling.mode, as rows (write_row) and keys (write_key); tests/mariadb/test_built_together.py compares what
+write_run writes from real events' bytes. Without the module the test skips, except in CI."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from connectors.mysql.compiled_rows import (
     WRITE_DATE,
     WRITE_DECIMAL,
     WRITE_DOUBLE,
+    WRITE_FLOAT,
     WRITE_MICROS,
     WRITE_MICROTIME,
     WRITE_MILLIS,
@@ -46,6 +47,7 @@ DECIMALS = {"d0": (18, 0), "d2": (12, 2), "d5": (5, 5), "d9": (20, 9), "d30": (6
 TABLE = TableSchema("shop", "wide", (
     ColumnInfo("id", FIELD_TYPE.LONG, False, primary=True),
     ColumnInfo("db", FIELD_TYPE.DOUBLE, True),
+    ColumnInfo("fl", FIELD_TYPE.FLOAT, True),
     *(ColumnInfo(name, FIELD_TYPE.NEWDECIMAL, True, precision=p, scale=s) for name, (p, s) in DECIMALS.items()),
     ColumnInfo("da", FIELD_TYPE.DATE, True),
     *(ColumnInfo(f"t{fsp}", FIELD_TYPE.DATETIME2, True, fsp=fsp) for fsp in range(7)),
@@ -74,6 +76,13 @@ def _double(rng: random.Random):
                        float("-inf"), 100.0, 1e21, 4.35, rng.uniform(-1e6, 1e6),
                        rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30),
                        struct.unpack("<d", rng.randbytes(8))[0]])
+
+
+def _float(rng: random.Random):
+    single = struct.unpack("<f", rng.randbytes(4))[0]  # a FLOAT's value as the binlog gives it
+    return rng.choice([single, single, 0.0, -0.0, 1.1, 0.1, 1e-45, 1.4e-45, 3.4028234663852886e38, 3.5e38, -1e39,
+                       1.17549435e-38, 16777217.0, 1e7, 9999999.0, 1e-3, 123.456, float("nan"), float("inf"),
+                       rng.uniform(-1e6, 1e6)])
 
 
 def _decimal(rng: random.Random, precision: int, scale: int):
@@ -128,7 +137,7 @@ def _other(rng: random.Random, value):
 
 
 def _row(rng: random.Random) -> dict:
-    row = {"id": rng.randint(-2**31, 2**31 - 1), "db": _double(rng), "da": _date(rng)}
+    row = {"id": rng.randint(-2**31, 2**31 - 1), "db": _double(rng), "fl": _float(rng), "da": _date(rng)}
     row.update({name: _decimal(rng, p, s) for name, (p, s) in DECIMALS.items()})
     row.update({f"t{fsp}": _datetime(rng, fsp) for fsp in range(7)})
     row.update({f"s{fsp}": _timestamp(rng, fsp) for fsp in range(7)})
@@ -147,6 +156,7 @@ def test_the_compiled_writers_write_what_the_columns_writers_write(props):
     # the module
     assert {name for name, _, kind, _ in events._writers if kind & WRITE_NULL} == set(kinds) - {"id", "sr"}  # noqa: SLF001
     assert kinds["db"] == WRITE_DOUBLE
+    assert kinds["fl"] == WRITE_FLOAT
     assert kinds["da"] == WRITE_DATE
     assert kinds["t6"] == (WRITE_MILLIS if props.get("time.precision.mode") else WRITE_MICROS)
     assert kinds["t3"] == WRITE_MILLIS

@@ -433,7 +433,7 @@ done:
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
 enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3, WRITE_DOUBLE = 4, WRITE_DECIMAL = 5,
        WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8, WRITE_ZONED = 9, WRITE_MICROTIME = 10, WRITE_MILLITIME = 11,
-       WRITE_YEAR = 12 };
+       WRITE_YEAR = 12, WRITE_FLOAT = 13 };
 /* A kind's flag: the column's writer writes None as null (a nullable column without a default), written here */
 #define WRITE_NULL 0x80
 #define WRITE_KIND(kind) ((kind) & 0x7F) /* WRITE_DECIMAL carries its scale above the low byte, WRITE_ZONED its fsp */
@@ -504,7 +504,7 @@ static int put_zoned(Buffer *out, int year, int month, int day, int hour, int mi
 }
 
 /* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG), a str
-   (WRITE_STRING), a float (WRITE_DOUBLE), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
+   (WRITE_STRING), a float (WRITE_DOUBLE, WRITE_FLOAT), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
    (WRITE_MICROS, WRITE_MILLIS) written here, anything else by `write`. */
 static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
     if (value == Py_None && (kind & WRITE_NULL)) return put(out, "null", 4);
@@ -521,6 +521,12 @@ static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
         break;
     case WRITE_DOUBLE:
         if (PyFloat_CheckExact(value)) return put_java_double(out, PyFloat_AS_DOUBLE(value));
+        break;
+    case WRITE_FLOAT:
+        if (PyFloat_CheckExact(value)) {
+            int written = put_java_float(out, PyFloat_AS_DOUBLE(value));
+            if (written != 1) return written;
+        }
         break;
     case WRITE_DECIMAL:
         if (Py_IS_TYPE(value, (PyTypeObject *)decimal_type)) {

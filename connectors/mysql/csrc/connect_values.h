@@ -5,6 +5,7 @@
 #ifndef CDC_CONNECT_VALUES_H
 #define CDC_CONNECT_VALUES_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,30 +84,12 @@ static inline int java_digits(const char *text, char *digits, int *exponent) {
     return count;
 }
 
-/* Jackson's text of a float64 (json_converter._floating with java_double); -1 with an exception set. */
-static inline int put_java_double(Buffer *out, double value) {
-    if (isnan(value)) return put(out, "\"NaN\"", 5);
-    if (isinf(value)) return value > 0 ? put(out, "\"Infinity\"", 10) : put(out, "\"-Infinity\"", 11);
-    if (value == 0) return signbit(value) ? put(out, "-0.0", 4) : put(out, "0.0", 3);
-    char digits[48];
-    int exponent;
-    char *text = PyOS_double_to_string(fabs(value), 'r', 0, 0, NULL);
-    if (text == NULL) return -1;
-    int count = java_digits(text, digits, &exponent);
-    PyMem_Free(text);
-    if (count == 1) { /* JDK 19+: the closest two-digit decimal when the shortest has one digit */
-        text = PyOS_double_to_string(fabs(value), 'e', 1, 0, NULL);
-        if (text == NULL) return -1;
-        count = java_digits(text, digits, &exponent);
-        PyMem_Free(text);
-    }
-    if (count < 0) {
-        PyErr_SetString(PyExc_ValueError, "a float's text the writer does not read");
-        return -1;
-    }
+/* Java's text of a positive or negative number of `count` significant digits whose first has the decimal exponent
+   `exponent` (json_converter._java_format). */
+static inline int put_java_format(Buffer *out, int negative, const char *digits, int count, int exponent) {
     char written[96];
     int at = 0;
-    if (value < 0) written[at++] = '-';
+    if (negative) written[at++] = '-';
     if (exponent >= -3 && exponent < 7) {
         if (exponent >= 0) {
             for (int i = 0; i <= exponent; i++) written[at++] = i < count ? digits[i] : '0';
@@ -133,6 +116,58 @@ static inline int put_java_double(Buffer *out, double value) {
     }
     written[at++] = 'E';
     return put(out, written, at) < 0 ? -1 : put_int64(out, exponent);
+}
+
+/* The digits and exponent of PyOS_double_to_string(magnitude, code, precision); -1 with an exception set. */
+static inline int formatted_digits(double magnitude, char code, int precision, char *digits, int *exponent) {
+    char *text = PyOS_double_to_string(magnitude, code, precision, 0, NULL);
+    if (text == NULL) return -1;
+    int count = java_digits(text, digits, exponent);
+    PyMem_Free(text);
+    if (count < 0) PyErr_SetString(PyExc_ValueError, "a float's text the writer does not read");
+    return count;
+}
+
+/* Jackson's text of a float64 (json_converter._floating with java_double); -1 with an exception set. */
+static inline int put_java_double(Buffer *out, double value) {
+    if (isnan(value)) return put(out, "\"NaN\"", 5);
+    if (isinf(value)) return value > 0 ? put(out, "\"Infinity\"", 10) : put(out, "\"-Infinity\"", 11);
+    if (value == 0) return signbit(value) ? put(out, "-0.0", 4) : put(out, "0.0", 3);
+    char digits[48];
+    int exponent;
+    int count = formatted_digits(fabs(value), 'r', 0, digits, &exponent);
+    /* JDK 19+: the closest two-digit decimal when the shortest has one digit */
+    if (count == 1) count = formatted_digits(fabs(value), 'e', 1, digits, &exponent);
+    return count < 0 ? -1 : put_java_format(out, value < 0, digits, count, exponent);
+}
+
+/* Jackson's text of a FLOAT column's value (types._float32, then json_converter._floating with java_float): the
+   shortest decimal that reads back as the same 32-bit float, as Float.toString writes it; 1 where types._float32's
+   struct.pack meets a value past the largest 32-bit float (the value, or a shorter decimal tried before the one that
+   reads back: near FLT_MAX), which it refuses: the column's writer says so. */
+static inline int put_java_float(Buffer *out, double value) {
+    if (isfinite(value) && fabs(value) > FLT_MAX) return 1;
+    float single = (float)value;
+    if (isnan(single)) return put(out, "\"NaN\"", 5);
+    if (isinf(single)) return single > 0 ? put(out, "\"Infinity\"", 10) : put(out, "\"-Infinity\"", 11);
+    double magnitude = fabs((double)single);
+    if (magnitude == 0) return signbit(single) ? put(out, "-0.0", 4) : put(out, "0.0", 3);
+    char digits[48];
+    int exponent, count = -1;
+    for (int precision = 0; precision < 9 && count < 0; precision++) {
+        char *text = PyOS_double_to_string(magnitude, 'e', precision, 0, NULL);
+        if (text == NULL) return -1;
+        double back = PyOS_string_to_double(text, NULL, NULL);
+        if ((back == -1.0 && PyErr_Occurred()) || back > FLT_MAX) {
+            PyMem_Free(text);
+            return PyErr_Occurred() ? -1 : 1;
+        }
+        if ((float)back == (float)magnitude) count = java_digits(text, digits, &exponent);
+        PyMem_Free(text);
+    }
+    if (count < 0) count = formatted_digits(magnitude, 'e', 8, digits, &exponent);
+    if (count == 1) count = formatted_digits(magnitude, 'e', 1, digits, &exponent);
+    return count < 0 ? -1 : put_java_format(out, single < 0, digits, count, exponent);
 }
 
 #define CDC_DECIMAL_DIGITS_MAX 96 /* MariaDB's DECIMAL has 65 at most */
