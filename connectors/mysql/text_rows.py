@@ -15,7 +15,7 @@ import codecs
 import decimal
 
 import pymysql
-from pymysql import converters
+from pymysql import converters as pymysql_converters
 from pymysql.constants import CR
 from pymysql.protocol import MysqlPacket
 
@@ -25,7 +25,8 @@ read_text_rows = getattr(compiled, "text_rows", None)  # (read, sequence, kinds,
 INTEGER, UTF8, BYTES, CALL, DATE, DATETIME, DECIMAL, FLOAT = range(8)  # textrows.c's column kinds
 # pymysql's converters textrows.c makes the same values as, beside int (DATE and DATETIME: for the texts they build a
 # date or datetime from; any other text, such as a zero date, goes to the converter)
-_MADE = {converters.convert_date: DATE, converters.convert_datetime: DATETIME, decimal.Decimal: DECIMAL, float: FLOAT}
+_MADE = {pymysql_converters.convert_date: DATE, pymysql_converters.convert_datetime: DATETIME, decimal.Decimal: DECIMAL,
+         float: FLOAT}
 _CONNECTION_STATE = ("_rfile", "_next_seq_id", "_result", "_force_close", "query")
 
 

@@ -873,13 +873,14 @@ static PyObject *count_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
    writer does not take, a date datetime.date refuses: put_value's way decides). */
 static int put_binlog_value(Buffer *out, const unsigned char *p, const Column *column, long kind, int *failure) {
     switch (WRITE_KIND(kind)) {
-    case WRITE_DOUBLE:
+    case WRITE_DOUBLE: {
         if (column->kind != DOUBLE) return 1;
         uint64_t bits = little(p, 8);
         double number;
         memcpy(&number, &bits, 8);
         *failure = put_java_double(out, number);
         return 0;
+    }
     case WRITE_DECIMAL: {
         if (column->kind != NEWDECIMAL || column->scale != kind >> 8) return 1;
         char text[160];
