@@ -27,6 +27,12 @@ def read_messages(bootstrap: str, topic: str, limit: int) -> list[tuple[str, byt
     return out[:limit]
 
 
+def one_after_another(*rates: float) -> float:
+    """The rate of steps done one after the other for each item (a SELECT, then a produce, of each row), from each
+    step's own rate."""
+    return 1 / sum(1 / rate for rate in rates)
+
+
 def producer_ceiling(bootstrap: str, messages: list[tuple[str, bytes, bytes]]) -> tuple[float, float]:
     """A plain idempotent producer sending the pipeline's messages to one scratch topic (then deleted), with the
     pipeline's acks, idempotence and compression, librdkafka's usual 5 ms linger and one flush at the end (the

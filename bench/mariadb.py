@@ -29,7 +29,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from bench import relational_latency, thread_cpu
-from bench.ceiling import producer_ceiling, read_messages
+from bench.ceiling import one_after_another, producer_ceiling, read_messages
 from bench.streaming import committed_reached, wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
@@ -126,9 +126,24 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> dict:
     select_rate = rows / select_s
     return {"connector": measured / (done - first), "start_up": first - started, "measured": measured,
             "select": select_rate, "produce": produce_rate,
-            "ceiling": 1 / (1 / select_rate + 1 / produce_rate),  # the SELECT, then the produce, of each row
+            "ceiling": one_after_another(select_rate, produce_rate),
             "connector_cpu": connector_cpu * 1e6 / measured, "select_cpu": select_cpu * 1e6 / rows,
             "produce_cpu": produce_cpu}
+
+
+def plain_binlog_read(admin: ConnectionSettings, gtids: str, schema: str, changes: int) -> tuple[float, float]:
+    """A plain read of `changes` row changes of `schema` from the binlog at `gtids` by the connector's BinlogReader
+    (no Kafka): events/s and this process's CPU µs per event."""
+    began, cpu = time.monotonic(), time.process_time()
+    seen = 0
+    reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=gtids),
+                          only_schemas=[schema])
+    for item in reader:
+        seen += isinstance(item, RowChange)
+        if seen == changes:
+            break
+    reader.close()
+    return changes / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / changes
 
 
 def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, ...]:
@@ -143,17 +158,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
         start = show_binlog_status(cursor)
     connection.close()
     _load(admin, name, 0, changes)
-    began, cpu = time.monotonic(), time.process_time()
-    seen = 0
-    reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=start.gtids),
-                          only_schemas=[name])
-    for item in reader:
-        seen += isinstance(item, RowChange)
-        if seen == changes:
-            break
-    reader.close()
-    plain = changes / (time.monotonic() - began)
-    plain_cpu = (time.process_time() - cpu) * 1e6 / changes
+    plain, plain_cpu = plain_binlog_read(admin, start.gtids, name, changes)
     # no_data streams from the binlog's end (`never` would read it from its beginning): the first heartbeat stores
     # that position
     props = {**_properties(name, name, admin, "no_data"), "heartbeat.interval.ms": 100}

@@ -33,7 +33,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pymysql.cursors import SSCursor
 
-from bench.ceiling import producer_ceiling, read_messages
+from bench.ceiling import one_after_another, producer_ceiling, read_messages
+from bench.mariadb import plain_binlog_read
 from bench.pg_database import create_database, drop_database
 from bench.pipelines import properties
 from bench.rss import report, sample, start
@@ -41,6 +42,7 @@ from bench.streaming import wait_committed
 from bench.topics import delete_topics
 from connectors.kafka import sink
 from connectors.mysql.connection import ConnectionSettings, connect
+from connectors.mysql.status import show_binlog_status
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
 from devstack import postgres as devstack_postgres
@@ -201,6 +203,25 @@ def mariadb_properties(name: str, database: str, admin: ConnectionSettings, snap
             "max.queue.size": 16384, "poll.interval.ms": 100, "heartbeat.interval.ms": 100}
 
 
+def mariadb_wide_ratios(bootstrap: str, admin: ConnectionSettings, database: str, binlog_start: str, rows: int,
+                        snapshot: tuple[float, str, float], catch_up: tuple[str, float]) -> None:
+    """Prints the wide table's ratios as bench.mariadb does for its narrow one: the snapshot's to a plain SELECT then
+    a plain produce of the same messages, the catch-up's to the slower of a plain binlog read of the same changes
+    (the connector's BinlogReader, no Kafka) and a plain producer of the same messages."""
+    selected, snapshot_topic, snapshot_rate = snapshot
+    catch_up_topic, catch_up_rate = catch_up
+    sample = min(rows, 20_000)
+    produced, _ = producer_ceiling(bootstrap, read_messages(bootstrap, snapshot_topic, sample))
+    ceiling = one_after_another(selected, produced)
+    print(f"wide snapshot: plain idempotent producer of the same messages {produced:,.0f} msg/s, SELECT + produce "
+          f"{ceiling:,.0f} rows/s; snapshot / (SELECT + produce) {snapshot_rate / ceiling:.2f}", flush=True)
+    read, _ = plain_binlog_read(admin, binlog_start, database, rows)
+    produced, _ = producer_ceiling(bootstrap, read_messages(bootstrap, catch_up_topic, sample))
+    print(f"wide catch-up: plain binlog read {read:,.0f} events/s, plain idempotent producer of the same messages "
+          f"{produced:,.0f} msg/s; catch-up / the slower of the two {catch_up_rate / min(read, produced):.2f}",
+          flush=True)
+
+
 def mariadb(args, bootstrap: str, run: str) -> None:
     devstack.up(["mariadb"], echo=lambda line: None)
     admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
@@ -221,6 +242,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                 wait_committed(bootstrap, stream["offset.storage.topic"], 1, 120)
                 stop.set()
                 process.join(60)
+                binlog_start = show_binlog_status(cursor).gtids
                 for low in range(0, rows, batch):
                     cursor.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
                                    f"FROM (SELECT seq AS g FROM seq_{low + 1}_to_{min(rows, low + batch)}) s")
@@ -230,11 +252,14 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                     selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
                 print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
                 snap = mariadb_properties(f"{run}{table}s", database, admin, "initial")
-                snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.{database}.{table}",
-                                   rows, limit)
-                measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.{database}.{table}", rows,
-                        limit)
+                snapshot_topic = f"{snap['topic.prefix']}.{database}.{table}"
+                snapshot = measure(f"{table} snapshot", snap, bootstrap, snapshot_topic, rows, limit)
+                catch_up_topic = f"{stream['topic.prefix']}.{database}.{table}"
+                catch_up = measure(f"{table} catch-up", stream, bootstrap, catch_up_topic, rows, limit)
                 print(f"{table}: snapshot / plain SELECT {snapshot / selected:.2f}", flush=True)
+                if table == "wide":
+                    mariadb_wide_ratios(bootstrap, admin, database, binlog_start, rows, (selected, snapshot_topic,
+                                        snapshot), (catch_up_topic, catch_up))
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {database}")
