@@ -28,8 +28,8 @@ def read_messages(bootstrap: str, topic: str, limit: int) -> list[tuple[str, byt
 
 
 def one_after_another(*rates: float) -> float:
-    """The rate of steps taken one after another on each item (a table read, then its messages produced):
-    1 / (1/rate1 + 1/rate2 + ...)."""
+    """The rate of steps done one after the other for each item (a SELECT, then a produce, of each row), from each
+    step's own rate."""
     return 1 / sum(1 / rate for rate in rates)
 
 

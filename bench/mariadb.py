@@ -3,10 +3,16 @@ start-up reported apart), streaming catch-up events/s against a plain binlog rea
 plain idempotent producer of the same messages, and end-to-end p50/p99 latency at a fixed write rate broken down by
 stage (bench.relational_latency).
 
-    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rate 2000] [--seconds 10] [--only snapshot]
-                            [--python-rows] [--latency-only] [--warm-up 10] [--property KEY=VALUE]
+    python -m bench.mariadb [--rows 50000] [--changes 20000] [--rounds 3] [--rate 2000] [--seconds 10]
+                            [--only snapshot|catch-up] [--python-rows] [--latency-only] [--warm-up 10]
+                            [--property KEY=VALUE]
 
 --python-rows reads snapshot rows by pymysql's own parsing (the fallback without the compiled module).
+
+The catch-up comparison runs `--rounds` times, each round the three of them on its own changes, and prints each
+round and the median of each figure over the rounds. A plain producer's CPU per message varies about twofold from
+one round to the next on the same machine (librdkafka's broker threads poll without sleeping while a request they
+could send waits for the answer to one in flight), more than any change to the connector moves it.
 
 Needs Kafka and MariaDB (`python -m devstack up kafka mariadb`, or MARIADB_DSN for an existing server).
 """
@@ -14,6 +20,7 @@ Needs Kafka and MariaDB (`python -m devstack up kafka mariadb`, or MARIADB_DSN f
 from __future__ import annotations
 
 import argparse
+import statistics
 import threading
 import time
 import uuid
@@ -22,7 +29,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from bench import relational_latency, thread_cpu
-from bench.ceiling import producer_ceiling, read_messages
+from bench.ceiling import one_after_another, producer_ceiling, read_messages
 from bench.streaming import committed_reached, wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
@@ -119,9 +126,24 @@ def snapshot(admin: ConnectionSettings, bootstrap: str, rows: int) -> dict:
     select_rate = rows / select_s
     return {"connector": measured / (done - first), "start_up": first - started, "measured": measured,
             "select": select_rate, "produce": produce_rate,
-            "ceiling": 1 / (1 / select_rate + 1 / produce_rate),  # the SELECT, then the produce, of each row
+            "ceiling": one_after_another(select_rate, produce_rate),
             "connector_cpu": connector_cpu * 1e6 / measured, "select_cpu": select_cpu * 1e6 / rows,
             "produce_cpu": produce_cpu}
+
+
+def plain_binlog_read(admin: ConnectionSettings, gtids: str, schema: str, changes: int) -> tuple[float, float]:
+    """A plain read of `changes` row changes of `schema` from the binlog at `gtids` by the connector's BinlogReader
+    (no Kafka): events/s and this process's CPU µs per event."""
+    began, cpu = time.monotonic(), time.process_time()
+    seen = 0
+    reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=gtids),
+                          only_schemas=[schema])
+    for item in reader:
+        seen += isinstance(item, RowChange)
+        if seen == changes:
+            break
+    reader.close()
+    return changes / (time.monotonic() - began), (time.process_time() - cpu) * 1e6 / changes
 
 
 def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[float, ...]:
@@ -136,17 +158,7 @@ def catch_up(admin: ConnectionSettings, bootstrap: str, changes: int) -> tuple[f
         start = show_binlog_status(cursor)
     connection.close()
     _load(admin, name, 0, changes)
-    began, cpu = time.monotonic(), time.process_time()
-    seen = 0
-    reader = BinlogReader(admin, server_id=90_000 + changes % 1000, start=BinlogPosition(gtids=start.gtids),
-                          only_schemas=[name])
-    for item in reader:
-        seen += isinstance(item, RowChange)
-        if seen == changes:
-            break
-    reader.close()
-    plain = changes / (time.monotonic() - began)
-    plain_cpu = (time.process_time() - cpu) * 1e6 / changes
+    plain, plain_cpu = plain_binlog_read(admin, start.gtids, name, changes)
     # no_data streams from the binlog's end (`never` would read it from its beginning): the first heartbeat stores
     # that position
     props = {**_properties(name, name, admin, "no_data"), "heartbeat.interval.ms": 100}
@@ -215,13 +227,37 @@ def latency(admin: ConnectionSettings, bootstrap: str, rate: float, seconds: flo
         delete_topics(bootstrap, name, f"__debezium-heartbeat.{name}")
 
 
+def print_catch_up(figures: tuple[float, ...], title: str) -> tuple[float, ...]:
+    connector, plain, connector_cpu, plain_cpu, produced, produce_cpu = figures
+    print(f"catch-up, {title}: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "
+          f"(ratio {connector / plain:.3f}); CPU per event: connector {connector_cpu:.1f} µs, "
+          f"plain read {plain_cpu:.1f} µs")
+    print(f"          plain idempotent producer of the same messages {produced:,.0f} msg/s ({produce_cpu:.1f} µs "
+          f"CPU/msg); connector / the slower of read and producer {connector / min(plain, produced):.3f}; "
+          f"connector CPU / (read + producer) {connector_cpu / (plain_cpu + produce_cpu):.2f}", flush=True)
+    return figures
+
+
+def print_snapshot(snap: dict) -> None:
+    print(f"snapshot: {snap['connector']:,.0f} rows/s through Kafka over {snap['measured']:,} rows after the first "
+          f"committed chunk (connector start-up {snap['start_up']:.2f}s, not in the rate); plain SELECT "
+          f"{snap['select']:,.0f} rows/s, plain idempotent producer of the same messages {snap['produce']:,.0f} msg/s, "
+          f"SELECT + produce {snap['ceiling']:,.0f} rows/s; ratio to SELECT + produce "
+          f"{snap['connector'] / snap['ceiling']:.3f}, to the slower of the two (they overlap in the connector's "
+          f"threads) {snap['connector'] / min(snap['select'], snap['produce']):.3f}")
+    print(f"          CPU per row: connector {snap['connector_cpu']:.1f} µs, plain SELECT {snap['select_cpu']:.1f} µs "
+          f"+ plain produce {snap['produce_cpu']:.1f} µs (connector / (SELECT + produce) "
+          f"{snap['connector_cpu'] / (snap['select_cpu'] + snap['produce_cpu']):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--changes", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3, help="catch-up comparisons, each on its own changes")
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--only", choices=("snapshot",), help="run the snapshot comparison alone")
+    parser.add_argument("--only", choices=("snapshot", "catch-up"), help="run that comparison alone")
     parser.add_argument("--latency-only", action="store_true", help="only the latency run and its breakdown")
     parser.add_argument("--warm-up", type=float, default=10, metavar="SECONDS",
                         help="first a latency run of this many seconds at the same rate, printed but not measured")
@@ -236,27 +272,17 @@ def main() -> None:
     if args.latency_only:
         run_latency(admin, args)
         return
-    snap = snapshot(admin, args.bootstrap_servers, args.rows)
-    print(f"snapshot: {snap['connector']:,.0f} rows/s through Kafka over {snap['measured']:,} rows after the first "
-          f"committed chunk (connector start-up {snap['start_up']:.2f}s, not in the rate); plain SELECT "
-          f"{snap['select']:,.0f} rows/s, plain idempotent producer of the same messages {snap['produce']:,.0f} msg/s, "
-          f"SELECT + produce {snap['ceiling']:,.0f} rows/s; ratio to SELECT + produce "
-          f"{snap['connector'] / snap['ceiling']:.3f}, to the slower of the two (they overlap in the connector's "
-          f"threads) {snap['connector'] / min(snap['select'], snap['produce']):.3f}")
-    print(f"          CPU per row: connector {snap['connector_cpu']:.1f} µs, plain SELECT {snap['select_cpu']:.1f} µs "
-          f"+ plain produce {snap['produce_cpu']:.1f} µs (connector / (SELECT + produce) "
-          f"{snap['connector_cpu'] / (snap['select_cpu'] + snap['produce_cpu']):.2f})")
+    if args.only != "catch-up":
+        print_snapshot(snapshot(admin, args.bootstrap_servers, args.rows))
     if args.only == "snapshot":
         return
-    connector, plain, connector_cpu, plain_cpu, produced, produce_cpu = catch_up(admin, args.bootstrap_servers,
-                                                                                 args.changes)
-    print(f"catch-up: {connector:,.0f} events/s through Kafka, plain binlog read {plain:,.0f} events/s "
-          f"(ratio {connector / plain:.3f}); CPU per event: connector {connector_cpu:.1f} µs, "
-          f"plain read {plain_cpu:.1f} µs")
-    print(f"          plain idempotent producer of the same messages {produced:,.0f} msg/s ({produce_cpu:.1f} µs "
-          f"CPU/msg); connector / the slower of read and producer {connector / min(plain, produced):.3f}; "
-          f"connector CPU / (read + producer) {connector_cpu / (plain_cpu + produce_cpu):.2f}")
-    run_latency(admin, args)
+    rounds = [print_catch_up(catch_up(admin, args.bootstrap_servers, args.changes), f"round {n + 1}")
+              for n in range(args.rounds)]
+    if len(rounds) > 1:
+        print_catch_up(tuple(statistics.median(figures) for figures in zip(*rounds, strict=True)),
+                       f"median of {len(rounds)} rounds, each figure apart")
+    if args.only is None:
+        run_latency(admin, args)
 
 
 def run_latency(admin: ConnectionSettings, args) -> None:

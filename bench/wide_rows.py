@@ -14,11 +14,12 @@ For each: a snapshot (`initial`, timed from its first committed message to its l
 as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
 read back from the topic), the pipeline process's CPU per event (from /proc, over the same events), RSS at ~10 % and
 at 100 % of the events and their ratio (the target is <= 1.10), and the neighbour: a plain `COPY … TO STDOUT` /
-`SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the wide PostgreSQL table, a plain idempotent
-producer of the same messages and a plain pgoutput read of the same inserts,
-with bench.postgres's ratios: the snapshot's to COPY followed by the producer, the catch-up's to the slower of the
-read and the producer; and the pipeline's CPU per event to theirs summed (this process's CPU: COPY's and the read's
-client side, as the pipeline's is the client side), which moves less with the machine's load than the rates.
+`SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the wide table, a plain idempotent producer of
+the same messages and a plain read of the same changes (pgoutput; the connector's BinlogReader), with
+bench.postgres's and bench.mariadb's ratios: the snapshot's to COPY or SELECT followed by the producer, the
+catch-up's to the slower of the read and the producer; on PostgreSQL also the pipeline's CPU per event to theirs
+summed (this process's CPU: COPY's and the read's client side, as the pipeline's is the client side), which moves
+less with the machine's load than the rates.
 Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
 the connector raises its producer's limit to the same (`producer.override.max.request.size`; with the default of
 1,000,000 bytes a row with a 1 MB value fails its batch with MessageTooLargeError).
@@ -40,6 +41,7 @@ from pymysql.cursors import SSCursor
 
 from bench.ceiling import one_after_another, producer_ceiling, read_messages
 from bench.emulator import cpu_seconds
+from bench.mariadb import plain_binlog_read
 from bench.pg_database import create_database, drop_database
 from bench.pgoutput_read import read_slot
 from bench.pipelines import properties
@@ -48,6 +50,7 @@ from bench.streaming import wait_committed
 from bench.topics import delete_topics
 from connectors.kafka import sink
 from connectors.mysql.connection import ConnectionSettings, connect
+from connectors.mysql.status import show_binlog_status
 from connectors.postgres import pgoutput as p
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
@@ -249,6 +252,25 @@ def mariadb_properties(name: str, database: str, admin: ConnectionSettings, snap
             "max.queue.size": 16384, "poll.interval.ms": 100, "heartbeat.interval.ms": 100}
 
 
+def mariadb_wide_ratios(bootstrap: str, admin: ConnectionSettings, database: str, binlog_start: str, rows: int,
+                        snapshot: tuple[float, str, float], catch_up: tuple[str, float]) -> None:
+    """Prints the wide table's ratios as bench.mariadb does for its narrow one: the snapshot's to a plain SELECT then
+    a plain produce of the same messages, the catch-up's to the slower of a plain binlog read of the same changes
+    (the connector's BinlogReader, no Kafka) and a plain producer of the same messages."""
+    selected, snapshot_topic, snapshot_rate = snapshot
+    catch_up_topic, catch_up_rate = catch_up
+    sample = min(rows, 20_000)
+    produced, _ = producer_ceiling(bootstrap, read_messages(bootstrap, snapshot_topic, sample))
+    ceiling = one_after_another(selected, produced)
+    print(f"wide snapshot: plain idempotent producer of the same messages {produced:,.0f} msg/s, SELECT + produce "
+          f"{ceiling:,.0f} rows/s; snapshot / (SELECT + produce) {snapshot_rate / ceiling:.2f}", flush=True)
+    read, _ = plain_binlog_read(admin, binlog_start, database, rows)
+    produced, _ = producer_ceiling(bootstrap, read_messages(bootstrap, catch_up_topic, sample))
+    print(f"wide catch-up: plain binlog read {read:,.0f} events/s, plain idempotent producer of the same messages "
+          f"{produced:,.0f} msg/s; catch-up / the slower of the two {catch_up_rate / min(read, produced):.2f}",
+          flush=True)
+
+
 def mariadb(args, bootstrap: str, run: str) -> None:
     devstack.up(["mariadb"], echo=lambda line: None)
     admin = ConnectionSettings.from_dsn(settings.mariadb_dsn())
@@ -269,6 +291,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                 wait_committed(bootstrap, stream["offset.storage.topic"], 1, 120)
                 stop.set()
                 process.join(60)
+                binlog_start = show_binlog_status(cursor).gtids
                 for low in range(0, rows, batch):
                     cursor.execute(f"INSERT INTO {table} SELECT g, {values} "  # noqa: S608
                                    f"FROM (SELECT seq AS g FROM seq_{low + 1}_to_{min(rows, low + batch)}) s")
@@ -278,11 +301,14 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                     selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
                 print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
                 snap = mariadb_properties(f"{run}{table}s", database, admin, "initial")
-                snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.{database}.{table}",
-                                   rows, limit)
-                measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.{database}.{table}", rows,
-                        limit)
+                snapshot_topic = f"{snap['topic.prefix']}.{database}.{table}"
+                snapshot = measure(f"{table} snapshot", snap, bootstrap, snapshot_topic, rows, limit)
+                catch_up_topic = f"{stream['topic.prefix']}.{database}.{table}"
+                catch_up = measure(f"{table} catch-up", stream, bootstrap, catch_up_topic, rows, limit)
                 print(f"{table}: snapshot / plain SELECT {snapshot.rate / selected:.2f}", flush=True)
+                if table == "wide":
+                    mariadb_wide_ratios(bootstrap, admin, database, binlog_start, rows, (selected, snapshot_topic,
+                                        snapshot.rate), (catch_up_topic, catch_up.rate))
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {database}")

@@ -35,7 +35,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from connectors import ConnectorError, HistoryLost, SourceUnreachable
-from connectors.mysql import compiled_rows, table_maps  # noqa: F401 - table_maps: decoded once per table definition
+from connectors.mysql import compiled_rows, rows_packets, table_maps  # noqa: F401 - table_maps: decoded once per table definition
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.status import show_binlog_status
@@ -327,6 +327,8 @@ class BinlogReader:
     _layouts: dict[int, tuple[TableSchema, tuple | None]] = field(default_factory=dict, init=False, repr=False)
     # the bytes of the rows event whose rows are being handed out (its header and checksum included)
     rows_event_bytes: int = field(default=0, init=False, repr=False)
+    # reads the rows events of known tables from the packets, when runs are wanted (rows_packets)
+    _peek: rows_packets.PacketPeek | None = field(default=None, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -337,6 +339,23 @@ class BinlogReader:
         txn: _Transaction | None = None
         try:
             for event in self._events():
+                if type(event) is rows_packets.RawRows:
+                    if txn is None:
+                        continue
+                    index = txn.events_done
+                    txn.events_done += 1
+                    schema = event.schema
+                    if index < skip_events or (self.wanted is not None
+                                               and not self.wanted(schema.database, schema.table)):
+                        continue
+                    self.rows_event_bytes = event.event_size
+                    run = RowsRun(event.op, schema, event.body, event.layout, event.present, event.present_after,
+                                  event.count, skip_rows if index == skip_events else 0, txn.gtid, self._file,
+                                  event.pos, event.server_id, event.timestamp, txn.thread, txn.query, txn.start,
+                                  index, _now_ms())
+                    if run.first < run.count:
+                        yield run
+                    continue
                 if isinstance(event, RotateEvent):
                     self._file = event.next_binlog
                     continue
@@ -444,10 +463,7 @@ class BinlogReader:
             if kwargs.get("db") != "information_schema":  # the library's control connection uses that database
                 connections["stream"] += 1
                 if connections["stream"] > 1:
-                    raise BinlogConnectionLost(
-                        f"the binlog connection to {self.settings.describe()} dropped; reopen from the last "
-                        "stored position"
-                    )
+                    raise BinlogConnectionLost(self._lost_text())
                 # the server sends a heartbeat when it has nothing else to send: silence this long is a connection
                 # gone without a word (a peer or middlebox that vanished, a half-open TCP connection)
                 kwargs["read_timeout"] = stream_silence_seconds(self.heartbeat_seconds)
@@ -474,11 +490,23 @@ class BinlogReader:
             return BinLogStreamReader(**kwargs, auto_position=position.gtids)
         return BinLogStreamReader(**kwargs, resume_stream=True, log_file=position.file, log_pos=position.pos)
 
+    def _lost_text(self) -> str:
+        return f"the binlog connection to {self.settings.describe()} dropped; reopen from the last stored position"
+
     def _events(self):
+        self._peek = None
+        peek_wanted = self.runs and compiled_rows.compiled is not None and rows_packets.enabled
         while True:
+            if self._peek is not None:
+                raw = self._peek.next()
+                if raw is not None:
+                    yield raw
+                    continue
             event = self._stream.fetchone()
             if event is None:
                 return
+            if peek_wanted and self._peek is None:  # the stream is connected now
+                self._peek = rows_packets.PacketPeek(self._stream, BinlogConnectionLost, self._lost_text())
             yield event
             # Handled. The library's event and its packet wrapper refer to each other (`event.packet`,
             # `packet.event`): unlinked, both and the event's bytes are freed now by reference counting instead of
@@ -556,6 +584,8 @@ class BinlogReader:
         packet = event.packet
         self.rows_event_bytes = packet.event_size
         op = "c" if isinstance(event, WriteRowsEvent) else "u" if isinstance(event, UpdateRowsEvent) else "d"
+        if self._peek is not None:
+            self._peek.learn(event, schema, columns, op)
         return RowsRun(op, schema, body, columns, event.columns_present_bitmap,
                        getattr(event, "columns_present_bitmap2", None) if op == "u" else None, count, skip, txn.gtid,
                        self._file, packet.log_pos - packet.event_size, packet.server_id, event.timestamp, txn.thread,

@@ -1,9 +1,10 @@
-"""The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by
-scripts/build_extensions.py) instead of python-mysql-replication's per-value Python: the same values in the same
-dicts, for tables whose every column is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP,
-TIME, strings and blobs of any character set). Other tables (ENUM, SET, BIT, JSON, geometry), an event with a zero
-date, a partial JSON update, or no module (not built, or built from older sources): the library decodes the rows, as
-before (tests/mariadb/test_compiled_rows.py compares the two on real events).
+"""The rows of a binlog rows event decoded by the compiled module (csrc/binrows.c, built by scripts/build_extensions.py)
+instead of python-mysql-replication's per-value Python: the same values in the same dicts, for tables whose every column
+is of a kind below (integers, floats, DECIMAL, YEAR, DATE, DATETIME, TIMESTAMP, TIME, strings and blobs of any character
+set, ENUM, SET: a SET's values a frozenset, as binlog._values makes the library's empty set; BIT: its bits' text). Other
+tables (MySQL's JSON, geometry), an event with a zero date, an ENUM index past its values, a partial JSON update, or no
+module (not built, or built from older sources): the library decodes the rows, as before
+(tests/mariadb/test_compiled_rows.py compares the two on real events).
 
 `write_row` writes a row's JSON from those values as envelope.TableEvents' Python loop does: an int or a str of a
 column without a rule or a logical type in C, any other value by the column's own writer; `write_event` writes a
@@ -43,12 +44,19 @@ write_run = compiled.write_run if compiled is not None else None
 make_message = (compiled.slots_maker(OutMessage, tuple(field.name for field in dataclasses.fields(OutMessage)))
                 if compiled is not None else OutMessage)
 # write_row's column kinds (envelope.TableEvents' writers); WRITE_LONG: an int64 column wrapping values from 2^63 as
-# Java's long (types.java_long)
-WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG = 0, 1, 2, 3
+# Java's long (types.java_long); WRITE_DOUBLE a float64 (a float), WRITE_DECIMAL a Decimal field (a Decimal, its scale
+# given as `WRITE_DECIMAL | scale << 8`), WRITE_DATE days from the epoch (a date), WRITE_MICROS and WRITE_MILLIS
+# microseconds and milliseconds from the epoch (a naive datetime), WRITE_ZONED a TIMESTAMP's ISO text (a naive
+# datetime in UTC; `WRITE_ZONED | fsp << 8`), WRITE_MICROTIME and WRITE_MILLITIME a TIME's microseconds and
+# milliseconds (a timedelta), WRITE_YEAR a YEAR (an int, 1900 written 0), WRITE_FLOAT a float32 (a float): any other
+# value by the column's writer
+WRITE_CALL, WRITE_INTEGER, WRITE_STRING, WRITE_LONG, WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, \
+    WRITE_MILLIS, WRITE_ZONED, WRITE_MICROTIME, WRITE_MILLITIME, WRITE_YEAR, WRITE_FLOAT = range(14)
+WRITE_NULL = 0x80  # a kind's flag: the column's writer writes None as `null` (the compiled writer writes it itself)
 
 # binrows.c's column kinds
 (INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR, DATE, DATETIME2,
- TIMESTAMP2, TIME2, NEWDECIMAL) = range(19)
+ TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS, BIT_STRING) = range(22)
 _TEMPORALS = {FIELD_TYPE.DATETIME2: DATETIME2, FIELD_TYPE.TIMESTAMP2: TIMESTAMP2, FIELD_TYPE.TIME2: TIME2}
 _INTEGERS = {FIELD_TYPE.TINY: (INT8, UINT8), FIELD_TYPE.SHORT: (INT16, UINT16), FIELD_TYPE.INT24: (INT24, UINT24),
              FIELD_TYPE.LONG: (INT32, UINT32), FIELD_TYPE.LONGLONG: (INT64, UINT64)}
@@ -67,8 +75,9 @@ def _encoding(charset: str | None) -> str | None:
 
 
 def _column(column) -> tuple | None:
-    """(name, kind, size, encoding or scale) of a binlog.ColumnInfo (size: a string's length prefix, a temporal's
-    fraction digits, a decimal's precision); None: a kind binrows.c does not decode."""
+    """(name, kind, size, encoding or scale or values) of a binlog.ColumnInfo (size: a string's length prefix, a
+    temporal's fraction digits, a decimal's precision, an ENUM's or SET's bytes, a BIT's bits); None: a kind binrows.c
+    does not decode."""
     kind = column.type_code
     if kind in _INTEGERS:
         return column.name, _INTEGERS[kind][column.unsigned], 0, None
@@ -88,6 +97,14 @@ def _column(column) -> tuple | None:
         return column.name, STRING, 2 if column.max_length > 255 else 1, _encoding(column.charset)
     if kind == FIELD_TYPE.BLOB and column.length_size in (1, 2, 3, 4):
         return column.name, STRING, column.length_size, _encoding(column.charset)
+    # ENUM and SET: the value's bytes follow from the count of values as the server stores them (1 or 2; 1-4 or 8)
+    if kind == FIELD_TYPE.ENUM and column.enum_values:
+        return column.name, ENUM_INDEX, 1 if len(column.enum_values) < 256 else 2, ("", *column.enum_values)
+    if kind == FIELD_TYPE.SET and column.set_values:
+        size = (len(column.set_values) + 7) // 8
+        return column.name, SET_BITS, 8 if size > 4 else size, tuple(column.set_values)
+    if kind == FIELD_TYPE.BIT and column.bits and 1 <= column.bits <= 64:
+        return column.name, BIT_STRING, column.bits, None
     return None
 
 

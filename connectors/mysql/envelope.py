@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pymysqlreplication.constants import FIELD_TYPE
+
 from connectors import ConnectorError
 from connectors.events import json_converter, logical
 from connectors.events import schema as s
@@ -23,9 +25,20 @@ from connectors.kafka.topics import sanitize_topic
 from connectors.mysql.binlog import TableSchema
 from connectors.mysql.compiled_rows import (
     WRITE_CALL,
+    WRITE_DATE,
+    WRITE_DECIMAL,
+    WRITE_DOUBLE,
+    WRITE_FLOAT,
     WRITE_INTEGER,
     WRITE_LONG,
+    WRITE_MICROS,
+    WRITE_MICROTIME,
+    WRITE_MILLIS,
+    WRITE_MILLITIME,
+    WRITE_NULL,
     WRITE_STRING,
+    WRITE_YEAR,
+    WRITE_ZONED,
     make_message,
     write_event,
     write_key,
@@ -400,9 +413,19 @@ def _written(values: dict, writers: tuple) -> str:
 
 
 def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
+    """(kind, `encode(convert(value))` of a binlog value) with WRITE_NULL when it writes None as `null`."""
+    kind, write = _kind_writer(column, convert, encode)
+    try:
+        null = write(None) == "null"
+    except Exception:  # noqa: BLE001 - a required column's None: the writer says what is wrong, each time
+        null = False
+    return (kind | WRITE_NULL if null else kind), write
+
+
+def _kind_writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
     """(kind, `encode(convert(value))` of a binlog value), in one call for the most common columns: integers and text
     (whose conversion keeps an int or a str as it is) written at once, anything else the long way. The kind tells
-    the compiled row writer which values it writes itself (an int, a str), the same way."""
+    the compiled row writer which values it writes itself (an int, a str, …), the same way."""
     schema = column.schema
     plain = convert == column.value and schema.name is None  # no column rule, no logical type
     if plain and column.convert_function is int and schema.type in _INTS:
@@ -418,7 +441,44 @@ def _writer(column: ColumnMapping, convert, encode) -> tuple[int, Callable]:
         def text(value):
             return string_json(value) if type(value) is str else encode(convert(value))
         return WRITE_STRING, text
-    return WRITE_CALL, lambda value: encode(convert(value))
+    kind = _compiled_kind(column) if convert == column.value else None
+    return WRITE_CALL if kind is None else kind, lambda value: encode(convert(value))
+
+
+_TEMPORAL_CODES = {FIELD_TYPE.NEWDATE: FIELD_TYPE.DATE, FIELD_TYPE.DATETIME: FIELD_TYPE.DATETIME2,
+                   FIELD_TYPE.TIMESTAMP: FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.TIME: FIELD_TYPE.TIME2}
+# (type, logical name) -> (kind, Connect type) of the temporal columns the compiled writer writes
+_TEMPORAL_KINDS = {
+    (FIELD_TYPE.DATE, "io.debezium.time.Date"): (WRITE_DATE, "int32"),
+    (FIELD_TYPE.DATE, "org.apache.kafka.connect.data.Date"): (WRITE_DATE, "int32"),
+    (FIELD_TYPE.DATETIME2, "io.debezium.time.MicroTimestamp"): (WRITE_MICROS, "int64"),
+    (FIELD_TYPE.DATETIME2, "io.debezium.time.Timestamp"): (WRITE_MILLIS, "int64"),
+    (FIELD_TYPE.DATETIME2, "org.apache.kafka.connect.data.Timestamp"): (WRITE_MILLIS, "int64"),
+    (FIELD_TYPE.TIME2, "io.debezium.time.MicroTime"): (WRITE_MICROTIME, "int64"),
+    (FIELD_TYPE.TIME2, "org.apache.kafka.connect.data.Time"): (WRITE_MILLITIME, "int32"),
+    (FIELD_TYPE.YEAR, "io.debezium.time.Year"): (WRITE_YEAR, "int32"),
+}
+
+
+def _compiled_kind(column: ColumnMapping) -> int | None:
+    """The kind the compiled writer writes a column without a rule by, beside ints and strs: ENUM, DOUBLE, FLOAT,
+    DECIMAL (precise), DATE, DATETIME, TIMESTAMP, TIME and YEAR (each kind's values as types.py converts them and
+    JsonConverter writes them, other values by the column's writer); None: the column's writer writes them all."""
+    schema, code = column.schema, column.column.type_code
+    if code == FIELD_TYPE.ENUM and column.convert_function is str and schema.type == "string":
+        return WRITE_STRING  # a str is its own value, its text written as a plain string's
+    if code == FIELD_TYPE.DOUBLE and column.convert_function is float and schema.type == "float64" \
+            and schema.name is None:
+        return WRITE_DOUBLE
+    if code == FIELD_TYPE.FLOAT and schema.type == "float32" and schema.name is None:
+        return WRITE_FLOAT
+    if code == FIELD_TYPE.NEWDECIMAL and schema.type == "bytes" and schema.name == logical.DECIMAL:
+        return WRITE_DECIMAL | int(schema.parameters["scale"]) << 8
+    code = _TEMPORAL_CODES.get(code, code)
+    if code == FIELD_TYPE.TIMESTAMP2 and schema.name == "io.debezium.time.ZonedTimestamp" and schema.type == "string":
+        return WRITE_ZONED | (column.column.fsp or 0) << 8
+    kind = _TEMPORAL_KINDS.get((code, schema.name))
+    return kind[0] if kind is not None and schema.type == kind[1] else None
 
 
 def _encoder(schema: Schema):

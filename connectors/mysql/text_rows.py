@@ -1,7 +1,8 @@
 """The rows of a SELECT read by the compiled module (csrc/textrows.c, in _binrows) straight from pymysql's
 connection instead of by pymysql's per-row Python parsing, which took about half of a snapshot chunk's CPU: the
 same tuples of the same values, pymysql's own converter called only for columns that are neither integers, UTF-8
-text nor binary strings (tests/mariadb/test_text_rows.py compares the two over every column type).
+text, binary strings, decimals, floats, dates nor datetimes (nor for a date's text those do not build, such as a zero
+date) (tests/mariadb/test_text_rows.py compares the two over every column type).
 
 pymysql has no public access to a result's packets: the query is sent unbuffered (`Connection.query`), and the
 compiled reader reads the row packets from the connection's socket file, then hands the packet that ends them back
@@ -11,15 +12,21 @@ with a pymysql that lacks what this relies on, `cursor.fetchall()` reads the row
 from __future__ import annotations
 
 import codecs
+import decimal
 
 import pymysql
+from pymysql import converters as pymysql_converters
 from pymysql.constants import CR
 from pymysql.protocol import MysqlPacket
 
 from connectors.mysql.compiled_rows import compiled
 
 read_text_rows = getattr(compiled, "text_rows", None)  # (read, sequence, kinds, calls) -> (rows, last, sequence)
-INTEGER, UTF8, BYTES, CALL = 0, 1, 2, 3  # textrows.c's column kinds
+INTEGER, UTF8, BYTES, CALL, DATE, DATETIME, DECIMAL, FLOAT = range(8)  # textrows.c's column kinds
+# pymysql's converters textrows.c makes the same values as, beside int (DATE and DATETIME: for the texts they build a
+# date or datetime from; any other text, such as a zero date, goes to the converter)
+_MADE = {pymysql_converters.convert_date: DATE, pymysql_converters.convert_datetime: DATETIME, decimal.Decimal: DECIMAL,
+         float: FLOAT}
 _CONNECTION_STATE = ("_rfile", "_next_seq_id", "_result", "_force_close", "query")
 
 
@@ -74,7 +81,8 @@ def _columns(converters: list) -> tuple[bytes, tuple]:
             kinds.append(BYTES)
             calls.append(None)
         else:
-            kinds.append(CALL)
+            made = _MADE.get(converter) if codec == "ascii" else None
+            kinds.append(CALL if made is None else made)
             calls.append(_converted(encoding, converter))
     return bytes(kinds), tuple(calls)
 

@@ -9,6 +9,7 @@ TINYINT(1)/BOOLEAN is INT16 here, as Debezium writes it without a converter.
 from __future__ import annotations
 
 import base64
+import ctypes
 import datetime
 import decimal
 import json
@@ -288,12 +289,19 @@ def text_value(value) -> str:
 
 def _float32(value: float) -> float:
     """The shortest decimal that reads back as the same 32-bit float, as Java's Float.toString prints it."""
-    packed = struct.pack("<f", value)
+    packed = _float32_bits(value)
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
+        if _float32_bits(candidate) == packed:
             return candidate
     return value
+
+
+def _float32_bits(value: float) -> bytes:
+    try:
+        return struct.pack("<f", value)
+    except OverflowError:  # struct refuses what is above FLT_MAX even where it rounds to it; C's conversion does not
+        return struct.pack("<f", ctypes.c_float(value).value)
 
 
 def _json_text(value) -> str:

@@ -286,6 +286,7 @@ def test_too_large_message_skipped_with_a_warning_on_the_errors_topic(stack, nam
         big = OutMessage(names.topic, b'{"id":"big"}', b"x" * 30_000, [("op", b"c")])
         sink.write_batch([*events(names, 1), big, *events(names, 2)], offset(names, 2))
         assert sink.stats.skipped_too_large == 1 and sink.stats.messages == 2
+        assert sink.stats.bytes == payload_bytes(events(names, 1, 2))
     assert values(stack, names.topic) == [b"event-1", b"event-2"]
     [warning] = read_topic(stack.kafka_bootstrap, names.errors)
     assert warning.key == b'{"id":"big"}' and warning.headers == (("cdc.error", b"message_too_large"),)
@@ -295,10 +296,37 @@ def test_too_large_message_skipped_with_a_warning_on_the_errors_topic(stack, nam
     assert report["headers"] == ["op"] and report["batch_offset"]["resume_token"] == {"_data": "820002"}
 
 
+def payload_bytes(messages: list[OutMessage]) -> int:
+    return sum(len(message.key or b"") + len(message.value or b"") for message in messages)
+
+
+def test_a_message_over_the_producers_limit_is_skipped_and_the_rest_counted(stack, names):
+    """The topic takes records larger than the producer sends (its default max.message.bytes): produce() refusing
+    the message is what finds it."""
+    with make_sink(stack, names, producer_config={"message.max.bytes": 50_000}, too_large="skip") as sink:
+        big = OutMessage(names.topic, b'{"id":"big"}', b"y" * 60_000)
+        tombstone = OutMessage(names.topic, b'{"id":1}', None)
+        keyless = OutMessage(names.topic, None, b"event-3")
+        kept = [*events(names, 1), tombstone, *events(names, 2), keyless]
+        sink.write_batch([*kept[:2], big, *kept[2:]], offset(names, 2))
+        assert sink.stats.skipped_too_large == 1 and sink.stats.messages == 4
+        assert sink.stats.bytes == payload_bytes(kept)
+    assert values(stack, names.topic) == [b"event-1", None, b"event-2", b"event-3"]
+    [warning] = read_topic(stack.kafka_bootstrap, names.errors)
+    report = json.loads(warning.value)
+    assert report["key"] == '{"id":"big"}' and report["size"] > 60_000 and report["limit"] == 50_000
+
+
 def test_producer_limit_applies_too(stack, names):
+    store = OffsetStore(stack.kafka_bootstrap, names.offsets)
     with make_sink(stack, names, producer_config={"message.max.bytes": 50_000}) as sink:
         with pytest.raises(MessageTooLargeError, match="50000"):
-            sink.write_batch([OutMessage(names.topic, b"k", b"y" * 60_000)], offset(names, 1))
+            sink.write_batch([*events(names, 1), OutMessage(names.topic, b"k", b"y" * 60_000)], offset(names, 1))
+        assert sink.stats.transactions_committed == 0
+        sink.write_batch(events(names, 2), offset(names, 2))  # the sink stays usable
+        assert sink.stats.bytes == payload_bytes(events(names, 2))
+    assert values(stack, names.topic) == [b"event-2"]
+    assert store.load(names.connector) == {"rs0": offset(names, 2)}
 
 
 def test_a_batch_larger_than_the_producers_local_queue_waits_for_room_and_commits_whole(stack, names):

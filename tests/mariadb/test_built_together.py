@@ -136,3 +136,79 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
         together, alone = (MySqlEventBuilder(config) for _ in range(2))
         assert_built_together_as_alone(together, _PythonWritten(alone), queued, ServerSource.position_after,
                                        ServerSource.position_after_changes, rng, (name, "runs", seed))
+
+
+TYPED = {  # the compiled writers' own kinds (WRITE_DOUBLE, WRITE_DECIMAL, WRITE_DATE, WRITE_MICROS, WRITE_MILLIS)
+    "db": ("DOUBLE", lambda rng: rng.choice([0.0, -0.0, -2.5, 1e-3, 1e7, 1 / 3, 1.7976931348623157e308, 5e-324,
+                                             rng.uniform(-1e12, 1e12)])),
+    "fl": ("FLOAT", lambda rng: rng.choice([0.0, -1.5, 3.4e38, 1.17549435e-38, 0.1, rng.uniform(-1e6, 1e6)])),
+    "d2": ("DECIMAL(12,2)", lambda rng: rng.choice(["-0.01", "0.00", "-9999999999.99", "9999999999.99",
+                                                    f"{rng.uniform(-1e6, 1e6):.2f}"])),
+    "d30": ("DECIMAL(65,30)", lambda rng: rng.choice(["-0.000000000000000000000000000001", "0",
+                                                      "-" + "9" * 35 + "." + "9" * 30,
+                                                      f"{rng.randint(-10**34, 10**34)}.{rng.randrange(10**30):030d}"])),
+    "d0": ("DECIMAL(18,0)", lambda rng: rng.choice(["-1", "-128", "128", "255", "-999999999999999999",
+                                                    str(rng.randint(-10**17, 10**17))])),
+    "da": ("DATE", lambda rng: rng.choice(["1000-01-01", "9999-12-31", "1969-12-31", "1970-01-01", "1900-03-01",
+                                           f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-12"])),
+    "t6": ("DATETIME(6)", lambda rng: rng.choice(["1000-01-01 00:00:00", "9999-12-31 23:59:59.999999",
+                                                  "1969-12-31 23:59:59.999999", "1960-01-01 00:00:00.000001",
+                                                  f"{rng.randint(1000, 9999)}-01-02 03:04:05.{rng.randrange(10**6)}"])),
+    "t3": ("DATETIME(3)", lambda rng: rng.choice(["1969-12-31 23:59:59.999", "1969-12-31 23:59:59.001",
+                                                  "2024-05-06 07:08:09.123"])),
+    "t1": ("DATETIME(1)", lambda rng: rng.choice(["1969-12-31 23:59:59.9", "2024-05-06 07:08:09.5"])),
+    "t0": ("DATETIME", lambda rng: rng.choice(["1950-06-07 08:09:10", "2038-01-19 03:14:08"])),
+    "s6": ("TIMESTAMP(6) NULL", lambda rng: rng.choice(["1970-01-01 00:00:01", "2038-01-19 03:14:07.999999",
+                                                        "1999-12-31 23:59:59.000001"])),
+    "s0": ("TIMESTAMP NULL", lambda rng: rng.choice(["1970-01-01 00:00:01", "2024-02-29 12:00:00"])),
+    "h6": ("TIME(6)", lambda rng: rng.choice(["-838:59:59.000000", "838:59:59", "-00:00:00.000001", "12:34:56.5"])),
+    "h0": ("TIME", lambda rng: rng.choice(["-01:00:00", "00:00:00", "100:00:01"])),
+    "y": ("YEAR", lambda rng: rng.choice([1901, 2155, 2024])),
+    "en": ("ENUM('a', 'bé', '\"q\"')", lambda rng: rng.choice(["a", "bé", '"q"'])),
+    "st": ("SET('x', 'y', 'z')", lambda rng: rng.choice(["", "x", "z,x"])),
+}
+
+
+def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, mariadb_db, monkeypatch):
+    """The columns the run writer writes itself (doubles, floats, decimals, dates, datetimes, timestamps, times, years,
+    ENUMs) at their edges, and SETs, NULLs among them, inserted, updated (their key too) and deleted, in the default,
+    `connect` and schema'd forms."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    columns = ", ".join(f"{name} {kind}" for name, (kind, _) in TYPED.items())
+    mariadb.execute(f"CREATE TABLE typed (id INT, d_key DECIMAL(65,30), {columns}, PRIMARY KEY (id, d_key))",
+                    database=mariadb_db)
+    start = status(mariadb)
+    connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
+    marks = ", ".join(["%s"] * (len(TYPED) + 2))
+    try:
+        with connection.cursor() as cursor:
+            for batch in range(10):
+                cursor.executemany(f"INSERT INTO typed VALUES ({marks})",  # noqa: S608 - the test's own columns
+                                   [(batch * 100 + n, TYPED["d30"][1](rng),
+                                     *(None if rng.random() < 0.15 else make(rng) for _, make in TYPED.values()))
+                                    for n in range(rng.randint(1, 30))])
+                name = rng.choice(list(TYPED))
+                cursor.execute(f"UPDATE typed SET {name} = %s WHERE id %% 3 = %s",  # noqa: S608
+                               (TYPED[name][1](rng), batch % 3))
+                cursor.execute("UPDATE typed SET d_key = -d_key WHERE id %% 4 = %s", (batch % 4,))
+                cursor.execute("DELETE FROM typed WHERE id %% 5 = %s", (batch % 5,))
+                connection.commit()
+    finally:
+        connection.close()
+    changes = read_to_end(mariadb.cdc, 6205, BinlogPosition(gtids=start.gtids), mariadb_db)
+    runs = read_to_end(mariadb.cdc, 6206, BinlogPosition(gtids=start.gtids), mariadb_db, runs=True)
+    queued = _queued(runs)
+    if compiled_rows.compiled is not None:
+        assert all(type(item) is not RowChange for item in runs)
+    assert [row_change(item) for item in queued] == changes and len(changes) > 100
+    fixed = SimpleNamespace(time=lambda: 1_700_000_000.5, time_ns=lambda: 1_700_000_000_123_456_789,
+                            monotonic=time.monotonic, sleep=time.sleep)
+    for module in (mysql_source, envelope, schema_changes):
+        monkeypatch.setattr(module, "time", fixed)
+    for name, extra in {"default": {}, "connect": {"time.precision.mode": "connect"},
+                        "schemas": CONFIGS["schemas"]}.items():
+        _, config = engine_config(properties(mariadb, mariadb_db, **extra))
+        together, alone = (MySqlEventBuilder(config) for _ in range(2))
+        assert_built_together_as_alone(together, _PythonWritten(alone), queued, ServerSource.position_after,
+                                       ServerSource.position_after_changes, rng, (name, "runs", seed))

@@ -1,9 +1,10 @@
-"""The compiled rows decoder (connectors/mysql/_binrows, compiled_rows.py) gives the binlog reader the same row
-changes as python-mysql-replication's own decoding: random rows of every type it decodes (integers of each width
-at their limits, signed and unsigned, floats, decimals of every digit grouping, YEAR, DATE, DATETIME, TIMESTAMP and
-TIME of every fraction width, negative times, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, in
-utf8mb4, latin1, utf16 and ascii, NULLs) inserted, updated and deleted many rows a statement, read from the real
-server both ways; zero dates, whose events it leaves to the library; and a table with a type it does not decode."""
+"""The compiled rows decoder (connectors/mysql/_binrows, compiled_rows.py) gives the binlog reader the same row changes
+as python-mysql-replication's own decoding: random rows of every type it decodes (integers of each width at their
+limits, signed and unsigned, floats, decimals of every digit grouping, YEAR, DATE, DATETIME, TIMESTAMP and TIME of every
+fraction width, negative times, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, in utf8mb4, latin1, utf16
+and ascii, ENUMs of one and two bytes, SETs of one, three and eight bytes, empty SETs, BIT(1), BIT(10), BIT(64), NULLs)
+inserted, updated and deleted many rows a statement, read from the real server both ways; zero dates, whose events it
+leaves to the library; and a table with a type it does not decode."""
 
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ COLUMNS = {
     "h1": ("TIME(1)", lambda rng: _duration(rng, 1)),
     "h2": ("TIME(2)", lambda rng: _duration(rng, 2)),
     "h4": ("TIME(4)", lambda rng: _duration(rng, 4)),
+    "e1": ("ENUM('a', 'bé', '')", lambda rng: rng.choice(["a", "bé", ""])),
+    "e2": (f"ENUM({', '.join(repr(f'v{n}') for n in range(300))})", lambda rng: f"v{rng.randrange(300)}"),
+    "s1": ("SET('x', 'y', 'z')", lambda rng: rng.choice(["", "x", "x,z", "z,y,x"])),
+    "s3": (f"SET({', '.join(repr(f'm{n}') for n in range(20))})",
+           lambda rng: ",".join(f"m{n}" for n in range(20) if rng.random() < 0.3)),
+    "s8": (f"SET({', '.join(repr(f'w{n}') for n in range(64))})",
+           lambda rng: ",".join(f"w{n}" for n in range(64) if rng.random() < 0.3)),
+    "b1": ("BIT(1)", lambda rng: rng.randint(0, 1)),
+    "b10": ("BIT(10)", lambda rng: rng.randint(0, 1023)),
+    "b64": ("BIT(64)", lambda rng: rng.choice([0, 1, 2**63, 2**64 - 1, rng.randrange(2**64)])),
     "h6": ("TIME(6)", lambda rng: rng.choice(["-838:59:59.000000", "838:59:59.000000", "-00:00:00.000001",
                                                _duration(rng, 6)])),
 }
@@ -104,7 +115,7 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     rng = random.Random(seed)
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in COLUMNS.items())
     mariadb.execute(f"CREATE TABLE typed (id INT PRIMARY KEY, {columns})",
-                    "CREATE TABLE listed (id INT PRIMARY KEY, kind ENUM('a', 'b'), label VARCHAR(10))",
+                    "CREATE TABLE listed (id INT PRIMARY KEY, kind POINT, label VARCHAR(10))",
                     database=mariadb_db)
     start = status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
@@ -115,7 +126,7 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
             for batch in range(12):
                 cursor.executemany(f"INSERT INTO typed VALUES ({marks})",  # noqa: S608 - the test's own columns
                                    [_row(rng, batch * 100 + n) for n in range(rng.randint(1, 40))])
-                cursor.execute("INSERT INTO listed VALUES (%s, 'a', 'x')", (batch,))
+                cursor.execute("INSERT INTO listed VALUES (%s, POINT(1, 2), 'x')", (batch,))
                 if batch % 5 == 2:  # zero dates: the library decodes the event (and its reasons for None)
                     cursor.execute("UPDATE typed SET da = '0000-00-00', t3 = '0000-00-00 00:00:00' WHERE id % 7 = 1")
                 name = rng.choice(list(COLUMNS))
@@ -134,7 +145,7 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     assert {c.op for c in typed} == {"c", "u", "d"} and len(typed) > 200
     assert compiled_rows.layout(typed[0].schema) is not None  # this table's rows were the compiled module's
     listed = next(c for c in compiled if type(c) is RowChange and c.schema.table == "listed")
-    assert compiled_rows.layout(listed.schema) is None  # ENUM: the library's
+    assert compiled_rows.layout(listed.schema) is None  # geometry: the library's
     monkeypatch.setattr(compiled_rows, "compiled", None)
     by_library = read_to_end(mariadb.cdc, 6204, position, mariadb_db)
     assert len(compiled) == len(by_library), seed

@@ -14,7 +14,13 @@ from tests.compiled_modules import require_built
 
 
 def _column(rng: random.Random, number: int) -> tuple:
-    kind = rng.randrange(compiled_rows.NEWDECIMAL + 1)
+    kind = rng.randrange(compiled_rows.BIT_STRING + 1)
+    if kind == compiled_rows.BIT_STRING:
+        return f"c{number}", kind, rng.randint(1, 64), None
+    if kind == compiled_rows.ENUM_INDEX:
+        return f"c{number}", kind, rng.choice([1, 2]), tuple(f"v{n}" for n in range(rng.randint(0, 300)))
+    if kind == compiled_rows.SET_BITS:
+        return f"c{number}", kind, rng.choice([1, 2, 3, 4, 8]), tuple(f"m{n}" for n in range(rng.randint(0, 64)))
     if kind == compiled_rows.STRING:
         return f"c{number}", kind, rng.choice([1, 2]), rng.choice(["utf-8", "latin-1", None])
     if kind in (compiled_rows.DATETIME2, compiled_rows.TIMESTAMP2, compiled_rows.TIME2):

@@ -9,7 +9,7 @@ import random
 
 from connectors.events.json_converter import string_json
 from connectors.mysql import compiled_rows
-from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_LONG, WRITE_STRING
+from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_LONG, WRITE_NULL, WRITE_STRING
 from connectors.mysql.types import java_long
 from tests.compiled_modules import require_built
 
@@ -50,7 +50,8 @@ def _value(rng: random.Random):
 def test_the_compiled_writer_writes_what_the_python_loop_writes():
     require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     rng = random.Random(7)
-    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long}
+    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long,
+                       WRITE_INTEGER | WRITE_NULL: _integer, WRITE_STRING | WRITE_NULL: _text}
     written_by_module = 0
     for _ in range(3000):
         count = rng.randint(0, 6)
@@ -86,7 +87,8 @@ def test_the_compiled_event_value_is_the_python_f_string_encoded():
     bits."""
     require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     rng = random.Random(11)
-    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long}
+    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long,
+                       WRITE_INTEGER | WRITE_NULL: _integer, WRITE_STRING | WRITE_NULL: _text}
     part_sets = [("", "", "", ""), ('{"before":', ',"after":', ',"row":', '}'), ("é", "😀", "\\", '"')]
     written_by_module = 0
     for _ in range(3000):
@@ -114,7 +116,8 @@ def test_the_compiled_key_is_the_python_key_encoded():
     or None where the Python way writes it (a lone surrogate, whose encoding then fails)."""
     require_built(compiled_rows.compiled, "connectors/mysql/_binrows")
     rng = random.Random(13)
-    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long}
+    writers_by_kind = {WRITE_INTEGER: _integer, WRITE_STRING: _text, WRITE_CALL: _other, WRITE_LONG: _long,
+                       WRITE_INTEGER | WRITE_NULL: _integer, WRITE_STRING | WRITE_NULL: _text}
     written_by_module = 0
     for _ in range(2000):
         count = rng.randint(0, 4)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from connectors.events.json_converter import string_json
 from connectors.mysql import compiled_rows
-from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_LONG, WRITE_STRING
+from connectors.mysql.compiled_rows import WRITE_CALL, WRITE_INTEGER, WRITE_LONG, WRITE_NULL, WRITE_STRING
 from connectors.mysql.types import java_long
 from tests.compiled_modules import require_built
 from tests.unit.test_binrows_decode_rows import _column
@@ -27,6 +27,8 @@ WRITERS = {
     WRITE_LONG: lambda value: str(java_long(value)) if type(value) is int else _other(value),
     WRITE_STRING: lambda value: string_json(value) if type(value) is str else _other(value),
     WRITE_CALL: _other,
+    WRITE_INTEGER | WRITE_NULL: lambda value: str(value) if type(value) is int else _other(value),  # None: null
+    WRITE_STRING | WRITE_NULL: lambda value: string_json(value) if type(value) is str else _other(value),
 }
 
 

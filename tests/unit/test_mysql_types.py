@@ -35,6 +35,9 @@ def mapped(column, raw, **options):
     (col(F.LONGLONG, unsigned=True), 2**64 - 2, ("int64", None, {}, -2)),
     (col(F.DOUBLE), 0.1, ("float64", None, {}, 0.1)),
     (col(F.FLOAT), 0.10000000149011612, ("float32", None, {}, 0.1)),
+    # FLT_MAX: its shortest text, 3.4028235E38 as Java prints it, is above FLT_MAX and rounds to it
+    (col(F.FLOAT), 3.4028234663852886e38, ("float32", None, {}, 3.4028235e38)),
+    (col(F.FLOAT), -3.4028234663852886e38, ("float32", None, {}, -3.4028235e38)),
     (col(F.BIT, bits=1), "0", ("boolean", None, {}, False)),
     (col(F.BIT, bits=9), "100000001", ("bytes", "io.debezium.data.Bits", {"length": "9"},
                                       base64.b64encode(b"\x01\x01").decode())),

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "connect_values.h"
 #include "decimal_text.h"
 #include "json_text.h"
 #include "slots_maker.h"
@@ -24,14 +25,16 @@ static PyObject *decimal_type; /* decimal.Decimal */
 /* Column kinds (compiled_rows.py) */
 enum {
     INT8 = 0, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64, FLOAT, DOUBLE, STRING, YEAR,
-    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL
+    DATE, DATETIME2, TIMESTAMP2, TIME2, NEWDECIMAL, ENUM_INDEX, SET_BITS, BIT_STRING
 };
 
 typedef struct {
     PyObject *name;     /* borrowed from the layout */
     int kind;
-    int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision */
+    int size;           /* STRING: bytes of the length prefix; temporals: fsp; NEWDECIMAL: precision; ENUM_INDEX,
+                           SET_BITS: bytes of the value; BIT_STRING: bits */
     int scale;          /* NEWDECIMAL */
+    PyObject *values;   /* ENUM_INDEX: the library's values by index ("" first); SET_BITS: by bit (borrowed) */
     const char *encoding; /* STRING: Python codec, NULL for bytes */
     int utf8;
 } Column;
@@ -59,37 +62,46 @@ static long fraction(const unsigned char *p, int fsp) {
     return value;
 }
 
-static PyObject *decimal_of(const unsigned char *p, int precision, int scale) {
+/* A binlog DECIMAL's text at `text` (room for 160): "-"? digits "." digits (the digits of the whole part may lead with
+   zeros or be none); its length, -1 for a value longer than any DECIMAL. */
+static int decimal_text(const unsigned char *p, int precision, int scale, char *text) {
     static const int compressed[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
     int integral = precision - scale;
     int whole_integral = integral / 9, whole_fraction = scale / 9;
     int lead = compressed[integral - whole_integral * 9], tail = compressed[scale - whole_fraction * 9];
     int length = lead + 4 * (whole_integral + whole_fraction) + tail;
     unsigned char bytes[64];
-    if (length > (int)sizeof(bytes)) return for_the_library();
+    if (length > (int)sizeof(bytes)) return -1;
     memcpy(bytes, p, (size_t)length);
     int negative = !(bytes[0] & 0x80);
     bytes[0] ^= 0x80;
     uint32_t mask = negative ? 0xFFFFFFFFu : 0;
-    char text[160];
+    const size_t room = 160;
     int at = 0;
     if (negative) text[at++] = '-';
     const unsigned char *q = bytes;
     if (lead) {
         uint32_t value = ((uint32_t)big(q, lead) ^ mask) & (lead == 4 ? 0xFFFFFFFFu : ((1u << (8 * lead)) - 1));
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%u", value);
+        at += snprintf(text + at, room - (size_t)at, "%u", value);
         q += lead;
     }
     for (int i = 0; i < whole_integral; i++, q += 4)
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+        at += snprintf(text + at, room - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
     text[at++] = '.';
     for (int i = 0; i < whole_fraction; i++, q += 4)
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
+        at += snprintf(text + at, room - (size_t)at, "%09u", (uint32_t)big(q, 4) ^ mask);
     if (tail) {
         uint32_t value = ((uint32_t)big(q, tail) ^ mask) & (tail == 4 ? 0xFFFFFFFFu : ((1u << (8 * tail)) - 1));
-        at += snprintf(text + at, sizeof(text) - (size_t)at, "%0*u", scale - whole_fraction * 9, value);
+        at += snprintf(text + at, room - (size_t)at, "%0*u", scale - whole_fraction * 9, value);
     }
-    return PyObject_CallFunction(decimal_type, "s#", text, (Py_ssize_t)at);
+    return at;
+}
+
+static PyObject *decimal_of(const unsigned char *p, int precision, int scale) {
+    char text[160];
+    int length = decimal_text(p, precision, scale, text);
+    if (length < 0) return for_the_library();
+    return PyObject_CallFunction(decimal_type, "s#", text, (Py_ssize_t)length);
 }
 
 static int decimal_length(int precision, int scale) {
@@ -218,6 +230,38 @@ static PyObject *value_of(Reader *in, const Column *column) {
         in->pos += bytes;
         return decimal_of(p, column->size, column->scale);
     }
+    case ENUM_INDEX: { /* the library's enum_values[index] */
+        if (need(in, column->size)) return NULL;
+        in->pos += column->size;
+        uint64_t index = little(p, column->size);
+        if (index >= (uint64_t)PyTuple_GET_SIZE(column->values)) return for_the_library();
+        return Py_NewRef(PyTuple_GET_ITEM(column->values, (Py_ssize_t)index));
+    }
+    case SET_BITS: { /* the values of the bits set; none: frozenset() (binlog._values of the library's empty set) */
+        if (need(in, column->size)) return NULL;
+        in->pos += column->size;
+        uint64_t mask = little(p, column->size);
+        PyObject *members = PySet_New(NULL);
+        if (members == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(column->values) && i < 64; i++) {
+            if ((mask >> i) & 1 && PySet_Add(members, PyTuple_GET_ITEM(column->values, i)) < 0) {
+                Py_DECREF(members);
+                return NULL;
+            }
+        }
+        PyObject *frozen = PyFrozenSet_New(members);
+        Py_DECREF(members);
+        return frozen;
+    }
+    case BIT_STRING: { /* the library's __read_bit: the value's `size` low bits, big-endian, as "0" and "1" */
+        int bytes = (column->size + 7) / 8;
+        if (need(in, bytes)) return NULL;
+        in->pos += bytes;
+        uint64_t value = big(p, bytes);
+        char text[64];
+        for (int i = 0; i < column->size; i++) text[i] = (char)('0' + ((value >> (column->size - 1 - i)) & 1));
+        return PyUnicode_DecodeASCII(text, column->size, "strict");
+    }
     case STRING: {
         if (need(in, column->size)) return NULL;
         uint64_t length = little(p, column->size);
@@ -272,6 +316,46 @@ static PyObject *image(Reader *in, const Column *columns, Py_ssize_t count, cons
     return row;
 }
 
+/* The columns of a layout tuple (compiled_rows.layout) into `columns` (count entries); -1 with an exception set. */
+static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(layout, i);
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
+            return -1;
+        }
+        columns[i].name = PyTuple_GET_ITEM(spec, 0);
+        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) return -1;
+        PyObject *last = PyTuple_GET_ITEM(spec, 3);
+        int kind = columns[i].kind, size = columns[i].size;
+        if (kind == STRING && last != Py_None) {
+            columns[i].encoding = PyUnicode_AsUTF8(last);
+            if (columns[i].encoding == NULL) return -1;
+            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
+        } else if (kind == NEWDECIMAL) {
+            columns[i].scale = (int)PyLong_AsLong(last);
+            if (PyErr_Occurred()) return -1;
+        } else if (kind == ENUM_INDEX || kind == SET_BITS) {
+            if (!PyTuple_Check(last)) {
+                PyErr_SetString(PyExc_TypeError, "an ENUM's or SET's layout column ends with its values' tuple");
+                return -1;
+            }
+            columns[i].values = last;
+        }
+        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
+            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
+            || columns[i].scale > 30 || columns[i].scale > size)) || (kind == ENUM_INDEX && (size < 1 || size > 2))
+            || (kind == SET_BITS && (size < 1 || size > 8)) || (kind == BIT_STRING && (size < 1 || size > 64))
+            || kind < INT8 || kind > BIT_STRING) {
+            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* decode_rows(body, layout, present, present_after) -> list: the event's rows, each a dict (write and delete
    events) or a (before, after) tuple of dicts (update events: present_after is not None). `layout`: a tuple of
    (name, kind, size, encoding or scale or None) per column, as compiled_rows.layout makes it. ValueError: a value
@@ -310,33 +394,7 @@ static PyObject *decode_rows(PyObject *module, PyObject *const *args, Py_ssize_t
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(layout, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
-            goto done;
-        }
-        columns[i].name = PyTuple_GET_ITEM(spec, 0);
-        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
-        if (PyErr_Occurred()) goto done;
-        PyObject *last = PyTuple_GET_ITEM(spec, 3);
-        int kind = columns[i].kind, size = columns[i].size;
-        if (kind == STRING && last != Py_None) {
-            columns[i].encoding = PyUnicode_AsUTF8(last);
-            if (columns[i].encoding == NULL) goto done;
-            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
-        } else if (kind == NEWDECIMAL) {
-            columns[i].scale = (int)PyLong_AsLong(last);
-            if (PyErr_Occurred()) goto done;
-        }
-        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
-            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
-            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
-            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
-            goto done;
-        }
-    }
+    if (parse_layout(layout, columns, count) < 0) goto done;
     rows = PyList_New(0);
     if (rows == NULL) goto done;
     Reader in = {body.buf, body.len, 0};
@@ -373,7 +431,12 @@ done:
    int (INTEGER) or a str (STRING) and by the column's `write(value)` otherwise; `columns` holds (name, prefix, kind,
    write) tuples (envelope.TableEvents' writers), a value missing from `values` is None. None: a text with no UTF-8
    (lone surrogates), which the Python loop writes (and the event's encoding then refuses, as it did). */
-enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3 };
+enum { WRITE_CALL = 0, WRITE_INTEGER = 1, WRITE_STRING = 2, WRITE_LONG = 3, WRITE_DOUBLE = 4, WRITE_DECIMAL = 5,
+       WRITE_DATE = 6, WRITE_MICROS = 7, WRITE_MILLIS = 8, WRITE_ZONED = 9, WRITE_MICROTIME = 10, WRITE_MILLITIME = 11,
+       WRITE_YEAR = 12, WRITE_FLOAT = 13 };
+/* A kind's flag: the column's writer writes None as null (a nullable column without a default), written here */
+#define WRITE_NULL 0x80
+#define WRITE_KIND(kind) ((kind) & 0x7F) /* WRITE_DECIMAL carries its scale above the low byte, WRITE_ZONED its fsp */
 
 static int put_written(Buffer *out, PyObject *write, PyObject *value) {
     PyObject *text = PyObject_CallOneArg(write, value);
@@ -389,7 +452,7 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind)
     int overflow;
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (number == -1 && PyErr_Occurred()) return -1;
-    if (overflow > 0 && kind == WRITE_LONG) {
+    if (overflow > 0 && WRITE_KIND(kind) == WRITE_LONG) {
         unsigned long long wide = PyLong_AsUnsignedLongLong(value);
         if (wide == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -403,16 +466,114 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind)
     return put(out, digits_text, decimal_int64(digits_text, number));
 }
 
-/* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG) or a str
-   (WRITE_STRING) written here, anything else by `write`. */
-static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
-    if ((kind == WRITE_INTEGER || kind == WRITE_LONG) && PyLong_CheckExact(value)) {
-        return put_integer(out, value, write, kind);
+/* A Decimal as a WRITE_DECIMAL column of `scale` writes it; 1: a Decimal its writer is to write. */
+static int put_decimal_object(Buffer *out, PyObject *value, long scale) {
+    PyObject *text = PyObject_Str(value);
+    if (text == NULL) return -1;
+    Py_ssize_t length;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &length);
+    int result = utf8 == NULL ? -1 : put_decimal_text(out, utf8, length, scale);
+    Py_DECREF(text);
+    return result;
+}
+
+/* A TIMESTAMP's datetime (UTC) as types._timestamp's `iso` writes a streamed one, in quotes: its `fsp` fraction
+   digits (none when 0, but a fraction's digits without trailing zeros); 1 for the epoch (the column's zero value,
+   which its writer writes) and years strftime may write otherwise. */
+static int put_zoned(Buffer *out, int year, int month, int day, int hour, int minute, int second, int micro,
+                     long fsp) {
+    if (year < 1000 || year > 9999 || fsp < 0 || fsp > 6 || micro < 0 || micro > 999999) return 1;
+    if (year == 1970 && month == 1 && day == 1 && hour == 0 && minute == 0 && second == 0 && micro == 0) return 1;
+    char text[64];
+    int at = snprintf(text, sizeof text, "\"%04d-%02d-%02dT%02d:%02d:%02d", year, month, day, hour, minute, second);
+    char digits[16];
+    snprintf(digits, sizeof digits, "%06d", micro);
+    int count = (int)fsp;
+    if (count == 0 && micro) {
+        count = 6;
+        while (digits[count - 1] == '0') count--;
     }
-    if (kind == WRITE_STRING && PyUnicode_CheckExact(value)) {
-        Py_ssize_t length;
-        const char *text = PyUnicode_AsUTF8AndSize(value, &length);
-        return text == NULL ? -1 : put_json_string(out, text, length);
+    if (count) {
+        text[at++] = '.';
+        memcpy(text + at, digits, (size_t)count);
+        at += count;
+    }
+    text[at++] = 'Z';
+    text[at++] = '"';
+    return put(out, text, at);
+}
+
+/* A decoded value as the column's writer `write` gives it: an int (WRITE_INTEGER, WRITE_LONG), a str
+   (WRITE_STRING), a float (WRITE_DOUBLE, WRITE_FLOAT), a Decimal (WRITE_DECIMAL), a date (WRITE_DATE) or a naive datetime
+   (WRITE_MICROS, WRITE_MILLIS) written here, anything else by `write`. */
+static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
+    if (value == Py_None && (kind & WRITE_NULL)) return put(out, "null", 4);
+    switch (WRITE_KIND(kind)) {
+    case WRITE_INTEGER: case WRITE_LONG:
+        if (PyLong_CheckExact(value)) return put_integer(out, value, write, kind);
+        break;
+    case WRITE_STRING:
+        if (PyUnicode_CheckExact(value)) {
+            Py_ssize_t length;
+            const char *text = PyUnicode_AsUTF8AndSize(value, &length);
+            return text == NULL ? -1 : put_json_string(out, text, length);
+        }
+        break;
+    case WRITE_DOUBLE:
+        if (PyFloat_CheckExact(value)) return put_java_double(out, PyFloat_AS_DOUBLE(value));
+        break;
+    case WRITE_FLOAT:
+        if (PyFloat_CheckExact(value)) {
+            int written = put_java_float(out, PyFloat_AS_DOUBLE(value));
+            if (written != 1) return written;
+        }
+        break;
+    case WRITE_DECIMAL:
+        if (Py_IS_TYPE(value, (PyTypeObject *)decimal_type)) {
+            int written = put_decimal_object(out, value, kind >> 8);
+            if (written != 1) return written;
+        }
+        break;
+    case WRITE_DATE:
+        if (PyDate_CheckExact(value)) {
+            return put_int64(out, days_from_civil(PyDateTime_GET_YEAR(value), (unsigned)PyDateTime_GET_MONTH(value),
+                                                  (unsigned)PyDateTime_GET_DAY(value)));
+        }
+        break;
+    case WRITE_MICROS: case WRITE_MILLIS:
+        if (PyDateTime_CheckExact(value) && PyDateTime_DATE_GET_TZINFO(value) == Py_None) {
+            long long micros = epoch_micros(PyDateTime_GET_YEAR(value), PyDateTime_GET_MONTH(value),
+                                            PyDateTime_GET_DAY(value), PyDateTime_DATE_GET_HOUR(value),
+                                            PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value),
+                                            PyDateTime_DATE_GET_MICROSECOND(value));
+            return put_int64(out, WRITE_KIND(kind) == WRITE_MICROS ? micros : floor_millis(micros));
+        }
+        break;
+    case WRITE_ZONED:
+        if (PyDateTime_CheckExact(value) && PyDateTime_DATE_GET_TZINFO(value) == Py_None) {
+            int written = put_zoned(out, PyDateTime_GET_YEAR(value), PyDateTime_GET_MONTH(value),
+                                    PyDateTime_GET_DAY(value), PyDateTime_DATE_GET_HOUR(value),
+                                    PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value),
+                                    PyDateTime_DATE_GET_MICROSECOND(value), kind >> 8);
+            if (written != 1) return written;
+        }
+        break;
+    case WRITE_MICROTIME: case WRITE_MILLITIME:
+        if (PyDelta_CheckExact(value)) {
+            long long micros = ((long long)PyDateTime_DELTA_GET_DAYS(value) * 86400 +
+                                PyDateTime_DELTA_GET_SECONDS(value)) * 1000000LL +
+                               PyDateTime_DELTA_GET_MICROSECONDS(value);
+            return put_int64(out, WRITE_KIND(kind) == WRITE_MICROTIME ? micros : floor_millis(micros));
+        }
+        break;
+    case WRITE_YEAR:
+        if (PyLong_CheckExact(value)) {
+            int overflow;
+            long long year = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (year == -1 && PyErr_Occurred()) return -1;
+            if (!overflow) return put_int64(out, year == 1900 ? 0 : year);
+        }
+        break;
     }
     return put_written(out, write, value);
 }
@@ -521,38 +682,6 @@ static PyObject *write_key(PyObject *module, PyObject *const *args, Py_ssize_t n
 
 /* ---- runs: a rows event's messages straight from its body ---------------------------------------------------- */
 
-/* The columns of a layout tuple (compiled_rows.layout) into `columns` (count entries); -1 with an exception set. */
-static int parse_layout(PyObject *layout, Column *columns, Py_ssize_t count) {
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(layout, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a layout column is (name, kind, size, encoding or scale)");
-            return -1;
-        }
-        columns[i].name = PyTuple_GET_ITEM(spec, 0);
-        columns[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-        columns[i].size = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
-        if (PyErr_Occurred()) return -1;
-        PyObject *last = PyTuple_GET_ITEM(spec, 3);
-        int kind = columns[i].kind, size = columns[i].size;
-        if (kind == STRING && last != Py_None) {
-            columns[i].encoding = PyUnicode_AsUTF8(last);
-            if (columns[i].encoding == NULL) return -1;
-            columns[i].utf8 = strcmp(columns[i].encoding, "utf8") == 0 || strcmp(columns[i].encoding, "utf-8") == 0;
-        } else if (kind == NEWDECIMAL) {
-            columns[i].scale = (int)PyLong_AsLong(last);
-            if (PyErr_Occurred()) return -1;
-        }
-        if ((kind == STRING && (size < 1 || size > 4)) || ((kind == DATETIME2 || kind == TIMESTAMP2 || kind == TIME2)
-            && (size < 0 || size > 6)) || (kind == NEWDECIMAL && (size < 1 || size > 65 || columns[i].scale < 0
-            || columns[i].scale > 30 || columns[i].scale > size)) || kind < INT8 || kind > NEWDECIMAL) {
-            PyErr_SetString(PyExc_ValueError, "a layout column out of range");
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* The bytes of one value of `column` at in->pos (a string's length prefix included); -1 when the event ends first. */
 static Py_ssize_t value_size(const Reader *in, const Column *column) {
     const unsigned char *p = in->data + in->pos;
@@ -567,6 +696,8 @@ static Py_ssize_t value_size(const Reader *in, const Column *column) {
     case TIMESTAMP2: size = 4 + (column->size + 1) / 2; break;
     case TIME2: size = 3 + (column->size + 1) / 2; break;
     case NEWDECIMAL: size = decimal_length(column->size, column->scale); break;
+    case ENUM_INDEX: case SET_BITS: size = column->size; break;
+    case BIT_STRING: size = (column->size + 7) / 8; break;
     case STRING: {
         if (left < column->size) return -1;
         uint64_t length = little(p, column->size);
@@ -625,11 +756,28 @@ static int is_ascii(const unsigned char *text, Py_ssize_t length) {
 static int check_value(const Reader *in, const Column *column, Py_ssize_t start) {
     if (start < 0) return 0;
     int kind = column->kind;
-    if (kind <= DOUBLE || kind == YEAR) return 0;
+    if (kind <= DOUBLE || kind == YEAR || kind == SET_BITS || kind == BIT_STRING) return 0;
+    if (kind == ENUM_INDEX && little(in->data + start, column->size) < (uint64_t)PyTuple_GET_SIZE(column->values))
+        return 0;
+    const unsigned char *p = in->data + start;
     if (kind == STRING) {
         if (column->encoding == NULL) return 0;
-        uint64_t length = little(in->data + start, column->size);
-        if (column->utf8 && is_ascii(in->data + start + column->size, (Py_ssize_t)length)) return 0;
+        uint64_t length = little(p, column->size);
+        if (column->utf8 && is_ascii(p + column->size, (Py_ssize_t)length)) return 0;
+    }
+    /* what value_of makes without fail, known without making it (a wide table's decimals and dates, each row) */
+    if (kind == NEWDECIMAL && decimal_length(column->size, column->scale) <= 64) return 0;
+    if (kind == DATE) {
+        long packed = (long)little(p, 3);
+        if (valid_date((int)((packed >> 9) & 0x7FFF), (int)((packed >> 5) & 0xF), (int)(packed & 0x1F))) return 0;
+    }
+    if (kind == DATETIME2) {
+        uint64_t packed = big(p, 5);
+        long year_month = (long)((packed >> 22) & 0x1FFFF);
+        if (valid_date((int)(year_month / 13), (int)(year_month % 13), (int)((packed >> 17) & 0x1F)) &&
+            valid_time((int)((packed >> 12) & 0x1F), (int)((packed >> 6) & 0x3F), (int)(packed & 0x3F),
+                       fraction(p + 5, column->size)))
+            return 0;
     }
     PyObject *value = value_at(in, column, start);
     if (value == NULL) return -1;
@@ -720,13 +868,61 @@ static PyObject *count_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
     return PyLong_FromSsize_t(counted);
 }
 
+/* A double, decimal, date or datetime of the body at `p` written as put_value writes the value value_of makes of it,
+   without making it: 0 when written (`*failure`: put's result), 1 when the value is another (a kind or scale the
+   writer does not take, a date datetime.date refuses: put_value's way decides). */
+static int put_binlog_value(Buffer *out, const unsigned char *p, const Column *column, long kind, int *failure) {
+    switch (WRITE_KIND(kind)) {
+    case WRITE_DOUBLE: {
+        if (column->kind != DOUBLE) return 1;
+        uint64_t bits = little(p, 8);
+        double number;
+        memcpy(&number, &bits, 8);
+        *failure = put_java_double(out, number);
+        return 0;
+    }
+    case WRITE_DECIMAL: {
+        if (column->kind != NEWDECIMAL || column->scale != kind >> 8) return 1;
+        char text[160];
+        int length = decimal_text(p, column->size, column->scale, text);
+        if (length < 0) return 1;
+        int written = put_decimal_text(out, text, length, column->scale);
+        if (written == 1) return 1;
+        *failure = written;
+        return 0;
+    }
+    case WRITE_DATE: {
+        if (column->kind != DATE) return 1;
+        long packed = (long)little(p, 3);
+        int year = (int)((packed >> 9) & 0x7FFF), month = (int)((packed >> 5) & 0xF), day = (int)(packed & 0x1F);
+        if (!valid_date(year, month, day)) return 1;
+        *failure = put_int64(out, days_from_civil(year, (unsigned)month, (unsigned)day));
+        return 0;
+    }
+    case WRITE_MICROS: case WRITE_MILLIS: {
+        if (column->kind != DATETIME2) return 1;
+        uint64_t packed = big(p, 5);
+        long year_month = (long)((packed >> 22) & 0x1FFFF);
+        int year = (int)(year_month / 13), month = (int)(year_month % 13), day = (int)((packed >> 17) & 0x1F);
+        int hour = (int)((packed >> 12) & 0x1F), minute = (int)((packed >> 6) & 0x3F), second = (int)(packed & 0x3F);
+        long micro = fraction(p + 5, column->size);
+        if (!valid_date(year, month, day) || !valid_time(hour, minute, second, micro)) return 1;
+        long long micros = epoch_micros(year, month, day, hour, minute, second, micro);
+        *failure = put_int64(out, WRITE_KIND(kind) == WRITE_MICROS ? micros : floor_millis(micros));
+        return 0;
+    }
+    }
+    return 1;
+}
+
 /* One column's JSON, as put_row writes the value decode_rows gives: an integer or a UTF-8 text written from the
    body, any other value made (value_of) and written as put_row writes it. */
 static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ssize_t start, long kind,
                       PyObject *write) {
-    if (start < 0) return put_written(out, write, Py_None);
+    int failure;
+    if (start < 0) return (kind & WRITE_NULL) ? put(out, "null", 4) : put_written(out, write, Py_None);
     const unsigned char *p = in->data + start;
-    if (kind == WRITE_INTEGER || kind == WRITE_LONG) {
+    if (WRITE_KIND(kind) == WRITE_INTEGER || WRITE_KIND(kind) == WRITE_LONG) {
         long long number;
         switch (column->kind) {
         case INT8: number = (int8_t)p[0]; break;
@@ -741,7 +937,7 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         case INT64: number = (int64_t)little(p, 8); break;
         case UINT64: {
             uint64_t value = little(p, 8);
-            if (value > (uint64_t)INT64_MAX && kind != WRITE_LONG) goto general;
+            if (value > (uint64_t)INT64_MAX && WRITE_KIND(kind) != WRITE_LONG) goto general;
             number = (long long)value; /* WRITE_LONG: Java's long wraps around */
             break;
         }
@@ -750,14 +946,15 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         char digits_text[CDC_INT64_TEXT_MAX];
         return put(out, digits_text, decimal_int64(digits_text, number));
     }
-    if (kind == WRITE_STRING && column->kind == STRING && column->utf8) {
+    if (WRITE_KIND(kind) == WRITE_STRING && column->kind == STRING && column->utf8) {
         uint64_t length = little(p, column->size);
         return put_json_string(out, (const char *)p + column->size, (Py_ssize_t)length);
     }
+    if (put_binlog_value(out, p, column, kind, &failure) == 0) return failure;
 general:;
     PyObject *value = value_at(in, column, start);
     if (value == NULL) return -1;
-    int failure = put_value(out, value, kind, write);
+    failure = put_value(out, value, kind, write);
     Py_DECREF(value);
     return failure;
 }
@@ -810,7 +1007,7 @@ static int put_image(Buffer *out, const Reader *in, const Column *columns, const
         const Writer *writer = &writers[i];
         if (put(out, writer->prefix, writer->prefix_length) < 0) return -1;
         Py_ssize_t column = writer->column;
-        int failure = column < 0 ? put_written(out, writer->write, Py_None)
+        int failure = column < 0 ? put_value(out, Py_None, writer->kind, writer->write)
                                  : put_column(out, in, &columns[column], starts[column], writer->kind, writer->write);
         if (failure) return -1;
     }
@@ -991,6 +1188,6 @@ PyMODINIT_FUNC PyInit__binrows(void) {
     if (decimal == NULL) return NULL;
     decimal_type = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
-    if (decimal_type == NULL) return NULL;
+    if (decimal_type == NULL || text_rows_init(decimal_type) < 0) return NULL;
     return PyModule_Create(&module_definition);
 }

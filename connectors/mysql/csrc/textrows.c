@@ -7,10 +7,18 @@
 
 #include "textrows.h"
 
+#include <datetime.h>
 #include <stdint.h>
 #include <string.h>
 
-enum { TEXT_INTEGER = 0, TEXT_UTF8 = 1, TEXT_BYTES = 2, TEXT_CALL = 3 }; /* text_rows.py's column kinds */
+#include "connect_values.h"
+
+/* text_rows.py's column kinds */
+enum {
+    TEXT_INTEGER = 0, TEXT_UTF8 = 1, TEXT_BYTES = 2, TEXT_CALL = 3, TEXT_DATE = 4, TEXT_DATETIME = 5, TEXT_DECIMAL = 6,
+    TEXT_FLOAT = 7
+};
+static PyObject *text_decimal_type; /* decimal.Decimal */
 #define WHOLE_PACKET 0xffffff /* a payload this long continues in the next packet */
 
 /* `n` bytes read from the socket file, or NULL with an exception (the server closed the connection mid-packet:
@@ -86,6 +94,61 @@ static PyObject *integer(const char *text, Py_ssize_t length) {
     return value;
 }
 
+int text_rows_init(PyObject *decimal_type) {
+    PyDateTime_IMPORT;
+    if (PyDateTimeAPI == NULL) return -1;
+    text_decimal_type = decimal_type;
+    return 0;
+}
+
+/* The number `count` ASCII digits at `text` write; -1 when one is no digit. */
+static int number_at(const char *text, int count) {
+    int value = 0;
+    for (int i = 0; i < count; i++) {
+        if (text[i] < '0' || text[i] > '9') return -1;
+        value = value * 10 + (text[i] - '0');
+    }
+    return value;
+}
+
+/* A DATE's text "YYYY-MM-DD" as pymysql's convert_date makes it: a date; NULL without an exception for any other
+   text (convert_date says what it makes of it). */
+static PyObject *date_value(const char *text, Py_ssize_t length) {
+    if (length != 10 || text[4] != '-' || text[7] != '-') return NULL;
+    int year = number_at(text, 4), month = number_at(text + 5, 2), day = number_at(text + 8, 2);
+    if (year < 0 || month < 0 || day < 0 || !valid_date(year, month, day)) return NULL;
+    return PyDate_FromDate(year, month, day);
+}
+
+/* A DATETIME's or TIMESTAMP's text "YYYY-MM-DD HH:MM:SS[.f{1,6}]" as pymysql's convert_datetime makes it: a
+   datetime, its fraction's digits padded to microseconds; NULL without an exception for any other text. */
+static PyObject *datetime_value(const char *text, Py_ssize_t length) {
+    if (length < 19 || length == 20 || length > 26 || text[10] != ' ' || text[13] != ':' || text[16] != ':' ||
+        (length > 19 && text[19] != '.'))
+        return NULL;
+    int hour = number_at(text + 11, 2), minute = number_at(text + 14, 2), second = number_at(text + 17, 2);
+    long micro = 0;
+    for (Py_ssize_t i = 20; i < 26; i++) {
+        int digit = i < length ? number_at(text + i, 1) : 0;
+        if (digit < 0) return NULL;
+        micro = micro * 10 + digit;
+    }
+    int year = number_at(text, 4), month = number_at(text + 5, 2), day = number_at(text + 8, 2);
+    if (text[4] != '-' || text[7] != '-' || year < 0 || month < 0 || day < 0 || !valid_date(year, month, day) ||
+        hour < 0 || minute < 0 || second < 0 || !valid_time(hour, minute, second, micro))
+        return NULL;
+    return PyDateTime_FromDateAndTime(year, month, day, hour, minute, second, (int)micro);
+}
+
+/* `convert(text.decode("ascii"))`, as pymysql converts a DECIMAL's (Decimal) or a DOUBLE's or FLOAT's (float). */
+static PyObject *ascii_converted(const char *text, Py_ssize_t length, int kind) {
+    PyObject *string = PyUnicode_DecodeASCII(text, length, "strict");
+    if (string == NULL) return NULL;
+    PyObject *value = kind == TEXT_FLOAT ? PyFloat_FromString(string) : PyObject_CallOneArg(text_decimal_type, string);
+    Py_DECREF(string);
+    return value;
+}
+
 static PyObject *row(const unsigned char *at, Py_ssize_t size, const char *kinds, Py_ssize_t count, PyObject *calls) {
     PyObject *values = PyTuple_New(count);
     if (values == NULL) return NULL;
@@ -118,6 +181,14 @@ static PyObject *row(const unsigned char *at, Py_ssize_t size, const char *kinds
             case TEXT_BYTES:
                 value = PyBytes_FromStringAndSize(text, (Py_ssize_t)length);
                 break;
+            case TEXT_DECIMAL: case TEXT_FLOAT:
+                value = ascii_converted(text, (Py_ssize_t)length, kinds[i]);
+                break;
+            case TEXT_DATE: case TEXT_DATETIME:
+                value = kinds[i] == TEXT_DATE ? date_value(text, (Py_ssize_t)length)
+                                              : datetime_value(text, (Py_ssize_t)length);
+                if (value != NULL || PyErr_Occurred()) break;
+                /* fall through: pymysql's converter makes what it makes of another text */
             default: {
                 PyObject *raw = PyBytes_FromStringAndSize(text, (Py_ssize_t)length);
                 if (raw == NULL) goto failed;
