@@ -18,12 +18,16 @@
 
 #include "decimal_text.h"
 
-/* Room for any text java_double_text writes (the longest: "-" + 17 digits + "." + "E-324", 24). */
+/* Room for any text java_double_text or java_format of up to 17 digits writes (the longest: "-" + 17 digits + "." +
+   "E-324", 24). */
 #define CDC_JAVA_DOUBLE_TEXT_MAX 32
 
+/* The most significant digits java_digits takes (repr writes 17 at most). */
+#define CDC_JAVA_DIGITS_MAX 20
+
 /* json_converter._java_digits of a positive number's text (digits, optional point, optional e±n): its significant
-   digits without trailing zeros into `digits` (room for 20), their count; `*exponent` the decimal exponent of the
-   first. 0 when the text has more than 20 or none but zeros (repr has at most 17). */
+   digits without trailing zeros into `digits` (room for CDC_JAVA_DIGITS_MAX), their count; `*exponent` the decimal
+   exponent of the first. 0 when the text has more or none but zeros. */
 static inline int java_digits(const char *text, char *digits, int *exponent) {
     int count = 0, seen = 0, integer_digits = 0, first = -1, point = 0;
     const char *p = text;
@@ -39,7 +43,7 @@ static inline int java_digits(const char *text, char *digits, int *exponent) {
             continue;
         }
         if (first < 0) first = seen;
-        if (count == 20) return 0;
+        if (count == CDC_JAVA_DIGITS_MAX) return 0;
         digits[count++] = *p;
         seen++;
     }
@@ -86,6 +90,17 @@ static inline int java_format(char *out, int negative, const char *digits, int c
     return n + decimal_int64(out + n, exponent);
 }
 
+/* java_digits of PyOS_double_to_string(magnitude, code, precision) (a positive, finite magnitude); -1 with an
+   exception set. */
+static inline int formatted_digits(double magnitude, char code, int precision, char *digits, int *exponent) {
+    char *text = PyOS_double_to_string(magnitude, code, precision, 0, NULL);
+    if (text == NULL) return -1;
+    int count = java_digits(text, digits, exponent);
+    PyMem_Free(text);
+    if (count == 0) PyErr_SetString(PyExc_SystemError, "formatted_digits: a float's text without digits");
+    return count == 0 ? -1 : count;
+}
+
 /* Double.toString of a finite `value` at `out` (room for CDC_JAVA_DOUBLE_TEXT_MAX); its length, or -1 with an
    exception set (no memory). */
 static inline int java_double_text(char *out, double value) {
@@ -94,23 +109,12 @@ static inline int java_double_text(char *out, double value) {
         return signbit(value) ? 4 : 3;
     }
     double magnitude = fabs(value);
-    char digits[20];
+    char digits[CDC_JAVA_DIGITS_MAX];
     int exponent = 0;
-    char *text = PyOS_double_to_string(magnitude, 'r', 0, 0, NULL);
-    if (text == NULL) return -1;
-    int count = java_digits(text, digits, &exponent);
-    PyMem_Free(text);
-    if (count == 1) { /* 5e-324 is 4.9E-324 */
-        text = PyOS_double_to_string(magnitude, 'e', 1, 0, NULL);
-        if (text == NULL) return -1;
-        count = java_digits(text, digits, &exponent);
-        PyMem_Free(text);
-    }
-    if (count == 0) {
-        PyErr_SetString(PyExc_SystemError, "java_double_text: no digits");
-        return -1;
-    }
-    return java_format(out, value < 0, digits, count, exponent);
+    int count = formatted_digits(magnitude, 'r', 0, digits, &exponent);
+    /* JDK 19+: the closest two-digit decimal where the shortest has one digit (5e-324 is 4.9E-324) */
+    if (count == 1) count = formatted_digits(magnitude, 'e', 1, digits, &exponent);
+    return count < 0 ? -1 : java_format(out, value < 0, digits, count, exponent);
 }
 
 /* ---- the digits of a text that are already the shortest ----------------------------------------------------- */

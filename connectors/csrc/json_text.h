@@ -8,6 +8,7 @@
 #include <Python.h>
 #include <string.h>
 
+#include "decimal_text.h"
 #include "plain_bytes.h"
 
 typedef struct {
@@ -42,6 +43,12 @@ static inline int put_str(Buffer *out, PyObject *text) {
     Py_ssize_t length;
     const char *utf8 = PyUnicode_AsUTF8AndSize(text, &length);
     return utf8 == NULL ? -1 : put(out, utf8, length);
+}
+
+/* A JSON number of `value`, as str(int) writes it. */
+static inline int put_int64(Buffer *out, long long value) {
+    char text[CDC_INT64_TEXT_MAX];
+    return put(out, text, decimal_int64(text, value));
 }
 
 static const char HEX[] = "0123456789ABCDEF";

@@ -235,7 +235,7 @@ def _fixed_scale_json(scale: int) -> Callable[[str], str]:
     """A numeric(p, s) value's JSON in decimal.handling.mode=precise (base64 of the unscaled value's minimal two's
     complement) from its text, which PostgreSQL writes with exactly s decimals: the digits are the unscaled value."""
 
-    def write(text: str) -> str:  # the compiled twin: pgrows.c's put_fixed_scale
+    def write(text: str) -> str:  # the compiled twin: connectors/csrc/unscaled_decimal.h's put_decimal_text
         point = text.find(".")
         if point < 0:
             if scale:

@@ -115,7 +115,7 @@ def test_integers_strings_and_booleans_are_written_as_python_writes_them():
 
 @pytest.mark.parametrize("width", [None, 0, 3, 6, 9])
 def test_numerics_and_utc_timestamps_are_written_as_python_writes_them(width):
-    """numeric(p, s) texts (up to 18 digits written by the compiled loop, longer ones and texts PostgreSQL does not
+    """numeric(p, s) texts (up to 96 digits written by the compiled loop, longer ones and texts PostgreSQL does not
     send by the column's writer) and timestamptz texts (UTC ones rewritten, others computed), against the Python
     loop; `width` is timestamptz's precision."""
     require_compiled()
@@ -126,7 +126,8 @@ def test_numerics_and_utc_timestamps_are_written_as_python_writes_them(width):
     python, native = rows.text_writer(rows.schema, use_compiled=False), rows.text_writer(rows.schema)
     rng = random.Random(str(width))
     edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 8388607, 8388608, 2**31,
-             -(2**31) - 1, 10**17, 10**18 - 1, -(10**18) + 1, 10**18, 2**63, -(2**63) - 1]
+             -(2**31) - 1, 10**17, 10**18 - 1, -(10**18) + 1, 10**18, 2**63, -(2**63) - 1, 10**94, 10**96 - 1,
+             -(10**96) + 1, 10**96, -(10**96)]
     odd_numbers = ["NaN", "+1.00", "1_0.00", " 1.00", "1.5", "1.000", "1", "١.00", "--1.00", "-.50", ".50", "1.",
                    "-0.00", "-", ""]
     odd_times = ["2024-01-02 03:04:05+00:00", "2024-01-02 03:04:05+00:00:00", "2024-01-02 03:04:05.+00",

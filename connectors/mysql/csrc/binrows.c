@@ -462,8 +462,7 @@ static int put_integer(Buffer *out, PyObject *value, PyObject *write, long kind)
         overflow = 0;
     }
     if (overflow) return put_written(out, write, value);
-    char digits_text[CDC_INT64_TEXT_MAX];
-    return put(out, digits_text, decimal_int64(digits_text, number));
+    return put_int64(out, number);
 }
 
 /* A Decimal as a WRITE_DECIMAL column of `scale` writes it; 1: a Decimal its writer is to write. */
@@ -536,8 +535,8 @@ static int put_value(Buffer *out, PyObject *value, long kind, PyObject *write) {
         break;
     case WRITE_DATE:
         if (PyDate_CheckExact(value)) {
-            return put_int64(out, days_from_civil(PyDateTime_GET_YEAR(value), (unsigned)PyDateTime_GET_MONTH(value),
-                                                  (unsigned)PyDateTime_GET_DAY(value)));
+            return put_int64(out, days_from_civil(PyDateTime_GET_YEAR(value), PyDateTime_GET_MONTH(value),
+                                                  PyDateTime_GET_DAY(value)));
         }
         break;
     case WRITE_MICROS: case WRITE_MILLIS:
@@ -896,7 +895,7 @@ static int put_binlog_value(Buffer *out, const unsigned char *p, const Column *c
         long packed = (long)little(p, 3);
         int year = (int)((packed >> 9) & 0x7FFF), month = (int)((packed >> 5) & 0xF), day = (int)(packed & 0x1F);
         if (!valid_date(year, month, day)) return 1;
-        *failure = put_int64(out, days_from_civil(year, (unsigned)month, (unsigned)day));
+        *failure = put_int64(out, days_from_civil(year, month, day));
         return 0;
     }
     case WRITE_MICROS: case WRITE_MILLIS: {
@@ -943,8 +942,7 @@ static int put_column(Buffer *out, const Reader *in, const Column *column, Py_ss
         }
         default: goto general;
         }
-        char digits_text[CDC_INT64_TEXT_MAX];
-        return put(out, digits_text, decimal_int64(digits_text, number));
+        return put_int64(out, number);
     }
     if (WRITE_KIND(kind) == WRITE_STRING && column->kind == STRING && column->utf8) {
         uint64_t length = little(p, column->size);

@@ -14,10 +14,12 @@ static PyObject *pgoutput_error;  /* pgoutput.PgOutputError */
 /* Column kinds of write_row (compiled.py) */
 enum { CALL = 0, INTEGER = 1, STRING = 2, BOOLEAN = 3, FIXED_SCALE = 4, UTC_TIMESTAMP = 5, FLOAT64 = 6, EPOCH_DAYS = 7 };
 
+#include "civil_days.h"
 #include "decimal_text.h"
 #include "java_double.h"
 #include "json_text.h"
 #include "slots_maker.h"
+#include "unscaled_decimal.h"
 
 /* ---- tuple_data --------------------------------------------------------------------------------------------- */
 
@@ -295,51 +297,6 @@ static int digits(const char *text, Py_ssize_t from, Py_ssize_t to) {
     return 1;
 }
 
-static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* types.py's _fixed_scale_json(scale) for up to 18 digits (an int64): the unscaled value's minimal two's complement
-   (BigInteger.toByteArray) in base64, quoted; 1 for any other text (the column's writer then decides). */
-static int put_fixed_scale(Buffer *out, const char *text, Py_ssize_t length, long scale) {
-    Py_ssize_t point = -1;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        if (text[i] == '.') {
-            point = i;
-            break;
-        }
-    }
-    if (point < 0 ? scale != 0 : length - point - 1 != scale) return 1;
-    Py_ssize_t start = length && text[0] == '-' ? 1 : 0;
-    Py_ssize_t end = point < 0 ? length : point;
-    if (end == start || !digits(text, start, end) || (point >= 0 && !digits(text, point + 1, length))) return 1;
-    if ((end - start) + (point < 0 ? 0 : length - point - 1) > 18) return 1;
-    int64_t value = 0;
-    for (Py_ssize_t i = start; i < length; i++) {
-        if (i != point) value = value * 10 + (text[i] - '0');
-    }
-    if (start) value = -value;
-    unsigned char bytes[8];
-    int size = 1;
-    while (size < 8) { /* the fewest bytes whose sign bit is the value's */
-        int64_t limit = (int64_t)1 << (8 * size - 1);
-        if (value >= -limit && value < limit) break;
-        size++;
-    }
-    for (int i = 0; i < size; i++) bytes[size - 1 - i] = (unsigned char)((uint64_t)value >> (8 * i));
-    char encoded[16];
-    int n = 0;
-    for (int i = 0; i < size; i += 3) {
-        uint32_t chunk = (uint32_t)bytes[i] << 16;
-        if (i + 1 < size) chunk |= (uint32_t)bytes[i + 1] << 8;
-        if (i + 2 < size) chunk |= bytes[i + 2];
-        encoded[n++] = BASE64[(chunk >> 18) & 63];
-        encoded[n++] = BASE64[(chunk >> 12) & 63];
-        encoded[n++] = i + 1 < size ? BASE64[(chunk >> 6) & 63] : '=';
-        encoded[n++] = i + 2 < size ? BASE64[chunk & 63] : '=';
-    }
-    if (put(out, "\"", 1) < 0 || put(out, encoded, n) < 0) return -1;
-    return put(out, "\"", 1);
-}
-
 /* temporal.py's zoned_timestamp_text(text, width) quoted, for a text in UTC as PostgreSQL writes it with TimeZone
    UTC ("2024-01-02 03:04:05.123+00"); 1 for any other text. `width` < 0: as few fraction digits as needed. */
 static int put_utc_timestamp(Buffer *out, const char *text, Py_ssize_t length, long width) {
@@ -401,16 +358,6 @@ static int put_double(Buffer *out, const char *text, Py_ssize_t length) {
     return n < 0 ? -1 : put(out, written, n);
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date, as temporal.days_from_civil (floor division). */
-static long long days_from_civil(long long year, int month, int day) {
-    year -= month <= 2;
-    long long era = (year >= 0 ? year : year - 399) / 400;
-    long long year_of_era = year - era * 400;
-    long long day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-    long long day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    return era * 146097 + day_of_era - 719468;
-}
-
 /* types.py's date_json: a date text's days since the epoch ("infinity" and "-infinity" as Debezium writes them);
    1 for any other text than PostgreSQL's ISO dates of years up to 9 digits. */
 static int put_epoch_days(Buffer *out, const char *text, Py_ssize_t length) {
@@ -435,8 +382,7 @@ static int put_epoch_days(Buffer *out, const char *text, Py_ssize_t length) {
         month = (text[n + 1] - '0') * 10 + (text[n + 2] - '0');
         day = (text[n + 4] - '0') * 10 + (text[n + 5] - '0');
     }
-    char written[CDC_INT64_TEXT_MAX];
-    return put(out, written, decimal_int64(written, days_from_civil(year, month, day)));
+    return put_int64(out, days_from_civil(year, month, day));
 }
 
 /* What `function(raw)` writes; 1 when it raised or wrote no str (the row then takes the long way), -1 on no memory. */
@@ -475,7 +421,7 @@ static int put_value(Buffer *out, PyObject *raw, long kind, long argument, PyObj
         if (kind == BOOLEAN) return length == 1 && text[0] == 't' ? put(out, "true", 4) : put(out, "false", 5);
         if (kind == INTEGER && canonical_integer(text, length)) return put(out, text, length);
         int written = 1;
-        if (kind == FIXED_SCALE) written = put_fixed_scale(out, text, length, argument);
+        if (kind == FIXED_SCALE) written = put_decimal_text(out, text, length, argument);
         if (kind == UTC_TIMESTAMP) written = put_utc_timestamp(out, text, length, argument);
         if (kind == FLOAT64) written = put_double(out, text, length);
         if (kind == EPOCH_DAYS) written = put_epoch_days(out, text, length);
