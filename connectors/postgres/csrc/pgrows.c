@@ -497,6 +497,20 @@ static int read_columns(PyObject *columns, Py_ssize_t count, Columns *read) {
 
 static void free_columns(Columns *read) { PyMem_Free(read->items); }
 
+/* read_columns of a message's row `columns` and, unless `key` is None, of its key's (key[1]): 0, or -1 with an
+   exception set (no memory) and both freed. free_columns of both after 0. */
+static int read_row_and_key_columns(PyObject *columns, PyObject *key, Py_ssize_t count, Columns *read,
+                                    Columns *key_read) {
+    *key_read = (Columns){NULL, 0, 0};
+    if (read_columns(columns, count, read) < 0 ||
+        (key != Py_None && read_columns(PyTuple_GET_ITEM(key, 1), count, key_read) < 0)) {
+        free_columns(read);
+        free_columns(key_read);
+        return -1;
+    }
+    return 0;
+}
+
 /* The row JSON of `values` into `out`: 0 written, 1 the long way, -1 error. */
 static int put_read_row(Buffer *out, PyObject *values, const Columns *columns, Py_ssize_t count) {
     if (PyTuple_GET_SIZE(values) != count || columns->malformed) return 1;
@@ -769,13 +783,8 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     int update = PyObject_IsTrue(args[12]);
     if (update < 0) return NULL;
-    Columns read, key_read = {NULL, 0, 0};
-    if (read_columns(columns, count, &read) < 0 ||
-        (key != Py_None && read_columns(PyTuple_GET_ITEM(key, 1), count, &key_read) < 0)) {
-        free_columns(&read);
-        free_columns(&key_read);
-        return NULL;
-    }
+    Columns read, key_read;
+    if (read_row_and_key_columns(columns, key, count, &read, &key_read) < 0) return NULL;
     Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
     Py_ssize_t at = start;
     int failed = 0;
@@ -857,13 +866,8 @@ static PyObject *write_rows(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_Clear();
         return PyLong_FromSsize_t(start);
     }
-    Columns read, key_read = {NULL, 0, 0};
-    if (read_columns(columns, count, &read) < 0 ||
-        (key != Py_None && read_columns(PyTuple_GET_ITEM(key, 1), count, &key_read) < 0)) {
-        free_columns(&read);
-        free_columns(&key_read);
-        return NULL;
-    }
+    Columns read, key_read;
+    if (read_row_and_key_columns(columns, key, count, &read, &key_read) < 0) return NULL;
     Buffer key_out = {NULL, 0, 0}, value_out = {NULL, 0, 0};
     Py_ssize_t at = start;
     int failed = 0;
