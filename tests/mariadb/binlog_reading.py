@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from connectors.mysql.binlog import BinlogPosition, BinlogReader, Heartbeat
+from connectors.mysql.connection import connect
+from connectors.mysql.status import show_binlog_status
+
+
+def binlog_status(mariadb):
+    """Where the test server's binlog ends now (file, position, GTIDs)."""
+    connection = connect(mariadb.admin)
+    try:
+        with connection.cursor() as cursor:
+            return show_binlog_status(cursor)
+    finally:
+        connection.close()
 
 
 def read_to_end(settings, server_id: int, start: BinlogPosition, database: str, **options) -> list:

@@ -9,8 +9,8 @@ from pymysqlreplication.row_event import RowsEvent
 from connectors.mysql import compiled_rows
 from connectors.mysql.binlog import BinlogPosition, RowChange, TransactionCommit
 from connectors.mysql.connection import connect
-from tests.mariadb.binlog_reading import read_to_end
-from tests.mariadb.test_binlog_reader import ids, status
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
+from tests.mariadb.test_binlog_reader import ids
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ def read(mariadb, database, start):
 def test_rows_of_unwanted_tables_are_never_decoded_and_resume_still_counts_them(mariadb, mariadb_db, monkeypatch):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)",
                     database=mariadb_db)
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db))
     try:
         with connection.cursor() as cursor:

@@ -15,8 +15,7 @@ from connectors.mysql.binlog import BinlogPosition, RowChange, SchemaStatement, 
 from connectors.mysql.checks import check_source, failures
 from connectors.mysql.connection import connect
 from connectors.mysql.snapshot import start_consistent_snapshot
-from connectors.mysql.status import show_binlog_status
-from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -43,15 +42,6 @@ def own_commits(changes):
     return commits
 
 
-def status(mariadb):
-    connection = connect(mariadb.admin)
-    try:
-        with connection.cursor() as cursor:
-            return show_binlog_status(cursor)
-    finally:
-        connection.close()
-
-
 @pytest.fixture
 def table(mariadb, mariadb_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=mariadb_db)
@@ -59,7 +49,7 @@ def table(mariadb, mariadb_db):
 
 
 def test_gtid_and_file_pos_resume(mariadb, table):
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     mariadb.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')", database=table)
     mariadb.execute("UPDATE t SET v = 'c' WHERE id = 1", database=table)
     mariadb.execute("DELETE FROM t WHERE id = 2", database=table)
@@ -78,7 +68,7 @@ def test_gtid_and_file_pos_resume(mariadb, table):
 
 
 def test_resume_inside_a_transaction_skips_what_was_handed_out(mariadb, table):
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     connection = connect(mariadb.admin.with_database(table))
     try:
         with connection.cursor() as cursor:
@@ -103,7 +93,7 @@ def test_resume_inside_a_transaction_skips_what_was_handed_out(mariadb, table):
 
 
 def test_ddl_is_a_schema_statement(mariadb, table):
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     mariadb.execute("ALTER TABLE t ADD COLUMN w INT", database=table)
     mariadb.execute("INSERT INTO t VALUES (1, 'a', 7)", database=table)
     changes = read_all(mariadb, table, BinlogPosition(gtids=start.gtids))
@@ -116,7 +106,7 @@ def test_ddl_is_a_schema_statement(mariadb, table):
 
 def test_purged_binlog_is_history_lost(own_mariadb, own_mariadb_db):
     """Rotates the binlog of a server of the test's own."""
-    if status(own_mariadb).file == "mariadb-bin.000001":
+    if binlog_status(own_mariadb).file == "mariadb-bin.000001":
         own_mariadb.execute("FLUSH BINARY LOGS")
     with pytest.raises(HistoryLost, match="purged"):
         read_all(own_mariadb, own_mariadb_db, BinlogPosition(file="mariadb-bin.000000", pos=4))
@@ -125,7 +115,7 @@ def test_purged_binlog_is_history_lost(own_mariadb, own_mariadb_db):
 def test_consistent_snapshot_position_under_concurrent_writes(mariadb, table):
     """Rows visible in the snapshot and rows in the binlog after its position: together all, never both."""
     stop, started = threading.Event(), threading.Event()
-    start = status(mariadb)
+    start = binlog_status(mariadb)
 
     def writer():
         connection = connect(mariadb.admin.with_database(table))
@@ -198,7 +188,7 @@ def test_checks_report_a_binlog_row_image_that_is_not_full(own_mariadb):
 def test_changes_carry_when_the_reader_read_them(mariadb, table):
     """The lag of a whole-second binlog is measured from when the reader read a change (source.lag_source_time):
     each row, commit and statement carries that time, read after it was written and before it was handed out."""
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     written_ms = time.time_ns() // 1_000_000
     mariadb.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')", database=table)
     mariadb.execute("ALTER TABLE t ADD COLUMN w INT", database=table)
@@ -216,7 +206,7 @@ def test_read_events_are_freed_without_the_cyclic_collector(mariadb, table):
     policy, core.collector): with the collector off, none of the 200 transactions' packets is left."""
     from pymysqlreplication.packet import BinLogPacketWrapper
 
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     connection = connect(mariadb.admin.with_database(table))
     try:
         with connection.cursor() as cursor:

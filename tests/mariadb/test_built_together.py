@@ -20,8 +20,7 @@ from connectors.mysql.connection import connect
 from connectors.mysql.source import MySqlEventBuilder, ServerSource
 from connectors.sources import engine_config
 from tests.built_together import assert_built_together_as_alone
-from tests.mariadb.binlog_reading import read_to_end
-from tests.mariadb.test_binlog_reader import status
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
 from tests.mariadb.test_source import properties
 
 pytestmark = [pytest.mark.integration]
@@ -112,7 +111,7 @@ def test_changes_built_together_give_what_each_built_alone_gives(mariadb, mariad
     mariadb.execute("CREATE TABLE keyed (id INT PRIMARY KEY, label VARCHAR(80), amount DECIMAL(10,2) DEFAULT 1.5, "
                     "body TEXT, at DATETIME(3) DEFAULT '2024-05-06 07:08:09.123')",
                     "CREATE TABLE unkeyed (n INT, label VARCHAR(10))", database=mariadb_db)
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     _workload(mariadb, mariadb_db, rng)
     changes = read_to_end(mariadb.cdc, 6202, BinlogPosition(gtids=start.gtids), mariadb_db)
     assert sum(1 for change in changes if type(change) is SchemaStatement) == 2
@@ -178,7 +177,7 @@ def test_typed_columns_written_by_runs_give_the_python_ways_bytes(mariadb, maria
     columns = ", ".join(f"{name} {kind}" for name, (kind, _) in TYPED.items())
     mariadb.execute(f"CREATE TABLE typed (id INT, d_key DECIMAL(65,30), {columns}, PRIMARY KEY (id, d_key))",
                     database=mariadb_db)
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
     marks = ", ".join(["%s"] * (len(TYPED) + 2))
     try:

@@ -16,8 +16,7 @@ from connectors.mysql import compiled_rows
 from connectors.mysql.binlog import BinlogPosition, RowChange
 from connectors.mysql.connection import connect
 from tests.compiled_modules import require_built
-from tests.mariadb.binlog_reading import read_to_end
-from tests.mariadb.test_binlog_reader import status
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
 
 pytestmark = [pytest.mark.integration]
 
@@ -117,7 +116,7 @@ def test_the_compiled_decoder_gives_the_librarys_row_changes(mariadb, mariadb_db
     mariadb.execute(f"CREATE TABLE typed (id INT PRIMARY KEY, {columns})",
                     "CREATE TABLE listed (id INT PRIMARY KEY, kind POINT, label VARCHAR(10))",
                     database=mariadb_db)
-    start = status(mariadb)
+    start = binlog_status(mariadb)
     connection = connect(mariadb.admin.with_database(mariadb_db), autocommit=False)
     marks = ", ".join(["%s"] * (len(COLUMNS) + 1))
     try:

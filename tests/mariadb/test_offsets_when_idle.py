@@ -15,7 +15,8 @@ import pytest
 
 from connectors.core import pipeline as core_pipeline
 from tests.integration.kafka_reading import read_topic
-from tests.mariadb.test_source import BOOTSTRAP, ROOT, InProcess, properties, status
+from tests.mariadb.binlog_reading import binlog_status
+from tests.mariadb.test_source import BOOTSTRAP, ROOT, InProcess, properties
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +93,7 @@ def test_the_position_reached_without_a_captured_change_is_committed_at_a_clean_
     try:
         wait_for(lambda: stored_offsets(props), "the start's commit")
         mariadb.execute("INSERT INTO other VALUES (1)", database=tables)
-        end = status(mariadb).gtids
+        end = binlog_status(mariadb).gtids
         pipeline = next(iter(runner.runner.pipelines.values()))
         wait_for(lambda: pipeline.latest is not None and pipeline.latest.binlog.gtids == end, "the reader's move")
         assert stored_offsets(props)[-1]["gtids"] != end
@@ -108,7 +109,7 @@ def test_a_position_that_moves_without_a_captured_change_is_committed_while_runn
     try:
         wait_for(lambda: stored_offsets(props), "the start's commit")
         mariadb.execute("INSERT INTO other VALUES (1)", database=tables)
-        end = status(mariadb).gtids
+        end = binlog_status(mariadb).gtids
         wait_for(lambda: stored_offsets(props)[-1]["gtids"] == end, "a commit of the moved position")
     finally:
         runner.close()

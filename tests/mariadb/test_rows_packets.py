@@ -10,9 +10,7 @@ import pytest
 
 from connectors.mysql import rows_packets
 from connectors.mysql.binlog import BinlogPosition, RowsRun
-from connectors.mysql.connection import connect
-from connectors.mysql.status import show_binlog_status
-from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -55,10 +53,7 @@ def test_rows_read_from_the_packets_are_those_the_library_reads(mariadb, mariadb
     mariadb.execute("CREATE TABLE t1 (id INT PRIMARY KEY, n INT, v VARCHAR(120))",
                     "CREATE TABLE t2 (id BIGINT PRIMARY KEY, at DATETIME(3), amount DECIMAL(12,2), d DATE)",
                     database=mariadb_db)
-    connection = connect(mariadb.admin)
-    with connection.cursor() as cursor:
-        start = show_binlog_status(cursor)
-    connection.close()
+    start = binlog_status(mariadb)
     statements = []
     for batch in range(4):
         if batch == 2:

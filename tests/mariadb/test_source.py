@@ -21,11 +21,11 @@ import pytest
 from connectors import ConnectorError
 from connectors.mysql.binlog import BinlogPosition
 from connectors.mysql.connection import connect
-from connectors.mysql.status import show_binlog_status
 from connectors.runner import ConnectorRunner
 from connectors.sources import engine_config
 from devstack import settings as devstack_settings
 from tests.integration.kafka_reading import read_topic
+from tests.mariadb.binlog_reading import binlog_status
 from tests.topic_cleanup import tagged_suffix
 from tests.type_check import records_at_least
 
@@ -233,7 +233,7 @@ def test_events_and_offset_layout(mariadb, mariadb_db):
     assert json.loads(last.key) == [props["name"], {"server": props["topic.prefix"]}]
     stored = json.loads(last.value)
     assert {"file", "pos", "gtids", "event", "row", "ts_sec", "server_id"} <= set(stored)
-    assert stored["gtids"] == status(mariadb).gtids
+    assert stored["gtids"] == binlog_status(mariadb).gtids
     beat = read_topic(BOOTSTRAP, f"__debezium-heartbeat.{props['topic.prefix']}")[0]
     assert json.loads(beat.key)["payload"] == {"serverName": props["topic.prefix"]}
     assert json.loads(beat.value)["schema"]["name"] == "io.debezium.connector.common.Heartbeat"
@@ -273,15 +273,6 @@ def test_a_change_written_when_the_phase_shows_streaming_is_captured(mariadb, ma
         thread.join(60)
     assert not runner.errors, runner.errors
     assert ops == {"c": 1}
-
-
-def status(mariadb):
-    connection = connect(mariadb.admin)
-    try:
-        with connection.cursor() as cursor:
-            return show_binlog_status(cursor)
-    finally:
-        connection.close()
 
 
 @pytest.mark.slow
@@ -346,7 +337,7 @@ def test_purged_binlog_fails_clearly_and_when_needed_resnapshots(own_mariadb, ow
         runner.close()
     mariadb.execute("UPDATE t SET v = 7 WHERE id = 3", database=filled)
     mariadb.execute("FLUSH BINARY LOGS")
-    current = status(mariadb).file
+    current = binlog_status(mariadb).file
     deadline = time.monotonic() + 30
     # the server keeps a file a replica's dump thread still reads (the stopped reader's goes within seconds)
     while mariadb.execute(f"PURGE BINARY LOGS TO '{current}'", "SHOW BINARY LOGS")[0][0] != current:

@@ -8,9 +8,7 @@ import pytest
 
 from connectors.mysql import table_maps
 from connectors.mysql.binlog import BinlogPosition, RowChange
-from connectors.mysql.connection import connect
-from connectors.mysql.status import show_binlog_status
-from tests.mariadb.binlog_reading import read_to_end
+from tests.mariadb.binlog_reading import binlog_status, read_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -19,10 +17,7 @@ def test_reused_table_maps_read_as_the_library_decodes_them(mariadb, mariadb_db,
     mariadb.execute("CREATE TABLE t1 (id INT PRIMARY KEY, e ENUM('a','b'), s SET('x','y'), "
                     "v VARCHAR(10) CHARACTER SET latin1, d DECIMAL(8,2))",
                     "CREATE TABLE t2 (id INT PRIMARY KEY, b BLOB)", database=mariadb_db)
-    connection = connect(mariadb.admin)
-    with connection.cursor() as cursor:
-        start = show_binlog_status(cursor)
-    connection.close()
+    start = binlog_status(mariadb)
     statements = []
     for i in range(30):
         if i == 10:
