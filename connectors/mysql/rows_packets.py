@@ -25,6 +25,7 @@ from pymysqlreplication.constants import BINLOG
 from connectors.mysql import compiled_rows
 
 enabled = True
+MAX_SHAPES = 1024  # rows events' shapes kept (a table gets a new id after DDL or a table-cache reload): then afresh
 HEADER = 20  # the OK byte and the 19-byte event header
 _HEADER_FIELDS = struct.Struct("<IxIII")  # timestamp, (type), server id, event size, end position
 _V2 = frozenset({BINLOG.WRITE_ROWS_EVENT_V2, BINLOG.UPDATE_ROWS_EVENT_V2, BINLOG.DELETE_ROWS_EVENT_V2})
@@ -101,6 +102,8 @@ class PacketPeek:
         count_at = offset - bitmap * (2 if event.event_type in _UPDATES else 1) - len(count)
         if data[count_at:count_at + len(count)] != count:
             return
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes.clear()
         self.shapes[event.table_id, event.event_type] = Shape(
             table, schema, layout, op, offset, bitmap, count_at, count,
             event.packet.event_size - (HEADER - 1) - event.event_size)
