@@ -2,7 +2,7 @@
 PostgreSQL or MariaDB.
 
     python -m bench.wide_rows --source postgres|mariadb [--columns 100] [--rows 100000] [--big-rows 100]
-                              [--value-bytes 1048576]
+                              [--value-bytes 1048576] [--snapshot-chunk-size N]
 
 Two tables, each captured twice by one pipeline process (spawned, its RSS sampled every 0.2 s against its progress,
 the committed messages of its topic):
@@ -13,13 +13,14 @@ the committed messages of its topic):
 For each: a snapshot (`initial`, timed from its first committed message to its last) and a catch-up of the same rows
 as inserts already in the slot/binlog when the pipeline starts. Printed: events/s, MB/s of event bytes (key + value,
 read back from the topic), the pipeline process's CPU per event (from /proc, over the same events), RSS at ~10 % and
-at 100 % of the events and their ratio (the target is <= 1.10), and the neighbour: a plain `COPY … TO STDOUT` /
-`SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the wide table, a plain idempotent producer of
-the same messages and a plain read of the same changes (pgoutput; the connector's BinlogReader), with
-bench.postgres's and bench.mariadb's ratios: the snapshot's to COPY or SELECT followed by the producer, the
-catch-up's to the slower of the read and the producer; on PostgreSQL also the pipeline's CPU per event to theirs
-summed (this process's CPU: COPY's and the read's client side, as the pipeline's is the client side), which moves
-less with the machine's load than the rates.
+at 100 % of the events and their ratio (the target is <= 1.10), what the process's heap held at its start, its peak
+and its end (bench/heap_probe.py: Python's blocks, glibc's bytes in use and in its arenas), and the neighbour: a
+plain `COPY … TO STDOUT` / `SELECT` of the same rows (rows/s; MB/s of what COPY sent) and, for the wide table, a
+plain idempotent producer of the same messages and a plain read of the same changes (pgoutput; the connector's
+BinlogReader), with bench.postgres's and bench.mariadb's ratios: the snapshot's to COPY or SELECT followed by the
+producer, the catch-up's to the slower of the read and the producer; on PostgreSQL also the pipeline's CPU per event
+to theirs summed (this process's CPU: COPY's and the read's client side, as the pipeline's is the client side),
+which moves less with the machine's load than the rates.
 Messages over 1 MB: the topics are made first with `max.message.bytes` of 4 x `--value-bytes` (1 MB at least), and
 the connector raises its producer's limit to the same (`producer.override.max.request.size`; with the default of
 1,000,000 bytes a row with a 1 MB value fails its batch with MessageTooLargeError).
@@ -29,6 +30,7 @@ The run's database and topics are deleted at the end.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from pymysql.cursors import SSCursor
 
 from bench.ceiling import one_after_another, producer_ceiling, read_messages
 from bench.emulator import cpu_seconds
+from bench.heap_probe import HeapProbe
 from bench.mariadb import plain_binlog_read
 from bench.pg_database import create_database, drop_database
 from bench.pgoutput_read import read_slot
@@ -79,15 +82,23 @@ def message_limit(value_bytes: int) -> int:
     return max(4 * value_bytes, sink.PRODUCER_DEFAULTS["batch.size"])
 
 
-def run_pipeline(props: dict, bootstrap: str, message_limit: int, stop) -> None:
+def run_pipeline(props: dict, bootstrap: str, message_limit: int, heap, stop) -> None:
     """One pipeline until `stop` is set, in a spawned process, whose producer and created topics accept
-    `message_limit`-byte messages."""
+    `message_limit`-byte messages; puts its HeapProbe's summary on the queue `heap` at the end."""
     props = {**props, "producer.override.max.request.size": str(message_limit),
              "topic.creation.default.max.message.bytes": str(message_limit)}
+    probe = HeapProbe()
+    probe.start()
     runner = ConnectorRunner(engine_config(props)[1], bootstrap, stop)
     runner.run()
+    heap.put(probe.summary())
     if runner.errors:
         raise SystemExit(f"{props['name']} failed: {runner.errors}")
+
+
+def snapshot_chunk(args) -> dict:
+    """The snapshot pipelines' `snapshot.chunk.size` when `--snapshot-chunk-size` is given (else the connector's)."""
+    return {"snapshot.chunk.size": args.snapshot_chunk_size} if args.snapshot_chunk_size else {}
 
 
 def wide_columns(source: str, columns: int) -> tuple[str, str]:
@@ -147,13 +158,15 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
     admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(message_limit)})])[topic].result(30)
     committed = Committed(bootstrap, topic)
     started = time.monotonic()
-    process, stop = start(run_pipeline, props, bootstrap, message_limit)
+    heap = multiprocessing.get_context("spawn").SimpleQueue()
+    process, stop = start(run_pipeline, props, bootstrap, message_limit, heap)
     committed.pid = process.pid
     samples = sample(process, lambda: min(committed(), events) / events)
     done, size, cpu_done = time.monotonic(), committed.bytes, cpu_seconds(process.pid)
     committed.consumer.close()
     stop.set()
     process.join(60)
+    heap_summary = heap.get() if not heap.empty() else "no summary (the process did not end by itself)"
     first_at, first_count = committed.first
     if first_count <= events // 2:
         measured, seconds, timed = events - first_count, done - first_at, "from the first committed transaction"
@@ -168,6 +181,7 @@ def measure(label: str, props: dict, bootstrap: str, topic: str, events: int, me
           f"per event; RSS at ~10 % {ten:.0f} MB, at 100 % {samples[-1][1]:.0f} MB, ratio "
           f"{samples[-1][1] / ten:.2f} (target <= 1.10)", flush=True)
     report(f"  {label}", samples, events, "events")
+    print(f"  {label}: heap at start / peak / end: {heap_summary}", flush=True)
     return result
 
 
@@ -228,7 +242,8 @@ def postgres(args, bootstrap: str, run: str) -> None:
                   f"{sent / copy_s / 1e6:,.1f} MB/s", flush=True)
             limit = message_limit(args.value_bytes)
             snap = {**properties(db, 2 * index + 1, run), "table.include.list": f"public.{table}",
-                    "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2}
+                    "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2,
+                    **snapshot_chunk(args)}
             snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows,
                                limit)
             catch_up = measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}",
@@ -287,7 +302,8 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                 cursor.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, {definitions})")
                 # the catch-up pipeline's position is fixed first (its first heartbeat stores the binlog's end)
                 stream = mariadb_properties(f"{run}{table}c", database, admin, "no_data")
-                process, stop = start(run_pipeline, stream, bootstrap, limit)
+                heap = multiprocessing.get_context("spawn").SimpleQueue()  # kept until the child has read it
+                process, stop = start(run_pipeline, stream, bootstrap, limit, heap)
                 wait_committed(bootstrap, stream["offset.storage.topic"], 1, 120)
                 stop.set()
                 process.join(60)
@@ -300,7 +316,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                     rows_cursor.execute(f"SELECT * FROM {table}")  # noqa: S608
                     selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
                 print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
-                snap = mariadb_properties(f"{run}{table}s", database, admin, "initial")
+                snap = {**mariadb_properties(f"{run}{table}s", database, admin, "initial"), **snapshot_chunk(args)}
                 snapshot_topic = f"{snap['topic.prefix']}.{database}.{table}"
                 snapshot = measure(f"{table} snapshot", snap, bootstrap, snapshot_topic, rows, limit)
                 catch_up_topic = f"{stream['topic.prefix']}.{database}.{table}"
@@ -321,7 +337,9 @@ def main() -> None:
     for flag, default, meaning in (("--columns", 100, "columns of the wide table"),
                                    ("--rows", 100_000, "rows of the wide table"),
                                    ("--big-rows", 100, "rows of the table of large values"),
-                                   ("--value-bytes", 1_048_576, "bytes of each large value")):
+                                   ("--value-bytes", 1_048_576, "bytes of each large value"),
+                                   ("--snapshot-chunk-size", 0, "the snapshots' snapshot.chunk.size (0: the "
+                                                                "connector's default)")):
         parser.add_argument(flag, type=int, default=default, help=meaning)
     args = parser.parse_args()
     devstack.up(["kafka"], echo=lambda line: None)
