@@ -48,6 +48,7 @@ _FL_STANDALONE = 0x01
 _HISTORY_LOST = {1236}
 # The least silence of a binlog stream with heartbeats taken as a lost connection (stream_silence_seconds)
 STREAM_SILENCE_MIN_SECONDS = 30.0
+STREAM_READ_BUFFER = 128 * 1024  # bytes the stream connection reads from its socket at once, at most
 
 
 class BinlogConnectionLost(SourceUnreachable):
@@ -467,6 +468,11 @@ class BinlogReader:
                 # the server sends a heartbeat when it has nothing else to send: silence this long is a connection
                 # gone without a word (a peer or middlebox that vanished, a half-open TCP connection)
                 kwargs["read_timeout"] = stream_silence_seconds(self.heartbeat_seconds)
+                connection = pymysql.connect(**kwargs)
+                # pymysql reads through an 8 KiB buffer: a recv (and a hand-over of the interpreter lock) per rows
+                # event. Nothing is buffered once connected, so the reader can be swapped for a larger one.
+                connection._rfile = connection._sock.makefile("rb", buffering=STREAM_READ_BUFFER)
+                return connection
             return pymysql.connect(**kwargs)
 
         kwargs = dict(
