@@ -95,8 +95,13 @@ class OutMessage:
 _TOPIC, _KEY, _VALUE = attrgetter("topic"), attrgetter("key"), attrgetter("value")
 
 
+def payload_size(message: OutMessage) -> int:
+    """Its key's and value's bytes (what SinkStats.bytes counts)."""
+    return len(message.key or b"") + len(message.value or b"")
+
+
 def record_size(message: OutMessage) -> int:
-    size = RECORD_OVERHEAD + len(message.key or b"") + len(message.value or b"")
+    size = RECORD_OVERHEAD + payload_size(message)
     for name, value in message.headers or ():
         size += HEADER_OVERHEAD + len(name.encode()) + len(value or b"")
     return size
@@ -337,7 +342,7 @@ class TransactionalSink:
         smallest = min(limits.values(), default=0)
         oversized, payload = {}, 0
         for index, message in enumerate(messages):
-            size = len(message.key or b"") + len(message.value or b"")
+            size = payload_size(message)
             payload += size
             # Cheap bound first: most batches have no message anywhere near a limit.
             if size + RECORD_OVERHEAD <= smallest and not message.headers:
@@ -385,8 +390,7 @@ class TransactionalSink:
             skipped = self._deliveries.skipped
             self._batch_payload = (sum(map(len, filter(None, map(_KEY, messages))))
                                    + sum(map(len, filter(None, map(_VALUE, messages))))
-                                   - sum(len(messages[index].key or b"") + len(messages[index].value or b"")
-                                         for index in skipped))
+                                   - sum(payload_size(messages[index]) for index in skipped))
         if offset is not None:
             self._produce(self.offsets_topic.name, offset.key, offset.to_value(), [(BATCH_HEADER, batch_id.encode())])
 

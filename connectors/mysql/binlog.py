@@ -343,11 +343,9 @@ class BinlogReader:
                 if type(event) is rows_packets.RawRows:
                     if txn is None:
                         continue
-                    index = txn.events_done
-                    txn.events_done += 1
                     schema = event.schema
-                    if index < skip_events or (self.wanted is not None
-                                               and not self.wanted(schema.database, schema.table)):
+                    index = self._counted(txn, skip_events, schema.database, schema.table)
+                    if index is None:
                         continue
                     self.rows_event_bytes = event.event_size
                     run = RowsRun(event.op, schema, event.body, event.layout, event.present, event.present_after,
@@ -402,9 +400,8 @@ class BinlogReader:
                     skip_events = skip_rows = 0
                     continue
                 if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
-                    index = txn.events_done
-                    txn.events_done += 1
-                    if index < skip_events or (self.wanted is not None and not self.wanted(event.schema, event.table)):
+                    index = self._counted(txn, skip_events, event.schema, event.table)
+                    if index is None:
                         continue
                     skip = skip_rows if index == skip_events else 0
                     run = self._run(event, txn, index, skip) if self.runs else None
@@ -495,6 +492,15 @@ class BinlogReader:
         if not start.mariadb and position.gtids:
             return BinLogStreamReader(**kwargs, auto_position=position.gtids)
         return BinLogStreamReader(**kwargs, resume_stream=True, log_file=position.file, log_pos=position.pos)
+
+    def _counted(self, txn: _Transaction, skip_events: int, database: str, table: str) -> int | None:
+        """Counts a rows event into its transaction (Debezium's `event`); its index there, or None when it is one
+        a resumed position already handed out or of a table whose rows are not wanted."""
+        index = txn.events_done
+        txn.events_done += 1
+        if index < skip_events or (self.wanted is not None and not self.wanted(database, table)):
+            return None
+        return index
 
     def _lost_text(self) -> str:
         return f"the binlog connection to {self.settings.describe()} dropped; reopen from the last stored position"
