@@ -102,11 +102,13 @@ def test_a_source_of_the_core_is_exactly_once_across_kill_minus_nine(stack, tmp_
     name = "mem" + unique_name.replace("-", "")[-12:]
     connector = Connector(tmp_path, name, stack.kafka_bootstrap)
 
-    # 1. kill -9 inside the snapshot: transaction 1 commits the plan, 2 the first chunk, 3 is held open
+    # 1. kill -9 inside the snapshot: transaction 1 commits the plan, 2 the first chunk (with any chunk that finished
+    # while 1 committed: the core commits those together), 3 is held open
     connector.start(hold=3)
     connector.kill_when_held()
     progress = connector.stored()["snapshot"]
-    assert progress["collections"][0]["done"].count("1") == 1 and not progress["completed"]
+    done = progress["collections"][0]["done"]
+    assert 1 <= done.count("1") < len(done) and not progress["completed"], progress
 
     # 2. restart: the snapshot resumes, completes, then streams the first changes
     connector.head(300)
