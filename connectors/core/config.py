@@ -12,6 +12,10 @@ SNAPSHOT_WHEN_NEEDED = "when_needed"
 SNAPSHOT_ALWAYS = "always"
 SNAPSHOT_ON_FIRST_RUN = frozenset({SNAPSHOT_INITIAL, SNAPSHOT_INITIAL_ONLY, SNAPSHOT_WHEN_NEEDED, SNAPSHOT_ALWAYS})
 
+# snapshot.chunk.max.bytes: about this many bytes of rows per snapshot chunk (chunks of rows over 4 KB get fewer rows
+# than snapshot.chunk.size); a chunk's events are held until it commits, about four times their size at the peak
+CHUNK_MAX_BYTES = 32 * 1024 * 1024
+
 
 class EngineConfig(Protocol):
     name: str
@@ -35,6 +39,7 @@ class EngineConfig(Protocol):
     producer_max_request_size: int  # the largest message the producer sends, in bytes
     snapshot_delay_ms: int
     snapshot_chunk_size: int
+    snapshot_chunk_max_bytes: int  # 0: chunks bounded in rows only (core.snapshot.chunks.rows_per_chunk)
     snapshot_fetch_size: int
     snapshot_max_threads: int
 

@@ -167,6 +167,9 @@ class SnapshotReader(Protocol):
 
     # optional: def opening_messages(self, builder: EventBuilder) -> list[OutMessage] -- committed with the plan, before
     #     any chunk, once per snapshot (not when it resumes): e.g. MySQL's schema change records of the tables
+    # optional: def row_bytes(self, collection: str) -> int -- about how many bytes a row of the collection holds (0:
+    #     unknown), from the source's statistics and a few rows: chunks are planned with fewer rows when
+    #     `snapshot.chunk.size` of them would hold more than `snapshot.chunk.max.bytes` (core.snapshot.chunks)
     # optional: def close(self) -> None -- called once the snapshot ends (done, stopped or failed), before streaming:
     #     the reader's sessions hold views (a PostgreSQL exported snapshot, a MariaDB transaction and its metadata
     #     locks) that must not outlive it, also while the error that ended it is kept

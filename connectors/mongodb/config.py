@@ -46,7 +46,7 @@ from connectors.config.types import (
     StartupMode,
     hashlib_name,
 )
-from connectors.core.config import DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
 from connectors.mongodb import config_values as mongo_values
 from connectors.mongodb.config_checks import CheckInput, cross_checks
 from connectors.secrets import MASK, Secret, redact_connection_string
@@ -512,6 +512,13 @@ class ConnectorConfig(DerivedTopicNames):
         8192,
         _POSITIVE,
         "Documents per chunk of a snapshot: the unit read by one thread or worker and committed in one transaction.",
+    )
+    snapshot_chunk_max_bytes: int = _prop(
+        "snapshot.chunk.max.bytes",
+        CHUNK_MAX_BYTES,
+        _NON_NEGATIVE,
+        "About this many bytes of documents per chunk, initial and incremental: a collection of large documents gets "
+        "fewer documents per chunk (0: documents only).",
     )
     incremental_snapshot_chunk_size: int = _prop(
         "incremental.snapshot.chunk.size",

@@ -55,7 +55,8 @@ DEPENDENTS = {
     "topic.creation.enable": ("topic.creation.default.partitions", "topic.creation.default.replication.factor",
                               "topic.creation.default.cleanup.policy"),
     "snapshot.mode": ("snapshot.include.collection.list", "snapshot.collection.filter.overrides",
-                      "snapshot.delay.ms", "snapshot.fetch.size", "snapshot.max.threads", "snapshot.chunk.size"),
+                      "snapshot.delay.ms", "snapshot.fetch.size", "snapshot.max.threads", "snapshot.chunk.size",
+                      "snapshot.chunk.max.bytes"),
     "snapshot.collection.filter.overrides": ("snapshot.collection.filter.overrides.<database>.<collection>",),
     "startup.mode": ("startup.timestamp",),
 }

@@ -255,7 +255,7 @@ class ReplicaSetSource:
 
     def incremental(self, pipeline, metrics: SnapshotMetrics) -> IncrementalSnapshots:
         return IncrementalSnapshots(pipeline, MongoWatermarks(self.config, self), metrics, self.config.name, self.name,
-                                    self.config.incremental_snapshot_chunk_size)
+                                    self.config.incremental_snapshot_chunk_size, self.config.snapshot_chunk_max_bytes)
 
 
 class MongoSource:

@@ -14,7 +14,7 @@ from typing import Any
 from connectors.config import values
 from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
 from connectors.core import columns
-from connectors.core.config import DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
 from connectors.mysql.connection import ConnectionSettings
 from connectors.mysql.snapshot import LOCKING_MODES
 from connectors.mysql.types import MODES, TypeOptions
@@ -94,6 +94,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "snapshot.lock.timeout.ms": ("snapshot_lock_timeout_ms", 10_000, _POSITIVE),
     "snapshot.max.threads": ("snapshot_max_threads", 1, _POSITIVE),
     "snapshot.chunk.size": ("snapshot_chunk_size", 8192, _POSITIVE),
+    "snapshot.chunk.max.bytes": ("snapshot_chunk_max_bytes", CHUNK_MAX_BYTES, _NON_NEGATIVE),
     "snapshot.fetch.size": ("snapshot_fetch_size", 0, _NON_NEGATIVE),
     "snapshot.delay.ms": ("snapshot_delay_ms", 0, _NON_NEGATIVE),
     "gtid.source.includes": ("gtid_source_includes", (), values.parse_regex_list),
@@ -171,6 +172,7 @@ class MySqlConfig(DerivedTopicNames):
     snapshot_lock_timeout_ms: int = 10_000  # MySQL: how long the global read lock is waited for
     snapshot_max_threads: int = 1
     snapshot_chunk_size: int = 8192
+    snapshot_chunk_max_bytes: int = CHUNK_MAX_BYTES
     snapshot_fetch_size: int = 0
     snapshot_delay_ms: int = 0
     gtid_source_includes: tuple[str, ...] = ()

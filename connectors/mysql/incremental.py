@@ -33,7 +33,7 @@ from connectors.mysql.binlog import RowChange, SchemaStatement, TableSchema, row
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.envelope import SourceInfo
-from connectors.mysql.snapshot_reader import chunk_key, chunk_select, plan_table, quote
+from connectors.mysql.snapshot_reader import chunk_key, chunk_select, plan_table, quote, row_bytes
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +172,11 @@ class MySqlWatermarks:
         except pymysql.err.MySQLError:
             return None
         return int(row[0] or 0) if row else None
+
+    def row_bytes(self, collection: str) -> int:
+        schema = self._schema(collection, fresh=True)
+        with self.sql().cursor() as cursor:
+            return row_bytes(cursor, schema)
 
     def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan:
         schema = self._schema(collection, fresh=True)  # the table as it is now

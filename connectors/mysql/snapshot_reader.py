@@ -105,6 +105,24 @@ def plan_table(cursor, schema: TableSchema, key: tuple[str, ...], chunk_size: in
     return Plan(bounds, count, f"primary key ({', '.join(key)}) ranges")
 
 
+ROW_SAMPLE = 16  # the first rows whose values row_bytes measures
+
+
+def row_bytes(cursor, schema: TableSchema) -> int:
+    """About how many bytes a row of the table holds (0: unknown): the larger of the server's average row length
+    (InnoDB's statistics, off-page values included) and the values of its first ROW_SAMPLE rows."""
+    cursor.execute("SELECT AVG_ROW_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                   (schema.database, schema.table))
+    row = cursor.fetchone()
+    stored = int(row[0] or 0) if row else 0
+    if not schema.columns:
+        return stored
+    table = f"{quote(schema.database)}.{quote(schema.table)}"
+    lengths = " + ".join(f"COALESCE(LENGTH({quote(column.name)}), 0)" for column in schema.columns)
+    cursor.execute(f"SELECT COALESCE(AVG(n), 0) FROM (SELECT {lengths} AS n FROM {table} LIMIT {ROW_SAMPLE}) s")  # noqa: S608
+    return max(stored, int(cursor.fetchone()[0]))
+
+
 def chunk_select(schema: TableSchema, key: tuple[str, ...], chunk: Chunk, condition: str | None = None,
                  extra: tuple[str, ...] = ()) -> tuple[str, list]:
     """The SELECT of a chunk's rows (every column, then `extra` expressions), ANDed with `condition`."""
@@ -242,6 +260,12 @@ class MySqlSnapshotReader:
             schema = self._schema(collection)
             with self._view().cursor() as cursor:
                 return plan_table(cursor, schema, self._key(schema), chunk_size)
+
+    def row_bytes(self, collection: str) -> int:
+        with self._lock:
+            schema = self._schema(collection)
+            with self._view().cursor() as cursor:
+                return row_bytes(cursor, schema)
 
     def read_chunk(self, builder, chunk: Chunk, read_at, filter, mark_last: bool, stop):  # noqa: A002
         with self._lock:

@@ -636,7 +636,7 @@ class ServerSource:
     def incremental(self, pipeline, metrics) -> IncrementalSnapshots:
         self._watermarks = MySqlWatermarks(self.config, pipeline)
         return IncrementalSnapshots(pipeline, self._watermarks, metrics, self.config.name, self.name,
-                                    self.config.incremental_snapshot_chunk_size)
+                                    self.config.incremental_snapshot_chunk_size, self.config.snapshot_chunk_max_bytes)
 
 
 class MySqlSource:

@@ -17,7 +17,7 @@ from typing import Any
 from connectors.config import values
 from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
 from connectors.core import columns
-from connectors.core.config import DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
 from connectors.postgres.publication import AUTOCREATE_MODES
 from connectors.postgres.rows import DEFAULT_UNAVAILABLE_VALUE
 from connectors.postgres.types import TypeMappingError, TypeSettings
@@ -109,6 +109,9 @@ class PostgresConfig(DerivedTopicNames):
     snapshot_max_threads: int = _p("snapshot.max.threads", 1, _POSITIVE, "Threads reading snapshot chunks.")
     snapshot_fetch_size: int = _p("snapshot.fetch.size", 10_240, _POSITIVE, "Rows fetched per round trip.")
     snapshot_chunk_size: int = _p("snapshot.chunk.size", 8192, _POSITIVE, "Rows per snapshot chunk (PK ranges).")
+    snapshot_chunk_max_bytes: int = _p("snapshot.chunk.max.bytes", CHUNK_MAX_BYTES, _NON_NEGATIVE,
+                                       "About this many bytes of rows per chunk, initial and incremental: a table of "
+                                       "large rows gets fewer rows per chunk (0: rows only).")
     signal_data_collection: str | None = _p("signal.data.collection", None, _schema_table,
                                             "<schema>.<table> of Debezium's signal table (id, type, data); it must "
                                             "be published. Needed by incremental snapshots (their watermarks).")

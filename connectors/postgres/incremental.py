@@ -39,7 +39,7 @@ from connectors.postgres import envelope as env
 from connectors.postgres import pgoutput as p
 from connectors.postgres.config import PostgresConfig
 from connectors.postgres.events import VERSION, TableFilter
-from connectors.postgres.snapshot import plan_table, primary_key, range_clause
+from connectors.postgres.snapshot import plan_table, primary_key, range_clause, row_bytes
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,10 @@ class PgWatermarks:
         except psycopg.Error:
             return None
         return max(0, int(row[0])) if row else None
+
+    def row_bytes(self, collection: str) -> int:
+        with self.sql().cursor() as cursor:
+            return row_bytes(cursor, collection)
 
     def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan:
         self._keys.pop(collection, None)  # the key as it is now

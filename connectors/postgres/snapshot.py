@@ -184,6 +184,10 @@ class PgSnapshotReader:
         with self._connection().cursor() as cursor:
             return plan_table(cursor, collection, chunk_size, self.key_columns(collection))
 
+    def row_bytes(self, collection: str) -> int:
+        with self._connection().cursor() as cursor:
+            return row_bytes(cursor, collection)
+
     def key_columns(self, collection: str) -> list[tuple[str, str]]:
         """(name, type as SQL) of the table's primary key columns, in key order."""
         with self._lock:
@@ -361,6 +365,28 @@ def plan_table(cursor, collection: str, chunk_size: int, key: list[tuple[str, st
         desc=sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(name)) for name, _ in key)))
     bounds.append(list(cursor.fetchone()))
     return Plan(bounds, estimated, "primary key ranges")
+
+
+ROW_SAMPLE = 16  # the first rows whose text row_bytes measures
+
+
+def row_bytes(cursor, collection: str) -> int:
+    """About how many bytes a row of the table holds (0: unknown): the larger of its stored size per row
+    (`pg_table_size`, TOAST included, over `reltuples`: compressed values count compressed) and the text of its first
+    ROW_SAMPLE rows. The sample runs in a savepoint: a refused read (a role with column privileges only) leaves the
+    stored size and the transaction as they were."""
+    cursor.execute("SELECT CASE WHEN reltuples > 0 THEN pg_table_size(oid) / reltuples ELSE 0 END FROM pg_class "
+                   "WHERE oid = %s::regclass", (_qualified(collection),))
+    row = cursor.fetchone()
+    stored = int(row[0]) if row and row[0] else 0
+    try:
+        with cursor.connection.transaction():
+            cursor.execute(sql.SQL("SELECT coalesce(avg(octet_length(s::text)), 0) FROM (SELECT * FROM {} LIMIT {}) s")
+                           .format(_identifier(collection), sql.Literal(ROW_SAMPLE)))
+            sampled = int(cursor.fetchone()[0])
+    except psycopg.Error:
+        return stored
+    return max(stored, sampled)
 
 
 def primary_key(cursor, collection: str) -> list[tuple[str, str]]:

@@ -382,7 +382,7 @@ class SlotSource:
         # its chunks are read as text in the walsender's output settings, as the initial snapshot's
         self._watermarks = PgWatermarks(self.config, lambda: connect_sql(with_session_settings(self.dsn)), pipeline)
         return IncrementalSnapshots(pipeline, self._watermarks, metrics, self.config.name, self.name,
-                                    self.config.incremental_snapshot_chunk_size)
+                                    self.config.incremental_snapshot_chunk_size, self.config.snapshot_chunk_max_bytes)
 
 
 def connect_sql(dsn: str) -> psycopg.Connection:

@@ -436,6 +436,7 @@ INVALID_VALUES = [
     ("snapshot.fetch.size", -1, "at least 0"),
     ("snapshot.max.threads", 0, "at least 1"),
     ("snapshot.chunk.size", 0, "at least 1"),
+    ("snapshot.chunk.max.bytes", -1, "at least 0"),
     ("incremental.snapshot.chunk.size", -5, "at least 1"),
     ("startup.mode", "earliest", "expected one of initial, latest, timestamp"),
     ("connector.class", "io.debezium.connector.mysql.MySqlConnector", "MongoDB connector only"),

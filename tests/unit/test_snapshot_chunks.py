@@ -86,3 +86,13 @@ def test_progress_round_trips_through_the_offset_record():
 def test_older_progress_layouts_start_a_new_snapshot():
     old = {"resume_token": {"_data": "82"}, "collections": ["d.a"], "index": 0, "last_id": 5}
     assert not SnapshotProgress.from_json(old).planned
+
+
+def test_rows_per_chunk_bounds_a_chunk_in_bytes_too():
+    from connectors.core.snapshot.chunks import rows_per_chunk
+
+    assert rows_per_chunk(8192, 32 << 20, 300) == 8192  # small rows: the rows' bound
+    assert rows_per_chunk(8192, 32 << 20, 1 << 20) == 32  # 1 MB rows
+    assert rows_per_chunk(8192, 32 << 20, 64 << 20) == 1  # a row over the bound: one a chunk
+    assert rows_per_chunk(8192, 0, 1 << 20) == 8192  # no bound in bytes
+    assert rows_per_chunk(8192, 32 << 20, 0) == 8192  # size unknown

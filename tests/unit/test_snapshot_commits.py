@@ -85,7 +85,7 @@ class PairedExecutor:
 class Host:
     def __init__(self) -> None:
         self.config = SimpleNamespace(name="c", offset_storage_topic="c.offsets", snapshot_delay_ms=0,
-                                      snapshot_chunk_size=10, snapshot_max_threads=2,
+                                      snapshot_chunk_size=10, snapshot_chunk_max_bytes=0, snapshot_max_threads=2,
                                       snapshot_filter=lambda namespace: None)
         self.stop = threading.Event()
         self.snapshot_metrics = SnapshotMetrics("c", "p")

@@ -34,6 +34,24 @@ class Plan:
     method: str  # how the source found the boundaries (shown in logs and progress)
 
 
+def rows_per_chunk(chunk_size: int, max_bytes: int, row_bytes: int) -> int:
+    """Rows per chunk of a collection whose rows hold about `row_bytes` bytes each: `chunk_size`, or fewer when that
+    many would hold more than `max_bytes` (0: no bound; a `row_bytes` of 0 is unknown); at least one. A chunk's
+    events are held in memory until it commits, so this bounds a snapshot's memory by bytes as well as by rows."""
+    if max_bytes <= 0 or row_bytes <= 0:
+        return chunk_size
+    return max(1, min(chunk_size, max_bytes // row_bytes))
+
+
+def planned_chunk_rows(source: Any, collection: str, chunk_size: int, max_bytes: int) -> int:
+    """rows_per_chunk for `collection`, its rows' size as `source.row_bytes(collection)` estimates it (a source
+    without that method: `chunk_size`)."""
+    row_bytes = getattr(source, "row_bytes", None)
+    if max_bytes <= 0 or row_bytes is None:
+        return chunk_size
+    return rows_per_chunk(chunk_size, max_bytes, row_bytes(collection))
+
+
 def chunks_of(namespace: str, bounds: list, first_number: int, chunk_type: type[Chunk] = Chunk) -> list[Chunk]:
     """The chunks that `bounds` (as planned) make, numbered from `first_number`."""
     count = len(bounds) - 1 if bounds else 0

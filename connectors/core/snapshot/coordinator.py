@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from connectors import ConnectorError
 from connectors.core.collector import batch_collection
-from connectors.core.snapshot.chunks import Chunk, chunks_of
+from connectors.core.snapshot.chunks import Chunk, chunks_of, planned_chunk_rows
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
@@ -289,7 +289,12 @@ class InitialSnapshot:
         collections = []
         numbered = 0
         for namespace in self.reader.collections():
-            plan = self.reader.plan(namespace, self.config.snapshot_chunk_size)
+            rows = planned_chunk_rows(self.reader, namespace, self.config.snapshot_chunk_size,
+                                      self.config.snapshot_chunk_max_bytes)
+            if rows < self.config.snapshot_chunk_size:
+                log.info("snapshot %s: %s in chunks of %d rows (its rows' size and snapshot.chunk.max.bytes)",
+                         self.progress.id, namespace, rows)
+            plan = self.reader.plan(namespace, rows)
             count = len(plan.bounds) - 1 if plan.bounds else 0
             collection = CollectionProgress(namespace, plan.bounds, [False] * count, 0, plan.estimated_count,
                                             plan.method)

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.chunks import Chunk, Plan, planned_chunk_rows
 from connectors.core.snapshot.metrics import SnapshotMetrics
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,9 @@ class WatermarkSource(Protocol):
     def estimated_rows(self, collection: str) -> int | None: ...
 
     def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan: ...
+
+    # optional: def row_bytes(self, collection: str) -> int -- about how many bytes a row holds (0: unknown), for
+    #     chunks bounded in bytes (core.snapshot.chunks.planned_chunk_rows)
 
     def read_window(self, window_id: str, chunk: Chunk, filter: Any, snapshot_id: str,  # noqa: A002
                     read: Callable[[dict], None]) -> None:
@@ -194,12 +197,14 @@ class IncrementalSnapshots:
     """The incremental snapshot of one pipeline. API methods are thread-safe; the rest runs in the pipeline loop."""
 
     def __init__(self, pipeline, source: WatermarkSource, metrics: SnapshotMetrics, connector: str, partition: str,
-                 chunk_size: int):
-        """`pipeline`: the core pipeline (its `backoff`, its `builder`)."""
+                 chunk_size: int, chunk_max_bytes: int = 0):
+        """`pipeline`: the core pipeline (its `backoff`, its `builder`); a chunk holds `chunk_size` rows, fewer when
+        they would hold more than `chunk_max_bytes` (core.snapshot.chunks.rows_per_chunk)."""
         self.pipeline = pipeline
         self.source = source
         self.metrics = metrics
         self.chunk_size = chunk_size
+        self.chunk_max_bytes = chunk_max_bytes
         self.signal = True if source.has_signals else None  # not None: signals and watermarks go through the stream
         self.state: IncrementalState | None = None
         self._lock = threading.Lock()
@@ -459,7 +464,8 @@ class IncrementalSnapshots:
         while state is not None and state.collections:
             current = state.collections[0]
             if current.bounds is None:
-                plan = self.source.plan(current.namespace, self.chunk_size, MAX_INCREMENTAL_CHUNKS)
+                rows = planned_chunk_rows(self.source, current.namespace, self.chunk_size, self.chunk_max_bytes)
+                plan = self.source.plan(current.namespace, rows, MAX_INCREMENTAL_CHUNKS)
                 current.bounds = plan.bounds
                 current.chunks = len(plan.bounds) - 1 if plan.bounds else 0
                 current.estimated = plan.estimated_count

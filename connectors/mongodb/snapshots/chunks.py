@@ -100,6 +100,12 @@ def collection_stats(database, name: str) -> tuple[int, int]:
         return int(database[name].estimated_document_count()), 0
 
 
+def document_bytes(client, namespace: str) -> int:
+    """About how many bytes a document of the collection holds (collStats' average; 0: unknown)."""
+    db_name, _, coll_name = namespace.partition(".")
+    return collection_stats(client[db_name], coll_name)[1]
+
+
 def plan_collection(client, namespace: str, chunk_size: int, max_chunks: int = MAX_CHUNKS_PER_COLLECTION) -> Plan:
     db_name, _, coll_name = namespace.partition(".")
     database = client[db_name]

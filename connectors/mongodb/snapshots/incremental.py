@@ -42,7 +42,7 @@ from connectors.mongodb.filters import NamespaceFilter, watch_target
 from connectors.mongodb.rawjson import RawChangeEvent, decoded, document_key, raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace, SnapshotMarker
 from connectors.mongodb.snapshots.chunks import Chunk as MongoChunk
-from connectors.mongodb.snapshots.chunks import plan_collection
+from connectors.mongodb.snapshots.chunks import document_bytes, plan_collection
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,9 @@ class MongoWatermarks:
             return self.client[db][coll].estimated_document_count()
         except (PyMongoError, AttributeError, TypeError):
             return None
+
+    def row_bytes(self, collection: str) -> int:
+        return document_bytes(self.client, collection)
 
     def plan(self, collection: str, chunk_size: int, max_chunks: int) -> Plan:
         return plan_collection(self.client, collection, chunk_size, max_chunks)

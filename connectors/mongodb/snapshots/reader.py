@@ -15,7 +15,7 @@ from connectors.mongodb.config import ConnectorConfig
 from connectors.mongodb.filters import NamespaceFilter, change_stream_pipeline, watch_target
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.records import Namespace
-from connectors.mongodb.snapshots.chunks import Chunk, plan_collection
+from connectors.mongodb.snapshots.chunks import Chunk, document_bytes, plan_collection
 from connectors.mongodb.snapshots.executors import read_range
 
 # Server errors after which reading a chunk again can succeed (elections, shutdowns, timeouts, lost cursors).
@@ -68,6 +68,9 @@ class MongoSnapshotReader:
                 if self.namespaces.includes_in_snapshot(Namespace(db, name)):
                     found.append(f"{db}.{name}")
         return sorted(found)
+
+    def row_bytes(self, collection: str) -> int:
+        return document_bytes(self.client, collection)
 
     def plan(self, collection: str, chunk_size: int) -> Plan:
         return plan_collection(self.client, collection, chunk_size)

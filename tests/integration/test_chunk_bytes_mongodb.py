@@ -1,0 +1,53 @@
+"""Snapshot chunks bounded in bytes (`snapshot.chunk.max.bytes`, core.snapshot.chunks.planned_chunk_rows) on
+MongoDB: a collection of large documents is planned in chunks of fewer documents, and every document still arrives
+once. Real Kafka, emulator (or MONGODB_URI)."""
+
+from __future__ import annotations
+
+import pymongo
+import pytest
+
+from connectors.mongodb.pipeline import ReplicaSetPipeline
+from connectors.mongodb.snapshots.chunks import document_bytes
+from connectors.mongodb.topology import discover
+from tests.integration.kafka_reading import read_topic
+from tests.integration.pipeline_harness import connector_config
+
+pytestmark = pytest.mark.integration
+
+VALUE_BYTES = 20_000  # each document of `wide` holds about this much text
+DOCUMENTS = 60
+
+
+@pytest.fixture
+def client(mongo_rs):
+    client = pymongo.MongoClient(mongo_rs.uri, serverSelectionTimeoutMS=10_000)
+    yield client
+    client.close()
+
+
+def snapshot(stack, mongo_rs, name: str, prefix: str, max_bytes: int) -> tuple[int, list[int]]:
+    config = connector_config(prefix, mongo_rs.uri, database__include__list=name, snapshot__mode="initial_only",
+                              snapshot__chunk__max__bytes=max_bytes)
+    (replica_set,) = discover(config.mongo_client_options()).replica_sets
+    pipeline = ReplicaSetPipeline(config, replica_set, stack.kafka_bootstrap)
+    assert pipeline.run() == "snapshot-done"
+    records = read_topic(stack.kafka_bootstrap, f"{prefix}.{name}.wide")
+    return pipeline.snapshot_metrics.snapshot()["ChunksTotal"], sorted(int(r.key.split(b'"')[-2]) for r in records)
+
+
+def test_a_collection_of_large_documents_is_planned_in_chunks_of_fewer_documents(stack, mongo_rs, client,
+                                                                                  unique_name):
+    name = "cb" + unique_name.replace("-", "")[-12:]
+    client[name]["wide"].insert_many([{"_id": i, "body": f"{i:05d}" * (VALUE_BYTES // 5)}
+                                      for i in range(1, DOCUMENTS + 1)])
+    client[name]["narrow"].insert_many([{"_id": i, "n": i} for i in range(1, 501)])
+    wide, narrow = document_bytes(client, f"{name}.wide"), document_bytes(client, f"{name}.narrow")
+    assert VALUE_BYTES <= wide < 2 * VALUE_BYTES and 0 < narrow < 100
+    limit = 5 * VALUE_BYTES + VALUE_BYTES // 2  # five documents and a half
+    chunks, ids = snapshot(stack, mongo_rs, name, name, limit)
+    assert ids == list(range(1, DOCUMENTS + 1))  # every document once
+    assert chunks == DOCUMENTS // 5 + 1  # the narrow collection is one chunk; wide is chunks of five documents
+    chunks, ids = snapshot(stack, mongo_rs, name, name + "x", 0)
+    assert ids == list(range(1, DOCUMENTS + 1))
+    assert chunks == 2  # bounded in documents only: one chunk each

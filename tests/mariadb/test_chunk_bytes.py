@@ -1,0 +1,73 @@
+"""Snapshot chunks bounded in bytes (`snapshot.chunk.max.bytes`, core.snapshot.chunks.planned_chunk_rows): a table
+of large rows is planned in chunks of fewer rows, and every row still arrives once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+
+from connectors.mysql import catalog
+from connectors.mysql.connection import connect
+from connectors.mysql.snapshot_reader import row_bytes
+from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
+from tests.type_check import records_at_least
+
+pytestmark = pytest.mark.integration
+
+VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
+ROWS = 60
+
+
+def fill(mariadb, database: str) -> None:
+    mariadb.execute("CREATE TABLE wide (id INT PRIMARY KEY, body MEDIUMTEXT)",
+                    f"INSERT INTO wide SELECT seq, REPEAT(MD5(seq), {VALUE_BYTES // 32}) FROM seq_1_to_{ROWS}",  # noqa: S608
+                    "CREATE TABLE narrow (id INT PRIMARY KEY, n INT)",
+                    "INSERT INTO narrow SELECT seq, seq FROM seq_1_to_500",
+                    "CREATE TABLE empty (id INT PRIMARY KEY)", database=database)
+
+
+def estimate(mariadb, database: str, table: str) -> int:
+    connection = connect(mariadb.cdc.with_database(database))
+    try:
+        schema = catalog.table_schema(connection, database, table)
+        with connection.cursor() as cursor:
+            return row_bytes(cursor, schema)
+    finally:
+        connection.close()
+
+
+def test_row_bytes_estimates_a_row_by_its_values_and_the_statistics(mariadb, mariadb_db):
+    fill(mariadb, mariadb_db)
+    assert VALUE_BYTES <= estimate(mariadb, mariadb_db, "wide") < 2 * VALUE_BYTES
+    assert 0 < estimate(mariadb, mariadb_db, "narrow") < 200
+    assert estimate(mariadb, mariadb_db, "empty") < 100  # InnoDB's statistics of an empty table: a page or less
+
+
+def snapshot(mariadb, database: str, caplog, **extra) -> tuple[int, list[int]]:
+    props = properties(mariadb, database, **{"snapshot.mode": "initial_only", "table.include.list": f"{database}.wide",
+                                             **extra})
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
+        runner = InProcess(props)
+        try:
+            records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{database}.wide", ROWS)
+        finally:
+            runner.close()
+    found = [int(m.group(1)) for r in caplog.records
+             if (m := re.search(rf"{database}\.wide planned as (\d+) chunks", r.getMessage()))]
+    assert len(found) == 1, found
+    return found[0], sorted(json.loads(r.value)["after"]["id"] for r in records if r.value is not None)
+
+
+def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, mariadb_db, caplog):
+    fill(mariadb, mariadb_db)
+    limit = 5 * VALUE_BYTES + VALUE_BYTES // 2  # five rows' values and a half
+    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": str(limit)})
+    assert ids == list(range(1, ROWS + 1))  # every row once
+    assert chunks == ROWS // 5  # chunks of five rows
+    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "0"})
+    assert ids == list(range(1, ROWS + 1))
+    assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size

@@ -1,0 +1,111 @@
+"""Snapshot chunks bounded in bytes (`snapshot.chunk.max.bytes`, core.snapshot.chunks.planned_chunk_rows): a table
+of large rows is planned in chunks of fewer rows, and every row still arrives once."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+import psycopg
+
+from connectors.postgres.snapshot import row_bytes
+from tests.postgres.test_source import Running, events, payloads, pg_config
+
+VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
+ROWS = 60
+
+
+def fill(pg_db) -> None:
+    pg_db.execute("CREATE TABLE wide (id int PRIMARY KEY, body text)")
+    # md5 text repeated: about VALUE_BYTES of text a row, stored compressed in TOAST
+    pg_db.execute(f"INSERT INTO wide SELECT g, repeat(md5(g::text), {VALUE_BYTES // 32}) "  # noqa: S608
+                  f"FROM generate_series(1, {ROWS}) g")
+    pg_db.execute("CREATE TABLE narrow (id int PRIMARY KEY, n int)")
+    pg_db.execute("INSERT INTO narrow SELECT g, g FROM generate_series(1, 500) g")
+
+
+def test_row_bytes_estimates_a_row_by_its_text_and_its_stored_size(pg_db):
+    fill(pg_db)
+    with psycopg.connect(pg_db.dsn) as conn, conn.cursor() as cursor:
+        wide, narrow = row_bytes(cursor, "public.wide"), row_bytes(cursor, "public.narrow")
+        pg_db.execute("ANALYZE narrow")
+        analyzed = row_bytes(cursor, "public.narrow")
+        cursor.execute("CREATE TABLE empty (id int PRIMARY KEY)")
+        empty = row_bytes(cursor, "public.empty")
+    assert VALUE_BYTES <= wide < 2 * VALUE_BYTES  # the text, though TOAST stores it compressed
+    assert 0 < narrow < 100 and 0 < analyzed < 200
+    assert empty == 0
+
+
+def test_row_bytes_keeps_the_transaction_when_the_sample_is_refused(pg_db):
+    """A role that may not read every column: the stored size stands and the transaction goes on."""
+    fill(pg_db)
+    pg_db.execute("ANALYZE wide")
+    pg_db.execute("REVOKE SELECT ON wide FROM CURRENT_USER")  # the catalogue stays readable, the rows do not
+    with psycopg.connect(pg_db.dsn) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT 1")  # in a transaction, as the snapshot's sessions are
+        estimate = row_bytes(cursor, "public.wide")
+        cursor.execute("SELECT 2")
+        assert cursor.fetchone() == (2,)
+    assert 0 < estimate < VALUE_BYTES // 2  # pg_table_size over reltuples: the values stored compressed, not sampled
+
+
+def planned_chunks(caplog, table: str) -> int:
+    found = [int(m.group(1)) for r in caplog.records
+             if (m := re.search(rf"public\.{table} planned as (\d+) chunks", r.getMessage()))]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def snapshot(pg_db, stack, caplog, name: str, **extra) -> tuple[int, list[int]]:
+    config = pg_config(pg_db, name, **{"snapshot.mode": "initial_only", "snapshot.max.threads": 2, **extra})
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
+        running = Running(config, stack.kafka_bootstrap)
+        try:
+            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.wide", ROWS))
+        finally:
+            running.stop()
+    return planned_chunks(caplog, "wide"), sorted(v["after"]["id"] for v in values)
+
+
+def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(pg_db, stack, unique_name, caplog):
+    fill(pg_db)
+    name = "pgcb" + unique_name.replace("-", "")[-10:]
+    limit = 5 * VALUE_BYTES + VALUE_BYTES // 2  # five rows' text and a half
+    chunks, ids = snapshot(pg_db, stack, caplog, name, **{"snapshot.chunk.max.bytes": limit})
+    assert ids == list(range(1, ROWS + 1))  # every row once
+    assert chunks == ROWS // 5  # chunks of five rows
+    chunks, ids = snapshot(pg_db, stack, caplog, name + "x", **{"snapshot.chunk.max.bytes": 0})
+    assert ids == list(range(1, ROWS + 1))
+    assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size
+
+
+def wait_until(predicate, running, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert not running.runner.errors, running.runner.errors
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return found
+
+
+def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(pg_db, stack, unique_name):
+    fill(pg_db)
+    pg_db.execute("CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
+    name = "pgci" + unique_name.replace("-", "")[-10:]
+    config = pg_config(pg_db, name, **{"snapshot.mode": "no_data", "signal.data.collection": "public.dbz_signal",
+                                       "snapshot.chunk.max.bytes": 5 * VALUE_BYTES + VALUE_BYTES // 2})
+    running = Running(config, stack.kafka_bootstrap)
+    try:
+        pipeline = wait_until(lambda: next((p for p in running.runner.pipelines.values()
+                                            if p.metrics.phase == "streaming"), None), running, "streaming")
+        pipeline.request_incremental_snapshot(["public.wide"])
+        metrics = wait_until(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                             and not m["SnapshotRunning"] and m, running, "the incremental snapshot to complete")
+        values = payloads(events(stack.kafka_bootstrap, f"{name}.public.wide", ROWS))
+    finally:
+        running.stop()
+    assert sorted(v["after"]["id"] for v in values if v["op"] == "r") == list(range(1, ROWS + 1))
+    assert metrics["ChunksTotal"] == ROWS // 5  # windows of five rows, not incremental.snapshot.chunk.size (1024)
