@@ -3,6 +3,7 @@ PostgreSQL or MariaDB.
 
     python -m bench.wide_rows --source postgres|mariadb [--columns 100] [--rows 100000] [--big-rows 100]
                               [--value-bytes 1048576] [--snapshot-chunk-size N]
+                              [--snapshot-chunk-max-bytes N]
 
 Two tables, each captured twice by one pipeline process (spawned, its RSS sampled every 0.2 s against its progress,
 the committed messages of its topic):
@@ -97,8 +98,12 @@ def run_pipeline(props: dict, bootstrap: str, message_limit: int, heap, stop) ->
 
 
 def snapshot_chunk(args) -> dict:
-    """The snapshot pipelines' `snapshot.chunk.size` when `--snapshot-chunk-size` is given (else the connector's)."""
-    return {"snapshot.chunk.size": args.snapshot_chunk_size} if args.snapshot_chunk_size else {}
+    """The snapshot pipelines' `snapshot.chunk.size` when `--snapshot-chunk-size` is given, and
+    `snapshot.chunk.max.bytes` when `--snapshot-chunk-max-bytes` is (else the connector's)."""
+    chunk = {"snapshot.chunk.size": args.snapshot_chunk_size} if args.snapshot_chunk_size else {}
+    if args.snapshot_chunk_max_bytes >= 0:
+        chunk["snapshot.chunk.max.bytes"] = args.snapshot_chunk_max_bytes
+    return chunk
 
 
 def wide_columns(source: str, columns: int) -> tuple[str, str]:
@@ -339,7 +344,9 @@ def main() -> None:
                                    ("--big-rows", 100, "rows of the table of large values"),
                                    ("--value-bytes", 1_048_576, "bytes of each large value"),
                                    ("--snapshot-chunk-size", 0, "the snapshots' snapshot.chunk.size (0: the "
-                                                                "connector's default)")):
+                                                                "connector's default)"),
+                                   ("--snapshot-chunk-max-bytes", -1, "the snapshots' snapshot.chunk.max.bytes (-1: "
+                                                                      "the connector's default; 0: rows only)")):
         parser.add_argument(flag, type=int, default=default, help=meaning)
     args = parser.parse_args()
     devstack.up(["kafka"], echo=lambda line: None)
