@@ -4,6 +4,8 @@ once. Real Kafka, emulator (or MONGODB_URI)."""
 
 from __future__ import annotations
 
+import time
+
 import pymongo
 import pytest
 
@@ -11,7 +13,7 @@ from connectors.mongodb.pipeline import ReplicaSetPipeline
 from connectors.mongodb.snapshots.chunks import document_bytes
 from connectors.mongodb.topology import discover
 from tests.integration.kafka_reading import read_topic
-from tests.integration.pipeline_harness import connector_config
+from tests.integration.pipeline_harness import RunningConnector, connector_config, wait_for_events
 
 pytestmark = pytest.mark.integration
 
@@ -51,3 +53,29 @@ def test_a_collection_of_large_documents_is_planned_in_chunks_of_fewer_documents
     chunks, ids = snapshot(stack, mongo_rs, name, name + "x", 0)
     assert ids == list(range(1, DOCUMENTS + 1))
     assert chunks == 2  # bounded in documents only: one chunk each
+
+
+def test_an_incremental_snapshot_of_large_documents_reads_windows_of_fewer_documents(stack, mongo_rs, client,
+                                                                                     unique_name):
+    name = "ci" + unique_name.replace("-", "")[-12:]
+    client[name]["wide"].insert_many([{"_id": i, "body": f"{i:05d}" * (VALUE_BYTES // 5)}
+                                      for i in range(1, DOCUMENTS + 1)])
+    config = connector_config(name, mongo_rs.uri, database__include__list=name, snapshot__mode="no_data",
+                              signal__data__collection=f"{name}.signals",
+                              snapshot__chunk__max__bytes=5 * VALUE_BYTES + VALUE_BYTES // 2)
+    running = RunningConnector(config, stack.kafka_bootstrap).start()
+    try:
+        running.wait_streaming()
+        pipeline = running.pipeline()
+        pipeline.request_incremental_snapshot([f"{name}.wide"])
+        deadline = time.monotonic() + 60
+        while not ((metrics := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                   and not metrics["SnapshotRunning"]):
+            assert time.monotonic() < deadline, metrics
+            assert pipeline.metrics.phase != "failed", pipeline.metrics.last_error
+            time.sleep(0.05)
+        records = wait_for_events(stack.kafka_bootstrap, f"{name}.{name}.wide", DOCUMENTS)
+    finally:
+        running.finish()
+    assert sorted(int(r.key.split(b'"')[-2]) for r in records) == list(range(1, DOCUMENTS + 1))
+    assert metrics["ChunksTotal"] == DOCUMENTS // 5  # windows of five documents, not incremental.snapshot.chunk.size

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 
 import pytest
 
@@ -71,3 +72,35 @@ def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, maria
     chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "0"})
     assert ids == list(range(1, ROWS + 1))
     assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size
+
+
+def wait_until(predicate, runner, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert not runner.runner.errors, runner.runner.errors
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return found
+
+
+def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(mariadb, mariadb_db):
+    fill(mariadb, mariadb_db)
+    mariadb.execute("CREATE TABLE dbz_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",
+                    f"GRANT INSERT, DELETE ON `{mariadb_db}`.`dbz_signal` TO '{mariadb.cdc.user}'@'%'",
+                    database=mariadb_db)
+    props = properties(mariadb, mariadb_db, **{"snapshot.mode": "no_data",
+                                               "signal.data.collection": f"{mariadb_db}.dbz_signal",
+                                               "snapshot.chunk.max.bytes": str(5 * VALUE_BYTES + VALUE_BYTES // 2)})
+    runner = InProcess(props)
+    try:
+        pipeline = wait_until(lambda: next((p for p in runner.runner.pipelines.values()
+                                            if p.metrics.phase == "streaming"), None), runner, "streaming")
+        pipeline.request_incremental_snapshot([f"{mariadb_db}.wide"])
+        metrics = wait_until(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                             and not m["SnapshotRunning"] and m, runner, "the incremental snapshot to complete")
+        records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.wide", ROWS)
+    finally:
+        runner.close()
+    values = [json.loads(r.value) for r in records if r.value is not None]
+    assert sorted(v["after"]["id"] for v in values if v["op"] == "r") == list(range(1, ROWS + 1))
+    assert metrics["ChunksTotal"] == ROWS // 5  # windows of five rows, not incremental.snapshot.chunk.size (1024)
