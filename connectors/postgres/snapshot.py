@@ -355,7 +355,7 @@ def plan_table(cursor, collection: str, chunk_size: int, key: list[tuple[str, st
     table = _identifier(collection)
     cursor.execute(sql.SQL(
         "SELECT {texts} FROM (SELECT {columns}, row_number() OVER (ORDER BY {columns}) AS cdc_rn FROM {table})"
-        " s WHERE cdc_rn % {size} = 1 ORDER BY cdc_rn").format(
+        " s WHERE (cdc_rn - 1) % {size} = 0 ORDER BY cdc_rn").format(
             texts=texts, columns=columns, table=table, size=sql.Literal(chunk_size)))
     bounds = [list(r) for r in cursor.fetchall()]
     if not bounds:

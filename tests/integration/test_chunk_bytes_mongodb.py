@@ -28,9 +28,9 @@ def client(mongo_rs):
     client.close()
 
 
-def snapshot(stack, mongo_rs, name: str, prefix: str, max_bytes: int) -> tuple[int, list[int]]:
+def snapshot(stack, mongo_rs, name: str, prefix: str, max_bytes: int, **extra) -> tuple[int, list[int]]:
     config = connector_config(prefix, mongo_rs.uri, database__include__list=name, snapshot__mode="initial_only",
-                              snapshot__chunk__max__bytes=max_bytes)
+                              snapshot__chunk__max__bytes=max_bytes, **extra)
     (replica_set,) = discover(config.mongo_client_options()).replica_sets
     pipeline = ReplicaSetPipeline(config, replica_set, stack.kafka_bootstrap)
     assert pipeline.run() == "snapshot-done"
@@ -53,6 +53,10 @@ def test_a_collection_of_large_documents_is_planned_in_chunks_of_fewer_documents
     chunks, ids = snapshot(stack, mongo_rs, name, name + "x", 0)
     assert ids == list(range(1, DOCUMENTS + 1))
     assert chunks == 2  # bounded in documents only: one chunk each
+    chunks, ids = snapshot(stack, mongo_rs, name, name + "y", 1000,
+                           snapshot__include__collection__list=f"{name}.wide")
+    assert ids == list(range(1, DOCUMENTS + 1))  # documents over the bound: a chunk each, none left out
+    assert DOCUMENTS - 1 <= chunks <= DOCUMENTS  # splitVector may keep the last two together
 
 
 def test_an_incremental_snapshot_of_large_documents_reads_windows_of_fewer_documents(stack, mongo_rs, client,

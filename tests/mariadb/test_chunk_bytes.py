@@ -72,6 +72,9 @@ def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, maria
     chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "0"})
     assert ids == list(range(1, ROWS + 1))
     assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size
+    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "1000"})
+    assert ids == list(range(1, ROWS + 1))  # rows over the bound: a chunk each, none left out
+    assert chunks == ROWS
 
 
 def wait_until(predicate, runner, what: str, timeout: float = 60.0):

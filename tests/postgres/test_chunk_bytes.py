@@ -8,8 +8,10 @@ import re
 import time
 
 import psycopg
+from psycopg import sql
 
-from connectors.postgres.snapshot import row_bytes
+from connectors.core.snapshot.chunks import chunks_of
+from connectors.postgres.snapshot import plan_table, primary_key, range_clause, row_bytes
 from tests.postgres.test_source import Running, events, payloads, pg_config
 
 VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
@@ -80,6 +82,25 @@ def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(pg_db, stack, 
     chunks, ids = snapshot(pg_db, stack, caplog, name + "x", **{"snapshot.chunk.max.bytes": 0})
     assert ids == list(range(1, ROWS + 1))
     assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size
+    chunks, ids = snapshot(pg_db, stack, caplog, name + "y", **{"snapshot.chunk.max.bytes": 1000})
+    assert ids == list(range(1, ROWS + 1))  # rows over the bound: a chunk each, none left out
+    assert chunks == ROWS
+
+
+def test_chunks_of_any_size_cover_every_key_once(pg_db):
+    """plan_table's boundaries for chunks of 1, 2, 3 and 7 rows: every key in exactly one chunk (a chunk of one row
+    once made an empty plan)."""
+    pg_db.execute("CREATE TABLE keys (id int PRIMARY KEY)")
+    pg_db.execute("INSERT INTO keys SELECT generate_series(1, 7)")
+    with psycopg.connect(pg_db.dsn) as conn, conn.cursor() as cursor:
+        key = primary_key(cursor, "public.keys")
+        for size in (1, 2, 3, 7):
+            seen = []
+            for chunk in chunks_of("public.keys", plan_table(cursor, "public.keys", size, key).bounds, 0):
+                where, params = range_clause(key, chunk)
+                cursor.execute(sql.SQL("SELECT id FROM keys") + where, params)
+                seen.extend(row[0] for row in cursor.fetchall())
+            assert seen == list(range(1, 8)), size
 
 
 def wait_until(predicate, running, what: str, timeout: float = 60.0):
