@@ -12,6 +12,7 @@ from psycopg import sql
 
 from connectors.core.snapshot.chunks import chunks_of
 from connectors.postgres.snapshot import plan_table, primary_key, range_clause, row_bytes
+from tests.integration.kafka_reading import read_topic
 from tests.postgres.test_source import Running, events, payloads, pg_config
 
 VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
@@ -130,3 +131,28 @@ def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(pg_db
         running.stop()
     assert sorted(v["after"]["id"] for v in values if v["op"] == "r") == list(range(1, ROWS + 1))
     assert metrics["ChunksTotal"] == ROWS // 5  # windows of five rows, not incremental.snapshot.chunk.size (1024)
+
+
+def test_a_plan_too_big_for_the_offset_record_is_read_in_fewer_larger_chunks(pg_db, stack, unique_name, caplog,
+                                                                             monkeypatch):
+    """The plan is kept in the offset record: one Kafka message. Planned with more chunks than it holds (here a
+    4 KB budget instead of 512 KB, as a table of hundreds of millions of rows would be), the boundaries are thinned:
+    every row is still read once, and the offset record stays under the budget."""
+    monkeypatch.setattr("connectors.core.snapshot.coordinator.PLAN_BYTES", 4096)
+    pg_db.execute("CREATE TABLE t (id bigint PRIMARY KEY)")
+    pg_db.execute("INSERT INTO t SELECT generate_series(100000000001, 100000003000)")
+    name = "pgpb" + unique_name.replace("-", "")[-10:]
+    config = pg_config(pg_db, name, **{"snapshot.mode": "initial_only", "snapshot.chunk.size": 2})
+    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
+        running = Running(config, stack.kafka_bootstrap)
+        try:
+            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.t", 3000))
+        finally:
+            running.stop()
+    assert sorted(v["after"]["id"] for v in values) == list(range(100000000001, 100000003001))
+    assert planned_chunks(caplog, "t") == 1500
+    read_as = [int(m.group(1)) for r in caplog.records if (m := re.search(r"public\.t read as (\d+) chunks",
+                                                                           r.getMessage()))]
+    assert len(read_as) == 1 and 100 < read_as[0] < 1500
+    offsets = [r.value for r in read_topic(stack.kafka_bootstrap, f"{name}.offsets") if r.value]
+    assert max(map(len, offsets)) < 4096 + 1024  # the plan and the record's other fields

@@ -96,3 +96,24 @@ def test_rows_per_chunk_bounds_a_chunk_in_bytes_too():
     assert rows_per_chunk(8192, 32 << 20, 64 << 20) == 1  # a row over the bound: one a chunk
     assert rows_per_chunk(8192, 0, 1 << 20) == 8192  # no bound in bytes
     assert rows_per_chunk(8192, 32 << 20, 0) == 8192  # size unknown
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 8, 9, 100])
+@pytest.mark.parametrize("factor", [1, 2, 3, 8, 200])
+def test_thinned_bounds_cover_every_key_once(count, factor):
+    from connectors.core.snapshot.chunks import thinned
+
+    bounds = list(range(0, 10 * count + 1, 10))  # `count` chunks of ten keys
+    kept = thinned(bounds, factor)
+    assert kept[0] == bounds[0] and kept[-1] == bounds[-1] and kept == sorted(set(kept))
+    assert len(kept) - 1 == (count if factor <= 1 else -(-count // factor))
+    seen = [key for chunk in chunks_of("d.c", kept, 0) for key in range(bounds[-1] + 1)
+            if chunk.lower <= key < chunk.upper or (chunk.upper_inclusive and key == chunk.upper)]
+    assert seen == list(range(bounds[-1] + 1))
+
+
+def test_plan_bytes_is_the_bounds_json():
+    from connectors.core.snapshot.chunks import plan_bytes
+
+    assert plan_bytes([["1"], ["20"]]) == len('[["1"], ["20"]]')
+    assert plan_bytes([ObjectId("0" * 24)]) == 28  # a value JSON does not know: its str, quoted

@@ -6,8 +6,13 @@ chunks `[b_i, b_i+1)`, the last one `[b_n-1, b_n]`. The core never looks inside 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+# The boundaries a snapshot's plan may hold, as JSON: the plan is kept in the pipeline's offset record, one Kafka
+# message (the producer's and the offsets topic's limits are 1 MB by default). A bigger plan is thinned (`thinned`).
+PLAN_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ def planned_chunk_rows(source: Any, collection: str, chunk_size: int, max_bytes:
     if max_bytes <= 0 or row_bytes is None:
         return chunk_size
     return rows_per_chunk(chunk_size, max_bytes, row_bytes(collection))
+
+
+def plan_bytes(bounds: list) -> int:
+    """About how many bytes `bounds` take in the offset record (JSON; a value JSON does not know counts as its str)."""
+    return len(json.dumps(bounds, default=str))
+
+
+def thinned(bounds: list, factor: int) -> list:
+    """Every `factor`-th boundary from the first, and the last: chunks of up to `factor` planned chunks each, which
+    cover the same keys (a chunk of several rows is read as one)."""
+    if factor <= 1 or len(bounds) <= 2:
+        return bounds
+    return [*bounds[:-1:factor], bounds[-1]]
 
 
 def chunks_of(namespace: str, bounds: list, first_number: int, chunk_type: type[Chunk] = Chunk) -> list[Chunk]:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from connectors import ConnectorError
 from connectors.core.collector import batch_collection
-from connectors.core.snapshot.chunks import Chunk, chunks_of, planned_chunk_rows
+from connectors.core.snapshot.chunks import PLAN_BYTES, Chunk, chunks_of, plan_bytes, planned_chunk_rows, thinned
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
@@ -305,8 +305,35 @@ class InitialSnapshot:
                 chunks = chunks_of(namespace, plan.bounds, numbered, self.progress.chunk_type)
                 self._read_early(early, chunks[:-1])
             numbered += count
+        if not read_early:  # chunks read early keep their numbers: their reader caps its own plans (MongoDB)
+            self._fit(collections)
         self.progress.collections = collections
         self.progress.planned = True
+
+    def _fit(self, collections: list[CollectionProgress]) -> None:
+        """Thins the collections' boundaries until the plan takes at most PLAN_BYTES in the offset record (a table of
+        hundreds of millions of rows makes tens of thousands of chunks): fewer, larger chunks."""
+        total = sum(plan_bytes(c.bounds) for c in collections)
+        if total <= PLAN_BYTES:
+            return
+        planned = {c.namespace: c.chunk_count for c in collections}
+        factor = -(-total // PLAN_BYTES)
+        while total > PLAN_BYTES and any(c.chunk_count > 1 for c in collections):
+            for collection in collections:
+                if collection.chunk_count > 1:
+                    collection.bounds = thinned(collection.bounds, factor)
+                    collection.done = [False] * collection.chunk_count
+            total, factor = sum(plan_bytes(c.bounds) for c in collections), 2
+        if total > PLAN_BYTES:
+            raise ConnectorError(
+                f"The snapshot's plan of {len(collections)} collections takes {total} bytes, more than the "
+                f"{PLAN_BYTES} its offset record may hold: snapshot fewer collections at a time (the include lists).")
+        for collection in collections:
+            if collection.chunk_count < planned[collection.namespace]:
+                log.warning("snapshot %s: %s read as %d chunks, not %d (the plan is kept in the offset record, at "
+                            "most %d bytes): each chunk holds more rows than snapshot.chunk.size",
+                            self.progress.id, collection.namespace, collection.chunk_count,
+                            planned[collection.namespace], PLAN_BYTES)
 
     def _read_early(self, early: _EarlyReads, chunks: list[Chunk]) -> None:
         if early.executor is None:
