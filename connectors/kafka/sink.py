@@ -392,7 +392,18 @@ class TransactionalSink:
                                    + sum(map(len, filter(None, map(_VALUE, messages))))
                                    - sum(payload_size(messages[index]) for index in skipped))
         if offset is not None:
-            self._produce(self.offsets_topic.name, offset.key, offset.to_value(), [(BATCH_HEADER, batch_id.encode())])
+            value = offset.to_value()
+            try:
+                self._produce(self.offsets_topic.name, offset.key, value, [(BATCH_HEADER, batch_id.encode())])
+            except KafkaException as exception:
+                if exception.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise
+                limit = int(self._config["message.max.bytes"])
+                raise MessageTooLargeError(
+                    f"The pipeline's offset record is {len(value)} bytes, over the producer's limit of {limit} bytes; "
+                    "the batch was not written. Raise the connector's producer.override.max.request.size and the "
+                    f"max.message.bytes of the offsets topic {self.offsets_topic.name!r} above it.",
+                    self.offsets_topic.name, offset.key, len(value), limit) from None
 
     def _produce_run(self, messages: Sequence[OutMessage]) -> int:
         """Produces messages from the first until one is refused (local queue full, too large, any other error);

@@ -329,6 +329,19 @@ def test_producer_limit_applies_too(stack, names):
     assert store.load(names.connector) == {"rs0": offset(names, 2)}
 
 
+def test_an_offset_record_over_the_producers_limit_fails_the_batch_naming_the_record(stack, names):
+    """Not a retriable 'Kafka failed' that comes back at every retry: a message saying which limits to raise."""
+    store = OffsetStore(stack.kafka_bootstrap, names.offsets)
+    large = OffsetRecord(names.connector, "rs0", resume_token={"_data": "82" + "0" * 60_000})
+    with make_sink(stack, names, producer_config={"message.max.bytes": 50_000}) as sink:
+        with pytest.raises(MessageTooLargeError, match="offset record is 6[0-9]{4} bytes, over the producer's limit"):
+            sink.write_batch(events(names, 1), large)
+        assert sink.stats.transactions_committed == 0
+        sink.write_batch(events(names, 2), offset(names, 2))  # the sink stays usable
+    assert values(stack, names.topic) == [b"event-2"]
+    assert store.load(names.connector) == {"rs0": offset(names, 2)}
+
+
 def test_a_batch_larger_than_the_producers_local_queue_waits_for_room_and_commits_whole(stack, names):
     with make_sink(stack, names, producer_config={"queue.buffering.max.messages": 10}) as sink:
         sink.write_batch(events(names, *range(100)), offset(names, 1))
