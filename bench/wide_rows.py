@@ -3,7 +3,7 @@ PostgreSQL or MariaDB.
 
     python -m bench.wide_rows --source postgres|mariadb [--columns 100] [--rows 100000] [--big-rows 100]
                               [--value-bytes 1048576] [--snapshot-chunk-size N]
-                              [--snapshot-chunk-max-bytes N]
+                              [--property NAME=VALUE ...]
 
 Two tables, each captured twice by one pipeline process (spawned, its RSS sampled every 0.2 s against its progress,
 the committed messages of its topic):
@@ -98,12 +98,19 @@ def run_pipeline(props: dict, bootstrap: str, message_limit: int, heap, stop) ->
 
 
 def snapshot_chunk(args) -> dict:
-    """The snapshot pipelines' `snapshot.chunk.size` when `--snapshot-chunk-size` is given, and
-    `snapshot.chunk.max.bytes` when `--snapshot-chunk-max-bytes` is (else the connector's)."""
-    chunk = {"snapshot.chunk.size": args.snapshot_chunk_size} if args.snapshot_chunk_size else {}
-    if args.snapshot_chunk_max_bytes >= 0:
-        chunk["snapshot.chunk.max.bytes"] = args.snapshot_chunk_max_bytes
-    return chunk
+    """The snapshot pipelines' `snapshot.chunk.size` when `--snapshot-chunk-size` is given (else the connector's)."""
+    return {"snapshot.chunk.size": args.snapshot_chunk_size} if args.snapshot_chunk_size else {}
+
+
+def overrides(args) -> dict:
+    """The `--property name=value` settings, for every pipeline of the run."""
+    found = {}
+    for setting in args.property:
+        name, equals, value = setting.partition("=")
+        if not equals:
+            raise SystemExit(f"--property {setting!r}: expected name=value")
+        found[name.strip()] = value.strip()
+    return found
 
 
 def wide_columns(source: str, columns: int) -> tuple[str, str]:
@@ -228,7 +235,7 @@ def postgres(args, bootstrap: str, run: str) -> None:
                 ("wide", args.rows, WIDE_BATCH, wide_columns("postgres", args.columns)),
                 ("big", args.big_rows, BIG_BATCH, big_values("postgres", args.value_bytes)))):
             stream = {**properties(db, 2 * index, run), "table.include.list": f"public.{table}",
-                      "connector.class": "postgres"}
+                      "connector.class": "postgres", **overrides(args)}
             conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {definitions})")
             conn.execute(f'CREATE PUBLICATION "{stream["publication.name"]}" FOR TABLE {table}')
             plain_slot = f"{stream['slot.name']}_plain"  # the catch-up's neighbour reads the same changes from it
@@ -248,7 +255,7 @@ def postgres(args, bootstrap: str, run: str) -> None:
             limit = message_limit(args.value_bytes)
             snap = {**properties(db, 2 * index + 1, run), "table.include.list": f"public.{table}",
                     "connector.class": "postgres", "snapshot.mode": "initial", "snapshot.max.threads": 2,
-                    **snapshot_chunk(args)}
+                    **snapshot_chunk(args), **overrides(args)}
             snapshot = measure(f"{table} snapshot", snap, bootstrap, f"{snap['topic.prefix']}.public.{table}", rows,
                                limit)
             catch_up = measure(f"{table} catch-up", stream, bootstrap, f"{stream['topic.prefix']}.public.{table}",
@@ -306,7 +313,7 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                     ("big", args.big_rows, BIG_BATCH, big_values("mariadb", args.value_bytes))):
                 cursor.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, {definitions})")
                 # the catch-up pipeline's position is fixed first (its first heartbeat stores the binlog's end)
-                stream = mariadb_properties(f"{run}{table}c", database, admin, "no_data")
+                stream = {**mariadb_properties(f"{run}{table}c", database, admin, "no_data"), **overrides(args)}
                 heap = multiprocessing.get_context("spawn").SimpleQueue()  # kept until the child has read it
                 process, stop = start(run_pipeline, stream, bootstrap, limit, heap)
                 wait_committed(bootstrap, stream["offset.storage.topic"], 1, 120)
@@ -321,7 +328,8 @@ def mariadb(args, bootstrap: str, run: str) -> None:
                     rows_cursor.execute(f"SELECT * FROM {table}")  # noqa: S608
                     selected = sum(1 for _ in rows_cursor) / (time.monotonic() - began)
                 print(f"{table} ({rows:,} rows): plain SELECT {selected:,.0f} rows/s", flush=True)
-                snap = {**mariadb_properties(f"{run}{table}s", database, admin, "initial"), **snapshot_chunk(args)}
+                snap = {**mariadb_properties(f"{run}{table}s", database, admin, "initial"), **snapshot_chunk(args),
+                        **overrides(args)}
                 snapshot_topic = f"{snap['topic.prefix']}.{database}.{table}"
                 snapshot = measure(f"{table} snapshot", snap, bootstrap, snapshot_topic, rows, limit)
                 catch_up_topic = f"{stream['topic.prefix']}.{database}.{table}"
@@ -344,10 +352,10 @@ def main() -> None:
                                    ("--big-rows", 100, "rows of the table of large values"),
                                    ("--value-bytes", 1_048_576, "bytes of each large value"),
                                    ("--snapshot-chunk-size", 0, "the snapshots' snapshot.chunk.size (0: the "
-                                                                "connector's default)"),
-                                   ("--snapshot-chunk-max-bytes", -1, "the snapshots' snapshot.chunk.max.bytes (-1: "
-                                                                      "the connector's default; 0: rows only)")):
+                                                                "connector's default)")):
         parser.add_argument(flag, type=int, default=default, help=meaning)
+    parser.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
+                        help="a connector property for every pipeline of the run (repeatable)")
     args = parser.parse_args()
     devstack.up(["kafka"], echo=lambda line: None)
     bootstrap = devstack.endpoints().kafka_bootstrap

@@ -12,6 +12,11 @@ SNAPSHOT_WHEN_NEEDED = "when_needed"
 SNAPSHOT_ALWAYS = "always"
 SNAPSHOT_ON_FIRST_RUN = frozenset({SNAPSHOT_INITIAL, SNAPSHOT_INITIAL_ONLY, SNAPSHOT_WHEN_NEEDED, SNAPSHOT_ALWAYS})
 
+# max.queue.size.in.bytes: the change queue's bound in bytes (core.stream.ChangeQueue), each source's reader telling
+# its changes' estimated sizes. Debezium's default is 0 (no bound); bounded in changes alone (max.queue.size, 8,192),
+# a stream of 1 MB rows would queue 8 GB
+MAX_QUEUE_BYTES = 16 * 1024 * 1024
+
 # snapshot.chunk.max.bytes: about this many bytes of rows per snapshot chunk (chunks of rows over 4 KB get fewer rows
 # than snapshot.chunk.size); a chunk's events are held until it commits, about four times their size at the peak
 CHUNK_MAX_BYTES = 32 * 1024 * 1024

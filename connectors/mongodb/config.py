@@ -46,7 +46,7 @@ from connectors.config.types import (
     StartupMode,
     hashlib_name,
 )
-from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, MAX_QUEUE_BYTES, DerivedTopicNames
 from connectors.mongodb import config_values as mongo_values
 from connectors.mongodb.config_checks import CheckInput, cross_checks
 from connectors.secrets import MASK, Secret, redact_connection_string
@@ -426,7 +426,7 @@ class ConnectorConfig(DerivedTopicNames):
     )
     max_queue_size_in_bytes: int = _prop(
         "max.queue.size.in.bytes",
-        0,
+        MAX_QUEUE_BYTES,
         _NON_NEGATIVE,
         "Capacity of that queue in bytes (0 = unbounded).",
     )

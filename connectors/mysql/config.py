@@ -14,7 +14,7 @@ from typing import Any
 from connectors.config import values
 from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem
 from connectors.core import columns
-from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, MAX_QUEUE_BYTES, DerivedTopicNames
 from connectors.mysql.connection import ConnectionSettings
 from connectors.mysql.snapshot import LOCKING_MODES
 from connectors.mysql.types import MODES, TypeOptions
@@ -66,10 +66,6 @@ def _ops(raw: Any) -> tuple[str, ...]:
 
 
 _POSITIVE = values.int_at_least(1)
-# max.queue.size.in.bytes: the change queue's bound in bytes (ChangeQueue), the binlog reader telling each row's
-# estimated size (source.queued_row_bytes). Debezium's default is 0 (no bound); here the queue holds decoded rows
-# (a 20-column row ~1.7 kB of Python objects) and, bounded in rows alone, 8,192 rows of 1 MB values would be 8 GB
-DEFAULT_MAX_QUEUE_BYTES = 16 * 1024 * 1024
 _NON_NEGATIVE = values.int_at_least(0)
 
 # property -> (attribute, default, parser)
@@ -121,7 +117,7 @@ PROPERTIES: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
     "value.converter.schemas.enable": ("value_schemas_enable", None, values.parse_bool),
     "max.batch.size": ("max_batch_size", 2048, _POSITIVE),
     "max.queue.size": ("max_queue_size", 8192, _POSITIVE),
-    "max.queue.size.in.bytes": ("max_queue_size_in_bytes", DEFAULT_MAX_QUEUE_BYTES, _NON_NEGATIVE),
+    "max.queue.size.in.bytes": ("max_queue_size_in_bytes", MAX_QUEUE_BYTES, _NON_NEGATIVE),
     "poll.interval.ms": ("poll_interval_ms", 500, _POSITIVE),
     "connect.backoff.initial.delay.ms": ("connect_backoff_initial_delay_ms", 1000, _POSITIVE),
     "connect.backoff.max.delay.ms": ("connect_backoff_max_delay_ms", 120_000, _POSITIVE),
@@ -197,7 +193,7 @@ class MySqlConfig(DerivedTopicNames):
     value_schemas_enable: bool | None = None
     max_batch_size: int = 2048
     max_queue_size: int = 8192
-    max_queue_size_in_bytes: int = DEFAULT_MAX_QUEUE_BYTES
+    max_queue_size_in_bytes: int = MAX_QUEUE_BYTES
     poll_interval_ms: int = 500
     connect_backoff_initial_delay_ms: int = 1000
     connect_backoff_max_delay_ms: int = 120_000

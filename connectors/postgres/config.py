@@ -17,7 +17,7 @@ from typing import Any
 from connectors.config import values
 from connectors.config.types import CleanupPolicy, ConfigError, MessageTooLargePolicy, Problem, SnapshotMode
 from connectors.core import columns
-from connectors.core.config import CHUNK_MAX_BYTES, DerivedTopicNames
+from connectors.core.config import CHUNK_MAX_BYTES, MAX_QUEUE_BYTES, DerivedTopicNames
 from connectors.postgres.publication import AUTOCREATE_MODES
 from connectors.postgres.rows import DEFAULT_UNAVAILABLE_VALUE
 from connectors.postgres.types import TypeMappingError, TypeSettings
@@ -136,7 +136,7 @@ class PostgresConfig(DerivedTopicNames):
     value_schemas_enable: bool | None = _p("value.converter.schemas.enable", None, values.parse_bool, "Values.")
     max_batch_size: int = _p("max.batch.size", 2048, _POSITIVE, "Changes per Kafka transaction.")
     max_queue_size: int = _p("max.queue.size", 8192, _POSITIVE, "Queue between reader and sink.")
-    max_queue_size_in_bytes: int = _p("max.queue.size.in.bytes", 0, _NON_NEGATIVE,
+    max_queue_size_in_bytes: int = _p("max.queue.size.in.bytes", MAX_QUEUE_BYTES, _NON_NEGATIVE,
                                       "Capacity of that queue in bytes (0 = unbounded).")
     poll_interval_ms: int = _p("poll.interval.ms", 500, _POSITIVE, "Longest wait before a partial batch.")
     status_update_interval_ms: int = _p("status.update.interval.ms", 10_000, _POSITIVE,

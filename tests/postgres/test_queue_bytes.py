@@ -12,7 +12,7 @@ from connectors.core.metrics import StreamingMetrics
 from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.postgres import pgoutput as p
 from connectors.postgres.replication import ReplicationStream
-from connectors.postgres.stream import Acknowledger, WalChange, WalReader, queued_change_bytes
+from connectors.postgres.stream import Acknowledger, WalChange, WalReader, queued_bytes, queued_change_bytes
 from tests.postgres.test_source import pg_config
 
 pytestmark = pytest.mark.integration
@@ -24,6 +24,16 @@ def test_a_change_is_counted_by_its_values():
     small = WalChange(p.Insert(1, ("1", None)), 0, 0, 0, 0)
     large = WalChange(p.Update(1, ("1", "x" * 1000), old=("1", "y" * 500), old_kind="O"), 0, 0, 0, 0)
     assert queued_change_bytes(large) - queued_change_bytes(small) == 1501 + 2 * 64  # the old image's id too
+
+
+def test_changes_queued_together_count_as_a_sample_or_their_reads_messages():
+    small = [WalChange(p.Insert(1, ("1", "x" * 10)), 0, 0, 0, 0) for _ in range(96)]  # a sample of every sixth
+    each = queued_change_bytes(small[0])
+    assert queued_bytes(small, 0) == each  # alike: the sample's average is theirs
+    mixed = [*small[:48], *(WalChange(p.Insert(1, ("1", "x" * 1010)), 0, 0, 0, 0) for _ in range(48))]
+    assert queued_bytes(mixed, 0) == each + 500  # half and half, as the spread sample finds them
+    mixed[3] = WalChange(p.Insert(1, ("1", "x" * 10_000_000)), 0, 0, 0, 0)  # between two sampled changes
+    assert queued_bytes(mixed, 100_000) == 100_000  # the read's average message weighs it in
 
 
 def test_the_wal_reader_holds_the_queue_to_its_byte_bound(pg_db):

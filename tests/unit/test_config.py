@@ -78,7 +78,7 @@ def test_minimal_configuration_has_debezium_defaults():
     assert cfg.heartbeat_topics_prefix == "__debezium-heartbeat"
     assert cfg.max_batch_size == 2048
     assert cfg.max_queue_size == 8192
-    assert cfg.max_queue_size_in_bytes == 0
+    assert cfg.max_queue_size_in_bytes == 16 * 1024 * 1024
     assert cfg.poll_interval_ms == 500
     assert cfg.connect_backoff_initial_delay_ms == 1000
     assert cfg.connect_backoff_max_delay_ms == 120_000
