@@ -26,7 +26,7 @@ from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 from connectors import ConnectorError, HistoryLost
 from connectors.config.types import CaptureScope
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, sampled_size
 from connectors.mongodb.change_batches import ChangeCursor
 from connectors.mongodb.client import REPLICA_SET_FIX
 from connectors.mongodb.errors import ChangeEventTooLarge, NotAReplicaSet
@@ -201,9 +201,9 @@ class ChangeStreamReader:
 
     def _put_all(self, items: list) -> bool:
         """Queues `items`, as many at a time as the queue has room for: blocks while it is full (back-pressure), but
-        wakes up to honour a stop request (then False). Under max.queue.size.in.bytes each counts as the average
-        of their queued_event_bytes."""
-        size = sum(map(queued_event_bytes, items)) // len(items) if self._out.max_bytes and items else 0
+        wakes up to honour a stop request (then False). Under max.queue.size.in.bytes each counts as the sampled
+        average of their queued_event_bytes (core.stream.sampled_size)."""
+        size = sampled_size(items, queued_event_bytes) if self._out.max_bytes and items else 0
         while items and not self._stop.is_set():
             try:
                 items = items[self._out.put_many(items, timeout=0.2, item_bytes=size):]

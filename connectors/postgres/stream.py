@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from connectors import ConnectorError
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, sampled_size, wait_to_retry
 from connectors.postgres import pgoutput as p
 from connectors.postgres.compiled import compiled, slots_maker
 from connectors.postgres.offsets import acknowledgeable
@@ -60,16 +60,12 @@ def queued_change_bytes(item) -> int:
     return size
 
 
-QUEUED_SAMPLE = 16  # the changes of a queued list whose queued_change_bytes are averaged (queued_bytes)
-
-
 def queued_bytes(items: list, message_bytes: int) -> int:
-    """What each of `items` counts as for max.queue.size.in.bytes: the average queued_change_bytes of up to
-    QUEUED_SAMPLE of them, spread over the list, or `message_bytes` (the average pgoutput message of their read) when
-    larger, so a large row the sample missed still weighs. Counting every change cost a Python loop over each value
-    of each change (about 1 µs a change of four columns)."""
-    sample = items[::max(1, len(items) // QUEUED_SAMPLE)]
-    return max(message_bytes, sum(map(queued_change_bytes, sample)) // len(sample))
+    """What each of `items` counts as for max.queue.size.in.bytes: the sampled average of their queued_change_bytes
+    (core.stream.sampled_size), or `message_bytes` (the average pgoutput message of their read) when larger, so a
+    large row the sample missed still weighs. Counting every change was a Python loop over each value of each change
+    (2.7 µs a change of four columns)."""
+    return max(message_bytes, sampled_size(items, queued_change_bytes))
 
 
 _make_change = slots_maker(WalChange)

@@ -232,3 +232,12 @@ def test_a_marker_or_a_wake_ends_a_take_with_a_fill(end):
     taker.join(60)
     assert not taker.is_alive()
     assert result == [[{"n": 1}, Idle({"t": 1})] if end == "marker" else [{"n": 1}]]
+
+
+def test_sampled_size_averages_a_spread_sample():
+    from connectors.core.stream import sampled_size
+
+    assert sampled_size(["x"], len) == 1
+    items = ["x" * 10] * 48 + ["y" * 1010] * 48  # every sixth is sampled: eight of each half
+    assert sampled_size(items, len) == 510
+    assert sampled_size(["a" * n for n in range(1, 6)], len) == 3  # five items: all of them
