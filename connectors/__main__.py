@@ -86,7 +86,8 @@ def _verify(args) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    options = VerifyOptions(chunk_size=args.chunk_size or config.snapshot_chunk_size, max_keys=args.max_keys,
+    options = VerifyOptions(chunk_size=args.chunk_size or config.snapshot_chunk_size,
+                            chunk_max_bytes=config.snapshot_chunk_max_bytes, max_keys=args.max_keys,
                             wait_seconds=args.wait_seconds)
     try:
         report = verify_connector(config, args.bootstrap_servers, options, stop)

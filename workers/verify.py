@@ -44,7 +44,7 @@ def verify(self, run_id: int) -> dict:
 
     try:
         config = definitions.engine_config(run.connector)
-        options = VerifyOptions(chunk_size=config.snapshot_chunk_size,
+        options = VerifyOptions(chunk_size=config.snapshot_chunk_size, chunk_max_bytes=config.snapshot_chunk_max_bytes,
                                 wait_seconds=getattr(settings, "CDC_VERIFY_WAIT_SECONDS", 120.0))
         report = verify_connector(config, settings.KAFKA_BOOTSTRAP_SERVERS, options, on_progress=progress)
     except ConfigError as error:

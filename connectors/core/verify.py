@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from connectors import ConnectorError
-from connectors.core.snapshot.chunks import Chunk, Plan
+from connectors.core.snapshot.chunks import Chunk, Plan, planned_chunk_rows
 from connectors.core.verify_chunks import ChunkReader
 from connectors.core.verify_events import Event, SourceRow, field_diff, loads, same_row
 from connectors.core.verify_report import DIFFERENT, EXTRA, MISSING, Mismatch, TableReport, VerifyReport
@@ -50,6 +50,8 @@ class VerifyView(Protocol):
     def topic(self, table: str) -> str: ...
 
     def plan(self, table: str, chunk_size: int) -> Plan: ...
+
+    # optional: def row_bytes(self, table: str) -> int -- as SnapshotReader.row_bytes (chunks bounded in bytes)
 
     def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         """The chunk's rows as the snapshot's events hold them (the connector's own event building): each row's key
@@ -110,6 +112,7 @@ class OpenedPartition:
 @dataclass
 class VerifyOptions:
     chunk_size: int = 8192
+    chunk_max_bytes: int = 0  # fewer rows per chunk when chunk_size of them hold more (snapshot.chunk.max.bytes)
     max_keys: int = 20  # mismatches listed in the report (all are counted)
     wait_seconds: float = 120.0  # for the connector to capture up to a view's position
     rounds: int = 3  # views a key that keeps changing is compared in
@@ -214,7 +217,8 @@ class Verifier:
         position."""
         topic = view.topic(table)
         report = TableReport(table, topic)
-        reader = ChunkReader(view, table, self.options.chunk_size, self.options.read_ahead_chars)  # read meanwhile
+        rows = planned_chunk_rows(view, table, self.options.chunk_size, self.options.chunk_max_bytes)
+        reader = ChunkReader(view, table, rows, self.options.read_ahead_chars)  # read meanwhile
         try:
             return self._compare_table(view, table, only, report, reader)
         finally:

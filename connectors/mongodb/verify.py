@@ -31,7 +31,7 @@ from connectors.mongodb.events import topic_name
 from connectors.mongodb.position import MongoPosition
 from connectors.mongodb.rawjson import raw_snapshot_options
 from connectors.mongodb.records import ChangeRecord, Namespace
-from connectors.mongodb.snapshots.chunks import plan_collection, range_query
+from connectors.mongodb.snapshots.chunks import document_bytes, plan_collection, range_query
 from connectors.mongodb.snapshots.reader import MongoSnapshotReader
 from connectors.mongodb.source import MongoEventBuilder, MongoSource, ReplicaSetSource
 from connectors.mongodb.verify_events import read_event, read_key
@@ -88,6 +88,9 @@ class MongoView:
 
     def topic(self, table: str) -> str:
         return topic_name(self.config.topic_prefix, Namespace.parse(table))
+
+    def row_bytes(self, table: str) -> int:
+        return document_bytes(self.client, table)
 
     def plan(self, table: str, chunk_size: int) -> Plan:
         plan = plan_collection(self.client, table, chunk_size)

@@ -112,6 +112,9 @@ class PgView:
     def plan(self, table: str, chunk_size: int) -> Plan:
         return self._reader.plan(table, chunk_size)
 
+    def row_bytes(self, table: str) -> int:
+        return self._reader.row_bytes(table)
+
     def read_rows(self, chunk: Chunk) -> list[SourceRow]:
         rows, _ = self._reader.read_chunk(self._row_texts, chunk, self._read_at, None, False, None)
         return rows

@@ -11,9 +11,12 @@ import psycopg
 from psycopg import sql
 
 from connectors.core.snapshot.chunks import chunks_of
+from connectors.core.verify import Verifier, VerifyOptions
+from connectors.postgres import verify as pg_verify
 from connectors.postgres.snapshot import plan_table, primary_key, range_clause, row_bytes
 from tests.integration.kafka_reading import read_topic
 from tests.postgres.test_source import Running, events, payloads, pg_config
+from tests.type_check import records_at_least
 
 VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
 ROWS = 60
@@ -156,3 +159,18 @@ def test_a_plan_too_big_for_the_offset_record_is_read_in_fewer_larger_chunks(pg_
     assert len(read_as) == 1 and 100 < read_as[0] < 1500
     offsets = [r.value for r in read_topic(stack.kafka_bootstrap, f"{name}.offsets") if r.value]
     assert max(map(len, offsets)) < 4096 + 1024  # the plan and the record's other fields
+
+
+def test_verify_reads_a_table_of_large_rows_in_chunks_of_fewer_rows(pg_db, stack, unique_name):
+    fill(pg_db)
+    name = "pgcv" + unique_name.replace("-", "")[-10:]
+    config = pg_config(pg_db, name, **{"table.include.list": "public.wide"})
+    running = Running(config, stack.kafka_bootstrap)
+    try:
+        records_at_least(running, stack.kafka_bootstrap, f"{name}.public.wide", ROWS)
+        options = VerifyOptions(chunk_size=8192, chunk_max_bytes=5 * VALUE_BYTES + VALUE_BYTES // 2)
+        report = Verifier(config, pg_verify.partitions(config), stack.kafka_bootstrap, options).run()
+    finally:
+        running.stop()
+    assert report.mismatched == 0, report.to_json()
+    assert report.rows == ROWS and report.chunks == ROWS // 5
