@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from connectors.mysql.connection import connect
 from connectors.mysql.snapshot_reader import row_bytes
 from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties
 from tests.type_check import records_at_least
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -77,15 +77,6 @@ def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, maria
     assert chunks == ROWS
 
 
-def wait_until(predicate, runner, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert not runner.runner.errors, runner.runner.errors
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-    return found
-
-
 def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(mariadb, mariadb_db):
     fill(mariadb, mariadb_db)
     mariadb.execute("CREATE TABLE dbz_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",
@@ -96,11 +87,12 @@ def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(maria
                                                "snapshot.chunk.max.bytes": str(5 * VALUE_BYTES + VALUE_BYTES // 2)})
     runner = InProcess(props)
     try:
-        pipeline = wait_until(lambda: next((p for p in runner.runner.pipelines.values()
-                                            if p.metrics.phase == "streaming"), None), runner, "streaming")
+        errors = lambda: str(runner.runner.errors)  # noqa: E731 - what a failed wait shows
+        pipeline = wait_for(lambda: next((p for p in runner.runner.pipelines.values()
+                                          if p.metrics.phase == "streaming"), None), 60, "streaming", errors)
         pipeline.request_incremental_snapshot([f"{mariadb_db}.wide"])
-        metrics = wait_until(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
-                             and not m["SnapshotRunning"] and m, runner, "the incremental snapshot to complete")
+        metrics = wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                           and not m["SnapshotRunning"] and m, 60, "the incremental snapshot to complete", errors)
         records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.wide", ROWS)
     finally:
         runner.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 
 import psycopg
 from psycopg import sql
@@ -17,6 +16,7 @@ from connectors.postgres.snapshot import plan_table, primary_key, range_clause, 
 from tests.integration.kafka_reading import read_topic
 from tests.postgres.test_source import Running, events, payloads, pg_config
 from tests.type_check import records_at_least
+from tests.waiting import wait_for
 
 VALUE_BYTES = 20_000  # each row of `wide` holds about this much text
 ROWS = 60
@@ -107,15 +107,6 @@ def test_chunks_of_any_size_cover_every_key_once(pg_db):
             assert seen == list(range(1, 8)), size
 
 
-def wait_until(predicate, running, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert not running.runner.errors, running.runner.errors
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-    return found
-
-
 def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(pg_db, stack, unique_name):
     fill(pg_db)
     pg_db.execute("CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
@@ -124,11 +115,12 @@ def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(pg_db
                                        "snapshot.chunk.max.bytes": 5 * VALUE_BYTES + VALUE_BYTES // 2})
     running = Running(config, stack.kafka_bootstrap)
     try:
-        pipeline = wait_until(lambda: next((p for p in running.runner.pipelines.values()
-                                            if p.metrics.phase == "streaming"), None), running, "streaming")
+        errors = lambda: str(running.runner.errors)  # noqa: E731 - what a failed wait shows
+        pipeline = wait_for(lambda: next((p for p in running.runner.pipelines.values()
+                                          if p.metrics.phase == "streaming"), None), 60, "streaming", errors)
         pipeline.request_incremental_snapshot(["public.wide"])
-        metrics = wait_until(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
-                             and not m["SnapshotRunning"] and m, running, "the incremental snapshot to complete")
+        metrics = wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                           and not m["SnapshotRunning"] and m, 60, "the incremental snapshot to complete", errors)
         values = payloads(events(stack.kafka_bootstrap, f"{name}.public.wide", ROWS))
     finally:
         running.stop()
