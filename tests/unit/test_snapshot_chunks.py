@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Timestamp
@@ -117,3 +118,18 @@ def test_plan_bytes_is_the_bounds_json():
 
     assert plan_bytes([["1"], ["20"]]) == len('[["1"], ["20"]]')
     assert plan_bytes([ObjectId("0" * 24)]) == 28  # a value JSON does not know: its str, quoted
+
+
+def test_reads_are_kept_grouped_and_read_back_from_either_form():
+    read_a = {"lsn": 1234, "key": ["id"]}
+    read_b = {"lsn": 5678, "key": ["id"], "order": "server"}
+    reads = {0: read_a, 1: read_a, 2: read_a, 4: read_a, 5: read_b, 6: read_b, 9: read_a}
+    collection = CollectionProgress("s.t", list(range(11)), [False] * 10, reads=reads)
+    value = collection.to_json()
+    assert value["reads"] == {"0-2,4,9": read_a, "5-6": read_b}
+    assert CollectionProgress.from_json(value).reads == reads
+    old_form = {**value, "reads": {str(index): read for index, read in reads.items()}}  # one key a chunk
+    assert CollectionProgress.from_json(old_form).reads == reads
+    many = CollectionProgress("s.t", list(range(30_001)), [False] * 30_000,
+                              reads=dict.fromkeys(range(30_000), read_a))
+    assert len(json.dumps(many.to_json()["reads"])) < 100  # one view's reads: one entry, not 30,000

@@ -10,13 +10,15 @@
 The start fields say where streaming resumes once the snapshot is done (MongoDB: `resume_token` and
 `cluster_time`); each source keeps them in its subclass of `SnapshotProgress`. `bounds` are the planned chunk
 boundaries (see `chunks.py`), `done` has one character per chunk (`1` = its events are committed), `reads` (only
-when a source's self-committed chunks say where they were read: MySQL's own read views) chunk index -> that. The plan is
+when a source's chunks say where they were read: chunk tasks, resumed snapshots' views) where chunks were read, the
+chunks read alike under one key of index ranges (`"0-41,43": {…}`, `grouped_reads`). The plan is
 written before the first chunk is read, so a restart reuses the same stream position, the same chunks and the
 same chunk numbers; only chunks still `0` are read again.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -62,7 +64,7 @@ class CollectionProgress:
             "method": self.method,
         }
         if self.reads:
-            value["reads"] = {str(index): read for index, read in sorted(self.reads.items())}
+            value["reads"] = grouped_reads(self.reads)
         return value
 
     @classmethod
@@ -71,9 +73,43 @@ class CollectionProgress:
         done = [c == "1" for c in str(value.get("done") or "")]
         count = len(bounds) - 1 if bounds else 0
         done = (done + [False] * count)[:count]
-        reads = {int(index): read for index, read in (value.get("reads") or {}).items() if isinstance(read, dict)}
+        reads = {index: read for indexes, read in (value.get("reads") or {}).items() if isinstance(read, dict)
+                 for index in index_ranges(indexes)}
         return cls(value["ns"], bounds, done, int(value.get("rows") or 0), int(value.get("estimated") or 0),
                    str(value.get("method") or ""), reads)
+
+
+def grouped_reads(reads: dict[int, dict]) -> dict[str, dict]:
+    """`reads` (chunk index -> where it was read) as the offset record keeps them: the chunks read alike under one
+    key of index ranges ("0-41,43"), so a plan of thousands of chunks read in one view holds one entry, not one a
+    chunk (which outgrew the record, one Kafka message)."""
+    indexes_of: dict[str, list[int]] = {}
+    alike: dict[str, dict] = {}
+    for index, read in sorted(reads.items()):
+        text = json.dumps(read, sort_keys=True, default=str)
+        indexes_of.setdefault(text, []).append(index)
+        alike.setdefault(text, read)
+    return {ranges_text(indexes): alike[text] for text, indexes in indexes_of.items()}
+
+
+def ranges_text(indexes: list[int]) -> str:
+    """Sorted indexes as "a-b,c": runs of consecutive ones as their ends."""
+    runs: list[list[int]] = []
+    for index in indexes:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in runs)
+
+
+def index_ranges(text: str) -> list[int]:
+    """The indexes `ranges_text` wrote ("7" alone too: the records written one key per chunk)."""
+    found: list[int] = []
+    for part in str(text).split(","):
+        low, _, high = part.partition("-")
+        found.extend(range(int(low), int(high or low) + 1))
+    return found
 
 
 @dataclass
