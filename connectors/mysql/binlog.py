@@ -106,6 +106,9 @@ class ColumnInfo:
     type_name: str | None = field(default=None, compare=False)
     # its DEFAULT as information_schema.COLUMNS.COLUMN_DEFAULT shows it (the table map has none; see defaults_known)
     default: str | None = None
+    # MariaDB's UUID, INET4, INET6: information_schema's DATA_TYPE ("uuid", …), where the table map shows BINARY(16)
+    # or BINARY(4); None for every other column
+    data_type: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)

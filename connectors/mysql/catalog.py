@@ -5,7 +5,9 @@ snapshot row and a streamed row of the same table map to the same schema and val
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import replace
+from typing import NamedTuple
 
 from pymysqlreplication.constants import FIELD_TYPE
 
@@ -28,6 +30,8 @@ _GEOMETRY_TYPES = {name: code for code, name in enumerate((
 _BLOBS = {"tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
 _TEXTS = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4}
 _BINARY = {"binary", "varbinary", *_BLOBS}
+# MariaDB's types the binlog's table map shows as BINARY(n): information_schema's DATA_TYPE -> n
+BINARY_LOOKALIKES = {"uuid": 16, "inet4": 4, "inet6": 16}
 
 
 def base_tables(connection) -> list[tuple[str, str]]:
@@ -64,6 +68,8 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
     length_size = None
     if data_type in _BLOBS or data_type in _TEXTS:
         code, length_size = FIELD_TYPE.BLOB, _BLOBS.get(data_type) or _TEXTS[data_type]
+    if data_type in BINARY_LOOKALIKES:  # as the table map shows them; types.mapping tells them by data_type
+        code, octets, charset = FIELD_TYPE.STRING, BINARY_LOOKALIKES[data_type], "binary"
     if code is None:
         code = -1  # mapped by types.mapping into a clear error naming the column
     listed = tuple(v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", column_type)) \
@@ -77,21 +83,38 @@ def _column(name, data_type, column_type, nullable, charset, octets, precision, 
         enum_values=listed if data_type == "enum" else (), set_values=listed if data_type == "set" else (),
         primary=key == "PRI", type_name=column_type,
         geometry_type=_GEOMETRY_TYPES.get(data_type), default=default,
+        data_type=data_type if data_type in BINARY_LOOKALIKES else None,
     )
 
 
-def column_defaults(connection, database: str, table: str) -> dict[str, str | None]:
-    """{column: its COLUMN_DEFAULT} of a table as information_schema shows it now (empty: no such table)."""
+class CatalogColumn(NamedTuple):
+    """What information_schema tells of a column that a binlog table map does not."""
+
+    default: str | None  # COLUMN_DEFAULT
+    data_type: str | None  # DATA_TYPE of MariaDB's UUID, INET4 and INET6 (BINARY(n) in the table map), else None
+
+
+def column_catalog(connection, database: str, table: str) -> dict[str, CatalogColumn]:
+    """{column: its CatalogColumn} of a table as information_schema shows it now (empty: no such table)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+        cursor.execute("SELECT COLUMN_NAME, COLUMN_DEFAULT, DATA_TYPE FROM information_schema.COLUMNS "
                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (database, table))
-        return dict(cursor.fetchall())
+        return {name: CatalogColumn(default, data_type.lower() if data_type.lower() in BINARY_LOOKALIKES else None)
+                for name, default, data_type in cursor.fetchall()}
 
 
-def with_defaults(schema: TableSchema, defaults: dict[str, str | None]) -> TableSchema:
-    """A table map's schema with its columns' defaults (`column_defaults`), matched by name."""
-    return replace(schema, columns=tuple(replace(c, default=defaults.get(c.name)) for c in schema.columns),
-                   defaults_known=True)
+def with_catalog(schema: TableSchema, catalog: dict[str, CatalogColumn]) -> TableSchema:
+    """A table map's schema with its columns' defaults and binary look-alike types (`column_catalog`), matched by
+    name; a BINARY(n) column of the table map is taken as the look-alike only where its size is the type's."""
+    columns = []
+    for column in schema.columns:
+        known = catalog.get(column.name)
+        default, data_type = (known.default, known.data_type) if known is not None else (None, None)
+        if data_type is not None and not (column.type_code == FIELD_TYPE.STRING
+                                           and column.max_length == BINARY_LOOKALIKES[data_type]):
+            data_type = None  # information_schema's table is no longer the table map's (a later ALTER)
+        columns.append(replace(column, default=default, data_type=data_type))
+    return replace(schema, columns=tuple(columns), defaults_known=True)
 
 
 BINLOG_FORM_TYPES = frozenset({FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.BIT,
@@ -100,7 +123,7 @@ BINLOG_FORM_TYPES = frozenset({FIELD_TYPE.DATE, FIELD_TYPE.DATETIME2, FIELD_TYPE
 
 def needs_binlog_form(column: ColumnInfo) -> bool:
     """Whether `binlog_form` may change a value of the column (else pymysql's value is the binlog reader's)."""
-    return column.type_code in BINLOG_FORM_TYPES
+    return column.type_code in BINLOG_FORM_TYPES or column.data_type == "uuid"
 
 
 def binlog_form(column: ColumnInfo, value):
@@ -118,4 +141,8 @@ def binlog_form(column: ColumnInfo, value):
         return format(int.from_bytes(value, "big"), f"0{column.bits or 1}b")
     if code == FIELD_TYPE.SET and isinstance(value, str):
         return frozenset(v for v in value.split(",") if v)
+    if column.data_type == "uuid" and isinstance(value, str):
+        # SELECT reads a UUID's text; the binlog holds its 16 bytes less the trailing zero bytes (as any BINARY(n)'s),
+        # which the binlog reader gives as "" when none is left
+        return uuid.UUID(value).bytes.rstrip(b"\0") or ""
     return value

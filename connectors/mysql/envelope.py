@@ -371,7 +371,7 @@ _RUN_OPS = {"c": 0, "u": 1, "d": 2}  # write_run's operations
 
 def _declared_type(table: TableSchema, name: str) -> str:
     column = next(c for c in table.columns if c.name == name)
-    return column.type_name or f"binlog type {column.type_code}"
+    return column.type_name or column.data_type or f"binlog type {column.type_code}"
 
 
 def _block_json(block: dict | None) -> str:

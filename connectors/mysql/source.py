@@ -99,9 +99,10 @@ class MySqlEventBuilder:
         self._tables: dict[TableSchema, TableEvents] = {}
         self._last_table: tuple[TableSchema | None, TableEvents | None] = (None, None)  # the reader reuses schemas
         self._captured: dict[tuple[str, str], bool] = {}
-        # (database, table) -> {column: its DEFAULT} as information_schema shows it (a binlog table map has none): read
-        # when a table is first seen, and again as each DDL statement on it is handled
-        self._defaults: dict[tuple[str, str], dict[str, str | None]] = {}
+        # (database, table) -> {column: its DEFAULT and the type of a UUID, INET4 or INET6} as information_schema shows
+        # them (a binlog table map has neither): read when a table is first seen, and again as each DDL statement on it
+        # is handled
+        self._defaults: dict[tuple[str, str], dict[str, catalog.CatalogColumn]] = {}
         # the row number of the last row of a captured table (skipped operations too): Debezium's offset context
         # keeps it, and its schema change and truncate events carry it as source.row
         self._last_row = 0
@@ -114,20 +115,20 @@ class MySqlEventBuilder:
             return events
         events = self._tables.get(schema)
         if events is None:
-            events = TableEvents(self.config, self._with_defaults(schema))
+            events = TableEvents(self.config, self._with_catalog(schema))
             self._tables[schema] = events
         self._last_table = (schema, events)
         return events
 
-    def _with_defaults(self, schema: TableSchema) -> TableSchema:
+    def _with_catalog(self, schema: TableSchema) -> TableSchema:
         if schema.defaults_known:
             return schema
         key = (schema.database, schema.table)
         defaults = self._defaults.get(key)
         if defaults is None:
             defaults = self._defaults[key] = with_reconnects(
-                self.config.connection, lambda connection: catalog.column_defaults(connection, *key))
-        return catalog.with_defaults(schema, defaults)
+                self.config.connection, lambda connection: catalog.column_catalog(connection, *key))
+        return catalog.with_catalog(schema, defaults)
 
     def _refresh_defaults(self, statement: SchemaStatement) -> None:
         """The defaults of the captured tables a DDL statement creates, alters or renames, read as it is handled:
@@ -140,7 +141,7 @@ class MySqlEventBuilder:
         if not kept:
             return
         read = with_reconnects(self.config.connection, lambda connection: {
-            key: catalog.column_defaults(connection, *key) for key in kept})
+            key: catalog.column_catalog(connection, *key) for key in kept})
         self._defaults.update(read)
 
     def _captures(self, database: str, table: str) -> bool:

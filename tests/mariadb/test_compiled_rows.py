@@ -1,14 +1,16 @@
 """The compiled rows decoder (connectors/mysql/_binrows, compiled_rows.py) gives the binlog reader the same row changes
 as python-mysql-replication's own decoding: random rows of every type it decodes (integers of each width at their
 limits, signed and unsigned, floats, decimals of every digit grouping, YEAR, DATE, DATETIME, TIMESTAMP and TIME of every
-fraction width, negative times, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, in utf8mb4, latin1, utf16
-and ascii, ENUMs of one and two bytes, SETs of one, three and eight bytes, empty SETs, BIT(1), BIT(10), BIT(64), NULLs)
-inserted, updated and deleted many rows a statement, read from the real server both ways; zero dates, whose events it
-leaves to the library; and a table with a type it does not decode."""
+fraction width, negative times, CHAR, VARCHAR, TINYTEXT to LONGTEXT, binary strings and blobs, MariaDB's UUID, INET4
+and INET6 (BINARY(16) and BINARY(4) in the table map), in utf8mb4, latin1, utf16 and ascii, ENUMs of one and two
+bytes, SETs of one, three and eight bytes, empty SETs, BIT(1), BIT(10), BIT(64), NULLs) inserted, updated and
+deleted many rows a statement, read from the real server both ways; zero dates, whose events it leaves to the library;
+and a table with a type it does not decode."""
 
 from __future__ import annotations
 
 import random
+import uuid
 
 import pytest
 
@@ -45,6 +47,10 @@ COLUMNS = {
     "mt": ("MEDIUMTEXT", lambda rng: _text(rng, 70000)),
     "lt": ("LONGTEXT", lambda rng: _text(rng, 100)),
     "bn": ("BINARY(4)", lambda rng: rng.randbytes(rng.randint(0, 4))),
+    "uu": ("UUID", lambda rng: rng.choice(["123e4567-e89b-12d3-a456-426655440000",
+                                           str(uuid.UUID(int=rng.getrandbits(128), version=4))])),
+    "i4": ("INET4", lambda rng: rng.choice(["0.0.0.0", "10.0.0.0", "255.255.255.255", "192.168.1.10"])),
+    "i6": ("INET6", lambda rng: rng.choice(["::", "::1", "2001:db8::ff00:42:8329", "fe80::"])),
     "vb": ("VARBINARY(300)", lambda rng: rng.randbytes(rng.randint(0, 300))),
     "bl": ("BLOB", lambda rng: rng.randbytes(rng.randint(0, 2000))),
     "d1": ("DECIMAL(10,3)", lambda rng: _decimal(rng, 7, 3)),

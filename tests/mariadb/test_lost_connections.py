@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_new_tables_defaults_are_read_again_after_a_lost_connection(mariadb, mariadb_db, monkeypatch):
-    real = catalog.column_defaults
+    real = catalog.column_catalog
     lost = []
 
     def lose_the_first(connection, database, table):
@@ -37,7 +37,7 @@ def test_a_new_tables_defaults_are_read_again_after_a_lost_connection(mariadb, m
 
     props, runner = streaming(mariadb, mariadb_db, **SCHEMAS)
     try:
-        monkeypatch.setattr(catalog, "column_defaults", lose_the_first)
+        monkeypatch.setattr(catalog, "column_catalog", lose_the_first)
         mariadb.execute(TABLE.format(name="t"), "INSERT INTO t (id) VALUES (1)", database=mariadb_db)
         record, = records_of(props, mariadb_db, "t", 1)
         assert runner.thread.is_alive(), "the pipeline ended on the lost connection"

@@ -1,7 +1,8 @@
 """The compiled reader of a SELECT's rows (connectors/mysql/text_rows.py, csrc/textrows.c) gives the same rows as
 pymysql's `fetchall()`, and a snapshot chunk read with it the same event bytes as one read without it: random rows
 of every column type test_compiled_rows.py covers (integers at their limits, floats, decimals, YEAR, dates, times,
-text in four character sets, binary strings and blobs, values long enough for 2- and 3-byte length prefixes), plus
+text in four character sets, binary strings and blobs, MariaDB's UUID, INET4 and INET6 (the chunk's events leave the
+INET columns out), values long enough for 2- and 3-byte length prefixes), plus
 ENUM, SET, BIT, JSON, geometry and zero dates (pymysql's converters, called from the compiled reader), NULLs; a
 result set without rows; and an error the server raises in the middle of the rows."""
 
@@ -101,7 +102,9 @@ def test_a_snapshot_chunk_has_the_same_bytes_either_way(mariadb, mariadb_db, mon
     require_built(text_rows.read_text_rows, "connectors/mysql/_binrows")
     seed = random.SystemRandom().randrange(2**32)
     _fill(mariadb, mariadb_db, random.Random(seed), 120)
-    _, config = engine_config(properties(mariadb, mariadb_db))
+    # INET4 and INET6 have no mapping: left out, as a user must
+    _, config = engine_config(properties(mariadb, mariadb_db, **{
+        "column.exclude.list": f"{mariadb_db}.typed.i4,{mariadb_db}.typed.i6"}))
     monkeypatch.setattr(snapshot_reader.time, "time_ns", lambda: 1_700_000_000_123_456_789)  # the events' ts_ms
     reader = MySqlSnapshotReader(config)
     try:

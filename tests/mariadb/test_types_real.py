@@ -32,12 +32,12 @@ def read_rows(mariadb, database, start, options=TypeOptions()):
     rows = []
     connection = connect(mariadb.admin)
     try:
-        defaults = catalog.column_defaults(connection, database, "all_types")
+        defaults = catalog.column_catalog(connection, database, "all_types")
     finally:
         connection.close()
     for change in changes:
         if isinstance(change, RowChange):
-            schema = catalog.with_defaults(change.schema, defaults)
+            schema = catalog.with_catalog(change.schema, defaults)
             maps = {c.name: mapping(c, options) for c in schema.columns}
             rows.append({name: (m.schema, m.json_value(change.after[name])) for name, m in maps.items()})
     return rows
