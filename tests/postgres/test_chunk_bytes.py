@@ -166,3 +166,24 @@ def test_verify_reads_a_table_of_large_rows_in_chunks_of_fewer_rows(pg_db, stack
         running.stop()
     assert report.mismatched == 0, report.to_json()
     assert report.rows == ROWS and report.chunks == ROWS // 5
+
+
+def test_a_keyless_table_over_the_bound_is_one_chunk_with_a_warning(pg_db, stack, unique_name, caplog):
+    pg_db.execute("CREATE TABLE loose (n int, body text)")
+    pg_db.execute(f"INSERT INTO loose SELECT g, repeat(md5(g::text), {VALUE_BYTES // 32}) "  # noqa: S608
+                  f"FROM generate_series(1, {ROWS}) g")
+    pg_db.execute("ANALYZE loose")  # its row count, as the plan estimates it
+    name = "pgkl" + unique_name.replace("-", "")[-10:]
+    config = pg_config(pg_db, name, **{"snapshot.mode": "initial_only",
+                                       "snapshot.chunk.max.bytes": 5 * VALUE_BYTES + VALUE_BYTES // 2})
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
+        running = Running(config, stack.kafka_bootstrap)
+        try:
+            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.loose", ROWS))
+        finally:
+            running.stop()
+    assert sorted(v["after"]["n"] for v in values if v) == list(range(1, ROWS + 1))
+    assert planned_chunks(caplog, "loose") == 1
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("public.loose is read as one chunk" in text and "about 60 rows" in text for text in warned), warned

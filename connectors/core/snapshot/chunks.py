@@ -48,13 +48,17 @@ def rows_per_chunk(chunk_size: int, max_bytes: int, row_bytes: int) -> int:
     return max(1, min(chunk_size, max_bytes // row_bytes))
 
 
-def planned_chunk_rows(source: Any, collection: str, chunk_size: int, max_bytes: int) -> int:
-    """rows_per_chunk for `collection`, its rows' size as `source.row_bytes(collection)` estimates it (a source
-    without that method: `chunk_size`)."""
+def estimated_row_bytes(source: Any, collection: str) -> int:
+    """`source.row_bytes(collection)`; 0 (unknown) from a source without that method."""
     row_bytes = getattr(source, "row_bytes", None)
-    if max_bytes <= 0 or row_bytes is None:
+    return row_bytes(collection) if row_bytes is not None else 0
+
+
+def planned_chunk_rows(source: Any, collection: str, chunk_size: int, max_bytes: int) -> int:
+    """rows_per_chunk for `collection`, its rows' size as the source estimates it (estimated_row_bytes)."""
+    if max_bytes <= 0:
         return chunk_size
-    return rows_per_chunk(chunk_size, max_bytes, row_bytes(collection))
+    return rows_per_chunk(chunk_size, max_bytes, estimated_row_bytes(source, collection))
 
 
 def plan_bytes(bounds: list) -> int:

@@ -34,7 +34,15 @@ from typing import Any, Protocol
 
 from connectors import ConnectorError
 from connectors.core.collector import batch_collection
-from connectors.core.snapshot.chunks import PLAN_BYTES, Chunk, chunks_of, plan_bytes, planned_chunk_rows, thinned
+from connectors.core.snapshot.chunks import (
+    PLAN_BYTES,
+    Chunk,
+    chunks_of,
+    estimated_row_bytes,
+    plan_bytes,
+    rows_per_chunk,
+    thinned,
+)
 from connectors.core.snapshot.executors import (
     ChunkExecutor,
     ChunkExecutorFactory,
@@ -289,13 +297,19 @@ class InitialSnapshot:
         collections = []
         numbered = 0
         for namespace in self.reader.collections():
-            rows = planned_chunk_rows(self.reader, namespace, self.config.snapshot_chunk_size,
-                                      self.config.snapshot_chunk_max_bytes)
+            max_bytes = self.config.snapshot_chunk_max_bytes
+            row_bytes = estimated_row_bytes(self.reader, namespace) if max_bytes > 0 else 0
+            rows = rows_per_chunk(self.config.snapshot_chunk_size, max_bytes, row_bytes)
             if rows < self.config.snapshot_chunk_size:
                 log.info("snapshot %s: %s in chunks of %d rows (its rows' size and snapshot.chunk.max.bytes)",
                          self.progress.id, namespace, rows)
             plan = self.reader.plan(namespace, rows)
             count = len(plan.bounds) - 1 if plan.bounds else 0
+            if count == 1 and plan.estimated_count > rows and row_bytes * plan.estimated_count > max_bytes:
+                log.warning("snapshot %s: %s is read as one chunk (%s), about %d rows of %d bytes: its events are held "
+                            "in memory whole until they commit. A key the chunker can use (message.key.columns, a "
+                            "primary key) splits it.", self.progress.id, namespace, plan.method,
+                            plan.estimated_count, row_bytes)
             collection = CollectionProgress(namespace, plan.bounds, [False] * count, 0, plan.estimated_count,
                                             plan.method)
             collections.append(collection)
