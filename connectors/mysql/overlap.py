@@ -26,7 +26,9 @@ import pymysql
 
 from connectors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, integer_key, passing_op, ranges_read_later
+from connectors.mysql.catalog import column_catalog
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
+from connectors.mysql.types import uuid_text
 
 SERVER_ORDER = "server"  # a `reads` entry's "order" for a key only the server compares
 # client and server error codes of a connection that is gone: can't connect, gone away, lost, server shutdown
@@ -104,6 +106,8 @@ class ServerKeyOrder:
         self._connect = connect
         self._connection = None
         self._answers = ServerKeyLookup(lambda error: not lost_connection(error))
+        # (database, table) -> its UUID columns, which a binlog table map shows as BINARY(16)
+        self._uuids: dict[tuple[str, str], frozenset[str]] = {}
 
     def read_of(self, namespace: str, table: KeyRanges, schema: Any, key: tuple | None) -> ReadPoint | None:
         if key is not None and any(value is None for value in key):
@@ -111,10 +115,14 @@ class ServerKeyOrder:
         return self._answers.read_of(namespace, table, key, lambda: self._range_number(schema, table, key))
 
     def _range_number(self, schema: Any, table: KeyRanges, key: tuple) -> int:
-        query, params = _range_query(self._values(schema, table.key), key, table)
         try:
             if self._connection is None:
                 self._connection = self._connect()
+            uuids = self._uuid_columns(schema)
+            # a UUID's binlog value is its bytes; the plan's bounds are its text, as SELECT gives it
+            key = tuple(uuid_text(value) if name in uuids else value
+                        for name, value in zip(table.key, key, strict=True))
+            query, params = _range_query(self._values(schema, table.key, uuids), key, table)
             with self._connection.cursor() as cursor:
                 cursor.execute(query, params)
                 return cursor.fetchone()[0]
@@ -122,13 +130,24 @@ class ServerKeyOrder:
             self.close()  # opened again for the next key
             raise
 
+    def _uuid_columns(self, schema: Any) -> frozenset[str]:
+        table = (schema.database, schema.table)
+        known = self._uuids.get(table)
+        if known is None:
+            known = self._uuids[table] = frozenset(
+                name for name, column in column_catalog(self._connection, *table).items() if column.data_type == "uuid")
+        return known
+
     @staticmethod
-    def _values(schema: Any, key: tuple[str, ...]) -> list[str]:
-        """Each key column's SQL for a value (%s): a string under its column's collation."""
+    def _values(schema: Any, key: tuple[str, ...], uuids: frozenset[str]) -> list[str]:
+        """Each key column's SQL for a value (%s): a string under its column's collation, a UUID's text as a UUID."""
         by_name = {column.name: column for column in schema.columns}
         values = []
         for name in key:
             column = by_name[name]
+            if name in uuids:
+                values.append("CAST(%s AS UUID)")
+                continue
             if column.charset is None:
                 values.append("%s")
                 continue

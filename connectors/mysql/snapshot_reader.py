@@ -57,7 +57,8 @@ def chunk_key(config: MySqlConfig, schema: TableSchema, named_keys: bool = True)
     by_name = {c.name: c for c in schema.columns}
 
     def usable(key) -> bool:
-        return bool(key) and all(by_name[k].type_code in _CHUNKABLE and by_name[k].charset != "binary"
+        return bool(key) and all((by_name[k].data_type == "uuid" or (by_name[k].type_code in _CHUNKABLE
+                                                                     and by_name[k].charset != "binary"))
                                  and not by_name[k].nullable for k in key)
 
     named = config.column_rules.key_of(f"{schema.database}.{schema.table}", [c.name for c in schema.columns]) \

@@ -4,8 +4,6 @@ of large rows is planned in chunks of fewer rows, and every row still arrives on
 from __future__ import annotations
 
 import json
-import logging
-import re
 
 import pytest
 
@@ -47,32 +45,36 @@ def test_row_bytes_estimates_a_row_by_its_values_and_the_statistics(mariadb, mar
     assert estimate(mariadb, mariadb_db, "empty") < 100  # InnoDB's statistics of an empty table: a page or less
 
 
-def snapshot(mariadb, database: str, caplog, **extra) -> tuple[int, list[int]]:
-    props = properties(mariadb, database, **{"snapshot.mode": "initial_only", "table.include.list": f"{database}.wide",
-                                             **extra})
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
-        runner = InProcess(props)
-        try:
-            records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{database}.wide", ROWS)
-        finally:
-            runner.close()
-    found = [int(m.group(1)) for r in caplog.records
-             if (m := re.search(rf"{database}\.wide planned as (\d+) chunks", r.getMessage()))]
-    assert len(found) == 1, found
-    return found[0], sorted(json.loads(r.value)["after"]["id"] for r in records if r.value is not None)
+def snapshot_chunks(mariadb, database: str, table: str, rows: int, extra: dict,
+                    field: str = "id") -> tuple[int, list]:
+    """An initial_only snapshot of `table` (`rows` rows) with the properties `extra`: (its chunks, the sorted values
+    of `field` of its events)."""
+    props = properties(mariadb, database, **{"snapshot.mode": "initial_only",
+                                             "table.include.list": f"{database}.{table}", **extra})
+    runner = InProcess(props)
+    try:
+        records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{database}.{table}", rows)
+        pipeline = wait_for(lambda: next(iter(runner.runner.pipelines.values()), None), 30, "the pipeline")
+        metrics = wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["ChunksTotal"] and m, 30, "the plan")
+    finally:
+        runner.close()
+    return metrics["ChunksTotal"], sorted(json.loads(r.value)["after"][field] for r in records if r.value is not None)
 
 
-def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, mariadb_db, caplog):
+def snapshot(mariadb, database: str, **extra) -> tuple[int, list[int]]:
+    return snapshot_chunks(mariadb, database, "wide", ROWS, extra)
+
+
+def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, mariadb_db):
     fill(mariadb, mariadb_db)
     limit = 5 * VALUE_BYTES + VALUE_BYTES // 2  # five rows' values and a half
-    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": str(limit)})
+    chunks, ids = snapshot(mariadb, mariadb_db, **{"snapshot.chunk.max.bytes": str(limit)})
     assert ids == list(range(1, ROWS + 1))  # every row once
     assert chunks == ROWS // 5  # chunks of five rows
-    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "0"})
+    chunks, ids = snapshot(mariadb, mariadb_db, **{"snapshot.chunk.max.bytes": "0"})
     assert ids == list(range(1, ROWS + 1))
     assert chunks == 1  # bounded in rows only: 60 < snapshot.chunk.size
-    chunks, ids = snapshot(mariadb, mariadb_db, caplog, **{"snapshot.chunk.max.bytes": "1000"})
+    chunks, ids = snapshot(mariadb, mariadb_db, **{"snapshot.chunk.max.bytes": "1000"})
     assert ids == list(range(1, ROWS + 1))  # rows over the bound: a chunk each, none left out
     assert chunks == ROWS
 
