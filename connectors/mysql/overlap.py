@@ -23,10 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
+from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, integer_key, passing_op, ranges_read_later
-from connectors.mysql.catalog import column_catalog
+from connectors.mysql.catalog import BINARY_LOOKALIKES, column_catalog
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.types import uuid_text
 
@@ -118,7 +119,7 @@ class ServerKeyOrder:
         try:
             if self._connection is None:
                 self._connection = self._connect()
-            uuids = self._uuid_columns(schema)
+            uuids = self._uuid_columns(schema, table.key)
             # a UUID's binlog value is its bytes; the plan's bounds are its text, as SELECT gives it
             key = tuple(uuid_text(value) if name in uuids else value
                         for name, value in zip(table.key, key, strict=True))
@@ -130,7 +131,13 @@ class ServerKeyOrder:
             self.close()  # opened again for the next key
             raise
 
-    def _uuid_columns(self, schema: Any) -> frozenset[str]:
+    def _uuid_columns(self, schema: Any, key: tuple[str, ...]) -> frozenset[str]:
+        """The UUID columns of the table (asked of information_schema once, and only when a key column is a
+        BINARY(16) in the table map, as a UUID shows there)."""
+        by_name = {column.name: column for column in schema.columns}
+        size = BINARY_LOOKALIKES["uuid"]
+        if not any(by_name[name].type_code == FIELD_TYPE.STRING and by_name[name].max_length == size for name in key):
+            return frozenset()
         table = (schema.database, schema.table)
         known = self._uuids.get(table)
         if known is None:
