@@ -49,6 +49,7 @@ _HISTORY_LOST = {1236}
 # The least silence of a binlog stream with heartbeats taken as a lost connection (stream_silence_seconds)
 STREAM_SILENCE_MIN_SECONDS = 30.0
 STREAM_READ_BUFFER = 128 * 1024  # bytes the stream connection reads from its socket at once, at most
+MAX_WANTED_TABLES = 4096  # tables whose `wanted` answer a reader keeps (then it asks afresh)
 
 
 class BinlogConnectionLost(SourceUnreachable):
@@ -333,6 +334,8 @@ class BinlogReader:
     rows_event_bytes: int = field(default=0, init=False, repr=False)
     # reads the rows events of known tables from the packets, when runs are wanted (rows_packets)
     _peek: rows_packets.PacketPeek | None = field(default=None, init=False, repr=False)
+    # (database, table) -> `wanted`'s answer, asked once per table (its patterns cost about a microsecond a rows event)
+    _wanted_tables: dict[tuple[str, str], bool] = field(default_factory=dict, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -501,8 +504,16 @@ class BinlogReader:
         a resumed position already handed out or of a table whose rows are not wanted."""
         index = txn.events_done
         txn.events_done += 1
-        if index < skip_events or (self.wanted is not None and not self.wanted(database, table)):
+        if index < skip_events:
             return None
+        if self.wanted is not None:
+            wanted = self._wanted_tables.get((database, table))
+            if wanted is None:
+                if len(self._wanted_tables) >= MAX_WANTED_TABLES:
+                    self._wanted_tables.clear()
+                wanted = self._wanted_tables[database, table] = self.wanted(database, table)
+            if not wanted:
+                return None
         return index
 
     def _lost_text(self) -> str:
