@@ -113,11 +113,12 @@ class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop c
 class PendingBatch:
     """Changes taken from the queue and built, not handed to the sink yet (at most max.batch.size of them)."""
 
-    __slots__ = ("size", "messages", "position", "idle", "seen", "failure")
+    __slots__ = ("size", "messages", "payload", "position", "idle", "seen", "failure")
 
     def __init__(self) -> None:
         self.size = 0  # items taken, markers included
         self.messages: list[OutMessage] = []
+        self.payload: int | None = 0  # the messages' key and value bytes as the builder counted them (None: unknown)
         self.position: Position | None = None  # the position after its items (None: they moved nothing)
         self.idle = False  # the reader reported that nothing more is to be read for now
         self.seen = SeenEvents()
@@ -520,8 +521,14 @@ class Pipeline:
         if incremental is not None and not (incremental.active or incremental.signal is not None):
             incremental = None
         if incremental is None and self._build_many is not None:
-            pending.seen.add_built(self._build_many(changes, pending.messages))
+            built = self._build_many(changes, pending.messages)
+            pending.seen.add_built(built)
+            if built.payload is None or pending.payload is None:
+                pending.payload = None
+            else:
+                pending.payload += built.payload
             return self._position_after_changes(changes, pending.position, spans)
+        pending.payload = None
         if spans:
             changes = list(each_change(changes))
         messages = pending.messages
@@ -554,10 +561,13 @@ class Pipeline:
             self.latest = position
         oldest = pending.seen.report(self.metrics, builder)
         if pending.failure is not None:
-            self._commit(messages, position, oldest=oldest)
+            self._commit(messages, position, oldest=oldest, payload=pending.payload)
             raise pending.failure
         if pending.idle:
-            messages.extend(builder.idle())
+            idle = builder.idle()
+            if idle:
+                messages.extend(idle)
+                pending.payload = None
             self.metrics.record_caught_up()
         # A heartbeat that writes to the source is due every interval even when no marker came in this batch: a
         # reader reports a position only when it moves, and the heartbeat's own write is what will move it.
@@ -571,7 +581,7 @@ class Pipeline:
         # incremental snapshot progress changed: persist it
         progressed = self.incremental is not None and self.incremental.take_dirty()
         if messages or progressed:
-            self._commit(messages, position, oldest=oldest)
+            self._commit(messages, position, oldest=oldest, payload=pending.payload)
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, beat_position, heartbeat=True)
@@ -591,7 +601,9 @@ class Pipeline:
         return self.source.offset_record(position, snapshot=snapshot, startup=startup, extra=extra)
 
     def _commit(self, messages, position: Position | None, heartbeat=False,
-                oldest: ChangeSummary | None = None) -> None:
+                oldest: ChangeSummary | None = None, payload: int | None = None) -> None:
+        """Commits `messages` with the offset of `position` on the committer thread (`payload`: their key and value
+        bytes when the builder counted them)."""
         if position is None and not messages:
             return
         self._await_commit()  # the previous batch first: its position may be the one this offset falls back to
@@ -603,7 +615,7 @@ class Pipeline:
         def commit() -> None:
             if trace is not None:
                 trace("handed", messages)
-            self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+            self.with_sink_retries(lambda: self.sink.write_batch(messages, offset, payload=payload))
             if trace is not None:
                 trace("committed", messages)
             self.committed = position

@@ -295,10 +295,11 @@ class TableEvents:
         if op == "d" and self.config.tombstones_on_delete:
             messages.append(OutMessage(self.topic, key, None))
 
-    def append_run(self, messages: list, parts: tuple[str, str, str, str], run, first: int, end: int) -> int:
+    def append_run(self, messages: list, parts: tuple[str, str, str, str], run, first: int,
+                   end: int) -> tuple[int, int]:
         """Appends what `append_streamed` gives for rows `first`..`end - 1` of `run` (a binlog.RowsRun; `parts` made
         for it), written by the compiled module in one call from the event's bytes; returns the row it stopped before
-        (`end`, or an update's row whose key moves, which `messages` writes)."""
+        (`end`, or an update's row whose key moves, which `messages` writes) and the key and value bytes appended."""
         table = self._run_tables.get(run.layout)
         if table is None:
             table = self._run_tables[run.layout] = self._run_table(run.layout)

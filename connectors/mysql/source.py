@@ -28,7 +28,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
-from connectors.kafka.sink import OutMessage
+from connectors.kafka.sink import OutMessage, payload_size
 from connectors.mysql import catalog, chunk_tasks
 from connectors.mysql.binlog import (
     BinlogPosition,
@@ -191,8 +191,9 @@ class MySqlEventBuilder:
         event's parts (TableEvents.streamed_parts), made once per event; the queued rows of a binlog.RowsRun that
         follow one another are written in one compiled call (TableEvents.append_run); with transaction metadata, or
         while a snapshot's filter still applies, every change goes through `build`. Events built in one call share
-        their `ts_ms`."""
+        their `ts_ms`. The messages' bytes are counted as they are written (BuiltChanges.payload)."""
         built = BuiltChanges()
+        payload = 0
         streamed = self.transactions is None and not self.overlap.filtering
         skipped = self._skipped
         captures_gtid = self.config.captures_gtid
@@ -237,11 +238,13 @@ class MySqlEventBuilder:
                 self._last_row = end - 1
                 events, parts = made
                 while row < end:
-                    row = events.append_run(messages, parts, run, row, end)
+                    row, size = events.append_run(messages, parts, run, row, end)
+                    payload += size
                     if row < end:  # an update that moves its key
                         moved = run.row_change(row)
-                        messages.extend(events.messages("u", moved.before, moved.after, self._source(moved),
-                                                        now_ns=now))
+                        out = events.messages("u", moved.before, moved.after, self._source(moved), now_ns=now)
+                        payload += sum(map(payload_size, out))
+                        messages.extend(out)
                         row += 1
                 run_counts[run.op] += end - first_row
                 if first is None:
@@ -253,8 +256,10 @@ class MySqlEventBuilder:
                 if first is not None:
                     _count_run(built, run_counts, first, last)
                     first = None
+                before = len(messages)
                 for one in change:
                     built.add(self.build(one), one, messages)
+                payload += sum(map(payload_size, messages[before:]))
                 continue
             if streamed and kind is RowChange:
                 if at is None or change.pos != at[1] or change.file != at[0]:
@@ -271,11 +276,13 @@ class MySqlEventBuilder:
                 self._last_row = change.row
                 events, parts = made
                 operation = change.op
+                before = len(messages)
                 if operation == "u" and events.moves_key(change.before, change.after):
                     messages.extend(events.messages(operation, change.before, change.after, self._source(change),
                                                     now_ns=now))
                 else:
                     events.append_streamed(messages, parts, operation, change.before, change.after, change.row)
+                payload += sum(map(payload_size, messages[before:]))
                 run_counts[operation] += 1
                 if first is None:
                     first = change
@@ -284,9 +291,12 @@ class MySqlEventBuilder:
                 if first is not None:
                     _count_run(built, run_counts, first, last)
                     first = None
+                before = len(messages)
                 built.add(self.build(change), change, messages)
+                payload += sum(map(payload_size, messages[before:]))
         if first is not None:
             _count_run(built, run_counts, first, last)
+        built.payload = payload
         return built
 
     def _streamed_parts(self, change: RowChange | RowsRun, row: int, captures_gtid, skipped, now: int):
