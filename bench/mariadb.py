@@ -34,7 +34,7 @@ from bench.streaming import committed_reached, wait_committed
 from bench.streaming_start import wait_until_streaming
 from bench.topics import delete_topics
 from connectors.mysql import text_rows
-from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange, row_change
+from connectors.mysql.binlog import BinlogPosition, BinlogReader, RowChange, RowsSpan, row_change
 from connectors.mysql.connection import ConnectionSettings, connect
 from connectors.mysql.status import show_binlog_status
 from connectors.runner import ConnectorRunner
@@ -200,6 +200,8 @@ def _write_rows(kwargs: dict, rate: float, total: int, out) -> None:
 
 
 def _queued_number(item) -> int | None:
+    if type(item) is RowsSpan:  # a rows event's rows queued as one item: its last row's
+        item = (item.run, item.end - 1)
     if type(item) is tuple:  # a row of a rows event queued undecoded (binlog.RowsRun): decoded for the mark
         if item[0].schema.table != "lat":
             return None

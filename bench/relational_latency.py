@@ -114,14 +114,15 @@ def _message_number(message, topic: str) -> int | None:
 
 class QueuedMarks:
     """Marks "queued" each time a reader puts changes into a ChangeQueue, while installed (a bench-only wrapper of
-    the class's put and put_many)."""
+    the class's put, put_many and put_span)."""
 
     def __init__(self, marks: StageMarks, number_of: Callable[[object], int | None]) -> None:
         self.marks, self.number_of = marks, number_of
-        self._put, self._put_many = ChangeQueue.put, ChangeQueue.put_many
+        self._put, self._put_many, self._put_span = ChangeQueue.put, ChangeQueue.put_many, ChangeQueue.put_span
 
     def __enter__(self) -> QueuedMarks:
-        put, put_many, marks, number_of = self._put, self._put_many, self.marks, self.number_of
+        put, put_many, put_span, marks, number_of = (self._put, self._put_many, self._put_span, self.marks,
+                                                     self.number_of)
 
         def traced_put(queue, item, timeout=None, **size):
             put(queue, item, timeout, **size)
@@ -132,11 +133,17 @@ class QueuedMarks:
             marks.mark("queued", last_number(items[:done], number_of))
             return done
 
-        ChangeQueue.put, ChangeQueue.put_many = traced_put, traced_put_many
+        def traced_put_span(queue, span, timeout=None, **size):
+            rest = put_span(queue, span, timeout, **size)
+            changes = list(span)
+            marks.mark("queued", last_number(changes[:len(changes) - len(rest or ())], number_of))
+            return rest
+
+        ChangeQueue.put, ChangeQueue.put_many, ChangeQueue.put_span = traced_put, traced_put_many, traced_put_span
         return self
 
     def __exit__(self, *exc_info) -> None:
-        ChangeQueue.put, ChangeQueue.put_many = self._put, self._put_many
+        ChangeQueue.put, ChangeQueue.put_many, ChangeQueue.put_span = self._put, self._put_many, self._put_span
 
 
 def measure(target: LatencyTarget, bootstrap: str, rate: float, seconds: float,

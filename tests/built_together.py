@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from connectors.kafka.sink import payload_size
+
 
 def assert_built_together_as_alone(together, alone, changes: list, position_after: Callable,
                                    position_after_changes: Callable, rng: random.Random, seed: object,
@@ -43,7 +45,10 @@ def assert_built_together_as_alone(together, alone, changes: list, position_afte
                 run = run[:index + 1]
                 break
         start += len(run)
+        built_from = len(messages)
         built = together.build_changes(run, messages)
+        if built.payload is not None:  # the bytes the builder counted are those of what it built
+            assert built.payload == sum(map(payload_size, messages[built_from:])), seed
         for operation, count in built.by_operation.items():
             totals[operation] = totals.get(operation, 0) + count
         filtered_together += built.filtered

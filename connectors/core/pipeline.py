@@ -47,7 +47,7 @@ from connectors.core.source import (
     Start,
     StoredOffset,
 )
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, wait_to_retry
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, each_change, wait_to_retry
 from connectors.kafka import PIPELINE_LANES, OffsetStore, OffsetStoreError, OutMessage, TransactionalSink
 from connectors.kafka.errors import CommitOutcomeUnknownError, SinkFatalError, SinkRetriableError
 from connectors.kafka.offset_record import STARTUP_LATEST, STARTUP_SNAPSHOT
@@ -113,11 +113,12 @@ class StopRequested(Exception):  # noqa: N818 - a signal, not an error: a stop c
 class PendingBatch:
     """Changes taken from the queue and built, not handed to the sink yet (at most max.batch.size of them)."""
 
-    __slots__ = ("size", "messages", "position", "idle", "seen", "failure")
+    __slots__ = ("size", "messages", "payload", "position", "idle", "seen", "failure")
 
     def __init__(self) -> None:
         self.size = 0  # items taken, markers included
         self.messages: list[OutMessage] = []
+        self.payload: int | None = 0  # the messages' key and value bytes as the builder counted them (None: unknown)
         self.position: Position | None = None  # the position after its items (None: they moved nothing)
         self.idle = False  # the reader reported that nothing more is to be read for now
         self.seen = SeenEvents()
@@ -440,11 +441,11 @@ class Pipeline:
                 self._raise_commit_failure()
                 if self.incremental is not None:
                     self.incremental.step()
-                items = self._drain(changes, self.config.max_batch_size - pending.size)
+                items, count = self._drain(changes, self.config.max_batch_size - pending.size)
                 if items:
                     if self.trace is not None:
                         self.trace("taken", items)
-                    self._build(pending, items)
+                    self._build(pending, items, count)
                 if pending.complete(self.config.max_batch_size) or not self._committing():
                     self._hand(pending)
                     pending = PendingBatch()
@@ -477,14 +478,14 @@ class Pipeline:
             log.warning("%s/%s: the position reached could not be committed at stop (%s); the next start reads "
                         "from the last committed one", self.config.name, self.name, error)
 
-    def _drain(self, changes: ChangeQueue, limit: int) -> list:
+    def _drain(self, changes: ChangeQueue, limit: int) -> tuple[list, int]:
         """What is queued, up to `limit`; waits at most poll.interval.ms only when nothing is (a commit that
         completes ends the wait: the batch built meanwhile is then handed over). While a commit is in flight the
         batch being built cannot be handed over anyway: the wait lasts until TAKEN_TOGETHER changes (or `limit`)
         are queued, a marker comes or the commit completes, so a reader that queues a few changes at a time does not
         wake this thread for each few (a wake costs the thread a context switch and a pass of this loop)."""
         fill = min(limit, TAKEN_TOGETHER) if self._committing() else 1
-        return changes.take(limit, self.config.poll_interval_ms / 1000, _MARKERS, fill)
+        return changes.take_counted(limit, self.config.poll_interval_ms / 1000, _MARKERS, fill)
 
     @property
     def _build_many(self) -> Callable[[list, list], BuiltChanges] | None:
@@ -493,16 +494,17 @@ class Pipeline:
     def _committing(self) -> bool:
         return self._in_flight is not None and not self._in_flight.done()
 
-    def _build(self, pending: PendingBatch, items: list) -> None:
-        """Turns `items` into Kafka messages added to `pending`; a ReaderFailed ends it (and the batch)."""
+    def _build(self, pending: PendingBatch, items: list, count: int) -> None:
+        """Turns `items` (`count` changes and markers: spans count their changes) into Kafka messages added to
+        `pending`; a ReaderFailed ends it (and the batch)."""
         messages = pending.messages
         built_from = len(messages)
-        pending.size += len(items)
+        pending.size += count
         # take() ends a batch at its first marker: a marker can only be the last item
         marker = items[-1] if _ends_batch(items[-1]) else None
         changes = items if marker is None else items[:-1]
         if changes:
-            pending.position = self._build_changes(changes, pending)
+            pending.position = self._build_changes(changes, pending, spans=count != len(items))
         if isinstance(marker, ReaderFailed):
             pending.failure = marker.error
         elif marker is not None:
@@ -511,14 +513,24 @@ class Pipeline:
         if self.trace is not None and len(messages) > built_from:
             self.trace("built", messages[built_from:])
 
-    def _build_changes(self, changes: list, pending: PendingBatch) -> Position | None:
-        """Adds the messages of `changes` (no markers) to `pending`; returns the position after them."""
+    def _build_changes(self, changes: list, pending: PendingBatch, spans: bool = False) -> Position | None:
+        """Adds the messages of `changes` (no markers; `spans`: ChangeSpans among them) to `pending`; returns the
+        position after them. Spans go whole to the source's build_changes and position_after_changes, one change at a
+        time to the rest."""
         incremental = self.incremental
         if incremental is not None and not (incremental.active or incremental.signal is not None):
             incremental = None
         if incremental is None and self._build_many is not None:
-            pending.seen.add_built(self._build_many(changes, pending.messages))
-            return self._position_after_changes(changes, pending.position)
+            built = self._build_many(changes, pending.messages)
+            pending.seen.add_built(built)
+            if built.payload is None or pending.payload is None:
+                pending.payload = None
+            else:
+                pending.payload += built.payload
+            return self._position_after_changes(changes, pending.position, spans)
+        pending.payload = None
+        if spans:
+            changes = list(each_change(changes))
         messages = pending.messages
         position = pending.position
         built = BuiltChanges()
@@ -532,12 +544,12 @@ class Pipeline:
         pending.seen.add_built(built)
         return position
 
-    def _position_after_changes(self, changes: list, previous: Position | None) -> Position | None:
+    def _position_after_changes(self, changes: list, previous: Position | None, spans: bool) -> Position | None:
         computed = getattr(self.source, "position_after_changes", None)
         if computed is not None:
             return computed(changes, previous)
         position_after = self.source.position_after
-        for change in changes:
+        for change in each_change(changes) if spans else changes:
             previous = position_after(change, previous)
         return previous
 
@@ -549,10 +561,13 @@ class Pipeline:
             self.latest = position
         oldest = pending.seen.report(self.metrics, builder)
         if pending.failure is not None:
-            self._commit(messages, position, oldest=oldest)
+            self._commit(messages, position, oldest=oldest, payload=pending.payload)
             raise pending.failure
         if pending.idle:
-            messages.extend(builder.idle())
+            idle = builder.idle()
+            if idle:
+                messages.extend(idle)
+                pending.payload = None
             self.metrics.record_caught_up()
         # A heartbeat that writes to the source is due every interval even when no marker came in this batch: a
         # reader reports a position only when it moves, and the heartbeat's own write is what will move it.
@@ -566,7 +581,7 @@ class Pipeline:
         # incremental snapshot progress changed: persist it
         progressed = self.incremental is not None and self.incremental.take_dirty()
         if messages or progressed:
-            self._commit(messages, position, oldest=oldest)
+            self._commit(messages, position, oldest=oldest, payload=pending.payload)
         elif heartbeat_due:
             messages.extend(builder.heartbeat())
             self._commit(messages, beat_position, heartbeat=True)
@@ -586,7 +601,9 @@ class Pipeline:
         return self.source.offset_record(position, snapshot=snapshot, startup=startup, extra=extra)
 
     def _commit(self, messages, position: Position | None, heartbeat=False,
-                oldest: ChangeSummary | None = None) -> None:
+                oldest: ChangeSummary | None = None, payload: int | None = None) -> None:
+        """Commits `messages` with the offset of `position` on the committer thread (`payload`: their key and value
+        bytes when the builder counted them)."""
         if position is None and not messages:
             return
         self._await_commit()  # the previous batch first: its position may be the one this offset falls back to
@@ -598,7 +615,7 @@ class Pipeline:
         def commit() -> None:
             if trace is not None:
                 trace("handed", messages)
-            self.with_sink_retries(lambda: self.sink.write_batch(messages, offset))
+            self.with_sink_retries(lambda: self.sink.write_batch(messages, offset, payload=payload))
             if trace is not None:
                 trace("committed", messages)
             self.committed = position

@@ -94,6 +94,9 @@ class BuiltChanges:
     filtered: int = 0  # changes not captured (`build` gave None)
     first: Any = None  # the first and last captured change (None: none), as SeenEvents keeps them
     last: Any = None
+    # the key and value bytes of the messages built, when the builder counted them as it wrote them (None: it did not;
+    # the sink then counts them itself)
+    payload: int | None = None
 
     def captured(self, operation: str, change: Any) -> None:
         self.by_operation[operation] = self.by_operation.get(operation, 0) + 1

@@ -11,8 +11,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 
@@ -29,13 +31,50 @@ class ReaderFailed:
     error: BaseException
 
 
+class ChangeSpan:
+    """A queued item that stands for `len(span)` changes of a source, one after another: a reader that reads changes
+    in groups (a binlog rows event's rows) queues a group as one item (`ChangeQueue.put_span`), not an item per change
+    (which cost the reader and the pipeline about 0.1 µs a change). The queue and the pipeline's batches count its
+    changes; the queue splits one that does not fit (`split`), and never holds or hands out a span of one change (it
+    holds that change). The pipeline hands spans to `EventBuilder.build_changes` and `position_after_changes`, which
+    know them, and their changes one by one (`iter`) to anything that takes one change at a time."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator:
+        """Its changes, each as the item a reader queuing them one by one would queue."""
+        raise NotImplementedError
+
+    def split(self, count: int) -> tuple[ChangeSpan, ChangeSpan]:
+        """Its first `count` changes and the rest (0 < count < len(self))."""
+        raise NotImplementedError
+
+
+def _single(span: ChangeSpan) -> Any:
+    """A span as the queue holds it: its change alone when it has one."""
+    return next(iter(span)) if len(span) == 1 else span
+
+
+def each_change(items: Iterable) -> Iterator:
+    """The items taken from a ChangeQueue one change at a time: a span's changes in its place."""
+    for item in items:
+        if isinstance(item, ChangeSpan):
+            yield from item
+        else:
+            yield item
+
+
 class ChangeQueue:
     """The bounded queue between the reader and the pipeline: `max.queue.size` changes and markers, and
     `max.queue.size.in.bytes` bytes of them when that is above 0.
 
-    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`) or
-    a batch (`put_many`), telling the bytes each item holds (`size`, `item_bytes`; a reader that tells none adds
-    items of 0 bytes, bounded by their count alone);
+    The reader adds one item at a time (blocking while full, `queue.Full` after `timeout`, as `queue.Queue.put`), a
+    batch (`put_many`) or a span of changes (`put_span`, counted as its changes), telling the bytes each change holds
+    (`size`, `item_bytes`, `change_bytes`; a reader that tells none adds changes of 0 bytes, bounded by their count
+    alone);
     the pipeline takes a whole batch under one acquisition of the lock, so the two threads seldom contend for it
     (a per-item `queue.Queue.get` meets the reader's lock at every change).
 
@@ -48,6 +87,9 @@ class ChangeQueue:
         self.maxsize = maxsize
         self.max_bytes = max_bytes  # 0: no byte bound (nor any per-item bookkeeping)
         self._items: list = []  # taken from the front a batch at a time (del items[:n]): no per-item popleft
+        self._changes = 0  # the changes queued: the items, a span counting its changes
+        # while a span is queued: each item's changes, in the same order (None: one each)
+        self._counts: list[int] | None = None
         self._sizes: list[int] = []  # with a byte bound: each queued item's bytes, in the same order
         self._bytes = 0  # with a byte bound: the sum of _sizes
         # Held directly where nothing waits: a Condition's `with` costs two Python calls, a Lock's none.
@@ -60,7 +102,8 @@ class ChangeQueue:
         self._woken = False  # a wake() not yet seen by a take()
 
     def qsize(self) -> int:
-        return len(self._items)
+        """The changes queued (and markers)."""
+        return self._changes
 
     @property
     def queued_bytes(self) -> int:
@@ -73,8 +116,8 @@ class ChangeQueue:
         return self._taker_waits
 
     def _room(self, item_bytes: int) -> int:
-        """Holding the lock: how many items of `item_bytes` bytes may be queued now."""
-        room = self.maxsize - len(self._items)
+        """Holding the lock: how many items (or a span's changes) of `item_bytes` bytes may be queued now."""
+        room = self.maxsize - self._changes
         if self.max_bytes and room > 0:
             if not self._items:
                 return min(room, max(1, self.max_bytes // item_bytes if item_bytes else room))
@@ -93,13 +136,16 @@ class ChangeQueue:
 
     def put(self, item, timeout: float | None = None, size: int = 0) -> None:
         with self._lock:
-            if len(self._items) >= self.maxsize or self.max_bytes:
+            if self._changes >= self.maxsize or self.max_bytes:
                 self._wait_for_room(timeout, size)
             self._items.append(item)
+            self._changes += 1
+            if self._counts is not None:
+                self._counts.append(1)
             if self.max_bytes:
                 self._sizes.append(size)
                 self._bytes += size
-            if self._taker_waits and (len(self._items) >= self._wanted or type(item) in self._wake_types
+            if self._taker_waits and (self._changes >= self._wanted or type(item) in self._wake_types
                                       or self._room(size) <= 0):
                 self._not_empty.notify()
 
@@ -111,13 +157,37 @@ class ChangeQueue:
             room = self._wait_for_room(timeout, item_bytes)
             taken = items if len(items) <= room else items[:room]
             self._items.extend(taken)
+            self._changes += len(taken)
+            if self._counts is not None:
+                self._counts.extend([1] * len(taken))
             if self.max_bytes:
                 self._sizes.extend([item_bytes] * len(taken))
                 self._bytes += item_bytes * len(taken)
-            if self._taker_waits and (len(self._items) >= self._wanted or type(taken[-1]) in self._wake_types
+            if self._taker_waits and (self._changes >= self._wanted or type(taken[-1]) in self._wake_types
                                       or self._room(item_bytes) <= 0):
                 self._not_empty.notify()
             return len(taken)
+
+    def put_span(self, span: ChangeSpan, timeout: float | None = None, change_bytes: int = 0) -> ChangeSpan | None:
+        """Queues the first changes of `span`, each of `change_bytes` bytes, as many as there is room for, as one item
+        (waiting up to `timeout` for room for one: `queue.Full`); returns the rest (None: all of it was queued)."""
+        with self._not_full:
+            room = self._wait_for_room(timeout, change_bytes)
+            count, rest = len(span), None
+            if count > room:
+                span, rest = span.split(room)
+                count = room
+            if self._counts is None:
+                self._counts = [1] * len(self._items)
+            self._items.append(_single(span))
+            self._counts.append(count)
+            self._changes += count
+            if self.max_bytes:
+                self._sizes.append(change_bytes * count)
+                self._bytes += change_bytes * count
+            if self._taker_waits and (self._changes >= self._wanted or self._room(change_bytes) <= 0):
+                self._not_empty.notify()
+            return rest
 
     def wake(self) -> None:
         """Ends a waiting take() now, or the wait of the next one if none waits (it returns what is queued,
@@ -127,13 +197,19 @@ class ChangeQueue:
             self._not_empty.notify_all()
 
     def take(self, limit: int, timeout: float, markers: tuple[type, ...], fill: int = 1) -> list:
-        """Up to `limit` items, ending after the first whose type is one of `markers`; waits up to `timeout` only
-        while fewer than `fill` items are queued (then returns what came, possibly nothing), a wait that a put
-        reaching `fill` items, a marker or `wake()` ends. The items are taken and looked at a whole batch at a time
-        (a per-item loop cost the pipeline thread about 0.3 µs a change)."""
+        """Up to `limit` changes, ending after the first item whose type is one of `markers`; waits up to `timeout`
+        only while fewer than `fill` changes are queued (then returns what came, possibly nothing), a wait that a put
+        reaching `fill` changes, a marker or `wake()` ends. The items are taken and looked at a whole batch at a time
+        (a per-item loop cost the pipeline thread about 0.3 µs a change); a span past `limit` is split there."""
+        return self.take_counted(limit, timeout, markers, fill)[0]
+
+    def take_counted(self, limit: int, timeout: float, markers: tuple[type, ...],
+                     fill: int = 1) -> tuple[list, int]:
+        """`take`, and how many changes (and markers) the items taken hold: more than the items when spans are among
+        them."""
         items = self._items
         with self._not_empty:
-            if len(items) < fill and not self._woken:
+            if self._changes < fill and not self._woken:
                 self._taker_waits = True
                 self._wanted, self._wake_types = fill, markers
                 try:
@@ -142,17 +218,48 @@ class ChangeQueue:
                     self._taker_waits = False
                     self._wanted = 1
             self._woken = False
-            batch = items[:limit]
+            counts = self._counts
+            if counts is None:
+                batch = items[:limit]
+                whole = len(batch)
+            else:
+                ends = list(accumulate(counts[:limit]))
+                whole = bisect_right(ends, limit)  # the items wholly within the limit
+                batch = items[:whole]
             if batch and markers and not set(map(type, batch)).isdisjoint(markers):
-                batch = batch[:next(at for at, item in enumerate(batch) if type(item) in markers) + 1]
-            if batch:
-                del items[:len(batch)]
+                whole = next(at for at, item in enumerate(batch) if type(item) in markers) + 1
+                batch = batch[:whole]
+            taken = whole if counts is None else (ends[whole - 1] if whole else 0)
+            if whole:
+                del items[:whole]
+                if counts is not None:
+                    del counts[:whole]
                 if self.max_bytes:
                     sizes = self._sizes
-                    self._bytes -= sum(sizes[:len(batch)])
-                    del sizes[:len(batch)]
+                    self._bytes -= sum(sizes[:whole])
+                    del sizes[:whole]
+            if counts is not None and items and taken < limit and not (batch and type(batch[-1]) in markers):
+                taken += self._split_first(limit - taken, batch)  # the next item is a span past the limit
+            if taken:
+                self._changes -= taken
+                if not items:
+                    self._counts = None
                 self._not_full.notify()
-        return batch
+        return batch, taken
+
+    def _split_first(self, count: int, batch: list) -> int:
+        """Holding the lock: moves the first `count` changes of the first queued item, a span longer than that, to
+        the end of `batch`; returns `count`."""
+        span, total = self._items[0], self._counts[0]
+        head, rest = span.split(count)
+        batch.append(_single(head))
+        self._items[0] = _single(rest)
+        self._counts[0] = total - count
+        if self.max_bytes:
+            head_bytes = self._sizes[0] * count // total
+            self._sizes[0] -= head_bytes
+            self._bytes -= head_bytes
+        return count
 
 
 SIZE_SAMPLE = 16  # the items of a list whose sizes stand for all of them (sampled_size)

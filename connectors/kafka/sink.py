@@ -208,6 +208,7 @@ class TransactionalSink:
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
         self._deliveries = _Deliveries()
         self._batch_payload = 0
+        self._given_payload: int | None = None  # the batch's payload as write_batch's caller counted it
         self._batch_topics: set[str] = set()
         # producers dropped broken, until a commit LATE_REQUEST_FENCE_SECONDS after the reopening
         self._dropped_unanswered = 0
@@ -278,11 +279,15 @@ class TransactionalSink:
 
     # -- writing ----------------------------------------------------------------------------------------------
 
-    def write_batch(self, messages: Sequence[OutMessage], offset: OffsetRecord | OffsetTombstone | None = None) -> None:
+    def write_batch(self, messages: Sequence[OutMessage], offset: OffsetRecord | OffsetTombstone | None = None,
+                    payload: int | None = None) -> None:
         """Writes all messages and the offset record in one transaction, or raises a SinkError having written none.
 
         An empty `messages` with an offset is fine (a heartbeat commit). After SinkRetriableError writing the same
         batch again is safe; after SinkFatalError call open() first; after SinkFencedError the pipeline must stop.
+        `payload`: the messages' key and value bytes (payload_size) when the caller counted them as it made them;
+        the sink then does not go over the messages to count them (0.08 µs a message in a catch-up, their bytes out
+        of the CPU's caches by then).
         """
         self._require_open()
         if not messages and offset is None:
@@ -290,6 +295,7 @@ class TransactionalSink:
         started = time.monotonic()
         batch_id = self.last_batch_id = uuid.uuid4().hex
         oversized = self._prepare_topics(messages, offset)
+        self._given_payload = payload
         # reports of an aborted batch's purged messages must not count for this one
         self._served(self._producer.poll, 0)
         self._deliveries = _Deliveries()
@@ -388,9 +394,11 @@ class TransactionalSink:
                 self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
         if self._batch_payload is None:
             skipped = self._deliveries.skipped
-            self._batch_payload = (sum(map(len, filter(None, map(_KEY, messages))))
-                                   + sum(map(len, filter(None, map(_VALUE, messages))))
-                                   - sum(payload_size(messages[index]) for index in skipped))
+            payload = self._given_payload
+            if payload is None:
+                payload = (sum(map(len, filter(None, map(_KEY, messages))))
+                           + sum(map(len, filter(None, map(_VALUE, messages)))))
+            self._batch_payload = payload - sum(payload_size(messages[index]) for index in skipped)
         if offset is not None:
             value = offset.to_value()
             try:

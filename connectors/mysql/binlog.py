@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import NamedTuple
 
 import pymysql
@@ -35,6 +36,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from connectors import ConnectorError, HistoryLost, SourceUnreachable
+from connectors.core.stream import ChangeSpan
 from connectors.mysql import compiled_rows, rows_packets, table_maps  # noqa: F401 - table_maps: decoded once per table definition
 from connectors.mysql.connection import ConnectionSettings, connect, connection_error
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
@@ -49,6 +51,7 @@ _HISTORY_LOST = {1236}
 # The least silence of a binlog stream with heartbeats taken as a lost connection (stream_silence_seconds)
 STREAM_SILENCE_MIN_SECONDS = 30.0
 STREAM_READ_BUFFER = 128 * 1024  # bytes the stream connection reads from its socket at once, at most
+MAX_WANTED_TABLES = 4096  # tables whose `wanted` answer a reader keeps (then it asks afresh)
 
 
 class BinlogConnectionLost(SourceUnreachable):
@@ -148,8 +151,8 @@ class RowChange:
 class RowsRun:
     """A rows event whose rows the compiled module writes straight into Kafka messages (compiled_rows.write_run): its
     body and how to decode it, kept undecoded; what the RowChange of each of its rows would hold is computed from it
-    (`row_change`, `position_after`). The change reader queues row `r` of it as the tuple `(run, r)`, one per row, so
-    the queue and the batches count rows as before. Compared by identity."""
+    (`row_change`, `position_after`). The change reader queues its rows as a RowsSpan; a single row `r` of it is the
+    tuple `(run, r)`. Compared by identity."""
 
     __slots__ = ("op", "schema", "body", "layout", "present", "present_after", "count", "first", "gtid", "file", "pos",
                  "server_id", "ts_sec", "thread", "query", "start", "index", "arrived_ms", "_changes")
@@ -186,15 +189,48 @@ class RowsRun:
         return self._changes[row]
 
 
+class RowsSpan(ChangeSpan):
+    """Rows `first`..`end - 1` of a RowsRun, queued as one item (core.stream.ChangeSpan); each of its rows is the
+    tuple `(run, row)`."""
+
+    __slots__ = ("run", "first", "end")
+
+    def __init__(self, run: RowsRun, first: int, end: int):
+        self.run, self.first, self.end = run, first, end
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def __iter__(self):
+        return zip(repeat(self.run), range(self.first, self.end))
+
+    def split(self, count: int) -> tuple[RowsSpan, RowsSpan]:
+        middle = self.first + count
+        return RowsSpan(self.run, self.first, middle), RowsSpan(self.run, middle, self.end)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is RowsSpan and (self.run, self.first, self.end) == (other.run, other.first, other.end)
+
+    def __hash__(self) -> int:
+        return hash((id(self.run), self.first, self.end))
+
+    def __repr__(self) -> str:
+        return f"RowsSpan(rows {self.first}..{self.end - 1} of the rows event at {self.run.file}:{self.run.pos})"
+
+
 def row_change(item) -> RowChange:
     """A queued `(run, row)` as its RowChange; any other item as it is."""
     return item[0].row_change(item[1]) if type(item) is tuple else item
 
 
 def resume_position(item) -> BinlogPosition:
-    """Where to read on after a queued item: for a `(run, row)` RowsRun.position_after (nothing decoded), for any
-    other item its `position`."""
-    return item[0].position_after(item[1]) if type(item) is tuple else item.position
+    """Where to read on after a queued item: for a `(run, row)` RowsRun.position_after (nothing decoded), for a
+    RowsSpan that of its last row, for any other item its `position`."""
+    if type(item) is tuple:
+        return item[0].position_after(item[1])
+    if type(item) is RowsSpan:
+        return item.run.position_after(item.end - 1)
+    return item.position
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -333,6 +369,8 @@ class BinlogReader:
     rows_event_bytes: int = field(default=0, init=False, repr=False)
     # reads the rows events of known tables from the packets, when runs are wanted (rows_packets)
     _peek: rows_packets.PacketPeek | None = field(default=None, init=False, repr=False)
+    # (database, table) -> `wanted`'s answer, asked once per table (its patterns cost about a microsecond a rows event)
+    _wanted_tables: dict[tuple[str, str], bool] = field(default_factory=dict, init=False, repr=False)
 
     def __iter__(self) -> Iterator[RowChange | TransactionCommit | SchemaStatement | Heartbeat]:
         start = self._resolve_start()
@@ -501,8 +539,16 @@ class BinlogReader:
         a resumed position already handed out or of a table whose rows are not wanted."""
         index = txn.events_done
         txn.events_done += 1
-        if index < skip_events or (self.wanted is not None and not self.wanted(database, table)):
+        if index < skip_events:
             return None
+        if self.wanted is not None:
+            wanted = self._wanted_tables.get((database, table))
+            if wanted is None:
+                if len(self._wanted_tables) >= MAX_WANTED_TABLES:
+                    self._wanted_tables.clear()
+                wanted = self._wanted_tables[database, table] = self.wanted(database, table)
+            if not wanted:
+                return None
         return index
 
     def _lost_text(self) -> str:

@@ -185,6 +185,14 @@ class TableEvents:
         self._last_query, self._last_query_json = None, "null"
         self._value_schema_json = json_converter.schema_json(self.value_schema)
         self._run_tables: dict[tuple, tuple] = {}  # compiled layout -> what write_run takes (append_run)
+        # streamed_parts': what a value starts and ends with, and the source block's parts kept from the last event
+        schema_head, self._value_tail = ((f'{{"schema":{self._value_schema_json},"payload":', "}")
+                                         if config.value_schemas else ("", ""))
+        self._value_head = f'{schema_head}{{"before":'
+        self._source_head_key: tuple | None = None
+        self._source_head = ""
+        self._source_tail_key: tuple | None = None
+        self._source_tail = ""
 
     def row(self, values: dict | None) -> dict | None:
         if values is None:
@@ -250,22 +258,30 @@ class TableEvents:
         """The value `messages(op, before, after, source, now_ns=now_ns)` writes for any row of the rows event
         `source` names is `first + row_json(before) + second + row_json(after) + third + row + fourth` (`row`: the
         row's index in its event): what the event's rows share is written once. The builder's test compares the
-        two byte for byte."""
+        two byte for byte.
+
+        The rows events of one transaction share all of it but their `pos`: the rest of the source block up to
+        it and the part after the row are kept from the previous event while they are the same (a rows event's
+        parts cost about a microsecond less)."""
         ms = source.ts_ms
         text = self._texts.json
-        schema_head, schema_tail = (f'{{"schema":{self._value_schema_json},"payload":', "}"
-                                    ) if self.config.value_schemas else ("", "")
-        return (
-            f'{schema_head}{{"before":',
-            ',"after":',
-            f',"source":{self._source_prefix}"ts_ms":{ms},"snapshot":{text(source.snapshot)},'
-            f'"db":{text(source.database)},"sequence":null,"ts_us":{ms * 1000},"ts_ns":{ms * 1_000_000},'
-            f'"table":{text(source.table)},"server_id":{source.server_id},"gtid":{text(source.gtid)},'
-            f'"file":{text(source.file)},"pos":{source.pos},"row":',
-            f',"thread":{"null" if source.thread is None else source.thread},"query":{self._query_json(source.query)}}}'
-            f',"transaction":null,"op":{text(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},'
-            f'"ts_ns":{now_ns}}}{schema_tail}',
-        )
+        head_key = (ms, source.snapshot, source.database, source.table, source.server_id, source.gtid, source.file)
+        if head_key != self._source_head_key:
+            self._source_head_key = head_key
+            self._source_head = (
+                f',"source":{self._source_prefix}"ts_ms":{ms},"snapshot":{text(source.snapshot)},'
+                f'"db":{text(source.database)},"sequence":null,"ts_us":{ms * 1000},"ts_ns":{ms * 1_000_000},'
+                f'"table":{text(source.table)},"server_id":{source.server_id},"gtid":{text(source.gtid)},'
+                f'"file":{text(source.file)},"pos":')
+        tail_key = (source.thread, source.query, op, now_ns)
+        if tail_key != self._source_tail_key:
+            self._source_tail_key = tail_key
+            self._source_tail = (
+                f',"thread":{"null" if source.thread is None else source.thread},'
+                f'"query":{self._query_json(source.query)}}}'
+                f',"transaction":null,"op":{text(op)},"ts_ms":{now_ns // 1_000_000},"ts_us":{now_ns // 1000},'
+                f'"ts_ns":{now_ns}}}{self._value_tail}')
+        return self._value_head, ',"after":', f'{self._source_head}{source.pos},"row":', self._source_tail
 
     def append_streamed(self, messages: list, parts: tuple[str, str, str, str], op: str, before: dict | None,
                         after: dict | None, row: int) -> None:
@@ -279,10 +295,11 @@ class TableEvents:
         if op == "d" and self.config.tombstones_on_delete:
             messages.append(OutMessage(self.topic, key, None))
 
-    def append_run(self, messages: list, parts: tuple[str, str, str, str], run, first: int, end: int) -> int:
+    def append_run(self, messages: list, parts: tuple[str, str, str, str], run, first: int,
+                   end: int) -> tuple[int, int]:
         """Appends what `append_streamed` gives for rows `first`..`end - 1` of `run` (a binlog.RowsRun; `parts` made
         for it), written by the compiled module in one call from the event's bytes; returns the row it stopped before
-        (`end`, or an update's row whose key moves, which `messages` writes)."""
+        (`end`, or an update's row whose key moves, which `messages` writes) and the key and value bytes appended."""
         table = self._run_tables.get(run.layout)
         if table is None:
             table = self._run_tables[run.layout] = self._run_table(run.layout)

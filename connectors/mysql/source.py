@@ -15,7 +15,6 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 import pymysql
@@ -29,7 +28,7 @@ from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
 from connectors.events import json_converter
 from connectors.events import schema as s
 from connectors.events.transaction_metadata import TransactionMessages
-from connectors.kafka.sink import OutMessage
+from connectors.kafka.sink import OutMessage, payload_size
 from connectors.mysql import catalog, chunk_tasks
 from connectors.mysql.binlog import (
     BinlogPosition,
@@ -37,6 +36,7 @@ from connectors.mysql.binlog import (
     Heartbeat,
     RowChange,
     RowsRun,
+    RowsSpan,
     SchemaStatement,
     TableSchema,
     TransactionCommit,
@@ -191,8 +191,9 @@ class MySqlEventBuilder:
         event's parts (TableEvents.streamed_parts), made once per event; the queued rows of a binlog.RowsRun that
         follow one another are written in one compiled call (TableEvents.append_run); with transaction metadata, or
         while a snapshot's filter still applies, every change goes through `build`. Events built in one call share
-        their `ts_ms`."""
+        their `ts_ms`. The messages' bytes are counted as they are written (BuiltChanges.payload)."""
         built = BuiltChanges()
+        payload = 0
         streamed = self.transactions is None and not self.overlap.filtering
         skipped = self._skipped
         captures_gtid = self.config.captures_gtid
@@ -207,15 +208,22 @@ class MySqlEventBuilder:
         while index < total:
             change = changes[index]
             kind = type(change)
-            if streamed and kind is tuple:
-                # rows row..end-1 of the run are queued one after another from here
-                run, row = change
-                end = min(run.count, row + total - index)
-                if changes[index + end - row - 1] != (run, end - 1):  # the change reader queues a run's rows together
-                    end = row + 1
-                    while end < run.count and index + end - row < total and changes[index + end - row] == (run, end):
-                        end += 1
-                index += end - row
+            if streamed and (kind is RowsSpan or kind is tuple):
+                if kind is RowsSpan:
+                    run, row, end = change.run, change.first, change.end
+                    index += 1
+                    run_first, run_last = (run, row), (run, end - 1)
+                else:  # rows row..end-1 of the run are queued one after another from here
+                    run, row = change
+                    end = min(run.count, row + total - index)
+                    if changes[index + end - row - 1] != (run, end - 1):  # the reader queues a run's rows together
+                        end = row + 1
+                        while (end < run.count and index + end - row < total
+                               and changes[index + end - row] == (run, end)):
+                            end += 1
+                    index += end - row
+                    run_first, run_last = change, changes[index - 1]
+                first_row = row
                 if at is None or run.pos != at[1] or run.file != at[0]:
                     at = (run.file, run.pos)
                     if at in parts_of:
@@ -230,18 +238,29 @@ class MySqlEventBuilder:
                 self._last_row = end - 1
                 events, parts = made
                 while row < end:
-                    row = events.append_run(messages, parts, run, row, end)
+                    row, size = events.append_run(messages, parts, run, row, end)
+                    payload += size
                     if row < end:  # an update that moves its key
                         moved = run.row_change(row)
-                        messages.extend(events.messages("u", moved.before, moved.after, self._source(moved),
-                                                        now_ns=now))
+                        out = events.messages("u", moved.before, moved.after, self._source(moved), now_ns=now)
+                        payload += sum(map(payload_size, out))
+                        messages.extend(out)
                         row += 1
-                run_counts[run.op] += end - change[1]
+                run_counts[run.op] += end - first_row
                 if first is None:
-                    first = change
-                last = changes[index - 1]  # (run, end - 1)
+                    first = run_first
+                last = run_last
                 continue
             index += 1
+            if kind is RowsSpan:  # with transaction metadata, or while a snapshot's filter applies: row by row
+                if first is not None:
+                    _count_run(built, run_counts, first, last)
+                    first = None
+                before = len(messages)
+                for one in change:
+                    built.add(self.build(one), one, messages)
+                payload += sum(map(payload_size, messages[before:]))
+                continue
             if streamed and kind is RowChange:
                 if at is None or change.pos != at[1] or change.file != at[0]:
                     at = (change.file, change.pos)
@@ -257,11 +276,13 @@ class MySqlEventBuilder:
                 self._last_row = change.row
                 events, parts = made
                 operation = change.op
+                before = len(messages)
                 if operation == "u" and events.moves_key(change.before, change.after):
                     messages.extend(events.messages(operation, change.before, change.after, self._source(change),
                                                     now_ns=now))
                 else:
                     events.append_streamed(messages, parts, operation, change.before, change.after, change.row)
+                payload += sum(map(payload_size, messages[before:]))
                 run_counts[operation] += 1
                 if first is None:
                     first = change
@@ -270,9 +291,12 @@ class MySqlEventBuilder:
                 if first is not None:
                     _count_run(built, run_counts, first, last)
                     first = None
+                before = len(messages)
                 built.add(self.build(change), change, messages)
+                payload += sum(map(payload_size, messages[before:]))
         if first is not None:
             _count_run(built, run_counts, first, last)
+        built.payload = payload
         return built
 
     def _streamed_parts(self, change: RowChange | RowsRun, row: int, captures_gtid, skipped, now: int):
@@ -314,6 +338,8 @@ class MySqlEventBuilder:
         position = resume_position(change).to_offset()
         if type(change) is tuple:  # a RowsRun holds what is read below for all of its rows
             change = change[0]
+        elif type(change) is RowsSpan:
+            change = change.run
         ts = getattr(change, "ts_sec", None)
         summary = {"op": getattr(change, "op", None)}
         schema = getattr(change, "schema", None)
@@ -358,8 +384,8 @@ def queued_row_bytes(row: RowChange, binlog_bytes: int) -> int:
     return binlog_bytes + images * len(row.schema.columns) * QUEUED_VALUE_BYTES
 
 
-# What one queued row of a binlog.RowsRun holds beyond its share of the event's bytes: its (run, row) tuple and its
-# slot in the queue's list.
+# What one queued row of a binlog.RowsRun is counted beyond its share of the event's bytes (what its (run, row) tuple
+# and its slot in the queue's list held when each row was queued alone; its RowsSpan holds less).
 QUEUED_RUN_ROW_BYTES = 72
 
 
@@ -369,8 +395,11 @@ def queued_run_row_bytes(binlog_bytes: int) -> int:
 
 
 def queued_position(item) -> MySqlPosition:
-    """The position after a queued change: a `(run, row)` of a binlog.RowsRun, or a change with its own."""
-    return MySqlPosition(resume_position(item), (item[0] if type(item) is tuple else item).ts_sec)
+    """The position after a queued change: a `(run, row)` or a RowsSpan of a binlog.RowsRun, or a change with its
+    own."""
+    kind = type(item)
+    return MySqlPosition(resume_position(item),
+                         (item[0] if kind is tuple else item.run if kind is RowsSpan else item).ts_sec)
 
 
 class BinlogChangeReader(threading.Thread):
@@ -396,12 +425,24 @@ class BinlogChangeReader(threading.Thread):
                 continue
         return False
 
-    def _put_rows(self, rows: list, event_bytes: int, size: int | None = None) -> bool:
-        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first.
-        `size`: each row's bytes (by default queued_row_bytes')."""
+    def _put_span(self, span: RowsSpan, size: int) -> bool:
+        """Queues a RowsRun's rows as one item (split where the queue has no room for all); False when stopped first.
+        `size`: each row's bytes."""
+        rest: RowsSpan | None = span
+        while rest is not None:
+            if self.stop.is_set():
+                return False
+            try:
+                rest = self.changes.put_span(rest, timeout=0.2, change_bytes=size)
+            except queue.Full:
+                continue
+        self.position = resume_position(span)
+        return True
+
+    def _put_rows(self, rows: list, event_bytes: int) -> bool:
+        """Queues a rows event's rows (under one lock for as many as there is room for); False when stopped first."""
         done = 0
-        if size is None:
-            size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
+        size = queued_row_bytes(rows[0], event_bytes // len(rows)) if self.changes.max_bytes else 0
         while done < len(rows):
             if self.stop.is_set():
                 return False
@@ -432,11 +473,9 @@ class BinlogChangeReader(threading.Thread):
                             return
                         rows = []
                     elif type(item) is RowsRun:
-                        # one tuple per row (made in C): the queue and the pipeline's batches count rows
-                        run_rows = list(zip(repeat(item), range(item.first, item.count)))
                         size = (queued_run_row_bytes(reader.rows_event_bytes // item.count)
                                 if self.changes.max_bytes else 0)
-                        if not self._put_rows(run_rows, reader.rows_event_bytes, size):
+                        if not self._put_span(RowsSpan(item, item.first, item.count), size):
                             return
                     elif type(item) is Heartbeat:
                         if not self._put(Idle(MySqlPosition(item.position, int(time.time())))):

@@ -15,8 +15,8 @@ from connectors.kafka import sink
 _write_batch = sink.TransactionalSink.write_batch
 
 
-def _write_then_hold(self, messages, offset=None):
-    _write_batch(self, messages, offset)
+def _write_then_hold(self, messages, offset=None, payload=None):
+    _write_batch(self, messages, offset, payload)
     value = offset.to_value() if offset is not None else None
     if value and b'"transaction":{' in value:
         threading.Event().wait()

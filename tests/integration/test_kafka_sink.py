@@ -407,3 +407,14 @@ def test_unreachable_kafka_is_a_retriable_error_naming_the_step():
         sink.write_batch([OutMessage("t", b"k", b"v")])
     with pytest.raises(OffsetStoreError, match="cdc.offsets"):
         OffsetStore("127.0.0.1:1", timeout=1).load("conn")
+
+
+def test_a_payload_the_caller_counted_is_taken_as_it_is_less_what_was_skipped(stack, names):
+    """write_batch's `payload` (the caller's count of its messages' key and value bytes, as it built them) is what
+    the batch counts, less the messages skipped: the sink does not go over the messages to count them again."""
+    with make_sink(stack, names, producer_config={"message.max.bytes": 50_000}, too_large="skip") as sink:
+        big = OutMessage(names.topic, b'{"id":"big"}', b"y" * 60_000)
+        kept = events(names, 1, 2)
+        sink.write_batch([kept[0], big, kept[1]], offset(names, 2), payload=payload_bytes([*kept, big]) + 1000)
+        assert sink.stats.bytes == payload_bytes(kept) + 1000 and sink.stats.messages == 2
+    assert values(stack, names.topic) == [b"event-1", b"event-2"]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed
+from connectors.core.stream import Backoff, ChangeQueue, Idle, ReaderFailed, each_change
 from connectors.mysql.binlog import RowChange, current_position, row_change
 from connectors.mysql.config import MySqlConfig
 from connectors.mysql.source import BinlogChangeReader
@@ -42,7 +42,7 @@ def test_the_binlog_reader_holds_the_queue_to_its_byte_bound(mariadb, mariadb_db
     try:
         while len(ids) < 300 and time.monotonic() < deadline:
             held.append((changes.queued_bytes, changes.qsize()))
-            for item in changes.take(5, 1.0, (Idle, ReaderFailed)):
+            for item in each_change(changes.take(5, 1.0, (Idle, ReaderFailed))):
                 assert not isinstance(item, ReaderFailed), item.error
                 item = row_change(item)  # a (run, row) tuple: a row of a rows event kept undecoded
                 if isinstance(item, RowChange):

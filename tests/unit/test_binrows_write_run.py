@@ -94,12 +94,14 @@ def test_counted_bodies_are_written_as_the_python_way_writes_their_rows():
         first = rng.randint(0, len(rows))
         end = rng.randint(first, len(rows) + 1)
         messages: list = []
-        stop = module.write_run(body, layout, present, after, first, end, {"c": 0, "u": 1, "d": 2}[op], parts,
-                                table, messages)
+        stop, payload = module.write_run(body, layout, present, after, first, end, {"c": 0, "u": 1, "d": 2}[op],
+                                         parts, table, messages)
         expected, expected_stop = _expected(rows, op, first, end, parts, writers, key_writers, head, tail,
                                             key_names, table[-1])
         assert [message.fields for message in messages] == expected, seed
         assert stop == expected_stop, seed
+        # the bytes it says it wrote: each message's key and value (topic, key, value, headers)
+        assert payload == sum(len(fields[1] or b"") + len(fields[2] or b"") for fields in expected), seed
         written += len(messages)
         stopped += stop < min(end, len(rows))
     assert written > 200 and stopped > 5, (seed, written, stopped)  # the test reaches both outcomes

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from connectors.core.metrics import StreamingMetrics
-from connectors.core.stream import ChangeQueue, Idle
+from connectors.core.stream import ChangeQueue, ChangeSpan, Idle, each_change
 
 MARKERS = (Idle,)
 
@@ -241,3 +241,120 @@ def test_sampled_size_averages_a_spread_sample():
     items = ["x" * 10] * 48 + ["y" * 1010] * 48  # every sixth is sampled: eight of each half
     assert sampled_size(items, len) == 510
     assert sampled_size(["a" * n for n in range(1, 6)], len) == 3  # five items: all of them
+
+
+class Numbers(ChangeSpan):
+    """The changes first..end - 1, each an int."""
+
+    __slots__ = ("first", "end")
+
+    def __init__(self, first: int, end: int):
+        self.first, self.end = first, end
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def __iter__(self):
+        return iter(range(self.first, self.end))
+
+    def split(self, count: int) -> tuple[Numbers, Numbers]:
+        assert 0 < count < len(self)
+        return Numbers(self.first, self.first + count), Numbers(self.first + count, self.end)
+
+
+def test_a_span_counts_its_changes_and_is_split_where_the_queue_or_the_limit_ends():
+    changes = ChangeQueue(10)
+    changes.put(-1)
+    rest = changes.put_span(Numbers(0, 12))
+    assert (rest.first, rest.end) == (9, 12) and changes.qsize() == 10  # room for nine of its changes
+    with pytest.raises(queue.Full):
+        changes.put_span(rest, timeout=0.05)
+    batch, count = changes.take_counted(4, 1.0, MARKERS)
+    assert batch[0] == -1 and list(each_change(batch)) == [-1, 0, 1, 2] and count == 4 and changes.qsize() == 6
+    assert changes.put_span(Numbers(9, 10)) is None and changes.put_span(Numbers(10, 12)) is None
+    batch, count = changes.take_counted(7, 1.0, MARKERS)
+    assert list(each_change(batch)) == list(range(3, 10)) and count == 7
+    assert batch[-1] == 9  # a span of one change is queued as the change itself
+    assert changes.take(1, 1.0, MARKERS) == [10] and changes.take(5, 1.0, MARKERS) == [11]  # and split into one
+    assert changes.qsize() == 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spans_plain_items_and_markers_each_arrive_once_in_order_within_every_limit(seed):
+    """A reader of plain changes, markers and spans of any length against a taker of random limits: every change
+    arrives once and in order, each take holds at most its limit of changes (and says how many), none of what it
+    returns is a span of one change, a batch ends at its first marker, and the queue's count of changes and of bytes
+    follow what it holds."""
+    import random
+
+    rng = random.Random(seed)
+    bound = rng.choice([0, 200, 5000])
+    changes = ChangeQueue(rng.choice([1, 5, 50]), max_bytes=bound)
+    sent: list = []
+    done = threading.Event()
+
+    def read():
+        number = 0
+        for _ in range(400):
+            kind = rng.random()
+            if kind < 0.1:
+                marker = Idle(number)
+                changes.put(marker, timeout=30)
+                sent.append(marker)
+            elif kind < 0.4:
+                changes.put(number, timeout=30, size=7)
+                sent.append(number)
+                number += 1
+            else:
+                span = Numbers(number, number + rng.randint(1, 40))
+                rest = span
+                while rest is not None:
+                    rest = changes.put_span(rest, timeout=30, change_bytes=rng.choice([0, 3, 60]))
+                sent.extend(span)
+                number = span.end
+        done.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    got: list = []
+    while not done.is_set() or changes.qsize():
+        limit = rng.randint(1, 60)
+        batch, count = changes.take_counted(limit, 0.05, MARKERS, fill=rng.randint(1, 5))
+        flat = list(each_change(batch))
+        assert count == len(flat) <= limit
+        assert not any(isinstance(item, ChangeSpan) and len(item) < 2 for item in batch)
+        assert not any(isinstance(item, Idle) for item in batch[:-1])
+        got.extend(flat)
+        assert changes.queued_bytes >= 0 and (bound == 0 or changes.queued_bytes <= bound or changes.qsize() <= 40)
+    reader.join()
+    assert got == sent
+    assert changes.qsize() == 0 and changes.queued_bytes == 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_bytes_of_split_spans_are_those_of_the_changes_queued(seed):
+    """Puts and takes in turn (one thread): after each, the queue's bytes and count are those of the changes it still
+    holds, a span's split parts counting their own changes' bytes."""
+    import random
+
+    rng = random.Random(seed)
+    changes = ChangeQueue(rng.choice([3, 30]), max_bytes=rng.choice([0, 500]))
+    held: list[tuple[object, int]] = []  # (change, its bytes) queued, oldest first
+    number = 0
+    for _ in range(300):
+        if rng.random() < 0.5:
+            each = rng.choice([0, 4, 25])
+            span = Numbers(number, number + rng.randint(1, 20))
+            try:
+                rest = changes.put_span(span, timeout=0, change_bytes=each)
+            except queue.Full:
+                continue
+            queued = len(span) - len(rest or ())
+            held.extend((change, each) for change in list(span)[:queued])
+            number += queued
+        else:
+            batch, count = changes.take_counted(rng.randint(1, 12), 0, MARKERS)
+            assert list(each_change(batch)) == [change for change, _ in held[:count]]
+            del held[:count]
+        assert changes.qsize() == len(held)
+        assert changes.queued_bytes == (sum(size for _, size in held) if changes.max_bytes else 0)

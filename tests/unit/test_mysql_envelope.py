@@ -4,6 +4,7 @@ tombstone, column filters, masks and truncation, message.key.columns, schemas on
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE
@@ -131,3 +132,24 @@ def test_masked_hashed_and_truncated_columns_mark_their_schemas():
     assert after["pin"] == {"type": "string", "optional": True, "parameters": {"masked": "true"}, "field": "pin"}
     assert value["payload"]["after"] == {"id": key["payload"]["id"], "code": "abc", "bio": "a l", "mood": "hap",
                                          "pin": "**", "team": 3}
+
+
+
+def test_streamed_parts_of_one_event_after_another_are_each_events_own():
+    """The parts a TableEvents keeps from the previous rows event are used only while what they hold is the same: each
+    event's value is what `messages` writes for it, and its parts those of a TableEvents that saw no other event."""
+    sources = [SOURCE, replace(SOURCE, pos=900), replace(SOURCE, gtid="0-1-10"),
+               replace(SOURCE, ts_ms=1_700_000_001_000), replace(SOURCE, thread=None),
+               replace(SOURCE, query="INSERT INTO users VALUES (7)"),
+               replace(SOURCE, server_id=2), replace(SOURCE, file="mariadb-bin.000002"),
+               replace(SOURCE, snapshot="true"), replace(SOURCE, database="shop2"), replace(SOURCE, table="users2")]
+    for props in ({}, {"value.converter.schemas.enable": "false"}):
+        built = events(**props)
+        for source in sources + sources[::-1]:
+            for op, now_ns in (("c", 1_700_000_000_000_000_000), ("d", 1_700_000_000_000_000_000),
+                               ("d", 1_700_000_000_000_000_001)):
+                parts = built.streamed_parts(op, source, now_ns)
+                assert parts == events(**props).streamed_parts(op, source, now_ns)
+                before, after = (None, ROW) if op == "c" else (ROW, None)
+                expected = built.messages(op, before, after, replace(source, row=3), now_ns=now_ns)[0].value
+                assert built.streamed_value(parts, before, after, 3) == expected

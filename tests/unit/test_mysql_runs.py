@@ -57,6 +57,7 @@ def test_rows_out_of_their_order_are_each_written_once(op, fixed_time):
     together, alone = MySqlEventBuilder(config), MySqlEventBuilder(config)
     messages: list = []
     built = together.build_changes(batch, messages)
+    assert built.payload == sum(len(message.key or b"") + len(message.value or b"") for message in messages)
     expected = [message for item in batch for message in alone.build(item)[1]]
     assert messages == expected
     assert len(messages) == len(batch) * (2 if op == "d" else 1)

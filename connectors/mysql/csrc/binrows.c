@@ -1031,10 +1031,11 @@ static int key_moves(const Reader *in, const Rows *rows, PyObject *key_columns) 
     return 0;
 }
 
-/* write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> int: the messages
+/* write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> (int, int): the messages
    envelope.TableEvents.append_streamed gives for rows first..end-1 of a rows event (a body count_rows counted)
-   appended to `messages`, each made by `make(topic, key, value, None)`; returns the row it stopped before: `end`, or an
-   update's row whose key moves (the Python way writes that one: two events and their headers). `op`: 0 create,
+   appended to `messages`, each made by `make(topic, key, value, None)`; returns the row it stopped before (`end`, or
+   an update's row whose key moves: the Python way writes that one, two events and their headers) and the bytes of
+   the keys and values it appended (what the sink counts, known here without going over the messages again). `op`: 0 create,
    1 update, 2 delete; `parts`: TableEvents.streamed_parts; `table`: (writers, their layout columns, key writers or
    None, their layout columns, key head, key tail, the key's layout columns for moves, topic, make, tombstones). */
 static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -1058,7 +1059,7 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     Rows rows;
     Buffer value_out = {NULL, 0, 0}, key_out = {NULL, 0, 0};
     Writer *row_writers = NULL, *keys = NULL;
-    Py_ssize_t row = 0, row_writer_count = 0, key_count = 0;
+    Py_ssize_t row = 0, row_writer_count = 0, key_count = 0, payload = 0;
     int failed = rows_open(&rows, args) < 0;
     if (!failed && (op < 0 || op > 2 || (op == 1) != rows.update || first < 0 || !PyTuple_Check(key_columns) ||
                     (key_writers != Py_None && (!PyUnicode_Check(key_head) || !PyUnicode_Check(key_tail))))) {
@@ -1137,6 +1138,8 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
                 at += sizes[i];
             }
         }
+        Py_ssize_t key_length = made[1] != NULL && made[1] != Py_None ? PyBytes_GET_SIZE(made[1]) : 0;
+        if (made[2] != NULL) payload += key_length + PyBytes_GET_SIZE(made[2]);
         PyObject *message = made[2] == NULL ? NULL : PyObject_Vectorcall(make, made, 4, NULL);
         Py_XDECREF(made[2]);
         failed = message == NULL || PyList_Append(messages, message) < 0;
@@ -1146,6 +1149,7 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
             message = PyObject_Vectorcall(make, made, 4, NULL);
             failed = message == NULL || PyList_Append(messages, message) < 0;
             Py_XDECREF(message);
+            payload += key_length;
         }
         Py_XDECREF(made[1]);
     }
@@ -1155,7 +1159,7 @@ static PyObject *write_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     PyMem_Free(value_out.data);
     PyMem_Free(key_out.data);
     if (failed) return NULL;
-    return PyLong_FromSsize_t(row);
+    return Py_BuildValue("(nn)", row, payload);
 }
 
 static PyMethodDef methods[] = {
@@ -1169,7 +1173,7 @@ static PyMethodDef methods[] = {
     {"count_rows", (PyCFunction)(void (*)(void))count_rows, METH_FASTCALL,
      "count_rows(body, layout, present, present_after) -> int | None"},
     {"write_run", (PyCFunction)(void (*)(void))write_run, METH_FASTCALL,
-     "write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> int"},
+     "write_run(body, layout, present, present_after, first, end, op, parts, table, messages) -> (int, int)"},
     {"slots_maker", (PyCFunction)(void (*)(void))slots_maker, METH_FASTCALL, "slots_maker(cls, names) -> maker"},
     {"text_rows", (PyCFunction)(void (*)(void))text_rows, METH_FASTCALL,
      "text_rows(read, sequence, kinds, calls) -> (rows, last packet, next sequence)"},
