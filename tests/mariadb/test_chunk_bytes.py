@@ -79,6 +79,18 @@ def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(mariadb, maria
     assert chunks == ROWS
 
 
+def incremental_snapshot(runner, collection: str, meanwhile=lambda: None, timeout: float = 90.0) -> dict:
+    """Once `runner`'s pipeline streams, an incremental snapshot of `collection`, `meanwhile()` run as it starts:
+    its snapshot metrics once it completed."""
+    errors = lambda: str(runner.runner.errors)  # noqa: E731 - what a failed wait shows
+    pipeline = wait_for(lambda: next((p for p in runner.runner.pipelines.values()
+                                      if p.metrics.phase == "streaming"), None), 60, "streaming", errors)
+    pipeline.request_incremental_snapshot([collection])
+    meanwhile()
+    return wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
+                    and not m["SnapshotRunning"] and m, timeout, "the incremental snapshot to complete", errors)
+
+
 def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(mariadb, mariadb_db):
     fill(mariadb, mariadb_db)
     mariadb.execute("CREATE TABLE dbz_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT)",
@@ -89,12 +101,7 @@ def test_an_incremental_snapshot_of_large_rows_reads_windows_of_fewer_rows(maria
                                                "snapshot.chunk.max.bytes": str(5 * VALUE_BYTES + VALUE_BYTES // 2)})
     runner = InProcess(props)
     try:
-        errors = lambda: str(runner.runner.errors)  # noqa: E731 - what a failed wait shows
-        pipeline = wait_for(lambda: next((p for p in runner.runner.pipelines.values()
-                                          if p.metrics.phase == "streaming"), None), 60, "streaming", errors)
-        pipeline.request_incremental_snapshot([f"{mariadb_db}.wide"])
-        metrics = wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
-                           and not m["SnapshotRunning"] and m, 60, "the incremental snapshot to complete", errors)
+        metrics = incremental_snapshot(runner, f"{mariadb_db}.wide")
         records = records_at_least(runner, BOOTSTRAP, f"{props['topic.prefix']}.{mariadb_db}.wide", ROWS)
     finally:
         runner.close()

@@ -533,6 +533,23 @@ def test_snapshot_stopped_between_chunks_resumes_its_plan(mariadb, filled, monke
     assert ops == {"r": 999, "u": 1, "c": 1}
 
 
+def assert_resumed_chains(values: list[dict], field: str, read_first: set, first: int, gone: int) -> None:
+    """The chains a resumed snapshot's topic gives each row (by `field`): ("r", 0), ("u", 1) for a row read before the
+    stop (all rows were updated to 1 while stopped), ("r", 1) for one read after it, ("u", 2) more for `first`
+    (updated after the restart); `gone`, deleted while stopped before its chunk was read, never seen."""
+    chains: dict[int, list[tuple[str, int | None]]] = {}
+    for value in values:
+        chains.setdefault((value["after"] or value["before"])[field], []).append(
+            (value["op"], value["after"] and value["after"]["v"]))
+    assert gone not in chains, f"the delete of a row read after it came again: {chains.get(gone)}"
+    assert len(chains) == 999
+    for row, chain in chains.items():
+        expected = [("r", 0), ("u", 1)] if row in read_first else [("r", 1)]
+        if row == first:
+            expected.append(("u", 2))
+        assert chain == expected, (row, chain)
+
+
 def test_a_resumed_snapshot_of_string_keys_gives_each_row_its_exact_chain(mariadb, mariadb_db, monkeypatch):
     """As above with a (VARCHAR under a case-insensitive collation, INT) key, whose order is not the bytes' (k0001 <
     K0001 < k0002): the server says which chunk read after the restart holds a changed key. Rows of those chunks
@@ -564,17 +581,7 @@ def test_a_resumed_snapshot_of_string_keys_gives_each_row_its_exact_chain(mariad
     finally:
         runner.close()
     assert not runner.runner.errors
-    chains: dict[int, list[tuple[str, int | None]]] = {}
-    for value in values:
-        chains.setdefault((value["after"] or value["before"])["id"], []).append(
-            (value["op"], value["after"] and value["after"]["v"]))
-    assert gone not in chains, f"the delete of a row read after it came again: {chains.get(gone)}"
-    assert len(chains) == 999
-    for row, chain in chains.items():
-        expected = [("r", 0), ("u", 1)] if row in read_first else [("r", 1)]
-        if row == first:
-            expected.append(("u", 2))
-        assert chain == expected, (row, chain)
+    assert_resumed_chains(values, "id", read_first, first, gone)
 
 
 def test_binlog_connection_killed_under_load(mariadb, filled, caplog):

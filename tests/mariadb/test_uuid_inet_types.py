@@ -15,10 +15,15 @@ import json
 import pytest
 
 from tests.integration.kafka_reading import read_topic
-from tests.mariadb.test_chunk_bytes import snapshot_chunks
+from tests.mariadb.test_chunk_bytes import incremental_snapshot, snapshot_chunks
 from tests.mariadb.test_event_kinds import records_of, streaming
-from tests.mariadb.test_source import BOOTSTRAP, InProcess, properties, run_until_two_chunks_are_committed
-from tests.waiting import wait_for
+from tests.mariadb.test_source import (
+    BOOTSTRAP,
+    InProcess,
+    assert_resumed_chains,
+    properties,
+    run_until_two_chunks_are_committed,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -178,17 +183,7 @@ def test_a_resumed_snapshot_of_uuid_keys_gives_each_row_its_exact_chain(mariadb,
     finally:
         runner.close()
     assert not runner.runner.errors
-    chains: dict[int, list[tuple[str, int | None]]] = {}
-    for value in values:
-        chains.setdefault((value["after"] or value["before"])["n"], []).append(
-            (value["op"], value["after"] and value["after"]["v"]))
-    assert gone not in chains, f"the delete of a row read after it came again: {chains.get(gone)}"
-    assert len(chains) == 999
-    for row, chain in chains.items():
-        expected = [("r", 0), ("u", 1)] if row in read_first else [("r", 1)]
-        if row == first:
-            expected.append(("u", 2))
-        assert chain == expected, (row, chain)
+    assert_resumed_chains(values, "n", read_first, first, gone)
 
 
 def test_an_incremental_snapshot_of_a_uuid_keyed_table_reads_windows_of_its_key_ranges(mariadb, mariadb_db):
@@ -200,13 +195,8 @@ def test_an_incremental_snapshot_of_a_uuid_keyed_table_reads_windows_of_its_key_
                                                "signal.data.collection": f"{mariadb_db}.dbz_signal"})
     runner = InProcess(props)
     try:
-        errors = lambda: str(runner.runner.errors)  # noqa: E731 - what a failed wait shows
-        pipeline = wait_for(lambda: next((p for p in runner.runner.pipelines.values()
-                                          if p.metrics.phase == "streaming"), None), 60, "streaming", errors)
-        pipeline.request_incremental_snapshot([f"{mariadb_db}.k"])
-        mariadb.execute("UPDATE k SET v = 1 WHERE n = 500", database=mariadb_db)  # noqa: S608 - while it runs
-        metrics = wait_for(lambda: (m := pipeline.snapshot_metrics.snapshot())["SnapshotKind"] == "incremental"
-                           and not m["SnapshotRunning"] and m, 90, "the incremental snapshot to complete", errors)
+        metrics = incremental_snapshot(runner, f"{mariadb_db}.k", lambda: mariadb.execute(
+            "UPDATE k SET v = 1 WHERE n = 500", database=mariadb_db))  # while it runs
         values = [json.loads(r.value) for r in records_of(props, mariadb_db, "k", 1000)]
     finally:
         runner.close()

@@ -64,16 +64,22 @@ def planned_chunks(caplog, table: str) -> int:
     return found[0]
 
 
-def snapshot(pg_db, stack, caplog, name: str, **extra) -> tuple[int, list[int]]:
+def snapshot_of(pg_db, stack, caplog, name: str, table: str, field: str, **extra) -> tuple[int, list[int]]:
+    """An initial_only snapshot of `table` (ROWS rows) with the properties `extra`: (its planned chunks, the sorted
+    values of `field` of its events); `caplog` holds its log."""
     config = pg_config(pg_db, name, **{"snapshot.mode": "initial_only", "snapshot.max.threads": 2, **extra})
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
         running = Running(config, stack.kafka_bootstrap)
         try:
-            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.wide", ROWS))
+            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.{table}", ROWS))
         finally:
             running.stop()
-    return planned_chunks(caplog, "wide"), sorted(v["after"]["id"] for v in values)
+    return planned_chunks(caplog, table), sorted(v["after"][field] for v in values if v)
+
+
+def snapshot(pg_db, stack, caplog, name: str, **extra) -> tuple[int, list[int]]:
+    return snapshot_of(pg_db, stack, caplog, name, "wide", "id", **extra)
 
 
 def test_a_table_of_large_rows_is_planned_in_chunks_of_fewer_rows(pg_db, stack, unique_name, caplog):
@@ -174,16 +180,9 @@ def test_a_keyless_table_over_the_bound_is_one_chunk_with_a_warning(pg_db, stack
                   f"FROM generate_series(1, {ROWS}) g")
     pg_db.execute("ANALYZE loose")  # its row count, as the plan estimates it
     name = "pgkl" + unique_name.replace("-", "")[-10:]
-    config = pg_config(pg_db, name, **{"snapshot.mode": "initial_only",
-                                       "snapshot.chunk.max.bytes": 5 * VALUE_BYTES + VALUE_BYTES // 2})
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="connectors.core.snapshot.coordinator"):
-        running = Running(config, stack.kafka_bootstrap)
-        try:
-            values = payloads(events(stack.kafka_bootstrap, f"{name}.public.loose", ROWS))
-        finally:
-            running.stop()
-    assert sorted(v["after"]["n"] for v in values if v) == list(range(1, ROWS + 1))
-    assert planned_chunks(caplog, "loose") == 1
+    chunks, numbers = snapshot_of(pg_db, stack, caplog, name, "loose", "n",
+                                  **{"snapshot.chunk.max.bytes": 5 * VALUE_BYTES + VALUE_BYTES // 2})
+    assert numbers == list(range(1, ROWS + 1))
+    assert chunks == 1
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("public.loose is read as one chunk" in text and "about 60 rows" in text for text in warned), warned
