@@ -69,6 +69,7 @@ class MemoryConfig:
     producer_max_request_size: int = 1_000_000
     snapshot_delay_ms: int = 0
     snapshot_chunk_size: int = 100
+    snapshot_chunk_max_bytes: int = 0
     snapshot_fetch_size: int = 0
     snapshot_max_threads: int = 2
     message_too_large_policy: MessageTooLargePolicy = MessageTooLargePolicy.FAIL
