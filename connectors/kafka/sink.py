@@ -208,7 +208,6 @@ class TransactionalSink:
         self._state = "closed"  # closed | open | broken (open() again) | fenced (final)
         self._deliveries = _Deliveries()
         self._batch_payload = 0
-        self._given_payload: int | None = None  # the batch's payload as write_batch's caller counted it
         self._batch_topics: set[str] = set()
         # producers dropped broken, until a commit LATE_REQUEST_FENCE_SECONDS after the reopening
         self._dropped_unanswered = 0
@@ -295,14 +294,13 @@ class TransactionalSink:
         started = time.monotonic()
         batch_id = self.last_batch_id = uuid.uuid4().hex
         oversized = self._prepare_topics(messages, offset)
-        self._given_payload = payload
         # reports of an aborted batch's purged messages must not count for this one
         self._served(self._producer.poll, 0)
         self._deliveries = _Deliveries()
         failure = None
         try:
             self._producer.begin_transaction()
-            self._produce_all(messages, offset, oversized, batch_id)
+            self._produce_all(messages, offset, oversized, batch_id, payload)
             commit_started = time.monotonic()
             self._await_deliveries()
             if self.before_commit is not None:
@@ -364,7 +362,8 @@ class TransactionalSink:
             self._ensure_topics([self.new_topic(self.errors_topic)])
         return oversized
 
-    def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int], batch_id: str) -> None:
+    def _produce_all(self, messages: Sequence[OutMessage], offset, oversized: dict[int, int], batch_id: str,
+                     payload: int | None) -> None:
         produce = self._producer.produce
         deliveries = self._deliveries
         start = 0 if oversized else self._produce_run(messages)
@@ -394,7 +393,6 @@ class TransactionalSink:
                 self._handle_too_large(index, message, int(self._config["message.max.bytes"]), offset)
         if self._batch_payload is None:
             skipped = self._deliveries.skipped
-            payload = self._given_payload
             if payload is None:
                 payload = (sum(map(len, filter(None, map(_KEY, messages))))
                            + sum(map(len, filter(None, map(_VALUE, messages)))))

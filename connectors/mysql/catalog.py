@@ -103,6 +103,11 @@ def column_catalog(connection, database: str, table: str) -> dict[str, CatalogCo
                 for name, default, data_type in cursor.fetchall()}
 
 
+def may_be(column: ColumnInfo, data_type: str) -> bool:
+    """Whether a table map's column has the shape the binary look-alike `data_type` shows there (BINARY(n))."""
+    return column.type_code == FIELD_TYPE.STRING and column.max_length == BINARY_LOOKALIKES[data_type]
+
+
 def with_catalog(schema: TableSchema, catalog: dict[str, CatalogColumn]) -> TableSchema:
     """A table map's schema with its columns' defaults and binary look-alike types (`column_catalog`), matched by
     name; a BINARY(n) column of the table map is taken as the look-alike only where its size is the type's."""
@@ -110,8 +115,7 @@ def with_catalog(schema: TableSchema, catalog: dict[str, CatalogColumn]) -> Tabl
     for column in schema.columns:
         known = catalog.get(column.name)
         default, data_type = (known.default, known.data_type) if known is not None else (None, None)
-        if data_type is not None and not (column.type_code == FIELD_TYPE.STRING
-                                           and column.max_length == BINARY_LOOKALIKES[data_type]):
+        if data_type is not None and not may_be(column, data_type):
             data_type = None  # information_schema's table is no longer the table map's (a later ALTER)
         columns.append(replace(column, default=default, data_type=data_type))
     return replace(schema, columns=tuple(columns), defaults_known=True)

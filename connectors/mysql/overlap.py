@@ -23,11 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
-from pymysqlreplication.constants import FIELD_TYPE
 
 from connectors import ConnectorError
 from connectors.core.snapshot.overlap import KeyRanges, ServerKeyLookup, integer_key, passing_op, ranges_read_later
-from connectors.mysql.catalog import BINARY_LOOKALIKES, column_catalog
+from connectors.mysql.catalog import column_catalog, may_be
 from connectors.mysql.gtid import MariaGtidPosition, MysqlGtidSet
 from connectors.mysql.types import uuid_text
 
@@ -135,8 +134,7 @@ class ServerKeyOrder:
         """The UUID columns of the table (asked of information_schema once, and only when a key column is a
         BINARY(16) in the table map, as a UUID shows there)."""
         by_name = {column.name: column for column in schema.columns}
-        size = BINARY_LOOKALIKES["uuid"]
-        if not any(by_name[name].type_code == FIELD_TYPE.STRING and by_name[name].max_length == size for name in key):
+        if not any(may_be(by_name[name], "uuid") for name in key):
             return frozenset()
         table = (schema.database, schema.table)
         known = self._uuids.get(table)

@@ -102,7 +102,7 @@ class MySqlEventBuilder:
         # (database, table) -> {column: its DEFAULT and the type of a UUID, INET4 or INET6} as information_schema shows
         # them (a binlog table map has neither): read when a table is first seen, and again as each DDL statement on it
         # is handled
-        self._defaults: dict[tuple[str, str], dict[str, catalog.CatalogColumn]] = {}
+        self._catalogs: dict[tuple[str, str], dict[str, catalog.CatalogColumn]] = {}
         # the row number of the last row of a captured table (skipped operations too): Debezium's offset context
         # keeps it, and its schema change and truncate events carry it as source.row
         self._last_row = 0
@@ -124,25 +124,26 @@ class MySqlEventBuilder:
         if schema.defaults_known:
             return schema
         key = (schema.database, schema.table)
-        defaults = self._defaults.get(key)
-        if defaults is None:
-            defaults = self._defaults[key] = with_reconnects(
+        known = self._catalogs.get(key)
+        if known is None:
+            known = self._catalogs[key] = with_reconnects(
                 self.config.connection, lambda connection: catalog.column_catalog(connection, *key))
-        return catalog.with_catalog(schema, defaults)
+        return catalog.with_catalog(schema, known)
 
-    def _refresh_defaults(self, statement: SchemaStatement) -> None:
-        """The defaults of the captured tables a DDL statement creates, alters or renames, read as it is handled:
-        when the connector is caught up, before any later DDL changes them again (docs/mariadb.md)."""
+    def _refresh_catalogs(self, statement: SchemaStatement) -> None:
+        """The catalog (column_catalog: defaults, UUID/INET types) of the captured tables a DDL statement creates,
+        alters or renames, read as it is handled: when the connector is caught up, before any later DDL changes them
+        again (docs/mariadb.md)."""
         changed = [(kind, database, table) for kind, database, table in
                    affected_tables(statement.ddl, statement.database) if self._captures(database, table)]
         for _, database, table in changed:
-            self._defaults.pop((database, table), None)
+            self._catalogs.pop((database, table), None)
         kept = [(database, table) for kind, database, table in changed if kind != "DROP"]
         if not kept:
             return
         read = with_reconnects(self.config.connection, lambda connection: {
             key: catalog.column_catalog(connection, *key) for key in kept})
-        self._defaults.update(read)
+        self._catalogs.update(read)
 
     def _captures(self, database: str, table: str) -> bool:
         key = (database, table)
@@ -176,7 +177,7 @@ class MySqlEventBuilder:
         if type(change) is SchemaStatement:
             self._tables.clear()
             self._last_table = (None, None)
-            self._refresh_defaults(change)
+            self._refresh_catalogs(change)
             messages = [] if self.schema_changes is None else self.schema_changes.messages(change, row=self._last_row)
             truncated = self._truncate_messages(change)
             if truncated:
